@@ -1,0 +1,15 @@
+//! Quarry: a Kubernetes-native deep-research operator.
+//!
+//! Layout follows DESIGN §1: `research` is the pure core, everything else is a shell around it.
+
+pub mod api;
+pub mod config;
+pub mod controller;
+pub mod llm;
+pub mod research;
+pub mod scrape;
+pub mod server;
+pub mod sources;
+pub mod standalone;
+pub mod store;
+pub mod telemetry;

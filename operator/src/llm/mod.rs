@@ -1,0 +1,162 @@
+//! Model clients: the `ChatModel` port, the OpenAI-compatible client, pricing.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// A message role in a chat conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// One chat message. `tool_calls` is set on assistant turns that called tools;
+/// `tool_call_id` on tool-result turns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self { role: Role::System, content: content.into(), tool_calls: vec![], tool_call_id: None }
+    }
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self { role: Role::User, content: content.into(), tool_calls: vec![], tool_call_id: None }
+    }
+    /// An assistant message, possibly carrying tool calls.
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self { role: Role::Assistant, content: content.into(), tool_calls, tool_call_id: None }
+    }
+    /// The result of one tool call.
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self { role: Role::Tool, content: content.into(), tool_calls: vec![], tool_call_id: Some(call_id.into()) }
+    }
+}
+
+/// A tool the model may call: name, description and JSON-Schema parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// A tool call requested by the model, with its arguments already parsed as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: serde_json::Value,
+}
+
+/// What a call is for; used for metrics labels and provenance, never for behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallPurpose {
+    Plan,
+    Research,
+    Evaluate,
+    Synthesize,
+    Classify,
+    Summarize,
+}
+
+/// One chat completion request, independent of the wire protocol.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    /// Tools offered to the model. Empty means a plain completion.
+    pub tools: Vec<ToolSpec>,
+    /// Ask the server for a JSON object answer (`response_format: json_object`).
+    pub json_mode: bool,
+    /// Output cap; always sent, as `max_tokens` (llama.cpp reads only that).
+    pub max_tokens: u32,
+    pub purpose: CallPurpose,
+}
+
+/// Token usage and cost of one or more calls. Cost is kept in pico-USD so sums are exact.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_pico_usd: u64,
+    pub llm_calls: u64,
+}
+
+impl Usage {
+    /// Adds another usage record to this one.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_pico_usd += other.cost_pico_usd;
+        self.llm_calls += other.llm_calls;
+    }
+    /// Cost as a decimal USD string with six fractional digits, e.g. `"0.001250"`.
+    pub fn cost_usd_string(&self) -> String {
+        format_pico_usd(self.cost_pico_usd)
+    }
+}
+
+/// Formats pico-USD as a decimal USD string with six fractional digits (rounded down).
+pub fn format_pico_usd(pico: u64) -> String {
+    let micro = pico / 1_000_000;
+    format!("{}.{:06}", micro / 1_000_000, micro % 1_000_000)
+}
+
+/// The model's answer: text, tool calls (native or parsed from the JSON action protocol), usage.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatResponse {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    pub model: String,
+    pub finish_reason: Option<String>,
+}
+
+/// Errors of a model call. `is_retryable` tells the caller whether trying again can help.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("model endpoint {endpoint} unreachable: {source}")]
+    Unreachable { endpoint: String, #[source] source: reqwest::Error },
+    #[error("model call timed out after {seconds}s")]
+    Timeout { seconds: u64 },
+    #[error("model server answered HTTP {status}: {body}")]
+    Status { status: u16, body: String, retry_after: Option<std::time::Duration> },
+    #[error("model answer could not be understood: {0}")]
+    Malformed(String),
+    #[error("model output degenerated into repetition and was stopped after {tokens} tokens")]
+    Degenerate { tokens: u64 },
+    #[error("model configuration invalid: {0}")]
+    Config(String),
+}
+
+impl LlmError {
+    /// True when a retry may succeed (timeouts, 429, 5xx, connection errors).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Unreachable { .. } | LlmError::Timeout { .. } => true,
+            LlmError::Status { status, .. } => *status == 429 || *status >= 500,
+            _ => false,
+        }
+    }
+}
+
+/// The port through which the engine talks to any language model.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// Sends one request and returns the full answer with usage and cost accounted.
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
+    /// Context window of the model in tokens (used for the 55% scrape gate).
+    fn context_window(&self) -> u64;
+}

@@ -1,0 +1,2 @@
+//! The `quarry` binary.
+fn main() {}
