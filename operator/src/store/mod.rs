@@ -19,3 +19,4 @@ pub trait ArtifactStore: Send + Sync {
     /// Reads one artifact; `None` when it does not exist.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
 }
+pub mod configmap;

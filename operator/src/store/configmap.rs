@@ -1,0 +1,402 @@
+//! `ConfigMapStore`: the default artifact store of a ResearchRun (DESIGN §4). Artifacts live in
+//! ConfigMaps owned by the run, so deleting the run deletes them:
+//! - `report.md` and `findings.json` in `<run>-report` (people read them with kubectl),
+//! - everything else (the `checkpoint.json` first of all) in `<run>-state`.
+//!
+//! Values over [`GZIP_THRESHOLD`] bytes, or that are not UTF-8, are stored gzip-compressed in
+//! `binaryData` under `<key>.gz`. A ConfigMap over [`CONFIGMAP_LIMIT`] bytes is refused with an
+//! error that says so, before the API server rejects it less clearly.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use async_trait::async_trait;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use tokio::sync::Mutex;
+
+use super::{ArtifactStore, StoreError};
+
+/// Field manager of every Server-Side Apply the operator sends.
+pub const FIELD_MANAGER: &str = "quarry-operator";
+/// Values larger than this are gzip-compressed into `binaryData`.
+pub const GZIP_THRESHOLD: usize = 256 * 1024;
+/// Largest ConfigMap payload (sum of keys and values) this store writes; the API server's limit is
+/// 1 MiB, a little is left for metadata.
+pub const CONFIGMAP_LIMIT: usize = 1_000_000;
+/// Largest artifact size accepted after decompression, so a corrupt or hostile object cannot blow
+/// up memory.
+pub const MAX_DECOMPRESSED: u64 = 64 * 1024 * 1024;
+/// Label put on every artifact ConfigMap, naming the run.
+pub const RUN_LABEL: &str = "quarry.dev/run";
+
+/// Keys stored in the report ConfigMap rather than the state ConfigMap.
+const REPORT_KEYS: [&str; 2] = ["report.md", "findings.json"];
+
+/// Artifact store of one ResearchRun on ConfigMaps.
+pub struct ConfigMapStore {
+    api: Api<ConfigMap>,
+    run_name: String,
+    owner: OwnerReference,
+    /// Serialises read-merge-apply cycles: each apply carries every key of its ConfigMap, since an
+    /// apply that omits a key this field manager owns would delete it.
+    lock: Mutex<()>,
+}
+
+/// Name of the ConfigMap holding a run's report.
+pub fn report_configmap_name(run_name: &str) -> String {
+    format!("{run_name}-report")
+}
+
+/// Name of the ConfigMap holding a run's checkpoint and other artifacts.
+pub fn state_configmap_name(run_name: &str) -> String {
+    format!("{run_name}-state")
+}
+
+impl ConfigMapStore {
+    /// A store for run `run_name` in `namespace`; `owner` is the run's controller owner reference.
+    pub fn new(client: Client, namespace: &str, run_name: &str, owner: OwnerReference) -> Self {
+        Self {
+            api: Api::namespaced(client, namespace),
+            run_name: run_name.to_string(),
+            owner,
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// The ConfigMap name and the data key an artifact key maps to.
+    fn locate(&self, key: &str) -> Result<(String, String), StoreError> {
+        let data_key = sanitize_key(key)?;
+        let cm = if REPORT_KEYS.contains(&key) {
+            report_configmap_name(&self.run_name)
+        } else {
+            state_configmap_name(&self.run_name)
+        };
+        Ok((cm, data_key))
+    }
+
+    async fn read(&self, name: &str, key: &str) -> Result<Option<ConfigMap>, StoreError> {
+        self.api.get_opt(name).await.map_err(|e| StoreError::Io {
+            key: key.to_string(),
+            message: format!("reading ConfigMap {name}: {e}"),
+        })
+    }
+}
+
+/// Maps an artifact key onto a valid ConfigMap key (`[-._a-zA-Z0-9]+`): `/` becomes `__`.
+fn sanitize_key(key: &str) -> Result<String, StoreError> {
+    let mapped = key.replace('/', "__");
+    let valid = !mapped.is_empty()
+        && mapped.len() <= 240
+        && mapped
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if valid && mapped != "." && mapped != ".." {
+        Ok(mapped)
+    } else {
+        Err(StoreError::Io {
+            key: key.to_string(),
+            message: "not usable as a ConfigMap key (allowed: letters, digits, '-', '_', '.', '/')"
+                .into(),
+        })
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Result<Vec<u8>, std::io::Error> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes)?;
+    encoder.finish()
+}
+
+fn gunzip(bytes: &[u8], key: &str) -> Result<Vec<u8>, StoreError> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .take(MAX_DECOMPRESSED + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| StoreError::Corrupt {
+            key: key.to_string(),
+            message: format!("gzip: {e}"),
+        })?;
+    if out.len() as u64 > MAX_DECOMPRESSED {
+        return Err(StoreError::Corrupt {
+            key: key.to_string(),
+            message: format!("decompresses to more than {MAX_DECOMPRESSED} bytes"),
+        });
+    }
+    Ok(out)
+}
+
+/// Size the API server counts for a ConfigMap: keys plus values.
+fn payload_size(data: &BTreeMap<String, String>, binary: &BTreeMap<String, ByteString>) -> usize {
+    data.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+        + binary
+            .iter()
+            .map(|(k, v)| k.len() + v.0.len())
+            .sum::<usize>()
+}
+
+#[async_trait]
+impl ArtifactStore for ConfigMapStore {
+    async fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let (name, data_key) = self.locate(key)?;
+        let gz_key = format!("{data_key}.gz");
+        let _guard = self.lock.lock().await;
+        let existing = self.read(&name, key).await?;
+        let (mut data, mut binary) = match existing {
+            Some(cm) => (
+                cm.data.unwrap_or_default(),
+                cm.binary_data.unwrap_or_default(),
+            ),
+            None => Default::default(),
+        };
+        data.remove(&data_key);
+        binary.remove(&gz_key);
+        match std::str::from_utf8(bytes) {
+            Ok(text) if bytes.len() <= GZIP_THRESHOLD => {
+                data.insert(data_key, text.to_string());
+            }
+            _ => {
+                let packed = gzip(bytes).map_err(|e| StoreError::Io {
+                    key: key.to_string(),
+                    message: format!("gzip: {e}"),
+                })?;
+                binary.insert(gz_key, ByteString(packed));
+            }
+        }
+        let size = payload_size(&data, &binary);
+        if size > CONFIGMAP_LIMIT {
+            return Err(StoreError::Io {
+                key: key.to_string(),
+                message: format!(
+                    "ConfigMap {name} would hold {size} bytes, over the {CONFIGMAP_LIMIT}-byte ConfigMap limit even after gzip; configure an object store for this run's reports"
+                ),
+            });
+        }
+        let mut labels = BTreeMap::new();
+        labels.insert(RUN_LABEL.to_string(), self.run_name.clone());
+        labels.insert(
+            "app.kubernetes.io/managed-by".to_string(),
+            "quarry".to_string(),
+        );
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some(labels),
+                owner_references: Some(vec![self.owner.clone()]),
+                ..Default::default()
+            },
+            data: Some(data),
+            binary_data: Some(binary),
+            ..Default::default()
+        };
+        let mut value = serde_json::to_value(&cm).map_err(|e| StoreError::Io {
+            key: key.to_string(),
+            message: format!("serializing ConfigMap: {e}"),
+        })?;
+        // SSA needs apiVersion and kind in the body; the typed struct does not carry them.
+        value["apiVersion"] = "v1".into();
+        value["kind"] = "ConfigMap".into();
+        self.api
+            .patch(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(value),
+            )
+            .await
+            .map_err(|e| StoreError::Io {
+                key: key.to_string(),
+                message: format!("applying ConfigMap {name}: {e}"),
+            })?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let (name, data_key) = self.locate(key)?;
+        let Some(cm) = self.read(&name, key).await? else {
+            return Ok(None);
+        };
+        if let Some(text) = cm.data.as_ref().and_then(|d| d.get(&data_key)) {
+            return Ok(Some(text.clone().into_bytes()));
+        }
+        if let Some(packed) = cm
+            .binary_data
+            .as_ref()
+            .and_then(|d| d.get(&format!("{data_key}.gz")))
+        {
+            return gunzip(&packed.0, key).map(Some);
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Request, Response};
+    use kube::client::Body;
+
+    type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+
+    fn owner() -> OwnerReference {
+        OwnerReference {
+            api_version: "quarry.dev/v1alpha1".into(),
+            kind: "ResearchRun".into(),
+            name: "r1".into(),
+            uid: "uid-1".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    fn store() -> (ConfigMapStore, Handle) {
+        let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let client = Client::new(service, "ns");
+        (ConfigMapStore::new(client, "ns", "r1", owner()), handle)
+    }
+
+    fn not_found() -> Response<Body> {
+        let body = serde_json::json!({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"not found"});
+        Response::builder()
+            .status(404)
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap()
+    }
+
+    fn ok_json(value: &serde_json::Value) -> Response<Body> {
+        Response::builder()
+            .status(200)
+            .body(Body::from(serde_json::to_vec(value).unwrap()))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn put_merges_keys_and_applies_with_owner() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-report"
+            );
+            send.send_response(ok_json(&serde_json::json!({
+                "apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r1-report","namespace":"ns"},
+                "data":{"report.md":"# old"}
+            })));
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::PATCH);
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-report?&force=true&fieldManager=quarry-operator"
+            );
+            assert_eq!(
+                req.headers().get("content-type").unwrap(),
+                "application/apply-patch+yaml"
+            );
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
+            assert_eq!(
+                body,
+                serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": "r1-report",
+                        "labels": {"app.kubernetes.io/managed-by": "quarry", "quarry.dev/run": "r1"},
+                        "ownerReferences": [{"apiVersion":"quarry.dev/v1alpha1","kind":"ResearchRun","name":"r1","uid":"uid-1","controller":true,"blockOwnerDeletion":true}]
+                    },
+                    "data": {"report.md": "# old", "findings.json": "{\"a\":1}"},
+                    "binaryData": {}
+                })
+            );
+            send.send_response(ok_json(&body));
+        });
+        store.put("findings.json", b"{\"a\":1}").await.unwrap();
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn large_values_are_gzipped_and_read_back() {
+        let (store, mut handle) = store();
+        let big: Vec<u8> = (0..(GZIP_THRESHOLD + 10))
+            .map(|i| b'a' + (i % 7) as u8)
+            .collect();
+        let expected = big.clone();
+        let server = tokio::spawn(async move {
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-state"
+            );
+            send.send_response(not_found());
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::PATCH);
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
+            assert_eq!(body["data"], serde_json::json!({}));
+            let packed = body["binaryData"]["checkpoint.json.gz"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            send.send_response(ok_json(&body));
+            // The following get sees what was applied.
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-state"
+            );
+            send.send_response(ok_json(&serde_json::json!({
+                "apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r1-state"},
+                "binaryData":{"checkpoint.json.gz": packed}
+            })));
+        });
+        store.put("checkpoint.json", &big).await.unwrap();
+        assert_eq!(store.get("checkpoint.json").await.unwrap(), Some(expected));
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn missing_configmap_reads_as_none_and_oversize_is_refused() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let (_, send) = handle.next_request().await.unwrap();
+            send.send_response(not_found());
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            send.send_response(not_found());
+            // No PATCH follows: the oversize value is refused locally.
+        });
+        assert_eq!(store.get("checkpoint.json").await.unwrap(), None);
+        // Random bytes do not compress: over the limit even after gzip.
+        let mut state = 0x1234_5678_u64;
+        let noise: Vec<u8> = (0..CONFIGMAP_LIMIT + 1000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        let err = store.put("events/log.jsonl", &noise).await.unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("r1-state") && text.contains("over the 1000000-byte ConfigMap limit"),
+            "{text}"
+        );
+        server.await.unwrap();
+    }
+
+    #[test]
+    fn keys_are_sanitized() {
+        assert_eq!(
+            sanitize_key("researchers/0.md").unwrap(),
+            "researchers__0.md"
+        );
+        assert!(sanitize_key("a b").is_err());
+        assert!(sanitize_key("").is_err());
+    }
+}
