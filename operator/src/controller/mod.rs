@@ -1,1 +1,555 @@
-//! controller
+//! The ResearchRun controller: maps ResearchRuns onto research tasks and their progress back onto
+//! status (DESIGN §1). Reconcile is a short pipeline — look up, validate, build desired status,
+//! apply — and never runs research itself: it hands runs to the [`registry::Registry`].
+
+pub mod engine;
+pub mod registry;
+pub mod status;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+
+use crate::api::{ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec, ResearchRunStatus, SecretKeyRef, reasons};
+use crate::research::state::{Limits, Mode, OutputKind, RunInput, RunState};
+use crate::server::{Readiness, ServerState};
+use crate::store::configmap::{FIELD_MANAGER, report_configmap_name};
+use crate::telemetry::{ErrorLabels, Metrics, ModelLabels, OutcomeLabels, PhaseLabel, RunLabels};
+use registry::{Presence, Registry, ResearchTask, Signal};
+use status::{RunView, desired_status, transition_events};
+
+/// Name the operator reports Events under.
+pub const CONTROLLER_NAME: &str = "quarry-operator";
+/// How often a stalled run is retried (GitOps may apply the run before its profile).
+pub const STALL_REQUEUE: Duration = Duration::from_secs(15);
+/// Minimum time between two status patches of one run.
+pub const STATUS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Errors of reconcile and of the operator.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A Kubernetes API call failed.
+    #[error("Kubernetes API call failed while {action}: {source}")]
+    Kube { action: String, #[source] source: kube::Error },
+    /// The object lacks metadata the API server always sets.
+    #[error("ResearchRun is missing metadata.{0}")]
+    MissingMetadata(&'static str),
+    /// Serializing a patch failed.
+    #[error("serializing {what}: {source}")]
+    Serialize { what: &'static str, #[source] source: serde_json::Error },
+    /// The HTTP server failed.
+    #[error(transparent)]
+    Server(#[from] crate::server::ServerError),
+    /// No Kubernetes client could be configured.
+    #[error("cannot configure a Kubernetes client (set KUBECONFIG or run in a cluster): {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// Short, bounded label for the error metric.
+    pub fn metric_reason(&self) -> &'static str {
+        match self {
+            Error::Kube { .. } => "KubeApi",
+            Error::MissingMetadata(_) => "MissingMetadata",
+            Error::Serialize { .. } => "Serialization",
+            Error::Server(_) => "Server",
+            Error::Config(_) => "Config",
+        }
+    }
+
+    fn is_not_found(&self) -> bool {
+        matches!(self, Error::Kube { source: kube::Error::Api(status), .. } if status.code == 404)
+    }
+}
+
+fn kube_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let action = action.into();
+    move |source| Error::Kube { action, source }
+}
+
+/// An API key read from a Secret. Its `Debug` never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    /// The key value, for the model client only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// Everything a launcher needs to start one run's research.
+#[derive(Debug, Clone)]
+pub struct LaunchRequest {
+    /// The run as reconciled.
+    pub run: Arc<ResearchRun>,
+    /// Name of the ResearchProfile.
+    pub profile_name: String,
+    /// Its spec.
+    pub profile: ResearchProfileSpec,
+    /// API keys by Secret reference, for the tiers that name one.
+    pub api_keys: Vec<(SecretKeyRef, ApiKey)>,
+    /// The engine input built from the run spec and profile defaults.
+    pub input: RunInput,
+}
+
+/// Why a launch is impossible with the given profile; shown as `Stalled` with reason ProfileInvalid.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LaunchError(pub String);
+
+/// Starts a prepared run: receives the control channel and the progress sender, returns the task.
+pub type Starter = Box<dyn FnOnce(watch::Receiver<Signal>, Arc<watch::Sender<Option<RunState>>>) -> ResearchTask + Send>;
+
+/// Builds research tasks. Production: [`engine::EngineLauncher`]; tests: a recording double.
+pub trait Launcher: Send + Sync {
+    /// Checks the request and prepares its task (no I/O); errors are profile problems.
+    fn prepare(&self, request: LaunchRequest) -> Result<Starter, LaunchError>;
+}
+
+/// Shared state of the reconciler.
+pub struct Context {
+    /// Kubernetes client.
+    pub client: Client,
+    /// Event recorder.
+    pub recorder: Recorder,
+    /// Research tasks by run UID.
+    pub registry: Registry,
+    /// Builds research tasks.
+    pub launcher: Arc<dyn Launcher>,
+    /// Operator metrics.
+    pub metrics: Metrics,
+    /// Minimum time between status patches of one run.
+    pub status_interval: Duration,
+}
+
+impl Context {
+    /// A context with the default status interval.
+    pub fn new(client: Client, launcher: Arc<dyn Launcher>, metrics: Metrics) -> Self {
+        let reporter = Reporter { controller: CONTROLLER_NAME.into(), instance: std::env::var("POD_NAME").ok() };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            registry: Registry::new(),
+            launcher,
+            metrics,
+            status_interval: STATUS_INTERVAL,
+        }
+    }
+}
+
+/// A reason the run cannot progress, with a message a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stall {
+    /// Condition reason.
+    pub reason: &'static str,
+    /// Actionable message naming objects and keys (never values).
+    pub message: String,
+}
+
+/// Pure: the API key named by `key_ref` in `secret`, or why it is unusable.
+pub fn extract_key(secret: &Secret, key_ref: &SecretKeyRef, profile: &str, tier: &str) -> Result<ApiKey, Stall> {
+    let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
+    let missing = || Stall {
+        reason: reasons::SECRET_KEY_MISSING,
+        message: format!(
+            "Secret \"{}\" in namespace \"{namespace}\" has no key \"{}\" (ResearchProfile \"{profile}\" models.{tier}.apiKeySecretRef.key); add the key to the Secret or fix the reference",
+            key_ref.name, key_ref.key
+        ),
+    };
+    let raw = secret.data.as_ref().and_then(|d| d.get(&key_ref.key)).map(|b| b.0.clone());
+    let raw = raw.or_else(|| secret.string_data.as_ref().and_then(|d| d.get(&key_ref.key)).map(|s| s.clone().into_bytes()));
+    let Some(raw) = raw else { return Err(missing()) };
+    let value = String::from_utf8(raw).map_err(|_| Stall {
+        reason: reasons::SECRET_KEY_MISSING,
+        message: format!("Secret \"{}\" key \"{}\" is not UTF-8 text; store the API key as text", key_ref.name, key_ref.key),
+    })?;
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(Stall {
+            reason: reasons::SECRET_KEY_MISSING,
+            message: format!("Secret \"{}\" key \"{}\" in namespace \"{namespace}\" is empty; put the API key in it", key_ref.name, key_ref.key),
+        });
+    }
+    Ok(ApiKey::new(value))
+}
+
+/// Pure: the engine input for `spec` under `profile`'s default limits.
+pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Result<RunInput, Stall> {
+    use crate::api::{Mode as ApiMode, Output};
+    let limits = spec.effective_limits(profile.limits.as_ref()).map_err(|e| Stall { reason: reasons::PROFILE_INVALID, message: format!("invalid limits: {e}") })?;
+    let defaults = Limits::default();
+    Ok(RunInput {
+        query: spec.query.clone(),
+        context: spec.context.clone(),
+        mode: match spec.mode {
+            ApiMode::Quick => Mode::Quick,
+            ApiMode::Deep => Mode::Deep,
+        },
+        outputs: spec
+            .outputs
+            .iter()
+            .map(|o| match o {
+                Output::Study => OutputKind::Study,
+                Output::Ideas => OutputKind::Ideas,
+                Output::Implementations => OutputKind::Implementations,
+            })
+            .collect(),
+        top_k: spec.top_k,
+        limits: Limits {
+            max_concurrent_researchers: limits.max_concurrent_researchers,
+            max_rounds: limits.max_rounds.unwrap_or(defaults.max_rounds),
+            max_cost_pico_usd: limits.max_cost_micro_usd.map(|m| m.saturating_mul(1_000_000)),
+            max_tokens: limits.max_tokens,
+            timeout_secs: limits.timeout.map(|d| d.as_secs()),
+        },
+    })
+}
+
+/// Pure: what to do with a finished run given its TTL: `None` keep it, `Some(ZERO)` delete now,
+/// else wait that long.
+pub fn ttl_wait(run: &ResearchRun, now: &Time) -> Option<Duration> {
+    let ttl = u64::try_from(run.spec.ttl_seconds_after_finished?).unwrap_or(0);
+    let finished = run.status.as_ref()?.completion_time.as_ref()?;
+    let deadline = finished.0.as_second().saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX));
+    let left = deadline.saturating_sub(now.0.as_second());
+    Some(Duration::from_secs(u64::try_from(left).unwrap_or(0)))
+}
+
+fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+/// Writes the status for `view` if it differs from the current one, and publishes the Events the
+/// transition calls for. Returns the status the run now has.
+async fn apply_status(ctx: &Context, run: &ResearchRun, view: RunView<'_>) -> Result<ResearchRunStatus, Error> {
+    let name = run.name_any();
+    let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
+    let desired = desired_status(run, view, &report_configmap_name(&name), &now());
+    if run.status.as_ref() == Some(&desired) {
+        return Ok(desired);
+    }
+    let body = serde_json::json!({
+        "apiVersion": ResearchRun::api_version(&()),
+        "kind": ResearchRun::kind(&()),
+        "status": serde_json::to_value(&desired).map_err(|source| Error::Serialize { what: "status", source })?,
+    });
+    let api: Api<ResearchRun> = Api::namespaced(ctx.client.clone(), &namespace);
+    api.patch_status(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
+        .await
+        .map_err(kube_err(format!("patching status of ResearchRun {namespace}/{name}")))?;
+    if let (Some(uid), Some(phase)) = (run.uid(), desired.phase) {
+        ctx.metrics.set_run_phase(&uid, &namespace, PhaseLabel::from_phase_name(phase.as_str()));
+    }
+    let reference = run.object_ref(&());
+    for event in transition_events(run.status.as_ref(), &desired) {
+        let event = Event { type_: event.type_, reason: event.reason, note: Some(event.note), action: event.action, secondary: None };
+        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+            // Events are best effort: the status already says what happened.
+            warn!(run = %name, namespace = %namespace, error = %e, "publishing event failed");
+        }
+    }
+    Ok(desired)
+}
+
+/// Reconciles one ResearchRun. Returns quickly: research runs in the registry's tasks.
+pub async fn reconcile(run: Arc<ResearchRun>, ctx: Arc<Context>) -> Result<Action, Error> {
+    ctx.metrics.reconciliations.inc();
+    let started = std::time::Instant::now();
+    let result = reconcile_inner(run, &ctx).await;
+    ctx.metrics.reconcile_duration.observe(started.elapsed().as_secs_f64());
+    result
+}
+
+async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Error> {
+    let uid = run.uid().ok_or(Error::MissingMetadata("uid"))?;
+    let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
+    let name = run.name_any();
+    if run.metadata.deletion_timestamp.is_some() {
+        ctx.registry.remove(&uid);
+        return Ok(Action::await_change());
+    }
+    // Look up: where the run stands.
+    if run.is_finished() {
+        ctx.metrics.set_run_phase(&uid, &namespace, PhaseLabel::from_phase_name(run.phase().as_str()));
+        return finished(&run, ctx, &name, &namespace).await;
+    }
+    match ctx.registry.presence(&uid) {
+        Presence::Active => {
+            ctx.registry.signal(&uid, if run.spec.suspend { Signal::Suspend } else { Signal::Run });
+            return Ok(Action::await_change());
+        }
+        // The final status is on its way; the watch brings the run back when it lands.
+        Presence::Finished => return Ok(Action::requeue(Duration::from_secs(5))),
+        Presence::Absent | Presence::Stopped => {}
+    }
+    if run.spec.suspend {
+        apply_status(ctx, &run, RunView::Suspended).await?;
+        return Ok(Action::await_change());
+    }
+    // Look up and validate the profile and its Secrets.
+    let request = match resolve(ctx, &run, &namespace).await? {
+        Ok(request) => request,
+        Err(stall) => return stalled(ctx, &run, &stall).await,
+    };
+    // Build the task, then apply: status first, so a failed patch leaves nothing running.
+    let starter = match ctx.launcher.prepare(request.clone()) {
+        Ok(starter) => starter,
+        Err(e) => {
+            let stall = Stall { reason: reasons::PROFILE_INVALID, message: format!("ResearchProfile \"{}\" cannot be used: {e}", request.profile_name) };
+            return stalled(ctx, &run, &stall).await;
+        }
+    };
+    let written = apply_status(ctx, &run, RunView::Starting).await?;
+    let mut base = (*run).clone();
+    base.status = Some(written);
+    let (progress_tx, progress_rx) = watch::channel(None);
+    let progress_tx = Arc::new(progress_tx);
+    let task_tx = progress_tx.clone();
+    let labels = model_labels(&request, &namespace);
+    let started = ctx.registry.start(&uid, move |control| starter(control, task_tx), move |state| {
+        // The last state reaches the status writer even when the task did not publish it.
+        progress_tx.send_replace(Some(state));
+    });
+    if started {
+        info!(run = %name, namespace = %namespace, profile = %request.profile_name, "research started");
+        tokio::spawn(status_writer(ctx.clone(), base, progress_rx, labels, request.profile_name.clone()));
+    }
+    Ok(Action::await_change())
+}
+
+fn model_labels(request: &LaunchRequest, namespace: &str) -> ModelLabels {
+    let tier = &request.profile.models.primary;
+    let provider = url::Url::parse(&tier.base_url).ok().and_then(|u| u.host_str().map(str::to_string)).unwrap_or_else(|| "unknown".into());
+    ModelLabels { namespace: namespace.to_string(), profile: request.profile_name.clone(), provider, model: tier.model.clone() }
+}
+
+async fn stalled(ctx: &Context, run: &ResearchRun, stall: &Stall) -> Result<Action, Error> {
+    debug!(run = %run.name_any(), reason = stall.reason, "run stalled");
+    apply_status(ctx, run, RunView::Stalled { reason: stall.reason, message: &stall.message }).await?;
+    Ok(Action::requeue(STALL_REQUEUE))
+}
+
+/// Looks up the profile and its Secrets and validates them into a launch request.
+async fn resolve(ctx: &Context, run: &Arc<ResearchRun>, namespace: &str) -> Result<Result<LaunchRequest, Stall>, Error> {
+    let profile_name = run.spec.profile_ref.clone();
+    let profiles: Api<ResearchProfile> = Api::namespaced(ctx.client.clone(), namespace);
+    let Some(profile) = profiles.get_opt(&profile_name).await.map_err(kube_err(format!("reading ResearchProfile {namespace}/{profile_name}")))? else {
+        return Ok(Err(Stall {
+            reason: reasons::PROFILE_NOT_FOUND,
+            message: format!("ResearchProfile \"{profile_name}\" not found in namespace \"{namespace}\" (spec.profileRef); create it and the run will start"),
+        }));
+    };
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+    let mut fetched: BTreeMap<String, Secret> = BTreeMap::new();
+    let mut api_keys = Vec::new();
+    for (tier, model) in profile.spec.models.iter() {
+        let Some(key_ref) = &model.api_key_secret_ref else { continue };
+        if !fetched.contains_key(&key_ref.name) {
+            let secret = secrets.get_opt(&key_ref.name).await.map_err(kube_err(format!("reading Secret {namespace}/{}", key_ref.name)))?;
+            let Some(secret) = secret else {
+                return Ok(Err(Stall {
+                    reason: reasons::SECRET_NOT_FOUND,
+                    message: format!(
+                        "Secret \"{}\" not found in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" models.{}.apiKeySecretRef); create it with key \"{}\"",
+                        key_ref.name,
+                        tier.as_str(),
+                        key_ref.key
+                    ),
+                }));
+            };
+            fetched.insert(key_ref.name.clone(), secret);
+        }
+        let secret = &fetched[&key_ref.name];
+        match extract_key(secret, key_ref, &profile_name, tier.as_str()) {
+            Ok(key) => api_keys.push((key_ref.clone(), key)),
+            Err(stall) => return Ok(Err(stall)),
+        }
+    }
+    let input = match run_input(&run.spec, &profile.spec) {
+        Ok(input) => input,
+        Err(stall) => return Ok(Err(stall)),
+    };
+    Ok(Ok(LaunchRequest { run: run.clone(), profile_name, profile: profile.spec, api_keys, input }))
+}
+
+/// A finished run: delete it once its TTL has passed.
+async fn finished(run: &ResearchRun, ctx: &Context, name: &str, namespace: &str) -> Result<Action, Error> {
+    match ttl_wait(run, &now()) {
+        None => Ok(Action::await_change()),
+        Some(wait) if wait.is_zero() => {
+            info!(run = %name, namespace = %namespace, "deleting finished run after ttlSecondsAfterFinished");
+            let api: Api<ResearchRun> = Api::namespaced(ctx.client.clone(), namespace);
+            match api.delete(name, &DeleteParams::default()).await {
+                Ok(_) => Ok(Action::await_change()),
+                Err(kube::Error::Api(status)) if status.code == 404 => Ok(Action::await_change()),
+                Err(e) => Err(kube_err(format!("deleting ResearchRun {namespace}/{name}"))(e)),
+            }
+        }
+        Some(wait) => Ok(Action::requeue(wait)),
+    }
+}
+
+/// Drains one run's progress into status patches (at most one per `status_interval`), metrics and
+/// Events, until the research task ends.
+async fn status_writer(ctx: Arc<Context>, mut base: ResearchRun, mut rx: watch::Receiver<Option<RunState>>, labels: ModelLabels, profile: String) {
+    let uid = base.uid().unwrap_or_default();
+    let namespace = labels.namespace.clone();
+    let run_labels = RunLabels { namespace: namespace.clone(), profile: profile.clone() };
+    let mut last: Option<RunState> = None;
+    loop {
+        let closed = rx.changed().await.is_err();
+        let state = rx.borrow_and_update().clone();
+        if let Some(state) = state {
+            record_usage(&ctx.metrics, &labels, &run_labels, last.as_ref(), &state);
+            match apply_status(&ctx, &base, RunView::Progress(&state)).await {
+                Ok(status) => base.status = Some(status),
+                Err(e) if e.is_not_found() => {
+                    info!(run = %base.name_any(), "run deleted; cancelling its research");
+                    ctx.registry.remove(&uid);
+                    ctx.metrics.set_run_phase(&uid, &namespace, None);
+                    return;
+                }
+                Err(e) => warn!(run = %base.name_any(), error = %e, "status update failed; will retry with the next progress"),
+            }
+            if state.phase.is_terminal() && !last.as_ref().is_some_and(|l| l.phase.is_terminal()) {
+                if let Some(outcome) = PhaseLabel::from_phase_name(status::api_phase(state.phase).as_str()) {
+                    let started = base.status.as_ref().and_then(|s| s.start_time.clone()).or_else(|| base.metadata.creation_timestamp.clone());
+                    if let Some(started) = started {
+                        let seconds = (now().0.as_second() - started.0.as_second()).max(0) as f64;
+                        ctx.metrics.run_duration.get_or_create(&OutcomeLabels { namespace: namespace.clone(), profile: profile.clone(), outcome }).observe(seconds);
+                    }
+                }
+            }
+            last = Some(state);
+        }
+        if closed {
+            return;
+        }
+        tokio::time::sleep(ctx.status_interval).await;
+    }
+}
+
+fn record_usage(metrics: &Metrics, labels: &ModelLabels, run_labels: &RunLabels, last: Option<&RunState>, state: &RunState) {
+    let before = last.map(|l| (l.usage, l.searches, l.pages_fetched)).unwrap_or_default();
+    let delta = crate::llm::Usage {
+        input_tokens: state.usage.input_tokens.saturating_sub(before.0.input_tokens),
+        output_tokens: state.usage.output_tokens.saturating_sub(before.0.output_tokens),
+        cost_pico_usd: state.usage.cost_pico_usd.saturating_sub(before.0.cost_pico_usd),
+        llm_calls: state.usage.llm_calls.saturating_sub(before.0.llm_calls),
+    };
+    if delta != crate::llm::Usage::default() {
+        metrics.record_llm_usage(labels, &delta);
+    }
+    let searches = state.searches.saturating_sub(before.1);
+    if searches > 0 {
+        metrics.searches.get_or_create(run_labels).inc_by(u64::from(searches));
+    }
+    let pages = state.pages_fetched.saturating_sub(before.2);
+    if pages > 0 {
+        metrics.pages_fetched.get_or_create(run_labels).inc_by(u64::from(pages));
+    }
+}
+
+/// Requeue policy after a reconcile error.
+pub fn error_policy(run: Arc<ResearchRun>, error: &Error, ctx: Arc<Context>) -> Action {
+    warn!(run = %run.name_any(), error = %error, "reconcile failed");
+    ctx.metrics.reconcile_errors.get_or_create(&ErrorLabels { reason: error.metric_reason().into() }).inc();
+    Action::requeue(Duration::from_secs(10))
+}
+
+/// Configuration of `quarry operator`.
+#[derive(Debug, Clone)]
+pub struct OperatorConfig {
+    /// Address of the metrics/health server, e.g. `0.0.0.0:8080`.
+    pub listen: String,
+    /// Watch only this namespace (`None`: all namespaces).
+    pub namespace: Option<String>,
+}
+
+impl Default for OperatorConfig {
+    fn default() -> Self {
+        Self { listen: "0.0.0.0:8080".into(), namespace: None }
+    }
+}
+
+/// Runs the operator: the HTTP server and the ResearchRun controller, until SIGINT/SIGTERM.
+pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
+    let client = Client::try_default().await.map_err(|e| Error::Config(e.to_string()))?;
+    let metrics = Metrics::new();
+    let readiness = Readiness::new();
+    let listener = crate::server::bind(&config.listen).await?;
+    info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz");
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut server_stop = stop_rx.clone();
+    let server = tokio::spawn(crate::server::serve(listener, ServerState { metrics: metrics.clone(), readiness: readiness.clone() }, async move {
+        let _ = server_stop.wait_for(|stop| *stop).await;
+    }));
+    let launcher = Arc::new(engine::EngineLauncher::new(client.clone()));
+    let ctx = Arc::new(Context::new(client.clone(), launcher, metrics));
+    let (runs, configmaps): (Api<ResearchRun>, Api<ConfigMap>) = match &config.namespace {
+        Some(ns) => (Api::namespaced(client.clone(), ns), Api::namespaced(client.clone(), ns)),
+        None => (Api::all(client.clone()), Api::all(client.clone())),
+    };
+    let controller = Controller::new(runs, watcher::Config::default())
+        .owns(configmaps, watcher::Config::default().labels(crate::store::configmap::RUN_LABEL))
+        .shutdown_on_signal();
+    let store = controller.store();
+    // Ready once the run cache has synced; a janitor cancels research of runs that were deleted.
+    tokio::spawn({
+        let store = store.clone();
+        let ctx = ctx.clone();
+        async move {
+            if store.wait_until_ready().await.is_err() {
+                return;
+            }
+            readiness.set(true);
+            info!("ResearchRun cache synced; ready");
+            loop {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                let live: std::collections::HashSet<String> = store.state().iter().filter_map(|r| r.uid()).collect();
+                for uid in ctx.registry.uids() {
+                    if !live.contains(&uid) {
+                        info!(uid = %uid, "run deleted; cancelling its research");
+                        ctx.registry.remove(&uid);
+                    }
+                }
+            }
+        }
+    });
+    controller
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                debug!(error = %e, "controller event");
+            }
+        })
+        .await;
+    let _ = stop_tx.send(true);
+    match server.await {
+        Ok(result) => result?,
+        Err(e) => warn!(error = %e, "server task ended abnormally"),
+    }
+    Ok(())
+}

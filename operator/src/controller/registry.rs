@@ -1,0 +1,191 @@
+//! The in-process executor registry: at most one research task per ResearchRun UID.
+//!
+//! Reconcile only hands runs over; the research itself runs in tasks spawned here. Each run has a
+//! control channel (run, suspend, cancel) and a watch channel of engine states that the status
+//! writer drains, which coalesces bursts of progress into at most one status patch per interval.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+
+use crate::research::state::RunState;
+
+/// What the controller asks of a running research task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// Keep going.
+    Run,
+    /// Stop at the next safe point, keeping the checkpoint (spec.suspend).
+    Suspend,
+    /// Stop for good (the run was deleted).
+    Cancel,
+}
+
+/// State of a registry entry as reconcile sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// No task was ever started for this UID in this process.
+    Absent,
+    /// A task is running.
+    Active,
+    /// The task ended in a terminal phase (its final status is being or was written).
+    Finished,
+    /// The task ended without finishing the run (suspended); it may be started again.
+    Stopped,
+}
+
+/// The future of one run's research: ends with the engine's last state.
+pub type ResearchTask = BoxFuture<'static, RunState>;
+
+struct Entry {
+    control: watch::Sender<Signal>,
+    presence: Presence,
+}
+
+/// Registry of research tasks keyed by run UID. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Registry {
+    entries: Arc<Mutex<HashMap<String, Entry>>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").field("runs", &self.uids().len()).finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        // A poisoned lock only means another thread panicked mid-update of a plain map; the map
+        // itself is still consistent, so keep serving.
+        self.entries.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Where the task of `uid` stands.
+    pub fn presence(&self, uid: &str) -> Presence {
+        self.lock().get(uid).map_or(Presence::Absent, |e| e.presence)
+    }
+
+    /// UIDs with an entry (active or finished).
+    pub fn uids(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// Starts `make_task` for `uid` unless a task is already active; returns whether it started.
+    /// `make_task` receives the control receiver; the task's final state goes to `on_done`.
+    pub fn start<F, D>(&self, uid: &str, make_task: F, on_done: D) -> bool
+    where
+        F: FnOnce(watch::Receiver<Signal>) -> ResearchTask,
+        D: FnOnce(RunState) + Send + 'static,
+    {
+        let (tx, rx) = watch::channel(Signal::Run);
+        {
+            let mut entries = self.lock();
+            if entries.get(uid).is_some_and(|e| matches!(e.presence, Presence::Active | Presence::Finished)) {
+                return false;
+            }
+            entries.insert(uid.to_string(), Entry { control: tx, presence: Presence::Active });
+        }
+        let task = make_task(rx);
+        let registry = self.clone();
+        let uid = uid.to_string();
+        tokio::spawn(async move {
+            let state = task.await;
+            let presence = if state.phase.is_terminal() { Presence::Finished } else { Presence::Stopped };
+            if let Some(entry) = registry.lock().get_mut(&uid) {
+                entry.presence = presence;
+            }
+            on_done(state);
+        });
+        true
+    }
+
+    /// Sends `signal` to the active task of `uid`; returns whether there was one.
+    pub fn signal(&self, uid: &str, signal: Signal) -> bool {
+        match self.lock().get(uid) {
+            Some(entry) if entry.presence == Presence::Active => {
+                entry.control.send_if_modified(|current| {
+                    let changed = *current != signal;
+                    *current = signal;
+                    changed
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Cancels and forgets `uid` (its run was deleted).
+    pub fn remove(&self, uid: &str) {
+        if let Some(entry) = self.lock().remove(uid) {
+            let _ = entry.control.send(Signal::Cancel);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::research::state::{Mode, Phase, RunInput};
+
+    fn state(phase: Phase) -> RunState {
+        let mut s = RunState::new(RunInput::new("q", Mode::Quick));
+        s.phase = phase;
+        s
+    }
+
+    #[tokio::test]
+    async fn one_task_per_uid_and_signals_reach_it() {
+        let registry = Registry::new();
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let started = registry.start(
+            "u1",
+            |mut control| {
+                Box::pin(async move {
+                    loop {
+                        if *control.borrow_and_update() == Signal::Cancel {
+                            return state(Phase::Cancelled);
+                        }
+                        if control.changed().await.is_err() {
+                            return state(Phase::Failed);
+                        }
+                    }
+                })
+            },
+            move |s| {
+                let _ = done_tx.send(s.phase);
+            },
+        );
+        assert!(started);
+        assert_eq!(registry.presence("u1"), Presence::Active);
+        assert!(!registry.start("u1", |_| Box::pin(async { state(Phase::Completed) }), |_| {}));
+        assert!(registry.signal("u1", Signal::Suspend));
+        assert!(registry.signal("u1", Signal::Cancel));
+        assert_eq!(done_rx.await.unwrap(), Phase::Cancelled);
+        assert_eq!(registry.presence("u1"), Presence::Finished);
+        assert!(!registry.signal("u1", Signal::Cancel));
+        assert!(!registry.start("u1", |_| Box::pin(async { state(Phase::Completed) }), |_| {}));
+        registry.remove("u1");
+        assert_eq!(registry.presence("u1"), Presence::Absent);
+    }
+
+    #[tokio::test]
+    async fn a_stopped_task_may_start_again() {
+        let registry = Registry::new();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        registry.start("u1", |_| Box::pin(async { state(Phase::Researching) }), move |_| {
+            let _ = tx.send(());
+        });
+        rx.await.unwrap();
+        assert_eq!(registry.presence("u1"), Presence::Stopped);
+        assert!(registry.start("u1", |_| Box::pin(std::future::pending()), |_| {}));
+        assert_eq!(registry.presence("u1"), Presence::Active);
+    }
+}
