@@ -26,7 +26,11 @@ pub enum Event {
     /// A researcher finished its task.
     ResearcherFinished { report: ResearcherReport },
     /// A researcher gave up.
-    ResearcherFailed { task_id: u32, failure: Failure, usage: Usage },
+    ResearcherFailed {
+        task_id: u32,
+        failure: Failure,
+        usage: Usage,
+    },
     /// The lead evaluator decided.
     Evaluated { decision: Decision, usage: Usage },
     /// The final report is ready (not yet stored).
@@ -69,36 +73,47 @@ pub enum Command {
 /// Applies one event to a state, returning the next state and the commands to run.
 pub fn reduce(mut state: RunState, event: Event) -> (RunState, Vec<Command>) {
     let mut cmds = Vec::new();
-    if state.phase.is_terminal() {
-        return (state, cmds);
+    if !state.phase.is_terminal() {
+        apply(&mut state, event, &mut cmds);
     }
+    (state, normalize(cmds))
+}
+
+fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
     match event {
         Event::Start => {
             if state.phase == Phase::Pending && !state.suspended {
-                begin(&mut state, &mut cmds);
+                begin(state, cmds);
             }
         }
         Event::PlanReady { tasks, usage } => {
             state.usage.add(&usage);
             if state.phase != Phase::Planning {
-                return (state, cmds);
+                return;
             }
             if tasks.is_empty() {
-                fail(&mut state, &mut cmds, Failure::new(reasons::PLAN_UNPARSEABLE, "the planner returned an empty agenda"));
-                return (state, cmds);
+                fail(
+                    state,
+                    cmds,
+                    Failure::new(
+                        reasons::PLAN_UNPARSEABLE,
+                        "the planner returned an empty agenda",
+                    ),
+                );
+                return;
             }
             state.phase = Phase::Researching;
             state.round = 1;
-            add_tasks(&mut state, tasks);
+            add_tasks(state, tasks);
             cmds.push(Command::Checkpoint);
-            if !check_limits(&mut state, &mut cmds) && !state.suspended {
-                start_ready(&mut state, &mut cmds);
+            if !check_limits(state, cmds) && !state.suspended {
+                start_ready(state, cmds);
             }
         }
         Event::PlanFailed { failure, usage } => {
             state.usage.add(&usage);
             if state.phase == Phase::Planning {
-                fail(&mut state, &mut cmds, failure);
+                fail(state, cmds, failure);
             }
         }
         Event::ResearcherProgress { task_id, units } => {
@@ -114,51 +129,57 @@ pub fn reduce(mut state: RunState, event: Event) -> (RunState, Vec<Command>) {
                 state.fetched_urls.insert(s.url.clone());
             }
             let Some(task) = state.agenda.iter_mut().find(|t| t.id == report.task_id) else {
-                return (state, cmds);
+                return;
             };
             if task.state == TaskState::Done {
-                return (state, cmds);
+                return;
             }
             task.state = TaskState::Done;
             task.units = UNITS_PER_RESEARCHER;
             state.reports.push(report);
             cmds.push(Command::Checkpoint);
-            after_researcher(&mut state, &mut cmds);
+            after_researcher(state, cmds);
         }
-        Event::ResearcherFailed { task_id, failure, usage } => {
+        Event::ResearcherFailed {
+            task_id,
+            failure,
+            usage,
+        } => {
             state.usage.add(&usage);
             let Some(task) = state.agenda.iter_mut().find(|t| t.id == task_id) else {
-                return (state, cmds);
+                return;
             };
             if task.state != TaskState::Running {
-                return (state, cmds);
+                return;
             }
             task.state = TaskState::Failed;
             task.error = Some(format!("{}: {}", failure.reason, failure.message));
             if state.input.mode == Mode::Quick {
-                fail(&mut state, &mut cmds, failure);
-                return (state, cmds);
+                fail(state, cmds, failure);
+                return;
             }
-            after_researcher(&mut state, &mut cmds);
+            after_researcher(state, cmds);
         }
         Event::Evaluated { decision, usage } => {
             state.usage.add(&usage);
             if state.phase != Phase::Researching || !round_complete(&state) {
-                return (state, cmds);
+                return;
             }
             cmds.push(Command::Checkpoint);
-            if check_limits(&mut state, &mut cmds) {
-                return (state, cmds);
+            if check_limits(state, cmds) {
+                return;
             }
             match decision {
-                Decision::Delegate { queries } if !queries.is_empty() && state.round < state.input.limits.max_rounds => {
+                Decision::Delegate { queries }
+                    if !queries.is_empty() && state.round < state.input.limits.max_rounds =>
+                {
                     state.round += 1;
-                    add_tasks(&mut state, queries);
+                    add_tasks(state, queries);
                     if !state.suspended {
-                        start_ready(&mut state, &mut cmds);
+                        start_ready(state, cmds);
                     }
                 }
-                _ => synthesize(&mut state, &mut cmds, false),
+                _ => synthesize(state, cmds, false),
             }
         }
         Event::Synthesized { report, usage } => {
@@ -174,7 +195,7 @@ pub fn reduce(mut state: RunState, event: Event) -> (RunState, Vec<Command>) {
         Event::SynthesisFailed { failure, usage } => {
             state.usage.add(&usage);
             if state.phase == Phase::Synthesizing {
-                fail(&mut state, &mut cmds, failure);
+                fail(state, cmds, failure);
             }
         }
         Event::Published => {
@@ -185,12 +206,12 @@ pub fn reduce(mut state: RunState, event: Event) -> (RunState, Vec<Command>) {
             }
         }
         Event::TimeLimitReached => {
-            stop_at_limit(&mut state, &mut cmds, LimitHit::Time);
+            stop_at_limit(state, cmds, LimitHit::Time);
         }
         Event::Suspend => {
             if !state.suspended {
                 state.suspended = true;
-                requeue_running(&mut state);
+                requeue_running(state);
                 cmds.push(Command::StopAll);
                 cmds.push(Command::Checkpoint);
             }
@@ -198,24 +219,38 @@ pub fn reduce(mut state: RunState, event: Event) -> (RunState, Vec<Command>) {
         Event::Resume => {
             if state.suspended {
                 state.suspended = false;
-                continue_phase(&mut state, &mut cmds);
+                continue_phase(state, cmds);
             }
         }
         Event::Recover => {
-            requeue_running(&mut state);
+            requeue_running(state);
             if !state.suspended {
-                continue_phase(&mut state, &mut cmds);
+                continue_phase(state, cmds);
             }
         }
         Event::Cancel => {
             state.phase = Phase::Cancelled;
             state.failure = Some(Failure::new(reasons::CANCELLED, "the run was cancelled"));
-            requeue_running(&mut state);
+            requeue_running(state);
             cmds.push(Command::StopAll);
             cmds.push(Command::Checkpoint);
         }
     }
-    (state, cmds)
+}
+
+/// One checkpoint per transition is enough: it persists the state after the whole event.
+fn normalize(cmds: Vec<Command>) -> Vec<Command> {
+    let checkpoint = cmds.contains(&Command::Checkpoint);
+    let mut out: Vec<Command> = Vec::with_capacity(cmds.len());
+    if checkpoint {
+        out.push(Command::Checkpoint);
+    }
+    for c in cmds {
+        if c != Command::Checkpoint && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Leaves Pending: quick mode goes straight to one researcher, deep mode plans.
@@ -250,7 +285,9 @@ fn continue_phase(state: &mut RunState, cmds: &mut Vec<Command>) {
         Phase::Synthesizing => match &state.final_report {
             Some(_) if !state.published => cmds.push(Command::Publish),
             Some(_) => {}
-            None => cmds.push(Command::Synthesize { partial: state.limit_hit.is_some() }),
+            None => cmds.push(Command::Synthesize {
+                partial: state.limit_hit.is_some(),
+            }),
         },
         Phase::Completed | Phase::Failed | Phase::Cancelled => {}
     }
@@ -259,7 +296,14 @@ fn continue_phase(state: &mut RunState, cmds: &mut Vec<Command>) {
 fn add_tasks(state: &mut RunState, queries: Vec<String>) {
     let mut next_id = state.agenda.iter().map(|t| t.id + 1).max().unwrap_or(0);
     for query in queries {
-        state.agenda.push(Task { id: next_id, query, round: state.round, state: TaskState::Pending, units: 0, error: None });
+        state.agenda.push(Task {
+            id: next_id,
+            query,
+            round: state.round,
+            state: TaskState::Pending,
+            units: 0,
+            error: None,
+        });
         next_id += 1;
         state.budget_units += UNITS_PER_RESEARCHER;
     }
@@ -268,9 +312,17 @@ fn add_tasks(state: &mut RunState, queries: Vec<String>) {
 /// Starts pending tasks of the current round up to the concurrency limit.
 fn start_ready(state: &mut RunState, cmds: &mut Vec<Command>) {
     let limit = state.input.limits.max_concurrent_researchers.max(1) as usize;
-    let mut running = state.agenda.iter().filter(|t| t.state == TaskState::Running).count();
+    let mut running = state
+        .agenda
+        .iter()
+        .filter(|t| t.state == TaskState::Running)
+        .count();
     let round = state.round;
-    for task in state.agenda.iter_mut().filter(|t| t.round == round && t.state == TaskState::Pending) {
+    for task in state
+        .agenda
+        .iter_mut()
+        .filter(|t| t.round == round && t.state == TaskState::Pending)
+    {
         if running >= limit {
             break;
         }
@@ -302,7 +354,11 @@ fn after_researcher(state: &mut RunState, cmds: &mut Vec<Command>) {
 /// Seed 000's evaluator framework, step 1 (error check) is pure; the rest is the evaluator's call.
 fn after_round(state: &mut RunState, cmds: &mut Vec<Command>) {
     let round = state.round;
-    let all_failed = state.agenda.iter().filter(|t| t.round == round).all(|t| t.state == TaskState::Failed);
+    let all_failed = state
+        .agenda
+        .iter()
+        .filter(|t| t.round == round)
+        .all(|t| t.state == TaskState::Failed);
     if all_failed {
         let detail = state
             .agenda
@@ -311,12 +367,21 @@ fn after_round(state: &mut RunState, cmds: &mut Vec<Command>) {
             .filter_map(|t| t.error.clone())
             .next()
             .unwrap_or_default();
-        fail(state, cmds, Failure::new(reasons::ALL_RESEARCHERS_FAILED, format!("every researcher of round {round} failed; first error: {detail}")));
+        fail(
+            state,
+            cmds,
+            Failure::new(
+                reasons::ALL_RESEARCHERS_FAILED,
+                format!("every researcher of round {round} failed; first error: {detail}"),
+            ),
+        );
         return;
     }
     match state.input.mode {
         Mode::Quick => synthesize(state, cmds, false),
-        Mode::Deep if state.round >= state.input.limits.max_rounds => synthesize(state, cmds, false),
+        Mode::Deep if state.round >= state.input.limits.max_rounds => {
+            synthesize(state, cmds, false)
+        }
         Mode::Deep => cmds.push(Command::Evaluate),
     }
 }
@@ -343,7 +408,11 @@ fn fail(state: &mut RunState, cmds: &mut Vec<Command>, failure: Failure) {
 
 /// Work in flight is redone later (DESIGN §4), so running tasks go back to Pending.
 fn requeue_running(state: &mut RunState) {
-    for t in state.agenda.iter_mut().filter(|t| t.state == TaskState::Running) {
+    for t in state
+        .agenda
+        .iter_mut()
+        .filter(|t| t.state == TaskState::Running)
+    {
         t.state = TaskState::Pending;
     }
 }
@@ -355,7 +424,10 @@ fn check_limits(state: &mut RunState, cmds: &mut Vec<Command>) -> bool {
     }
     let limits = &state.input.limits;
     let tokens = state.usage.input_tokens + state.usage.output_tokens;
-    let hit = if limits.max_cost_pico_usd.is_some_and(|max| state.usage.cost_pico_usd >= max) {
+    let hit = if limits
+        .max_cost_pico_usd
+        .is_some_and(|max| state.usage.cost_pico_usd >= max)
+    {
         Some(LimitHit::Cost)
     } else if limits.max_tokens.is_some_and(|max| tokens >= max) {
         Some(LimitHit::Tokens)
@@ -376,7 +448,17 @@ fn stop_at_limit(state: &mut RunState, cmds: &mut Vec<Command>, hit: LimitHit) {
     match state.phase {
         Phase::Pending | Phase::Planning => {
             state.limit_hit = Some(hit);
-            fail(state, cmds, Failure::new(hit.reason(), format!("the run reached its {} limit before research began", limit_name(hit))));
+            fail(
+                state,
+                cmds,
+                Failure::new(
+                    hit.reason(),
+                    format!(
+                        "the run reached its {} limit before research began",
+                        limit_name(hit)
+                    ),
+                ),
+            );
         }
         Phase::Researching => {
             state.limit_hit = Some(hit);
@@ -386,7 +468,17 @@ fn stop_at_limit(state: &mut RunState, cmds: &mut Vec<Command>, hit: LimitHit) {
                 cmds.push(Command::StopAll);
             }
             if state.reports.is_empty() {
-                fail(state, cmds, Failure::new(hit.reason(), format!("the run reached its {} limit before any researcher finished", limit_name(hit))));
+                fail(
+                    state,
+                    cmds,
+                    Failure::new(
+                        hit.reason(),
+                        format!(
+                            "the run reached its {} limit before any researcher finished",
+                            limit_name(hit)
+                        ),
+                    ),
+                );
             } else {
                 synthesize(state, cmds, true);
             }
@@ -409,3 +501,7 @@ fn limit_name(hit: LimitHit) -> &'static str {
         LimitHit::Time => "time",
     }
 }
+
+#[cfg(test)]
+#[path = "reducer_tests.rs"]
+mod tests;

@@ -11,16 +11,21 @@ use super::state::{FinalReport, RunState, SourceRef, TaskState};
 
 // Markdown links and bare URLs; the character classes stop at the delimiters Markdown uses.
 #[allow(clippy::expect_used)] // constant pattern, checked by the tests
-static LINK_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"\[([^\]\n]*)\]\((https?://[^\s)]+)\)|<?(https?://[^\s<>()\]"'`]+)>?"#).expect("valid regex"));
+static LINK_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\[([^\]\n]*)\]\((https?://[^\s)]+)\)|<?(https?://[^\s<>()\]"'`]+)>?"#)
+        .expect("valid regex")
+});
 #[allow(clippy::expect_used)]
 static SOURCES_HEADING_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(#{1,6})\s*(sources|references|cited links|links|bibliography)\s*:?\s*$").expect("valid regex")
+    Regex::new(r"(?i)^(#{1,6})\s*(sources|references|cited links|links|bibliography)\s*:?\s*$")
+        .expect("valid regex")
 });
 
 /// Normalises a URL for comparison: no fragment, no trailing slash, no trailing punctuation.
 pub fn normalize_url(url: &str) -> String {
-    let url = url.trim().trim_end_matches(['.', ',', ';', ':', '!', '?', '*', '_']);
+    let url = url
+        .trim()
+        .trim_end_matches(['.', ',', ';', ':', '!', '?', '*', '_']);
     let url = url.split('#').next().unwrap_or(url);
     url.trim_end_matches('/').to_string()
 }
@@ -38,7 +43,8 @@ pub struct CitationCheck {
 
 /// Keeps only citations of URLs in `fetched`; other links lose their target and bare URLs are dropped.
 pub fn verify_citations(markdown: &str, fetched: &BTreeSet<String>) -> CitationCheck {
-    let allowed: BTreeMap<String, &String> = fetched.iter().map(|u| (normalize_url(u), u)).collect();
+    let allowed: BTreeMap<String, &String> =
+        fetched.iter().map(|u| (normalize_url(u), u)).collect();
     let mut cited = Vec::new();
     let mut removed = Vec::new();
     let out = LINK_RE.replace_all(markdown, |caps: &regex::Captures<'_>| {
@@ -67,7 +73,11 @@ pub fn verify_citations(markdown: &str, fetched: &BTreeSet<String>) -> CitationC
             }
         }
     });
-    CitationCheck { markdown: out.into_owned(), cited, removed }
+    CitationCheck {
+        markdown: out.into_owned(),
+        cited,
+        removed,
+    }
 }
 
 /// Removes a model-written Sources/References section; the verified one is appended instead.
@@ -77,7 +87,8 @@ pub fn strip_sources_section(markdown: &str) -> String {
     for line in markdown.lines() {
         if let Some(level) = skipping {
             let heading_level = line.chars().take_while(|c| *c == '#').count();
-            if heading_level > 0 && heading_level <= level && line[heading_level..].starts_with(' ') {
+            if heading_level > 0 && heading_level <= level && line[heading_level..].starts_with(' ')
+            {
                 skipping = None;
             } else {
                 continue;
@@ -103,7 +114,10 @@ pub fn fetched_sources(state: &RunState) -> Vec<SourceRef> {
             }
         }
     }
-    by_url.into_iter().map(|(url, title)| SourceRef { url, title }).collect()
+    by_url
+        .into_iter()
+        .map(|(url, title)| SourceRef { url, title })
+        .collect()
 }
 
 /// Builds the final report from a body: verified citations, a Sources section, findings JSON.
@@ -133,8 +147,17 @@ pub fn compose(state: &RunState, body: &str, partial: bool) -> FinalReport {
     md.push_str(check.markdown.trim());
     md.push_str("\n\n## Sources\n\n");
     for (i, s) in ordered.iter().enumerate() {
-        let title = if s.title.trim().is_empty() { s.url.as_str() } else { s.title.trim() };
-        md.push_str(&format!("{}. [{}]({})\n", i + 1, escape_link_text(title), s.url));
+        let title = if s.title.trim().is_empty() {
+            s.url.as_str()
+        } else {
+            s.title.trim()
+        };
+        md.push_str(&format!(
+            "{}. [{}]({})\n",
+            i + 1,
+            escape_link_text(title),
+            s.url
+        ));
     }
     if !check.removed.is_empty() {
         md.push_str(&format!(
@@ -142,8 +165,21 @@ pub fn compose(state: &RunState, body: &str, partial: bool) -> FinalReport {
             check.removed.len()
         ));
     }
-    let findings = findings_json(state, &ordered, &check.cited, &check.removed, partial, false);
-    FinalReport { markdown: md, findings_json: findings, sources: ordered, partial, aborted: false }
+    let findings = findings_json(
+        state,
+        &ordered,
+        &check.cited,
+        &check.removed,
+        partial,
+        false,
+    );
+    FinalReport {
+        markdown: md,
+        findings_json: findings,
+        sources: ordered,
+        partial,
+        aborted: false,
+    }
 }
 
 /// Seed 004's abort path: an honest report when no usable source was found, instead of an invented one.
@@ -164,7 +200,13 @@ pub fn abort_report(state: &RunState) -> FinalReport {
         rounds = state.round.max(1),
     );
     let findings = findings_json(state, &[], &[], &[], false, true);
-    FinalReport { markdown: md, findings_json: findings, sources: vec![], partial: false, aborted: true }
+    FinalReport {
+        markdown: md,
+        findings_json: findings,
+        sources: vec![],
+        partial: false,
+        aborted: true,
+    }
 }
 
 fn findings_json(
@@ -216,7 +258,11 @@ fn findings_json(
 
 fn one_line(s: &str) -> String {
     let s: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if s.chars().count() > 200 { s.chars().take(200).collect::<String>() + "…" } else { s }
+    if s.chars().count() > 200 {
+        s.chars().take(200).collect::<String>() + "…"
+    } else {
+        s
+    }
 }
 
 fn escape_link_text(s: &str) -> String {
@@ -236,14 +282,29 @@ mod tests {
     fn verified_links_stay_and_unfetched_links_lose_their_target() {
         let md = "See [json](http://h/json.html) and [made up](http://evil/x). Also http://h/a.html, and https://nope/y.";
         let c = verify_citations(md, &set(&["http://h/json.html", "http://h/a.html"]));
-        assert_eq!(c.markdown, "See [json](http://h/json.html) and made up. Also http://h/a.html, and .");
-        assert_eq!(c.cited, vec!["http://h/json.html".to_string(), "http://h/a.html".to_string()]);
-        assert_eq!(c.removed, vec!["http://evil/x".to_string(), "https://nope/y".to_string()]);
+        assert_eq!(
+            c.markdown,
+            "See [json](http://h/json.html) and made up. Also http://h/a.html, and ."
+        );
+        assert_eq!(
+            c.cited,
+            vec![
+                "http://h/json.html".to_string(),
+                "http://h/a.html".to_string()
+            ]
+        );
+        assert_eq!(
+            c.removed,
+            vec!["http://evil/x".to_string(), "https://nope/y".to_string()]
+        );
     }
 
     #[test]
     fn fragments_and_trailing_slashes_match_the_fetched_page() {
-        let c = verify_citations("[a](http://h/p.html#sec) <http://h/dir/>", &set(&["http://h/p.html", "http://h/dir"]));
+        let c = verify_citations(
+            "[a](http://h/p.html#sec) <http://h/dir/>",
+            &set(&["http://h/p.html", "http://h/dir"]),
+        );
         assert!(c.removed.is_empty(), "{c:?}");
         assert_eq!(c.cited.len(), 2);
     }
@@ -251,7 +312,10 @@ mod tests {
     #[test]
     fn model_sources_section_is_replaced_by_the_verified_one() {
         let md = "# T\n\nBody [x](http://h/a).\n\n## Sources\n- http://invented/1\n\n## Next\nmore";
-        assert_eq!(strip_sources_section(md), "# T\n\nBody [x](http://h/a).\n\n## Next\nmore");
+        assert_eq!(
+            strip_sources_section(md),
+            "# T\n\nBody [x](http://h/a).\n\n## Next\nmore"
+        );
     }
 
     #[test]
@@ -260,15 +324,32 @@ mod tests {
         state.reports.push(ResearcherReport {
             task_id: 0,
             markdown: String::new(),
-            fetched: vec![SourceRef { url: "http://h/json.html".into(), title: "json — JSON encoder".into() }],
+            fetched: vec![SourceRef {
+                url: "http://h/json.html".into(),
+                title: "json — JSON encoder".into(),
+            }],
             seen: vec![],
             searches: 1,
             usage: Default::default(),
         });
-        let r = compose(&state, "JSON is parsed by [json](http://h/json.html) per [x](http://made.up/).\n\n## References\n1. http://made.up/", false);
-        assert!(r.markdown.starts_with("# what is json\n\nJSON is parsed by [json](http://h/json.html) per x."));
-        assert!(r.markdown.contains("## Sources\n\n1. [json — JSON encoder](http://h/json.html)\n"));
-        assert!(r.markdown.contains("1 citation(s) to pages this run did not read were removed"));
+        let r = compose(
+            &state,
+            "JSON is parsed by [json](http://h/json.html) per [x](http://made.up/).\n\n## References\n1. http://made.up/",
+            false,
+        );
+        assert!(
+            r.markdown.starts_with(
+                "# what is json\n\nJSON is parsed by [json](http://h/json.html) per x."
+            )
+        );
+        assert!(
+            r.markdown
+                .contains("## Sources\n\n1. [json — JSON encoder](http://h/json.html)\n")
+        );
+        assert!(
+            r.markdown
+                .contains("1 citation(s) to pages this run did not read were removed")
+        );
         assert!(!r.markdown.contains("made.up"));
         let v: serde_json::Value = serde_json::from_str(&r.findings_json).unwrap();
         assert_eq!(v["removedCitations"], json!(["http://made.up"]));
@@ -280,7 +361,10 @@ mod tests {
         let state = RunState::new(RunInput::new("zzqx nonsense", Mode::Quick));
         let r = abort_report(&state);
         assert!(r.aborted);
-        assert!(r.markdown.starts_with("# Unable to research: zzqx nonsense"));
+        assert!(
+            r.markdown
+                .starts_with("# Unable to research: zzqx nonsense")
+        );
         assert!(!r.markdown.contains("http"));
     }
 }

@@ -179,7 +179,10 @@ pub struct Failure {
 impl Failure {
     /// Builds a failure from a reason constant and a message.
     pub fn new(reason: &str, message: impl Into<String>) -> Self {
-        Self { reason: reason.to_string(), message: message.into() }
+        Self {
+            reason: reason.to_string(),
+            message: message.into(),
+        }
     }
 }
 
@@ -276,7 +279,11 @@ impl RunState {
         if self.budget_units == 0 {
             return "0%".to_string();
         }
-        let used: u32 = self.agenda.iter().map(|t| t.units.min(UNITS_PER_RESEARCHER)).sum();
+        let used: u32 = self
+            .agenda
+            .iter()
+            .map(|t| t.units.min(UNITS_PER_RESEARCHER))
+            .sum();
         let pct = (u64::from(used) * 100 / u64::from(self.budget_units)).min(99);
         format!("{pct}%")
     }
