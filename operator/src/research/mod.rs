@@ -1,1 +1,7 @@
-//! research
+//! The research engine: a pure reducer at the core, an executor shell around it.
+//!
+//! Knows nothing about Kubernetes (DESIGN §1).
+
+pub mod reducer;
+pub mod report;
+pub mod state;

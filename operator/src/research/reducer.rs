@@ -1,0 +1,507 @@
+//! The pure state machine of a run: `reduce(state, event) -> (state, commands)`.
+//!
+//! No I/O, no clock, no randomness: the executor interprets the commands and feeds
+//! their results back as events. Every transition of DESIGN §3 lives here.
+
+use serde::{Deserialize, Serialize};
+
+use super::report;
+use super::state::{
+    Decision, Failure, FinalReport, LimitHit, Mode, Phase, ResearcherReport, RunState, Task,
+    TaskState, UNITS_PER_RESEARCHER, reasons,
+};
+use crate::llm::Usage;
+
+/// Something that happened to a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Event {
+    /// The run was accepted and may begin.
+    Start,
+    /// The planner produced an agenda.
+    PlanReady { tasks: Vec<String>, usage: Usage },
+    /// Planning failed for good (after repair retries), or the query was refused.
+    PlanFailed { failure: Failure, usage: Usage },
+    /// A researcher used more of its budget (tool-call units, seed 000).
+    ResearcherProgress { task_id: u32, units: u32 },
+    /// A researcher finished its task.
+    ResearcherFinished { report: ResearcherReport },
+    /// A researcher gave up.
+    ResearcherFailed {
+        task_id: u32,
+        failure: Failure,
+        usage: Usage,
+    },
+    /// The lead evaluator decided.
+    Evaluated { decision: Decision, usage: Usage },
+    /// The final report is ready (not yet stored).
+    Synthesized { report: FinalReport, usage: Usage },
+    /// Synthesis failed for good.
+    SynthesisFailed { failure: Failure, usage: Usage },
+    /// The final report was stored.
+    Published,
+    /// The executor's clock says the time limit passed.
+    TimeLimitReached,
+    /// `spec.suspend` became true.
+    Suspend,
+    /// `spec.suspend` became false.
+    Resume,
+    /// The run was deleted or cancelled.
+    Cancel,
+    /// The run was restored from a checkpoint after a restart: in-flight work is redone.
+    Recover,
+}
+
+/// Work the executor must do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Command {
+    /// Ask the coordinator for an agenda.
+    Plan,
+    /// Run one researcher on one agenda task.
+    StartResearcher { task_id: u32 },
+    /// Ask the lead evaluator to decide after a round.
+    Evaluate,
+    /// Produce the final report; `partial` reports are assembled without a model call.
+    Synthesize { partial: bool },
+    /// Store the final report (exactly once).
+    Publish,
+    /// Abort every piece of work in flight.
+    StopAll,
+    /// Persist the state (paid work finished).
+    Checkpoint,
+}
+
+/// Applies one event to a state, returning the next state and the commands to run.
+pub fn reduce(mut state: RunState, event: Event) -> (RunState, Vec<Command>) {
+    let mut cmds = Vec::new();
+    if !state.phase.is_terminal() {
+        apply(&mut state, event, &mut cmds);
+    }
+    (state, normalize(cmds))
+}
+
+fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
+    match event {
+        Event::Start => {
+            if state.phase == Phase::Pending && !state.suspended {
+                begin(state, cmds);
+            }
+        }
+        Event::PlanReady { tasks, usage } => {
+            state.usage.add(&usage);
+            if state.phase != Phase::Planning {
+                return;
+            }
+            if tasks.is_empty() {
+                fail(
+                    state,
+                    cmds,
+                    Failure::new(
+                        reasons::PLAN_UNPARSEABLE,
+                        "the planner returned an empty agenda",
+                    ),
+                );
+                return;
+            }
+            state.phase = Phase::Researching;
+            state.round = 1;
+            add_tasks(state, tasks);
+            cmds.push(Command::Checkpoint);
+            if !check_limits(state, cmds) && !state.suspended {
+                start_ready(state, cmds);
+            }
+        }
+        Event::PlanFailed { failure, usage } => {
+            state.usage.add(&usage);
+            if state.phase == Phase::Planning {
+                fail(state, cmds, failure);
+            }
+        }
+        Event::ResearcherProgress { task_id, units } => {
+            if let Some(t) = state.agenda.iter_mut().find(|t| t.id == task_id) {
+                t.units = t.units.max(units);
+            }
+        }
+        Event::ResearcherFinished { report } => {
+            state.usage.add(&report.usage);
+            state.searches += report.searches;
+            state.pages_fetched += report.fetched.len() as u32;
+            for s in &report.fetched {
+                state.fetched_urls.insert(s.url.clone());
+            }
+            let Some(task) = state.agenda.iter_mut().find(|t| t.id == report.task_id) else {
+                return;
+            };
+            if task.state == TaskState::Done {
+                return;
+            }
+            task.state = TaskState::Done;
+            task.units = UNITS_PER_RESEARCHER;
+            state.reports.push(report);
+            cmds.push(Command::Checkpoint);
+            after_researcher(state, cmds);
+        }
+        Event::ResearcherFailed {
+            task_id,
+            failure,
+            usage,
+        } => {
+            state.usage.add(&usage);
+            let Some(task) = state.agenda.iter_mut().find(|t| t.id == task_id) else {
+                return;
+            };
+            if task.state != TaskState::Running {
+                return;
+            }
+            task.state = TaskState::Failed;
+            task.error = Some(format!("{}: {}", failure.reason, failure.message));
+            if state.input.mode == Mode::Quick {
+                fail(state, cmds, failure);
+                return;
+            }
+            after_researcher(state, cmds);
+        }
+        Event::Evaluated { decision, usage } => {
+            state.usage.add(&usage);
+            if state.phase != Phase::Researching || !round_complete(&state) {
+                return;
+            }
+            cmds.push(Command::Checkpoint);
+            if check_limits(state, cmds) {
+                return;
+            }
+            match decision {
+                Decision::Delegate { queries }
+                    if !queries.is_empty() && state.round < state.input.limits.max_rounds =>
+                {
+                    state.round += 1;
+                    add_tasks(state, queries);
+                    if !state.suspended {
+                        start_ready(state, cmds);
+                    }
+                }
+                _ => synthesize(state, cmds, false),
+            }
+        }
+        Event::Synthesized { report, usage } => {
+            state.usage.add(&usage);
+            if state.phase == Phase::Synthesizing && state.final_report.is_none() {
+                state.final_report = Some(report);
+                cmds.push(Command::Checkpoint);
+                if !state.suspended {
+                    cmds.push(Command::Publish);
+                }
+            }
+        }
+        Event::SynthesisFailed { failure, usage } => {
+            state.usage.add(&usage);
+            if state.phase == Phase::Synthesizing {
+                fail(state, cmds, failure);
+            }
+        }
+        Event::Published => {
+            if state.phase == Phase::Synthesizing && state.final_report.is_some() {
+                state.published = true;
+                state.phase = Phase::Completed;
+                cmds.push(Command::Checkpoint);
+            }
+        }
+        Event::TimeLimitReached => {
+            stop_at_limit(state, cmds, LimitHit::Time);
+        }
+        Event::Suspend => {
+            if !state.suspended {
+                state.suspended = true;
+                requeue_running(state);
+                cmds.push(Command::StopAll);
+                cmds.push(Command::Checkpoint);
+            }
+        }
+        Event::Resume => {
+            if state.suspended {
+                state.suspended = false;
+                continue_phase(state, cmds);
+            }
+        }
+        Event::Recover => {
+            requeue_running(state);
+            if !state.suspended {
+                continue_phase(state, cmds);
+            }
+        }
+        Event::Cancel => {
+            state.phase = Phase::Cancelled;
+            state.failure = Some(Failure::new(reasons::CANCELLED, "the run was cancelled"));
+            requeue_running(state);
+            cmds.push(Command::StopAll);
+            cmds.push(Command::Checkpoint);
+        }
+    }
+}
+
+/// One checkpoint per transition is enough: it persists the state after the whole event.
+fn normalize(cmds: Vec<Command>) -> Vec<Command> {
+    let checkpoint = cmds.contains(&Command::Checkpoint);
+    let mut out: Vec<Command> = Vec::with_capacity(cmds.len());
+    if checkpoint {
+        out.push(Command::Checkpoint);
+    }
+    for c in cmds {
+        if c != Command::Checkpoint && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Leaves Pending: quick mode goes straight to one researcher, deep mode plans.
+fn begin(state: &mut RunState, cmds: &mut Vec<Command>) {
+    match state.input.mode {
+        Mode::Quick => {
+            state.phase = Phase::Researching;
+            state.round = 1;
+            let query = state.input.query.clone();
+            add_tasks(state, vec![query]);
+            start_ready(state, cmds);
+        }
+        Mode::Deep => {
+            state.phase = Phase::Planning;
+            cmds.push(Command::Plan);
+        }
+    }
+}
+
+/// Re-issues the work of the current phase (after resume or recovery).
+fn continue_phase(state: &mut RunState, cmds: &mut Vec<Command>) {
+    match state.phase {
+        Phase::Pending => begin(state, cmds),
+        Phase::Planning => cmds.push(Command::Plan),
+        Phase::Researching => {
+            if round_complete(state) {
+                after_round(state, cmds);
+            } else {
+                start_ready(state, cmds);
+            }
+        }
+        Phase::Synthesizing => match &state.final_report {
+            Some(_) if !state.published => cmds.push(Command::Publish),
+            Some(_) => {}
+            None => cmds.push(Command::Synthesize {
+                partial: state.limit_hit.is_some(),
+            }),
+        },
+        Phase::Completed | Phase::Failed | Phase::Cancelled => {}
+    }
+}
+
+fn add_tasks(state: &mut RunState, queries: Vec<String>) {
+    let mut next_id = state.agenda.iter().map(|t| t.id + 1).max().unwrap_or(0);
+    for query in queries {
+        state.agenda.push(Task {
+            id: next_id,
+            query,
+            round: state.round,
+            state: TaskState::Pending,
+            units: 0,
+            error: None,
+        });
+        next_id += 1;
+        state.budget_units += UNITS_PER_RESEARCHER;
+    }
+}
+
+/// Starts pending tasks of the current round up to the concurrency limit.
+fn start_ready(state: &mut RunState, cmds: &mut Vec<Command>) {
+    let limit = state.input.limits.max_concurrent_researchers.max(1) as usize;
+    let mut running = state
+        .agenda
+        .iter()
+        .filter(|t| t.state == TaskState::Running)
+        .count();
+    let round = state.round;
+    for task in state
+        .agenda
+        .iter_mut()
+        .filter(|t| t.round == round && t.state == TaskState::Pending)
+    {
+        if running >= limit {
+            break;
+        }
+        task.state = TaskState::Running;
+        running += 1;
+        cmds.push(Command::StartResearcher { task_id: task.id });
+    }
+}
+
+fn round_complete(state: &RunState) -> bool {
+    state
+        .agenda
+        .iter()
+        .filter(|t| t.round == state.round)
+        .all(|t| matches!(t.state, TaskState::Done | TaskState::Failed))
+}
+
+fn after_researcher(state: &mut RunState, cmds: &mut Vec<Command>) {
+    if state.phase != Phase::Researching || check_limits(state, cmds) || state.suspended {
+        return;
+    }
+    if round_complete(state) {
+        after_round(state, cmds);
+    } else {
+        start_ready(state, cmds);
+    }
+}
+
+/// Seed 000's evaluator framework, step 1 (error check) is pure; the rest is the evaluator's call.
+fn after_round(state: &mut RunState, cmds: &mut Vec<Command>) {
+    let round = state.round;
+    let all_failed = state
+        .agenda
+        .iter()
+        .filter(|t| t.round == round)
+        .all(|t| t.state == TaskState::Failed);
+    if all_failed {
+        let detail = state
+            .agenda
+            .iter()
+            .filter(|t| t.round == round)
+            .filter_map(|t| t.error.clone())
+            .next()
+            .unwrap_or_default();
+        fail(
+            state,
+            cmds,
+            Failure::new(
+                reasons::ALL_RESEARCHERS_FAILED,
+                format!("every researcher of round {round} failed; first error: {detail}"),
+            ),
+        );
+        return;
+    }
+    match state.input.mode {
+        Mode::Quick => synthesize(state, cmds, false),
+        Mode::Deep if state.round >= state.input.limits.max_rounds => {
+            synthesize(state, cmds, false)
+        }
+        Mode::Deep => cmds.push(Command::Evaluate),
+    }
+}
+
+/// Enters Synthesizing; with no usable source the honest abort report replaces synthesis (seed 004).
+fn synthesize(state: &mut RunState, cmds: &mut Vec<Command>, partial: bool) {
+    state.phase = Phase::Synthesizing;
+    if state.fetched_urls.is_empty() {
+        state.final_report = Some(report::abort_report(state));
+        cmds.push(Command::Checkpoint);
+        cmds.push(Command::Publish);
+    } else {
+        cmds.push(Command::Synthesize { partial });
+    }
+}
+
+fn fail(state: &mut RunState, cmds: &mut Vec<Command>, failure: Failure) {
+    state.phase = Phase::Failed;
+    state.failure = Some(failure);
+    requeue_running(state);
+    cmds.push(Command::StopAll);
+    cmds.push(Command::Checkpoint);
+}
+
+/// Work in flight is redone later (DESIGN §4), so running tasks go back to Pending.
+fn requeue_running(state: &mut RunState) {
+    for t in state
+        .agenda
+        .iter_mut()
+        .filter(|t| t.state == TaskState::Running)
+    {
+        t.state = TaskState::Pending;
+    }
+}
+
+/// Checks cost and token limits after usage changed; stops the run when one is passed.
+fn check_limits(state: &mut RunState, cmds: &mut Vec<Command>) -> bool {
+    if state.limit_hit.is_some() {
+        return true;
+    }
+    let limits = &state.input.limits;
+    let tokens = state.usage.input_tokens + state.usage.output_tokens;
+    let hit = if limits
+        .max_cost_pico_usd
+        .is_some_and(|max| state.usage.cost_pico_usd >= max)
+    {
+        Some(LimitHit::Cost)
+    } else if limits.max_tokens.is_some_and(|max| tokens >= max) {
+        Some(LimitHit::Tokens)
+    } else {
+        None
+    };
+    match hit {
+        Some(hit) => {
+            stop_at_limit(state, cmds, hit);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Stops cleanly at a limit: what was found so far becomes a partial report.
+fn stop_at_limit(state: &mut RunState, cmds: &mut Vec<Command>, hit: LimitHit) {
+    match state.phase {
+        Phase::Pending | Phase::Planning => {
+            state.limit_hit = Some(hit);
+            fail(
+                state,
+                cmds,
+                Failure::new(
+                    hit.reason(),
+                    format!(
+                        "the run reached its {} limit before research began",
+                        limit_name(hit)
+                    ),
+                ),
+            );
+        }
+        Phase::Researching => {
+            state.limit_hit = Some(hit);
+            let had_running = state.agenda.iter().any(|t| t.state == TaskState::Running);
+            requeue_running(state);
+            if had_running {
+                cmds.push(Command::StopAll);
+            }
+            if state.reports.is_empty() {
+                fail(
+                    state,
+                    cmds,
+                    Failure::new(
+                        hit.reason(),
+                        format!(
+                            "the run reached its {} limit before any researcher finished",
+                            limit_name(hit)
+                        ),
+                    ),
+                );
+            } else {
+                synthesize(state, cmds, true);
+            }
+        }
+        Phase::Synthesizing => {
+            if state.limit_hit.is_none() && state.final_report.is_none() {
+                state.limit_hit = Some(hit);
+                cmds.push(Command::StopAll);
+                cmds.push(Command::Synthesize { partial: true });
+            }
+        }
+        Phase::Completed | Phase::Failed | Phase::Cancelled => {}
+    }
+}
+
+fn limit_name(hit: LimitHit) -> &'static str {
+    match hit {
+        LimitHit::Cost => "cost",
+        LimitHit::Tokens => "token",
+        LimitHit::Time => "time",
+    }
+}
+
+#[cfg(test)]
+#[path = "reducer_tests.rs"]
+mod tests;

@@ -1,0 +1,796 @@
+//! Drives the reducer through every transition with exact assertions on state and commands.
+
+use super::*;
+use crate::research::state::{Limits, RunInput, SourceRef};
+
+fn usage(input: u64, output: u64, cost: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cost_pico_usd: cost,
+        llm_calls: 1,
+    }
+}
+
+fn report(task_id: u32, urls: &[&str], u: Usage) -> ResearcherReport {
+    ResearcherReport {
+        task_id,
+        markdown: format!("findings of task {task_id}"),
+        fetched: urls
+            .iter()
+            .map(|u| SourceRef {
+                url: u.to_string(),
+                title: format!("T {u}"),
+            })
+            .collect(),
+        seen: vec![],
+        searches: 2,
+        usage: u,
+    }
+}
+
+fn quick() -> RunState {
+    RunState::new(RunInput::new("how does json.loads work", Mode::Quick))
+}
+
+fn deep(max_concurrent: u32) -> RunState {
+    let mut input = RunInput::new("compare json libraries", Mode::Deep);
+    input.limits = Limits {
+        max_concurrent_researchers: max_concurrent,
+        ..Limits::default()
+    };
+    RunState::new(input)
+}
+
+/// Applies events in order, returning the final state and the commands of the last event.
+fn run(mut s: RunState, events: Vec<Event>) -> (RunState, Vec<Command>) {
+    let mut last = vec![];
+    for e in events {
+        let (next, cmds) = reduce(s, e);
+        s = next;
+        last = cmds;
+    }
+    (s, last)
+}
+
+fn states(s: &RunState) -> Vec<TaskState> {
+    s.agenda.iter().map(|t| t.state).collect()
+}
+
+#[test]
+fn quick_start_runs_exactly_one_researcher_on_the_query() {
+    let (s, cmds) = reduce(quick(), Event::Start);
+    assert_eq!(s.phase, Phase::Researching);
+    assert_eq!(s.round, 1);
+    assert_eq!(s.agenda.len(), 1);
+    assert_eq!(s.agenda[0].query, "how does json.loads work");
+    assert_eq!(s.agenda[0].state, TaskState::Running);
+    assert_eq!(s.budget_units, 10);
+    assert_eq!(cmds, vec![Command::StartResearcher { task_id: 0 }]);
+    assert_eq!(s.progress(), "0%");
+}
+
+#[test]
+fn quick_progress_counts_tool_units() {
+    let (s, cmds) = run(
+        quick(),
+        vec![
+            Event::Start,
+            Event::ResearcherProgress {
+                task_id: 0,
+                units: 7,
+            },
+        ],
+    );
+    assert_eq!(cmds, vec![]);
+    assert_eq!(s.progress(), "70%");
+}
+
+#[test]
+fn quick_finished_researcher_goes_to_synthesis_with_usage_accounted() {
+    let (s, cmds) = run(
+        quick(),
+        vec![
+            Event::Start,
+            Event::ResearcherFinished {
+                report: report(0, &["http://a/1", "http://a/2"], usage(100, 20, 5)),
+            },
+        ],
+    );
+    assert_eq!(s.phase, Phase::Synthesizing);
+    assert_eq!(
+        cmds,
+        vec![Command::Checkpoint, Command::Synthesize { partial: false }]
+    );
+    assert_eq!(s.usage, usage(100, 20, 5));
+    assert_eq!(s.pages_fetched, 2);
+    assert_eq!(s.searches, 2);
+    assert_eq!(s.source_count(), 2);
+    assert_eq!(states(&s), vec![TaskState::Done]);
+}
+
+#[test]
+fn synthesized_report_is_published_once_then_completed() {
+    let (s, _) = run(
+        quick(),
+        vec![
+            Event::Start,
+            Event::ResearcherFinished {
+                report: report(0, &["http://a/1"], usage(1, 1, 0)),
+            },
+        ],
+    );
+    let final_report = report::compose(&s, "body [a](http://a/1)", false);
+    let (s, cmds) = reduce(
+        s,
+        Event::Synthesized {
+            report: final_report.clone(),
+            usage: usage(50, 10, 3),
+        },
+    );
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::Publish]);
+    assert_eq!(s.phase, Phase::Synthesizing);
+    assert_eq!(s.usage.input_tokens, 51);
+    // A second synthesis result (a race) is ignored: the report is written once.
+    let (s, cmds) = reduce(
+        s,
+        Event::Synthesized {
+            report: report::abort_report(&quick()),
+            usage: Usage::default(),
+        },
+    );
+    assert_eq!(cmds, vec![]);
+    assert_eq!(s.final_report.as_ref(), Some(&final_report));
+    let (s, cmds) = reduce(s, Event::Published);
+    assert_eq!(cmds, vec![Command::Checkpoint]);
+    assert_eq!(s.phase, Phase::Completed);
+    assert!(s.published);
+    assert_eq!(s.progress(), "100%");
+    // Terminal: nothing more happens.
+    let (s2, cmds) = reduce(s.clone(), Event::Resume);
+    assert_eq!((s2, cmds), (s, vec![]));
+}
+
+#[test]
+fn quick_run_without_any_source_writes_the_honest_abort_report() {
+    let (s, cmds) = run(
+        quick(),
+        vec![
+            Event::Start,
+            Event::ResearcherFinished {
+                report: report(0, &[], usage(10, 5, 1)),
+            },
+        ],
+    );
+    assert_eq!(s.phase, Phase::Synthesizing);
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::Publish]);
+    let r = s.final_report.as_ref().unwrap();
+    assert!(r.aborted);
+    assert!(
+        r.markdown
+            .starts_with("# Unable to research: how does json.loads work")
+    );
+}
+
+#[test]
+fn quick_researcher_failure_fails_the_run_with_its_reason() {
+    let failure = Failure::new(
+        reasons::MODEL_OUTPUT_INVALID,
+        "the model answered with text that is not a tool call",
+    );
+    let (s, cmds) = run(
+        quick(),
+        vec![
+            Event::Start,
+            Event::ResearcherFailed {
+                task_id: 0,
+                failure: failure.clone(),
+                usage: usage(9, 9, 9),
+            },
+        ],
+    );
+    assert_eq!(s.phase, Phase::Failed);
+    assert_eq!(s.failure, Some(failure));
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::StopAll]);
+    assert_eq!(s.usage, usage(9, 9, 9));
+    assert!(s.final_report.is_none());
+}
+
+#[test]
+fn deep_plans_then_runs_agenda_within_the_concurrency_limit() {
+    let (s, cmds) = reduce(deep(3), Event::Start);
+    assert_eq!(s.phase, Phase::Planning);
+    assert_eq!(cmds, vec![Command::Plan]);
+    let tasks: Vec<String> = (0..5).map(|i| format!("task {i}")).collect();
+    let (s, cmds) = reduce(
+        s,
+        Event::PlanReady {
+            tasks,
+            usage: usage(10, 10, 1),
+        },
+    );
+    assert_eq!(s.phase, Phase::Researching);
+    assert_eq!(s.budget_units, 50);
+    assert_eq!(
+        cmds,
+        vec![
+            Command::Checkpoint,
+            Command::StartResearcher { task_id: 0 },
+            Command::StartResearcher { task_id: 1 },
+            Command::StartResearcher { task_id: 2 }
+        ]
+    );
+    assert_eq!(
+        states(&s),
+        vec![
+            TaskState::Running,
+            TaskState::Running,
+            TaskState::Running,
+            TaskState::Pending,
+            TaskState::Pending
+        ]
+    );
+    let (s, cmds) = reduce(
+        s,
+        Event::ResearcherFinished {
+            report: report(1, &["http://a/1"], usage(1, 1, 1)),
+        },
+    );
+    assert_eq!(
+        cmds,
+        vec![Command::Checkpoint, Command::StartResearcher { task_id: 3 }]
+    );
+    let (s, cmds) = reduce(
+        s,
+        Event::ResearcherFailed {
+            task_id: 0,
+            failure: Failure::new("X", "boom"),
+            usage: Usage::default(),
+        },
+    );
+    assert_eq!(cmds, vec![Command::StartResearcher { task_id: 4 }]);
+    let (s, _) = run(
+        s,
+        vec![
+            Event::ResearcherFinished {
+                report: report(2, &["http://a/2"], usage(1, 1, 1)),
+            },
+            Event::ResearcherFinished {
+                report: report(3, &["http://a/3"], usage(1, 1, 1)),
+            },
+        ],
+    );
+    let (s, cmds) = reduce(
+        s,
+        Event::ResearcherFinished {
+            report: report(4, &[], usage(1, 1, 1)),
+        },
+    );
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::Evaluate]);
+    assert_eq!(
+        states(&s),
+        vec![
+            TaskState::Failed,
+            TaskState::Done,
+            TaskState::Done,
+            TaskState::Done,
+            TaskState::Done
+        ]
+    );
+    assert_eq!(s.agenda[0].error.as_deref(), Some("X: boom"));
+}
+
+fn deep_after_round_one() -> RunState {
+    let (s, _) = run(
+        deep(3),
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into(), "b".into()],
+                usage: Usage::default(),
+            },
+            Event::ResearcherFinished {
+                report: report(0, &["http://a/0"], Usage::default()),
+            },
+            Event::ResearcherFinished {
+                report: report(1, &["http://a/1"], Usage::default()),
+            },
+        ],
+    );
+    s
+}
+
+#[test]
+fn delegation_opens_a_new_round_and_progress_switches_to_exploring() {
+    let s = deep_after_round_one();
+    assert_eq!(s.progress(), "99%");
+    let (s, cmds) = reduce(
+        s,
+        Event::Evaluated {
+            decision: Decision::Delegate {
+                queries: vec!["c".into(), "d".into()],
+            },
+            usage: usage(5, 5, 5),
+        },
+    );
+    assert_eq!(
+        cmds,
+        vec![
+            Command::Checkpoint,
+            Command::StartResearcher { task_id: 2 },
+            Command::StartResearcher { task_id: 3 }
+        ]
+    );
+    assert_eq!(s.round, 2);
+    assert_eq!(s.budget_units, 40);
+    assert_eq!(s.agenda[2].round, 2);
+    assert_eq!(s.progress(), "exploring");
+}
+
+#[test]
+fn synthesize_decision_enters_synthesis() {
+    let (s, cmds) = reduce(
+        deep_after_round_one(),
+        Event::Evaluated {
+            decision: Decision::Synthesize,
+            usage: Usage::default(),
+        },
+    );
+    assert_eq!(s.phase, Phase::Synthesizing);
+    assert_eq!(
+        cmds,
+        vec![Command::Checkpoint, Command::Synthesize { partial: false }]
+    );
+}
+
+#[test]
+fn delegation_past_the_round_limit_synthesizes_instead() {
+    let mut s = deep_after_round_one();
+    s.input.limits.max_rounds = 1;
+    let (s, cmds) = reduce(
+        s,
+        Event::Evaluated {
+            decision: Decision::Delegate {
+                queries: vec!["more".into()],
+            },
+            usage: Usage::default(),
+        },
+    );
+    assert_eq!(s.phase, Phase::Synthesizing);
+    assert_eq!(s.agenda.len(), 2);
+    assert_eq!(
+        cmds,
+        vec![Command::Checkpoint, Command::Synthesize { partial: false }]
+    );
+}
+
+#[test]
+fn last_allowed_round_skips_the_evaluator() {
+    let (s, cmds) = run(
+        {
+            let mut s = deep(3);
+            s.input.limits.max_rounds = 1;
+            s
+        },
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into()],
+                usage: Usage::default(),
+            },
+            Event::ResearcherFinished {
+                report: report(0, &["http://a/0"], Usage::default()),
+            },
+        ],
+    );
+    assert_eq!(s.phase, Phase::Synthesizing);
+    assert_eq!(
+        cmds,
+        vec![Command::Checkpoint, Command::Synthesize { partial: false }]
+    );
+}
+
+#[test]
+fn a_round_where_every_researcher_failed_fails_the_run() {
+    let (s, cmds) = run(
+        deep(3),
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into(), "b".into()],
+                usage: Usage::default(),
+            },
+            Event::ResearcherFailed {
+                task_id: 0,
+                failure: Failure::new("ModelUnreachable", "connection refused"),
+                usage: Usage::default(),
+            },
+            Event::ResearcherFailed {
+                task_id: 1,
+                failure: Failure::new("ModelUnreachable", "connection refused"),
+                usage: Usage::default(),
+            },
+        ],
+    );
+    assert_eq!(s.phase, Phase::Failed);
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::StopAll]);
+    let f = s.failure.unwrap();
+    assert_eq!(f.reason, reasons::ALL_RESEARCHERS_FAILED);
+    assert_eq!(
+        f.message,
+        "every researcher of round 1 failed; first error: ModelUnreachable: connection refused"
+    );
+}
+
+#[test]
+fn plan_failure_and_policy_refusal_fail_without_research() {
+    for reason in [reasons::PLAN_UNPARSEABLE, reasons::POLICY_REFUSED] {
+        let (s, cmds) = run(
+            deep(3),
+            vec![
+                Event::Start,
+                Event::PlanFailed {
+                    failure: Failure::new(reason, "why"),
+                    usage: usage(3, 3, 3),
+                },
+            ],
+        );
+        assert_eq!(s.phase, Phase::Failed);
+        assert_eq!(s.failure.as_ref().unwrap().reason, reason);
+        assert_eq!(cmds, vec![Command::Checkpoint, Command::StopAll]);
+        assert!(s.agenda.is_empty());
+        assert_eq!(s.usage, usage(3, 3, 3));
+    }
+    let (s, _) = run(
+        deep(3),
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec![],
+                usage: Usage::default(),
+            },
+        ],
+    );
+    assert_eq!(s.failure.unwrap().reason, reasons::PLAN_UNPARSEABLE);
+}
+
+#[test]
+fn cost_limit_stops_running_researchers_and_makes_a_partial_report() {
+    let mut s = deep(3);
+    s.input.limits.max_cost_pico_usd = Some(100);
+    let (s, _) = run(
+        s,
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into(), "b".into(), "c".into()],
+                usage: usage(1, 1, 10),
+            },
+        ],
+    );
+    let (s, cmds) = reduce(
+        s,
+        Event::ResearcherFinished {
+            report: report(0, &["http://a/0"], usage(1, 1, 95)),
+        },
+    );
+    assert_eq!(
+        cmds,
+        vec![
+            Command::Checkpoint,
+            Command::StopAll,
+            Command::Synthesize { partial: true }
+        ]
+    );
+    assert_eq!(s.phase, Phase::Synthesizing);
+    assert_eq!(s.limit_hit, Some(LimitHit::Cost));
+    assert_eq!(
+        states(&s),
+        vec![TaskState::Done, TaskState::Pending, TaskState::Pending]
+    );
+    // A late result of a stopped researcher does not restart anything.
+    let (s, cmds) = reduce(
+        s,
+        Event::ResearcherFailed {
+            task_id: 1,
+            failure: Failure::new("X", "aborted"),
+            usage: Usage::default(),
+        },
+    );
+    assert_eq!(cmds, vec![]);
+    assert_eq!(s.phase, Phase::Synthesizing);
+}
+
+#[test]
+fn token_limit_before_any_report_fails_with_the_limit_reason() {
+    let mut s = deep(3);
+    s.input.limits.max_tokens = Some(1000);
+    let (s, cmds) = run(
+        s,
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into()],
+                usage: usage(900, 200, 0),
+            },
+        ],
+    );
+    assert_eq!(s.phase, Phase::Failed);
+    assert_eq!(s.limit_hit, Some(LimitHit::Tokens));
+    assert_eq!(s.failure.unwrap().reason, reasons::TOKEN_LIMIT);
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::StopAll]);
+}
+
+#[test]
+fn time_limit_during_research_and_during_synthesis() {
+    let (s, _) = run(
+        deep(3),
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into(), "b".into()],
+                usage: Usage::default(),
+            },
+        ],
+    );
+    let (s, cmds) = run(
+        s,
+        vec![
+            Event::ResearcherFinished {
+                report: report(0, &["http://a/0"], Usage::default()),
+            },
+            Event::TimeLimitReached,
+        ],
+    );
+    assert_eq!(
+        cmds,
+        vec![Command::StopAll, Command::Synthesize { partial: true }]
+    );
+    assert_eq!(s.limit_hit, Some(LimitHit::Time));
+
+    let (s, cmds) = reduce(
+        deep_after_round_one(),
+        Event::Evaluated {
+            decision: Decision::Synthesize,
+            usage: Usage::default(),
+        },
+    );
+    assert_eq!(
+        cmds,
+        vec![Command::Checkpoint, Command::Synthesize { partial: false }]
+    );
+    let (s, cmds) = reduce(s, Event::TimeLimitReached);
+    assert_eq!(
+        cmds,
+        vec![Command::StopAll, Command::Synthesize { partial: true }]
+    );
+    assert_eq!(s.limit_hit, Some(LimitHit::Time));
+    let (_, cmds) = reduce(s, Event::TimeLimitReached);
+    assert_eq!(cmds, vec![]);
+
+    let (s, cmds) = run(deep(3), vec![Event::Start, Event::TimeLimitReached]);
+    assert_eq!(s.failure.unwrap().reason, reasons::TIME_LIMIT);
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::StopAll]);
+}
+
+#[test]
+fn suspend_requeues_running_work_and_resume_restarts_it() {
+    let (s, _) = run(
+        deep(2),
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into(), "b".into(), "c".into()],
+                usage: Usage::default(),
+            },
+        ],
+    );
+    let (s, cmds) = reduce(s, Event::Suspend);
+    assert!(s.suspended);
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::StopAll]);
+    assert_eq!(states(&s), vec![TaskState::Pending; 3]);
+    // Suspending twice changes nothing.
+    let (s, cmds) = reduce(s, Event::Suspend);
+    assert_eq!(cmds, vec![]);
+    let (s, cmds) = reduce(s, Event::Resume);
+    assert!(!s.suspended);
+    assert_eq!(
+        cmds,
+        vec![
+            Command::StartResearcher { task_id: 0 },
+            Command::StartResearcher { task_id: 1 }
+        ]
+    );
+}
+
+#[test]
+fn a_result_finished_while_suspended_is_kept_but_starts_nothing() {
+    let (s, _) = run(
+        deep(1),
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into(), "b".into()],
+                usage: Usage::default(),
+            },
+            Event::Suspend,
+        ],
+    );
+    let mut s = s;
+    s.agenda[0].state = TaskState::Running; // finished just as suspension arrived
+    let (s, cmds) = reduce(
+        s,
+        Event::ResearcherFinished {
+            report: report(0, &["http://a/0"], usage(1, 1, 1)),
+        },
+    );
+    assert_eq!(cmds, vec![Command::Checkpoint]);
+    assert_eq!(states(&s), vec![TaskState::Done, TaskState::Pending]);
+    let (_, cmds) = reduce(s, Event::Resume);
+    assert_eq!(cmds, vec![Command::StartResearcher { task_id: 1 }]);
+}
+
+#[test]
+fn suspended_before_start_waits() {
+    let mut s = quick();
+    s.suspended = true;
+    let (s, cmds) = reduce(s, Event::Start);
+    assert_eq!((s.phase, cmds), (Phase::Pending, vec![]));
+    let (s, cmds) = reduce(s, Event::Resume);
+    assert_eq!(s.phase, Phase::Researching);
+    assert_eq!(cmds, vec![Command::StartResearcher { task_id: 0 }]);
+}
+
+#[test]
+fn cancel_stops_everything_and_ignores_later_events() {
+    let (s, _) = run(quick(), vec![Event::Start]);
+    let (s, cmds) = reduce(s, Event::Cancel);
+    assert_eq!(s.phase, Phase::Cancelled);
+    assert_eq!(s.failure.as_ref().unwrap().reason, reasons::CANCELLED);
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::StopAll]);
+    let (s2, cmds) = reduce(
+        s.clone(),
+        Event::ResearcherFinished {
+            report: report(0, &["http://a/0"], usage(1, 1, 1)),
+        },
+    );
+    assert_eq!(cmds, vec![]);
+    assert_eq!(s2, s);
+}
+
+#[test]
+fn recover_redoes_in_flight_work_only() {
+    // A checkpoint taken while task 1 was running and task 0 was done.
+    let (s, _) = run(
+        deep(3),
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into(), "b".into()],
+                usage: Usage::default(),
+            },
+            Event::ResearcherFinished {
+                report: report(0, &["http://a/0"], usage(1, 1, 1)),
+            },
+        ],
+    );
+    let restored: RunState = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+    assert_eq!(restored, s);
+    let (r, cmds) = reduce(restored, Event::Recover);
+    assert_eq!(cmds, vec![Command::StartResearcher { task_id: 1 }]);
+    assert_eq!(states(&r), vec![TaskState::Done, TaskState::Running]);
+    assert_eq!(r.reports.len(), 1);
+}
+
+#[test]
+fn recover_in_each_phase_reissues_that_phase_work() {
+    let (planning, _) = reduce(deep(3), Event::Start);
+    assert_eq!(reduce(planning, Event::Recover).1, vec![Command::Plan]);
+    assert_eq!(
+        reduce(deep_after_round_one(), Event::Recover).1,
+        vec![Command::Evaluate]
+    );
+    let (synth, _) = reduce(
+        deep_after_round_one(),
+        Event::Evaluated {
+            decision: Decision::Synthesize,
+            usage: Usage::default(),
+        },
+    );
+    assert_eq!(
+        reduce(synth.clone(), Event::Recover).1,
+        vec![Command::Synthesize { partial: false }]
+    );
+    let r = report::compose(&synth, "x", false);
+    let (written, _) = reduce(
+        synth,
+        Event::Synthesized {
+            report: r,
+            usage: Usage::default(),
+        },
+    );
+    assert_eq!(reduce(written, Event::Recover).1, vec![Command::Publish]);
+    assert_eq!(
+        reduce(quick(), Event::Recover).1,
+        vec![Command::StartResearcher { task_id: 0 }]
+    );
+}
+
+#[test]
+fn duplicate_and_unknown_results_are_ignored() {
+    let (s, _) = run(
+        deep(3),
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into(), "b".into()],
+                usage: Usage::default(),
+            },
+        ],
+    );
+    let (s, _) = reduce(
+        s,
+        Event::ResearcherFinished {
+            report: report(0, &["http://a/0"], usage(1, 1, 1)),
+        },
+    );
+    let (s2, cmds) = reduce(
+        s.clone(),
+        Event::ResearcherFinished {
+            report: report(0, &["http://a/0"], usage(1, 1, 1)),
+        },
+    );
+    assert_eq!(cmds, vec![]);
+    assert_eq!(s2.reports.len(), 1);
+    let (_, cmds) = reduce(
+        s,
+        Event::ResearcherFinished {
+            report: report(42, &[], Usage::default()),
+        },
+    );
+    assert_eq!(cmds, vec![]);
+}
+
+#[test]
+fn evaluation_arriving_before_the_round_ends_is_ignored() {
+    let (s, _) = run(
+        deep(3),
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into(), "b".into()],
+                usage: Usage::default(),
+            },
+        ],
+    );
+    let (s, cmds) = reduce(
+        s,
+        Event::Evaluated {
+            decision: Decision::Synthesize,
+            usage: usage(1, 1, 1),
+        },
+    );
+    assert_eq!(cmds, vec![]);
+    assert_eq!(s.phase, Phase::Researching);
+    assert_eq!(s.usage.llm_calls, 1);
+}
+
+#[test]
+fn synthesis_failure_fails_the_run() {
+    let (s, _) = reduce(
+        deep_after_round_one(),
+        Event::Evaluated {
+            decision: Decision::Synthesize,
+            usage: Usage::default(),
+        },
+    );
+    let (s, cmds) = reduce(
+        s,
+        Event::SynthesisFailed {
+            failure: Failure::new(reasons::SYNTHESIS_FAILED, "model unreachable"),
+            usage: Usage::default(),
+        },
+    );
+    assert_eq!(s.phase, Phase::Failed);
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::StopAll]);
+}

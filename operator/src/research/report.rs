@@ -1,0 +1,370 @@
+//! Pure report assembly: citation verification, the Sources section, findings JSON and the
+//! honest "unable to research" report of seed 004.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::json;
+
+use super::state::{FinalReport, RunState, SourceRef, TaskState};
+
+// Markdown links and bare URLs; the character classes stop at the delimiters Markdown uses.
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static LINK_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\[([^\]\n]*)\]\((https?://[^\s)]+)\)|<?(https?://[^\s<>()\]"'`]+)>?"#)
+        .expect("valid regex")
+});
+#[allow(clippy::expect_used)]
+static SOURCES_HEADING_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(#{1,6})\s*(sources|references|cited links|links|bibliography)\s*:?\s*$")
+        .expect("valid regex")
+});
+
+/// Normalises a URL for comparison: no fragment, no trailing slash, no trailing punctuation.
+pub fn normalize_url(url: &str) -> String {
+    let url = url
+        .trim()
+        .trim_end_matches(['.', ',', ';', ':', '!', '?', '*', '_']);
+    let url = url.split('#').next().unwrap_or(url);
+    url.trim_end_matches('/').to_string()
+}
+
+/// Outcome of checking a report's citations against what the run fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CitationCheck {
+    /// The Markdown with every unverified link removed (link text kept).
+    pub markdown: String,
+    /// Fetched URLs the text cites, in order of first citation.
+    pub cited: Vec<String>,
+    /// URLs that were cited but never fetched, removed from the text.
+    pub removed: Vec<String>,
+}
+
+/// Keeps only citations of URLs in `fetched`; other links lose their target and bare URLs are dropped.
+pub fn verify_citations(markdown: &str, fetched: &BTreeSet<String>) -> CitationCheck {
+    let allowed: BTreeMap<String, &String> =
+        fetched.iter().map(|u| (normalize_url(u), u)).collect();
+    let mut cited = Vec::new();
+    let mut removed = Vec::new();
+    let out = LINK_RE.replace_all(markdown, |caps: &regex::Captures<'_>| {
+        let (text, raw) = match (caps.get(1), caps.get(2), caps.get(3)) {
+            (Some(t), Some(u), _) => (Some(t.as_str()), u.as_str()),
+            (_, _, Some(u)) => (None, u.as_str()),
+            _ => return caps[0].to_string(),
+        };
+        let trailing: String = {
+            let trimmed = raw.trim_end_matches(['.', ',', ';', ':', '!', '?']);
+            raw[trimmed.len()..].to_string()
+        };
+        let key = normalize_url(raw);
+        if let Some(original) = allowed.get(&key) {
+            if !cited.contains(*original) {
+                cited.push((*original).clone());
+            }
+            caps[0].to_string()
+        } else {
+            if !removed.contains(&key) {
+                removed.push(key);
+            }
+            match text {
+                Some(t) => t.to_string(),
+                None => trailing,
+            }
+        }
+    });
+    CitationCheck {
+        markdown: out.into_owned(),
+        cited,
+        removed,
+    }
+}
+
+/// Removes a model-written Sources/References section; the verified one is appended instead.
+pub fn strip_sources_section(markdown: &str) -> String {
+    let mut out = Vec::new();
+    let mut skipping: Option<usize> = None;
+    for line in markdown.lines() {
+        if let Some(level) = skipping {
+            let heading_level = line.chars().take_while(|c| *c == '#').count();
+            if heading_level > 0 && heading_level <= level && line[heading_level..].starts_with(' ')
+            {
+                skipping = None;
+            } else {
+                continue;
+            }
+        }
+        if let Some(caps) = SOURCES_HEADING_RE.captures(line.trim()) {
+            skipping = Some(caps[1].len());
+            continue;
+        }
+        out.push(line);
+    }
+    out.join("\n").trim_end().to_string()
+}
+
+/// Every page the run fetched, with the best title known for it.
+pub fn fetched_sources(state: &RunState) -> Vec<SourceRef> {
+    let mut by_url: BTreeMap<String, String> = BTreeMap::new();
+    for r in &state.reports {
+        for s in &r.fetched {
+            let entry = by_url.entry(s.url.clone()).or_default();
+            if entry.is_empty() {
+                entry.clone_from(&s.title);
+            }
+        }
+    }
+    by_url
+        .into_iter()
+        .map(|(url, title)| SourceRef { url, title })
+        .collect()
+}
+
+/// Builds the final report from a body: verified citations, a Sources section, findings JSON.
+pub fn compose(state: &RunState, body: &str, partial: bool) -> FinalReport {
+    let fetched = fetched_sources(state);
+    let allowed: BTreeSet<String> = fetched.iter().map(|s| s.url.clone()).collect();
+    let check = verify_citations(&strip_sources_section(body), &allowed);
+    // Cited pages first (in citation order), then the rest the run read.
+    let mut ordered: Vec<SourceRef> = Vec::new();
+    for url in &check.cited {
+        if let Some(s) = fetched.iter().find(|s| &s.url == url) {
+            ordered.push(s.clone());
+        }
+    }
+    for s in &fetched {
+        if !ordered.contains(s) {
+            ordered.push(s.clone());
+        }
+    }
+    let mut md = String::new();
+    if !check.markdown.trim_start().starts_with("# ") {
+        md.push_str(&format!("# {}\n\n", one_line(&state.input.query)));
+    }
+    if partial {
+        md.push_str("> **Partial report**: the run stopped at a limit before research was complete; this is what was found so far.\n\n");
+    }
+    md.push_str(check.markdown.trim());
+    md.push_str("\n\n## Sources\n\n");
+    for (i, s) in ordered.iter().enumerate() {
+        let title = if s.title.trim().is_empty() {
+            s.url.as_str()
+        } else {
+            s.title.trim()
+        };
+        md.push_str(&format!(
+            "{}. [{}]({})\n",
+            i + 1,
+            escape_link_text(title),
+            s.url
+        ));
+    }
+    if !check.removed.is_empty() {
+        md.push_str(&format!(
+            "\n_{} citation(s) to pages this run did not read were removed._\n",
+            check.removed.len()
+        ));
+    }
+    let findings = findings_json(
+        state,
+        &ordered,
+        &check.cited,
+        &check.removed,
+        partial,
+        false,
+    );
+    FinalReport {
+        markdown: md,
+        findings_json: findings,
+        sources: ordered,
+        partial,
+        aborted: false,
+    }
+}
+
+/// Seed 004's abort path: an honest report when no usable source was found, instead of an invented one.
+pub fn abort_report(state: &RunState) -> FinalReport {
+    let q = one_line(&state.input.query);
+    let searched = state.searches;
+    let md = format!(
+        "# Unable to research: {q}\n\n\
+         ## Research limitations\n\n\
+         After {searched} search(es) in {rounds} round(s), this run found no source it could read for this question, \
+         so it wrote no findings rather than inventing them.\n\n\
+         ## What this means\n\n\
+         Nothing in this report is an answer to the question. No claims were made and no sources are cited.\n\n\
+         ## Suggestions\n\n\
+         - Rephrase the question with more common terms, or split it into narrower questions.\n\
+         - Check that the search engine the profile names is reachable and has engines enabled.\n\
+         - Check the profile's fetch policy: pages on denied or non-allow-listed hosts are not read.\n",
+        rounds = state.round.max(1),
+    );
+    let findings = findings_json(state, &[], &[], &[], false, true);
+    FinalReport {
+        markdown: md,
+        findings_json: findings,
+        sources: vec![],
+        partial: false,
+        aborted: true,
+    }
+}
+
+fn findings_json(
+    state: &RunState,
+    sources: &[SourceRef],
+    cited: &[String],
+    removed: &[String],
+    partial: bool,
+    aborted: bool,
+) -> String {
+    let tasks: Vec<_> = state
+        .agenda
+        .iter()
+        .map(|t| {
+            json!({
+                "id": t.id, "query": t.query, "round": t.round,
+                "state": match t.state { TaskState::Pending => "Pending", TaskState::Running => "Running", TaskState::Done => "Done", TaskState::Failed => "Failed" },
+                "error": t.error,
+            })
+        })
+        .collect();
+    let reports: Vec<_> = state
+        .reports
+        .iter()
+        .map(|r| json!({"taskId": r.task_id, "markdown": r.markdown, "fetched": r.fetched, "searches": r.searches}))
+        .collect();
+    let v = json!({
+        "query": state.input.query,
+        "mode": state.input.mode,
+        "partial": partial,
+        "aborted": aborted,
+        "rounds": state.round,
+        "tasks": tasks,
+        "researcherReports": reports,
+        "sources": sources,
+        "citedUrls": cited,
+        "removedCitations": removed,
+        "usage": {
+            "inputTokens": state.usage.input_tokens,
+            "outputTokens": state.usage.output_tokens,
+            "llmCalls": state.usage.llm_calls,
+            "costUSD": state.usage.cost_usd_string(),
+            "searches": state.searches,
+            "pagesFetched": state.pages_fetched,
+        },
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".to_string())
+}
+
+fn one_line(s: &str) -> String {
+    let s: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if s.chars().count() > 200 {
+        s.chars().take(200).collect::<String>() + "…"
+    } else {
+        s
+    }
+}
+
+fn escape_link_text(s: &str) -> String {
+    s.replace('[', "\\[").replace(']', "\\]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::research::state::{Mode, ResearcherReport, RunInput};
+
+    fn set(urls: &[&str]) -> BTreeSet<String> {
+        urls.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn verified_links_stay_and_unfetched_links_lose_their_target() {
+        let md = "See [json](http://h/json.html) and [made up](http://evil/x). Also http://h/a.html, and https://nope/y.";
+        let c = verify_citations(md, &set(&["http://h/json.html", "http://h/a.html"]));
+        assert_eq!(
+            c.markdown,
+            "See [json](http://h/json.html) and made up. Also http://h/a.html, and ."
+        );
+        assert_eq!(
+            c.cited,
+            vec![
+                "http://h/json.html".to_string(),
+                "http://h/a.html".to_string()
+            ]
+        );
+        assert_eq!(
+            c.removed,
+            vec!["http://evil/x".to_string(), "https://nope/y".to_string()]
+        );
+    }
+
+    #[test]
+    fn fragments_and_trailing_slashes_match_the_fetched_page() {
+        let c = verify_citations(
+            "[a](http://h/p.html#sec) <http://h/dir/>",
+            &set(&["http://h/p.html", "http://h/dir"]),
+        );
+        assert!(c.removed.is_empty(), "{c:?}");
+        assert_eq!(c.cited.len(), 2);
+    }
+
+    #[test]
+    fn model_sources_section_is_replaced_by_the_verified_one() {
+        let md = "# T\n\nBody [x](http://h/a).\n\n## Sources\n- http://invented/1\n\n## Next\nmore";
+        assert_eq!(
+            strip_sources_section(md),
+            "# T\n\nBody [x](http://h/a).\n\n## Next\nmore"
+        );
+    }
+
+    #[test]
+    fn compose_lists_only_fetched_pages_and_counts_removed_citations() {
+        let mut state = RunState::new(RunInput::new("what is json", Mode::Quick));
+        state.reports.push(ResearcherReport {
+            task_id: 0,
+            markdown: String::new(),
+            fetched: vec![SourceRef {
+                url: "http://h/json.html".into(),
+                title: "json — JSON encoder".into(),
+            }],
+            seen: vec![],
+            searches: 1,
+            usage: Default::default(),
+        });
+        let r = compose(
+            &state,
+            "JSON is parsed by [json](http://h/json.html) per [x](http://made.up/).\n\n## References\n1. http://made.up/",
+            false,
+        );
+        assert!(
+            r.markdown.starts_with(
+                "# what is json\n\nJSON is parsed by [json](http://h/json.html) per x."
+            )
+        );
+        assert!(
+            r.markdown
+                .contains("## Sources\n\n1. [json — JSON encoder](http://h/json.html)\n")
+        );
+        assert!(
+            r.markdown
+                .contains("1 citation(s) to pages this run did not read were removed")
+        );
+        assert!(!r.markdown.contains("made.up"));
+        let v: serde_json::Value = serde_json::from_str(&r.findings_json).unwrap();
+        assert_eq!(v["removedCitations"], json!(["http://made.up"]));
+        assert_eq!(r.sources.len(), 1);
+    }
+
+    #[test]
+    fn abort_report_is_honest_and_cites_nothing() {
+        let state = RunState::new(RunInput::new("zzqx nonsense", Mode::Quick));
+        let r = abort_report(&state);
+        assert!(r.aborted);
+        assert!(
+            r.markdown
+                .starts_with("# Unable to research: zzqx nonsense")
+        );
+        assert!(!r.markdown.contains("http"));
+    }
+}

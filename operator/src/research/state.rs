@@ -1,0 +1,300 @@
+//! The serializable state of one research run and the vocabulary of the reducer.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::Usage;
+
+/// Orchestration mode (seed 000): one researcher, or planner + rounds + evaluator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Quick,
+    #[default]
+    Deep,
+}
+
+/// Requested outputs (seed 003).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputKind {
+    Study,
+    Ideas,
+    Implementations,
+}
+
+/// Hard limits of a run; `None` means unlimited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    pub max_concurrent_researchers: u32,
+    /// Hard cap on rounds, including the evaluator's bonus rounds.
+    pub max_rounds: u32,
+    pub max_cost_pico_usd: Option<u64>,
+    pub max_tokens: Option<u64>,
+    pub timeout_secs: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_concurrent_researchers: 3,
+            max_rounds: TARGET_ROUNDS + MAX_EXTRA_ROUNDS,
+            max_cost_pico_usd: None,
+            max_tokens: None,
+            timeout_secs: None,
+        }
+    }
+}
+
+/// Rounds the planner's agenda is expected to take (seed 000: `targetRounds`).
+pub const TARGET_ROUNDS: u32 = 1;
+/// Bonus rounds the evaluator may add beyond the target (seed 000: hard limit `targetRounds + 2`).
+pub const MAX_EXTRA_ROUNDS: u32 = 2;
+/// Progress units budgeted per researcher (seed 000).
+pub const UNITS_PER_RESEARCHER: u32 = 10;
+
+/// What the user asked for, fixed for the life of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunInput {
+    pub query: String,
+    #[serde(default)]
+    pub context: Option<String>,
+    #[serde(default)]
+    pub mode: Mode,
+    pub outputs: Vec<OutputKind>,
+    pub top_k: u32,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+impl RunInput {
+    /// A run with default outputs, top-k and limits.
+    pub fn new(query: impl Into<String>, mode: Mode) -> Self {
+        Self {
+            query: query.into(),
+            context: None,
+            mode,
+            outputs: vec![OutputKind::Study],
+            top_k: 5,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Phase of a run as people see it (DESIGN §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    Pending,
+    Planning,
+    Researching,
+    Synthesizing,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Phase {
+    /// True for Completed, Failed and Cancelled.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Phase::Completed | Phase::Failed | Phase::Cancelled)
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
+/// State of one agenda task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskState {
+    Pending,
+    Running,
+    Done,
+    Failed,
+}
+
+/// One agenda task; each round's researchers take one task each.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: u32,
+    pub query: String,
+    pub round: u32,
+    pub state: TaskState,
+    /// Progress units used by the researcher working on it.
+    #[serde(default)]
+    pub units: u32,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// A page or search result a report may cite.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SourceRef {
+    pub url: String,
+    pub title: String,
+}
+
+/// What a finished researcher hands back to the orchestrator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResearcherReport {
+    pub task_id: u32,
+    pub markdown: String,
+    /// Pages the researcher fetched successfully.
+    pub fetched: Vec<SourceRef>,
+    /// Search results the researcher saw.
+    pub seen: Vec<SourceRef>,
+    pub searches: u32,
+    pub usage: Usage,
+}
+
+/// The lead evaluator's decision (seed 000).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Decision {
+    Synthesize,
+    Delegate { queries: Vec<String> },
+}
+
+/// The stored result of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinalReport {
+    pub markdown: String,
+    pub findings_json: String,
+    pub sources: Vec<SourceRef>,
+    /// True when limits stopped the run before the evaluator chose to synthesize.
+    pub partial: bool,
+    /// True for seed 004's honest "unable to research" report.
+    pub aborted: bool,
+}
+
+/// Why a run failed: a machine reason (CamelCase, used in conditions) and a human message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub reason: String,
+    pub message: String,
+}
+
+impl Failure {
+    /// Builds a failure from a reason constant and a message.
+    pub fn new(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Reason strings shared by the engine, the status and the events.
+pub mod reasons {
+    pub const PLAN_UNPARSEABLE: &str = "PlanUnparseable";
+    pub const MODEL_OUTPUT_INVALID: &str = "ModelOutputInvalid";
+    pub const MODEL_UNREACHABLE: &str = "ModelUnreachable";
+    pub const ALL_RESEARCHERS_FAILED: &str = "AllResearchersFailed";
+    pub const SYNTHESIS_FAILED: &str = "SynthesisFailed";
+    pub const COST_LIMIT: &str = "CostLimit";
+    pub const TOKEN_LIMIT: &str = "TokenLimit";
+    pub const TIME_LIMIT: &str = "TimeLimit";
+    pub const CANCELLED: &str = "Cancelled";
+    pub const POLICY_REFUSED: &str = "PolicyRefused";
+}
+
+/// Which limit stopped a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LimitHit {
+    Cost,
+    Tokens,
+    Time,
+}
+
+impl LimitHit {
+    /// The condition reason for this limit.
+    pub fn reason(self) -> &'static str {
+        match self {
+            LimitHit::Cost => reasons::COST_LIMIT,
+            LimitHit::Tokens => reasons::TOKEN_LIMIT,
+            LimitHit::Time => reasons::TIME_LIMIT,
+        }
+    }
+}
+
+/// The whole serializable state of a run: what the reducer reads and writes, what a checkpoint holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunState {
+    pub input: RunInput,
+    pub phase: Phase,
+    pub suspended: bool,
+    /// Current round, 1-based once researching started.
+    pub round: u32,
+    pub agenda: Vec<Task>,
+    pub reports: Vec<ResearcherReport>,
+    /// Usage of the whole run, including failed calls.
+    pub usage: Usage,
+    pub searches: u32,
+    pub pages_fetched: u32,
+    /// Every URL fetched by any researcher of this run (the shared URL pool).
+    pub fetched_urls: BTreeSet<String>,
+    /// Planned progress units (seed 000: 10 per researcher, grows on delegation).
+    pub budget_units: u32,
+    pub limit_hit: Option<LimitHit>,
+    pub final_report: Option<FinalReport>,
+    pub failure: Option<Failure>,
+    /// True once the final report has been stored (written exactly once).
+    pub published: bool,
+}
+
+impl RunState {
+    /// A fresh run in phase Pending.
+    pub fn new(input: RunInput) -> Self {
+        Self {
+            input,
+            phase: Phase::Pending,
+            suspended: false,
+            round: 0,
+            agenda: Vec::new(),
+            reports: Vec::new(),
+            usage: Usage::default(),
+            searches: 0,
+            pages_fetched: 0,
+            fetched_urls: BTreeSet::new(),
+            budget_units: 0,
+            limit_hit: None,
+            final_report: None,
+            failure: None,
+            published: false,
+        }
+    }
+
+    /// Progress for people (seed 000): `"NN%"` of planned units, or `"exploring"` past the planned rounds.
+    pub fn progress(&self) -> String {
+        match self.phase {
+            Phase::Completed => return "100%".to_string(),
+            Phase::Pending | Phase::Planning => return "0%".to_string(),
+            _ => {}
+        }
+        if self.round > TARGET_ROUNDS {
+            return "exploring".to_string();
+        }
+        if self.budget_units == 0 {
+            return "0%".to_string();
+        }
+        let used: u32 = self
+            .agenda
+            .iter()
+            .map(|t| t.units.min(UNITS_PER_RESEARCHER))
+            .sum();
+        let pct = (u64::from(used) * 100 / u64::from(self.budget_units)).min(99);
+        format!("{pct}%")
+    }
+
+    /// Number of distinct pages fetched by the run.
+    pub fn source_count(&self) -> usize {
+        self.fetched_urls.len()
+    }
+
+    /// Reports of earlier-finished researchers, for injection into a starting one.
+    pub fn finished_reports(&self) -> impl Iterator<Item = &ResearcherReport> {
+        self.reports.iter()
+    }
+}
