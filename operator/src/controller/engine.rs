@@ -20,6 +20,8 @@ impl EngineLauncher {
 impl Launcher for EngineLauncher {
     fn prepare(&self, request: LaunchRequest) -> Result<Starter, LaunchError> {
         let _ = (&self.client, request);
-        Err(LaunchError("the research executor is not built into this operator yet".into()))
+        Err(LaunchError(
+            "the research executor is not built into this operator yet".into(),
+        ))
     }
 }

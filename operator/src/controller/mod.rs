@@ -15,13 +15,16 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-use crate::api::{ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec, ResearchRunStatus, SecretKeyRef, reasons};
+use crate::api::{
+    ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec, ResearchRunStatus,
+    SecretKeyRef, reasons,
+};
 use crate::research::state::{Limits, Mode, OutputKind, RunInput, RunState};
 use crate::server::{Readiness, ServerState};
 use crate::store::configmap::{FIELD_MANAGER, report_configmap_name};
@@ -41,13 +44,21 @@ pub const STATUS_INTERVAL: Duration = Duration::from_secs(1);
 pub enum Error {
     /// A Kubernetes API call failed.
     #[error("Kubernetes API call failed while {action}: {source}")]
-    Kube { action: String, #[source] source: kube::Error },
+    Kube {
+        action: String,
+        #[source]
+        source: kube::Error,
+    },
     /// The object lacks metadata the API server always sets.
     #[error("ResearchRun is missing metadata.{0}")]
     MissingMetadata(&'static str),
     /// Serializing a patch failed.
     #[error("serializing {what}: {source}")]
-    Serialize { what: &'static str, #[source] source: serde_json::Error },
+    Serialize {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
     /// The HTTP server failed.
     #[error(transparent)]
     Server(#[from] crate::server::ServerError),
@@ -120,7 +131,10 @@ pub struct LaunchRequest {
 pub struct LaunchError(pub String);
 
 /// Starts a prepared run: receives the control channel and the progress sender, returns the task.
-pub type Starter = Box<dyn FnOnce(watch::Receiver<Signal>, Arc<watch::Sender<Option<RunState>>>) -> ResearchTask + Send>;
+pub type Starter = Box<
+    dyn FnOnce(watch::Receiver<Signal>, Arc<watch::Sender<Option<RunState>>>) -> ResearchTask
+        + Send,
+>;
 
 /// Builds research tasks. Production: [`engine::EngineLauncher`]; tests: a recording double.
 pub trait Launcher: Send + Sync {
@@ -147,7 +161,10 @@ pub struct Context {
 impl Context {
     /// A context with the default status interval.
     pub fn new(client: Client, launcher: Arc<dyn Launcher>, metrics: Metrics) -> Self {
-        let reporter = Reporter { controller: CONTROLLER_NAME.into(), instance: std::env::var("POD_NAME").ok() };
+        let reporter = Reporter {
+            controller: CONTROLLER_NAME.into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
         Self {
             recorder: Recorder::new(client.clone(), reporter),
             client,
@@ -169,7 +186,12 @@ pub struct Stall {
 }
 
 /// Pure: the API key named by `key_ref` in `secret`, or why it is unusable.
-pub fn extract_key(secret: &Secret, key_ref: &SecretKeyRef, profile: &str, tier: &str) -> Result<ApiKey, Stall> {
+pub fn extract_key(
+    secret: &Secret,
+    key_ref: &SecretKeyRef,
+    profile: &str,
+    tier: &str,
+) -> Result<ApiKey, Stall> {
     let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
     let missing = || Stall {
         reason: reasons::SECRET_KEY_MISSING,
@@ -178,18 +200,36 @@ pub fn extract_key(secret: &Secret, key_ref: &SecretKeyRef, profile: &str, tier:
             key_ref.name, key_ref.key
         ),
     };
-    let raw = secret.data.as_ref().and_then(|d| d.get(&key_ref.key)).map(|b| b.0.clone());
-    let raw = raw.or_else(|| secret.string_data.as_ref().and_then(|d| d.get(&key_ref.key)).map(|s| s.clone().into_bytes()));
-    let Some(raw) = raw else { return Err(missing()) };
+    let raw = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(&key_ref.key))
+        .map(|b| b.0.clone());
+    let raw = raw.or_else(|| {
+        secret
+            .string_data
+            .as_ref()
+            .and_then(|d| d.get(&key_ref.key))
+            .map(|s| s.clone().into_bytes())
+    });
+    let Some(raw) = raw else {
+        return Err(missing());
+    };
     let value = String::from_utf8(raw).map_err(|_| Stall {
         reason: reasons::SECRET_KEY_MISSING,
-        message: format!("Secret \"{}\" key \"{}\" is not UTF-8 text; store the API key as text", key_ref.name, key_ref.key),
+        message: format!(
+            "Secret \"{}\" key \"{}\" is not UTF-8 text; store the API key as text",
+            key_ref.name, key_ref.key
+        ),
     })?;
     let value = value.trim();
     if value.is_empty() {
         return Err(Stall {
             reason: reasons::SECRET_KEY_MISSING,
-            message: format!("Secret \"{}\" key \"{}\" in namespace \"{namespace}\" is empty; put the API key in it", key_ref.name, key_ref.key),
+            message: format!(
+                "Secret \"{}\" key \"{}\" in namespace \"{namespace}\" is empty; put the API key in it",
+                key_ref.name, key_ref.key
+            ),
         });
     }
     Ok(ApiKey::new(value))
@@ -198,7 +238,12 @@ pub fn extract_key(secret: &Secret, key_ref: &SecretKeyRef, profile: &str, tier:
 /// Pure: the engine input for `spec` under `profile`'s default limits.
 pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Result<RunInput, Stall> {
     use crate::api::{Mode as ApiMode, Output};
-    let limits = spec.effective_limits(profile.limits.as_ref()).map_err(|e| Stall { reason: reasons::PROFILE_INVALID, message: format!("invalid limits: {e}") })?;
+    let limits = spec
+        .effective_limits(profile.limits.as_ref())
+        .map_err(|e| Stall {
+            reason: reasons::PROFILE_INVALID,
+            message: format!("invalid limits: {e}"),
+        })?;
     let defaults = Limits::default();
     Ok(RunInput {
         query: spec.query.clone(),
@@ -220,7 +265,9 @@ pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Resul
         limits: Limits {
             max_concurrent_researchers: limits.max_concurrent_researchers,
             max_rounds: limits.max_rounds.unwrap_or(defaults.max_rounds),
-            max_cost_pico_usd: limits.max_cost_micro_usd.map(|m| m.saturating_mul(1_000_000)),
+            max_cost_pico_usd: limits
+                .max_cost_micro_usd
+                .map(|m| m.saturating_mul(1_000_000)),
             max_tokens: limits.max_tokens,
             timeout_secs: limits.timeout.map(|d| d.as_secs()),
         },
@@ -232,7 +279,10 @@ pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Resul
 pub fn ttl_wait(run: &ResearchRun, now: &Time) -> Option<Duration> {
     let ttl = u64::try_from(run.spec.ttl_seconds_after_finished?).unwrap_or(0);
     let finished = run.status.as_ref()?.completion_time.as_ref()?;
-    let deadline = finished.0.as_second().saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX));
+    let deadline = finished
+        .0
+        .as_second()
+        .saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX));
     let left = deadline.saturating_sub(now.0.as_second());
     Some(Duration::from_secs(u64::try_from(left).unwrap_or(0)))
 }
@@ -243,7 +293,11 @@ fn now() -> Time {
 
 /// Writes the status for `view` if it differs from the current one, and publishes the Events the
 /// transition calls for. Returns the status the run now has.
-async fn apply_status(ctx: &Context, run: &ResearchRun, view: RunView<'_>) -> Result<ResearchRunStatus, Error> {
+async fn apply_status(
+    ctx: &Context,
+    run: &ResearchRun,
+    view: RunView<'_>,
+) -> Result<ResearchRunStatus, Error> {
     let name = run.name_any();
     let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let desired = desired_status(run, view, &report_configmap_name(&name), &now());
@@ -256,15 +310,31 @@ async fn apply_status(ctx: &Context, run: &ResearchRun, view: RunView<'_>) -> Re
         "status": serde_json::to_value(&desired).map_err(|source| Error::Serialize { what: "status", source })?,
     });
     let api: Api<ResearchRun> = Api::namespaced(ctx.client.clone(), &namespace);
-    api.patch_status(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
-        .await
-        .map_err(kube_err(format!("patching status of ResearchRun {namespace}/{name}")))?;
+    api.patch_status(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .map_err(kube_err(format!(
+        "patching status of ResearchRun {namespace}/{name}"
+    )))?;
     if let (Some(uid), Some(phase)) = (run.uid(), desired.phase) {
-        ctx.metrics.set_run_phase(&uid, &namespace, PhaseLabel::from_phase_name(phase.as_str()));
+        ctx.metrics.set_run_phase(
+            &uid,
+            &namespace,
+            PhaseLabel::from_phase_name(phase.as_str()),
+        );
     }
     let reference = run.object_ref(&());
     for event in transition_events(run.status.as_ref(), &desired) {
-        let event = Event { type_: event.type_, reason: event.reason, note: Some(event.note), action: event.action, secondary: None };
+        let event = Event {
+            type_: event.type_,
+            reason: event.reason,
+            note: Some(event.note),
+            action: event.action,
+            secondary: None,
+        };
         if let Err(e) = ctx.recorder.publish(&event, &reference).await {
             // Events are best effort: the status already says what happened.
             warn!(run = %name, namespace = %namespace, error = %e, "publishing event failed");
@@ -278,7 +348,9 @@ pub async fn reconcile(run: Arc<ResearchRun>, ctx: Arc<Context>) -> Result<Actio
     ctx.metrics.reconciliations.inc();
     let started = std::time::Instant::now();
     let result = reconcile_inner(run, &ctx).await;
-    ctx.metrics.reconcile_duration.observe(started.elapsed().as_secs_f64());
+    ctx.metrics
+        .reconcile_duration
+        .observe(started.elapsed().as_secs_f64());
     result
 }
 
@@ -292,12 +364,23 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
     }
     // Look up: where the run stands.
     if run.is_finished() {
-        ctx.metrics.set_run_phase(&uid, &namespace, PhaseLabel::from_phase_name(run.phase().as_str()));
+        ctx.metrics.set_run_phase(
+            &uid,
+            &namespace,
+            PhaseLabel::from_phase_name(run.phase().as_str()),
+        );
         return finished(&run, ctx, &name, &namespace).await;
     }
     match ctx.registry.presence(&uid) {
         Presence::Active => {
-            ctx.registry.signal(&uid, if run.spec.suspend { Signal::Suspend } else { Signal::Run });
+            ctx.registry.signal(
+                &uid,
+                if run.spec.suspend {
+                    Signal::Suspend
+                } else {
+                    Signal::Run
+                },
+            );
             return Ok(Action::await_change());
         }
         // The final status is on its way; the watch brings the run back when it lands.
@@ -317,7 +400,13 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
     let starter = match ctx.launcher.prepare(request.clone()) {
         Ok(starter) => starter,
         Err(e) => {
-            let stall = Stall { reason: reasons::PROFILE_INVALID, message: format!("ResearchProfile \"{}\" cannot be used: {e}", request.profile_name) };
+            let stall = Stall {
+                reason: reasons::PROFILE_INVALID,
+                message: format!(
+                    "ResearchProfile \"{}\" cannot be used: {e}",
+                    request.profile_name
+                ),
+            };
             return stalled(ctx, &run, &stall).await;
         }
     };
@@ -328,46 +417,92 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
     let progress_tx = Arc::new(progress_tx);
     let task_tx = progress_tx.clone();
     let labels = model_labels(&request, &namespace);
-    let started = ctx.registry.start(&uid, move |control| starter(control, task_tx), move |state| {
-        // The last state reaches the status writer even when the task did not publish it.
-        progress_tx.send_replace(Some(state));
-    });
+    let started = ctx.registry.start(
+        &uid,
+        move |control| starter(control, task_tx),
+        move |state| {
+            // The last state reaches the status writer even when the task did not publish it.
+            progress_tx.send_replace(Some(state));
+        },
+    );
     if started {
         info!(run = %name, namespace = %namespace, profile = %request.profile_name, "research started");
-        tokio::spawn(status_writer(ctx.clone(), base, progress_rx, labels, request.profile_name.clone()));
+        tokio::spawn(status_writer(
+            ctx.clone(),
+            base,
+            progress_rx,
+            labels,
+            request.profile_name.clone(),
+        ));
     }
     Ok(Action::await_change())
 }
 
 fn model_labels(request: &LaunchRequest, namespace: &str) -> ModelLabels {
     let tier = &request.profile.models.primary;
-    let provider = url::Url::parse(&tier.base_url).ok().and_then(|u| u.host_str().map(str::to_string)).unwrap_or_else(|| "unknown".into());
-    ModelLabels { namespace: namespace.to_string(), profile: request.profile_name.clone(), provider, model: tier.model.clone() }
+    let provider = url::Url::parse(&tier.base_url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    ModelLabels {
+        namespace: namespace.to_string(),
+        profile: request.profile_name.clone(),
+        provider,
+        model: tier.model.clone(),
+    }
 }
 
 async fn stalled(ctx: &Context, run: &ResearchRun, stall: &Stall) -> Result<Action, Error> {
     debug!(run = %run.name_any(), reason = stall.reason, "run stalled");
-    apply_status(ctx, run, RunView::Stalled { reason: stall.reason, message: &stall.message }).await?;
+    apply_status(
+        ctx,
+        run,
+        RunView::Stalled {
+            reason: stall.reason,
+            message: &stall.message,
+        },
+    )
+    .await?;
     Ok(Action::requeue(STALL_REQUEUE))
 }
 
 /// Looks up the profile and its Secrets and validates them into a launch request.
-async fn resolve(ctx: &Context, run: &Arc<ResearchRun>, namespace: &str) -> Result<Result<LaunchRequest, Stall>, Error> {
+async fn resolve(
+    ctx: &Context,
+    run: &Arc<ResearchRun>,
+    namespace: &str,
+) -> Result<Result<LaunchRequest, Stall>, Error> {
     let profile_name = run.spec.profile_ref.clone();
     let profiles: Api<ResearchProfile> = Api::namespaced(ctx.client.clone(), namespace);
-    let Some(profile) = profiles.get_opt(&profile_name).await.map_err(kube_err(format!("reading ResearchProfile {namespace}/{profile_name}")))? else {
+    let Some(profile) = profiles
+        .get_opt(&profile_name)
+        .await
+        .map_err(kube_err(format!(
+            "reading ResearchProfile {namespace}/{profile_name}"
+        )))?
+    else {
         return Ok(Err(Stall {
             reason: reasons::PROFILE_NOT_FOUND,
-            message: format!("ResearchProfile \"{profile_name}\" not found in namespace \"{namespace}\" (spec.profileRef); create it and the run will start"),
+            message: format!(
+                "ResearchProfile \"{profile_name}\" not found in namespace \"{namespace}\" (spec.profileRef); create it and the run will start"
+            ),
         }));
     };
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
     let mut fetched: BTreeMap<String, Secret> = BTreeMap::new();
     let mut api_keys = Vec::new();
     for (tier, model) in profile.spec.models.iter() {
-        let Some(key_ref) = &model.api_key_secret_ref else { continue };
+        let Some(key_ref) = &model.api_key_secret_ref else {
+            continue;
+        };
         if !fetched.contains_key(&key_ref.name) {
-            let secret = secrets.get_opt(&key_ref.name).await.map_err(kube_err(format!("reading Secret {namespace}/{}", key_ref.name)))?;
+            let secret = secrets
+                .get_opt(&key_ref.name)
+                .await
+                .map_err(kube_err(format!(
+                    "reading Secret {namespace}/{}",
+                    key_ref.name
+                )))?;
             let Some(secret) = secret else {
                 return Ok(Err(Stall {
                     reason: reasons::SECRET_NOT_FOUND,
@@ -391,11 +526,22 @@ async fn resolve(ctx: &Context, run: &Arc<ResearchRun>, namespace: &str) -> Resu
         Ok(input) => input,
         Err(stall) => return Ok(Err(stall)),
     };
-    Ok(Ok(LaunchRequest { run: run.clone(), profile_name, profile: profile.spec, api_keys, input }))
+    Ok(Ok(LaunchRequest {
+        run: run.clone(),
+        profile_name,
+        profile: profile.spec,
+        api_keys,
+        input,
+    }))
 }
 
 /// A finished run: delete it once its TTL has passed.
-async fn finished(run: &ResearchRun, ctx: &Context, name: &str, namespace: &str) -> Result<Action, Error> {
+async fn finished(
+    run: &ResearchRun,
+    ctx: &Context,
+    name: &str,
+    namespace: &str,
+) -> Result<Action, Error> {
     match ttl_wait(run, &now()) {
         None => Ok(Action::await_change()),
         Some(wait) if wait.is_zero() => {
@@ -413,10 +559,19 @@ async fn finished(run: &ResearchRun, ctx: &Context, name: &str, namespace: &str)
 
 /// Drains one run's progress into status patches (at most one per `status_interval`), metrics and
 /// Events, until the research task ends.
-async fn status_writer(ctx: Arc<Context>, mut base: ResearchRun, mut rx: watch::Receiver<Option<RunState>>, labels: ModelLabels, profile: String) {
+async fn status_writer(
+    ctx: Arc<Context>,
+    mut base: ResearchRun,
+    mut rx: watch::Receiver<Option<RunState>>,
+    labels: ModelLabels,
+    profile: String,
+) {
     let uid = base.uid().unwrap_or_default();
     let namespace = labels.namespace.clone();
-    let run_labels = RunLabels { namespace: namespace.clone(), profile: profile.clone() };
+    let run_labels = RunLabels {
+        namespace: namespace.clone(),
+        profile: profile.clone(),
+    };
     let mut last: Option<RunState> = None;
     loop {
         let closed = rx.changed().await.is_err();
@@ -431,14 +586,29 @@ async fn status_writer(ctx: Arc<Context>, mut base: ResearchRun, mut rx: watch::
                     ctx.metrics.set_run_phase(&uid, &namespace, None);
                     return;
                 }
-                Err(e) => warn!(run = %base.name_any(), error = %e, "status update failed; will retry with the next progress"),
+                Err(e) => {
+                    warn!(run = %base.name_any(), error = %e, "status update failed; will retry with the next progress")
+                }
             }
             if state.phase.is_terminal() && !last.as_ref().is_some_and(|l| l.phase.is_terminal()) {
-                if let Some(outcome) = PhaseLabel::from_phase_name(status::api_phase(state.phase).as_str()) {
-                    let started = base.status.as_ref().and_then(|s| s.start_time.clone()).or_else(|| base.metadata.creation_timestamp.clone());
+                if let Some(outcome) =
+                    PhaseLabel::from_phase_name(status::api_phase(state.phase).as_str())
+                {
+                    let started = base
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.start_time.clone())
+                        .or_else(|| base.metadata.creation_timestamp.clone());
                     if let Some(started) = started {
                         let seconds = (now().0.as_second() - started.0.as_second()).max(0) as f64;
-                        ctx.metrics.run_duration.get_or_create(&OutcomeLabels { namespace: namespace.clone(), profile: profile.clone(), outcome }).observe(seconds);
+                        ctx.metrics
+                            .run_duration
+                            .get_or_create(&OutcomeLabels {
+                                namespace: namespace.clone(),
+                                profile: profile.clone(),
+                                outcome,
+                            })
+                            .observe(seconds);
                     }
                 }
             }
@@ -451,12 +621,29 @@ async fn status_writer(ctx: Arc<Context>, mut base: ResearchRun, mut rx: watch::
     }
 }
 
-fn record_usage(metrics: &Metrics, labels: &ModelLabels, run_labels: &RunLabels, last: Option<&RunState>, state: &RunState) {
-    let before = last.map(|l| (l.usage, l.searches, l.pages_fetched)).unwrap_or_default();
+fn record_usage(
+    metrics: &Metrics,
+    labels: &ModelLabels,
+    run_labels: &RunLabels,
+    last: Option<&RunState>,
+    state: &RunState,
+) {
+    let before = last
+        .map(|l| (l.usage, l.searches, l.pages_fetched))
+        .unwrap_or_default();
     let delta = crate::llm::Usage {
-        input_tokens: state.usage.input_tokens.saturating_sub(before.0.input_tokens),
-        output_tokens: state.usage.output_tokens.saturating_sub(before.0.output_tokens),
-        cost_pico_usd: state.usage.cost_pico_usd.saturating_sub(before.0.cost_pico_usd),
+        input_tokens: state
+            .usage
+            .input_tokens
+            .saturating_sub(before.0.input_tokens),
+        output_tokens: state
+            .usage
+            .output_tokens
+            .saturating_sub(before.0.output_tokens),
+        cost_pico_usd: state
+            .usage
+            .cost_pico_usd
+            .saturating_sub(before.0.cost_pico_usd),
         llm_calls: state.usage.llm_calls.saturating_sub(before.0.llm_calls),
     };
     if delta != crate::llm::Usage::default() {
@@ -464,18 +651,29 @@ fn record_usage(metrics: &Metrics, labels: &ModelLabels, run_labels: &RunLabels,
     }
     let searches = state.searches.saturating_sub(before.1);
     if searches > 0 {
-        metrics.searches.get_or_create(run_labels).inc_by(u64::from(searches));
+        metrics
+            .searches
+            .get_or_create(run_labels)
+            .inc_by(u64::from(searches));
     }
     let pages = state.pages_fetched.saturating_sub(before.2);
     if pages > 0 {
-        metrics.pages_fetched.get_or_create(run_labels).inc_by(u64::from(pages));
+        metrics
+            .pages_fetched
+            .get_or_create(run_labels)
+            .inc_by(u64::from(pages));
     }
 }
 
 /// Requeue policy after a reconcile error.
 pub fn error_policy(run: Arc<ResearchRun>, error: &Error, ctx: Arc<Context>) -> Action {
     warn!(run = %run.name_any(), error = %error, "reconcile failed");
-    ctx.metrics.reconcile_errors.get_or_create(&ErrorLabels { reason: error.metric_reason().into() }).inc();
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&ErrorLabels {
+            reason: error.metric_reason().into(),
+        })
+        .inc();
     Action::requeue(Duration::from_secs(10))
 }
 
@@ -490,30 +688,48 @@ pub struct OperatorConfig {
 
 impl Default for OperatorConfig {
     fn default() -> Self {
-        Self { listen: "0.0.0.0:8080".into(), namespace: None }
+        Self {
+            listen: "0.0.0.0:8080".into(),
+            namespace: None,
+        }
     }
 }
 
 /// Runs the operator: the HTTP server and the ResearchRun controller, until SIGINT/SIGTERM.
 pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
-    let client = Client::try_default().await.map_err(|e| Error::Config(e.to_string()))?;
+    let client = Client::try_default()
+        .await
+        .map_err(|e| Error::Config(e.to_string()))?;
     let metrics = Metrics::new();
     let readiness = Readiness::new();
     let listener = crate::server::bind(&config.listen).await?;
     info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz");
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut server_stop = stop_rx.clone();
-    let server = tokio::spawn(crate::server::serve(listener, ServerState { metrics: metrics.clone(), readiness: readiness.clone() }, async move {
-        let _ = server_stop.wait_for(|stop| *stop).await;
-    }));
+    let server = tokio::spawn(crate::server::serve(
+        listener,
+        ServerState {
+            metrics: metrics.clone(),
+            readiness: readiness.clone(),
+        },
+        async move {
+            let _ = server_stop.wait_for(|stop| *stop).await;
+        },
+    ));
     let launcher = Arc::new(engine::EngineLauncher::new(client.clone()));
     let ctx = Arc::new(Context::new(client.clone(), launcher, metrics));
     let (runs, configmaps): (Api<ResearchRun>, Api<ConfigMap>) = match &config.namespace {
-        Some(ns) => (Api::namespaced(client.clone(), ns), Api::namespaced(client.clone(), ns)),
+        Some(ns) => (
+            Api::namespaced(client.clone(), ns),
+            Api::namespaced(client.clone(), ns),
+        ),
         None => (Api::all(client.clone()), Api::all(client.clone())),
     };
     let controller = Controller::new(runs, watcher::Config::default())
-        .owns(configmaps, watcher::Config::default().labels(crate::store::configmap::RUN_LABEL))
+        .owns(
+            configmaps,
+            watcher::Config::default().labels(crate::store::configmap::RUN_LABEL),
+        )
         .shutdown_on_signal();
     let store = controller.store();
     // Ready once the run cache has synced; a janitor cancels research of runs that were deleted.
@@ -528,7 +744,8 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             info!("ResearchRun cache synced; ready");
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
-                let live: std::collections::HashSet<String> = store.state().iter().filter_map(|r| r.uid()).collect();
+                let live: std::collections::HashSet<String> =
+                    store.state().iter().filter_map(|r| r.uid()).collect();
                 for uid in ctx.registry.uids() {
                     if !live.contains(&uid) {
                         info!(uid = %uid, "run deleted; cancelling its research");

@@ -52,7 +52,9 @@ pub struct Registry {
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Registry").field("runs", &self.uids().len()).finish()
+        f.debug_struct("Registry")
+            .field("runs", &self.uids().len())
+            .finish()
     }
 }
 
@@ -65,12 +67,16 @@ impl Registry {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         // A poisoned lock only means another thread panicked mid-update of a plain map; the map
         // itself is still consistent, so keep serving.
-        self.entries.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.entries
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Where the task of `uid` stands.
     pub fn presence(&self, uid: &str) -> Presence {
-        self.lock().get(uid).map_or(Presence::Absent, |e| e.presence)
+        self.lock()
+            .get(uid)
+            .map_or(Presence::Absent, |e| e.presence)
     }
 
     /// UIDs with an entry (active or finished).
@@ -88,17 +94,30 @@ impl Registry {
         let (tx, rx) = watch::channel(Signal::Run);
         {
             let mut entries = self.lock();
-            if entries.get(uid).is_some_and(|e| matches!(e.presence, Presence::Active | Presence::Finished)) {
+            if entries
+                .get(uid)
+                .is_some_and(|e| matches!(e.presence, Presence::Active | Presence::Finished))
+            {
                 return false;
             }
-            entries.insert(uid.to_string(), Entry { control: tx, presence: Presence::Active });
+            entries.insert(
+                uid.to_string(),
+                Entry {
+                    control: tx,
+                    presence: Presence::Active,
+                },
+            );
         }
         let task = make_task(rx);
         let registry = self.clone();
         let uid = uid.to_string();
         tokio::spawn(async move {
             let state = task.await;
-            let presence = if state.phase.is_terminal() { Presence::Finished } else { Presence::Stopped };
+            let presence = if state.phase.is_terminal() {
+                Presence::Finished
+            } else {
+                Presence::Stopped
+            };
             if let Some(entry) = registry.lock().get_mut(&uid) {
                 entry.presence = presence;
             }
@@ -165,13 +184,21 @@ mod tests {
         );
         assert!(started);
         assert_eq!(registry.presence("u1"), Presence::Active);
-        assert!(!registry.start("u1", |_| Box::pin(async { state(Phase::Completed) }), |_| {}));
+        assert!(!registry.start(
+            "u1",
+            |_| Box::pin(async { state(Phase::Completed) }),
+            |_| {}
+        ));
         assert!(registry.signal("u1", Signal::Suspend));
         assert!(registry.signal("u1", Signal::Cancel));
         assert_eq!(done_rx.await.unwrap(), Phase::Cancelled);
         assert_eq!(registry.presence("u1"), Presence::Finished);
         assert!(!registry.signal("u1", Signal::Cancel));
-        assert!(!registry.start("u1", |_| Box::pin(async { state(Phase::Completed) }), |_| {}));
+        assert!(!registry.start(
+            "u1",
+            |_| Box::pin(async { state(Phase::Completed) }),
+            |_| {}
+        ));
         registry.remove("u1");
         assert_eq!(registry.presence("u1"), Presence::Absent);
     }
@@ -180,9 +207,13 @@ mod tests {
     async fn a_stopped_task_may_start_again() {
         let registry = Registry::new();
         let (tx, rx) = tokio::sync::oneshot::channel();
-        registry.start("u1", |_| Box::pin(async { state(Phase::Researching) }), move |_| {
-            let _ = tx.send(());
-        });
+        registry.start(
+            "u1",
+            |_| Box::pin(async { state(Phase::Researching) }),
+            move |_| {
+                let _ = tx.send(());
+            },
+        );
         rx.await.unwrap();
         assert_eq!(registry.presence("u1"), Presence::Stopped);
         assert!(registry.start("u1", |_| Box::pin(std::future::pending()), |_| {}));

@@ -5,8 +5,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::events::EventType;
 
 use crate::api::{
-    AgendaTask, ConditionStatus, Phase, ReportRef, ResearchRun, ResearchRunStatus, RunUsage, TaskState, condition_types as types,
-    find_condition, reasons, set_condition,
+    AgendaTask, ConditionStatus, Phase, ReportRef, ResearchRun, ResearchRunStatus, RunUsage,
+    TaskState, condition_types as types, find_condition, reasons, set_condition,
 };
 use crate::research::state::{Phase as EnginePhase, RunState, TaskState as EngineTaskState};
 
@@ -66,25 +66,66 @@ fn task_state(state: EngineTaskState) -> TaskState {
 /// Sets `Stalled=False` only if the condition exists: a run that never stalled does not carry it.
 fn clear_stalled(status: &mut ResearchRunStatus, generation: Option<i64>, now: &Time) {
     if find_condition(&status.conditions, types::STALLED).is_some() {
-        set_condition(&mut status.conditions, types::STALLED, ConditionStatus::False, reasons::RESOLVED, "", generation, now);
+        set_condition(
+            &mut status.conditions,
+            types::STALLED,
+            ConditionStatus::False,
+            reasons::RESOLVED,
+            "",
+            generation,
+            now,
+        );
     }
 }
 
 /// The status the run should have given `view`. Starts from the current status so transition
 /// times and start time are kept; equal to the current status when nothing changed.
-pub fn desired_status(run: &ResearchRun, view: RunView<'_>, report_configmap: &str, now: &Time) -> ResearchRunStatus {
+pub fn desired_status(
+    run: &ResearchRun,
+    view: RunView<'_>,
+    report_configmap: &str,
+    now: &Time,
+) -> ResearchRunStatus {
     let generation = run.metadata.generation;
     let mut status = run.status.clone().unwrap_or_default();
     status.observed_generation = generation;
     let current_phase = status.phase.unwrap_or_default();
     // A stall or suspension keeps a phase that is already under way (e.g. after an operator restart).
-    let waiting_phase = if current_phase.is_terminal() { Phase::Pending } else { current_phase };
+    let waiting_phase = if current_phase.is_terminal() {
+        Phase::Pending
+    } else {
+        current_phase
+    };
     match view {
         RunView::Stalled { reason, message } => {
             status.phase = Some(waiting_phase);
-            set_condition(&mut status.conditions, types::STALLED, ConditionStatus::True, reason, message, generation, now);
-            set_condition(&mut status.conditions, types::RECONCILING, ConditionStatus::False, reason, message, generation, now);
-            set_condition(&mut status.conditions, types::SUCCEEDED, ConditionStatus::Unknown, reason, message, generation, now);
+            set_condition(
+                &mut status.conditions,
+                types::STALLED,
+                ConditionStatus::True,
+                reason,
+                message,
+                generation,
+                now,
+            );
+            set_condition(
+                &mut status.conditions,
+                types::RECONCILING,
+                ConditionStatus::False,
+                reason,
+                message,
+                generation,
+                now,
+            );
+            set_condition(
+                &mut status.conditions,
+                types::SUCCEEDED,
+                ConditionStatus::Unknown,
+                reason,
+                message,
+                generation,
+                now,
+            );
             status.message = Some(message.to_string());
         }
         RunView::Suspended => suspended(&mut status, waiting_phase, generation, now),
@@ -108,11 +149,23 @@ pub fn desired_status(run: &ResearchRun, view: RunView<'_>, report_configmap: &s
             status.agenda = state
                 .agenda
                 .iter()
-                .map(|t| AgendaTask { id: t.id.to_string(), query: t.query.clone(), state: task_state(t.state) })
+                .map(|t| AgendaTask {
+                    id: t.id.to_string(),
+                    query: t.query.clone(),
+                    state: task_state(t.state),
+                })
                 .collect();
             status.start_time.get_or_insert_with(|| now.clone());
             if let Some(limit) = state.limit_hit {
-                set_condition(&mut status.conditions, types::BUDGET_EXCEEDED, ConditionStatus::True, limit.reason(), "a run limit stopped the research; the report is partial", generation, now);
+                set_condition(
+                    &mut status.conditions,
+                    types::BUDGET_EXCEEDED,
+                    ConditionStatus::True,
+                    limit.reason(),
+                    "a run limit stopped the research; the report is partial",
+                    generation,
+                    now,
+                );
             }
             match phase {
                 Phase::Completed => {
@@ -121,14 +174,23 @@ pub fn desired_status(run: &ResearchRun, view: RunView<'_>, report_configmap: &s
                         Some(r) if r.aborted => "no usable sources were found; an honest \"unable to research\" report was stored".to_string(),
                         _ => format!("report stored in ConfigMap {report_configmap}"),
                     };
-                    finished(&mut status, ConditionStatus::True, reasons::COMPLETED, &message, generation, now);
+                    finished(
+                        &mut status,
+                        ConditionStatus::True,
+                        reasons::COMPLETED,
+                        &message,
+                        generation,
+                        now,
+                    );
                     if let Some(report) = &state.final_report {
                         use sha2::Digest;
                         status.report = Some(ReportRef {
                             config_map: Some(report_configmap.to_string()),
                             object_url: None,
                             bytes: report.markdown.len() as u64,
-                            sha256: Some(hex::encode(sha2::Sha256::digest(report.markdown.as_bytes()))),
+                            sha256: Some(hex::encode(sha2::Sha256::digest(
+                                report.markdown.as_bytes(),
+                            ))),
                             sources: u32::try_from(report.sources.len()).unwrap_or(u32::MAX),
                             partial: report.partial,
                         });
@@ -140,11 +202,25 @@ pub fn desired_status(run: &ResearchRun, view: RunView<'_>, report_configmap: &s
                         Some(f) => (f.reason.as_str(), f.message.as_str()),
                         None => (reasons::FAILED, "the run failed"),
                     };
-                    finished(&mut status, ConditionStatus::False, reason, message, generation, now);
+                    finished(
+                        &mut status,
+                        ConditionStatus::False,
+                        reason,
+                        message,
+                        generation,
+                        now,
+                    );
                 }
                 Phase::Cancelled => {
                     status.phase = Some(phase);
-                    finished(&mut status, ConditionStatus::False, reasons::CANCELLED, "the run was cancelled", generation, now);
+                    finished(
+                        &mut status,
+                        ConditionStatus::False,
+                        reasons::CANCELLED,
+                        "the run was cancelled",
+                        generation,
+                        now,
+                    );
                 }
                 _ if state.suspended => suspended(&mut status, phase, generation, now),
                 _ => {
@@ -160,8 +236,24 @@ pub fn desired_status(run: &ResearchRun, view: RunView<'_>, report_configmap: &s
 fn running(status: &mut ResearchRunStatus, phase: Phase, generation: Option<i64>, now: &Time) {
     let message = format!("research in progress: {phase}");
     clear_stalled(status, generation, now);
-    set_condition(&mut status.conditions, types::RECONCILING, ConditionStatus::True, reasons::RUNNING, &message, generation, now);
-    set_condition(&mut status.conditions, types::SUCCEEDED, ConditionStatus::Unknown, reasons::RUNNING, &message, generation, now);
+    set_condition(
+        &mut status.conditions,
+        types::RECONCILING,
+        ConditionStatus::True,
+        reasons::RUNNING,
+        &message,
+        generation,
+        now,
+    );
+    set_condition(
+        &mut status.conditions,
+        types::SUCCEEDED,
+        ConditionStatus::Unknown,
+        reasons::RUNNING,
+        &message,
+        generation,
+        now,
+    );
     status.message = Some(message);
 }
 
@@ -169,29 +261,79 @@ fn suspended(status: &mut ResearchRunStatus, phase: Phase, generation: Option<i6
     let message = "spec.suspend is true; set it to false to continue from the last checkpoint";
     status.phase = Some(phase);
     clear_stalled(status, generation, now);
-    set_condition(&mut status.conditions, types::RECONCILING, ConditionStatus::False, reasons::SUSPENDED, message, generation, now);
-    set_condition(&mut status.conditions, types::SUCCEEDED, ConditionStatus::Unknown, reasons::SUSPENDED, message, generation, now);
+    set_condition(
+        &mut status.conditions,
+        types::RECONCILING,
+        ConditionStatus::False,
+        reasons::SUSPENDED,
+        message,
+        generation,
+        now,
+    );
+    set_condition(
+        &mut status.conditions,
+        types::SUCCEEDED,
+        ConditionStatus::Unknown,
+        reasons::SUSPENDED,
+        message,
+        generation,
+        now,
+    );
     status.message = Some(message.to_string());
 }
 
-fn finished(status: &mut ResearchRunStatus, succeeded: ConditionStatus, reason: &str, message: &str, generation: Option<i64>, now: &Time) {
+fn finished(
+    status: &mut ResearchRunStatus,
+    succeeded: ConditionStatus,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: &Time,
+) {
     clear_stalled(status, generation, now);
-    set_condition(&mut status.conditions, types::RECONCILING, ConditionStatus::False, reason, message, generation, now);
-    set_condition(&mut status.conditions, types::SUCCEEDED, succeeded, reason, message, generation, now);
+    set_condition(
+        &mut status.conditions,
+        types::RECONCILING,
+        ConditionStatus::False,
+        reason,
+        message,
+        generation,
+        now,
+    );
+    set_condition(
+        &mut status.conditions,
+        types::SUCCEEDED,
+        succeeded,
+        reason,
+        message,
+        generation,
+        now,
+    );
     status.completion_time.get_or_insert_with(|| now.clone());
     status.message = Some(message.to_string());
 }
 
 /// The Events a move from `old` to `new` status calls for: one per phase change, a Warning for a
 /// failure, and a Warning when the run becomes stalled (or stalls for another reason).
-pub fn transition_events(old: Option<&ResearchRunStatus>, new: &ResearchRunStatus) -> Vec<EventSpec> {
+pub fn transition_events(
+    old: Option<&ResearchRunStatus>,
+    new: &ResearchRunStatus,
+) -> Vec<EventSpec> {
     let mut events = Vec::new();
-    let old_stalled = old.and_then(|s| find_condition(&s.conditions, types::STALLED)).filter(|c| c.status == "True");
-    let new_stalled = find_condition(&new.conditions, types::STALLED).filter(|c| c.status == "True");
+    let old_stalled = old
+        .and_then(|s| find_condition(&s.conditions, types::STALLED))
+        .filter(|c| c.status == "True");
+    let new_stalled =
+        find_condition(&new.conditions, types::STALLED).filter(|c| c.status == "True");
     if let Some(stall) = new_stalled
         && old_stalled.is_none_or(|o| o.reason != stall.reason || o.message != stall.message)
     {
-        events.push(EventSpec { type_: EventType::Warning, reason: stall.reason.clone(), note: stall.message.clone(), action: "Resolve".into() });
+        events.push(EventSpec {
+            type_: EventType::Warning,
+            reason: stall.reason.clone(),
+            note: stall.message.clone(),
+            action: "Resolve".into(),
+        });
     }
     let old_phase = old.and_then(|s| s.phase);
     if let Some(phase) = new.phase
@@ -209,10 +351,16 @@ pub fn transition_events(old: Option<&ResearchRunStatus>, new: &ResearchRunStatu
             Phase::Completed => EventSpec {
                 type_: EventType::Normal,
                 reason: reasons::COMPLETED.into(),
-                note: succeeded.map_or_else(|| "the run completed".to_string(), |c| c.message.clone()),
+                note: succeeded
+                    .map_or_else(|| "the run completed".to_string(), |c| c.message.clone()),
                 action: "Research".into(),
             },
-            other => EventSpec { type_: EventType::Normal, reason: other.as_str().into(), note: format!("run entered phase {other}"), action: "Research".into() },
+            other => EventSpec {
+                type_: EventType::Normal,
+                reason: other.as_str().into(),
+                note: format!("run entered phase {other}"),
+                action: "Research".into(),
+            },
         };
         events.push(event);
     }
@@ -245,23 +393,62 @@ mod tests {
     #[test]
     fn stalled_then_resolved() {
         let mut r = run();
-        let s = desired_status(&r, RunView::Stalled { reason: "ProfileNotFound", message: "ResearchProfile \"default\" not found" }, "r1-report", &at(10));
+        let s = desired_status(
+            &r,
+            RunView::Stalled {
+                reason: "ProfileNotFound",
+                message: "ResearchProfile \"default\" not found",
+            },
+            "r1-report",
+            &at(10),
+        );
         assert_eq!(s.phase, Some(Phase::Pending));
         assert_eq!(s.observed_generation, Some(2));
-        assert_eq!(cond(&s, "Stalled"), ("True".into(), "ProfileNotFound".into()));
-        assert_eq!(cond(&s, "Reconciling"), ("False".into(), "ProfileNotFound".into()));
-        assert_eq!(cond(&s, "Succeeded"), ("Unknown".into(), "ProfileNotFound".into()));
+        assert_eq!(
+            cond(&s, "Stalled"),
+            ("True".into(), "ProfileNotFound".into())
+        );
+        assert_eq!(
+            cond(&s, "Reconciling"),
+            ("False".into(), "ProfileNotFound".into())
+        );
+        assert_eq!(
+            cond(&s, "Succeeded"),
+            ("Unknown".into(), "ProfileNotFound".into())
+        );
         let events = transition_events(None, &s);
-        assert_eq!(events, vec![EventSpec { type_: EventType::Warning, reason: "ProfileNotFound".into(), note: "ResearchProfile \"default\" not found".into(), action: "Resolve".into() }]);
+        assert_eq!(
+            events,
+            vec![EventSpec {
+                type_: EventType::Warning,
+                reason: "ProfileNotFound".into(),
+                note: "ResearchProfile \"default\" not found".into(),
+                action: "Resolve".into()
+            }]
+        );
         r.status = Some(s.clone());
         // Same view again: nothing changes, no events.
-        let again = desired_status(&r, RunView::Stalled { reason: "ProfileNotFound", message: "ResearchProfile \"default\" not found" }, "r1-report", &at(20));
+        let again = desired_status(
+            &r,
+            RunView::Stalled {
+                reason: "ProfileNotFound",
+                message: "ResearchProfile \"default\" not found",
+            },
+            "r1-report",
+            &at(20),
+        );
         assert_eq!(again, s);
         assert!(transition_events(Some(&s), &again).is_empty());
         // Starting clears the stall.
         let started = desired_status(&r, RunView::Starting, "r1-report", &at(30));
-        assert_eq!(cond(&started, "Stalled"), ("False".into(), "Resolved".into()));
-        assert_eq!(cond(&started, "Reconciling"), ("True".into(), "Running".into()));
+        assert_eq!(
+            cond(&started, "Stalled"),
+            ("False".into(), "Resolved".into())
+        );
+        assert_eq!(
+            cond(&started, "Reconciling"),
+            ("True".into(), "Running".into())
+        );
         assert_eq!(started.start_time, Some(at(30)));
         assert!(transition_events(Some(&s), &started).is_empty());
     }
@@ -270,26 +457,52 @@ mod tests {
     fn progress_completed_and_failed() {
         let mut r = run();
         r.status = Some(desired_status(&r, RunView::Starting, "r1-report", &at(1)));
-        let mut state = RunState::new(RunInput::new("what is CEL?", crate::research::state::Mode::Quick));
+        let mut state = RunState::new(RunInput::new(
+            "what is CEL?",
+            crate::research::state::Mode::Quick,
+        ));
         state.phase = EnginePhase::Researching;
         state.searches = 3;
         state.usage.input_tokens = 100;
         let s = desired_status(&r, RunView::Progress(&state), "r1-report", &at(2));
         assert_eq!(s.phase, Some(Phase::Researching));
         assert_eq!(s.usage.as_ref().unwrap().searches, 3);
-        assert_eq!(s.usage.as_ref().unwrap().cost_usd.as_deref(), Some("0.000000"));
+        assert_eq!(
+            s.usage.as_ref().unwrap().cost_usd.as_deref(),
+            Some("0.000000")
+        );
         let events = transition_events(r.status.as_ref(), &s);
         assert_eq!(events.len(), 1);
-        assert_eq!((events[0].type_, events[0].reason.as_str()), (EventType::Normal, "Researching"));
+        assert_eq!(
+            (events[0].type_, events[0].reason.as_str()),
+            (EventType::Normal, "Researching")
+        );
         r.status = Some(s);
         let mut failed = state.clone();
         failed.phase = EnginePhase::Failed;
-        failed.failure = Some(Failure::new("ModelOutputInvalid", "the model answered garbage"));
+        failed.failure = Some(Failure::new(
+            "ModelOutputInvalid",
+            "the model answered garbage",
+        ));
         let f = desired_status(&r, RunView::Progress(&failed), "r1-report", &at(3));
-        assert_eq!(cond(&f, "Succeeded"), ("False".into(), "ModelOutputInvalid".into()));
-        assert_eq!(cond(&f, "Reconciling"), ("False".into(), "ModelOutputInvalid".into()));
+        assert_eq!(
+            cond(&f, "Succeeded"),
+            ("False".into(), "ModelOutputInvalid".into())
+        );
+        assert_eq!(
+            cond(&f, "Reconciling"),
+            ("False".into(), "ModelOutputInvalid".into())
+        );
         assert_eq!(f.completion_time, Some(at(3)));
         let events = transition_events(r.status.as_ref(), &f);
-        assert_eq!(events, vec![EventSpec { type_: EventType::Warning, reason: "ModelOutputInvalid".into(), note: "the model answered garbage".into(), action: "Research".into() }]);
+        assert_eq!(
+            events,
+            vec![EventSpec {
+                type_: EventType::Warning,
+                reason: "ModelOutputInvalid".into(),
+                note: "the model answered garbage".into(),
+                action: "Research".into()
+            }]
+        );
     }
 }

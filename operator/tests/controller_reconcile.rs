@@ -1,0 +1,530 @@
+//! Request-level scenarios of the ResearchRun reconciler against a mocked Kubernetes API
+//! (the kube-rs `tower-test` pattern): every step checks the exact method, path, query and body.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Method, Request, Response};
+use kube::Client;
+use kube::client::Body;
+use kube::runtime::controller::Action;
+use quarry::api::{ResearchRun, ResearchRunSpec};
+use quarry::controller::registry::Signal;
+use quarry::controller::{Context, LaunchError, LaunchRequest, Launcher, Starter, reconcile};
+use quarry::research::state::{Phase, RunState};
+use quarry::telemetry::Metrics;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+
+type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+
+const RUNS: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns";
+const APPLY_QUERY: &str = "?&force=true&fieldManager=quarry-operator";
+const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
+
+/// What the fake launcher saw and lets a test drive.
+#[derive(Default)]
+struct Recorded {
+    requests: Vec<LaunchRequest>,
+    controls: Vec<watch::Receiver<Signal>>,
+    progress: Vec<Arc<watch::Sender<Option<RunState>>>>,
+}
+
+/// Launcher double: records each prepared request and start; the task runs until cancelled.
+#[derive(Default, Clone)]
+struct FakeLauncher {
+    recorded: Arc<Mutex<Recorded>>,
+    starts: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Launcher for FakeLauncher {
+    fn prepare(&self, request: LaunchRequest) -> Result<Starter, LaunchError> {
+        let recorded = self.recorded.clone();
+        let starts = self.starts.clone();
+        let input = request.input.clone();
+        recorded.lock().unwrap().requests.push(request);
+        Ok(Box::new(
+            move |control: watch::Receiver<Signal>, progress| {
+                starts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut mine = control.clone();
+                let mut rec = recorded.lock().unwrap();
+                rec.controls.push(control);
+                rec.progress.push(progress);
+                Box::pin(async move {
+                    let _ = mine.wait_for(|s| *s == Signal::Cancel).await;
+                    let mut state = RunState::new(input);
+                    state.phase = Phase::Cancelled;
+                    state
+                })
+            },
+        ))
+    }
+}
+
+fn run(status: Option<Value>) -> ResearchRun {
+    let mut value = json!({
+        "apiVersion": "quarry.dev/v1alpha1",
+        "kind": "ResearchRun",
+        "metadata": {"name": "r1", "namespace": "ns", "uid": "uid-1", "generation": 1, "resourceVersion": "7"},
+        "spec": {"query": "what is CEL?", "mode": "quick", "profileRef": "default"}
+    });
+    if let Some(status) = status {
+        value["status"] = status;
+    }
+    serde_json::from_value(value).unwrap()
+}
+
+fn profile(with_secret: bool) -> Value {
+    let mut primary = json!({"baseURL": "http://127.0.0.1:9/v1", "model": "scripted"});
+    if with_secret {
+        primary["apiKeySecretRef"] = json!({"name": "openai", "key": "apiKey"});
+    }
+    json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchProfile",
+        "metadata": {"name": "default", "namespace": "ns", "uid": "p-1"},
+        "spec": {"models": {"primary": primary}, "search": {"url": "http://127.0.0.1:8888"}}
+    })
+}
+
+fn secret(data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "openai", "namespace": "ns"}, "data": data})
+}
+
+fn not_found(kind: &str, name: &str) -> Response<Body> {
+    let body = json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":format!("{kind} \"{name}\" not found"),"reason":"NotFound","code":404});
+    Response::builder()
+        .status(404)
+        .body(Body::from(serde_json::to_vec(&body).unwrap()))
+        .unwrap()
+}
+
+fn ok(value: &Value) -> Response<Body> {
+    Response::builder()
+        .status(200)
+        .body(Body::from(serde_json::to_vec(value).unwrap()))
+        .unwrap()
+}
+
+fn context(launcher: FakeLauncher) -> (Arc<Context>, Handle) {
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let client = Client::new(service, "ns");
+    let mut ctx = Context::new(client, Arc::new(launcher), Metrics::new());
+    ctx.status_interval = Duration::from_millis(300);
+    (Arc::new(ctx), handle)
+}
+
+/// Receives the next request, checks method and path+query, returns its JSON body (Null if empty).
+async fn expect(
+    handle: &mut Handle,
+    method: Method,
+    path_and_query: &str,
+) -> (Value, tower_test::mock::SendResponse<Response<Body>>) {
+    let (req, send) = tokio::time::timeout(Duration::from_secs(5), handle.next_request())
+        .await
+        .expect("request expected")
+        .expect("client gone");
+    assert_eq!(req.method(), method, "method of {}", req.uri());
+    assert_eq!(req.uri().path_and_query().unwrap().as_str(), path_and_query);
+    let bytes = req.into_body().collect_bytes().await.unwrap();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    (body, send)
+}
+
+async fn expect_silence(handle: &mut Handle) {
+    if let Ok(Some((req, _))) =
+        tokio::time::timeout(Duration::from_millis(400), handle.next_request()).await
+    {
+        panic!("unexpected request {} {}", req.method(), req.uri());
+    }
+}
+
+/// Replaces every `lastTransitionTime`/`startTime` with a marker after checking it is a timestamp.
+fn scrub_times(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if matches!(
+                    k.as_str(),
+                    "lastTransitionTime" | "startTime" | "completionTime"
+                ) {
+                    let text = v.as_str().expect("time is a string");
+                    assert!(
+                        text.parse::<k8s_openapi::jiff::Timestamp>().is_ok(),
+                        "{text}"
+                    );
+                    *v = json!("<time>");
+                } else {
+                    scrub_times(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(scrub_times),
+        _ => {}
+    }
+}
+
+fn scrubbed(value: &Value) -> Value {
+    let mut copy = value.clone();
+    scrub_times(&mut copy);
+    copy
+}
+
+fn stalled_status_body(reason: &str, message: &str) -> Value {
+    json!({
+        "apiVersion": "quarry.dev/v1alpha1",
+        "kind": "ResearchRun",
+        "status": {
+            "phase": "Pending",
+            "observedGeneration": 1,
+            "conditions": [
+                {"type": "Stalled", "status": "True", "reason": reason, "message": message, "observedGeneration": 1, "lastTransitionTime": "<time>"},
+                {"type": "Reconciling", "status": "False", "reason": reason, "message": message, "observedGeneration": 1, "lastTransitionTime": "<time>"},
+                {"type": "Succeeded", "status": "Unknown", "reason": reason, "message": message, "observedGeneration": 1, "lastTransitionTime": "<time>"}
+            ],
+            "message": message
+        }
+    })
+}
+
+/// Serves a status patch: answers with the run carrying the applied status.
+fn answer_status(send: tower_test::mock::SendResponse<Response<Body>>, body: &Value) {
+    let mut object = serde_json::to_value(run(None)).unwrap();
+    object["status"] = body["status"].clone();
+    send.send_response(ok(&object));
+}
+
+async fn expect_event(handle: &mut Handle, type_: &str, reason: &str, note: &str) {
+    let (body, send) = expect(handle, Method::POST, &format!("{EVENTS}?")).await;
+    assert_eq!(body["type"], type_);
+    assert_eq!(body["reason"], reason);
+    assert_eq!(body["note"], note);
+    assert_eq!(body["reportingController"], "quarry-operator");
+    assert_eq!(
+        body["regarding"],
+        json!({"apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun", "name": "r1", "namespace": "ns", "uid": "uid-1"})
+    );
+    send.send_response(
+        Response::builder()
+            .status(201)
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap(),
+    );
+}
+
+const PROFILE_MISSING: &str = "ResearchProfile \"default\" not found in namespace \"ns\" (spec.profileRef); create it and the run will start";
+
+#[tokio::test]
+async fn missing_profile_stalls_with_event_and_requeues() {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        send.send_response(not_found("researchprofiles", "default"));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        let scrubbed = scrubbed(&body);
+        assert_eq!(
+            scrubbed,
+            stalled_status_body("ProfileNotFound", PROFILE_MISSING)
+        );
+        answer_status(send, &body);
+        expect_event(&mut handle, "Warning", "ProfileNotFound", PROFILE_MISSING).await;
+        expect_silence(&mut handle).await;
+    });
+    let action = reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(15)));
+    server.await.unwrap();
+    assert!(launcher.recorded.lock().unwrap().requests.is_empty());
+}
+
+#[tokio::test]
+async fn missing_secret_stalls_with_secret_not_found() {
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let message = "Secret \"openai\" not found in namespace \"ns\" (ResearchProfile \"default\" models.primary.apiKeySecretRef); create it with key \"apiKey\"";
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        send.send_response(ok(&profile(true)));
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/api/v1/namespaces/ns/secrets/openai",
+        )
+        .await;
+        send.send_response(not_found("secrets", "openai"));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        let scrubbed = scrubbed(&body);
+        assert_eq!(scrubbed, stalled_status_body("SecretNotFound", message));
+        answer_status(send, &body);
+        expect_event(&mut handle, "Warning", "SecretNotFound", message).await;
+        expect_silence(&mut handle).await;
+    });
+    let action = reconcile(Arc::new(run(None)), ctx).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(15)));
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn secret_without_key_stalls_without_leaking_values() {
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let message = "Secret \"openai\" in namespace \"ns\" has no key \"apiKey\" (ResearchProfile \"default\" models.primary.apiKeySecretRef.key); add the key to the Secret or fix the reference";
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        send.send_response(ok(&profile(true)));
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/api/v1/namespaces/ns/secrets/openai",
+        )
+        .await;
+        // "c2VjcmV0LXZhbHVl" is base64 of "secret-value" under another key.
+        send.send_response(ok(&secret(json!({"token": "c2VjcmV0LXZhbHVl"}))));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert!(!body.to_string().contains("secret-value"));
+        let scrubbed = scrubbed(&body);
+        assert_eq!(scrubbed, stalled_status_body("SecretKeyMissing", message));
+        answer_status(send, &body);
+        expect_event(&mut handle, "Warning", "SecretKeyMissing", message).await;
+    });
+    reconcile(Arc::new(run(None)), ctx).await.unwrap();
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn happy_path_starts_one_executor_and_reports_progress() {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let (step_tx, mut step_rx) = mpsc::unbounded_channel::<()>();
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        send.send_response(ok(&profile(true)));
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/api/v1/namespaces/ns/secrets/openai",
+        )
+        .await;
+        // base64 of "sk-test"
+        send.send_response(ok(&secret(json!({"apiKey": "c2stdGVzdA=="}))));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        let scrubbed = scrubbed(&body);
+        let message = "research in progress: Pending";
+        assert_eq!(
+            scrubbed,
+            json!({
+                "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+                "status": {
+                    "phase": "Pending", "observedGeneration": 1,
+                    "conditions": [
+                        {"type": "Reconciling", "status": "True", "reason": "Running", "message": message, "observedGeneration": 1, "lastTransitionTime": "<time>"},
+                        {"type": "Succeeded", "status": "Unknown", "reason": "Running", "message": message, "observedGeneration": 1, "lastTransitionTime": "<time>"}
+                    ],
+                    "startTime": "<time>",
+                    "message": message
+                }
+            })
+        );
+        answer_status(send, &body);
+        // The second reconcile and the suspend signal cause no API call.
+        expect_silence(&mut handle).await;
+        step_tx.send(()).unwrap();
+        // Progress from the executor: one patch now, then the burst coalesced into one more.
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(body["status"]["phase"], "Planning");
+        answer_status(send, &body);
+        expect_event(
+            &mut handle,
+            "Normal",
+            "Planning",
+            "run entered phase Planning",
+        )
+        .await;
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(body["status"]["phase"], "Researching");
+        assert_eq!(
+            body["status"]["usage"],
+            json!({"inputTokens": 30, "outputTokens": 0, "costUSD": "0.000000", "llmCalls": 0, "searches": 2, "pagesFetched": 0})
+        );
+        answer_status(send, &body);
+        expect_event(
+            &mut handle,
+            "Normal",
+            "Researching",
+            "run entered phase Researching",
+        )
+        .await;
+        expect_silence(&mut handle).await;
+    });
+    let first = run(None);
+    assert_eq!(
+        reconcile(Arc::new(first.clone()), ctx.clone())
+            .await
+            .unwrap(),
+        Action::await_change()
+    );
+    {
+        let rec = launcher.recorded.lock().unwrap();
+        assert_eq!(rec.requests.len(), 1);
+        let request = &rec.requests[0];
+        assert_eq!(request.profile_name, "default");
+        assert_eq!(request.api_keys.len(), 1);
+        assert_eq!(request.api_keys[0].1.expose(), "sk-test");
+        assert_eq!(format!("{:?}", request.api_keys[0].1), "ApiKey(<redacted>)");
+        assert_eq!(request.input.query, "what is CEL?");
+        assert_eq!(request.input.mode, quarry::research::state::Mode::Quick);
+    }
+    // A second reconcile (status now written) does not start a second executor.
+    let mut again = run(None);
+    again.status = Some(serde_json::from_value(json!({"phase": "Pending"})).unwrap());
+    assert_eq!(
+        reconcile(Arc::new(again.clone()), ctx.clone())
+            .await
+            .unwrap(),
+        Action::await_change()
+    );
+    again.spec.suspend = true;
+    reconcile(Arc::new(again), ctx.clone()).await.unwrap();
+    assert_eq!(launcher.starts.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let (mut control, progress) = {
+        let rec = launcher.recorded.lock().unwrap();
+        (rec.controls[0].clone(), rec.progress[0].clone())
+    };
+    assert_eq!(*control.borrow_and_update(), Signal::Suspend);
+    step_rx.recv().await.unwrap();
+    let mut state = RunState::new(launcher.recorded.lock().unwrap().requests[0].input.clone());
+    state.phase = Phase::Planning;
+    progress.send_replace(Some(state.clone()));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    state.phase = Phase::Researching;
+    state.usage.input_tokens = 10;
+    progress.send_replace(Some(state.clone()));
+    state.searches = 2;
+    state.usage.input_tokens = 30;
+    progress.send_replace(Some(state.clone()));
+    server.await.unwrap();
+    let metrics = ctx.metrics.encode().unwrap();
+    assert!(metrics.contains("quarry_llm_input_tokens_total{namespace=\"ns\",profile=\"default\",provider=\"127.0.0.1\",model=\"scripted\"} 30\n"), "{metrics}");
+    assert!(
+        metrics.contains("quarry_searches_total{namespace=\"ns\",profile=\"default\"} 2\n"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn unchanged_stall_writes_nothing() {
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    // The run already carries exactly the status this reconcile would compute.
+    let mut status = stalled_status_body("ProfileNotFound", PROFILE_MISSING)["status"].clone();
+    for c in status["conditions"].as_array_mut().unwrap() {
+        c["lastTransitionTime"] = json!("2026-01-01T00:00:00Z");
+    }
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        send.send_response(not_found("researchprofiles", "default"));
+        expect_silence(&mut handle).await;
+    });
+    let action = reconcile(Arc::new(run(Some(status))), ctx).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(15)));
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn finished_run_past_its_ttl_is_deleted() {
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let mut finished = run(Some(
+        json!({"phase": "Completed", "completionTime": "2020-01-01T00:00:00Z"}),
+    ));
+    finished.spec.ttl_seconds_after_finished = Some(60);
+    let server = tokio::spawn(async move {
+        let (body, send) = expect(&mut handle, Method::DELETE, &format!("{RUNS}/r1?")).await;
+        assert_eq!(body, json!({}));
+        send.send_response(ok(
+            &json!({"kind":"Status","apiVersion":"v1","status":"Success","metadata":{}}),
+        ));
+        expect_silence(&mut handle).await;
+    });
+    assert_eq!(
+        reconcile(Arc::new(finished), ctx.clone()).await.unwrap(),
+        Action::await_change()
+    );
+    server.await.unwrap();
+    // Without a TTL a finished run is left alone, with no API call.
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let kept = run(Some(
+        json!({"phase": "Failed", "completionTime": "2020-01-01T00:00:00Z"}),
+    ));
+    assert_eq!(
+        reconcile(Arc::new(kept), ctx).await.unwrap(),
+        Action::await_change()
+    );
+    expect_silence(&mut handle).await;
+}
+
+#[test]
+fn spec_defaults_reach_the_engine_input() {
+    let spec: ResearchRunSpec =
+        serde_yaml::from_str("query: q?!\nlimits: {maxCostUSD: \"0.50\", timeout: 10m}").unwrap();
+    let profile: quarry::api::ResearchProfileSpec = serde_yaml::from_str("models: {primary: {baseURL: 'http://127.0.0.1:1/v1', model: m}}\nlimits: {maxConcurrentResearchers: 2}").unwrap();
+    let input = quarry::controller::run_input(&spec, &profile).unwrap();
+    assert_eq!(input.limits.max_concurrent_researchers, 2);
+    assert_eq!(input.limits.max_cost_pico_usd, Some(500_000_000_000));
+    assert_eq!(input.limits.timeout_secs, Some(600));
+    assert_eq!(input.top_k, 5);
+}
