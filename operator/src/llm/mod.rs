@@ -188,3 +188,101 @@ pub trait ChatModel: Send + Sync {
     /// Context window of the model in tokens (used for the 55% scrape gate).
     fn context_window(&self) -> u64;
 }
+
+pub mod json_extract;
+pub mod openai;
+pub mod pricing;
+pub mod repetition;
+
+/// How tools are offered to a model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolMode {
+    /// The server's native `tools` / `tool_calls` support.
+    #[default]
+    Native,
+    /// A prompt-level protocol: the model answers with one JSON object `{"tool": ..., "arguments": ...}`.
+    /// For small local models and servers without tool support.
+    JsonAction,
+}
+
+/// Everything needed to call one OpenAI-compatible model. The API key is already resolved
+/// (from a Secret or an env var) and is redacted from `Debug`.
+#[derive(Clone, PartialEq)]
+pub struct ModelConfig {
+    /// Base URL including the version prefix, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    /// Model name sent in every request.
+    pub model: String,
+    /// Bearer token; never logged, never put in errors or `Debug` output.
+    pub api_key: Option<String>,
+    /// Native tool calling or the JSON action protocol.
+    pub tool_mode: ToolMode,
+    /// Whether the server supports `response_format: {"type": "json_object"}`.
+    pub json_mode: bool,
+    /// Timeout of one attempt (connect, prompt processing and the whole answer).
+    pub timeout: std::time::Duration,
+    /// Retries after the first attempt on retryable errors.
+    pub max_retries: u32,
+    /// Context window in tokens.
+    pub context_window: u64,
+    /// Price used to cost every call.
+    pub price: pricing::Price,
+    /// Sampling temperature; omitted from requests when `None`.
+    pub temperature: Option<f32>,
+    /// Stream answers (SSE); required for stopping degenerate repetition early.
+    pub stream: bool,
+    /// Smallest backoff between retries (jitter is added).
+    pub retry_min_delay: std::time::Duration,
+    /// Largest backoff between retries; also caps a server's `Retry-After`.
+    pub retry_max_delay: std::time::Duration,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            base_url: "http://127.0.0.1:8080/v1".to_string(),
+            model: String::new(),
+            api_key: None,
+            tool_mode: ToolMode::Native,
+            json_mode: false,
+            // A 2-core machine needs minutes to read an 8k-token prompt with a local model.
+            timeout: std::time::Duration::from_secs(300),
+            max_retries: 3,
+            context_window: 8192,
+            price: pricing::Price::FREE,
+            temperature: None,
+            stream: true,
+            retry_min_delay: std::time::Duration::from_secs(1),
+            retry_max_delay: std::time::Duration::from_secs(60),
+        }
+    }
+}
+
+impl ModelConfig {
+    /// A config with defaults for everything but the endpoint and model name.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self { base_url: base_url.into(), model: model.into(), ..Self::default() }
+    }
+}
+
+impl std::fmt::Debug for ModelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Written by hand so the API key can never reach logs through `{:?}`.
+        f.debug_struct("ModelConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("tool_mode", &self.tool_mode)
+            .field("json_mode", &self.json_mode)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("context_window", &self.context_window)
+            .field("price", &self.price)
+            .field("temperature", &self.temperature)
+            .field("stream", &self.stream)
+            .field("retry_min_delay", &self.retry_min_delay)
+            .field("retry_max_delay", &self.retry_max_delay)
+            .finish()
+    }
+}

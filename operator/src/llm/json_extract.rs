@@ -1,0 +1,444 @@
+//! Tolerant extraction of one JSON value from a model's answer.
+//!
+//! Models wrap JSON in prose, Markdown fences and `<think>` preambles, and leave trailing commas.
+//! The extractor tries, in order: the whole answer, each fenced block, then every balanced
+//! top-level `{...}` / `[...]` found in the prose; each candidate is parsed as is and then again
+//! with trailing commas removed. The error quotes what was wrong so a repair prompt can show it
+//! to the model.
+
+use serde_json::Value;
+
+/// Longest excerpt of the answer quoted in an error message.
+const SNIPPET_CHARS: usize = 160;
+
+/// Why no JSON value could be extracted from an answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonExtractError {
+    /// The answer was empty (or only a `<think>` block).
+    #[error("the answer is empty; expected a JSON value")]
+    Empty,
+    /// No `{` or `[` at all.
+    #[error("no JSON object or array found in the answer, which starts with `{snippet}`")]
+    NotFound { snippet: String },
+    /// An object or array was opened but never closed (usually a truncated answer).
+    #[error("the JSON starting with `{snippet}` is never closed (truncated answer?)")]
+    Unbalanced { snippet: String },
+    /// A balanced candidate was found but is not valid JSON.
+    #[error("invalid JSON ({message}) in `{snippet}`")]
+    Invalid { message: String, snippet: String },
+    /// A value was found but it is not an object (see [`extract_json_object`]).
+    #[error("expected a JSON object but found `{snippet}`")]
+    NotAnObject { snippet: String },
+}
+
+/// Extracts the first JSON value (object or array; a bare scalar only if it is the whole answer).
+pub fn extract_json(text: &str) -> Result<Value, JsonExtractError> {
+    extract_matching(text, |_| true)
+}
+
+/// Like [`extract_json`] but only accepts an object: `[1]` citations in prose are skipped.
+pub fn extract_json_object(text: &str) -> Result<Value, JsonExtractError> {
+    match extract_matching(text, Value::is_object) {
+        Err(JsonExtractError::NotFound { snippet }) => {
+            // Distinguish "found JSON, but not an object" for a better repair message.
+            match extract_json(text) {
+                Ok(v) => Err(JsonExtractError::NotAnObject { snippet: snippet_of(&v.to_string()) }),
+                Err(_) => Err(JsonExtractError::NotFound { snippet }),
+            }
+        }
+        other => other,
+    }
+}
+
+/// Removes `<think>...</think>` blocks (reasoning preambles of some models). An unclosed
+/// `<think>` drops everything after it only when nothing else could be JSON, so the caller
+/// decides: here it is kept, and the scanner skips prose anyway.
+pub fn strip_think(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        match find_ci(rest, "<think>") {
+            Some(start) => {
+                out.push_str(&rest[..start]);
+                let after = &rest[start + "<think>".len()..];
+                match find_ci(after, "</think>") {
+                    Some(end) => rest = &after[end + "</think>".len()..],
+                    None => {
+                        // Unclosed: the model ran out of tokens while thinking; keep the text so
+                        // a JSON value written inside is still found.
+                        out.push_str(after);
+                        break;
+                    }
+                }
+            }
+            None => {
+                out.push_str(rest);
+                break;
+            }
+        }
+    }
+    // A stray closing tag without an opening one (some templates open it in the prompt).
+    if let Some(end) = find_ci(&out, "</think>") {
+        return out[end + "</think>".len()..].to_string();
+    }
+    out
+}
+
+/// Removes trailing commas before `}` or `]`, outside of strings.
+pub fn remove_trailing_commas(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &c) in chars.iter().enumerate() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        } else if c == ',' {
+            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
+            if matches!(next, Some('}') | Some(']')) {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn extract_matching(text: &str, accept: impl Fn(&Value) -> bool) -> Result<Value, JsonExtractError> {
+    let cleaned = strip_think(text);
+    let trimmed = cleaned.trim();
+    if trimmed.is_empty() {
+        return Err(JsonExtractError::Empty);
+    }
+    let mut first_error: Option<JsonExtractError> = None;
+
+    // 1. The whole answer.
+    if let Some(v) = parse_lenient(trimmed, &mut first_error)
+        && accept(&v)
+    {
+        return Ok(v);
+    }
+    // 2. Fenced blocks, in order.
+    for block in fenced_blocks(trimmed) {
+        if let Some(v) = parse_lenient(block.trim(), &mut first_error)
+            && accept(&v)
+        {
+            return Ok(v);
+        }
+    }
+    // 3. Balanced candidates in the prose (fence markers are not braces, so they need no removal).
+    let mut saw_opening = false;
+    let mut unbalanced: Option<JsonExtractError> = None;
+    for (start, c) in trimmed.char_indices() {
+        if c != '{' && c != '[' {
+            continue;
+        }
+        saw_opening = true;
+        match balanced_end(&trimmed[start..]) {
+            Some(len) => {
+                let candidate = &trimmed[start..start + len];
+                if let Some(v) = parse_lenient(candidate, &mut first_error)
+                    && accept(&v)
+                {
+                    return Ok(v);
+                }
+            }
+            None => {
+                if unbalanced.is_none() {
+                    unbalanced = Some(JsonExtractError::Unbalanced { snippet: snippet_of(&trimmed[start..]) });
+                }
+            }
+        }
+    }
+    if !saw_opening {
+        return Err(JsonExtractError::NotFound { snippet: snippet_of(trimmed) });
+    }
+    // Prefer the parse error of a real candidate: it says exactly what to repair.
+    match (first_error, unbalanced) {
+        (Some(e @ JsonExtractError::Invalid { .. }), _) => Err(e),
+        (_, Some(u)) => Err(u),
+        _ => Err(JsonExtractError::NotFound { snippet: snippet_of(trimmed) }),
+    }
+}
+
+/// Parses `s` as JSON, then with trailing commas removed. Records the first structural
+/// parse error (only for texts that look like JSON) in `first_error`.
+fn parse_lenient(s: &str, first_error: &mut Option<JsonExtractError>) -> Option<Value> {
+    match serde_json::from_str::<Value>(s) {
+        Ok(v) => return Some(v),
+        Err(e) => {
+            let looks_like_json = s.starts_with('{') || s.starts_with('[');
+            let fixed = remove_trailing_commas(s);
+            if fixed != s
+                && let Ok(v) = serde_json::from_str::<Value>(&fixed)
+            {
+                return Some(v);
+            }
+            if looks_like_json && first_error.is_none() {
+                *first_error = Some(JsonExtractError::Invalid { message: e.to_string(), snippet: snippet_of(s) });
+            }
+        }
+    }
+    None
+}
+
+/// Contents of Markdown code fences (```` ``` ```` or ```` ```json ````), in order. An unclosed
+/// final fence yields its remaining text (truncated answers).
+fn fenced_blocks(text: &str) -> Vec<&str> {
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("```") {
+        let after_ticks = &rest[open + 3..];
+        // Skip the info string (e.g. `json`) up to the end of the line.
+        let body_start = after_ticks.find('\n').map(|i| i + 1).unwrap_or(after_ticks.len());
+        let info = after_ticks[..body_start].trim();
+        // Inline fence like ```{"a":1}``` has no newline-separated info string.
+        let (body, consumed) = if info.starts_with('{') || info.starts_with('[') {
+            match after_ticks.find("```") {
+                Some(close) => (&after_ticks[..close], close + 3),
+                None => (after_ticks, after_ticks.len()),
+            }
+        } else {
+            let body = &after_ticks[body_start..];
+            match body.find("```") {
+                Some(close) => (&body[..close], body_start + close + 3),
+                None => (body, after_ticks.len()),
+            }
+        };
+        blocks.push(body);
+        rest = &after_ticks[consumed..];
+    }
+    blocks
+}
+
+/// Byte length of the balanced object/array starting at `s[0]`, respecting strings.
+fn balanced_end(s: &str) -> Option<usize> {
+    let mut depth: usize = 0;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, c) in s.char_indices() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + c.len_utf8());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn find_ci(haystack: &str, needle: &str) -> Option<usize> {
+    // ASCII-only lowercase keeps byte offsets identical to the original.
+    haystack.to_ascii_lowercase().find(needle)
+}
+
+fn snippet_of(s: &str) -> String {
+    let mut out: String = s.chars().take(SNIPPET_CHARS).collect();
+    if s.chars().nth(SNIPPET_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn plain_object() {
+        assert_eq!(extract_json(r#"{"a": 1}"#).unwrap(), json!({"a": 1}));
+    }
+
+    #[test]
+    fn plain_array_with_whitespace() {
+        assert_eq!(extract_json("  \n[1, 2]\n ").unwrap(), json!([1, 2]));
+    }
+
+    #[test]
+    fn fenced_with_language() {
+        let t = "Here is the plan:\n```json\n{\"tasks\": [\"a\", \"b\"]}\n```\nDone.";
+        assert_eq!(extract_json(t).unwrap(), json!({"tasks": ["a", "b"]}));
+    }
+
+    #[test]
+    fn fenced_without_language() {
+        let t = "```\n{\"x\": true}\n```";
+        assert_eq!(extract_json(t).unwrap(), json!({"x": true}));
+    }
+
+    #[test]
+    fn fenced_uppercase_language_and_crlf() {
+        let t = "```JSON\r\n{\"x\": 2}\r\n```\r\n";
+        assert_eq!(extract_json(t).unwrap(), json!({"x": 2}));
+    }
+
+    #[test]
+    fn inline_fence() {
+        assert_eq!(extract_json("```{\"x\": 3}```").unwrap(), json!({"x": 3}));
+    }
+
+    #[test]
+    fn unclosed_fence_truncated_after_object() {
+        let t = "```json\n{\"x\": 4}\n";
+        assert_eq!(extract_json(t).unwrap(), json!({"x": 4}));
+    }
+
+    #[test]
+    fn object_in_prose() {
+        let t = "Sure! Based on the question, I suggest {\"tool\": \"search\", \"arguments\": {\"q\": \"rust\"}} as the next step.";
+        assert_eq!(extract_json(t).unwrap(), json!({"tool": "search", "arguments": {"q": "rust"}}));
+    }
+
+    #[test]
+    fn braces_inside_strings_do_not_confuse() {
+        let t = r#"Answer: {"text": "use {braces} and ] here \" quoted", "n": 1} trailing"#;
+        assert_eq!(extract_json(t).unwrap(), json!({"text": "use {braces} and ] here \" quoted", "n": 1}));
+    }
+
+    #[test]
+    fn trailing_commas_removed() {
+        let t = "{\"a\": [1, 2, 3,], \"b\": {\"c\": 1,},}";
+        assert_eq!(extract_json(t).unwrap(), json!({"a": [1, 2, 3], "b": {"c": 1}}));
+    }
+
+    #[test]
+    fn trailing_comma_inside_string_is_kept() {
+        let t = r#"{"a": "x,}", }"#;
+        assert_eq!(extract_json(t).unwrap(), json!({"a": "x,}"}));
+    }
+
+    #[test]
+    fn think_preamble_with_braces_is_skipped() {
+        let t = "<think>Maybe {\"wrong\": true}? No.</think>\n{\"right\": true}";
+        assert_eq!(extract_json(t).unwrap(), json!({"right": true}));
+    }
+
+    #[test]
+    fn stray_closing_think_tag() {
+        let t = "reasoning {\"wrong\": 1} here</think>{\"right\": 2}";
+        assert_eq!(extract_json(t).unwrap(), json!({"right": 2}));
+    }
+
+    #[test]
+    fn unclosed_think_still_finds_json() {
+        let t = "<think>I will answer {\"a\": 1}";
+        assert_eq!(extract_json(t).unwrap(), json!({"a": 1}));
+    }
+
+    #[test]
+    fn object_only_skips_citation_arrays() {
+        let t = "As shown in [1], the result is {\"ok\": true}.";
+        assert_eq!(extract_json(t).unwrap(), json!([1]));
+        assert_eq!(extract_json_object(t).unwrap(), json!({"ok": true}));
+    }
+
+    #[test]
+    fn object_only_rejects_array() {
+        let err = extract_json_object("[1, 2]").unwrap_err();
+        assert_eq!(err, JsonExtractError::NotAnObject { snippet: "[1,2]".into() });
+    }
+
+    #[test]
+    fn nested_arrays_of_objects() {
+        let t = "Result:\n[{\"url\": \"https://a\"}, {\"url\": \"https://b\"}]";
+        assert_eq!(extract_json(t).unwrap(), json!([{"url": "https://a"}, {"url": "https://b"}]));
+    }
+
+    #[test]
+    fn unicode_around_json() {
+        let t = "Voilà — résumé: {\"titre\": \"été\"} ✓";
+        assert_eq!(extract_json(t).unwrap(), json!({"titre": "été"}));
+    }
+
+    #[test]
+    fn scalar_only_when_whole_answer() {
+        assert_eq!(extract_json("42").unwrap(), json!(42));
+        assert_eq!(
+            extract_json("The answer is 42").unwrap_err(),
+            JsonExtractError::NotFound { snippet: "The answer is 42".into() }
+        );
+    }
+
+    #[test]
+    fn empty_answer() {
+        assert_eq!(extract_json("  ").unwrap_err(), JsonExtractError::Empty);
+        assert_eq!(extract_json("<think>hmm</think>").unwrap_err(), JsonExtractError::Empty);
+    }
+
+    #[test]
+    fn truncated_object_is_unbalanced() {
+        let err = extract_json("Here: {\"a\": [1, 2").unwrap_err();
+        assert_eq!(err, JsonExtractError::Unbalanced { snippet: "{\"a\": [1, 2".into() });
+        assert!(err.to_string().contains("never closed"), "{err}");
+    }
+
+    #[test]
+    fn invalid_json_quotes_error_and_text() {
+        let err = extract_json("{'a': 1}").unwrap_err();
+        match &err {
+            JsonExtractError::Invalid { message, snippet } => {
+                assert_eq!(snippet, "{'a': 1}");
+                assert!(message.contains("line 1 column 2"), "{message}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(err.to_string().contains("{'a': 1}"));
+    }
+
+    #[test]
+    fn second_candidate_used_when_first_invalid() {
+        let t = "{not json} but then {\"a\": 1}";
+        assert_eq!(extract_json(t).unwrap(), json!({"a": 1}));
+    }
+
+    #[test]
+    fn long_snippets_are_cut() {
+        let long = "x".repeat(500);
+        match extract_json(&long).unwrap_err() {
+            JsonExtractError::NotFound { snippet } => {
+                assert_eq!(snippet.chars().count(), SNIPPET_CHARS + 1);
+                assert!(snippet.ends_with('…'));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn json_string_escapes_and_backslashes() {
+        let t = r#"{"path": "C:\\dir\\", "q": "a\"b"}"#;
+        assert_eq!(extract_json(t).unwrap(), json!({"path": "C:\\dir\\", "q": "a\"b"}));
+    }
+
+    #[test]
+    fn two_fenced_blocks_first_valid_wins() {
+        let t = "```json\n{\"first\": 1}\n```\ntext\n```json\n{\"second\": 2}\n```";
+        assert_eq!(extract_json(t).unwrap(), json!({"first": 1}));
+    }
+}
