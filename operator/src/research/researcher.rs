@@ -12,6 +12,7 @@ use serde_json::json;
 use super::budget::{GATHER_CALLS, ScrapeStep, ToolBudget};
 use super::prompts;
 use super::state::{Failure, ResearcherReport, RunInput, SourceRef, reasons};
+use crate::llm::json_extract::strip_think;
 use crate::llm::{CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage};
 use crate::scrape::Fetcher;
 use crate::sources::{Gatherer, SearchHit};
@@ -302,14 +303,6 @@ fn truncate_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((idx, _)) => format!("{}\n[… page truncated at {max} characters]", &text[..idx]),
         None => text.to_string(),
-    }
-}
-
-/// Strips reasoning preambles some models emit before their answer.
-fn strip_think(text: &str) -> String {
-    match (text.find("<think>"), text.rfind("</think>")) {
-        (Some(start), Some(end)) if end > start => format!("{}{}", &text[..start], &text[end + "</think>".len()..]),
-        _ => text.to_string(),
     }
 }
 
