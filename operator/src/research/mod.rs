@@ -2,6 +2,11 @@
 //!
 //! Knows nothing about Kubernetes (DESIGN §1).
 
+pub mod budget;
+pub mod executor;
+pub mod lead;
+pub mod prompts;
 pub mod reducer;
 pub mod report;
+pub mod researcher;
 pub mod state;

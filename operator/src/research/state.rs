@@ -191,6 +191,8 @@ pub mod reasons {
     pub const PLAN_UNPARSEABLE: &str = "PlanUnparseable";
     pub const MODEL_OUTPUT_INVALID: &str = "ModelOutputInvalid";
     pub const MODEL_UNREACHABLE: &str = "ModelUnreachable";
+    pub const MODEL_REJECTED: &str = "ModelRejected";
+    pub const REPORT_STORE_FAILED: &str = "ReportStoreFailed";
     pub const ALL_RESEARCHERS_FAILED: &str = "AllResearchersFailed";
     pub const SYNTHESIS_FAILED: &str = "SynthesisFailed";
     pub const COST_LIMIT: &str = "CostLimit";

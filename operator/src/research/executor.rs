@@ -1,0 +1,290 @@
+//! The executor: interprets the reducer's commands with real I/O and feeds results back as events.
+//!
+//! One executor drives one run. It owns the state; work runs in spawned tasks that report back
+//! through a channel, so suspension, cancellation and the time limit are handled promptly.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tokio::sync::{mpsc, watch};
+use tokio::task::AbortHandle;
+use tracing::{info, warn};
+
+use super::lead;
+use super::reducer::{Command, Event, reduce};
+use super::report;
+use super::researcher::{ResearcherDeps, ResearcherSettings, UrlPool, run_researcher};
+use super::state::{Failure, Mode, Phase, RunState, reasons};
+use crate::llm::{ChatModel, Usage};
+use crate::scrape::Fetcher;
+use crate::sources::Gatherer;
+use crate::store::{ArtifactStore, StoreError};
+
+/// Artifact key of the engine checkpoint.
+pub const CHECKPOINT_KEY: &str = "checkpoint.json";
+/// Artifact key of the final Markdown report.
+pub const REPORT_KEY: &str = "report.md";
+/// Artifact key of the machine-readable findings.
+pub const FINDINGS_KEY: &str = "findings.json";
+
+/// Tunables of the engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineSettings {
+    pub researcher: ResearcherSettings,
+    /// Output cap of planner and evaluator calls.
+    pub lead_max_tokens: u32,
+    /// Output cap of the synthesis call.
+    pub synthesis_max_tokens: u32,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self { researcher: ResearcherSettings::default(), lead_max_tokens: 1024, synthesis_max_tokens: 4096 }
+    }
+}
+
+/// The engine's ports and settings: everything a run talks to.
+pub struct Engine {
+    pub model: Arc<dyn ChatModel>,
+    pub gatherer: Arc<dyn Gatherer>,
+    pub fetcher: Arc<dyn Fetcher>,
+    pub store: Arc<dyn ArtifactStore>,
+    pub settings: EngineSettings,
+}
+
+/// What the owner of a run wants it to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Run,
+    Suspend,
+    Cancel,
+}
+
+/// Receives every state change (status writers, progress printers, metrics).
+pub trait RunObserver: Send + Sync {
+    /// Called after each event was applied.
+    fn on_change(&self, state: &RunState, event: &Event);
+}
+
+/// An observer that ignores everything.
+pub struct NoopObserver;
+
+impl RunObserver for NoopObserver {
+    fn on_change(&self, _state: &RunState, _event: &Event) {}
+}
+
+/// Serializes a checkpoint: the SHA-256 of the state JSON on the first line, the JSON after it.
+pub fn encode_checkpoint(state: &RunState) -> Result<Vec<u8>, serde_json::Error> {
+    let json = serde_json::to_vec(state)?;
+    let digest = hex::encode(Sha256::digest(&json));
+    let mut out = Vec::with_capacity(json.len() + 65);
+    out.extend_from_slice(digest.as_bytes());
+    out.push(b'\n');
+    out.extend_from_slice(&json);
+    Ok(out)
+}
+
+/// Parses and verifies a checkpoint written by [`encode_checkpoint`].
+pub fn decode_checkpoint(bytes: &[u8]) -> Result<RunState, String> {
+    let split = bytes.iter().position(|b| *b == b'\n').ok_or("no digest line")?;
+    let (digest, json) = (&bytes[..split], &bytes[split + 1..]);
+    let actual = hex::encode(Sha256::digest(json));
+    if digest != actual.as_bytes() {
+        return Err("sha256 mismatch: the checkpoint was altered or truncated".to_string());
+    }
+    serde_json::from_slice(json).map_err(|e| format!("checkpoint JSON: {e}"))
+}
+
+/// Loads the run's last checkpoint from its store, if there is one.
+pub async fn load_checkpoint(store: &dyn ArtifactStore) -> Result<Option<RunState>, StoreError> {
+    match store.get(CHECKPOINT_KEY).await? {
+        None => Ok(None),
+        Some(bytes) => decode_checkpoint(&bytes)
+            .map(Some)
+            .map_err(|message| StoreError::Corrupt { key: CHECKPOINT_KEY.to_string(), message }),
+    }
+}
+
+struct Runner {
+    engine: Arc<Engine>,
+    state: RunState,
+    observer: Arc<dyn RunObserver>,
+    tx: mpsc::UnboundedSender<Event>,
+    pool: Arc<UrlPool>,
+    work: Vec<AbortHandle>,
+}
+
+impl Runner {
+    async fn apply(&mut self, event: Event) {
+        let before = self.state.phase;
+        let placeholder = RunState::new(self.state.input.clone());
+        let (next, cmds) = reduce(std::mem::replace(&mut self.state, placeholder), event.clone());
+        self.state = next;
+        if before != self.state.phase {
+            info!(from = %before, to = %self.state.phase, "phase changed");
+        }
+        self.observer.on_change(&self.state, &event);
+        for cmd in cmds {
+            self.execute(cmd).await;
+        }
+    }
+
+    fn spawn<F>(&mut self, fut: F)
+    where
+        F: std::future::Future<Output = Event> + Send + 'static,
+    {
+        let tx = self.tx.clone();
+        let handle = tokio::spawn(async move {
+            let event = fut.await;
+            let _ = tx.send(event);
+        });
+        self.work.retain(|h| !h.is_finished());
+        self.work.push(handle.abort_handle());
+    }
+
+    async fn execute(&mut self, cmd: Command) {
+        let engine = self.engine.clone();
+        match cmd {
+            Command::Plan => {
+                let state = self.state.clone();
+                self.spawn(async move { lead::plan(engine.model.as_ref(), &state, engine.settings.lead_max_tokens).await });
+            }
+            Command::StartResearcher { task_id } => {
+                let Some(task) = self.state.agenda.iter().find(|t| t.id == task_id).map(|t| t.query.clone()) else {
+                    return;
+                };
+                let input = self.state.input.clone();
+                // Reports of siblings that finished earlier are injected (seed 000).
+                let injected = self.state.reports.clone();
+                let deps = ResearcherDeps {
+                    model: engine.model.clone(),
+                    gatherer: engine.gatherer.clone(),
+                    fetcher: engine.fetcher.clone(),
+                    pool: self.pool.clone(),
+                    settings: engine.settings.researcher.clone(),
+                };
+                let progress_tx = self.tx.clone();
+                self.spawn(async move {
+                    let progress = move |units: u32| {
+                        let _ = progress_tx.send(Event::ResearcherProgress { task_id, units });
+                    };
+                    match run_researcher(&deps, &input, task_id, &task, &injected, &progress).await {
+                        Ok(report) => Event::ResearcherFinished { report },
+                        Err(f) => Event::ResearcherFailed { task_id, failure: f.failure, usage: f.usage },
+                    }
+                });
+            }
+            Command::Evaluate => {
+                let state = self.state.clone();
+                self.spawn(async move { lead::evaluate(engine.model.as_ref(), &state, engine.settings.lead_max_tokens).await });
+            }
+            Command::Synthesize { partial } => {
+                if partial || self.state.input.mode == Mode::Quick {
+                    // Quick mode returns the researcher's report (seed 000); partial reports cost nothing more.
+                    let report = report::compose(&self.state, &lead::merged_reports(&self.state), partial);
+                    let _ = self.tx.send(Event::Synthesized { report, usage: Usage::default() });
+                } else {
+                    let state = self.state.clone();
+                    self.spawn(async move { lead::synthesize(engine.model.as_ref(), &state, engine.settings.synthesis_max_tokens).await });
+                }
+            }
+            Command::Publish => {
+                let Some(report) = self.state.final_report.clone() else { return };
+                self.spawn(async move { publish(engine.store.as_ref(), &report.markdown, &report.findings_json).await });
+            }
+            Command::StopAll => {
+                for h in self.work.drain(..) {
+                    h.abort();
+                }
+            }
+            Command::Checkpoint => match encode_checkpoint(&self.state) {
+                Ok(bytes) => {
+                    if let Err(e) = engine.store.put(CHECKPOINT_KEY, &bytes).await {
+                        // Losing a checkpoint costs redone work after a crash, not correctness.
+                        warn!(error = %e, "checkpoint not written");
+                    }
+                }
+                Err(e) => warn!(error = %e, "checkpoint not serialized"),
+            },
+        }
+    }
+}
+
+/// Stores the report, retrying briefly: the report is written exactly once, by this step only.
+async fn publish(store: &dyn ArtifactStore, markdown: &str, findings: &str) -> Event {
+    let mut last = String::new();
+    for attempt in 0..4u32 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(250 * 2u64.pow(attempt))).await;
+        }
+        let result = async {
+            store.put(FINDINGS_KEY, findings.as_bytes()).await?;
+            store.put(REPORT_KEY, markdown.as_bytes()).await
+        }
+        .await;
+        match result {
+            Ok(()) => return Event::Published,
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Event::SynthesisFailed { failure: Failure::new(reasons::REPORT_STORE_FAILED, format!("the report could not be stored: {last}")), usage: Usage::default() }
+}
+
+/// Drives a run to a terminal phase (or until cancelled) and returns its final state.
+///
+/// A state in phase Pending starts; any other non-terminal state is recovered from its
+/// checkpoint: finished work is kept, work that was in flight is redone.
+pub async fn run(
+    engine: Arc<Engine>,
+    state: RunState,
+    observer: Arc<dyn RunObserver>,
+    mut control: watch::Receiver<Control>,
+) -> RunState {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let pool = Arc::new(UrlPool::with(state.fetched_urls.iter().cloned()));
+    let first = if state.phase == Phase::Pending { Event::Start } else { Event::Recover };
+    let deadline = state.input.limits.timeout_secs.map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
+    let mut runner = Runner { engine, state, observer, tx, pool, work: Vec::new() };
+    let initial = *control.borrow_and_update();
+    match initial {
+        Control::Cancel => runner.apply(Event::Cancel).await,
+        Control::Suspend => runner.apply(Event::Suspend).await,
+        Control::Run => {}
+    }
+    runner.apply(first).await;
+    let mut control_open = true;
+    let mut timed_out = false;
+    while !runner.state.phase.is_terminal() {
+        let sleep = async {
+            match deadline {
+                Some(d) if !timed_out => tokio::time::sleep_until(d).await,
+                _ => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            Some(event) = rx.recv() => runner.apply(event).await,
+            changed = control.changed(), if control_open => {
+                if changed.is_err() {
+                    // The owner went away; keep running to completion.
+                    control_open = false;
+                    continue;
+                }
+                let event = match *control.borrow_and_update() {
+                    Control::Run => Event::Resume,
+                    Control::Suspend => Event::Suspend,
+                    Control::Cancel => Event::Cancel,
+                };
+                runner.apply(event).await;
+            }
+            () = sleep => {
+                timed_out = true;
+                runner.apply(Event::TimeLimitReached).await;
+            }
+        }
+    }
+    for h in runner.work.drain(..) {
+        h.abort();
+    }
+    runner.state
+}

@@ -1,0 +1,404 @@
+//! The agent researcher (seed 000): gathering, scraping, reporting, within its tool budgets.
+//!
+//! This is the imperative shell around one model conversation; the budgets are the pure
+//! [`ToolBudget`], the prompts come from [`prompts`].
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use futures::future::join_all;
+use serde_json::json;
+
+use super::budget::{GATHER_CALLS, ScrapeStep, ToolBudget};
+use super::prompts;
+use super::state::{Failure, ResearcherReport, RunInput, SourceRef, reasons};
+use crate::llm::json_extract::strip_think;
+use crate::llm::{CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage};
+use crate::scrape::Fetcher;
+use crate::sources::{Gatherer, SearchHit};
+
+/// Largest report injected from a sibling (seed 000: up to 50k chars).
+pub const INJECTED_REPORT_CHARS: usize = 50_000;
+
+/// Tunables of a researcher.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResearcherSettings {
+    /// Characters of one page shown to the model (small local models need ~6000).
+    pub page_chars: usize,
+    /// Search hits kept per query.
+    pub results_per_query: usize,
+    /// Hard cap on model turns, whatever the model does.
+    pub max_turns: u32,
+    /// Output cap of each model call.
+    pub max_output_tokens: u32,
+}
+
+impl Default for ResearcherSettings {
+    fn default() -> Self {
+        Self { page_chars: 6000, results_per_query: 8, max_turns: 14, max_output_tokens: 1024 }
+    }
+}
+
+/// The per-run pool of URLs already read, shared by sibling researchers (seed 000).
+#[derive(Debug, Default)]
+pub struct UrlPool {
+    urls: Mutex<BTreeSet<String>>,
+}
+
+impl UrlPool {
+    /// A pool pre-filled with URLs read before (after a restart).
+    pub fn with(urls: impl IntoIterator<Item = String>) -> Self {
+        Self { urls: Mutex::new(urls.into_iter().collect()) }
+    }
+    /// Claims a URL for reading; false when a sibling already did.
+    pub fn claim(&self, url: &str) -> bool {
+        match self.urls.lock() {
+            Ok(mut set) => set.insert(url.to_string()),
+            Err(poisoned) => poisoned.into_inner().insert(url.to_string()),
+        }
+    }
+    /// True when the URL was already claimed.
+    pub fn contains(&self, url: &str) -> bool {
+        match self.urls.lock() {
+            Ok(set) => set.contains(url),
+            Err(poisoned) => poisoned.into_inner().contains(url),
+        }
+    }
+}
+
+/// Everything a researcher needs to work.
+#[derive(Clone)]
+pub struct ResearcherDeps {
+    pub model: Arc<dyn ChatModel>,
+    pub gatherer: Arc<dyn Gatherer>,
+    pub fetcher: Arc<dyn Fetcher>,
+    pub pool: Arc<UrlPool>,
+    pub settings: ResearcherSettings,
+}
+
+/// A researcher failure, with the usage spent before it failed (it is still paid for).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResearcherFailure {
+    pub failure: Failure,
+    pub usage: Usage,
+}
+
+/// Maps a model error onto the reason a person sees on the run.
+pub fn failure_from_llm(err: &LlmError) -> Failure {
+    let reason = match err {
+        LlmError::Unreachable { .. } | LlmError::Timeout { .. } => reasons::MODEL_UNREACHABLE,
+        LlmError::Status { status, .. } if *status == 429 || *status >= 500 => reasons::MODEL_UNREACHABLE,
+        LlmError::Status { .. } | LlmError::Config(_) => reasons::MODEL_REJECTED,
+        LlmError::Malformed(_) | LlmError::Degenerate { .. } => reasons::MODEL_OUTPUT_INVALID,
+    };
+    Failure::new(reason, err.to_string())
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "search".into(),
+            description: "Search the web. Returns titles, URLs and snippets.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"queries": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3}},
+                "required": ["queries"]
+            }),
+        },
+        ToolSpec {
+            name: "scrape".into(),
+            description: "Read web pages. The first call is a handshake listing URLs already read by other researchers; later calls read up to 3, 2 and 3 URLs.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"urls": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3}},
+                "required": ["urls"]
+            }),
+        },
+    ]
+}
+
+/// Conversation state of one researcher.
+struct Session<'a> {
+    deps: &'a ResearcherDeps,
+    budget: ToolBudget,
+    messages: Vec<Message>,
+    usage: Usage,
+    seen: Vec<SearchHit>,
+    fetched: Vec<SourceRef>,
+    searches: u32,
+}
+
+impl Session<'_> {
+    fn context_used(&self) -> f64 {
+        // Four characters per token is the usual estimate; exactness is not needed for a 55% gate.
+        let chars: usize = self.messages.iter().map(|m| m.content.len() + 16).sum();
+        let window = self.deps.model.context_window().max(1) as f64;
+        (chars as f64 / 4.0) / window
+    }
+
+    async fn call(&mut self, with_tools: bool) -> Result<crate::llm::ChatResponse, ResearcherFailure> {
+        let request = ChatRequest {
+            messages: self.messages.clone(),
+            tools: if with_tools { tools() } else { vec![] },
+            json_mode: false,
+            max_tokens: self.deps.settings.max_output_tokens,
+            purpose: CallPurpose::Research,
+        };
+        match self.deps.model.chat(request).await {
+            Ok(resp) => {
+                self.usage.add(&resp.usage);
+                Ok(resp)
+            }
+            Err(e) => Err(ResearcherFailure { failure: failure_from_llm(&e), usage: self.usage }),
+        }
+    }
+
+    async fn search(&mut self, queries: &[String]) -> String {
+        if !self.budget.take_gather() {
+            return format!("Gathering budget exhausted ({GATHER_CALLS} calls). Read pages with `scrape` or write your report.");
+        }
+        let mut out = String::new();
+        for q in queries.iter().take(3) {
+            self.searches += 1;
+            match self.deps.gatherer.search(q, self.deps.settings.results_per_query).await {
+                Ok(hits) if hits.is_empty() => out.push_str(&format!("Query \"{q}\": no results.\n")),
+                Ok(hits) => {
+                    out.push_str(&format!("Query \"{q}\":\n"));
+                    for (i, h) in hits.iter().enumerate() {
+                        let snippet: String = h.snippet.chars().take(300).collect();
+                        out.push_str(&format!("{}. {} — {}\n   {}\n", i + 1, h.title.trim(), h.url, snippet.trim()));
+                        if !self.seen.iter().any(|s| s.url == h.url) {
+                            self.seen.push(h.clone());
+                        }
+                    }
+                }
+                Err(e) => out.push_str(&format!("Query \"{q}\" failed: {e}\n")),
+            }
+        }
+        out
+    }
+
+    async fn scrape(&mut self, urls: &[String]) -> String {
+        match self.budget.take_scrape(self.context_used()) {
+            ScrapeStep::Handshake => {
+                let taken: Vec<&String> = urls.iter().filter(|u| self.deps.pool.contains(u)).collect();
+                let list = if taken.is_empty() {
+                    "none".to_string()
+                } else {
+                    taken.iter().map(|u| u.as_str()).collect::<Vec<_>>().join(", ")
+                };
+                format!("Handshake done. URLs already read by other researchers (do not request them): {list}. Call `scrape` again with up to 3 URLs to read batch 1.")
+            }
+            ScrapeStep::Batch { index, max_urls } => self.read_batch(index, max_urls, urls).await,
+            ScrapeStep::Skipped { index } => format!(
+                "Batch {} skipped: the conversation already fills more than 55% of the context window. Write your report now.",
+                index + 1
+            ),
+            ScrapeStep::Exhausted => "Scrape budget exhausted. Write your report now.".to_string(),
+        }
+    }
+
+    async fn read_batch(&mut self, index: usize, max_urls: usize, urls: &[String]) -> String {
+        let mut chosen = Vec::new();
+        let mut skipped = Vec::new();
+        for u in urls {
+            let u = u.trim();
+            if chosen.len() >= max_urls {
+                break;
+            }
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                skipped.push(format!("{u} (not an http(s) URL)"));
+            } else if !self.deps.pool.claim(u) {
+                skipped.push(format!("{u} (already read by a researcher)"));
+            } else {
+                chosen.push(u.to_string());
+            }
+        }
+        let fetches = chosen.iter().map(|u| self.deps.fetcher.fetch(u));
+        let results = join_all(fetches).await;
+        let mut out = format!("Batch {} (up to {max_urls} URLs):\n", index + 1);
+        for (url, res) in chosen.iter().zip(results) {
+            match res {
+                Ok(page) => {
+                    let body = truncate_chars(&page.markdown, self.deps.settings.page_chars);
+                    out.push_str(&prompts::fence_page(url, &page.title, &body));
+                    out.push('\n');
+                    self.fetched.push(SourceRef { url: url.clone(), title: page.title });
+                }
+                Err(e) => out.push_str(&format!("{url}: could not be read ({e})\n")),
+            }
+        }
+        for s in skipped {
+            out.push_str(&format!("Skipped {s}\n"));
+        }
+        out
+    }
+
+    async fn run_tool(&mut self, call: &ToolCall) -> String {
+        let list = |key: &str| -> Vec<String> {
+            match call.arguments.get(key) {
+                Some(serde_json::Value::Array(items)) => items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+                Some(serde_json::Value::String(s)) => vec![s.clone()],
+                _ => vec![],
+            }
+        };
+        match call.name.as_str() {
+            "search" => {
+                let queries = list("queries");
+                let queries = if queries.is_empty() { list("query") } else { queries };
+                if queries.is_empty() {
+                    return "The search tool needs `queries`: a list of 1-3 search strings.".to_string();
+                }
+                self.search(&queries).await
+            }
+            "scrape" => {
+                let urls = list("urls");
+                let urls = if urls.is_empty() { list("url") } else { urls };
+                if urls.is_empty() {
+                    return "The scrape tool needs `urls`: a list of 1-3 URLs from the search results.".to_string();
+                }
+                self.scrape(&urls).await
+            }
+            other => format!("Unknown tool `{other}`. Available tools: search, scrape."),
+        }
+    }
+
+    /// A researcher must read before it reports: when a model tries to report with nothing read,
+    /// the engine gathers or reads on its behalf once, so weak models still ground their report.
+    async fn ground_if_needed(&mut self, task: &str) -> bool {
+        if !self.fetched.is_empty() {
+            return false;
+        }
+        if self.seen.is_empty() && !self.budget.gathering_exhausted() && self.searches == 0 {
+            let result = self.search(&[task.to_string()]).await;
+            self.messages.push(Message::user(format!(
+                "You must search before reporting. Results of searching for the task:\n{result}\nNow call `scrape` with the most relevant URLs."
+            )));
+            return true;
+        }
+        if !self.seen.is_empty() && !self.budget.scraping_exhausted() {
+            // The handshake carries no network; take it, then read the best unread results.
+            let urls: Vec<String> = self.seen.iter().map(|h| h.url.clone()).filter(|u| !self.deps.pool.contains(u)).collect();
+            if urls.is_empty() {
+                return false;
+            }
+            let mut step = self.budget.take_scrape(self.context_used());
+            if step == ScrapeStep::Handshake {
+                step = self.budget.take_scrape(self.context_used());
+            }
+            let result = match step {
+                ScrapeStep::Batch { index, max_urls } => self.read_batch(index, max_urls, &urls).await,
+                _ => return false,
+            };
+            self.messages.push(Message::user(format!(
+                "You must read pages before reporting. Here are the most relevant search results:\n{result}\nNow write your report, citing only these pages."
+            )));
+            return true;
+        }
+        false
+    }
+}
+
+fn truncate_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((idx, _)) => format!("{}\n[… page truncated at {max} characters]", &text[..idx]),
+        None => text.to_string(),
+    }
+}
+
+/// Runs one researcher on one task and returns its report.
+///
+/// `progress` receives tool-call units as they are used (seed 000's percentage).
+pub async fn run_researcher(
+    deps: &ResearcherDeps,
+    input: &RunInput,
+    task_id: u32,
+    task: &str,
+    injected: &[ResearcherReport],
+    progress: &(dyn Fn(u32) + Send + Sync),
+) -> Result<ResearcherReport, ResearcherFailure> {
+    let system = prompts::render(prompts::RESEARCHER, &[("gather_budget", &GATHER_CALLS.to_string())]);
+    let context = match &input.context {
+        Some(c) if !c.trim().is_empty() => format!("\nBackground from the user:\n{}\n", truncate_chars(c, 8000)),
+        _ => String::new(),
+    };
+    let injected_text = if injected.is_empty() {
+        String::new()
+    } else {
+        let mut s = String::from("\nWhat other researchers of this run already found (do not repeat their work):\n");
+        for r in injected {
+            s.push_str(&format!("\n--- report of researcher {} ---\n{}\n", r.task_id, truncate_chars(&r.markdown, INJECTED_REPORT_CHARS)));
+        }
+        s
+    };
+    let user = prompts::render(
+        prompts::RESEARCHER_TASK,
+        &[("task", task), ("query", &input.query), ("context", &context), ("injected", &injected_text)],
+    );
+    let mut s = Session {
+        deps,
+        budget: ToolBudget::default(),
+        messages: vec![Message::system(system), Message::user(user)],
+        usage: Usage::default(),
+        seen: vec![],
+        fetched: vec![],
+        searches: 0,
+    };
+    let mut grounded_once = false;
+    let mut empty_answers = 0;
+    for _turn in 0..deps.settings.max_turns {
+        let out_of_tools = s.budget.gathering_exhausted() && s.budget.scraping_exhausted();
+        let resp = s.call(!out_of_tools).await?;
+        if resp.tool_calls.is_empty() {
+            let text = strip_think(&resp.content).trim().to_string();
+            if !grounded_once && s.ground_if_needed(task).await {
+                grounded_once = true;
+                progress(s.budget.units());
+                continue;
+            }
+            if text.is_empty() {
+                empty_answers += 1;
+                if empty_answers >= 2 {
+                    return Err(ResearcherFailure {
+                        failure: Failure::new(reasons::MODEL_OUTPUT_INVALID, "the model returned empty answers instead of a report"),
+                        usage: s.usage,
+                    });
+                }
+                s.messages.push(Message::user("Your answer was empty. Write your report in Markdown now."));
+                continue;
+            }
+            return Ok(finish(s, task_id, text));
+        }
+        s.messages.push(Message::assistant(resp.content.clone(), resp.tool_calls.clone()));
+        for call in &resp.tool_calls {
+            let result = s.run_tool(call).await;
+            s.messages.push(Message::tool(call.id.clone(), result));
+        }
+        progress(s.budget.units());
+        if s.budget.gathering_exhausted() && s.budget.scraping_exhausted() {
+            s.messages.push(Message::user("All tool budgets are used. Write your report now, without calling tools."));
+        }
+    }
+    // Turn cap reached: one last call without tools asks for the report.
+    s.messages.push(Message::user("Stop using tools. Write your report now from what you have read."));
+    let resp = s.call(false).await?;
+    let text = strip_think(&resp.content).trim().to_string();
+    if text.is_empty() {
+        return Err(ResearcherFailure {
+            failure: Failure::new(reasons::MODEL_OUTPUT_INVALID, "the model never wrote a report within its turn limit"),
+            usage: s.usage,
+        });
+    }
+    Ok(finish(s, task_id, text))
+}
+
+fn finish(s: Session<'_>, task_id: u32, markdown: String) -> ResearcherReport {
+    ResearcherReport {
+        task_id,
+        markdown,
+        fetched: s.fetched,
+        seen: s.seen.into_iter().map(|h| SourceRef { url: h.url, title: h.title }).collect(),
+        searches: s.searches,
+        usage: s.usage,
+    }
+}
