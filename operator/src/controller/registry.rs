@@ -12,16 +12,9 @@ use tokio::sync::watch;
 
 use crate::research::state::RunState;
 
-/// What the controller asks of a running research task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
-    /// Keep going.
-    Run,
-    /// Stop at the next safe point, keeping the checkpoint (spec.suspend).
-    Suspend,
-    /// Stop for good (the run was deleted).
-    Cancel,
-}
+/// What the controller asks of a running research task: the engine's own control vocabulary
+/// (run, suspend at the next safe point keeping the checkpoint, cancel for good).
+pub type Signal = crate::research::executor::Control;
 
 /// State of a registry entry as reconcile sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
