@@ -1,0 +1,489 @@
+//! `ResearchProfile`: how to research (models, prices, search endpoint, limits, fetch policy).
+//!
+//! The same manifest drives standalone mode (`quarry run --profile profile.yaml`), so every
+//! default is a serde default too: a plain YAML file deserializes to the same values the API
+//! server would store.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ApiError;
+use super::run::RunLimits;
+use super::values::{
+    DNS1123_SUBDOMAIN_PATTERN, ENV_VAR_PATTERN, HTTP_URL_PATTERN, SECRET_KEY_PATTERN, USD_PATTERN,
+    parse_usd_micros,
+};
+
+/// CEL rule on `spec.search`: exactly one of `searchEngineRef` and `url`.
+pub const SEARCH_EXACTLY_ONE_RULE: &str = "has(self.searchEngineRef) != has(self.url)";
+/// Message for [`SEARCH_EXACTLY_ONE_RULE`].
+pub const SEARCH_EXACTLY_ONE_MESSAGE: &str = "exactly one of searchEngineRef or url must be set";
+
+/// Default per-call model timeout, in seconds (a 2-core machine needs minutes for 8k tokens).
+pub const DEFAULT_MODEL_TIMEOUT_SECONDS: u32 = 120;
+/// Default context window assumed for a model, in tokens.
+pub const DEFAULT_CONTEXT_WINDOW: u32 = 8192;
+/// Default cap on page characters handed to the model per page.
+pub const DEFAULT_PAGE_CHARS_FOR_MODEL: u32 = 6000;
+/// Default cap on fetched page bytes.
+pub const DEFAULT_MAX_PAGE_BYTES: u64 = 2 * 1024 * 1024;
+/// Name of the SearchEngine used when a profile names no search endpoint.
+pub const DEFAULT_SEARCH_ENGINE: &str = "default";
+
+/// How to research: model tiers, price table, search endpoint, default limits, fetch policy.
+// Several printcolumns share `type_ = "string"`; clippy reads them as duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "quarry.dev",
+    version = "v1alpha1",
+    kind = "ResearchProfile",
+    plural = "researchprofiles",
+    namespaced,
+    shortname = "rp",
+    category = "quarry",
+    status = "ResearchProfileStatus",
+    derive = "PartialEq",
+    doc = "How Quarry researches: models, prices, search endpoint, limits and fetch policy.",
+    printcolumn(
+        name = "Model",
+        type_ = "string",
+        json_path = ".spec.models.primary.model"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ResearchProfileSpec {
+    /// Model tiers tried in order: primary, then fallback; budget as the cost limit nears.
+    pub models: ModelTiers,
+    /// USD prices per million tokens, per model name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["model".into()]))]
+    pub prices: Vec<ModelPrice>,
+    /// Search endpoint; unset means the SearchEngine named `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchEndpoint>,
+    /// Default limits for runs using this profile (a run's own limits win field by field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<RunLimits>,
+    /// What researchers may fetch and how much of it.
+    #[serde(default)]
+    pub fetch: FetchPolicy,
+}
+
+/// The model tiers of a profile.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelTiers {
+    /// Used for every call unless it fails or the budget nears.
+    pub primary: ModelTier,
+    /// Used when the primary fails after retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<ModelTier>,
+    /// Used as `maxCostUSD` nears.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<ModelTier>,
+}
+
+/// Name of a model tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TierName {
+    /// `models.primary`.
+    Primary,
+    /// `models.fallback`.
+    Fallback,
+    /// `models.budget`.
+    Budget,
+}
+
+impl TierName {
+    /// The field name in the spec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Primary => "primary",
+            Self::Fallback => "fallback",
+            Self::Budget => "budget",
+        }
+    }
+}
+
+impl ModelTiers {
+    /// The configured tiers in router order: primary, fallback, budget.
+    pub fn iter(&self) -> impl Iterator<Item = (TierName, &ModelTier)> {
+        [
+            Some((TierName::Primary, &self.primary)),
+            self.fallback.as_ref().map(|t| (TierName::Fallback, t)),
+            self.budget.as_ref().map(|t| (TierName::Budget, t)),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// API dialect of a model endpoint.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Provider {
+    /// OpenAI-compatible chat completions (OpenAI, vLLM, llama.cpp, Ollama, ...).
+    #[default]
+    Openai,
+}
+
+/// How tools are offered to the model.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolMode {
+    /// Native `tools` / `tool_calls` of the chat API.
+    #[default]
+    Native,
+    /// Prompt-level protocol: the model answers with one JSON action (small local models).
+    JsonAction,
+}
+
+/// Reference to a key in a Secret in the profile's namespace.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+pub struct SecretKeyRef {
+    /// Secret name.
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS1123_SUBDOMAIN_PATTERN))]
+    pub name: String,
+    /// Key within the Secret's data.
+    #[schemars(length(min = 1, max = 253), regex(pattern = SECRET_KEY_PATTERN))]
+    pub key: String,
+}
+
+/// One model endpoint.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelTier {
+    /// API dialect; only OpenAI-compatible for now.
+    #[serde(default)]
+    pub provider: Provider,
+    /// Base URL of the API, e.g. `https://api.openai.com/v1`.
+    #[serde(rename = "baseURL")]
+    #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]
+    pub base_url: String,
+    /// Model name sent in requests.
+    #[schemars(length(min = 1, max = 256))]
+    pub model: String,
+    /// Secret holding the API key (cluster mode); local servers need none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_secret_ref: Option<SecretKeyRef>,
+    /// Environment variable holding the API key (standalone mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128), regex(pattern = ENV_VAR_PATTERN))]
+    pub api_key_env: Option<String>,
+    /// Native tool calls or the JSON action protocol.
+    #[serde(default)]
+    pub tool_mode: ToolMode,
+    /// Ask for JSON output (`response_format`) where a JSON answer is expected.
+    #[serde(default)]
+    pub json_mode: bool,
+    /// Per-call timeout in seconds.
+    #[serde(default = "default_model_timeout")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub timeout_seconds: u32,
+    /// Context window in tokens (drives page truncation and the 55% scrape rule).
+    #[serde(default = "default_context_window")]
+    #[schemars(range(min = 512, max = 10_000_000))]
+    pub context_window: u32,
+    /// Output cap sent with every call (`max_tokens`); unset lets the client pick a safe cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 2.0))]
+    pub temperature: Option<f64>,
+    /// Stream answers (lets the client stop degenerate repetition early).
+    #[serde(default = "default_true")]
+    pub stream: bool,
+}
+
+fn default_model_timeout() -> u32 {
+    DEFAULT_MODEL_TIMEOUT_SECONDS
+}
+
+fn default_context_window() -> u32 {
+    DEFAULT_CONTEXT_WINDOW
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// Price of one model.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+pub struct ModelPrice {
+    /// Model name as sent in requests.
+    #[schemars(length(min = 1, max = 256))]
+    pub model: String,
+    /// USD per million input tokens, decimal string.
+    #[serde(rename = "inputUSDPerMillion")]
+    #[schemars(length(max = 16), regex(pattern = USD_PATTERN))]
+    pub input_usd_per_million: String,
+    /// USD per million output tokens, decimal string.
+    #[serde(rename = "outputUSDPerMillion")]
+    #[schemars(length(max = 16), regex(pattern = USD_PATTERN))]
+    pub output_usd_per_million: String,
+}
+
+impl ModelPrice {
+    /// Input and output prices in micro-USD per million tokens.
+    pub fn micro_usd_per_million(&self) -> Result<(u64, u64), ApiError> {
+        Ok((
+            parse_usd_micros(&self.input_usd_per_million)?,
+            parse_usd_micros(&self.output_usd_per_million)?,
+        ))
+    }
+}
+
+/// Reference to a SearchEngine in the profile's namespace.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+pub struct SearchEngineRef {
+    /// SearchEngine name.
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS1123_SUBDOMAIN_PATTERN))]
+    pub name: String,
+}
+
+/// The search endpoint: a managed SearchEngine or an external SearXNG-compatible URL.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[x_kube(validation = Rule::new(SEARCH_EXACTLY_ONE_RULE).message(SEARCH_EXACTLY_ONE_MESSAGE))]
+#[serde(rename_all = "camelCase")]
+pub struct SearchEndpoint {
+    /// A SearchEngine managed by the operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_engine_ref: Option<SearchEngineRef>,
+    /// Base URL of an external SearXNG (JSON API at `/search?format=json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]
+    pub url: Option<String>,
+}
+
+/// The resolved search endpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SearchTarget<'a> {
+    /// A SearchEngine by name.
+    Engine(&'a str),
+    /// An external URL.
+    Url(&'a str),
+}
+
+/// What researchers may fetch.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FetchPolicy {
+    /// Hosts allowed even when they resolve to loopback/private/link-local addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256), inner(length(min = 1, max = 253)))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
+    pub allowed_hosts: Vec<String>,
+    /// Domains (and their subdomains) never fetched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1024), inner(length(min = 1, max = 253)))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
+    pub denied_domains: Vec<String>,
+    /// Honour robots.txt.
+    #[serde(default = "default_true")]
+    pub respect_robots: bool,
+    /// Largest page body read, in bytes (after decompression).
+    #[serde(default = "default_max_page_bytes")]
+    #[schemars(range(min = 1024, max = 67_108_864))]
+    pub max_page_bytes: u64,
+    /// Characters of a page's extracted text handed to the model.
+    #[serde(default = "default_page_chars")]
+    #[schemars(range(min = 500, max = 200_000))]
+    pub page_chars_for_model: u32,
+}
+
+fn default_max_page_bytes() -> u64 {
+    DEFAULT_MAX_PAGE_BYTES
+}
+
+fn default_page_chars() -> u32 {
+    DEFAULT_PAGE_CHARS_FOR_MODEL
+}
+
+impl Default for FetchPolicy {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: Vec::new(),
+            denied_domains: Vec::new(),
+            respect_robots: true,
+            max_page_bytes: DEFAULT_MAX_PAGE_BYTES,
+            page_chars_for_model: DEFAULT_PAGE_CHARS_FOR_MODEL,
+        }
+    }
+}
+
+/// Observed state of a profile.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ResearchProfileStatus {
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+}
+
+impl ResearchProfileSpec {
+    /// The price entry of `model`, if listed.
+    pub fn price_for(&self, model: &str) -> Option<&ModelPrice> {
+        self.prices.iter().find(|p| p.model == model)
+    }
+
+    /// The search endpoint, defaulting to the SearchEngine named `default`.
+    pub fn search_target(&self) -> SearchTarget<'_> {
+        match &self.search {
+            Some(SearchEndpoint {
+                url: Some(url),
+                search_engine_ref: None,
+            }) => SearchTarget::Url(url),
+            Some(SearchEndpoint {
+                search_engine_ref: Some(r),
+                ..
+            }) => SearchTarget::Engine(&r.name),
+            _ => SearchTarget::Engine(DEFAULT_SEARCH_ENGINE),
+        }
+    }
+}
+
+impl ResearchProfile {
+    /// Parses a ResearchProfile manifest (YAML or JSON), checking apiVersion and kind.
+    ///
+    /// Standalone mode reads profiles with this; the schema's patterns are not re-checked here,
+    /// but values are parsed where they are used (prices, limits) and errors name the value.
+    pub fn from_yaml(text: &str) -> Result<Self, ApiError> {
+        use kube::Resource;
+        let value: serde_yaml::Value = serde_yaml::from_str(text)?;
+        // The derived Deserialize ignores apiVersion/kind, so check them separately.
+        let types: kube::core::TypeMeta = serde_yaml::from_value(value.clone())?;
+        let expected_api = Self::api_version(&());
+        let expected_kind = Self::kind(&());
+        if types.api_version != expected_api || types.kind != expected_kind {
+            return Err(ApiError::WrongKind {
+                expected: format!("{expected_api}/{expected_kind}"),
+                found: format!("{}/{}", types.api_version, types.kind),
+            });
+        }
+        let profile: ResearchProfile = serde_yaml::from_value(value)?;
+        Ok(profile)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOCAL: &str = r#"
+apiVersion: quarry.dev/v1alpha1
+kind: ResearchProfile
+metadata:
+  name: local
+spec:
+  models:
+    primary:
+      baseURL: http://127.0.0.1:8080/v1
+      model: qwen2.5-coder-0.5b-instruct
+      toolMode: jsonAction
+      temperature: 0
+  search:
+    url: http://127.0.0.1:8888
+  fetch:
+    allowedHosts: ["127.0.0.1"]
+"#;
+
+    #[test]
+    fn plain_yaml_profile_gets_defaults() {
+        let p = ResearchProfile::from_yaml(LOCAL).unwrap();
+        let t = &p.spec.models.primary;
+        assert_eq!(t.provider, Provider::Openai);
+        assert_eq!(t.tool_mode, ToolMode::JsonAction);
+        assert_eq!(t.timeout_seconds, 120);
+        assert_eq!(t.context_window, 8192);
+        assert_eq!(t.temperature, Some(0.0));
+        assert!(t.stream);
+        assert!(!t.json_mode);
+        assert_eq!(t.api_key_secret_ref, None);
+        assert_eq!(
+            p.spec.fetch,
+            FetchPolicy {
+                allowed_hosts: vec!["127.0.0.1".into()],
+                denied_domains: vec![],
+                respect_robots: true,
+                max_page_bytes: 2 * 1024 * 1024,
+                page_chars_for_model: 6000,
+            }
+        );
+        assert_eq!(
+            p.spec.search_target(),
+            SearchTarget::Url("http://127.0.0.1:8888")
+        );
+        assert_eq!(
+            p.spec.models.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            vec![TierName::Primary]
+        );
+    }
+
+    #[test]
+    fn wrong_kind_is_rejected() {
+        let text = LOCAL.replace("kind: ResearchProfile", "kind: ResearchRun");
+        match ResearchProfile::from_yaml(&text) {
+            Err(ApiError::WrongKind { expected, found }) => {
+                assert_eq!(expected, "quarry.dev/v1alpha1/ResearchProfile");
+                assert_eq!(found, "quarry.dev/v1alpha1/ResearchRun");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(
+            ResearchProfile::from_yaml("spec: ["),
+            Err(ApiError::Yaml(_))
+        ));
+    }
+
+    #[test]
+    fn search_defaults_to_default_engine_and_prices_parse() {
+        let spec: ResearchProfileSpec = serde_yaml::from_str(
+            "models:\n  primary: {baseURL: 'https://api.openai.com/v1', model: gpt-4o-mini,\n    apiKeySecretRef: {name: openai, key: apiKey}}\n  budget: {baseURL: 'https://api.openai.com/v1', model: gpt-4.1-nano}\n\
+             prices:\n- {model: gpt-4o-mini, inputUSDPerMillion: '0.15', outputUSDPerMillion: '0.60'}\n",
+        )
+        .unwrap();
+        assert_eq!(spec.search_target(), SearchTarget::Engine("default"));
+        assert_eq!(
+            spec.price_for("gpt-4o-mini")
+                .unwrap()
+                .micro_usd_per_million()
+                .unwrap(),
+            (150_000, 600_000)
+        );
+        assert!(spec.price_for("gpt-4.1-nano").is_none());
+        assert_eq!(
+            spec.models
+                .iter()
+                .map(|(n, t)| (n.as_str(), t.model.as_str()))
+                .collect::<Vec<_>>(),
+            vec![("primary", "gpt-4o-mini"), ("budget", "gpt-4.1-nano")]
+        );
+        assert_eq!(
+            spec.models.primary.api_key_secret_ref,
+            Some(SecretKeyRef {
+                name: "openai".into(),
+                key: "apiKey".into()
+            })
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! Validated scalar formats shared by the CRDs: name patterns, decimal USD amounts, durations.
+//!
+//! The regular expressions here are emitted into the CRD schemas (so the API server rejects bad
+//! values at admission) and the parsers below accept exactly what the patterns accept, so code
+//! reading a stored object never meets a value the schema would have refused.
+
+use std::time::Duration;
+
+use super::ApiError;
+
+/// DNS-1123 subdomain (the format of Kubernetes object names such as ResearchProfile and Secret).
+pub const DNS1123_SUBDOMAIN_PATTERN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+/// Key inside a Secret's `data` (the format Kubernetes accepts for ConfigMap and Secret keys).
+pub const SECRET_KEY_PATTERN: &str = r"^[-._a-zA-Z0-9]+$";
+
+/// Name of an environment variable (POSIX portable form).
+pub const ENV_VAR_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_]*$";
+
+/// Non-negative decimal amount of US dollars with at most 6 fractional digits, e.g. `2.50`.
+pub const USD_PATTERN: &str = r"^[0-9]{1,9}(\.[0-9]{1,6})?$";
+
+/// Duration such as `30m`, `1h30m`, `90s` or `500ms` (a sequence of integer + unit pairs).
+pub const DURATION_PATTERN: &str = r"^([0-9]{1,7}(ms|s|m|h))+$";
+
+/// An absolute http(s) URL without whitespace.
+pub const HTTP_URL_PATTERN: &str = r"^https?://[^\s/?#]+[^\s]*$";
+
+/// Micro-dollars per dollar: decimal USD strings are parsed into integer micro-USD.
+const MICROS_PER_USD: u64 = 1_000_000;
+
+/// Parses a decimal USD string (see [`USD_PATTERN`]) into integer micro-dollars.
+///
+/// Integer micro-dollars keep cost sums exact; `"2.5"` becomes `2_500_000`.
+pub fn parse_usd_micros(value: &str) -> Result<u64, ApiError> {
+    let invalid = || ApiError::InvalidUsd {
+        value: value.to_owned(),
+    };
+    let (whole, frac) = match value.split_once('.') {
+        Some((whole, frac)) => (whole, frac),
+        None => (value, ""),
+    };
+    let digits_only = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty()
+        || whole.len() > 9
+        || frac.len() > 6
+        || (value.contains('.') && frac.is_empty())
+        || !digits_only(whole)
+        || !digits_only(frac)
+    {
+        return Err(invalid());
+    }
+    let whole: u64 = whole.parse().map_err(|_| invalid())?;
+    let mut frac_micros: u64 = 0;
+    for (i, b) in frac.bytes().enumerate() {
+        // 6 - 1 - i >= 0 because frac.len() <= 6.
+        frac_micros += u64::from(b - b'0') * 10u64.pow(5 - i as u32);
+    }
+    Ok(whole * MICROS_PER_USD + frac_micros)
+}
+
+/// Formats micro-dollars as a decimal USD string with six fractional digits, trailing zeros
+/// trimmed to at least two (`2_500_000` becomes `"2.50"`, `1_234` becomes `"0.001234"`).
+pub fn format_usd_micros(micros: u64) -> String {
+    let whole = micros / MICROS_PER_USD;
+    let frac = format!("{:06}", micros % MICROS_PER_USD);
+    let trimmed = frac.trim_end_matches('0');
+    let frac = if trimmed.len() < 2 {
+        &frac[..2]
+    } else {
+        trimmed
+    };
+    format!("{whole}.{frac}")
+}
+
+/// Parses a duration string (see [`DURATION_PATTERN`]) such as `1h30m` into a [`Duration`].
+pub fn parse_duration(value: &str) -> Result<Duration, ApiError> {
+    let invalid = || ApiError::InvalidDuration {
+        value: value.to_owned(),
+    };
+    if value.is_empty() {
+        return Err(invalid());
+    }
+    let bytes = value.as_bytes();
+    let mut total = Duration::ZERO;
+    let mut i = 0;
+    while i < bytes.len() {
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == start || i - start > 7 {
+            return Err(invalid());
+        }
+        let amount: u64 = value[start..i].parse().map_err(|_| invalid())?;
+        let unit_start = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let part = match &value[unit_start..i] {
+            "ms" => Duration::from_millis(amount),
+            "s" => Duration::from_secs(amount),
+            "m" => Duration::from_secs(amount * 60),
+            "h" => Duration::from_secs(amount * 3600),
+            _ => return Err(invalid()),
+        };
+        total = total.checked_add(part).ok_or_else(invalid)?;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usd_round_trips() {
+        assert_eq!(parse_usd_micros("2.50").unwrap(), 2_500_000);
+        assert_eq!(parse_usd_micros("2.5").unwrap(), 2_500_000);
+        assert_eq!(parse_usd_micros("0").unwrap(), 0);
+        assert_eq!(parse_usd_micros("0.000001").unwrap(), 1);
+        assert_eq!(
+            parse_usd_micros("123456789.999999").unwrap(),
+            123_456_789_999_999
+        );
+        assert_eq!(format_usd_micros(2_500_000), "2.50");
+        assert_eq!(format_usd_micros(0), "0.00");
+        assert_eq!(format_usd_micros(1_234), "0.001234");
+        assert_eq!(format_usd_micros(10_100_000), "10.10");
+        assert_eq!(format_usd_micros(10_120_000), "10.12");
+        assert_eq!(format_usd_micros(10_123_000), "10.123");
+    }
+
+    #[test]
+    fn usd_rejects_what_the_pattern_rejects() {
+        for bad in [
+            "",
+            ".5",
+            "5.",
+            "-1",
+            "1e3",
+            "1.0000001",
+            "1,5",
+            " 1",
+            "1234567890",
+            "abc",
+        ] {
+            assert!(
+                matches!(parse_usd_micros(bad), Err(ApiError::InvalidUsd { .. })),
+                "{bad:?} should be rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1h1s").unwrap(), Duration::from_secs(3601));
+        for bad in [
+            "",
+            "30",
+            "m",
+            "1d",
+            "1.5h",
+            "30 m",
+            "-1s",
+            "12345678s",
+            "1hm",
+        ] {
+            assert!(
+                matches!(parse_duration(bad), Err(ApiError::InvalidDuration { .. })),
+                "{bad:?} should be rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn patterns_agree_with_parsers() {
+        let usd = regex::Regex::new(USD_PATTERN).unwrap();
+        for v in ["2.50", "0", "10", "0.000001"] {
+            assert!(usd.is_match(v) && parse_usd_micros(v).is_ok(), "{v}");
+        }
+        for v in ["5.", ".5", "1.0000001", "-1"] {
+            assert!(!usd.is_match(v) && parse_usd_micros(v).is_err(), "{v}");
+        }
+        let dur = regex::Regex::new(DURATION_PATTERN).unwrap();
+        for v in ["30m", "1h30m", "500ms"] {
+            assert!(dur.is_match(v) && parse_duration(v).is_ok(), "{v}");
+        }
+        for v in ["30", "1d", "1.5h", ""] {
+            assert!(!dur.is_match(v) && parse_duration(v).is_err(), "{v}");
+        }
+        let dns = regex::Regex::new(DNS1123_SUBDOMAIN_PATTERN).unwrap();
+        assert!(dns.is_match("default"));
+        assert!(dns.is_match("openai.prod-1"));
+        assert!(!dns.is_match("Default"));
+        assert!(!dns.is_match("-x"));
+        assert!(!dns.is_match("a_b"));
+    }
+}
