@@ -1,5 +1,7 @@
 //! Gatherers: SearXNG and (later) specialised sources, behind the `Gatherer` port.
 
+pub mod searxng;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 

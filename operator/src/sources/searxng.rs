@@ -1,0 +1,530 @@
+//! Gatherer over the JSON API of SearXNG (and its predecessor searx, which answers in the same shape).
+//!
+//! `GET {base}/search?q=<query>&format=json[&pageno=N][&categories=C]` returns
+//! `{"results":[{"url","title","content","engine","engines",...}], ...}`. Instances differ in which
+//! fields they fill (searx's offline engines leave `engines` out, some engines send `content: null`),
+//! so every field of a result is read leniently and only a result without a usable URL is dropped.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use url::Url;
+
+use super::{Gatherer, SearchHit, SourceError};
+
+/// Default cap on the size of one JSON answer; a page of searx results is a few tens of KiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Engine name used when a result names none.
+const UNKNOWN_ENGINE: &str = "searxng";
+
+/// A `Gatherer` that queries one SearXNG/searx instance over its JSON API.
+#[derive(Debug, Clone)]
+pub struct SearxngGatherer {
+    client: reqwest::Client,
+    search_url: Url,
+    timeout: Duration,
+    max_body_bytes: usize,
+    pageno: Option<u32>,
+    categories: Option<String>,
+}
+
+impl SearxngGatherer {
+    /// Builds a gatherer for the instance at `base_url` (e.g. `http://searxng:8080/`); every call
+    /// (connect, send, read the whole body) is bounded by `timeout`.
+    pub fn new(base_url: &str, timeout: Duration) -> Result<Self, SourceError> {
+        let search_url = search_endpoint(base_url)?;
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            // searx answers 302 to the front page for some bad requests; following it would
+            // only turn a clear status into a confusing parse error.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("quarry/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| SourceError::Unreachable {
+                endpoint: search_url.to_string(),
+                message: format!("cannot build HTTP client: {e}"),
+            })?;
+        Ok(Self {
+            client,
+            search_url,
+            timeout,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            pageno: None,
+            categories: None,
+        })
+    }
+
+    /// Asks for result page `pageno` (1-based) instead of the instance's default first page.
+    pub fn with_pageno(mut self, pageno: u32) -> Self {
+        self.pageno = Some(pageno.max(1));
+        self
+    }
+
+    /// Restricts the search to SearXNG categories (comma-separated, e.g. `general,it`).
+    pub fn with_categories(mut self, categories: impl Into<String>) -> Self {
+        let categories = categories.into();
+        self.categories = (!categories.trim().is_empty()).then_some(categories);
+        self
+    }
+
+    /// Overrides the cap on the size of one answer body.
+    pub fn with_max_body_bytes(mut self, max_body_bytes: usize) -> Self {
+        self.max_body_bytes = max_body_bytes;
+        self
+    }
+
+    /// The `/search` URL queries are sent to (without query parameters).
+    pub fn search_url(&self) -> &Url {
+        &self.search_url
+    }
+
+    /// The full request URL for `query`, with all parameters encoded.
+    pub fn request_url(&self, query: &str) -> Url {
+        let mut url = self.search_url.clone();
+        {
+            let mut pairs = url.query_pairs_mut();
+            pairs.append_pair("q", query).append_pair("format", "json");
+            if let Some(pageno) = self.pageno {
+                pairs.append_pair("pageno", &pageno.to_string());
+            }
+            if let Some(categories) = &self.categories {
+                pairs.append_pair("categories", categories);
+            }
+        }
+        url
+    }
+
+    async fn fetch_body(&self, query: &str) -> Result<Vec<u8>, SourceError> {
+        let url = self.request_url(query);
+        let endpoint = self.search_url.to_string();
+        let unreachable = |e: reqwest::Error| SourceError::Unreachable {
+            endpoint: endpoint.clone(),
+            message: if e.is_timeout() {
+                format!("timed out after {:?}", self.timeout)
+            } else {
+                error_chain(&e)
+            },
+        };
+        let mut response = self
+            .client
+            .get(url)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(unreachable)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(SourceError::Status {
+                status: status.as_u16(),
+            });
+        }
+        let too_large = || {
+            SourceError::Malformed(format!(
+                "answer exceeds the limit of {} bytes",
+                self.max_body_bytes
+            ))
+        };
+        if response
+            .content_length()
+            .is_some_and(|len| len > self.max_body_bytes as u64)
+        {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
+            if body.len() + chunk.len() > self.max_body_bytes {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+}
+
+#[async_trait]
+impl Gatherer for SearxngGatherer {
+    async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, SourceError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let body = self.fetch_body(query).await?;
+        parse_results(&body, limit)
+    }
+}
+
+/// Turns a base URL into its `/search` endpoint, keeping any path prefix (`http://h/searx/`).
+fn search_endpoint(base_url: &str) -> Result<Url, SourceError> {
+    let invalid = |message: String| SourceError::Unreachable {
+        endpoint: base_url.to_string(),
+        message,
+    };
+    let mut base = Url::parse(base_url.trim()).map_err(|e| invalid(format!("invalid URL: {e}")))?;
+    if !matches!(base.scheme(), "http" | "https") {
+        return Err(invalid(format!(
+            "scheme {:?} is not http or https",
+            base.scheme()
+        )));
+    }
+    base.set_query(None);
+    base.set_fragment(None);
+    if !base.path().ends_with('/') {
+        let path = format!("{}/", base.path());
+        base.set_path(&path);
+    }
+    base.join("search")
+        .map_err(|e| invalid(format!("cannot derive /search from it: {e}")))
+}
+
+/// Parses a searx/SearXNG JSON answer into at most `limit` hits in answer order, deduplicated by
+/// URL (ignoring the fragment, since `page#a` and `page#b` are one fetch).
+pub fn parse_results(body: &[u8], limit: usize) -> Result<Vec<SearchHit>, SourceError> {
+    let answer: Value = serde_json::from_slice(body)
+        .map_err(|e| SourceError::Malformed(format!("not JSON: {e}")))?;
+    // A missing `results` array means this is not a search answer (wrong path, JSON format
+    // disabled behind a proxy, ...); reporting zero hits instead would make a run conclude that
+    // nothing exists on the topic.
+    let results = answer
+        .get("results")
+        .and_then(Value::as_array)
+        .ok_or_else(|| SourceError::Malformed("answer has no `results` array".to_string()))?;
+    let mut seen = HashSet::new();
+    let mut hits = Vec::new();
+    for result in results {
+        if hits.len() >= limit {
+            break;
+        }
+        let Some(hit) = hit_from_result(result) else {
+            continue;
+        };
+        if seen.insert(dedupe_key(&hit.url)) {
+            hits.push(hit);
+        }
+    }
+    Ok(hits)
+}
+
+/// Reads one result leniently; `None` when it has no http(s) URL.
+fn hit_from_result(result: &Value) -> Option<SearchHit> {
+    let url = result.get("url").and_then(Value::as_str)?.trim();
+    let parsed = Url::parse(url).ok()?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return None;
+    }
+    let text = |key: &str| {
+        result
+            .get(key)
+            .and_then(Value::as_str)
+            .map(collapse_whitespace)
+            .filter(|s| !s.is_empty())
+    };
+    let engine = text("engine")
+        .or_else(|| {
+            result
+                .get("engines")
+                .and_then(Value::as_array)
+                .and_then(|engines| engines.iter().find_map(Value::as_str))
+                .map(collapse_whitespace)
+                .filter(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| UNKNOWN_ENGINE.to_string());
+    Some(SearchHit {
+        url: url.to_string(),
+        title: text("title").unwrap_or_else(|| url.to_string()),
+        snippet: text("content").unwrap_or_default(),
+        engine,
+    })
+}
+
+fn dedupe_key(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut parsed) => {
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
+fn collapse_whitespace(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// reqwest's top-level message hides the cause ("error sending request"); keep the chain.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::extract::{Query, State};
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    use axum::routing::get;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    type Seen = Arc<Mutex<Vec<HashMap<String, String>>>>;
+
+    /// Starts an axum app on 127.0.0.1:0 and returns its base URL.
+    async fn serve(app: Router) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        format!("http://{addr}")
+    }
+
+    /// A fake instance answering `body` with `status` on /search and recording query parameters.
+    async fn fake_searx(status: StatusCode, body: &'static str) -> (String, Seen) {
+        let seen: Seen = Arc::default();
+        let app =
+            Router::new()
+                .route(
+                    "/search",
+                    get(
+                        move |State(seen): State<Seen>,
+                              Query(q): Query<HashMap<String, String>>| async move {
+                            seen.lock().unwrap().push(q);
+                            (status, [("content-type", "application/json")], body)
+                        },
+                    ),
+                )
+                .with_state(seen.clone());
+        (serve(app).await, seen)
+    }
+
+    const ANSWER: &str = r#"{
+        "query": "json decoder",
+        "number_of_results": 0,
+        "results": [
+            {"url": "http://127.0.0.1:1/python/json.html#decoders", "title": "json — JSON encoder and decoder",
+             "content": "  Decoders\n and   encoders ", "engine": "docs", "engines": ["docs"],
+             "parsed_url": ["http", "127.0.0.1:1", "/python/json.html", "", "", ""], "score": 1.0,
+             "category": "general", "positions": [1], "extra": {"nested": true}},
+            {"title": "no url at all", "content": "skipped", "engine": "docs"},
+            {"url": null, "title": "null url"},
+            {"url": "javascript:alert(1)", "title": "not http"},
+            {"url": "http://127.0.0.1:1/python/json.html#other", "title": "same page, other anchor", "engine": "docs"},
+            {"url": "https://example.org/a", "engines": ["wikipedia", "ddg"], "content": null},
+            {"url": "https://example.org/b", "title": 42, "engine": ""}
+        ],
+        "answers": [], "corrections": [], "infoboxes": [], "suggestions": [], "unresponsive_engines": []
+    }"#;
+
+    #[tokio::test]
+    async fn parses_tolerantly_dedupes_and_sends_the_right_query() {
+        let (base, seen) = fake_searx(StatusCode::OK, ANSWER).await;
+        let gatherer = SearxngGatherer::new(&base, Duration::from_secs(5))
+            .unwrap()
+            .with_pageno(2)
+            .with_categories("general,it");
+        let hits = gatherer.search("json decoder & more", 10).await.unwrap();
+        assert_eq!(
+            hits,
+            vec![
+                SearchHit {
+                    url: "http://127.0.0.1:1/python/json.html#decoders".into(),
+                    title: "json — JSON encoder and decoder".into(),
+                    snippet: "Decoders and encoders".into(),
+                    engine: "docs".into(),
+                },
+                SearchHit {
+                    url: "https://example.org/a".into(),
+                    title: "https://example.org/a".into(),
+                    snippet: String::new(),
+                    engine: "wikipedia".into(),
+                },
+                SearchHit {
+                    url: "https://example.org/b".into(),
+                    title: "https://example.org/b".into(),
+                    snippet: String::new(),
+                    engine: "searxng".into(),
+                },
+            ]
+        );
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        let expected: HashMap<String, String> = [
+            ("q", "json decoder & more"),
+            ("format", "json"),
+            ("pageno", "2"),
+            ("categories", "general,it"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(seen[0], expected);
+    }
+
+    #[tokio::test]
+    async fn limit_truncates_and_zero_limit_sends_nothing() {
+        let (base, seen) = fake_searx(StatusCode::OK, ANSWER).await;
+        let gatherer = SearxngGatherer::new(&base, Duration::from_secs(5)).unwrap();
+        let hits = gatherer.search("q", 2).await.unwrap();
+        assert_eq!(
+            hits.iter().map(|h| h.url.as_str()).collect::<Vec<_>>(),
+            vec![
+                "http://127.0.0.1:1/python/json.html#decoders",
+                "https://example.org/a"
+            ]
+        );
+        assert_eq!(gatherer.search("q", 0).await.unwrap(), vec![]);
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        let params = &seen.lock().unwrap()[0];
+        assert_eq!(params.get("pageno"), None);
+        assert_eq!(params.get("categories"), None);
+    }
+
+    #[tokio::test]
+    async fn empty_results_are_not_an_error() {
+        let (base, _) = fake_searx(
+            StatusCode::OK,
+            r#"{"query":"zzz","results":[],"unresponsive_engines":[]}"#,
+        )
+        .await;
+        let gatherer = SearxngGatherer::new(&base, Duration::from_secs(5)).unwrap();
+        assert_eq!(gatherer.search("zzz", 5).await.unwrap(), vec![]);
+    }
+
+    #[tokio::test]
+    async fn http_errors_become_status_errors() {
+        let (base, _) = fake_searx(StatusCode::TOO_MANY_REQUESTS, "{}").await;
+        let gatherer = SearxngGatherer::new(&base, Duration::from_secs(5)).unwrap();
+        let err = gatherer.search("q", 5).await.unwrap_err();
+        assert!(
+            matches!(err, SourceError::Status { status: 429 }),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn non_json_and_missing_results_are_malformed() {
+        let (base, _) = fake_searx(StatusCode::OK, "<html>searx</html>").await;
+        let gatherer = SearxngGatherer::new(&base, Duration::from_secs(5)).unwrap();
+        let err = gatherer.search("q", 5).await.unwrap_err();
+        assert!(
+            matches!(&err, SourceError::Malformed(m) if m.starts_with("not JSON")),
+            "{err:?}"
+        );
+
+        let (base, _) = fake_searx(StatusCode::OK, r#"{"answers":[]}"#).await;
+        let gatherer = SearxngGatherer::new(&base, Duration::from_secs(5)).unwrap();
+        let err = gatherer.search("q", 5).await.unwrap_err();
+        assert!(
+            matches!(&err, SourceError::Malformed(m) if m == "answer has no `results` array"),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn oversized_bodies_are_refused() {
+        let (base, _) = fake_searx(StatusCode::OK, ANSWER).await;
+        let gatherer = SearxngGatherer::new(&base, Duration::from_secs(5))
+            .unwrap()
+            .with_max_body_bytes(100);
+        let err = gatherer.search("q", 5).await.unwrap_err();
+        assert!(
+            matches!(&err, SourceError::Malformed(m) if m == "answer exceeds the limit of 100 bytes"),
+            "{err:?}"
+        );
+
+        // Chunked answer without Content-Length: the streaming check must catch it too.
+        let app = Router::new().route(
+            "/search",
+            get(|| async {
+                let chunks = (0..64).map(|_| Ok::<_, std::io::Error>(vec![b' '; 1024]));
+                axum::body::Body::from_stream(futures::stream::iter(chunks)).into_response()
+            }),
+        );
+        let base = serve(app).await;
+        let gatherer = SearxngGatherer::new(&base, Duration::from_secs(5))
+            .unwrap()
+            .with_max_body_bytes(10_000);
+        let err = gatherer.search("q", 5).await.unwrap_err();
+        assert!(
+            matches!(&err, SourceError::Malformed(m) if m == "answer exceeds the limit of 10000 bytes"),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn slow_servers_time_out() {
+        let app = Router::new().route(
+            "/search",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                r#"{"results":[]}"#
+            }),
+        );
+        let base = serve(app).await;
+        let gatherer = SearxngGatherer::new(&base, Duration::from_millis(200)).unwrap();
+        let started = std::time::Instant::now();
+        let err = gatherer.search("q", 5).await.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(3));
+        match err {
+            SourceError::Unreachable { endpoint, message } => {
+                assert_eq!(endpoint, format!("{base}/search"));
+                assert_eq!(message, "timed out after 200ms");
+            }
+            other => panic!("expected Unreachable, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn refused_connections_are_unreachable() {
+        // Bind then drop a listener so the port is (almost certainly) closed.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let gatherer =
+            SearxngGatherer::new(&format!("http://{addr}"), Duration::from_secs(2)).unwrap();
+        let err = gatherer.search("q", 5).await.unwrap_err();
+        assert!(
+            matches!(&err, SourceError::Unreachable { endpoint, .. } if *endpoint == format!("http://{addr}/search")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn base_urls_keep_their_path_prefix() {
+        let t = Duration::from_secs(1);
+        let cases = [
+            ("http://h:8080", "http://h:8080/search"),
+            ("http://h:8080/", "http://h:8080/search"),
+            ("http://h/searx", "http://h/searx/search"),
+            ("http://h/searx/?x=1#f", "http://h/searx/search"),
+        ];
+        for (base, expected) in cases {
+            let g = SearxngGatherer::new(base, t).unwrap();
+            assert_eq!(g.search_url().as_str(), expected, "{base}");
+        }
+        assert_eq!(
+            SearxngGatherer::new("http://h/", t)
+                .unwrap()
+                .request_url("a b&c")
+                .as_str(),
+            "http://h/search?q=a+b%26c&format=json"
+        );
+        for bad in ["not a url", "ftp://h/", ""] {
+            let err = SearxngGatherer::new(bad, t).unwrap_err();
+            assert!(
+                matches!(&err, SourceError::Unreachable { endpoint, .. } if endpoint == bad),
+                "{bad}: {err:?}"
+            );
+        }
+    }
+}
