@@ -246,6 +246,11 @@ impl OpenAiClient {
                 .map_err(|e| self.redact_err(e))?;
         }
         acc.feed_line("").map_err(|e| self.redact_err(e))?;
+        if acc.events == 0
+            && let Some(line) = acc.foreign_line
+        {
+            return Err(self.redact_err(LlmError::Malformed(format!("response is not an event stream: `{line}`"))));
+        }
         if !acc.done && acc.finish_reason.is_none() {
             return Err(LlmError::Malformed(format!(
                 "stream ended before the answer was complete (no finish_reason and no [DONE]) after {} characters",
@@ -706,6 +711,10 @@ struct StreamAccumulator {
     done: bool,
     /// `data:` lines of the event being read (SSE allows several per event).
     data: Vec<String>,
+    /// Events dispatched so far.
+    events: usize,
+    /// The first line that is not SSE at all, quoted when the stream turns out to be garbage.
+    foreign_line: Option<String>,
 }
 
 impl StreamAccumulator {
@@ -725,6 +734,10 @@ impl StreamAccumulator {
                 return self.dispatch();
             }
             self.data.push(data.to_string());
+        } else if self.foreign_line.is_none()
+            && !["event:", "id:", "retry:", ":"].iter().any(|p| line.starts_with(p))
+        {
+            self.foreign_line = Some(snippet(line.as_bytes()));
         }
         // `event:`, `id:`, `retry:` and `:` comment lines carry nothing we need.
         Ok(())
@@ -736,6 +749,7 @@ impl StreamAccumulator {
         }
         let data = std::mem::take(&mut self.data).join("\n");
         let data = data.trim();
+        self.events += 1;
         if data == "[DONE]" {
             self.done = true;
             return Ok(());
