@@ -1,1 +1,5 @@
+//! End-to-end harness for Quarry: local services the tests start on 127.0.0.1 and stop themselves.
 
+pub mod docs_server;
+pub mod model_server;
+pub mod searx;

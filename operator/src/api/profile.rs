@@ -33,6 +33,8 @@ pub const DEFAULT_MAX_PAGE_BYTES: u64 = 2 * 1024 * 1024;
 pub const DEFAULT_SEARCH_ENGINE: &str = "default";
 
 /// How to research: model tiers, price table, search endpoint, default limits, fetch policy.
+// Several printcolumns share `type_ = "string"`; clippy reads them as duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "quarry.dev",

@@ -49,6 +49,8 @@ pub const REPORT_PREFIX_RULE: &str = "self.kind == 'objectStore' || !has(self.pr
 pub const REPORT_PREFIX_MESSAGE: &str = "prefix is only valid when kind is objectStore";
 
 /// What to research: a query answered with a cited report by the operator.
+// Several printcolumns share `type_ = "string"`; clippy reads them as duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "quarry.dev",

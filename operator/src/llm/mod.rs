@@ -195,7 +195,9 @@ pub mod pricing;
 pub mod repetition;
 
 /// How tools are offered to a model.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum ToolMode {
     /// The server's native `tools` / `tool_calls` support.
@@ -262,7 +264,11 @@ impl Default for ModelConfig {
 impl ModelConfig {
     /// A config with defaults for everything but the endpoint and model name.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        Self { base_url: base_url.into(), model: model.into(), ..Self::default() }
+        Self {
+            base_url: base_url.into(),
+            model: model.into(),
+            ..Self::default()
+        }
     }
 }
 

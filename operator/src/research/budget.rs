@@ -46,7 +46,10 @@ impl ToolBudget {
                 if context_used > CONTEXT_GATE {
                     ScrapeStep::Skipped { index }
                 } else {
-                    ScrapeStep::Batch { index, max_urls: SCRAPE_BATCHES[index] }
+                    ScrapeStep::Batch {
+                        index,
+                        max_urls: SCRAPE_BATCHES[index],
+                    }
                 }
             }
             _ => return ScrapeStep::Exhausted,
@@ -83,7 +86,10 @@ mod tests {
     #[test]
     fn four_gathering_calls_then_refused() {
         let mut b = ToolBudget::default();
-        assert_eq!((0..6).map(|_| b.take_gather()).collect::<Vec<_>>(), vec![true, true, true, true, false, false]);
+        assert_eq!(
+            (0..6).map(|_| b.take_gather()).collect::<Vec<_>>(),
+            vec![true, true, true, true, false, false]
+        );
         assert!(b.gathering_exhausted());
         assert_eq!(b.units(), 4);
     }
@@ -96,9 +102,18 @@ mod tests {
             steps,
             vec![
                 ScrapeStep::Handshake,
-                ScrapeStep::Batch { index: 0, max_urls: 3 },
-                ScrapeStep::Batch { index: 1, max_urls: 2 },
-                ScrapeStep::Batch { index: 2, max_urls: 3 },
+                ScrapeStep::Batch {
+                    index: 0,
+                    max_urls: 3
+                },
+                ScrapeStep::Batch {
+                    index: 1,
+                    max_urls: 2
+                },
+                ScrapeStep::Batch {
+                    index: 2,
+                    max_urls: 3
+                },
                 ScrapeStep::Exhausted,
             ]
         );
@@ -111,6 +126,12 @@ mod tests {
         let mut b = ToolBudget::default();
         assert_eq!(b.take_scrape(0.9), ScrapeStep::Handshake);
         assert_eq!(b.take_scrape(0.56), ScrapeStep::Skipped { index: 0 });
-        assert_eq!(b.take_scrape(0.55), ScrapeStep::Batch { index: 1, max_urls: 2 });
+        assert_eq!(
+            b.take_scrape(0.55),
+            ScrapeStep::Batch {
+                index: 1,
+                max_urls: 2
+            }
+        );
     }
 }

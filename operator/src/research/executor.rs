@@ -40,7 +40,11 @@ pub struct EngineSettings {
 
 impl Default for EngineSettings {
     fn default() -> Self {
-        Self { researcher: ResearcherSettings::default(), lead_max_tokens: 1024, synthesis_max_tokens: 4096 }
+        Self {
+            researcher: ResearcherSettings::default(),
+            lead_max_tokens: 1024,
+            synthesis_max_tokens: 4096,
+        }
     }
 }
 
@@ -87,7 +91,10 @@ pub fn encode_checkpoint(state: &RunState) -> Result<Vec<u8>, serde_json::Error>
 
 /// Parses and verifies a checkpoint written by [`encode_checkpoint`].
 pub fn decode_checkpoint(bytes: &[u8]) -> Result<RunState, String> {
-    let split = bytes.iter().position(|b| *b == b'\n').ok_or("no digest line")?;
+    let split = bytes
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or("no digest line")?;
     let (digest, json) = (&bytes[..split], &bytes[split + 1..]);
     let actual = hex::encode(Sha256::digest(json));
     if digest != actual.as_bytes() {
@@ -102,7 +109,10 @@ pub async fn load_checkpoint(store: &dyn ArtifactStore) -> Result<Option<RunStat
         None => Ok(None),
         Some(bytes) => decode_checkpoint(&bytes)
             .map(Some)
-            .map_err(|message| StoreError::Corrupt { key: CHECKPOINT_KEY.to_string(), message }),
+            .map_err(|message| StoreError::Corrupt {
+                key: CHECKPOINT_KEY.to_string(),
+                message,
+            }),
     }
 }
 
@@ -119,7 +129,10 @@ impl Runner {
     async fn apply(&mut self, event: Event) {
         let before = self.state.phase;
         let placeholder = RunState::new(self.state.input.clone());
-        let (next, cmds) = reduce(std::mem::replace(&mut self.state, placeholder), event.clone());
+        let (next, cmds) = reduce(
+            std::mem::replace(&mut self.state, placeholder),
+            event.clone(),
+        );
         self.state = next;
         if before != self.state.phase {
             info!(from = %before, to = %self.state.phase, "phase changed");
@@ -148,10 +161,23 @@ impl Runner {
         match cmd {
             Command::Plan => {
                 let state = self.state.clone();
-                self.spawn(async move { lead::plan(engine.model.as_ref(), &state, engine.settings.lead_max_tokens).await });
+                self.spawn(async move {
+                    lead::plan(
+                        engine.model.as_ref(),
+                        &state,
+                        engine.settings.lead_max_tokens,
+                    )
+                    .await
+                });
             }
             Command::StartResearcher { task_id } => {
-                let Some(task) = self.state.agenda.iter().find(|t| t.id == task_id).map(|t| t.query.clone()) else {
+                let Some(task) = self
+                    .state
+                    .agenda
+                    .iter()
+                    .find(|t| t.id == task_id)
+                    .map(|t| t.query.clone())
+                else {
                     return;
                 };
                 let input = self.state.input.clone();
@@ -169,29 +195,61 @@ impl Runner {
                     let progress = move |units: u32| {
                         let _ = progress_tx.send(Event::ResearcherProgress { task_id, units });
                     };
-                    match run_researcher(&deps, &input, task_id, &task, &injected, &progress).await {
+                    match run_researcher(&deps, &input, task_id, &task, &injected, &progress).await
+                    {
                         Ok(report) => Event::ResearcherFinished { report },
-                        Err(f) => Event::ResearcherFailed { task_id, failure: f.failure, usage: f.usage },
+                        Err(f) => Event::ResearcherFailed {
+                            task_id,
+                            failure: f.failure,
+                            usage: f.usage,
+                        },
                     }
                 });
             }
             Command::Evaluate => {
                 let state = self.state.clone();
-                self.spawn(async move { lead::evaluate(engine.model.as_ref(), &state, engine.settings.lead_max_tokens).await });
+                self.spawn(async move {
+                    lead::evaluate(
+                        engine.model.as_ref(),
+                        &state,
+                        engine.settings.lead_max_tokens,
+                    )
+                    .await
+                });
             }
             Command::Synthesize { partial } => {
                 if partial || self.state.input.mode == Mode::Quick {
                     // Quick mode returns the researcher's report (seed 000); partial reports cost nothing more.
-                    let report = report::compose(&self.state, &lead::merged_reports(&self.state), partial);
-                    let _ = self.tx.send(Event::Synthesized { report, usage: Usage::default() });
+                    let report =
+                        report::compose(&self.state, &lead::merged_reports(&self.state), partial);
+                    let _ = self.tx.send(Event::Synthesized {
+                        report,
+                        usage: Usage::default(),
+                    });
                 } else {
                     let state = self.state.clone();
-                    self.spawn(async move { lead::synthesize(engine.model.as_ref(), &state, engine.settings.synthesis_max_tokens).await });
+                    self.spawn(async move {
+                        lead::synthesize(
+                            engine.model.as_ref(),
+                            &state,
+                            engine.settings.synthesis_max_tokens,
+                        )
+                        .await
+                    });
                 }
             }
             Command::Publish => {
-                let Some(report) = self.state.final_report.clone() else { return };
-                self.spawn(async move { publish(engine.store.as_ref(), &report.markdown, &report.findings_json).await });
+                let Some(report) = self.state.final_report.clone() else {
+                    return;
+                };
+                self.spawn(async move {
+                    publish(
+                        engine.store.as_ref(),
+                        &report.markdown,
+                        &report.findings_json,
+                    )
+                    .await
+                });
             }
             Command::StopAll => {
                 for h in self.work.drain(..) {
@@ -228,7 +286,13 @@ async fn publish(store: &dyn ArtifactStore, markdown: &str, findings: &str) -> E
             Err(e) => last = e.to_string(),
         }
     }
-    Event::SynthesisFailed { failure: Failure::new(reasons::REPORT_STORE_FAILED, format!("the report could not be stored: {last}")), usage: Usage::default() }
+    Event::SynthesisFailed {
+        failure: Failure::new(
+            reasons::REPORT_STORE_FAILED,
+            format!("the report could not be stored: {last}"),
+        ),
+        usage: Usage::default(),
+    }
 }
 
 /// Drives a run to a terminal phase (or until cancelled) and returns its final state.
@@ -243,9 +307,24 @@ pub async fn run(
 ) -> RunState {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let pool = Arc::new(UrlPool::with(state.fetched_urls.iter().cloned()));
-    let first = if state.phase == Phase::Pending { Event::Start } else { Event::Recover };
-    let deadline = state.input.limits.timeout_secs.map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
-    let mut runner = Runner { engine, state, observer, tx, pool, work: Vec::new() };
+    let first = if state.phase == Phase::Pending {
+        Event::Start
+    } else {
+        Event::Recover
+    };
+    let deadline = state
+        .input
+        .limits
+        .timeout_secs
+        .map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
+    let mut runner = Runner {
+        engine,
+        state,
+        observer,
+        tx,
+        pool,
+        work: Vec::new(),
+    };
     let initial = *control.borrow_and_update();
     match initial {
         Control::Cancel => runner.apply(Event::Cancel).await,

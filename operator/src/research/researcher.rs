@@ -13,7 +13,9 @@ use super::budget::{GATHER_CALLS, ScrapeStep, ToolBudget};
 use super::prompts;
 use super::state::{Failure, ResearcherReport, RunInput, SourceRef, reasons};
 use crate::llm::json_extract::strip_think;
-use crate::llm::{CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage};
+use crate::llm::{
+    CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage,
+};
 use crate::scrape::Fetcher;
 use crate::sources::{Gatherer, SearchHit};
 
@@ -35,7 +37,12 @@ pub struct ResearcherSettings {
 
 impl Default for ResearcherSettings {
     fn default() -> Self {
-        Self { page_chars: 6000, results_per_query: 8, max_turns: 14, max_output_tokens: 1024 }
+        Self {
+            page_chars: 6000,
+            results_per_query: 8,
+            max_turns: 14,
+            max_output_tokens: 1024,
+        }
     }
 }
 
@@ -48,7 +55,9 @@ pub struct UrlPool {
 impl UrlPool {
     /// A pool pre-filled with URLs read before (after a restart).
     pub fn with(urls: impl IntoIterator<Item = String>) -> Self {
-        Self { urls: Mutex::new(urls.into_iter().collect()) }
+        Self {
+            urls: Mutex::new(urls.into_iter().collect()),
+        }
     }
     /// Claims a URL for reading; false when a sibling already did.
     pub fn claim(&self, url: &str) -> bool {
@@ -87,7 +96,9 @@ pub struct ResearcherFailure {
 pub fn failure_from_llm(err: &LlmError) -> Failure {
     let reason = match err {
         LlmError::Unreachable { .. } | LlmError::Timeout { .. } => reasons::MODEL_UNREACHABLE,
-        LlmError::Status { status, .. } if *status == 429 || *status >= 500 => reasons::MODEL_UNREACHABLE,
+        LlmError::Status { status, .. } if *status == 429 || *status >= 500 => {
+            reasons::MODEL_UNREACHABLE
+        }
         LlmError::Status { .. } | LlmError::Config(_) => reasons::MODEL_REJECTED,
         LlmError::Malformed(_) | LlmError::Degenerate { .. } => reasons::MODEL_OUTPUT_INVALID,
     };
@@ -126,6 +137,8 @@ struct Session<'a> {
     seen: Vec<SearchHit>,
     fetched: Vec<SourceRef>,
     searches: u32,
+    /// URLs the user named in the question or context: readable without a search.
+    known_urls: Vec<String>,
 }
 
 impl Session<'_> {
@@ -136,7 +149,10 @@ impl Session<'_> {
         (chars as f64 / 4.0) / window
     }
 
-    async fn call(&mut self, with_tools: bool) -> Result<crate::llm::ChatResponse, ResearcherFailure> {
+    async fn call(
+        &mut self,
+        with_tools: bool,
+    ) -> Result<crate::llm::ChatResponse, ResearcherFailure> {
         let request = ChatRequest {
             messages: self.messages.clone(),
             tools: if with_tools { tools() } else { vec![] },
@@ -149,24 +165,42 @@ impl Session<'_> {
                 self.usage.add(&resp.usage);
                 Ok(resp)
             }
-            Err(e) => Err(ResearcherFailure { failure: failure_from_llm(&e), usage: self.usage }),
+            Err(e) => Err(ResearcherFailure {
+                failure: failure_from_llm(&e),
+                usage: self.usage,
+            }),
         }
     }
 
     async fn search(&mut self, queries: &[String]) -> String {
         if !self.budget.take_gather() {
-            return format!("Gathering budget exhausted ({GATHER_CALLS} calls). Read pages with `scrape` or write your report.");
+            return format!(
+                "Gathering budget exhausted ({GATHER_CALLS} calls). Read pages with `scrape` or write your report."
+            );
         }
         let mut out = String::new();
         for q in queries.iter().take(3) {
             self.searches += 1;
-            match self.deps.gatherer.search(q, self.deps.settings.results_per_query).await {
-                Ok(hits) if hits.is_empty() => out.push_str(&format!("Query \"{q}\": no results.\n")),
+            match self
+                .deps
+                .gatherer
+                .search(q, self.deps.settings.results_per_query)
+                .await
+            {
+                Ok(hits) if hits.is_empty() => {
+                    out.push_str(&format!("Query \"{q}\": no results.\n"))
+                }
                 Ok(hits) => {
                     out.push_str(&format!("Query \"{q}\":\n"));
                     for (i, h) in hits.iter().enumerate() {
                         let snippet: String = h.snippet.chars().take(300).collect();
-                        out.push_str(&format!("{}. {} — {}\n   {}\n", i + 1, h.title.trim(), h.url, snippet.trim()));
+                        out.push_str(&format!(
+                            "{}. {} — {}\n   {}\n",
+                            i + 1,
+                            h.title.trim(),
+                            h.url,
+                            snippet.trim()
+                        ));
                         if !self.seen.iter().any(|s| s.url == h.url) {
                             self.seen.push(h.clone());
                         }
@@ -181,13 +215,20 @@ impl Session<'_> {
     async fn scrape(&mut self, urls: &[String]) -> String {
         match self.budget.take_scrape(self.context_used()) {
             ScrapeStep::Handshake => {
-                let taken: Vec<&String> = urls.iter().filter(|u| self.deps.pool.contains(u)).collect();
+                let taken: Vec<&String> =
+                    urls.iter().filter(|u| self.deps.pool.contains(u)).collect();
                 let list = if taken.is_empty() {
                     "none".to_string()
                 } else {
-                    taken.iter().map(|u| u.as_str()).collect::<Vec<_>>().join(", ")
+                    taken
+                        .iter()
+                        .map(|u| u.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
-                format!("Handshake done. URLs already read by other researchers (do not request them): {list}. Call `scrape` again with up to 3 URLs to read batch 1.")
+                format!(
+                    "Handshake done. URLs already read by other researchers (do not request them): {list}. Call `scrape` again with up to 3 URLs to read batch 1."
+                )
             }
             ScrapeStep::Batch { index, max_urls } => self.read_batch(index, max_urls, urls).await,
             ScrapeStep::Skipped { index } => format!(
@@ -208,6 +249,9 @@ impl Session<'_> {
             }
             if !(u.starts_with("http://") || u.starts_with("https://")) {
                 skipped.push(format!("{u} (not an http(s) URL)"));
+            } else if !self.may_read(u) {
+                // Reading only what gathering found keeps invented URLs out of reports (seed 000).
+                skipped.push(format!("{u} (not among your search results)"));
             } else if !self.deps.pool.claim(u) {
                 skipped.push(format!("{u} (already read by a researcher)"));
             } else {
@@ -223,7 +267,10 @@ impl Session<'_> {
                     let body = truncate_chars(&page.markdown, self.deps.settings.page_chars);
                     out.push_str(&prompts::fence_page(url, &page.title, &body));
                     out.push('\n');
-                    self.fetched.push(SourceRef { url: url.clone(), title: page.title });
+                    self.fetched.push(SourceRef {
+                        url: url.clone(),
+                        title: page.title,
+                    });
                 }
                 Err(e) => out.push_str(&format!("{url}: could not be read ({e})\n")),
             }
@@ -234,10 +281,17 @@ impl Session<'_> {
         out
     }
 
+    fn may_read(&self, url: &str) -> bool {
+        self.seen.iter().any(|h| h.url == url) || self.known_urls.iter().any(|k| k == url)
+    }
+
     async fn run_tool(&mut self, call: &ToolCall) -> String {
         let list = |key: &str| -> Vec<String> {
             match call.arguments.get(key) {
-                Some(serde_json::Value::Array(items)) => items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+                Some(serde_json::Value::Array(items)) => items
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect(),
                 Some(serde_json::Value::String(s)) => vec![s.clone()],
                 _ => vec![],
             }
@@ -245,9 +299,14 @@ impl Session<'_> {
         match call.name.as_str() {
             "search" => {
                 let queries = list("queries");
-                let queries = if queries.is_empty() { list("query") } else { queries };
+                let queries = if queries.is_empty() {
+                    list("query")
+                } else {
+                    queries
+                };
                 if queries.is_empty() {
-                    return "The search tool needs `queries`: a list of 1-3 search strings.".to_string();
+                    return "The search tool needs `queries`: a list of 1-3 search strings."
+                        .to_string();
                 }
                 self.search(&queries).await
             }
@@ -278,7 +337,12 @@ impl Session<'_> {
         }
         if !self.seen.is_empty() && !self.budget.scraping_exhausted() {
             // The handshake carries no network; take it, then read the best unread results.
-            let urls: Vec<String> = self.seen.iter().map(|h| h.url.clone()).filter(|u| !self.deps.pool.contains(u)).collect();
+            let urls: Vec<String> = self
+                .seen
+                .iter()
+                .map(|h| h.url.clone())
+                .filter(|u| !self.deps.pool.contains(u))
+                .collect();
             if urls.is_empty() {
                 return false;
             }
@@ -287,7 +351,9 @@ impl Session<'_> {
                 step = self.budget.take_scrape(self.context_used());
             }
             let result = match step {
-                ScrapeStep::Batch { index, max_urls } => self.read_batch(index, max_urls, &urls).await,
+                ScrapeStep::Batch { index, max_urls } => {
+                    self.read_batch(index, max_urls, &urls).await
+                }
                 _ => return false,
             };
             self.messages.push(Message::user(format!(
@@ -297,6 +363,13 @@ impl Session<'_> {
         }
         false
     }
+}
+
+fn urls_in(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '<' | '>' | '"'))
+        .filter(|w| w.starts_with("http://") || w.starts_with("https://"))
+        .map(|w| w.trim_end_matches(['.', ',', ';']).to_string())
+        .collect()
 }
 
 fn truncate_chars(text: &str, max: usize) -> String {
@@ -317,23 +390,39 @@ pub async fn run_researcher(
     injected: &[ResearcherReport],
     progress: &(dyn Fn(u32) + Send + Sync),
 ) -> Result<ResearcherReport, ResearcherFailure> {
-    let system = prompts::render(prompts::RESEARCHER, &[("gather_budget", &GATHER_CALLS.to_string())]);
+    let system = prompts::render(
+        prompts::RESEARCHER,
+        &[("gather_budget", &GATHER_CALLS.to_string())],
+    );
     let context = match &input.context {
-        Some(c) if !c.trim().is_empty() => format!("\nBackground from the user:\n{}\n", truncate_chars(c, 8000)),
+        Some(c) if !c.trim().is_empty() => {
+            format!("\nBackground from the user:\n{}\n", truncate_chars(c, 8000))
+        }
         _ => String::new(),
     };
     let injected_text = if injected.is_empty() {
         String::new()
     } else {
-        let mut s = String::from("\nWhat other researchers of this run already found (do not repeat their work):\n");
+        let mut s = String::from(
+            "\nWhat other researchers of this run already found (do not repeat their work):\n",
+        );
         for r in injected {
-            s.push_str(&format!("\n--- report of researcher {} ---\n{}\n", r.task_id, truncate_chars(&r.markdown, INJECTED_REPORT_CHARS)));
+            s.push_str(&format!(
+                "\n--- report of researcher {} ---\n{}\n",
+                r.task_id,
+                truncate_chars(&r.markdown, INJECTED_REPORT_CHARS)
+            ));
         }
         s
     };
     let user = prompts::render(
         prompts::RESEARCHER_TASK,
-        &[("task", task), ("query", &input.query), ("context", &context), ("injected", &injected_text)],
+        &[
+            ("task", task),
+            ("query", &input.query),
+            ("context", &context),
+            ("injected", &injected_text),
+        ],
     );
     let mut s = Session {
         deps,
@@ -343,16 +432,21 @@ pub async fn run_researcher(
         seen: vec![],
         fetched: vec![],
         searches: 0,
+        known_urls: urls_in(&format!(
+            "{} {}",
+            input.query,
+            input.context.as_deref().unwrap_or_default()
+        )),
     };
-    let mut grounded_once = false;
+    let mut groundings = 0;
     let mut empty_answers = 0;
     for _turn in 0..deps.settings.max_turns {
         let out_of_tools = s.budget.gathering_exhausted() && s.budget.scraping_exhausted();
         let resp = s.call(!out_of_tools).await?;
         if resp.tool_calls.is_empty() {
             let text = strip_think(&resp.content).trim().to_string();
-            if !grounded_once && s.ground_if_needed(task).await {
-                grounded_once = true;
+            if groundings < 2 && s.ground_if_needed(task).await {
+                groundings += 1;
                 progress(s.budget.units());
                 continue;
             }
@@ -360,32 +454,47 @@ pub async fn run_researcher(
                 empty_answers += 1;
                 if empty_answers >= 2 {
                     return Err(ResearcherFailure {
-                        failure: Failure::new(reasons::MODEL_OUTPUT_INVALID, "the model returned empty answers instead of a report"),
+                        failure: Failure::new(
+                            reasons::MODEL_OUTPUT_INVALID,
+                            "the model returned empty answers instead of a report",
+                        ),
                         usage: s.usage,
                     });
                 }
-                s.messages.push(Message::user("Your answer was empty. Write your report in Markdown now."));
+                s.messages.push(Message::user(
+                    "Your answer was empty. Write your report in Markdown now.",
+                ));
                 continue;
             }
             return Ok(finish(s, task_id, text));
         }
-        s.messages.push(Message::assistant(resp.content.clone(), resp.tool_calls.clone()));
+        s.messages.push(Message::assistant(
+            resp.content.clone(),
+            resp.tool_calls.clone(),
+        ));
         for call in &resp.tool_calls {
             let result = s.run_tool(call).await;
             s.messages.push(Message::tool(call.id.clone(), result));
         }
         progress(s.budget.units());
         if s.budget.gathering_exhausted() && s.budget.scraping_exhausted() {
-            s.messages.push(Message::user("All tool budgets are used. Write your report now, without calling tools."));
+            s.messages.push(Message::user(
+                "All tool budgets are used. Write your report now, without calling tools.",
+            ));
         }
     }
     // Turn cap reached: one last call without tools asks for the report.
-    s.messages.push(Message::user("Stop using tools. Write your report now from what you have read."));
+    s.messages.push(Message::user(
+        "Stop using tools. Write your report now from what you have read.",
+    ));
     let resp = s.call(false).await?;
     let text = strip_think(&resp.content).trim().to_string();
     if text.is_empty() {
         return Err(ResearcherFailure {
-            failure: Failure::new(reasons::MODEL_OUTPUT_INVALID, "the model never wrote a report within its turn limit"),
+            failure: Failure::new(
+                reasons::MODEL_OUTPUT_INVALID,
+                "the model never wrote a report within its turn limit",
+            ),
             usage: s.usage,
         });
     }
@@ -397,7 +506,14 @@ fn finish(s: Session<'_>, task_id: u32, markdown: String) -> ResearcherReport {
         task_id,
         markdown,
         fetched: s.fetched,
-        seen: s.seen.into_iter().map(|h| SourceRef { url: h.url, title: h.title }).collect(),
+        seen: s
+            .seen
+            .into_iter()
+            .map(|h| SourceRef {
+                url: h.url,
+                title: h.title,
+            })
+            .collect(),
         searches: s.searches,
         usage: s.usage,
     }

@@ -291,17 +291,19 @@ mod tests {
     /// A fake instance answering `body` with `status` on /search and recording query parameters.
     async fn fake_searx(status: StatusCode, body: &'static str) -> (String, Seen) {
         let seen: Seen = Arc::default();
-        let app = Router::new()
-            .route(
-                "/search",
-                get(
-                    move |State(seen): State<Seen>, Query(q): Query<HashMap<String, String>>| async move {
-                        seen.lock().unwrap().push(q);
-                        (status, [("content-type", "application/json")], body)
-                    },
-                ),
-            )
-            .with_state(seen.clone());
+        let app =
+            Router::new()
+                .route(
+                    "/search",
+                    get(
+                        move |State(seen): State<Seen>,
+                              Query(q): Query<HashMap<String, String>>| async move {
+                            seen.lock().unwrap().push(q);
+                            (status, [("content-type", "application/json")], body)
+                        },
+                    ),
+                )
+                .with_state(seen.clone());
         (serve(app).await, seen)
     }
 

@@ -2,6 +2,9 @@
 
 use async_trait::async_trait;
 
+pub mod local;
+pub mod memory;
+
 /// Errors of a store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

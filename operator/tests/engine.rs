@@ -1,0 +1,519 @@
+//! The whole engine against in-process doubles: quick and deep runs, failures, cancellation, recovery.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::json;
+use tokio::sync::watch;
+
+use quarry::llm::{
+    CallPurpose, ChatModel, ChatRequest, ChatResponse, LlmError, Role, ToolCall, Usage,
+};
+use quarry::research::executor::{
+    self, CHECKPOINT_KEY, Control, Engine, EngineSettings, FINDINGS_KEY, NoopObserver, REPORT_KEY,
+};
+use quarry::research::reducer::{Event, reduce};
+use quarry::research::state::{Mode, Phase, RunInput, RunState, TaskState};
+use quarry::scrape::{FetchError, Fetcher, Page};
+use quarry::sources::{Gatherer, SearchHit, SourceError};
+use quarry::store::ArtifactStore;
+use quarry::store::memory::MemoryStore;
+
+type Responder = dyn Fn(&ChatRequest) -> Result<ChatResponse, LlmError> + Send + Sync;
+
+struct FakeModel {
+    respond: Box<Responder>,
+    requests: Mutex<Vec<ChatRequest>>,
+    delay: Option<std::time::Duration>,
+}
+
+impl FakeModel {
+    fn new(
+        f: impl Fn(&ChatRequest) -> Result<ChatResponse, LlmError> + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            respond: Box::new(f),
+            requests: Mutex::new(vec![]),
+            delay: None,
+        })
+    }
+    fn requests(&self) -> Vec<ChatRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl ChatModel for FakeModel {
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.requests.lock().unwrap().push(request.clone());
+        if let Some(d) = self.delay {
+            tokio::time::sleep(d).await;
+        }
+        (self.respond)(&request)
+    }
+    fn context_window(&self) -> u64 {
+        32_000
+    }
+}
+
+fn usage(i: u64, o: u64) -> Usage {
+    Usage {
+        input_tokens: i,
+        output_tokens: o,
+        cost_pico_usd: i * 10 + o * 20,
+        llm_calls: 1,
+    }
+}
+
+fn text(s: &str) -> ChatResponse {
+    ChatResponse {
+        content: s.to_string(),
+        tool_calls: vec![],
+        usage: usage(100, 10),
+        model: "fake".into(),
+        finish_reason: None,
+    }
+}
+
+fn tool(name: &str, args: serde_json::Value) -> ChatResponse {
+    ChatResponse {
+        content: String::new(),
+        tool_calls: vec![ToolCall {
+            id: format!("call_{name}"),
+            name: name.into(),
+            arguments: args,
+        }],
+        usage: usage(100, 10),
+        model: "fake".into(),
+        finish_reason: None,
+    }
+}
+
+fn tool_turns(req: &ChatRequest) -> usize {
+    req.messages.iter().filter(|m| m.role == Role::Tool).count()
+}
+
+fn task_of(req: &ChatRequest) -> String {
+    let user = &req.messages[1].content;
+    user.lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("Research task: ")
+        .to_string()
+}
+
+/// A well-behaved researcher: search, handshake, one batch, then a report citing one read page
+/// and one page it never read.
+fn good_researcher(req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+    let task = task_of(req);
+    let slug = task.replace(' ', "-");
+    Ok(match tool_turns(req) {
+        0 => tool("search", json!({"queries": [task]})),
+        1 => tool(
+            "scrape",
+            json!({"urls": [format!("http://docs/{slug}/a.html")]}),
+        ),
+        2 => tool(
+            "scrape",
+            json!({"urls": [format!("http://docs/{slug}/a.html"), format!("http://docs/{slug}/b.html")]}),
+        ),
+        _ => text(&format!(
+            "## Summary\n{task} explained.\n\n## Key findings\n- A fact ([a](http://docs/{slug}/a.html)).\n- An invented fact ([x](http://invented.example/x)).\n\n## Links\n- http://docs/{slug}/a.html"
+        )),
+    })
+}
+
+struct FakeGatherer {
+    empty: bool,
+}
+
+#[async_trait]
+impl Gatherer for FakeGatherer {
+    async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, SourceError> {
+        if self.empty {
+            return Ok(vec![]);
+        }
+        let slug = query.replace(' ', "-");
+        Ok(["a", "b", "c"]
+            .iter()
+            .take(limit)
+            .map(|p| SearchHit {
+                url: format!("http://docs/{slug}/{p}.html"),
+                title: format!("{query} {p}"),
+                snippet: "snippet".into(),
+                engine: "fake".into(),
+            })
+            .collect())
+    }
+}
+
+struct FakeFetcher {
+    fetched: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl Fetcher for FakeFetcher {
+    async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
+        self.fetched.lock().unwrap().push(url.to_string());
+        if url.ends_with("b.html") {
+            return Err(FetchError::Status {
+                url: url.into(),
+                status: 404,
+            });
+        }
+        Ok(Page {
+            url: url.into(),
+            final_url: url.into(),
+            title: format!("Title of {url}"),
+            markdown: format!("Content of {url}"),
+            bytes: 100,
+        })
+    }
+}
+
+struct Harness {
+    model: Arc<FakeModel>,
+    fetcher: Arc<FakeFetcher>,
+    store: Arc<MemoryStore>,
+    engine: Arc<Engine>,
+}
+
+fn harness(model: Arc<FakeModel>, empty_search: bool) -> Harness {
+    let fetcher = Arc::new(FakeFetcher {
+        fetched: Mutex::new(vec![]),
+    });
+    let store = Arc::new(MemoryStore::new());
+    let engine = Arc::new(Engine {
+        model: model.clone(),
+        gatherer: Arc::new(FakeGatherer {
+            empty: empty_search,
+        }),
+        fetcher: fetcher.clone(),
+        store: store.clone(),
+        settings: EngineSettings::default(),
+    });
+    Harness {
+        model,
+        fetcher,
+        store,
+        engine,
+    }
+}
+
+async fn run(h: &Harness, state: RunState) -> RunState {
+    let (_tx, rx) = watch::channel(Control::Run);
+    executor::run(h.engine.clone(), state, Arc::new(NoopObserver), rx).await
+}
+
+#[tokio::test]
+async fn quick_run_completes_with_a_verified_report() {
+    let h = harness(FakeModel::new(good_researcher), false);
+    let s = run(
+        &h,
+        RunState::new(RunInput::new("json decoding", Mode::Quick)),
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(
+        report.starts_with("# json decoding\n\n## Summary\njson decoding explained."),
+        "{report}"
+    );
+    assert!(report.contains("- A fact ([a](http://docs/json-decoding/a.html))."));
+    assert!(
+        !report.contains("invented.example"),
+        "unverified citation must be removed: {report}"
+    );
+    assert!(report.contains("## Sources\n\n1. [Title of http://docs/json-decoding/a.html](http://docs/json-decoding/a.html)\n"));
+    assert!(
+        !report.contains("b.html"),
+        "a page that failed to load is not a source"
+    );
+    // Four model calls, usage summed exactly.
+    assert_eq!(h.model.requests().len(), 4);
+    assert_eq!(
+        s.usage,
+        Usage {
+            input_tokens: 400,
+            output_tokens: 40,
+            cost_pico_usd: 4 * 1200,
+            llm_calls: 4
+        }
+    );
+    assert_eq!(s.searches, 1);
+    assert_eq!(s.pages_fetched, 1);
+    // The report is written exactly once, after the findings, and the last checkpoint is the final state.
+    let writes = h.store.writes();
+    assert_eq!(writes.iter().filter(|k| *k == REPORT_KEY).count(), 1);
+    assert_eq!(writes.iter().filter(|k| *k == FINDINGS_KEY).count(), 1);
+    let restored = executor::load_checkpoint(h.store.as_ref())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(restored, s);
+    let findings: serde_json::Value =
+        serde_json::from_str(&h.store.text(FINDINGS_KEY).unwrap()).unwrap();
+    assert_eq!(
+        findings["removedCitations"],
+        json!(["http://invented.example/x"])
+    );
+    assert_eq!(findings["usage"]["inputTokens"], json!(400));
+    // Every call carried an output cap and the researcher's tools.
+    for r in h.model.requests() {
+        assert_eq!(r.purpose, CallPurpose::Research);
+        assert!(r.max_tokens > 0);
+    }
+}
+
+#[tokio::test]
+async fn the_handshake_touches_no_network_and_batches_dedupe() {
+    let h = harness(FakeModel::new(good_researcher), false);
+    run(&h, RunState::new(RunInput::new("pool", Mode::Quick))).await;
+    // a.html requested in the handshake and again in batch 1: fetched once; b.html tried once.
+    assert_eq!(
+        *h.fetcher.fetched.lock().unwrap(),
+        vec![
+            "http://docs/pool/a.html".to_string(),
+            "http://docs/pool/b.html".to_string()
+        ]
+    );
+}
+
+#[tokio::test]
+async fn garbage_from_the_model_fails_the_run_without_a_report() {
+    let h = harness(FakeModel::new(|_| Ok(text(""))), true);
+    let s = run(
+        &h,
+        RunState::new(RunInput::new("anything at all", Mode::Quick)),
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Failed);
+    let f = s.failure.unwrap();
+    assert_eq!(f.reason, "ModelOutputInvalid");
+    assert_eq!(
+        f.message,
+        "the model returned empty answers instead of a report"
+    );
+    assert_eq!(h.store.text(REPORT_KEY), None);
+}
+
+#[tokio::test]
+async fn an_unreachable_model_fails_with_model_unreachable() {
+    let h = harness(
+        FakeModel::new(|_| Err(LlmError::Timeout { seconds: 5 })),
+        false,
+    );
+    let s = run(
+        &h,
+        RunState::new(RunInput::new("anything at all", Mode::Quick)),
+    )
+    .await;
+    assert_eq!(s.failure.unwrap().reason, "ModelUnreachable");
+}
+
+#[tokio::test]
+async fn no_search_results_give_the_honest_abort_report() {
+    let h = harness(FakeModel::new(good_researcher), true);
+    let s = run(&h, RunState::new(RunInput::new("zzqx", Mode::Quick))).await;
+    assert_eq!(s.phase, Phase::Completed);
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(report.starts_with("# Unable to research: zzqx"), "{report}");
+    assert!(s.final_report.unwrap().aborted);
+}
+
+#[tokio::test]
+async fn a_model_that_skips_its_tools_is_grounded_by_the_engine() {
+    // Answers with prose immediately, every time.
+    let h = harness(
+        FakeModel::new(|_| Ok(text("Here is my report: see [a](http://docs/lazy/a.html)."))),
+        false,
+    );
+    let s = run(&h, RunState::new(RunInput::new("lazy", Mode::Quick))).await;
+    assert_eq!(s.phase, Phase::Completed);
+    assert_eq!(s.searches, 1);
+    // The engine read the top results itself (b.html fails to load).
+    assert_eq!(s.pages_fetched, 2);
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(report.contains("[a](http://docs/lazy/a.html)"), "{report}");
+}
+
+fn deep_model(plan: &'static str) -> Arc<FakeModel> {
+    FakeModel::new(move |req| match req.purpose {
+        CallPurpose::Plan => Ok(text(plan)),
+        CallPurpose::Evaluate => Ok(text(r#"{"action": "synthesize"}"#)),
+        CallPurpose::Synthesize => Ok(text(
+            "# Final\n\nAll found ([a](http://docs/alpha/a.html)).",
+        )),
+        _ => good_researcher(req),
+    })
+}
+
+#[tokio::test]
+async fn deep_run_plans_researches_evaluates_and_synthesizes() {
+    let h = harness(
+        deep_model(r#"{"intent": "research", "complexity": 1, "tasks": ["alpha", "beta"]}"#),
+        false,
+    );
+    let s = run(
+        &h,
+        RunState::new(RunInput::new("deep question", Mode::Deep)),
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    assert_eq!(
+        s.agenda.iter().map(|t| t.state).collect::<Vec<_>>(),
+        vec![TaskState::Done, TaskState::Done]
+    );
+    let purposes: Vec<CallPurpose> = h.model.requests().iter().map(|r| r.purpose).collect();
+    assert_eq!(
+        purposes.iter().filter(|p| **p == CallPurpose::Plan).count(),
+        1
+    );
+    assert_eq!(
+        purposes
+            .iter()
+            .filter(|p| **p == CallPurpose::Evaluate)
+            .count(),
+        1
+    );
+    assert_eq!(
+        purposes
+            .iter()
+            .filter(|p| **p == CallPurpose::Synthesize)
+            .count(),
+        1
+    );
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(report.starts_with("# Final"));
+    assert!(
+        report.contains("http://docs/beta/a.html"),
+        "the Sources section lists every page read"
+    );
+}
+
+#[tokio::test]
+async fn unparseable_plan_fails_after_one_repair_retry() {
+    let h = harness(deep_model("I would rather not use JSON."), false);
+    let s = run(
+        &h,
+        RunState::new(RunInput::new("deep question", Mode::Deep)),
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Failed);
+    assert_eq!(s.failure.as_ref().unwrap().reason, "PlanUnparseable");
+    let reqs = h.model.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        reqs[1]
+            .messages
+            .last()
+            .unwrap()
+            .content
+            .contains("no JSON object or array found")
+    );
+}
+
+#[tokio::test]
+async fn cancel_stops_a_running_researcher() {
+    // Every model call takes a minute; the run is cancelled long before.
+    let model = Arc::new(FakeModel {
+        respond: Box::new(|_| Ok(text("late"))),
+        requests: Mutex::new(vec![]),
+        delay: Some(std::time::Duration::from_secs(60)),
+    });
+    let h = harness(model, false);
+    let (tx, rx) = watch::channel(Control::Run);
+    let engine = h.engine.clone();
+    let handle = tokio::spawn(async move {
+        executor::run(
+            engine,
+            RunState::new(RunInput::new("cancel me", Mode::Quick)),
+            Arc::new(NoopObserver),
+            rx,
+        )
+        .await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    tx.send(Control::Cancel).unwrap();
+    let s = tokio::time::timeout(std::time::Duration::from_secs(10), handle)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.phase, Phase::Cancelled);
+    assert_eq!(h.store.text(REPORT_KEY), None);
+}
+
+#[tokio::test]
+async fn a_recovered_run_does_not_redo_finished_researchers() {
+    // Build the checkpoint a crashed operator left: task 0 done, task 1 in flight.
+    let mut input = RunInput::new("deep question", Mode::Deep);
+    input.limits.max_rounds = 1;
+    let first = harness(
+        deep_model(r#"{"complexity": 1, "tasks": ["alpha", "beta"]}"#),
+        false,
+    );
+    let s = RunState::new(input);
+    let (s, _) = reduce(s, Event::Start);
+    let (s, _) = reduce(
+        s,
+        Event::PlanReady {
+            tasks: vec!["alpha".into(), "beta".into()],
+            usage: Usage::default(),
+        },
+    );
+    let (s, _) = reduce(
+        s,
+        Event::ResearcherFinished {
+            report: quarry::research::state::ResearcherReport {
+                task_id: 0,
+                markdown: "alpha findings ([a](http://docs/alpha/a.html))".into(),
+                fetched: vec![quarry::research::state::SourceRef {
+                    url: "http://docs/alpha/a.html".into(),
+                    title: "A".into(),
+                }],
+                seen: vec![],
+                searches: 1,
+                usage: usage(1, 1),
+            },
+        },
+    );
+    first
+        .store
+        .put(CHECKPOINT_KEY, &executor::encode_checkpoint(&s).unwrap())
+        .await
+        .unwrap();
+    let restored = executor::load_checkpoint(first.store.as_ref())
+        .await
+        .unwrap()
+        .unwrap();
+    let done = run(&first, restored).await;
+    assert_eq!(done.phase, Phase::Completed, "{:?}", done.failure);
+    let tasks: BTreeMap<String, usize> = first
+        .model
+        .requests()
+        .iter()
+        .filter(|r| r.purpose == CallPurpose::Research)
+        .fold(BTreeMap::new(), |mut m, r| {
+            *m.entry(task_of(r)).or_default() += 1;
+            m
+        });
+    assert_eq!(
+        tasks.keys().collect::<Vec<_>>(),
+        vec!["beta"],
+        "only the unfinished task is researched again"
+    );
+    assert_eq!(done.reports.len(), 2);
+}
+
+#[tokio::test]
+async fn a_corrupt_checkpoint_is_rejected() {
+    let store = MemoryStore::new();
+    let mut bytes =
+        executor::encode_checkpoint(&RunState::new(RunInput::new("q q q", Mode::Quick))).unwrap();
+    let last = bytes.len() - 2;
+    bytes[last] ^= 1;
+    store.put(CHECKPOINT_KEY, &bytes).await.unwrap();
+    let err = executor::load_checkpoint(&store).await.unwrap_err();
+    assert!(err.to_string().contains("sha256 mismatch"), "{err}");
+}

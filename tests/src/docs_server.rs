@@ -1,0 +1,220 @@
+//! Serves a documentation tree (normally `/usr/share/doc`) read-only over HTTP on 127.0.0.1, so
+//! the URLs the test searx instance returns can really be fetched.
+//!
+//! tower-http's `ServeDir` does the file serving: only GET and HEAD, content types from the file
+//! extension, `index.html` for directories, and request paths containing `..` (also
+//! percent-encoded) rejected with 404, so nothing outside the root is reachable by URL. Symlinks
+//! inside the tree are followed, as Debian's doc packages use them for shared assets
+//! (`python3.11-doc/html -> ../python3.11/html`, `_static/jquery.js -> /usr/share/javascript/...`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use axum::Router;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tower_http::services::ServeDir;
+
+/// Root served by default: where Debian's doc packages install their HTML.
+pub const DEFAULT_DOC_ROOT: &str = "/usr/share/doc";
+
+/// Errors starting the docs server.
+#[derive(Debug, thiserror::Error)]
+pub enum DocsServerError {
+    /// The root to serve is missing or not a directory.
+    #[error("docs root {path} is not a directory")]
+    NoRoot { path: PathBuf },
+    /// Binding 127.0.0.1:0 failed.
+    #[error("cannot bind 127.0.0.1:0 for the docs server: {0}")]
+    Bind(#[source] std::io::Error),
+}
+
+/// A running docs server; it stops when dropped.
+#[derive(Debug)]
+pub struct DocsServer {
+    addr: SocketAddr,
+    root: PathBuf,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl DocsServer {
+    /// Starts serving `root` on 127.0.0.1 on a free port. Must be called inside a tokio runtime.
+    pub async fn start(root: impl AsRef<Path>) -> Result<Self, DocsServerError> {
+        let root = root.as_ref().to_path_buf();
+        if !root.is_dir() {
+            return Err(DocsServerError::NoRoot { path: root });
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(DocsServerError::Bind)?;
+        let addr = listener.local_addr().map_err(DocsServerError::Bind)?;
+        let app = Router::new().fallback_service(ServeDir::new(&root));
+        let (shutdown, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+                // Either an explicit stop or the handle being dropped ends the server.
+                let _ = stopped.await;
+            });
+            if let Err(e) = server.await {
+                eprintln!("docs server on {addr} stopped with an error: {e}");
+            }
+        });
+        Ok(Self {
+            addr,
+            root,
+            shutdown: Some(shutdown),
+            task,
+        })
+    }
+
+    /// `http://127.0.0.1:<port>` (no trailing slash); a file `<root>/a/b.html` is at `<base>/a/b.html`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The socket address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The directory being served.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Drop for DocsServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        // Open keep-alive connections would hold a graceful shutdown open; tests want it gone.
+        self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A docs tree inside a temp dir, plus a secret file next to (outside) it.
+    fn tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("doc");
+        std::fs::create_dir_all(root.join("pkg/html/_static")).unwrap();
+        std::fs::write(
+            root.join("pkg/html/page.html"),
+            "<html><title>Page</title><body>hello</body></html>",
+        )
+        .unwrap();
+        std::fs::write(root.join("pkg/html/index.html"), "<html>index</html>").unwrap();
+        std::fs::write(root.join("pkg/html/_static/basic.css"), "body{}").unwrap();
+        std::fs::write(root.join("pkg/html/_static/doctools.js"), "var x;").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "do not serve").unwrap();
+        dir
+    }
+
+    /// Sends a raw request line, so the path reaches the server exactly as written.
+    async fn raw_get(addr: SocketAddr, path: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+    }
+
+    #[tokio::test]
+    async fn serves_files_with_content_types() {
+        let dir = tree();
+        let server = DocsServer::start(dir.path().join("doc")).await.unwrap();
+        let base = server.base_url();
+        assert!(base.starts_with("http://127.0.0.1:"));
+        let client = reqwest::Client::new();
+        let cases = [
+            (
+                "/pkg/html/page.html",
+                "text/html",
+                "<html><title>Page</title>",
+            ),
+            ("/pkg/html/", "text/html", "<html>index</html>"),
+            ("/pkg/html/_static/basic.css", "text/css", "body{}"),
+            ("/pkg/html/_static/doctools.js", "text/javascript", "var x;"),
+        ];
+        for (path, content_type, body_start) in cases {
+            let response = client.get(format!("{base}{path}")).send().await.unwrap();
+            assert_eq!(response.status(), 200, "{path}");
+            let ct = response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            assert!(ct.starts_with(content_type), "{path}: {ct}");
+            assert!(
+                response.text().await.unwrap().starts_with(body_start),
+                "{path}"
+            );
+        }
+        let missing = client
+            .get(format!("{base}/pkg/html/nope.html"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(missing.status(), 404);
+    }
+
+    #[tokio::test]
+    async fn refuses_traversal_and_writes() {
+        let dir = tree();
+        let server = DocsServer::start(dir.path().join("doc")).await.unwrap();
+        for path in [
+            "/../secret.txt",
+            "/pkg/../../secret.txt",
+            "/%2e%2e/secret.txt",
+            "/pkg/%2E%2E/%2E%2E/secret.txt",
+            "/..%2fsecret.txt",
+        ] {
+            let response = raw_get(server.addr(), path).await;
+            assert!(
+                response.starts_with("HTTP/1.1 404") || response.starts_with("HTTP/1.1 400"),
+                "{path}: {response}"
+            );
+            assert!(!response.contains("do not serve"), "{path}: {response}");
+        }
+        let response = reqwest::Client::new()
+            .put(format!("{}/pkg/html/page.html", server.base_url()))
+            .body("overwritten")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("doc/pkg/html/page.html")).unwrap(),
+            "<html><title>Page</title><body>hello</body></html>"
+        );
+    }
+
+    #[tokio::test]
+    async fn stops_when_dropped_and_rejects_missing_roots() {
+        let dir = tree();
+        let server = DocsServer::start(dir.path().join("doc")).await.unwrap();
+        let addr = server.addr();
+        drop(server);
+        // The accept loop is aborted; give the runtime a moment to close the listener.
+        let mut refused = false;
+        for _ in 0..50 {
+            if tokio::net::TcpStream::connect(addr).await.is_err() {
+                refused = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(refused, "docs server still accepting on {addr} after drop");
+
+        let err = DocsServer::start(dir.path().join("absent"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, DocsServerError::NoRoot { .. }), "{err:?}");
+    }
+}

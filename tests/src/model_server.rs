@@ -1,0 +1,571 @@
+//! A scripted OpenAI-compatible model server for tests.
+//!
+//! `ScriptedModel::start(script)` binds 127.0.0.1:0 and answers `POST /v1/chat/completions` (and
+//! `/chat/completions`) from a script: a list of steps consumed in order, then an optional fallback
+//! step repeated forever. Each reply honours the request's `stream` flag (SSE or one JSON body) and
+//! reports the usage the step names. Every request body is recorded so tests can assert on prompts,
+//! `max_tokens` and headers. The same server runs as a binary (`scripted-model`) for subprocess
+//! tests.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Token usage a reply reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplyUsage {
+    /// Reported as `usage.prompt_tokens`.
+    pub prompt_tokens: u64,
+    /// Reported as `usage.completion_tokens`.
+    pub completion_tokens: u64,
+}
+
+/// A native tool call in a scripted reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptedCall {
+    /// Call id; omitted from the reply when `None` (servers that send none exist).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Function name.
+    pub name: String,
+    /// Arguments, sent JSON-encoded as a string unless `arguments_raw` is set.
+    #[serde(default)]
+    pub arguments: Value,
+    /// Exact `arguments` string to send instead (e.g. fenced JSON or trailing commas).
+    #[serde(default)]
+    pub arguments_raw: Option<String>,
+}
+
+/// One scripted reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Step {
+    /// A plain text answer.
+    Text {
+        text: String,
+        #[serde(default)]
+        usage: Option<ReplyUsage>,
+    },
+    /// Native tool calls (with optional accompanying content).
+    ToolCalls {
+        calls: Vec<ScriptedCall>,
+        #[serde(default)]
+        content: Option<String>,
+        #[serde(default)]
+        usage: Option<ReplyUsage>,
+    },
+    /// A JSON action protocol answer: `{"tool": ..., "arguments": ...}` as text, optionally fenced
+    /// and preceded by prose.
+    JsonAction {
+        tool: String,
+        arguments: Value,
+        #[serde(default)]
+        fenced: bool,
+        #[serde(default)]
+        prose: Option<String>,
+        #[serde(default)]
+        usage: Option<ReplyUsage>,
+    },
+    /// `prefix` then `chunk` repeated `times` times, one SSE event per chunk when streaming
+    /// (a degenerate model looping on one snippet).
+    Repeat {
+        #[serde(default)]
+        prefix: String,
+        chunk: String,
+        times: usize,
+        #[serde(default)]
+        usage: Option<ReplyUsage>,
+    },
+    /// An HTTP error status, with optional `Retry-After` (sent verbatim) and body.
+    Status {
+        status: u16,
+        #[serde(default)]
+        retry_after: Option<String>,
+        #[serde(default)]
+        body: Option<String>,
+    },
+    /// Wait, then perform the inner step (forces client timeouts).
+    Delay { millis: u64, then: Box<Step> },
+    /// A raw HTTP 200 body with the given content type (default `application/json`): malformed
+    /// JSON, or a hand-written minimal completion.
+    Raw {
+        body: String,
+        #[serde(default)]
+        content_type: Option<String>,
+    },
+    /// A reply cut off midway: an SSE stream without finish_reason and `[DONE]`, or half a JSON body.
+    Truncated { text: String },
+    /// HTTP 200 with a garbage, non-JSON `text/plain` body.
+    Garbage { text: String },
+}
+
+impl Step {
+    /// A plain text answer.
+    pub fn text(text: impl Into<String>) -> Step {
+        Step::Text { text: text.into(), usage: None }
+    }
+    /// One native tool call with id `call_<name>`.
+    pub fn tool_call(name: impl Into<String>, arguments: Value) -> Step {
+        let name = name.into();
+        Step::ToolCalls {
+            calls: vec![ScriptedCall { id: Some(format!("call_{name}")), name, arguments, arguments_raw: None }],
+            content: None,
+            usage: None,
+        }
+    }
+    /// Native tool calls.
+    pub fn tool_calls(calls: Vec<ScriptedCall>) -> Step {
+        Step::ToolCalls { calls, content: None, usage: None }
+    }
+    /// A bare JSON action answer.
+    pub fn json_action(tool: impl Into<String>, arguments: Value) -> Step {
+        Step::JsonAction { tool: tool.into(), arguments, fenced: false, prose: None, usage: None }
+    }
+    /// `chunk` repeated `times` times.
+    pub fn repeat(chunk: impl Into<String>, times: usize) -> Step {
+        Step::Repeat { prefix: String::new(), chunk: chunk.into(), times, usage: None }
+    }
+    /// An HTTP error status.
+    pub fn status(status: u16) -> Step {
+        Step::Status { status, retry_after: None, body: None }
+    }
+    /// An HTTP error status with `Retry-After: <seconds>`.
+    pub fn status_retry_after(status: u16, seconds: u64) -> Step {
+        Step::Status { status, retry_after: Some(seconds.to_string()), body: None }
+    }
+    /// Waits `millis` before performing `then`.
+    pub fn delay(millis: u64, then: Step) -> Step {
+        Step::Delay { millis, then: Box::new(then) }
+    }
+    /// A raw JSON-typed 200 body.
+    pub fn raw(body: impl Into<String>) -> Step {
+        Step::Raw { body: body.into(), content_type: None }
+    }
+    /// A reply cut off midway.
+    pub fn truncated(text: impl Into<String>) -> Step {
+        Step::Truncated { text: text.into() }
+    }
+    /// A garbage non-JSON 200 body.
+    pub fn garbage(text: impl Into<String>) -> Step {
+        Step::Garbage { text: text.into() }
+    }
+    /// Sets the usage the reply reports (no effect on status, raw, truncated and garbage steps).
+    pub fn with_usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Step {
+        let new = Some(ReplyUsage { prompt_tokens, completion_tokens });
+        match &mut self {
+            Step::Text { usage, .. }
+            | Step::ToolCalls { usage, .. }
+            | Step::JsonAction { usage, .. }
+            | Step::Repeat { usage, .. } => *usage = new,
+            Step::Delay { then, .. } => {
+                let inner = std::mem::replace(then.as_mut(), Step::text(""));
+                **then = inner.with_usage(prompt_tokens, completion_tokens);
+            }
+            Step::Status { .. } | Step::Raw { .. } | Step::Truncated { .. } | Step::Garbage { .. } => {}
+        }
+        self
+    }
+}
+
+/// Steps consumed in order, then `fallback` for every later request (HTTP 500 when absent).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Script {
+    /// Replies in order.
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// Reply once `steps` are used up.
+    #[serde(default)]
+    pub fallback: Option<Step>,
+}
+
+impl Script {
+    /// A script of steps without fallback.
+    pub fn new(steps: Vec<Step>) -> Script {
+        Script { steps, fallback: None }
+    }
+    /// Sets the fallback step.
+    pub fn with_fallback(mut self, step: Step) -> Script {
+        self.fallback = Some(step);
+        self
+    }
+}
+
+impl From<Vec<Step>> for Script {
+    fn from(steps: Vec<Step>) -> Script {
+        Script::new(steps)
+    }
+}
+
+/// One request the server received.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    /// Request path, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// `Authorization` header value, if any.
+    pub authorization: Option<String>,
+    /// The body as JSON (a JSON string holding the raw text when it was not JSON).
+    pub body: Value,
+}
+
+struct Inner {
+    steps: Mutex<VecDeque<Step>>,
+    fallback: Option<Step>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    log: Option<Mutex<std::fs::File>>,
+}
+
+/// Starts scripted model servers.
+pub struct ScriptedModel;
+
+impl ScriptedModel {
+    /// Binds 127.0.0.1:0 and serves `script` until the handle is dropped.
+    pub async fn start(script: impl Into<Script>) -> std::io::Result<ScriptedModelHandle> {
+        Self::start_on(script, "127.0.0.1:0".parse().map_err(std::io::Error::other)?, None).await
+    }
+
+    /// Like [`ScriptedModel::start`] on a chosen address, appending every request as one JSON line
+    /// to `log` when given (used by the `scripted-model` binary).
+    pub async fn start_on(
+        script: impl Into<Script>,
+        addr: SocketAddr,
+        log: Option<PathBuf>,
+    ) -> std::io::Result<ScriptedModelHandle> {
+        let script = script.into();
+        let log = match log {
+            Some(path) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(path)?)),
+            None => None,
+        };
+        let inner = Arc::new(Inner {
+            steps: Mutex::new(script.steps.into()),
+            fallback: script.fallback,
+            requests: Mutex::new(Vec::new()),
+            log,
+        });
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/chat/completions", post(chat))
+            .route("/v1/models", get(models))
+            .route("/models", get(models))
+            .with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                eprintln!("scripted model server stopped: {e}");
+            }
+        });
+        Ok(ScriptedModelHandle { addr, inner, task })
+    }
+}
+
+/// A running scripted server; stops when dropped.
+pub struct ScriptedModelHandle {
+    addr: SocketAddr,
+    inner: Arc<Inner>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ScriptedModelHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ScriptedModelHandle {
+    /// Bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+    /// Base URL for an OpenAI client: `http://127.0.0.1:<port>/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+    /// Bodies of all requests so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.recorded().into_iter().map(|r| r.body).collect()
+    }
+    /// All requests so far with path and `Authorization` header.
+    pub fn recorded(&self) -> Vec<RecordedRequest> {
+        lock(&self.inner.requests).clone()
+    }
+    /// Number of chat requests so far.
+    pub fn request_count(&self) -> usize {
+        lock(&self.inner.requests).len()
+    }
+    /// Steps not yet consumed.
+    pub fn steps_remaining(&self) -> usize {
+        lock(&self.inner.steps).len()
+    }
+}
+
+/// Locks a mutex, recovering the data if a panicking test thread poisoned it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn models() -> Response {
+    axum::Json(json!({"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "tests"}]}))
+        .into_response()
+}
+
+async fn chat(State(inner): State<Arc<Inner>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value =
+        serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let record = RecordedRequest {
+        path: uri.path().to_string(),
+        authorization: headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_string),
+        body,
+    };
+    if let Some(log) = &inner.log {
+        let mut file = lock(log);
+        let _ = writeln!(file, "{}", serde_json::to_string(&record).unwrap_or_default());
+        let _ = file.flush();
+    }
+    let stream = record.body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let model = record.body.get("model").and_then(Value::as_str).unwrap_or("scripted").to_string();
+    let index = {
+        let mut requests = lock(&inner.requests);
+        requests.push(record);
+        requests.len()
+    };
+    let next = lock(&inner.steps).pop_front().or_else(|| inner.fallback.clone());
+    let Some(mut step) = next else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, format!("scripted model: script exhausted at request {index}"))
+            .into_response();
+    };
+    while let Step::Delay { millis, then } = step {
+        tokio::time::sleep(Duration::from_millis(millis)).await;
+        step = *then;
+    }
+    render(step, stream, &model, index)
+}
+
+/// The parts of a successful completion.
+struct Reply {
+    content: Option<String>,
+    calls: Vec<ScriptedCall>,
+    usage: Option<ReplyUsage>,
+    finish_reason: &'static str,
+    /// Content pieces for streaming (one SSE event each).
+    pieces: Vec<String>,
+}
+
+fn render(step: Step, stream: bool, model: &str, index: usize) -> Response {
+    let id = format!("chatcmpl-scripted-{index}");
+    let reply = match step {
+        Step::Text { text, usage } => {
+            Reply { pieces: split_pieces(&text), content: Some(text), calls: vec![], usage, finish_reason: "stop" }
+        }
+        Step::ToolCalls { calls, content, usage } => Reply {
+            pieces: content.as_deref().map(split_pieces).unwrap_or_default(),
+            content,
+            calls,
+            usage,
+            finish_reason: "tool_calls",
+        },
+        Step::JsonAction { tool, arguments, fenced, prose, usage } => {
+            let action = json!({"tool": tool, "arguments": arguments}).to_string();
+            let mut text = prose.map(|p| format!("{p}\n")).unwrap_or_default();
+            if fenced {
+                text.push_str(&format!("```json\n{action}\n```"));
+            } else {
+                text.push_str(&action);
+            }
+            Reply { pieces: split_pieces(&text), content: Some(text), calls: vec![], usage, finish_reason: "stop" }
+        }
+        Step::Repeat { prefix, chunk, times, usage } => {
+            let mut pieces = Vec::with_capacity(times + 1);
+            if !prefix.is_empty() {
+                pieces.push(prefix.clone());
+            }
+            pieces.extend(std::iter::repeat_n(chunk.clone(), times));
+            let content = format!("{prefix}{}", chunk.repeat(times));
+            Reply { content: Some(content), pieces, calls: vec![], usage, finish_reason: "length" }
+        }
+        Step::Status { status, retry_after, body } => {
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let body = body.unwrap_or_else(|| {
+                json!({"error": {"message": format!("scripted status {status}"), "type": "scripted"}}).to_string()
+            });
+            let mut response = (code, body).into_response();
+            if let Some(ra) = retry_after.and_then(|v| HeaderValue::from_str(&v).ok()) {
+                response.headers_mut().insert(header::RETRY_AFTER, ra);
+            }
+            return response;
+        }
+        Step::Delay { then, .. } => return render(*then, stream, model, index),
+        Step::Raw { body, content_type } => {
+            let ct = content_type.unwrap_or_else(|| "application/json".to_string());
+            return ([(header::CONTENT_TYPE, ct)], body).into_response();
+        }
+        Step::Garbage { text } => {
+            return ([(header::CONTENT_TYPE, "text/plain; charset=utf-8".to_string())], text).into_response();
+        }
+        Step::Truncated { text } => {
+            if stream {
+                let mut events = vec![sse(&chunk_json(&id, model, json!({"role": "assistant", "content": ""}), None))];
+                for piece in split_pieces(&text) {
+                    events.push(sse(&chunk_json(&id, model, json!({"content": piece}), None)));
+                }
+                return sse_response(events);
+            }
+            let full = completion_json(&id, model, Some(&text), &[], None, "stop").to_string();
+            let cut: String = full.chars().take(full.chars().count() / 2).collect();
+            return ([(header::CONTENT_TYPE, "application/json".to_string())], cut).into_response();
+        }
+    };
+    if stream { stream_reply(&id, model, reply) } else { json_reply(&id, model, reply) }
+}
+
+fn json_reply(id: &str, model: &str, reply: Reply) -> Response {
+    let body = completion_json(id, model, reply.content.as_deref(), &reply.calls, reply.usage, reply.finish_reason);
+    axum::Json(body).into_response()
+}
+
+fn completion_json(
+    id: &str,
+    model: &str,
+    content: Option<&str>,
+    calls: &[ScriptedCall],
+    usage: Option<ReplyUsage>,
+    finish_reason: &str,
+) -> Value {
+    let mut message = json!({"role": "assistant", "content": content});
+    if !calls.is_empty() {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|c| {
+                let mut call = json!({"type": "function", "function": {"name": c.name, "arguments": arguments_text(c)}});
+                if let Some(id) = &c.id {
+                    call["id"] = json!(id);
+                }
+                call
+            })
+            .collect();
+        message["tool_calls"] = Value::Array(calls);
+    }
+    let mut body = json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+    });
+    if let Some(u) = usage {
+        body["usage"] = usage_json(u);
+    }
+    body
+}
+
+fn stream_reply(id: &str, model: &str, reply: Reply) -> Response {
+    let mut events = vec![sse(&chunk_json(id, model, json!({"role": "assistant", "content": ""}), None))];
+    for piece in &reply.pieces {
+        events.push(sse(&chunk_json(id, model, json!({"content": piece}), None)));
+    }
+    for (i, call) in reply.calls.iter().enumerate() {
+        let mut head = json!({"index": i, "type": "function", "function": {"name": call.name, "arguments": ""}});
+        if let Some(call_id) = &call.id {
+            head["id"] = json!(call_id);
+        }
+        events.push(sse(&chunk_json(id, model, json!({"tool_calls": [head]}), None)));
+        // Arguments in fragments, as real servers send them.
+        for fragment in split_pieces(&arguments_text(call)) {
+            let delta = json!({"tool_calls": [{"index": i, "function": {"arguments": fragment}}]});
+            events.push(sse(&chunk_json(id, model, delta, None)));
+        }
+    }
+    events.push(sse(&chunk_json(id, model, json!({}), Some(reply.finish_reason))));
+    if let Some(u) = reply.usage {
+        let usage_chunk = json!({
+            "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": [], "usage": usage_json(u),
+        });
+        events.push(sse(&usage_chunk));
+    }
+    events.push("data: [DONE]\n\n".to_string());
+    sse_response(events)
+}
+
+fn sse_response(events: Vec<String>) -> Response {
+    let stream = futures::stream::iter(events.into_iter().map(|e| Ok::<_, Infallible>(Bytes::from(e))));
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+fn chunk_json(id: &str, model: &str, delta: Value, finish_reason: Option<&str>) -> Value {
+    json!({
+        "id": id,
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    })
+}
+
+fn sse(v: &Value) -> String {
+    format!("data: {v}\n\n")
+}
+
+fn usage_json(u: ReplyUsage) -> Value {
+    json!({
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.prompt_tokens + u.completion_tokens,
+    })
+}
+
+fn arguments_text(call: &ScriptedCall) -> String {
+    call.arguments_raw.clone().unwrap_or_else(|| call.arguments.to_string())
+}
+
+/// Splits text into pieces of at most 16 characters (like token deltas).
+fn split_pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(16).map(|c| c.iter().collect()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_json_round_trip() {
+        let script = Script::new(vec![
+            Step::text("hi").with_usage(3, 1),
+            Step::delay(10, Step::status_retry_after(429, 1)),
+            Step::json_action("search", json!({"q": "x"})),
+        ])
+        .with_fallback(Step::garbage("???"));
+        let text = serde_json::to_string(&script).unwrap();
+        let back: Script = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, script);
+        let parsed: Script =
+            serde_json::from_str(r#"{"steps": [{"kind": "text", "text": "a", "usage": {"prompt_tokens": 1, "completion_tokens": 2}}]}"#)
+                .unwrap();
+        assert_eq!(parsed.steps, vec![Step::text("a").with_usage(1, 2)]);
+    }
+
+    #[test]
+    fn pieces_respect_char_boundaries() {
+        let pieces = split_pieces(&"é".repeat(20));
+        assert_eq!(pieces.len(), 2);
+        assert_eq!(pieces[0].chars().count(), 16);
+        assert_eq!(pieces.concat(), "é".repeat(20));
+    }
+}

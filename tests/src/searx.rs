@@ -1,0 +1,538 @@
+//! A real searx instance (Debian's `searx` package, SearXNG's predecessor with the same JSON API)
+//! on 127.0.0.1, searching only an offline SQLite FTS5 index of Debian's Python and PostgreSQL
+//! HTML documentation, started and stopped by the tests themselves.
+//!
+//! The index (built by `tests/tools/build_docs_index.py`, see `scripts/install-test-deps.sh`)
+//! stores each page's path relative to `/usr/share/doc`; the docs server's port is only known at
+//! run time, so the settings written here bake the docs base URL into the engine's SQL
+//! (`'<base>/' || path AS url`). One index thus serves any port.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use serde_json::{Value, json};
+
+use crate::docs_server::{DEFAULT_DOC_ROOT, DocsServer, DocsServerError};
+
+/// Debian's interpreter: the one `python3-searx` is installed for (a pyenv `python3` may come
+/// first on PATH and has no searx).
+pub const SYSTEM_PYTHON: &str = "/usr/bin/python3";
+/// Where Debian's `python3-searx` installs the package.
+pub const SEARX_PACKAGE_DIR: &str = "/usr/lib/python3/dist-packages/searx";
+/// Debian's location of searx's templates and static files (not inside the Python package).
+pub const SEARX_SHARE_DIR: &str = "/usr/share/python3-searx";
+/// HTML trees (relative to `/usr/share/doc`) the index covers; both must be installed.
+pub const DOC_TREES: [&str; 2] = ["python3.11-doc/html", "postgresql-doc-15/html"];
+/// Name of the searx engine (and the `engine` field of every result).
+pub const ENGINE_NAME: &str = "docs";
+/// Results per page; searx's sqlite engine appends `LIMIT <limit> OFFSET (pageno-1)*limit`.
+pub const PAGE_SIZE: u32 = 10;
+/// File name of the index inside the work directory.
+pub const INDEX_FILE: &str = "docs-index.sqlite";
+/// What to tell a person whose machine lacks the stack.
+pub const INSTALL_HINT: &str = "run scripts/install-test-deps.sh";
+
+/// Upper bound on searx's start-up (it loads in ~2 s here; a busy 2-core CI machine is slower).
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How much of searx's stderr an error message carries.
+const STDERR_TAIL_BYTES: u64 = 6000;
+/// Attempts when the free port picked for searx was taken in between (searx binds it itself).
+const PORT_ATTEMPTS: usize = 3;
+
+/// Errors starting the local search stack.
+#[derive(Debug, thiserror::Error)]
+pub enum SearxError {
+    /// A package or the index is not installed.
+    #[error("{what} is missing: {INSTALL_HINT}")]
+    Missing {
+        /// What exactly is missing.
+        what: String,
+    },
+    /// Preparing files or spawning the process failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// searx exited before it answered a search.
+    #[error("searx exited before answering ({status}); its stderr:\n{stderr}")]
+    Exited {
+        /// Exit status as printed by the OS.
+        status: String,
+        /// Tail of searx's stderr.
+        stderr: String,
+    },
+    /// searx kept running but never answered a JSON search in time.
+    #[error(
+        "searx at {base_url} did not answer /search?q=x&format=json within {waited:?} (last attempt: {last}); its stderr:\n{stderr}"
+    )]
+    NotReady {
+        /// The instance's base URL.
+        base_url: String,
+        /// How long we waited.
+        waited: Duration,
+        /// What the last attempt saw.
+        last: String,
+        /// Tail of searx's stderr.
+        stderr: String,
+    },
+    /// searx runs but its docs engine fails (unreadable index, bad SQL).
+    #[error("searx's {ENGINE_NAME} engine fails: {detail}; searx's stderr:\n{stderr}")]
+    EngineFailed {
+        /// searx's `unresponsive_engines` entry.
+        detail: String,
+        /// Tail of searx's stderr (holds the Python traceback).
+        stderr: String,
+    },
+    /// The docs server could not start.
+    #[error("docs server: {0}")]
+    Docs(#[from] DocsServerError),
+}
+
+/// The index path used when none is given: `$QUARRY_DOCS_INDEX`, else
+/// `$QUARRY_WORK_DIR/docs-index.sqlite`, else `<repo>/.work/docs-index.sqlite` (what
+/// `scripts/install-test-deps.sh` writes). Relative paths are taken from the repository root.
+pub fn default_index_path() -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let from_env = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let path = from_env("QUARRY_DOCS_INDEX")
+        .or_else(|| from_env("QUARRY_WORK_DIR").map(|dir| dir.join(INDEX_FILE)))
+        .unwrap_or_else(|| PathBuf::from(".work").join(INDEX_FILE));
+    if path.is_absolute() {
+        path
+    } else {
+        repo.join(path)
+    }
+}
+
+/// Everything the stack needs that is not on this machine (empty when all is there).
+pub fn missing_dependencies(index_path: &Path) -> Vec<String> {
+    let mut missing = Vec::new();
+    if !Path::new(SYSTEM_PYTHON).is_file() {
+        missing.push(format!("{SYSTEM_PYTHON} (Debian's python3)"));
+    }
+    if !Path::new(SEARX_PACKAGE_DIR).join("webapp.py").is_file()
+        || !Path::new(SEARX_SHARE_DIR).join("templates").is_dir()
+    {
+        missing.push("Debian package searx".to_string());
+    }
+    for tree in DOC_TREES {
+        if !Path::new(DEFAULT_DOC_ROOT)
+            .join(tree)
+            .join("index.html")
+            .is_file()
+        {
+            let package = tree.split('/').next().unwrap_or(tree);
+            missing.push(format!(
+                "Debian package {package} ({DEFAULT_DOC_ROOT}/{tree})"
+            ));
+        }
+    }
+    if !index_path.is_file() {
+        missing.push(format!("docs index {}", index_path.display()));
+    }
+    missing
+}
+
+/// The engine's SQL. searx binds the user's query as `:query` and appends
+/// `LIMIT n OFFSET m`. The query is turned into an FTS5 expression of quoted terms joined by OR
+/// (quoting makes FTS5 syntax characters in user text harmless; OR plus bm25 ranks pages
+/// matching more and rarer terms first, as a web engine would, instead of dropping a page for one
+/// missing word). Titles weigh 10 times body text; `content` is a short query-dependent snippet.
+pub fn query_str(docs_base_url: &str) -> String {
+    let base = docs_base_url.trim_end_matches('/').replace('\'', "''");
+    format!(
+        "SELECT '{base}/' || path AS url, title, \
+         replace(snippet(docs, 2, '', '', '…', 32), char(10), ' ') AS content \
+         FROM docs \
+         WHERE docs MATCH '\"' || replace(replace(trim(:query), '\"', ' '), ' ', '\" OR \"') || '\"' \
+         ORDER BY bm25(docs, 0.0, 10.0, 1.0)"
+    )
+}
+
+/// A complete searx settings file (searx 1.x has no defaults file in Debian's package, so every
+/// section webapp.py reads is present). It is JSON, which PyYAML reads as YAML, so no value
+/// needs YAML quoting rules.
+pub fn settings(port: u16, secret_key: &str, index_path: &Path, docs_base_url: &str) -> Value {
+    json!({
+        "use_default_settings": false,
+        "general": {
+            "debug": false,
+            "instance_name": "quarry-test-searx",
+            "contact_url": false,
+            "enable_stats": false
+        },
+        "brand": {
+            "git_url": "", "git_branch": "", "issue_url": "", "docs_url": "",
+            "public_instances": "", "wiki_url": "", "twitter_url": ""
+        },
+        "search": {
+            "safe_search": 0,
+            // No autocomplete backend: it would call out to the internet.
+            "autocomplete": "",
+            "default_lang": "",
+            // An engine error must not ban the only engine for the next queries of a test.
+            "ban_time_on_fail": 0,
+            "max_ban_time_on_fail": 0,
+            "prefer_configured_language": false
+        },
+        "server": {
+            "port": port,
+            "bind_address": "127.0.0.1",
+            "secret_key": secret_key,
+            "base_url": false,
+            "image_proxy": false,
+            "http_protocol_version": "1.0",
+            "method": "GET",
+            "default_http_headers": {}
+        },
+        "ui": {
+            "autofocus": false,
+            "archive_today": false,
+            "static_path": format!("{SEARX_SHARE_DIR}/static"),
+            "templates_path": format!("{SEARX_SHARE_DIR}/templates"),
+            "default_theme": "oscar",
+            "default_locale": "",
+            "theme_args": { "oscar_style": "logicodev" }
+        },
+        "outgoing": {
+            "request_timeout": 5.0,
+            "useragent_suffix": "",
+            "pool_connections": 1,
+            "pool_maxsize": 1
+        },
+        "enabled_plugins": [],
+        "result_proxy": {},
+        "locales": { "en": "English" },
+        "doi_resolvers": { "doi.org": "https://doi.org/" },
+        "default_doi_resolver": "doi.org",
+        "engines": [{
+            "name": ENGINE_NAME,
+            "engine": "sqlite",
+            "shortcut": ENGINE_NAME,
+            "categories": "general",
+            "database": index_path.to_string_lossy(),
+            "query_str": query_str(docs_base_url),
+            "result_template": "default.html",
+            "limit": PAGE_SIZE,
+            "timeout": 5.0,
+            "disabled": false
+        }]
+    })
+}
+
+/// A running searx process; killed when dropped.
+#[derive(Debug)]
+pub struct SearxInstance {
+    child: Child,
+    base_url: String,
+    stderr_path: PathBuf,
+    // Holds settings.yml and the logs; removed after the process is gone (field order).
+    _dir: tempfile::TempDir,
+}
+
+impl SearxInstance {
+    /// Writes settings for an instance searching `index_path` whose results link under
+    /// `docs_base_url`, starts `/usr/bin/python3 -m searx.webapp` on a free 127.0.0.1 port and
+    /// waits (bounded) until a JSON search answers.
+    pub async fn start(index_path: &Path, docs_base_url: &str) -> Result<Self, SearxError> {
+        let missing = missing_dependencies(index_path);
+        if !missing.is_empty() {
+            return Err(SearxError::Missing {
+                what: missing.join(", "),
+            });
+        }
+        let index_path = index_path.canonicalize().map_err(|source| SearxError::Io {
+            context: format!("resolving {}", index_path.display()),
+            source,
+        })?;
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(&index_path, docs_base_url).await {
+                Err(SearxError::Exited { stderr, .. })
+                    if attempt < PORT_ATTEMPTS && stderr.contains("Address already in use") =>
+                {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn start_once(index_path: &Path, docs_base_url: &str) -> Result<Self, SearxError> {
+        let io = |context: String| move |source| SearxError::Io { context, source };
+        let dir = tempfile::Builder::new()
+            .prefix("quarry-searx-")
+            .tempdir()
+            .map_err(io("creating a temp dir for searx".into()))?;
+        let port = free_port().map_err(io("finding a free port".into()))?;
+        let secret: String = rand::rng()
+            .sample_iter(rand::distr::Alphanumeric)
+            .take(40)
+            .map(char::from)
+            .collect();
+        let settings_path = dir.path().join("settings.yml");
+        let text =
+            serde_json::to_string_pretty(&settings(port, &secret, index_path, docs_base_url))
+                .map_err(|e| SearxError::Io {
+                    context: "serialising settings".into(),
+                    source: std::io::Error::other(e),
+                })?;
+        std::fs::write(&settings_path, text)
+            .map_err(io(format!("writing {}", settings_path.display())))?;
+        let stderr_path = dir.path().join("searx.stderr");
+        let stdout_path = dir.path().join("searx.stdout");
+        let stderr = File::create(&stderr_path).map_err(io("creating searx.stderr".into()))?;
+        let stdout = File::create(&stdout_path).map_err(io("creating searx.stdout".into()))?;
+        let child = Command::new(SYSTEM_PYTHON)
+            .args(["-m", "searx.webapp"])
+            .current_dir(dir.path())
+            .env("SEARX_SETTINGS_PATH", &settings_path)
+            .env("SEARX_DEBUG", "0")
+            .env("PYTHONNOUSERSITE", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            // A pyenv or virtualenv environment must not leak into Debian's interpreter.
+            .env_remove("PYTHONPATH")
+            .env_remove("PYTHONHOME")
+            .env_remove("PYTHONSTARTUP")
+            .env_remove("VIRTUAL_ENV")
+            .env_remove("SEARX_SECRET")
+            .env_remove("SEARX_BIND_ADDRESS")
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .map_err(io(format!("spawning {SYSTEM_PYTHON} -m searx.webapp")))?;
+        let mut instance = Self {
+            child,
+            base_url: format!("http://127.0.0.1:{port}"),
+            stderr_path,
+            _dir: dir,
+        };
+        instance.wait_ready().await?;
+        Ok(instance)
+    }
+
+    async fn wait_ready(&mut self) -> Result<(), SearxError> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| SearxError::Io {
+                context: "building an HTTP client".into(),
+                source: std::io::Error::other(e),
+            })?;
+        let url = format!("{}/search?q=x&format=json", self.base_url);
+        let started = Instant::now();
+        let mut last: String;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(SearxError::Exited {
+                    status: status.to_string(),
+                    stderr: self.stderr_tail(),
+                });
+            }
+            match client.get(&url).send().await {
+                Ok(response) if response.status().is_success() => {
+                    match response.json::<Value>().await {
+                        Ok(body) if body.get("results").is_some_and(Value::is_array) => {
+                            // An engine error still answers 200 with empty results; a stack
+                            // that cannot search must not pass for one that found nothing.
+                            return match body.get("unresponsive_engines") {
+                                Some(Value::Array(failed)) if !failed.is_empty() => {
+                                    Err(SearxError::EngineFailed {
+                                        detail: Value::Array(failed.clone()).to_string(),
+                                        stderr: self.stderr_tail(),
+                                    })
+                                }
+                                _ => Ok(()),
+                            };
+                        }
+                        Ok(body) => last = format!("JSON without results: {body}"),
+                        Err(e) => last = format!("unreadable body: {e}"),
+                    }
+                }
+                Ok(response) => last = format!("HTTP {}", response.status()),
+                Err(e) => last = format!("request failed: {e}"),
+            }
+            if started.elapsed() >= READY_TIMEOUT {
+                return Err(SearxError::NotReady {
+                    base_url: self.base_url.clone(),
+                    waited: started.elapsed(),
+                    last,
+                    stderr: self.stderr_tail(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+    }
+
+    /// `http://127.0.0.1:<port>` (no trailing slash).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The OS process id of searx.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The last few KiB of what searx wrote to stderr (its log), for failure messages.
+    pub fn stderr_tail(&self) -> String {
+        tail(&self.stderr_path, STDERR_TAIL_BYTES)
+    }
+}
+
+impl Drop for SearxInstance {
+    fn drop(&mut self) {
+        // Only this child is signalled, by its own handle; wait() reaps it so no zombie is left.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The docs server plus a searx instance whose results link into it.
+#[derive(Debug)]
+pub struct SearchStack {
+    /// Serves `/usr/share/doc`.
+    pub docs: DocsServer,
+    /// Searches the docs index.
+    pub searx: SearxInstance,
+}
+
+impl SearchStack {
+    /// Starts both with the default doc root and index (see [`default_index_path`]).
+    pub async fn start() -> Result<Self, SearxError> {
+        let index = default_index_path();
+        let missing = missing_dependencies(&index);
+        if !missing.is_empty() {
+            return Err(SearxError::Missing {
+                what: missing.join(", "),
+            });
+        }
+        let docs = DocsServer::start(DEFAULT_DOC_ROOT).await?;
+        let searx = SearxInstance::start(&index, &docs.base_url()).await?;
+        Ok(Self { docs, searx })
+    }
+
+    /// For tests: starts the stack, or returns `None` after printing why the test is skipped when
+    /// the Debian packages or the index are missing and `CI` is not set. Under CI a missing
+    /// dependency is a failure (panic), as is any other start error anywhere.
+    pub async fn start_or_skip(test: &str) -> Option<Self> {
+        match Self::start().await {
+            Ok(stack) => Some(stack),
+            Err(SearxError::Missing { what }) if !running_in_ci() => {
+                eprintln!(
+                    "SKIPPED {test}: the local search stack is not installed ({what} missing); \
+                     {INSTALL_HINT} to run it"
+                );
+                None
+            }
+            Err(e) => panic!("{test}: cannot start the local search stack: {e}"),
+        }
+    }
+}
+
+/// True when the `CI` environment variable is set to anything but empty, `0` or `false`.
+pub fn running_in_ci() -> bool {
+    std::env::var("CI")
+        .map(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false"))
+        .unwrap_or(false)
+}
+
+/// Asks the OS for a free port; searx binds it itself a moment later (hence the retry above).
+fn free_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+fn tail(path: &Path, max: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = File::open(path) else {
+        return String::from("(no stderr captured)");
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(max)));
+    let mut bytes = Vec::new();
+    let _ = file.take(max).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_str_builds_urls_from_the_docs_base_and_escapes_quotes() {
+        let sql = query_str("http://127.0.0.1:4321/");
+        assert!(sql.starts_with("SELECT 'http://127.0.0.1:4321/' || path AS url, title, "));
+        assert!(sql.contains("WHERE docs MATCH"));
+        assert!(sql.ends_with("ORDER BY bm25(docs, 0.0, 10.0, 1.0)"));
+        assert!(!sql.contains("LIMIT"), "searx appends LIMIT/OFFSET itself");
+        let odd = query_str("http://h/it's");
+        assert!(odd.starts_with("SELECT 'http://h/it''s/' || path"));
+    }
+
+    #[test]
+    fn settings_hold_one_offline_sqlite_engine_on_loopback() {
+        let s = settings(
+            4242,
+            "secret",
+            Path::new("/tmp/i.sqlite"),
+            "http://127.0.0.1:9",
+        );
+        assert_eq!(s["server"]["bind_address"], "127.0.0.1");
+        assert_eq!(s["server"]["port"], 4242);
+        assert_eq!(s["server"]["secret_key"], "secret");
+        assert_eq!(s["search"]["autocomplete"], "");
+        let engines = s["engines"].as_array().unwrap();
+        assert_eq!(engines.len(), 1);
+        assert_eq!(engines[0]["engine"], "sqlite");
+        assert_eq!(engines[0]["result_template"], "default.html");
+        assert_eq!(engines[0]["database"], "/tmp/i.sqlite");
+        assert_eq!(engines[0]["query_str"], query_str("http://127.0.0.1:9"));
+    }
+
+    #[tokio::test]
+    async fn a_missing_index_is_reported_with_the_install_hint() {
+        let err = SearxInstance::start(Path::new("/nonexistent/docs-index.sqlite"), "http://x")
+            .await
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, SearxError::Missing { .. }), "{err:?}");
+        assert!(
+            message.contains("docs index /nonexistent/docs-index.sqlite"),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("run scripts/install-test-deps.sh"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn default_index_is_under_the_repo_work_dir() {
+        // Only meaningful when the environment does not override it.
+        if std::env::var_os("QUARRY_DOCS_INDEX").is_none()
+            && std::env::var_os("QUARRY_WORK_DIR").is_none()
+        {
+            let expected = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .unwrap()
+                .join(".work/docs-index.sqlite");
+            assert_eq!(default_index_path(), expected);
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The local search stack end to end: Debian's searx over the FTS5 index of Debian's Python and
+//! PostgreSQL docs, with result URLs served by the docs server, queried raw and through
+//! `quarry::sources::searxng::SearxngGatherer`.
+//!
+//! Needs `scripts/install-test-deps.sh`; without it each test prints why it is skipped, unless
+//! `CI` is set, where a missing dependency fails the test.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use quarry::sources::Gatherer;
+use quarry::sources::searxng::SearxngGatherer;
+use quarry_e2e::searx::{ENGINE_NAME, PAGE_SIZE, SearchStack, SearxError, SearxInstance};
+use serde_json::Value;
+
+const NONSENSE: &str = "xqzvfjw blorptangle";
+
+async fn raw_search(client: &reqwest::Client, stack: &SearchStack, query: &str) -> Value {
+    let mut url = reqwest::Url::parse(&format!("{}/search", stack.searx.base_url())).unwrap();
+    url.query_pairs_mut()
+        .append_pair("q", query)
+        .append_pair("format", "json");
+    let response = client.get(url).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{query}");
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
+    response.json().await.unwrap()
+}
+
+fn urls(answer: &Value) -> Vec<String> {
+    answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["url"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn searx_answers_in_its_json_shape_with_fetchable_doc_urls() {
+    let Some(stack) = SearchStack::start_or_skip("searx_answers_in_its_json_shape").await else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let docs = stack.docs.base_url();
+    // (query, a page that must be among the first three results)
+    let cases = [
+        ("json decoder", "python3.11-doc/html/library/json.html"),
+        (
+            "list comprehension",
+            "python3.11-doc/html/tutorial/datastructures.html",
+        ),
+        ("VACUUM", "postgresql-doc-15/html/sql-vacuum.html"),
+    ];
+    for (query, expected) in cases {
+        let started = Instant::now();
+        let answer = raw_search(&client, &stack, query).await;
+        eprintln!("searx {query:?}: {:?}", started.elapsed());
+        assert_eq!(answer["query"], query);
+        for key in ["answers", "corrections", "infoboxes", "suggestions"] {
+            assert!(answer[key].is_array(), "{query}: {key} in {answer}");
+        }
+        assert_eq!(
+            answer["unresponsive_engines"],
+            Value::Array(vec![]),
+            "{query}"
+        );
+        let results = answer["results"].as_array().unwrap();
+        assert_eq!(results.len(), PAGE_SIZE as usize, "{query}");
+        for result in results {
+            let url = result["url"].as_str().unwrap();
+            assert!(url.starts_with(&format!("{docs}/")), "{query}: {url}");
+            assert!(url.ends_with(".html"), "{query}: {url}");
+            assert!(!result["title"].as_str().unwrap().is_empty(), "{result}");
+            assert!(!result["content"].as_str().unwrap().is_empty(), "{result}");
+            assert_eq!(result["engine"], ENGINE_NAME);
+            assert_eq!(result["engines"], serde_json::json!([ENGINE_NAME]));
+        }
+        let top3 = &urls(&answer)[..3];
+        let expected_url = format!("{docs}/{expected}");
+        assert!(
+            top3.contains(&expected_url),
+            "{query}: {expected_url} not in {top3:?}"
+        );
+
+        // The result really is a page of the docs server.
+        let page = client.get(&expected_url).send().await.unwrap();
+        assert_eq!(page.status(), 200, "{expected_url}");
+        let content_type = page.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(content_type.starts_with("text/html"), "{content_type}");
+        let html = page.text().await.unwrap();
+        assert!(html.contains("<html"), "{expected_url}");
+    }
+
+    // The snippet is about the query: VACUUM's reference page says what VACUUM does.
+    let answer = raw_search(&client, &stack, "VACUUM").await;
+    let first = &answer["results"][0];
+    assert_eq!(
+        first["url"],
+        format!("{docs}/postgresql-doc-15/html/sql-vacuum.html")
+    );
+    assert_eq!(first["title"], "VACUUM");
+    assert!(
+        first["content"]
+            .as_str()
+            .unwrap()
+            .contains("garbage-collect and optionally analyze a database"),
+        "{first}"
+    );
+}
+
+#[tokio::test]
+async fn nonsense_and_syntax_laden_queries_are_answered_not_failed() {
+    let Some(stack) = SearchStack::start_or_skip("nonsense_and_syntax_laden_queries").await else {
+        return;
+    };
+    let client = reqwest::Client::new();
+    let answer = raw_search(&client, &stack, NONSENSE).await;
+    assert_eq!(answer["results"], Value::Array(vec![]));
+    assert_eq!(answer["unresponsive_engines"], Value::Array(vec![]));
+
+    // FTS5 operators and quotes in user text must not turn into SQL/FTS errors.
+    for query in [
+        "\"json\" AND (decoder OR",
+        "col:umn -x NEAR(a b)",
+        "it's a \"quoted\"  query*",
+    ] {
+        let answer = raw_search(&client, &stack, query).await;
+        assert_eq!(
+            answer["unresponsive_engines"],
+            Value::Array(vec![]),
+            "{query}: {answer}"
+        );
+        assert!(!answer["results"].as_array().unwrap().is_empty(), "{query}");
+    }
+}
+
+#[tokio::test]
+async fn searxng_gatherer_returns_hits_from_the_real_instance() {
+    let Some(stack) = SearchStack::start_or_skip("searxng_gatherer_returns_hits").await else {
+        return;
+    };
+    let docs = stack.docs.base_url();
+    let gatherer = SearxngGatherer::new(stack.searx.base_url(), Duration::from_secs(10)).unwrap();
+
+    let mut timings = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        let hits = gatherer.search("json decoder", 5).await.unwrap();
+        timings.push(started.elapsed());
+        assert_eq!(hits.len(), 5);
+        assert_eq!(
+            hits[0].url,
+            format!("{docs}/python3.11-doc/html/library/json.html")
+        );
+        assert_eq!(hits[0].title, "json — JSON encoder and decoder");
+        assert!(hits[0].snippet.contains("JSON"), "{:?}", hits[0]);
+        assert!(hits.iter().all(|h| h.engine == ENGINE_NAME));
+        assert!(hits.iter().all(|h| h.url.starts_with(&format!("{docs}/"))));
+        let unique: HashSet<_> = hits.iter().map(|h| &h.url).collect();
+        assert_eq!(unique.len(), hits.len());
+    }
+    timings.sort();
+    eprintln!(
+        "gatherer latency over 5 queries: min {:?}, median {:?}, max {:?}",
+        timings[0], timings[2], timings[4]
+    );
+
+    assert_eq!(gatherer.search(NONSENSE, 5).await.unwrap(), vec![]);
+
+    // The second page continues the first, without overlap.
+    let first = gatherer.search("VACUUM", 10).await.unwrap();
+    let second = SearxngGatherer::new(stack.searx.base_url(), Duration::from_secs(10))
+        .unwrap()
+        .with_pageno(2)
+        .search("VACUUM", 10)
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 10);
+    assert_eq!(second.len(), 10);
+    let first_urls: HashSet<_> = first.iter().map(|h| &h.url).collect();
+    assert!(second.iter().all(|h| !first_urls.contains(&h.url)));
+}
+
+#[tokio::test]
+async fn dropping_the_stack_stops_searx() {
+    let Some(stack) = SearchStack::start_or_skip("dropping_the_stack_stops_searx").await else {
+        return;
+    };
+    let pid = stack.searx.pid();
+    let base = stack.searx.base_url().to_string();
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    drop(stack);
+    // Drop kills and reaps the child, so its /proc entry is gone at once.
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    let gatherer = SearxngGatherer::new(&base, Duration::from_secs(2)).unwrap();
+    assert!(gatherer.search("json", 1).await.is_err());
+}
+
+#[tokio::test]
+async fn a_broken_index_fails_start_with_searx_stderr() {
+    // Needs searx itself but not the real index; reuse the stack's skip rule.
+    let Some(stack) = SearchStack::start_or_skip("a_broken_index_fails_start").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.sqlite");
+    std::fs::write(
+        &broken,
+        "this is not an SQLite database, just text long enough",
+    )
+    .unwrap();
+    let err = SearxInstance::start(&broken, &stack.docs.base_url())
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, SearxError::EngineFailed { .. }), "{err:?}");
+    assert!(message.contains("file is not a database"), "{message}");
+}
