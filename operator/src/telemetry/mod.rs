@@ -267,6 +267,17 @@ impl Metrics {
         }
     }
 
+    /// Forgets every run whose UID `is_live` rejects (runs deleted from the cluster).
+    pub fn retain_runs(&self, is_live: impl Fn(&str) -> bool) {
+        let gone: Vec<String> = match self.phases.lock() {
+            Ok(phases) => phases.keys().filter(|uid| !is_live(uid)).cloned().collect(),
+            Err(_) => return,
+        };
+        for uid in gone {
+            self.set_run_phase(&uid, "", None);
+        }
+    }
+
     /// Adds model usage to the token, call and cost counters.
     pub fn record_llm_usage(&self, labels: &ModelLabels, usage: &crate::llm::Usage) {
         self.llm_input_tokens
@@ -413,6 +424,8 @@ mod tests {
         metrics.set_run_phase("u1", "ns", None);
         assert_eq!(get(PhaseLabel::Researching), 0);
         assert_eq!(get(PhaseLabel::Pending), 1);
+        metrics.retain_runs(|uid| uid != "u2");
+        assert_eq!(get(PhaseLabel::Pending), 0);
         assert_eq!(
             PhaseLabel::from_phase_name("Completed"),
             Some(PhaseLabel::Completed)

@@ -1,0 +1,508 @@
+//! End-to-end against a real Kubernetes API server: the operator binary reconciles ResearchRuns
+//! to report ConfigMaps.
+//!
+//! Skipped unless `QUARRY_E2E_KUBECONFIG` names a kubeconfig. The cluster needs no kubelet:
+//! nothing here runs in a pod. The operator runs as a process on this host, so the scripted model
+//! server and the search/docs stub listen on 127.0.0.1 (the profile's fetch allow-list names it).
+//!
+//! The operator binary is `$QUARRY_E2E_OPERATOR_BIN`, else `$CARGO_TARGET_DIR/debug/quarry`, else
+//! `<workspace>/target/debug/quarry`; build it first with `cargo build -p quarry`. It is started as
+//! `quarry operator` with `KUBECONFIG`, `QUARRY_LISTEN` and `QUARRY_NAMESPACE` in its environment.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::response::Html;
+use axum::routing::get;
+use futures::FutureExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Api, Client, ResourceExt};
+use quarry::api::{ResearchRun, find_condition};
+use quarry_e2e::model_server::{ScriptedModel, Step};
+use serde_json::{Value, json};
+
+const FIELD_MANAGER: &str = "quarry-e2e";
+/// How long a quick run may take end to end (the scripted model answers at once).
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+type TestResult = Result<(), String>;
+
+fn operator_binary() -> Result<PathBuf, String> {
+    if let Ok(path) = std::env::var("QUARRY_E2E_OPERATOR_BIN") {
+        return Ok(PathBuf::from(path));
+    }
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let path = target.join("debug/quarry");
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "operator binary {} not found: build it with `cargo build -p quarry` (same CARGO_TARGET_DIR) or set QUARRY_E2E_OPERATOR_BIN",
+            path.display()
+        ))
+    }
+}
+
+async fn client_from(path: &str) -> Result<Client, String> {
+    let kubeconfig =
+        Kubeconfig::read_from(path).map_err(|e| format!("reading kubeconfig {path}: {e}"))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| format!("kubeconfig {path}: {e}"))?;
+    Client::try_from(config).map_err(|e| format!("building client: {e}"))
+}
+
+/// The search and docs stub: `/search?q=..&format=json` over two pages served under `/docs/`.
+#[derive(Clone)]
+struct Web {
+    base: String,
+}
+
+async fn search(
+    State(web): State<Web>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> axum::Json<Value> {
+    let q = params.get("q").cloned().unwrap_or_default();
+    axum::Json(json!({
+        "query": q,
+        "number_of_results": 2,
+        "results": [
+            {"url": format!("{}/docs/cel.html", web.base), "title": "CEL in Kubernetes", "content": "Common Expression Language validation rules for CRDs", "engine": "stub"},
+            {"url": format!("{}/docs/ssa.html", web.base), "title": "Server-Side Apply", "content": "Field managers and apply patches", "engine": "stub"}
+        ]
+    }))
+}
+
+const CEL_PAGE: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>CEL in Kubernetes</title></head><body><main><article>\
+<h1>CEL in Kubernetes</h1><p>The Common Expression Language (CEL) is used to declare validation rules of CustomResourceDefinitions. \
+Rules are evaluated by the API server at admission, so invalid objects are rejected before they are stored.</p>\
+<p>A transition rule compares self with oldSelf and can make fields immutable after creation.</p></article></main></body></html>";
+
+const SSA_PAGE: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>Server-Side Apply</title></head><body><main><article>\
+<h1>Server-Side Apply</h1><p>Server-Side Apply tracks field ownership per field manager and merges applied configuration on the server.</p>\
+</article></main></body></html>";
+
+async fn start_web() -> Result<(String, tokio::task::JoinHandle<()>), String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let base = format!(
+        "http://{}",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    let app = Router::new()
+        .route("/search", get(search))
+        .route("/docs/cel.html", get(|| async { Html(CEL_PAGE) }))
+        .route("/docs/ssa.html", get(|| async { Html(SSA_PAGE) }))
+        .with_state(Web { base: base.clone() });
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((base, task))
+}
+
+/// The four model turns of one quick-mode researcher: search, scrape handshake, one batch, report.
+fn researcher_script(web: &str, topic: &str) -> Vec<Step> {
+    vec![
+        Step::tool_call("search", json!({"queries": [topic]})).with_usage(100, 10),
+        Step::tool_call("scrape", json!({"urls": [format!("{web}/docs/cel.html")]})).with_usage(100, 10),
+        Step::tool_call("scrape", json!({"urls": [format!("{web}/docs/cel.html")]})).with_usage(200, 10),
+        Step::text(format!(
+            "## Summary\n{topic}: CEL rules validate custom resources at admission.\n\n## Key findings\n- Rules run in the API server ([CEL]({web}/docs/cel.html)).\n- oldSelf makes fields immutable ([CEL]({web}/docs/cel.html)).\n\n## Links\n- {web}/docs/cel.html"
+        ))
+        .with_usage(300, 50),
+    ]
+}
+
+async fn apply(
+    client: &Client,
+    api_path: (&str, &str, &str),
+    namespace: &str,
+    body: Value,
+) -> Result<(), String> {
+    let (group, version, kind) = api_path;
+    let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
+    let (resource, _) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .map_err(|e| format!("discovering {kind}: {e}"))?;
+    let api: Api<kube::core::DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &resource);
+    let name = body["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .map_err(|e| format!("applying {kind} {namespace}/{name}: {e}"))?;
+    Ok(())
+}
+
+fn profile(name: &str, model_url: &str, web: &str) -> Value {
+    json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchProfile",
+        "metadata": {"name": name},
+        "spec": {
+            "models": {"primary": {
+                "baseURL": model_url, "model": "scripted",
+                "apiKeySecretRef": {"name": "model-key", "key": "apiKey"},
+                "timeoutSeconds": 30
+            }},
+            "prices": [{"model": "scripted", "inputUSDPerMillion": "1.00", "outputUSDPerMillion": "2.00"}],
+            "search": {"url": web},
+            "fetch": {"allowedHosts": ["127.0.0.1"], "respectRobots": false}
+        }
+    })
+}
+
+fn run(name: &str, profile: &str, query: &str) -> Value {
+    json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+        "metadata": {"name": name},
+        "spec": {"query": query, "mode": "quick", "profileRef": profile}
+    })
+}
+
+/// Polls the run until `done` holds, failing with its last status after `timeout`.
+async fn wait_run(
+    api: &Api<ResearchRun>,
+    name: &str,
+    what: &str,
+    timeout: Duration,
+    done: impl Fn(&ResearchRun) -> bool,
+) -> Result<ResearchRun, String> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut last = None;
+    while tokio::time::Instant::now() < deadline {
+        if let Ok(run) = api.get(name).await {
+            if done(&run) {
+                return Ok(run);
+            }
+            last = Some(run);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Err(format!(
+        "run {name} did not reach {what} within {timeout:?}; last status: {:?}",
+        last.and_then(|r| r.status)
+    ))
+}
+
+fn condition_is(run: &ResearchRun, type_: &str, status: &str, reason: &str) -> bool {
+    find_condition(run.conditions(), type_)
+        .is_some_and(|c| c.status == status && c.reason == reason)
+}
+
+fn log_tail(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+#[tokio::test]
+async fn operator_reconciles_runs_to_report_configmaps() {
+    let Ok(kubeconfig) = std::env::var("QUARRY_E2E_KUBECONFIG") else {
+        eprintln!(
+            "SKIPPED kube_e2e: set QUARRY_E2E_KUBECONFIG to a kubeconfig of a test cluster (kube-apiserver, no kubelet needed) to run it"
+        );
+        return;
+    };
+    let client = client_from(&kubeconfig).await.unwrap();
+    let namespace = format!("quarry-e2e-{:08x}", rand::random::<u32>());
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .patch(
+            &namespace,
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Apply(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let logs = std::env::temp_dir().join(format!("{namespace}-operator.log"));
+    let outcome = std::panic::AssertUnwindSafe(scenario(&client, &kubeconfig, &namespace, &logs))
+        .catch_unwind()
+        .await;
+    // Clean up whatever happened; the operator child was killed when the scenario dropped it.
+    let _ = namespaces
+        .delete(&namespace, &DeleteParams::default())
+        .await;
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(message)) => panic!(
+            "{message}\n--- operator log tail ({}):\n{}",
+            logs.display(),
+            log_tail(&logs)
+        ),
+        Err(panic) => {
+            eprintln!(
+                "--- operator log tail ({}):\n{}",
+                logs.display(),
+                log_tail(&logs)
+            );
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
+
+async fn scenario(
+    client: &Client,
+    kubeconfig: &str,
+    namespace: &str,
+    logs: &std::path::Path,
+) -> TestResult {
+    // CRDs, straight from the types.
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in quarry::api::all_crds() {
+        let name = crd.name_any();
+        crds.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .map_err(|e| format!("installing CRD {name}: {e}"))?;
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            await_condition(crds.clone(), &name, conditions::is_crd_established()),
+        )
+        .await
+        .map_err(|_| format!("CRD {name} not established within 30s"))?
+        .map_err(|e| format!("waiting for CRD {name}: {e}"))?;
+    }
+    // Local services.
+    let (web, _web_task) = start_web().await?;
+    let mut steps = researcher_script(&web, "CEL validation");
+    steps.extend(researcher_script(&web, "late profile"));
+    let model = ScriptedModel::start(steps)
+        .await
+        .map_err(|e| format!("model server: {e}"))?;
+
+    apply(
+        client,
+        ("", "v1", "Secret"),
+        namespace,
+        json!({
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
+            "stringData": {"apiKey": "sk-e2e-not-a-real-key"}
+        }),
+    )
+    .await?;
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchProfile"),
+        namespace,
+        profile("default", &model.base_url(), &web),
+    )
+    .await?;
+
+    // The operator, restricted to this namespace.
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        probe.local_addr().map_err(|e| e.to_string())?.port()
+    };
+    let log_file =
+        std::fs::File::create(logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
+    let mut operator = tokio::process::Command::new(operator_binary()?)
+        .arg("operator")
+        .env("KUBECONFIG", kubeconfig)
+        .env("QUARRY_LISTEN", format!("127.0.0.1:{port}"))
+        .env("QUARRY_NAMESPACE", namespace)
+        .env("RUST_LOG", "info,quarry=debug")
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log_file)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("starting the operator: {e}"))?;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let ready_url = format!("http://127.0.0.1:{port}/readyz");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(Some(status)) = operator.try_wait() {
+            return Err(format!("the operator exited early with {status}"));
+        }
+        if http
+            .get(&ready_url)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err("the operator did not become ready within 60s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // A run with everything in place completes with its report ConfigMap.
+    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), namespace);
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchRun"),
+        namespace,
+        run(
+            "cel",
+            "default",
+            "How do CEL validation rules work in CRDs?",
+        ),
+    )
+    .await?;
+    let done = wait_run(&runs, "cel", "Completed", RUN_TIMEOUT, |r| r.is_finished()).await?;
+    if !condition_is(&done, "Succeeded", "True", "Completed") {
+        return Err(format!(
+            "run cel finished without success: {:?}",
+            done.status
+        ));
+    }
+    let status = done.status.clone().unwrap_or_default();
+    if !condition_is(&done, "Reconciling", "False", "Completed")
+        || status.observed_generation != done.metadata.generation
+    {
+        return Err(format!("unexpected final conditions: {status:?}"));
+    }
+    let usage = status.usage.clone().ok_or("no usage in status")?;
+    if (usage.input_tokens, usage.output_tokens, usage.llm_calls) != (700, 80, 4) {
+        return Err(format!(
+            "usage does not match what the model server reported: {usage:?}"
+        ));
+    }
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let report = configmaps
+        .get("cel-report")
+        .await
+        .map_err(|e| format!("report ConfigMap: {e}"))?;
+    let data = report.data.clone().unwrap_or_default();
+    let markdown = data.get("report.md").ok_or("report.md missing")?;
+    let cited = format!("{web}/docs/cel.html");
+    if !markdown.contains("## Sources") || !markdown.contains(&cited) {
+        return Err(format!(
+            "report lacks its Sources section or the fetched page:\n{markdown}"
+        ));
+    }
+    let findings: Value =
+        serde_json::from_str(data.get("findings.json").ok_or("findings.json missing")?)
+            .map_err(|e| format!("findings.json: {e}"))?;
+    if !findings.is_object() {
+        return Err(format!("findings.json is not an object: {findings}"));
+    }
+    let owner = report
+        .owner_references()
+        .first()
+        .cloned()
+        .ok_or("report ConfigMap has no owner")?;
+    if owner.kind != "ResearchRun"
+        || owner.name != "cel"
+        || owner.controller != Some(true)
+        || Some(owner.uid.as_str()) != done.metadata.uid.as_deref()
+    {
+        return Err(format!("report ConfigMap owner is wrong: {owner:?}"));
+    }
+    if status.report.as_ref().and_then(|r| r.config_map.as_deref()) != Some("cel-report") {
+        return Err(format!(
+            "status.report does not name the ConfigMap: {:?}",
+            status.report
+        ));
+    }
+    let recorded = model.recorded();
+    if recorded
+        .iter()
+        .any(|r| r.authorization.as_deref() != Some("Bearer sk-e2e-not-a-real-key"))
+    {
+        return Err("a model request did not carry the Secret's key".into());
+    }
+
+    // A run whose profile does not exist yet stalls, then proceeds once the profile appears.
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchRun"),
+        namespace,
+        run("late", "late-profile", "What does a late profile do?"),
+    )
+    .await?;
+    let stalled = wait_run(
+        &runs,
+        "late",
+        "Stalled=True",
+        Duration::from_secs(30),
+        |r| condition_is(r, "Stalled", "True", "ProfileNotFound"),
+    )
+    .await?;
+    let message = find_condition(stalled.conditions(), "Stalled")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    if !message.contains("ResearchProfile \"late-profile\" not found") {
+        return Err(format!(
+            "stall message does not name the profile: {message}"
+        ));
+    }
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(client.clone(), namespace);
+    let listed = events
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| format!("listing events: {e}"))?;
+    if !listed.items.iter().any(|e| {
+        e.reason.as_deref() == Some("ProfileNotFound")
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("late")
+    }) {
+        return Err("no ProfileNotFound Event for run late".into());
+    }
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchProfile"),
+        namespace,
+        profile("late-profile", &model.base_url(), &web),
+    )
+    .await?;
+    // The stall is retried every 15 s.
+    let late = wait_run(&runs, "late", "Completed", RUN_TIMEOUT, |r| r.is_finished()).await?;
+    if !condition_is(&late, "Succeeded", "True", "Completed")
+        || !condition_is(&late, "Stalled", "False", "Resolved")
+    {
+        return Err(format!(
+            "run late did not complete cleanly: {:?}",
+            late.status
+        ));
+    }
+    configmaps
+        .get("late-report")
+        .await
+        .map_err(|e| format!("late-report ConfigMap: {e}"))?;
+    let metrics = http
+        .get(format!("http://127.0.0.1:{port}/metrics"))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?
+        .text()
+        .await
+        .map_err(|e| e.to_string())?;
+    let tokens = format!(
+        "quarry_llm_input_tokens_total{{namespace=\"{namespace}\",profile=\"default\",provider=\"127.0.0.1\",model=\"scripted\"}} 700"
+    );
+    if !metrics.contains(&tokens) {
+        return Err(format!("metrics lack {tokens}:\n{metrics}"));
+    }
+    operator
+        .kill()
+        .await
+        .map_err(|e| format!("stopping the operator: {e}"))?;
+    Ok(())
+}
