@@ -383,8 +383,13 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
             );
             return Ok(Action::await_change());
         }
-        // The final status is on its way; the watch brings the run back when it lands.
-        Presence::Finished => return Ok(Action::requeue(Duration::from_secs(5))),
+        // The writer normally lands the final status; if it could not, write it from here.
+        Presence::Finished => {
+            if let Some(last) = ctx.registry.final_state(&uid) {
+                apply_status(ctx, &run, RunView::Progress(&last)).await?;
+            }
+            return Ok(Action::requeue(Duration::from_secs(5)));
+        }
         Presence::Absent | Presence::Stopped => {}
     }
     if run.spec.suspend {
@@ -590,9 +595,11 @@ async fn status_writer(
                     warn!(run = %base.name_any(), error = %e, "status update failed; will retry with the next progress")
                 }
             }
-            if state.phase.is_terminal() && !last.as_ref().is_some_and(|l| l.phase.is_terminal()) {
-                if let Some(outcome) =
+            if state.phase.is_terminal()
+                && !last.as_ref().is_some_and(|l| l.phase.is_terminal())
+                && let Some(outcome) =
                     PhaseLabel::from_phase_name(status::api_phase(state.phase).as_str())
+            {
                 {
                     let started = base
                         .status

@@ -35,6 +35,9 @@ pub type ResearchTask = BoxFuture<'static, RunState>;
 struct Entry {
     control: watch::Sender<Signal>,
     presence: Presence,
+    /// The state the task ended with, so reconcile can write the final status if the writer
+    /// could not.
+    last: Option<Arc<RunState>>,
 }
 
 /// Registry of research tasks keyed by run UID. Cheap to clone.
@@ -72,6 +75,11 @@ impl Registry {
             .map_or(Presence::Absent, |e| e.presence)
     }
 
+    /// The state the task of `uid` ended with, once it ended.
+    pub fn final_state(&self, uid: &str) -> Option<Arc<RunState>> {
+        self.lock().get(uid).and_then(|e| e.last.clone())
+    }
+
     /// UIDs with an entry (active or finished).
     pub fn uids(&self) -> Vec<String> {
         self.lock().keys().cloned().collect()
@@ -98,6 +106,7 @@ impl Registry {
                 Entry {
                     control: tx,
                     presence: Presence::Active,
+                    last: None,
                 },
             );
         }
@@ -113,6 +122,7 @@ impl Registry {
             };
             if let Some(entry) = registry.lock().get_mut(&uid) {
                 entry.presence = presence;
+                entry.last = Some(Arc::new(state.clone()));
             }
             on_done(state);
         });
@@ -186,6 +196,7 @@ mod tests {
         assert!(registry.signal("u1", Signal::Cancel));
         assert_eq!(done_rx.await.unwrap(), Phase::Cancelled);
         assert_eq!(registry.presence("u1"), Presence::Finished);
+        assert_eq!(registry.final_state("u1").unwrap().phase, Phase::Cancelled);
         assert!(!registry.signal("u1", Signal::Cancel));
         assert!(!registry.start(
             "u1",
