@@ -158,8 +158,22 @@ fn main() {
         }
         let mut scores: Vec<(PageScore, &Sample)> = Vec::with_capacity(samples.len());
         let start = Instant::now();
+        let dump = std::env::var("QUARRY_BENCH_DUMP")
+            .ok()
+            .filter(|d| name.contains(d.as_str()));
         for s in &samples {
             let predicted = f(&s.html, &s.url);
+            if dump.is_some() {
+                let _ = std::fs::create_dir_all("/tmp/xdump");
+                let _ = std::fs::write(
+                    format!(
+                        "/tmp/xdump/{}.{}.txt",
+                        s.id,
+                        name.replace(|c: char| !c.is_alphanumeric(), "_")
+                    ),
+                    &predicted,
+                );
+            }
             scores.push((score_page(&s.truth, &predicted), s));
         }
         let ms = start.elapsed().as_secs_f64() * 1000.0 / samples.len() as f64;
