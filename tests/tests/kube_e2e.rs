@@ -506,3 +506,156 @@ async fn scenario(
         .map_err(|e| format!("stopping the operator: {e}"))?;
     Ok(())
 }
+
+/// A fake of the ConfigMap part of the Kubernetes API: GET answers what the last apply stored.
+async fn fake_configmap_api(
+    mut handle: tower_test::mock::Handle<
+        http::Request<kube::client::Body>,
+        http::Response<kube::client::Body>,
+    >,
+    stored: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, Value>>>,
+) {
+    use kube::client::Body;
+    while let Some((req, send)) = handle.next_request().await {
+        let method = req.method().clone();
+        let path = req.uri().path().to_string();
+        let name = path.rsplit('/').next().unwrap_or_default().to_string();
+        let body = req.into_body().collect_bytes().await.unwrap_or_default();
+        let prefix = "/api/v1/namespaces/ns/configmaps/";
+        let response = if !path.starts_with(prefix) {
+            http::Response::builder()
+                .status(404)
+                .body(Body::from(b"{}".to_vec()))
+        } else if method == http::Method::GET {
+            match stored.lock().unwrap().get(&name) {
+                Some(object) => http::Response::builder()
+                    .status(200)
+                    .body(Body::from(serde_json::to_vec(object).unwrap())),
+                None => {
+                    let status = json!({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"not found"});
+                    http::Response::builder()
+                        .status(404)
+                        .body(Body::from(serde_json::to_vec(&status).unwrap()))
+                }
+            }
+        } else if method == http::Method::PATCH {
+            let object: Value = serde_json::from_slice(&body).unwrap();
+            stored.lock().unwrap().insert(name, object.clone());
+            http::Response::builder()
+                .status(200)
+                .body(Body::from(serde_json::to_vec(&object).unwrap()))
+        } else {
+            http::Response::builder()
+                .status(405)
+                .body(Body::from(b"{}".to_vec()))
+        };
+        send.send_response(response.unwrap());
+    }
+}
+
+/// The production launcher wired to local services: the scripted model, the search/docs stub and
+/// ConfigMaps on a fake API. Runs without a cluster; checks the engine wiring the e2e relies on.
+#[tokio::test]
+async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_checkpoint() {
+    use quarry::controller::engine::EngineLauncher;
+    use quarry::controller::registry::Signal;
+    use quarry::controller::{ApiKey, LaunchRequest, Launcher};
+    use quarry::research::state::Phase;
+    use std::sync::{Arc, Mutex};
+
+    let (service, handle) = tower_test::mock::pair::<
+        http::Request<kube::client::Body>,
+        http::Response<kube::client::Body>,
+    >();
+    let stored = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
+    tokio::spawn(fake_configmap_api(handle, stored.clone()));
+    let client = Client::new(service, "ns");
+    let (web, _web_task) = start_web().await.unwrap();
+    let model = ScriptedModel::start(researcher_script(&web, "CEL validation"))
+        .await
+        .unwrap();
+
+    let run: ResearchRun = serde_json::from_value(json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+        "metadata": {"name": "cel", "namespace": "ns", "uid": "uid-cel", "generation": 1},
+        "spec": {"query": "How do CEL validation rules work in CRDs?", "mode": "quick"}
+    }))
+    .unwrap();
+    let profile: quarry::api::ResearchProfile =
+        serde_json::from_value(profile("default", &model.base_url(), &web)).unwrap();
+    let key_ref = profile
+        .spec
+        .models
+        .primary
+        .api_key_secret_ref
+        .clone()
+        .unwrap();
+    let input = quarry::controller::run_input(&run.spec, &profile.spec).unwrap();
+    let request = LaunchRequest {
+        run: Arc::new(run),
+        profile_name: "default".into(),
+        profile: profile.spec.clone(),
+        api_keys: vec![(key_ref, ApiKey::new("sk-local"))],
+        input,
+    };
+    let launcher = EngineLauncher::new(client);
+    let launch = |request: LaunchRequest| {
+        let starter = launcher.prepare(request).unwrap();
+        let (_control_tx, control_rx) = tokio::sync::watch::channel(Signal::Run);
+        let (progress_tx, progress_rx) = tokio::sync::watch::channel(None);
+        let task = starter(control_rx, Arc::new(progress_tx));
+        async move {
+            let state = tokio::time::timeout(Duration::from_secs(60), task)
+                .await
+                .expect("run finishes");
+            drop(_control_tx);
+            (state, progress_rx)
+        }
+    };
+    let (state, progress) = launch(request.clone()).await;
+    assert_eq!(state.phase, Phase::Completed, "{:?}", state.failure);
+    assert_eq!(
+        (
+            state.usage.input_tokens,
+            state.usage.output_tokens,
+            state.usage.llm_calls
+        ),
+        (700, 80, 4)
+    );
+    assert_eq!(
+        progress.borrow().as_ref().map(|s| s.phase),
+        Some(Phase::Completed),
+        "the observer saw the last state"
+    );
+    assert!(
+        model
+            .recorded()
+            .iter()
+            .all(|r| r.authorization.as_deref() == Some("Bearer sk-local"))
+    );
+    let (report, checkpoint_cm) = {
+        let stored = stored.lock().unwrap();
+        (
+            stored.get("cel-report").cloned().expect("report ConfigMap"),
+            stored.get("cel-state").cloned().expect("state ConfigMap"),
+        )
+    };
+    let markdown = report["data"]["report.md"].as_str().unwrap();
+    assert!(
+        markdown.contains("## Sources") && markdown.contains(&format!("{web}/docs/cel.html")),
+        "{markdown}"
+    );
+    assert!(
+        serde_json::from_str::<Value>(report["data"]["findings.json"].as_str().unwrap())
+            .unwrap()
+            .is_object()
+    );
+    assert_eq!(report["metadata"]["ownerReferences"][0]["uid"], "uid-cel");
+    assert_eq!(report["metadata"]["ownerReferences"][0]["controller"], true);
+    assert!(checkpoint_cm["data"]["checkpoint.json"].is_string());
+    // Launched again (an operator restart): the checkpoint says Completed, nothing is redone.
+    let calls = model.request_count();
+    let (again, _) = launch(request).await;
+    assert_eq!(again, state);
+    assert_eq!(model.request_count(), calls);
+}

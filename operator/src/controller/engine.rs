@@ -18,7 +18,7 @@ use crate::llm::{ChatModel, ModelConfig, ToolMode};
 use crate::research::executor::{self, Engine, EngineSettings, RunObserver};
 use crate::research::reducer::Event;
 use crate::research::state::{Failure, Phase, RunState};
-use crate::scrape::Fetcher;
+use crate::scrape::{FetchPolicy, Fetcher, HttpFetcher};
 use crate::sources::Gatherer;
 use crate::sources::searxng::SearxngGatherer;
 use crate::store::ArtifactStore;
@@ -86,12 +86,23 @@ pub fn build_gatherer(profile: &ResearchProfileSpec) -> Result<Arc<dyn Gatherer>
     }
 }
 
-/// The page fetcher of a profile, honouring its fetch policy.
+/// The page fetcher of a profile, honouring its fetch policy (allow-list, denied domains, size).
 pub fn build_fetcher(profile: &ResearchProfileSpec) -> Result<Arc<dyn Fetcher>, LaunchError> {
-    let _ = profile;
-    Err(LaunchError(
-        "the page fetcher is not built into this operator yet".into(),
-    ))
+    let fetch = &profile.fetch;
+    let defaults = FetchPolicy::default();
+    let policy = FetchPolicy {
+        allowed_hosts: fetch.allowed_hosts.clone(),
+        denied_domains: fetch.denied_domains.clone(),
+        max_bytes: fetch.max_page_bytes,
+        // Decompressed pages may be larger than on the wire, but stay bounded.
+        max_decompressed_bytes: fetch
+            .max_page_bytes
+            .saturating_mul(4)
+            .max(defaults.max_decompressed_bytes),
+        ..defaults
+    };
+    let fetcher = HttpFetcher::new(policy).map_err(|e| LaunchError(format!("spec.fetch: {e}")))?;
+    Ok(Arc::new(fetcher))
 }
 
 /// Builds the engine of one run: the primary model (fallback tiers are the router's job, later),
