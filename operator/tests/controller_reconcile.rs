@@ -378,6 +378,8 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
         )
         .await;
         assert_eq!(body["status"]["phase"], "Planning");
+        // The suspend edit bumped the generation; the writer reports it.
+        assert_eq!(body["status"]["observedGeneration"], 2);
         answer_status(send, &body);
         expect_event(
             &mut handle,
@@ -435,6 +437,7 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
         Action::await_change()
     );
     again.spec.suspend = true;
+    again.metadata.generation = Some(2);
     reconcile(Arc::new(again), ctx.clone()).await.unwrap();
     assert_eq!(launcher.starts.load(std::sync::atomic::Ordering::SeqCst), 1);
     let (mut control, progress) = {

@@ -185,6 +185,11 @@ impl Launcher for EngineLauncher {
                 if state.phase.is_terminal() {
                     return state;
                 }
+                // Launching means spec.suspend is false: a checkpoint taken while suspended is
+                // resumed. Nothing is in flight in a restored state, so clearing the flag before
+                // the engine's Recover equals its Resume.
+                let mut state = state;
+                state.suspended = false;
                 executor::run(engine, state, Arc::new(ProgressObserver(progress)), control).await
             })
         }))

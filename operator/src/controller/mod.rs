@@ -142,6 +142,9 @@ pub trait Launcher: Send + Sync {
     fn prepare(&self, request: LaunchRequest) -> Result<Starter, LaunchError>;
 }
 
+/// Status writers by run UID: writer id and the sender of the latest run object.
+type LatestRuns = std::collections::HashMap<String, (u64, watch::Sender<Arc<ResearchRun>>)>;
+
 /// Shared state of the reconciler.
 pub struct Context {
     /// Kubernetes client.
@@ -156,6 +159,9 @@ pub struct Context {
     pub metrics: Metrics,
     /// Minimum time between status patches of one run.
     pub status_interval: Duration,
+    /// The latest run object of each active status writer, so status written during research
+    /// carries the current `observedGeneration` (spec.suspend and the TTL may change mid-run).
+    latest: std::sync::Mutex<LatestRuns>,
 }
 
 impl Context {
@@ -172,6 +178,47 @@ impl Context {
             launcher,
             metrics,
             status_interval: STATUS_INTERVAL,
+            latest: Default::default(),
+        }
+    }
+}
+
+impl Context {
+    fn latest_map(&self) -> std::sync::MutexGuard<'_, LatestRuns> {
+        // The map stays consistent even if a holder panicked.
+        self.latest.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers the status writer `id` of run `uid`; returns the receiver of newer run objects.
+    fn subscribe_latest(
+        &self,
+        uid: &str,
+        id: u64,
+        run: &Arc<ResearchRun>,
+    ) -> watch::Receiver<Arc<ResearchRun>> {
+        let (tx, rx) = watch::channel(run.clone());
+        self.latest_map().insert(uid.to_string(), (id, tx));
+        rx
+    }
+
+    /// Unregisters status writer `id` (not a newer writer of the same run).
+    fn unsubscribe_latest(&self, uid: &str, id: u64) {
+        let mut map = self.latest_map();
+        if map.get(uid).is_some_and(|(current, _)| *current == id) {
+            map.remove(uid);
+        }
+    }
+
+    /// Hands a newer generation of an active run to its status writer.
+    fn publish_latest(&self, uid: &str, run: &Arc<ResearchRun>) {
+        if let Some((_, tx)) = self.latest_map().get(uid) {
+            tx.send_if_modified(|current| {
+                let newer = current.metadata.generation != run.metadata.generation;
+                if newer {
+                    *current = run.clone();
+                }
+                newer
+            });
         }
     }
 }
@@ -373,6 +420,7 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
     }
     match ctx.registry.presence(&uid) {
         Presence::Active => {
+            ctx.publish_latest(&uid, &run);
             ctx.registry.signal(
                 &uid,
                 if run.spec.suspend {
@@ -432,10 +480,14 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
     );
     if started {
         info!(run = %name, namespace = %namespace, profile = %request.profile_name, "research started");
+        static WRITER_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let writer_id = WRITER_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let latest_rx = ctx.subscribe_latest(&uid, writer_id, &run);
         tokio::spawn(status_writer(
             ctx.clone(),
             base,
             progress_rx,
+            (writer_id, latest_rx),
             labels,
             request.profile_name.clone(),
         ));
@@ -568,6 +620,7 @@ async fn status_writer(
     ctx: Arc<Context>,
     mut base: ResearchRun,
     mut rx: watch::Receiver<Option<RunState>>,
+    (writer_id, mut latest): (u64, watch::Receiver<Arc<ResearchRun>>),
     labels: ModelLabels,
     profile: String,
 ) {
@@ -578,9 +631,19 @@ async fn status_writer(
         profile: profile.clone(),
     };
     let mut last: Option<RunState> = None;
+    let mut latest_open = true;
     loop {
-        let closed = rx.changed().await.is_err();
-        let state = rx.borrow_and_update().clone();
+        let mut closed = false;
+        tokio::select! {
+            changed = rx.changed() => closed = changed.is_err(),
+            changed = latest.changed(), if latest_open => latest_open = changed.is_ok(),
+        }
+        {
+            let run = latest.borrow_and_update();
+            base.metadata = run.metadata.clone();
+            base.spec = run.spec.clone();
+        }
+        let state = rx.borrow_and_update().clone().or_else(|| last.clone());
         if let Some(state) = state {
             record_usage(&ctx.metrics, &labels, &run_labels, last.as_ref(), &state);
             match apply_status(&ctx, &base, RunView::Progress(&state)).await {
@@ -589,6 +652,7 @@ async fn status_writer(
                     info!(run = %base.name_any(), "run deleted; cancelling its research");
                     ctx.registry.remove(&uid);
                     ctx.metrics.set_run_phase(&uid, &namespace, None);
+                    ctx.unsubscribe_latest(&uid, writer_id);
                     return;
                 }
                 Err(e) => {
@@ -622,6 +686,7 @@ async fn status_writer(
             last = Some(state);
         }
         if closed {
+            ctx.unsubscribe_latest(&uid, writer_id);
             return;
         }
         tokio::time::sleep(ctx.status_interval).await;
