@@ -531,3 +531,39 @@ fn spec_defaults_reach_the_engine_input() {
     assert_eq!(input.limits.timeout_secs, Some(600));
     assert_eq!(input.top_k, 5);
 }
+
+#[tokio::test]
+async fn in_progress_run_after_restart_is_handed_to_a_new_executor_without_status_churn() {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let message = "research in progress: Researching";
+    let status = json!({
+        "phase": "Researching", "observedGeneration": 1, "startTime": "2026-01-01T00:00:00Z",
+        "conditions": [
+            {"type": "Reconciling", "status": "True", "reason": "Running", "message": message, "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            {"type": "Succeeded", "status": "Unknown", "reason": "Running", "message": message, "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ],
+        "message": message
+    });
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        // A profile without API key (a local model): no Secret lookup.
+        send.send_response(ok(&profile(false)));
+        // The status already says Researching: nothing to write before the executor reports.
+        expect_silence(&mut handle).await;
+    });
+    let action = reconcile(Arc::new(run(Some(status))), ctx).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    server.await.unwrap();
+    assert_eq!(launcher.starts.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(
+        launcher.recorded.lock().unwrap().requests[0]
+            .api_keys
+            .is_empty()
+    );
+}
