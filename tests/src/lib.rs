@@ -2,4 +2,5 @@
 
 pub mod docs_server;
 pub mod model_server;
+pub mod quarry_bin;
 pub mod searx;
