@@ -1,1 +1,1 @@
-
+pub mod real_model;
