@@ -371,6 +371,7 @@ async function complete(engine, cfg, p, res, signal) {
     }
 
     let completionTokens = 0;
+    let firstTokenAt = null;
     const started = Date.now();
     const result = await engine.chat.generateResponse(p.history, {
         maxTokens,
@@ -382,15 +383,16 @@ async function complete(engine, cfg, p, res, signal) {
         repeatPenalty: Object.keys(p.penalties).length > 0 ? p.penalties : undefined,
         signal,
         stopOnAbortSignal: true,
-        onToken: (tokens) => { completionTokens += tokens.length; },
+        onToken: (tokens) => { firstTokenAt ??= Date.now(); completionTokens += tokens.length; },
         onTextChunk: p.stream
             ? (text) => { if (text !== "") writeChunk({ ...chunkBase, choices: [{ index: 0, delta: { content: text }, finish_reason: null }] }); }
             : undefined,
     });
     const finishReason = result.metadata.stopReason === "maxTokens" ? "length" : "stop";
     const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
-    const seconds = (Date.now() - started) / 1000;
-    console.error(`quarry-llm-server: ${p.stream ? "stream" : "completion"} prompt=${promptTokens} completion=${completionTokens} finish=${finishReason} in ${seconds.toFixed(1)}s`);
+    const ended = Date.now();
+    const firstToken = ((firstTokenAt ?? ended) - started) / 1000;
+    console.error(`quarry-llm-server: ${p.stream ? "stream" : "completion"} prompt=${promptTokens} completion=${completionTokens} finish=${finishReason} in ${((ended - started) / 1000).toFixed(1)}s (first token after ${firstToken.toFixed(1)}s)`);
 
     if (signal.aborted) return;
     if (p.stream) {
