@@ -3,4 +3,5 @@
 pub mod docs_server;
 pub mod model_server;
 pub mod quarry_bin;
+pub mod real_model;
 pub mod searx;
