@@ -542,10 +542,10 @@ fn openapi_errors(schema: &Value, value: &Value, path: &str, out: &mut Vec<Strin
         out.push(format!("{path}: expected {ty}"));
         return;
     }
-    if let Some(allowed) = schema["enum"].as_array() {
-        if !allowed.contains(value) {
-            out.push(format!("{path}: {value} is not one of {allowed:?}"));
-        }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(value)
+    {
+        out.push(format!("{path}: {value} is not one of {allowed:?}"));
     }
     if let Some(s) = value.as_str() {
         let chars = s.chars().count() as u64;
@@ -555,13 +555,12 @@ fn openapi_errors(schema: &Value, value: &Value, path: &str, out: &mut Vec<Strin
         if schema["maxLength"].as_u64().is_some_and(|m| chars > m) {
             out.push(format!("{path}: longer than {}", schema["maxLength"]));
         }
-        if let Some(p) = schema["pattern"].as_str() {
-            if !regex::Regex::new(p)
+        if let Some(p) = schema["pattern"].as_str()
+            && !regex::Regex::new(p)
                 .expect("schema pattern compiles")
                 .is_match(s)
-            {
-                out.push(format!("{path}: does not match {p}"));
-            }
+        {
+            out.push(format!("{path}: does not match {p}"));
         }
     }
     if let Some(n) = value.as_f64() {
