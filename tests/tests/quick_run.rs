@@ -6,6 +6,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 
 use quarry_e2e::model_server::{Script, ScriptedModel, Step};
+use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::searx::SearchStack;
 
@@ -27,33 +28,8 @@ impl Drop for Dir {
 }
 
 fn write_profile(dir: &Path, model_url: &str, searx_url: &str) -> PathBuf {
-    let profile = format!(
-        r#"apiVersion: quarry.dev/v1alpha1
-kind: ResearchProfile
-metadata:
-  name: scripted
-spec:
-  models:
-    primary:
-      baseURL: "{model_url}"
-      model: scripted
-      apiKeyEnv: QUARRY_TEST_KEY
-      timeoutSeconds: 20
-      contextWindow: 32768
-      maxOutputTokens: 700
-  prices:
-    - model: scripted
-      inputUSDPerMillion: "1.25"
-      outputUSDPerMillion: "10.00"
-  search:
-    url: "{searx_url}"
-  fetch:
-    allowedHosts: ["127.0.0.1"]
-    pageCharsForModel: 4000
-"#
-    );
     let path = dir.join("profile.yaml");
-    std::fs::write(&path, profile).unwrap();
+    std::fs::write(&path, scripted_profile(model_url, searx_url)).unwrap();
     path
 }
 

@@ -5,38 +5,9 @@
 
 use std::process::ExitCode;
 
+use quarry_e2e::profiles::demo_profile;
 use quarry_e2e::real_model::{MODEL_NAME, RealModel};
 use quarry_e2e::searx::SearchStack;
-
-fn profile_yaml(model_url: &str, model: &str, searx_url: &str) -> String {
-    format!(
-        r#"# Written by demo-services: the local demo stack. Everything runs on 127.0.0.1.
-apiVersion: quarry.dev/v1alpha1
-kind: ResearchProfile
-metadata:
-  name: local-demo
-spec:
-  models:
-    primary:
-      baseURL: "{model_url}"
-      model: {model}
-      # The 0.5B model has no native tool calling: use the JSON action protocol.
-      toolMode: jsonAction
-      jsonMode: true
-      temperature: 0
-      # A 2-core machine needs minutes to read a long prompt.
-      timeoutSeconds: 900
-      contextWindow: 8192
-      maxOutputTokens: 400
-  search:
-    url: "{searx_url}"
-  fetch:
-    allowedHosts: ["127.0.0.1"]
-    # Small models read slowly: cap each page.
-    pageCharsForModel: 1500
-"#
-    )
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -60,7 +31,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let yaml = profile_yaml(&model.base_url(), MODEL_NAME, stack.searx.base_url());
+    let yaml = demo_profile(&model.base_url(), MODEL_NAME, stack.searx.base_url());
     if let Err(e) = std::fs::write(&out, yaml) {
         eprintln!("demo-services: writing {out}: {e}");
         return ExitCode::FAILURE;
