@@ -42,7 +42,9 @@ pub fn extract_json_object(text: &str) -> Result<Value, JsonExtractError> {
         Err(JsonExtractError::NotFound { snippet }) => {
             // Distinguish "found JSON, but not an object" for a better repair message.
             match extract_json(text) {
-                Ok(v) => Err(JsonExtractError::NotAnObject { snippet: snippet_of(&v.to_string()) }),
+                Ok(v) => Err(JsonExtractError::NotAnObject {
+                    snippet: snippet_of(&v.to_string()),
+                }),
                 Err(_) => Err(JsonExtractError::NotFound { snippet }),
             }
         }
@@ -115,7 +117,10 @@ pub fn remove_trailing_commas(text: &str) -> String {
     out
 }
 
-fn extract_matching(text: &str, accept: impl Fn(&Value) -> bool) -> Result<Value, JsonExtractError> {
+fn extract_matching(
+    text: &str,
+    accept: impl Fn(&Value) -> bool,
+) -> Result<Value, JsonExtractError> {
     let cleaned = strip_think(text);
     let trimmed = cleaned.trim();
     if trimmed.is_empty() {
@@ -156,19 +161,25 @@ fn extract_matching(text: &str, accept: impl Fn(&Value) -> bool) -> Result<Value
             }
             None => {
                 if unbalanced.is_none() {
-                    unbalanced = Some(JsonExtractError::Unbalanced { snippet: snippet_of(&trimmed[start..]) });
+                    unbalanced = Some(JsonExtractError::Unbalanced {
+                        snippet: snippet_of(&trimmed[start..]),
+                    });
                 }
             }
         }
     }
     if !saw_opening {
-        return Err(JsonExtractError::NotFound { snippet: snippet_of(trimmed) });
+        return Err(JsonExtractError::NotFound {
+            snippet: snippet_of(trimmed),
+        });
     }
     // Prefer the parse error of a real candidate: it says exactly what to repair.
     match (first_error, unbalanced) {
         (Some(e @ JsonExtractError::Invalid { .. }), _) => Err(e),
         (_, Some(u)) => Err(u),
-        _ => Err(JsonExtractError::NotFound { snippet: snippet_of(trimmed) }),
+        _ => Err(JsonExtractError::NotFound {
+            snippet: snippet_of(trimmed),
+        }),
     }
 }
 
@@ -186,7 +197,10 @@ fn parse_lenient(s: &str, first_error: &mut Option<JsonExtractError>) -> Option<
                 return Some(v);
             }
             if looks_like_json && first_error.is_none() {
-                *first_error = Some(JsonExtractError::Invalid { message: e.to_string(), snippet: snippet_of(s) });
+                *first_error = Some(JsonExtractError::Invalid {
+                    message: e.to_string(),
+                    snippet: snippet_of(s),
+                });
             }
         }
     }
@@ -201,7 +215,10 @@ fn fenced_blocks(text: &str) -> Vec<&str> {
     while let Some(open) = rest.find("```") {
         let after_ticks = &rest[open + 3..];
         // Skip the info string (e.g. `json`) up to the end of the line.
-        let body_start = after_ticks.find('\n').map(|i| i + 1).unwrap_or(after_ticks.len());
+        let body_start = after_ticks
+            .find('\n')
+            .map(|i| i + 1)
+            .unwrap_or(after_ticks.len());
         let info = after_ticks[..body_start].trim();
         // Inline fence like ```{"a":1}``` has no newline-separated info string.
         let (body, consumed) = if info.starts_with('{') || info.starts_with('[') {
@@ -313,19 +330,28 @@ mod tests {
     #[test]
     fn object_in_prose() {
         let t = "Sure! Based on the question, I suggest {\"tool\": \"search\", \"arguments\": {\"q\": \"rust\"}} as the next step.";
-        assert_eq!(extract_json(t).unwrap(), json!({"tool": "search", "arguments": {"q": "rust"}}));
+        assert_eq!(
+            extract_json(t).unwrap(),
+            json!({"tool": "search", "arguments": {"q": "rust"}})
+        );
     }
 
     #[test]
     fn braces_inside_strings_do_not_confuse() {
         let t = r#"Answer: {"text": "use {braces} and ] here \" quoted", "n": 1} trailing"#;
-        assert_eq!(extract_json(t).unwrap(), json!({"text": "use {braces} and ] here \" quoted", "n": 1}));
+        assert_eq!(
+            extract_json(t).unwrap(),
+            json!({"text": "use {braces} and ] here \" quoted", "n": 1})
+        );
     }
 
     #[test]
     fn trailing_commas_removed() {
         let t = "{\"a\": [1, 2, 3,], \"b\": {\"c\": 1,},}";
-        assert_eq!(extract_json(t).unwrap(), json!({"a": [1, 2, 3], "b": {"c": 1}}));
+        assert_eq!(
+            extract_json(t).unwrap(),
+            json!({"a": [1, 2, 3], "b": {"c": 1}})
+        );
     }
 
     #[test]
@@ -362,13 +388,21 @@ mod tests {
     #[test]
     fn object_only_rejects_array() {
         let err = extract_json_object("[1, 2]").unwrap_err();
-        assert_eq!(err, JsonExtractError::NotAnObject { snippet: "[1,2]".into() });
+        assert_eq!(
+            err,
+            JsonExtractError::NotAnObject {
+                snippet: "[1,2]".into()
+            }
+        );
     }
 
     #[test]
     fn nested_arrays_of_objects() {
         let t = "Result:\n[{\"url\": \"https://a\"}, {\"url\": \"https://b\"}]";
-        assert_eq!(extract_json(t).unwrap(), json!([{"url": "https://a"}, {"url": "https://b"}]));
+        assert_eq!(
+            extract_json(t).unwrap(),
+            json!([{"url": "https://a"}, {"url": "https://b"}])
+        );
     }
 
     #[test]
@@ -382,20 +416,30 @@ mod tests {
         assert_eq!(extract_json("42").unwrap(), json!(42));
         assert_eq!(
             extract_json("The answer is 42").unwrap_err(),
-            JsonExtractError::NotFound { snippet: "The answer is 42".into() }
+            JsonExtractError::NotFound {
+                snippet: "The answer is 42".into()
+            }
         );
     }
 
     #[test]
     fn empty_answer() {
         assert_eq!(extract_json("  ").unwrap_err(), JsonExtractError::Empty);
-        assert_eq!(extract_json("<think>hmm</think>").unwrap_err(), JsonExtractError::Empty);
+        assert_eq!(
+            extract_json("<think>hmm</think>").unwrap_err(),
+            JsonExtractError::Empty
+        );
     }
 
     #[test]
     fn truncated_object_is_unbalanced() {
         let err = extract_json("Here: {\"a\": [1, 2").unwrap_err();
-        assert_eq!(err, JsonExtractError::Unbalanced { snippet: "{\"a\": [1, 2".into() });
+        assert_eq!(
+            err,
+            JsonExtractError::Unbalanced {
+                snippet: "{\"a\": [1, 2".into()
+            }
+        );
         assert!(err.to_string().contains("never closed"), "{err}");
     }
 
@@ -433,7 +477,10 @@ mod tests {
     #[test]
     fn json_string_escapes_and_backslashes() {
         let t = r#"{"path": "C:\\dir\\", "q": "a\"b"}"#;
-        assert_eq!(extract_json(t).unwrap(), json!({"path": "C:\\dir\\", "q": "a\"b"}));
+        assert_eq!(
+            extract_json(t).unwrap(),
+            json!({"path": "C:\\dir\\", "q": "a\"b"})
+        );
     }
 
     #[test]

@@ -28,19 +28,39 @@ pub struct Message {
 impl Message {
     /// A system message.
     pub fn system(content: impl Into<String>) -> Self {
-        Self { role: Role::System, content: content.into(), tool_calls: vec![], tool_call_id: None }
+        Self {
+            role: Role::System,
+            content: content.into(),
+            tool_calls: vec![],
+            tool_call_id: None,
+        }
     }
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
-        Self { role: Role::User, content: content.into(), tool_calls: vec![], tool_call_id: None }
+        Self {
+            role: Role::User,
+            content: content.into(),
+            tool_calls: vec![],
+            tool_call_id: None,
+        }
     }
     /// An assistant message, possibly carrying tool calls.
     pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Self { role: Role::Assistant, content: content.into(), tool_calls, tool_call_id: None }
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+            tool_calls,
+            tool_call_id: None,
+        }
     }
     /// The result of one tool call.
     pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Self { role: Role::Tool, content: content.into(), tool_calls: vec![], tool_call_id: Some(call_id.into()) }
+        Self {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: vec![],
+            tool_call_id: Some(call_id.into()),
+        }
     }
 }
 
@@ -128,11 +148,19 @@ pub struct ChatResponse {
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error("model endpoint {endpoint} unreachable: {source}")]
-    Unreachable { endpoint: String, #[source] source: reqwest::Error },
+    Unreachable {
+        endpoint: String,
+        #[source]
+        source: reqwest::Error,
+    },
     #[error("model call timed out after {seconds}s")]
     Timeout { seconds: u64 },
     #[error("model server answered HTTP {status}: {body}")]
-    Status { status: u16, body: String, retry_after: Option<std::time::Duration> },
+    Status {
+        status: u16,
+        body: String,
+        retry_after: Option<std::time::Duration>,
+    },
     #[error("model answer could not be understood: {0}")]
     Malformed(String),
     #[error("model output degenerated into repetition and was stopped after {tokens} tokens")]
@@ -167,7 +195,9 @@ pub mod pricing;
 pub mod repetition;
 
 /// How tools are offered to a model.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum ToolMode {
     /// The server's native `tools` / `tool_calls` support.
@@ -234,7 +264,11 @@ impl Default for ModelConfig {
 impl ModelConfig {
     /// A config with defaults for everything but the endpoint and model name.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        Self { base_url: base_url.into(), model: model.into(), ..Self::default() }
+        Self {
+            base_url: base_url.into(),
+            model: model.into(),
+            ..Self::default()
+        }
     }
 }
 

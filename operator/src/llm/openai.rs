@@ -14,7 +14,10 @@ use serde_json::{Map, Value, json};
 
 use super::json_extract::{extract_json, extract_json_object, strip_think};
 use super::repetition::{self, StreamGuard};
-use super::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, ModelConfig, Role, ToolCall, ToolMode, ToolSpec, Usage};
+use super::{
+    ChatModel, ChatRequest, ChatResponse, LlmError, Message, ModelConfig, Role, ToolCall, ToolMode,
+    ToolSpec, Usage,
+};
 
 /// Largest non-streamed response body accepted.
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -42,17 +45,24 @@ pub struct OpenAiClient {
 impl std::fmt::Debug for OpenAiClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The config's Debug redacts the key; the reqwest client is left out on purpose.
-        f.debug_struct("OpenAiClient").field("endpoint", &self.endpoint).field("config", &self.config).finish()
+        f.debug_struct("OpenAiClient")
+            .field("endpoint", &self.endpoint)
+            .field("config", &self.config)
+            .finish()
     }
 }
 
 impl OpenAiClient {
     /// Validates the config and builds the HTTP client.
     pub fn new(config: ModelConfig) -> Result<Self, LlmError> {
-        let base = url::Url::parse(config.base_url.trim())
-            .map_err(|e| LlmError::Config(format!("base_url `{}` is not a URL: {e}", config.base_url)))?;
+        let base = url::Url::parse(config.base_url.trim()).map_err(|e| {
+            LlmError::Config(format!("base_url `{}` is not a URL: {e}", config.base_url))
+        })?;
         if base.scheme() != "http" && base.scheme() != "https" {
-            return Err(LlmError::Config(format!("base_url `{}` must be http or https", config.base_url)));
+            return Err(LlmError::Config(format!(
+                "base_url `{}` must be http or https",
+                config.base_url
+            )));
         }
         if config.model.trim().is_empty() {
             return Err(LlmError::Config("model name is empty".into()));
@@ -61,17 +71,27 @@ impl OpenAiClient {
             return Err(LlmError::Config("timeout must be greater than zero".into()));
         }
         if let Some(key) = &config.api_key
-            && (key.is_empty() || reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err())
+            && (key.is_empty()
+                || reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err())
         {
             // Never echo the key itself.
-            return Err(LlmError::Config("api key is empty or contains characters not allowed in a header".into()));
+            return Err(LlmError::Config(
+                "api key is empty or contains characters not allowed in a header".into(),
+            ));
         }
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))?;
-        let endpoint = format!("{}/chat/completions", config.base_url.trim().trim_end_matches('/'));
-        Ok(Self { config, http, endpoint })
+        let endpoint = format!(
+            "{}/chat/completions",
+            config.base_url.trim().trim_end_matches('/')
+        );
+        Ok(Self {
+            config,
+            http,
+            endpoint,
+        })
     }
 
     /// The configuration this client was built from.
@@ -84,7 +104,11 @@ impl OpenAiClient {
         let mode = self.config.tool_mode;
         let offer_tools = !request.tools.is_empty();
         let messages = match mode {
-            ToolMode::Native => request.messages.iter().map(native_message).collect::<Vec<_>>(),
+            ToolMode::Native => request
+                .messages
+                .iter()
+                .map(native_message)
+                .collect::<Vec<_>>(),
             ToolMode::JsonAction => json_action_messages(&request.messages, &request.tools),
         };
         let mut body = Map::new();
@@ -93,10 +117,15 @@ impl OpenAiClient {
         // Always sent: llama.cpp ignores `max_completion_tokens` and would otherwise run unbounded.
         body.insert("max_tokens".into(), json!(request.max_tokens));
         if let Some(t) = self.config.temperature {
+            // Through f32's shortest decimal form so 0.7 is sent as 0.7, not 0.699999988079071.
+            let t: f64 = t.to_string().parse().unwrap_or(f64::from(t));
             body.insert("temperature".into(), json!(t));
         }
         if mode == ToolMode::Native && offer_tools {
-            body.insert("tools".into(), Value::Array(request.tools.iter().map(native_tool).collect()));
+            body.insert(
+                "tools".into(),
+                Value::Array(request.tools.iter().map(native_tool).collect()),
+            );
         }
         if request.json_mode && self.config.json_mode {
             body.insert("response_format".into(), json!({"type": "json_object"}));
@@ -112,11 +141,17 @@ impl OpenAiClient {
     async fn attempt(&self, body: &Value, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         match tokio::time::timeout(self.config.timeout, self.attempt_inner(body, request)).await {
             Ok(result) => result,
-            Err(_) => Err(LlmError::Timeout { seconds: self.config.timeout.as_millis().div_ceil(1000) as u64 }),
+            Err(_) => Err(LlmError::Timeout {
+                seconds: self.config.timeout.as_millis().div_ceil(1000) as u64,
+            }),
         }
     }
 
-    async fn attempt_inner(&self, body: &Value, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn attempt_inner(
+        &self,
+        body: &Value,
+        request: &ChatRequest,
+    ) -> Result<ChatResponse, LlmError> {
         let mut builder = self.http.post(&self.endpoint).json(body);
         if let Some(key) = &self.config.api_key {
             // bearer_auth marks the header sensitive, so reqwest never prints it either.
@@ -126,9 +161,18 @@ impl OpenAiClient {
         let status = response.status();
         if !status.is_success() {
             let retry_after = parse_retry_after(response.headers());
-            let text = read_limited(response, MAX_ERROR_BODY_CHARS * 4).await.unwrap_or_default();
-            let text: String = String::from_utf8_lossy(&text).chars().take(MAX_ERROR_BODY_CHARS).collect();
-            return Err(LlmError::Status { status: status.as_u16(), body: self.redact(text), retry_after });
+            let text = read_limited(response, MAX_ERROR_BODY_CHARS * 4)
+                .await
+                .unwrap_or_default();
+            let text: String = String::from_utf8_lossy(&text)
+                .chars()
+                .take(MAX_ERROR_BODY_CHARS)
+                .collect();
+            return Err(LlmError::Status {
+                status: status.as_u16(),
+                body: self.redact(text),
+                retry_after,
+            });
         }
         let content_type = response
             .headers()
@@ -136,13 +180,18 @@ impl OpenAiClient {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
-        let is_sse = content_type.contains("event-stream") || (self.config.stream && !content_type.contains("json"));
+        let is_sse = content_type.contains("event-stream")
+            || (self.config.stream && !content_type.contains("json"));
         let raw = if is_sse {
             self.read_stream(response).await?
         } else {
-            let bytes = read_limited(response, MAX_BODY_BYTES + 1).await.map_err(|e| self.transport_error(e))?;
+            let bytes = read_limited(response, MAX_BODY_BYTES + 1)
+                .await
+                .map_err(|e| self.transport_error(e))?;
             if bytes.len() > MAX_BODY_BYTES {
-                return Err(LlmError::Malformed(format!("response body larger than {MAX_BODY_BYTES} bytes")));
+                return Err(LlmError::Malformed(format!(
+                    "response body larger than {MAX_BODY_BYTES} bytes"
+                )));
             }
             parse_completion(&bytes).map_err(|e| self.redact_err(e))?
         };
@@ -160,13 +209,16 @@ impl OpenAiClient {
             let chunk = chunk.map_err(|e| self.transport_error(e))?;
             total += chunk.len();
             if total > MAX_STREAM_BYTES {
-                return Err(LlmError::Malformed(format!("streamed answer larger than {MAX_STREAM_BYTES} bytes")));
+                return Err(LlmError::Malformed(format!(
+                    "streamed answer larger than {MAX_STREAM_BYTES} bytes"
+                )));
             }
             line_buf.extend_from_slice(&chunk);
             while let Some(pos) = line_buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = line_buf.drain(..=pos).collect();
                 let before = acc.content.chars().count();
-                acc.feed_line(&String::from_utf8_lossy(&line)).map_err(|e| self.redact_err(e))?;
+                acc.feed_line(&String::from_utf8_lossy(&line))
+                    .map_err(|e| self.redact_err(e))?;
                 let added = acc.content.chars().count() - before;
                 if added > 0
                     && let Some(rep) = guard.observe(&acc.content, added)
@@ -177,24 +229,31 @@ impl OpenAiClient {
                         span = rep.span,
                         "stopping a degenerate streamed answer"
                     );
-                    return Err(LlmError::Degenerate { tokens: estimate_tokens(acc.content.chars().count()) });
+                    return Err(LlmError::Degenerate {
+                        tokens: estimate_tokens(acc.content.chars().count()),
+                    });
                 }
                 if acc.done {
                     return Ok(acc.into_answer());
                 }
             }
             if line_buf.len() > MAX_SSE_LINE_BYTES {
-                return Err(LlmError::Malformed(format!("stream line longer than {MAX_SSE_LINE_BYTES} bytes")));
+                return Err(LlmError::Malformed(format!(
+                    "stream line longer than {MAX_SSE_LINE_BYTES} bytes"
+                )));
             }
         }
         if !line_buf.is_empty() {
-            acc.feed_line(&String::from_utf8_lossy(&line_buf)).map_err(|e| self.redact_err(e))?;
+            acc.feed_line(&String::from_utf8_lossy(&line_buf))
+                .map_err(|e| self.redact_err(e))?;
         }
         acc.feed_line("").map_err(|e| self.redact_err(e))?;
         if acc.events == 0
             && let Some(line) = acc.foreign_line
         {
-            return Err(self.redact_err(LlmError::Malformed(format!("response is not an event stream: `{line}`"))));
+            return Err(self.redact_err(LlmError::Malformed(format!(
+                "response is not an event stream: `{line}`"
+            ))));
         }
         if !acc.done && acc.finish_reason.is_none() {
             return Err(LlmError::Malformed(format!(
@@ -209,11 +268,17 @@ impl OpenAiClient {
     fn finish(&self, request: &ChatRequest, raw: RawAnswer) -> Result<ChatResponse, LlmError> {
         if let Some(rep) = repetition::detect(&raw.content) {
             tracing::warn!(model = %self.config.model, period = rep.period, span = rep.span, "degenerate answer");
-            return Err(LlmError::Degenerate { tokens: estimate_tokens(raw.content.chars().count()) });
+            return Err(LlmError::Degenerate {
+                tokens: estimate_tokens(raw.content.chars().count()),
+            });
         }
         let content = strip_think(&raw.content).trim().to_string();
         let output_chars = raw.content.chars().count()
-            + raw.tool_calls.iter().map(|c| c.arguments.to_string().chars().count()).sum::<usize>();
+            + raw
+                .tool_calls
+                .iter()
+                .map(|c| c.arguments.to_string().chars().count())
+                .sum::<usize>();
 
         let tool_calls = if request.tools.is_empty() {
             Vec::new()
@@ -226,7 +291,8 @@ impl OpenAiClient {
             };
             for call in &calls {
                 if !request.tools.iter().any(|t| t.name == call.name) {
-                    let available: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+                    let available: Vec<&str> =
+                        request.tools.iter().map(|t| t.name.as_str()).collect();
                     return Err(LlmError::Malformed(format!(
                         "the model asked for unknown tool `{}` (available: {})",
                         call.name,
@@ -239,7 +305,10 @@ impl OpenAiClient {
 
         let (input_tokens, output_tokens) = match raw.usage {
             Some(u) => u,
-            None => (estimate_tokens(request_chars(request)), estimate_tokens(output_chars)),
+            None => (
+                estimate_tokens(request_chars(request)),
+                estimate_tokens(output_chars),
+            ),
         };
         let usage = Usage {
             input_tokens,
@@ -258,15 +327,22 @@ impl OpenAiClient {
 
     fn transport_error(&self, source: reqwest::Error) -> LlmError {
         if source.is_timeout() {
-            return LlmError::Timeout { seconds: CONNECT_TIMEOUT.as_secs() };
+            return LlmError::Timeout {
+                seconds: CONNECT_TIMEOUT.as_secs(),
+            };
         }
-        LlmError::Unreachable { endpoint: self.endpoint.clone(), source }
+        LlmError::Unreachable {
+            endpoint: self.endpoint.clone(),
+            source,
+        }
     }
 
     /// Removes the API key from text that came from the server (some echo request headers).
     fn redact(&self, text: String) -> String {
         match &self.config.api_key {
-            Some(key) if !key.is_empty() && text.contains(key.as_str()) => text.replace(key.as_str(), "[redacted]"),
+            Some(key) if !key.is_empty() && text.contains(key.as_str()) => {
+                text.replace(key.as_str(), "[redacted]")
+            }
             _ => text,
         }
     }
@@ -274,9 +350,15 @@ impl OpenAiClient {
     fn redact_err(&self, err: LlmError) -> LlmError {
         match err {
             LlmError::Malformed(m) => LlmError::Malformed(self.redact(m)),
-            LlmError::Status { status, body, retry_after } => {
-                LlmError::Status { status, body: self.redact(body), retry_after }
-            }
+            LlmError::Status {
+                status,
+                body,
+                retry_after,
+            } => LlmError::Status {
+                status,
+                body: self.redact(body),
+                retry_after,
+            },
             other => other,
         }
     }
@@ -285,6 +367,12 @@ impl OpenAiClient {
 #[async_trait]
 impl ChatModel for OpenAiClient {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        if request.max_tokens == 0 {
+            // An unset cap is a caller bug; a model without a cap can loop for thousands of tokens.
+            return Err(LlmError::Config(
+                "max_tokens must be greater than zero".into(),
+            ));
+        }
         let body = self.request_body(&request);
         let started = Instant::now();
         let backoff = ExponentialBuilder::default()
@@ -315,7 +403,9 @@ impl ChatModel for OpenAiClient {
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "model call finished"
             ),
-            Err(e) => tracing::warn!(model = %self.config.model, purpose = ?request.purpose, error = %e, "model call failed"),
+            Err(e) => {
+                tracing::warn!(model = %self.config.model, purpose = ?request.purpose, error = %e, "model call failed")
+            }
         }
         result
     }
@@ -327,16 +417,27 @@ impl ChatModel for OpenAiClient {
 
 /// Parses `Retry-After` in its seconds form (the HTTP-date form is rare for APIs and ignored).
 fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
     // Some providers send fractional seconds.
-    value.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
 }
 
 /// Reads at most `limit` bytes of a body.
-async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, reqwest::Error> {
+async fn read_limited(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, reqwest::Error> {
     let mut out = Vec::new();
     while let Some(chunk) = response.chunk().await? {
         let room = limit.saturating_sub(out.len());
@@ -356,9 +457,19 @@ fn request_chars(request: &ChatRequest) -> usize {
     let messages: usize = request
         .messages
         .iter()
-        .map(|m| m.content.chars().count() + m.tool_calls.iter().map(|c| c.arguments.to_string().len()).sum::<usize>())
+        .map(|m| {
+            m.content.chars().count()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.arguments.to_string().len())
+                    .sum::<usize>()
+        })
         .sum();
-    let tools: usize = request.tools.iter().map(|t| t.description.len() + t.parameters.to_string().len()).sum();
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| t.description.len() + t.parameters.to_string().len())
+        .sum();
     messages + tools
 }
 
@@ -383,7 +494,11 @@ fn native_message(m: &Message) -> Value {
                     })
                 })
                 .collect();
-            let content = if m.content.is_empty() { Value::Null } else { json!(m.content) };
+            let content = if m.content.is_empty() {
+                Value::Null
+            } else {
+                json!(m.content)
+            };
             json!({"role": "assistant", "content": content, "tool_calls": calls})
         }
         Role::Tool => json!({
@@ -404,7 +519,10 @@ pub fn json_action_instruction(tools: &[ToolSpec]) -> String {
          \"tool\" key).\n\nAvailable tools:\n",
     );
     for t in tools {
-        s.push_str(&format!("- {}: {}\n  arguments (JSON Schema): {}\n", t.name, t.description, t.parameters));
+        s.push_str(&format!(
+            "- {}: {}\n  arguments (JSON Schema): {}\n",
+            t.name, t.description, t.parameters
+        ));
     }
     s
 }
@@ -481,8 +599,9 @@ fn snippet(bytes: &[u8]) -> String {
 
 /// Parses a non-streamed completion body.
 fn parse_completion(bytes: &[u8]) -> Result<RawAnswer, LlmError> {
-    let v: Value = serde_json::from_slice(bytes)
-        .map_err(|e| LlmError::Malformed(format!("response is not JSON ({e}): `{}`", snippet(bytes))))?;
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| {
+        LlmError::Malformed(format!("response is not JSON ({e}): `{}`", snippet(bytes)))
+    })?;
     if let Some(err) = stream_or_body_error(&v) {
         return Err(err);
     }
@@ -490,12 +609,21 @@ fn parse_completion(bytes: &[u8]) -> Result<RawAnswer, LlmError> {
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
-        .ok_or_else(|| LlmError::Malformed(format!("response has no choices: `{}`", snippet(bytes))))?;
-    let message = choice.get("message").or_else(|| choice.get("delta")).cloned().unwrap_or(Value::Null);
+        .ok_or_else(|| {
+            LlmError::Malformed(format!("response has no choices: `{}`", snippet(bytes)))
+        })?;
+    let message = choice
+        .get("message")
+        .or_else(|| choice.get("delta"))
+        .cloned()
+        .unwrap_or(Value::Null);
     let mut raw = RawAnswer {
         content: content_text(message.get("content")),
         model: v.get("model").and_then(Value::as_str).map(str::to_string),
-        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string),
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         usage: parse_usage(v.get("usage")),
         ..RawAnswer::default()
     };
@@ -508,7 +636,11 @@ fn parse_completion(bytes: &[u8]) -> Result<RawAnswer, LlmError> {
             let function = call.get("function").unwrap_or(call);
             raw.tool_calls.push(RawToolCall {
                 id: call.get("id").and_then(Value::as_str).map(str::to_string),
-                name: function.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                name: function
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
                 arguments: function.get("arguments").cloned().unwrap_or(Value::Null),
             });
         }
@@ -516,7 +648,11 @@ fn parse_completion(bytes: &[u8]) -> Result<RawAnswer, LlmError> {
         // Legacy single function call.
         raw.tool_calls.push(RawToolCall {
             id: None,
-            name: call.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+            name: call
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             arguments: call.get("arguments").cloned().unwrap_or(Value::Null),
         });
     }
@@ -529,13 +665,24 @@ fn stream_or_body_error(v: &Value) -> Option<LlmError> {
     if err.is_null() {
         return None;
     }
-    let message = err.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| err.to_string());
+    let message = err
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| err.to_string());
     let status = err
         .get("code")
-        .and_then(|c| c.as_u64().or_else(|| c.as_str().and_then(|s| s.parse().ok())))
+        .and_then(|c| {
+            c.as_u64()
+                .or_else(|| c.as_str().and_then(|s| s.parse().ok()))
+        })
         .filter(|c| (400..600).contains(c))
         .unwrap_or(502) as u16;
-    Some(LlmError::Status { status, body: message.chars().take(MAX_ERROR_BODY_CHARS).collect(), retry_after: None })
+    Some(LlmError::Status {
+        status,
+        body: message.chars().take(MAX_ERROR_BODY_CHARS).collect(),
+        retry_after: None,
+    })
 }
 
 /// Message content as text: a string, null, or an array of `{type: text, text}` parts.
@@ -590,13 +737,17 @@ impl StreamAccumulator {
             let data = data.strip_prefix(' ').unwrap_or(data);
             // Most servers send one JSON per `data:` line; dispatching eagerly when the line is
             // complete JSON (or [DONE]) tolerates servers that omit the blank separator line.
-            if self.data.is_empty() && (data.trim() == "[DONE]" || serde_json::from_str::<Value>(data).is_ok()) {
+            if self.data.is_empty()
+                && (data.trim() == "[DONE]" || serde_json::from_str::<Value>(data).is_ok())
+            {
                 self.data.push(data.to_string());
                 return self.dispatch();
             }
             self.data.push(data.to_string());
         } else if self.foreign_line.is_none()
-            && !["event:", "id:", "retry:", ":"].iter().any(|p| line.starts_with(p))
+            && !["event:", "id:", "retry:", ":"]
+                .iter()
+                .any(|p| line.starts_with(p))
         {
             self.foreign_line = Some(snippet(line.as_bytes()));
         }
@@ -616,7 +767,10 @@ impl StreamAccumulator {
             return Ok(());
         }
         let v: Value = serde_json::from_str(data).map_err(|e| {
-            LlmError::Malformed(format!("stream event is not JSON ({e}): `{}`", snippet(data.as_bytes())))
+            LlmError::Malformed(format!(
+                "stream event is not JSON ({e}): `{}`",
+                snippet(data.as_bytes())
+            ))
         })?;
         if let Some(err) = stream_or_body_error(&v) {
             return Err(err);
@@ -627,7 +781,11 @@ impl StreamAccumulator {
         if let Some(u) = parse_usage(v.get("usage")) {
             self.usage = Some(u);
         }
-        let Some(choice) = v.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
+        let Some(choice) = v
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        else {
             return Ok(());
         };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -639,9 +797,15 @@ impl StreamAccumulator {
         self.content.push_str(&content_text(delta.get("content")));
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
             for (pos, call) in calls.iter().enumerate() {
-                let index = call.get("index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or(pos);
+                let index = call
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .map(|i| i as usize)
+                    .unwrap_or(pos);
                 if index > 64 {
-                    return Err(LlmError::Malformed(format!("tool call index {index} out of range")));
+                    return Err(LlmError::Malformed(format!(
+                        "tool call index {index} out of range"
+                    )));
                 }
                 while self.calls.len() <= index {
                     self.calls.push((None, String::new(), String::new()));
@@ -675,7 +839,11 @@ impl StreamAccumulator {
                 .calls
                 .into_iter()
                 .filter(|(_, name, _)| !name.is_empty())
-                .map(|(id, name, args)| RawToolCall { id, name, arguments: Value::String(args) })
+                .map(|(id, name, args)| RawToolCall {
+                    id,
+                    name,
+                    arguments: Value::String(args),
+                })
                 .collect(),
             usage: self.usage,
             model: self.model,
@@ -690,10 +858,16 @@ fn native_calls(raw: Vec<RawToolCall>) -> Result<Vec<ToolCall>, LlmError> {
         .enumerate()
         .map(|(i, c)| {
             if c.name.trim().is_empty() {
-                return Err(LlmError::Malformed("a tool call has no function name".into()));
+                return Err(LlmError::Malformed(
+                    "a tool call has no function name".into(),
+                ));
             }
             let arguments = parse_arguments(&c.name, c.arguments)?;
-            Ok(ToolCall { id: c.id.unwrap_or_else(|| format!("call_{i}")), name: c.name, arguments })
+            Ok(ToolCall {
+                id: c.id.unwrap_or_else(|| format!("call_{i}")),
+                name: c.name,
+                arguments,
+            })
         })
         .collect()
 }
@@ -701,7 +875,11 @@ fn native_calls(raw: Vec<RawToolCall>) -> Result<Vec<ToolCall>, LlmError> {
 /// Tool-call arguments as a JSON object: an object, a JSON string (possibly fenced, with
 /// trailing commas, or double-encoded), or empty.
 fn parse_arguments(tool: &str, value: Value) -> Result<Value, LlmError> {
-    let bad = |why: String| LlmError::Malformed(format!("arguments of tool call `{tool}` are not a JSON object: {why}"));
+    let bad = |why: String| {
+        LlmError::Malformed(format!(
+            "arguments of tool call `{tool}` are not a JSON object: {why}"
+        ))
+    };
     match value {
         Value::Object(_) => Ok(value),
         Value::Null => Ok(json!({})),
@@ -726,8 +904,9 @@ fn tagged_calls(content: &str) -> Result<Vec<ToolCall>, LlmError> {
         let after = &rest[start + "<tool_call>".len()..];
         let end = after.find("</tool_call>").unwrap_or(after.len());
         let inner = &after[..end];
-        let v = extract_json_object(inner)
-            .map_err(|e| LlmError::Malformed(format!("unparseable <tool_call> in the answer: {e}")))?;
+        let v = extract_json_object(inner).map_err(|e| {
+            LlmError::Malformed(format!("unparseable <tool_call> in the answer: {e}"))
+        })?;
         if let Some(call) = action_to_call(&v, calls.len())? {
             calls.push(call);
         }
@@ -760,11 +939,20 @@ pub fn parse_json_action(text: &str) -> Result<Vec<ToolCall>, LlmError> {
 /// Keys naming the tool in an action object, in order of preference.
 const TOOL_KEYS: [&str; 4] = ["tool", "name", "function", "action"];
 /// Keys holding the arguments.
-const ARGUMENT_KEYS: [&str; 6] = ["arguments", "args", "parameters", "input", "action_input", "tool_input"];
+const ARGUMENT_KEYS: [&str; 6] = [
+    "arguments",
+    "args",
+    "parameters",
+    "input",
+    "action_input",
+    "tool_input",
+];
 
 /// One action object as a tool call; `None` when the object names no tool.
 fn action_to_call(v: &Value, index: usize) -> Result<Option<ToolCall>, LlmError> {
-    let Some(obj) = v.as_object() else { return Ok(None) };
+    let Some(obj) = v.as_object() else {
+        return Ok(None);
+    };
     let Some((key, tool)) = TOOL_KEYS.iter().find_map(|k| obj.get(*k).map(|t| (*k, t))) else {
         return Ok(None);
     };
@@ -775,14 +963,25 @@ fn action_to_call(v: &Value, index: usize) -> Result<Option<ToolCall>, LlmError>
         _ => return Ok(None),
     };
     if name.is_empty() {
-        return Err(LlmError::Malformed("the JSON action names an empty tool".into()));
+        return Err(LlmError::Malformed(
+            "the JSON action names an empty tool".into(),
+        ));
     }
     let arguments = match ARGUMENT_KEYS.iter().find_map(|k| obj.get(*k)) {
         Some(a) => parse_arguments(&name, a.clone())?,
         // {"tool": "search", "query": "..."}: the other keys are the arguments.
-        None => Value::Object(obj.iter().filter(|(k, _)| k.as_str() != key).map(|(k, v)| (k.clone(), v.clone())).collect()),
+        None => Value::Object(
+            obj.iter()
+                .filter(|(k, _)| k.as_str() != key)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
     };
-    Ok(Some(ToolCall { id: format!("call_{index}"), name, arguments }))
+    Ok(Some(ToolCall {
+        id: format!("call_{index}"),
+        name,
+        arguments,
+    }))
 }
 
 #[cfg(test)]
@@ -800,10 +999,22 @@ mod tests {
 
     #[test]
     fn arguments_tolerance() {
-        assert_eq!(parse_arguments("t", json!("{\"q\": \"x\"}")).unwrap(), json!({"q": "x"}));
-        assert_eq!(parse_arguments("t", json!({"q": "x"})).unwrap(), json!({"q": "x"}));
-        assert_eq!(parse_arguments("t", json!("```json\n{\"q\": \"x\",}\n```")).unwrap(), json!({"q": "x"}));
-        assert_eq!(parse_arguments("t", json!("\"{\\\"q\\\": 1}\"")).unwrap(), json!({"q": 1}));
+        assert_eq!(
+            parse_arguments("t", json!("{\"q\": \"x\"}")).unwrap(),
+            json!({"q": "x"})
+        );
+        assert_eq!(
+            parse_arguments("t", json!({"q": "x"})).unwrap(),
+            json!({"q": "x"})
+        );
+        assert_eq!(
+            parse_arguments("t", json!("```json\n{\"q\": \"x\",}\n```")).unwrap(),
+            json!({"q": "x"})
+        );
+        assert_eq!(
+            parse_arguments("t", json!("\"{\\\"q\\\": 1}\"")).unwrap(),
+            json!({"q": 1})
+        );
         assert_eq!(parse_arguments("t", json!("")).unwrap(), json!({}));
         assert_eq!(parse_arguments("t", Value::Null).unwrap(), json!({}));
         let err = parse_arguments("search", json!("q=x")).unwrap_err();
@@ -814,30 +1025,69 @@ mod tests {
     #[test]
     fn json_action_shapes() {
         let call = |text: &str| parse_json_action(text).unwrap();
-        let want = vec![ToolCall { id: "call_0".into(), name: "search".into(), arguments: json!({"q": "rust"}) }];
-        assert_eq!(call(r#"{"tool": "search", "arguments": {"q": "rust"}}"#), want);
-        assert_eq!(call("I'll search.\n```json\n{\"tool\": \"search\", \"arguments\": {\"q\": \"rust\"},}\n```"), want);
-        assert_eq!(call(r#"{"name": "search", "args": "{\"q\": \"rust\"}"}"#), want);
+        let want = vec![ToolCall {
+            id: "call_0".into(),
+            name: "search".into(),
+            arguments: json!({"q": "rust"}),
+        }];
+        assert_eq!(
+            call(r#"{"tool": "search", "arguments": {"q": "rust"}}"#),
+            want
+        );
+        assert_eq!(
+            call(
+                "I'll search.\n```json\n{\"tool\": \"search\", \"arguments\": {\"q\": \"rust\"},}\n```"
+            ),
+            want
+        );
+        assert_eq!(
+            call(r#"{"name": "search", "args": "{\"q\": \"rust\"}"}"#),
+            want
+        );
         assert_eq!(call(r#"{"tool": "search", "q": "rust"}"#), want);
-        assert_eq!(call(r#"{"tool": {"name": "search", "arguments": {"q": "rust"}}}"#), want);
-        assert_eq!(call("<think>hmm {\"tool\": \"x\"}</think>{\"tool\": \"search\", \"arguments\": {\"q\": \"rust\"}}"), want);
+        assert_eq!(
+            call(r#"{"tool": {"name": "search", "arguments": {"q": "rust"}}}"#),
+            want
+        );
+        assert_eq!(
+            call(
+                "<think>hmm {\"tool\": \"x\"}</think>{\"tool\": \"search\", \"arguments\": {\"q\": \"rust\"}}"
+            ),
+            want
+        );
         assert_eq!(call("Final answer: Rust is a language [1]."), vec![]);
         assert_eq!(call(r#"{"answer": "no tool"}"#), vec![]);
-        let two = call(r#"[{"tool": "search", "arguments": {"q": "a"}}, {"tool": "search", "arguments": {"q": "b"}}]"#);
+        let two = call(
+            r#"[{"tool": "search", "arguments": {"q": "a"}}, {"tool": "search", "arguments": {"q": "b"}}]"#,
+        );
         assert_eq!(two.len(), 2);
         assert_eq!(two[1].id, "call_1");
     }
 
     #[test]
     fn tagged_tool_calls() {
-        let calls = tagged_calls("<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n</tool_call>").unwrap();
-        assert_eq!(calls, vec![ToolCall { id: "call_0".into(), name: "search".into(), arguments: json!({"q": "x"}) }]);
+        let calls = tagged_calls(
+            "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n</tool_call>",
+        )
+        .unwrap();
+        assert_eq!(
+            calls,
+            vec![ToolCall {
+                id: "call_0".into(),
+                name: "search".into(),
+                arguments: json!({"q": "x"})
+            }]
+        );
         assert_eq!(tagged_calls("no tags").unwrap(), vec![]);
     }
 
     #[test]
     fn json_action_messages_place_instruction_and_map_tool_results() {
-        let call = ToolCall { id: "call_0".into(), name: "search".into(), arguments: json!({"q": "a"}) };
+        let call = ToolCall {
+            id: "call_0".into(),
+            name: "search".into(),
+            arguments: json!({"q": "a"}),
+        };
         let msgs = vec![
             Message::system("You research."),
             Message::user("Question?"),
@@ -849,8 +1099,14 @@ mod tests {
         let sys = out[0]["content"].as_str().unwrap();
         assert!(sys.starts_with("You research.\n\n## Tools"), "{sys}");
         assert!(sys.contains("- search: Search the web"), "{sys}");
-        assert_eq!(out[2], json!({"role": "assistant", "content": "{\"arguments\":{\"q\":\"a\"},\"tool\":\"search\"}"}));
-        assert_eq!(out[3], json!({"role": "user", "content": "Result of tool `search`:\nresults here"}));
+        assert_eq!(
+            out[2],
+            json!({"role": "assistant", "content": "{\"arguments\":{\"q\":\"a\"},\"tool\":\"search\"}"})
+        );
+        assert_eq!(
+            out[3],
+            json!({"role": "user", "content": "Result of tool `search`:\nresults here"})
+        );
         // No system message: one is inserted first.
         let out = json_action_messages(&[Message::user("hi")], &tools());
         assert_eq!(out[0]["role"], "system");
@@ -859,7 +1115,11 @@ mod tests {
 
     #[test]
     fn native_messages_shape() {
-        let call = ToolCall { id: "c1".into(), name: "search".into(), arguments: json!({"q": "a"}) };
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "search".into(),
+            arguments: json!({"q": "a"}),
+        };
         assert_eq!(
             native_message(&Message::assistant("", vec![call])),
             json!({"role": "assistant", "content": null, "tool_calls": [
@@ -893,6 +1153,15 @@ mod tests {
         assert_eq!(body["stream"], false);
         assert!(body.get("stream_options").is_none());
         assert!(body.get("temperature").is_none());
+
+        let mut cfg = ModelConfig::new("http://127.0.0.1:1/v1", "m");
+        cfg.temperature = Some(0.7);
+        let body = OpenAiClient::new(cfg).unwrap().request_body(&req);
+        assert_eq!(body["temperature"].to_string(), "0.7");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"], json!({"include_usage": true}));
+        // The server does not support JSON mode: nothing is sent.
+        assert!(body.get("response_format").is_none());
     }
 
     #[test]
@@ -906,8 +1175,12 @@ mod tests {
         assert_eq!(calls[0].id, "call_0");
         assert_eq!(calls[0].arguments, json!({"q": "a"}));
         let err = parse_completion(b"<html>oops</html>").unwrap_err();
-        assert!(matches!(err, LlmError::Malformed(ref m) if m.contains("<html>oops</html>")), "{err}");
-        let err = parse_completion(br#"{"error":{"message":"overloaded","code":503}}"#).unwrap_err();
+        assert!(
+            matches!(err, LlmError::Malformed(ref m) if m.contains("<html>oops</html>")),
+            "{err}"
+        );
+        let err =
+            parse_completion(br#"{"error":{"message":"overloaded","code":503}}"#).unwrap_err();
         assert!(matches!(err, LlmError::Status { status: 503, .. }), "{err}");
     }
 
@@ -936,7 +1209,14 @@ mod tests {
         assert_eq!(raw.usage, Some((5, 3)));
         assert_eq!(raw.finish_reason.as_deref(), Some("tool_calls"));
         let calls = native_calls(raw.tool_calls).unwrap();
-        assert_eq!(calls, vec![ToolCall { id: "a".into(), name: "search".into(), arguments: json!({"q": "x"}) }]);
+        assert_eq!(
+            calls,
+            vec![ToolCall {
+                id: "a".into(),
+                name: "search".into(),
+                arguments: json!({"q": "x"})
+            }]
+        );
     }
 
     #[test]
@@ -946,7 +1226,10 @@ mod tests {
         assert_eq!(parse_retry_after(&h), Some(Duration::from_secs(3)));
         h.insert(reqwest::header::RETRY_AFTER, "0.5".parse().unwrap());
         assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(500)));
-        h.insert(reqwest::header::RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        h.insert(
+            reqwest::header::RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
         assert_eq!(parse_retry_after(&h), None);
     }
 
@@ -959,6 +1242,9 @@ mod tests {
         let mut cfg = ModelConfig::new("ftp://x", "m");
         cfg.api_key = Some("sk-secret".into());
         assert!(matches!(OpenAiClient::new(cfg), Err(LlmError::Config(_))));
-        assert!(matches!(OpenAiClient::new(ModelConfig::new("http://x/v1", " ")), Err(LlmError::Config(_))));
+        assert!(matches!(
+            OpenAiClient::new(ModelConfig::new("http://x/v1", " ")),
+            Err(LlmError::Config(_))
+        ));
     }
 }

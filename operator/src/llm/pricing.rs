@@ -26,10 +26,18 @@ pub enum PriceError {
     Invalid { value: String, reason: String },
     /// The price table file could not be read.
     #[error("cannot read price table {path}: {source}")]
-    Read { path: String, #[source] source: std::io::Error },
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// The price table is not valid YAML of the expected shape.
     #[error("invalid price table {origin}: {source}")]
-    Yaml { origin: String, #[source] source: serde_yaml::Error },
+    Yaml {
+        origin: String,
+        #[source]
+        source: serde_yaml::Error,
+    },
 }
 
 /// A decimal amount of USD per million tokens, stored exactly as pico-USD per token.
@@ -44,7 +52,10 @@ impl UsdPerMillion {
 
     /// Parses a decimal string such as `"0.15"`, `"2.5"`, `"10"` or `"0.000001"`.
     pub fn parse(value: &str) -> Result<Self, PriceError> {
-        let invalid = |reason: &str| PriceError::Invalid { value: value.to_string(), reason: reason.to_string() };
+        let invalid = |reason: &str| PriceError::Invalid {
+            value: value.to_string(),
+            reason: reason.to_string(),
+        };
         let s = value.trim();
         if s.is_empty() {
             return Err(invalid("empty"));
@@ -56,14 +67,22 @@ impl UsdPerMillion {
         if int_part.is_empty() && frac_part.is_empty() {
             return Err(invalid("no digits"));
         }
-        if !int_part.chars().all(|c| c.is_ascii_digit()) || !frac_part.chars().all(|c| c.is_ascii_digit()) {
+        if !int_part.chars().all(|c| c.is_ascii_digit())
+            || !frac_part.chars().all(|c| c.is_ascii_digit())
+        {
             return Err(invalid("only digits and one decimal point are allowed"));
         }
         let frac_trimmed = frac_part.trim_end_matches('0');
         if frac_trimmed.len() > MAX_FRACTION_DIGITS {
-            return Err(invalid("more than 6 fractional digits cannot be represented exactly"));
+            return Err(invalid(
+                "more than 6 fractional digits cannot be represented exactly",
+            ));
         }
-        let whole: u64 = if int_part.is_empty() { 0 } else { int_part.parse().map_err(|_| invalid("too large"))? };
+        let whole: u64 = if int_part.is_empty() {
+            0
+        } else {
+            int_part.parse().map_err(|_| invalid("too large"))?
+        };
         if whole > MAX_USD_PER_MILLION {
             return Err(invalid("larger than 1000000 USD per million tokens"));
         }
@@ -73,7 +92,9 @@ impl UsdPerMillion {
             let digit = u64::from(c.to_digit(10).unwrap_or(0));
             frac += digit * 10u64.pow((MAX_FRACTION_DIGITS - 1 - i) as u32);
         }
-        Ok(UsdPerMillion { pico_per_token: whole * 1_000_000 + frac })
+        Ok(UsdPerMillion {
+            pico_per_token: whole * 1_000_000 + frac,
+        })
     }
 
     /// Pico-USD per token.
@@ -137,16 +158,24 @@ pub struct Price {
 
 impl Price {
     /// A free model (local inference).
-    pub const FREE: Price = Price { input: UsdPerMillion::ZERO, output: UsdPerMillion::ZERO };
+    pub const FREE: Price = Price {
+        input: UsdPerMillion::ZERO,
+        output: UsdPerMillion::ZERO,
+    };
 
     /// Parses input and output prices from USD-per-million decimal strings.
     pub fn parse(input: &str, output: &str) -> Result<Price, PriceError> {
-        Ok(Price { input: UsdPerMillion::parse(input)?, output: UsdPerMillion::parse(output)? })
+        Ok(Price {
+            input: UsdPerMillion::parse(input)?,
+            output: UsdPerMillion::parse(output)?,
+        })
     }
 
     /// Exact cost in pico-USD of a call with these token counts.
     pub fn cost_pico_usd(&self, input_tokens: u64, output_tokens: u64) -> u64 {
-        self.input.cost_pico_usd(input_tokens).saturating_add(self.output.cost_pico_usd(output_tokens))
+        self.input
+            .cost_pico_usd(input_tokens)
+            .saturating_add(self.output.cost_pico_usd(output_tokens))
     }
 }
 
@@ -166,16 +195,24 @@ pub struct PriceTable {
 impl PriceTable {
     /// Parses a table from YAML text; `origin` names it in errors.
     pub fn from_yaml_str(yaml: &str, origin: &str) -> Result<PriceTable, PriceError> {
-        serde_yaml::from_str(yaml).map_err(|source| PriceError::Yaml { origin: origin.to_string(), source })
+        serde_yaml::from_str(yaml).map_err(|source| PriceError::Yaml {
+            origin: origin.to_string(),
+            source,
+        })
     }
 
     /// Loads a table from a YAML file (at most 1 MiB).
     pub fn load(path: &Path) -> Result<PriceTable, PriceError> {
         use std::io::Read;
-        let read_err = |source| PriceError::Read { path: path.display().to_string(), source };
+        let read_err = |source| PriceError::Read {
+            path: path.display().to_string(),
+            source,
+        };
         let file = std::fs::File::open(path).map_err(read_err)?;
         let mut text = String::new();
-        file.take(MAX_TABLE_BYTES).read_to_string(&mut text).map_err(read_err)?;
+        file.take(MAX_TABLE_BYTES)
+            .read_to_string(&mut text)
+            .map_err(read_err)?;
         Self::from_yaml_str(&text, &path.display().to_string())
     }
 
@@ -187,7 +224,11 @@ impl PriceTable {
         }
         self.models
             .iter()
-            .filter(|(k, _)| model.len() > k.len() && model.starts_with(k.as_str()) && model[k.len()..].starts_with('-'))
+            .filter(|(k, _)| {
+                model.len() > k.len()
+                    && model.starts_with(k.as_str())
+                    && model[k.len()..].starts_with('-')
+            })
             .max_by_key(|(k, _)| k.len())
             .map(|(_, p)| *p)
     }
@@ -202,7 +243,10 @@ mod tests {
         let p = UsdPerMillion::parse("0.15").unwrap();
         assert_eq!(p.pico_usd_per_token(), 150_000);
         assert_eq!(p.cost_pico_usd(1_000_000), 150_000_000_000);
-        assert_eq!(crate::llm::format_pico_usd(p.cost_pico_usd(1_000_000)), "0.150000");
+        assert_eq!(
+            crate::llm::format_pico_usd(p.cost_pico_usd(1_000_000)),
+            "0.150000"
+        );
     }
 
     #[test]
@@ -220,13 +264,27 @@ mod tests {
             ("15", 15_000_000),
         ];
         for (s, want) in cases {
-            assert_eq!(UsdPerMillion::parse(s).unwrap().pico_usd_per_token(), want, "{s}");
+            assert_eq!(
+                UsdPerMillion::parse(s).unwrap().pico_usd_per_token(),
+                want,
+                "{s}"
+            );
         }
     }
 
     #[test]
     fn parse_rejects() {
-        for s in ["", ".", "-1", "1e3", "0.0000001", "abc", "1.2.3", "2000000", "1,5"] {
+        for s in [
+            "",
+            ".",
+            "-1",
+            "1e3",
+            "0.0000001",
+            "abc",
+            "1.2.3",
+            "2000000",
+            "1,5",
+        ] {
             let err = UsdPerMillion::parse(s).unwrap_err();
             assert!(err.to_string().contains(&format!("`{s}`")), "{s}: {err}");
         }
@@ -263,10 +321,19 @@ models:
 "#;
         let t = PriceTable::from_yaml_str(yaml, "inline").unwrap();
         assert_eq!(t.as_of.as_deref(), Some("2025-06-01"));
-        assert_eq!(t.get("gpt-4o-mini"), Some(Price::parse("0.15", "0.6").unwrap()));
+        assert_eq!(
+            t.get("gpt-4o-mini"),
+            Some(Price::parse("0.15", "0.6").unwrap())
+        );
         assert_eq!(t.get("gpt-4o"), Some(Price::parse("2.5", "10").unwrap()));
-        assert_eq!(t.get("gpt-4o-mini-2024-07-18"), Some(Price::parse("0.15", "0.6").unwrap()));
-        assert_eq!(t.get("gpt-4o-2024-08-06"), Some(Price::parse("2.5", "10").unwrap()));
+        assert_eq!(
+            t.get("gpt-4o-mini-2024-07-18"),
+            Some(Price::parse("0.15", "0.6").unwrap())
+        );
+        assert_eq!(
+            t.get("gpt-4o-2024-08-06"),
+            Some(Price::parse("2.5", "10").unwrap())
+        );
         assert_eq!(t.get("gpt-4"), None);
         assert_eq!(t.get("gpt-4omni"), None);
     }
@@ -276,7 +343,10 @@ models:
         let yaml = "models:\n  m: { input: \"0.1234567\", output: \"1\" }\n";
         let err = PriceTable::from_yaml_str(yaml, "prices.yaml").unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("prices.yaml") && msg.contains("0.1234567"), "{msg}");
+        assert!(
+            msg.contains("prices.yaml") && msg.contains("0.1234567"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -284,7 +354,10 @@ models:
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/prices.yaml");
         let t = PriceTable::load(&path).unwrap();
         assert!(t.as_of.is_some());
-        assert_eq!(t.get("gpt-4o-mini"), Some(Price::parse("0.15", "0.60").unwrap()));
+        assert_eq!(
+            t.get("gpt-4o-mini"),
+            Some(Price::parse("0.15", "0.60").unwrap())
+        );
         assert_eq!(t.get("qwen2.5-coder-0.5b-instruct"), Some(Price::FREE));
     }
 }

@@ -35,7 +35,12 @@ pub fn detect(text: &str) -> Option<Repetition> {
 }
 
 /// [`detect`] with explicit thresholds.
-pub fn detect_with(text: &str, max_period: usize, min_span: usize, min_repeats: usize) -> Option<Repetition> {
+pub fn detect_with(
+    text: &str,
+    max_period: usize,
+    min_span: usize,
+    min_repeats: usize,
+) -> Option<Repetition> {
     // Enough of the tail to confirm any period: a span of max(min_span, period * min_repeats).
     let window = min_span.max(max_period.saturating_mul(min_repeats));
     let tail: Vec<char> = text.chars().rev().take(window).collect();
@@ -113,7 +118,10 @@ mod tests {
 
     #[test]
     fn loop_after_prose_triggers_with_span_of_loop_only() {
-        let text = format!("{PROSE} {}", "See the docs at https://example.org/page. ".repeat(30));
+        let text = format!(
+            "{PROSE} {}",
+            "See the docs at https://example.org/page. ".repeat(30)
+        );
         let r = detect(&text).expect("repetition");
         assert_eq!(r.period, 42);
         // The span may include a few preceding characters that happen to match the unit's end.
@@ -155,7 +163,11 @@ mod tests {
     #[test]
     fn long_unit_needs_eight_copies() {
         let unit: String = PROSE.chars().take(150).collect();
-        assert_eq!(detect(&unit.repeat(7)), None, "7 x 150 = 1050 chars but only 7 copies");
+        assert_eq!(
+            detect(&unit.repeat(7)),
+            None,
+            "7 x 150 = 1050 chars but only 7 copies"
+        );
         let r = detect(&unit.repeat(8)).expect("8 copies");
         assert_eq!(r.period, 150);
     }
