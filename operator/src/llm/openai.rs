@@ -216,10 +216,10 @@ impl OpenAiClient {
             line_buf.extend_from_slice(&chunk);
             while let Some(pos) = line_buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = line_buf.drain(..=pos).collect();
-                let before = acc.content.chars().count();
+                let before = acc.content_chars;
                 acc.feed_line(&String::from_utf8_lossy(&line))
                     .map_err(|e| self.redact_err(e))?;
-                let added = acc.content.chars().count() - before;
+                let added = acc.content_chars - before;
                 if added > 0
                     && let Some(rep) = guard.observe(&acc.content, added)
                 {
@@ -230,7 +230,7 @@ impl OpenAiClient {
                         "stopping a degenerate streamed answer"
                     );
                     return Err(LlmError::Degenerate {
-                        tokens: estimate_tokens(acc.content.chars().count()),
+                        tokens: estimate_tokens(acc.content_chars),
                     });
                 }
                 if acc.done {
@@ -721,6 +721,8 @@ struct StreamAccumulator {
     done: bool,
     /// `data:` lines of the event being read (SSE allows several per event).
     data: Vec<String>,
+    /// Characters in `content`, kept incrementally so the repetition guard costs O(delta).
+    content_chars: usize,
     /// Events dispatched so far.
     events: usize,
     /// The first line that is not SSE at all, quoted when the stream turns out to be garbage.
@@ -794,7 +796,9 @@ impl StreamAccumulator {
         let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) else {
             return Ok(());
         };
-        self.content.push_str(&content_text(delta.get("content")));
+        let text = content_text(delta.get("content"));
+        self.content_chars += text.chars().count();
+        self.content.push_str(&text);
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
             for (pos, call) in calls.iter().enumerate() {
                 let index = call
@@ -953,7 +957,14 @@ fn action_to_call(v: &Value, index: usize) -> Result<Option<ToolCall>, LlmError>
     let Some(obj) = v.as_object() else {
         return Ok(None);
     };
-    let Some((key, tool)) = TOOL_KEYS.iter().find_map(|k| obj.get(*k).map(|t| (*k, t))) else {
+    let has_arguments = ARGUMENT_KEYS.iter().any(|k| obj.contains_key(*k));
+    // `tool` always names a tool; the looser keys only together with an arguments key, so a
+    // final answer like `{"name": "Ada", ...}` is not mistaken for a call.
+    let Some((key, tool)) = TOOL_KEYS
+        .iter()
+        .filter(|k| **k == "tool" || has_arguments)
+        .find_map(|k| obj.get(*k).map(|t| (*k, t)))
+    else {
         return Ok(None);
     };
     let name = match tool {
@@ -1057,6 +1068,7 @@ mod tests {
         );
         assert_eq!(call("Final answer: Rust is a language [1]."), vec![]);
         assert_eq!(call(r#"{"answer": "no tool"}"#), vec![]);
+        assert_eq!(call(r#"{"name": "Ada Lovelace", "born": 1815}"#), vec![]);
         let two = call(
             r#"[{"tool": "search", "arguments": {"q": "a"}}, {"tool": "search", "arguments": {"q": "b"}}]"#,
         );
