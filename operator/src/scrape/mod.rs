@@ -3,6 +3,17 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub mod charset;
+pub mod extract;
+pub mod fetch;
+pub mod guard;
+pub mod metric;
+pub mod truncate;
+
+pub use extract::{Extracted, extract_markdown};
+pub use fetch::{Document, FetchPolicy, HttpFetcher};
+pub use truncate::{Truncated, truncate_head, truncate_page};
+
 /// A fetched page reduced to what a model reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Page {
@@ -30,6 +41,21 @@ pub enum FetchError {
     TooLarge { url: String, what: String },
     #[error("{url} is not a readable document ({content_type})")]
     Unsupported { url: String, content_type: String },
+    /// More redirects than the policy allows (a loop, usually).
+    #[error("{url} redirected more than {limit} times")]
+    Redirects { url: String, limit: u8 },
+    /// The whole fetch, redirects included, took longer than the policy allows.
+    #[error("fetching {url} timed out after {after:?}")]
+    Timeout {
+        url: String,
+        after: std::time::Duration,
+    },
+    /// The HTTP client could not be built from the policy.
+    #[error("cannot build the HTTP client: {message}")]
+    Config { message: String },
+    /// Main-content extraction crashed on the page.
+    #[error("extracting {url} failed: {message}")]
+    Extraction { url: String, message: String },
 }
 
 /// The port through which researchers read pages.

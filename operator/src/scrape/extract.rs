@@ -1,0 +1,185 @@
+//! Main-content extraction from HTML to Markdown.
+//!
+//! The pipeline was chosen by measurement (see `operator/benches/README.md`): rs-trafilatura
+//! selects the main content and converts it to Markdown; when it returns almost nothing the
+//! whole page is converted with htmd instead, so a model still sees the page's text.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// Below this many `\w+` tokens the extracted content is treated as a miss.
+pub const MIN_CONTENT_WORDS: usize = 25;
+
+/// Tags whose content is never page text.
+const SKIPPED_TAGS: [&str; 10] = [
+    "script", "style", "noscript", "template", "iframe", "svg", "canvas", "head", "form", "button",
+];
+
+/// How the Markdown of a page was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// rs-trafilatura found the main content.
+    MainContent,
+    /// Main-content extraction found almost nothing; the whole page was converted.
+    WholePage,
+}
+
+/// The readable content of an HTML page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extracted {
+    /// The page title (empty when the page has none).
+    pub title: String,
+    /// Main content as Markdown.
+    pub markdown: String,
+    /// Which path produced `markdown`.
+    pub method: Method,
+}
+
+/// Extracts the main content of `html` (fetched from `url`) as Markdown.
+pub fn extract_markdown(html: &str, url: &str) -> Extracted {
+    let options = rs_trafilatura::Options {
+        output_markdown: true,
+        url: (!url.is_empty()).then(|| url.to_string()),
+        ..rs_trafilatura::Options::default()
+    };
+    let (title, main) = match rs_trafilatura::extract_with_options(html, &options) {
+        Ok(r) => (
+            r.metadata.title.unwrap_or_default(),
+            r.content_markdown
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or(r.content_text),
+        ),
+        Err(e) => {
+            tracing::debug!(url, error = %e, "main-content extraction failed");
+            (String::new(), String::new())
+        }
+    };
+    let title = if title.trim().is_empty() {
+        html_title(html)
+    } else {
+        title
+    };
+    let main = tidy(&main);
+    if word_count(&main) >= MIN_CONTENT_WORDS {
+        return Extracted {
+            title,
+            markdown: main,
+            method: Method::MainContent,
+        };
+    }
+    let whole = tidy(&whole_page_markdown(html));
+    // Keep the extracted text if the whole page has no more words than it does.
+    if word_count(&whole) <= word_count(&main) {
+        return Extracted {
+            title,
+            markdown: main,
+            method: Method::MainContent,
+        };
+    }
+    Extracted {
+        title,
+        markdown: whole,
+        method: Method::WholePage,
+    }
+}
+
+/// Converts the whole page to Markdown with htmd, skipping non-content tags.
+pub fn whole_page_markdown(html: &str) -> String {
+    let converter = htmd::HtmlToMarkdown::builder()
+        .skip_tags(SKIPPED_TAGS.to_vec())
+        .build();
+    converter.convert(html).unwrap_or_default()
+}
+
+/// Number of `\w+` tokens in a text.
+pub fn word_count(text: &str) -> usize {
+    super::metric::tokens(text).len()
+}
+
+static TITLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?is)<title[^>]*>(.*?)</title>")
+        .unwrap_or_else(|e| unreachable!("static regex: {e}"))
+});
+static MD_IMAGE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"!\[[^\]]*\]\([^)]*\)").unwrap_or_else(|e| unreachable!("static regex: {e}"))
+});
+static MD_LINK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\[([^\]]*)\]\([^)]*\)").unwrap_or_else(|e| unreachable!("static regex: {e}"))
+});
+static MD_REF_DEF: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^\s*\[[^\]]+\]:\s*\S+.*$")
+        .unwrap_or_else(|e| unreachable!("static regex: {e}"))
+});
+static ANGLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"<[^<>\n]{1,2000}>").unwrap_or_else(|e| unreachable!("static regex: {e}"))
+});
+static BLANK_RUNS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\n[ \t]*(\n[ \t]*)+\n").unwrap_or_else(|e| unreachable!("static regex: {e}"))
+});
+
+/// The `<title>` of a page, whitespace collapsed.
+fn html_title(html: &str) -> String {
+    TITLE
+        .captures(html)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().split_whitespace().collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Collapses runs of blank lines and trims, so the model's budget is not spent on whitespace.
+fn tidy(markdown: &str) -> String {
+    BLANK_RUNS.replace_all(markdown.trim(), "\n\n").into_owned()
+}
+
+/// Reduces Markdown to its prose: images and link targets removed, link text kept.
+///
+/// Used to score Markdown with the word-shingle metric, where URLs would count as words.
+pub fn strip_markdown(markdown: &str) -> String {
+    let s = MD_IMAGE.replace_all(markdown, " ");
+    let s = MD_LINK.replace_all(&s, "$1");
+    let s = MD_REF_DEF.replace_all(&s, "");
+    ANGLE.replace_all(&s, " ").into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_markdown_keeps_prose_only() {
+        let md = "# Title\n\nSee [the docs](https://x.example/a?b=c) and ![logo](/l.png) <https://y.example>.\n\n[1]: https://z.example\n";
+        assert_eq!(strip_markdown(md), "# Title\n\nSee the docs and    .\n\n\n");
+    }
+
+    #[test]
+    fn short_pages_fall_back_to_the_whole_page() {
+        let html = "<html><head><title> A  list </title><script>var x = 1;</script></head><body><ul><li>alpha</li><li>beta</li></ul></body></html>";
+        let e = extract_markdown(html, "https://example.com/");
+        assert_eq!(e.title, "A list");
+        assert!(
+            e.markdown.contains("alpha") && e.markdown.contains("beta"),
+            "{e:?}"
+        );
+        assert!(!e.markdown.contains("var x"), "{e:?}");
+    }
+
+    #[test]
+    fn an_article_is_extracted_without_navigation() {
+        let para = "The quick brown fox jumps over the lazy dog near the quiet river bank today. ";
+        let html = format!(
+            "<html><head><title>Fox news</title></head><body><nav><a href='/'>Home</a> <a href='/about'>About us</a> <a href='/shop'>Shop now</a></nav>\
+             <article><h1>Fox news</h1><p>{}</p><p>{}</p><p>{}</p></article>\
+             <footer>Copyright 2024 Example Corp. All rights reserved.</footer></body></html>",
+            para.repeat(3),
+            para.repeat(3),
+            para.repeat(2)
+        );
+        let e = extract_markdown(&html, "https://example.com/fox");
+        assert_eq!(e.method, Method::MainContent);
+        assert_eq!(e.title, "Fox news");
+        assert!(e.markdown.contains("The quick brown fox jumps"), "{e:?}");
+        assert!(!e.markdown.contains("Shop now"), "{e:?}");
+        assert!(!e.markdown.contains("All rights reserved"), "{e:?}");
+    }
+}

@@ -1,0 +1,366 @@
+//! The address guard against server-side request forgery.
+//!
+//! Addresses are checked after DNS resolution by [`GuardedResolver`], which is installed as the
+//! HTTP client's resolver: the address that is checked is the address that is connected to, so
+//! a name that resolves differently on a second lookup (DNS rebinding) cannot slip through.
+//! IP-literal hosts never reach a resolver and are checked by [`check_host`].
+
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// Why an address may not be fetched, or `None` when it is public.
+pub fn blocked_reason(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => blocked_v4(v4),
+        IpAddr::V6(v6) => blocked_v6(v6),
+    }
+}
+
+fn blocked_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let o = ip.octets();
+    if ip == Ipv4Addr::new(169, 254, 169, 254) || ip == Ipv4Addr::new(100, 100, 100, 200) {
+        return Some("cloud metadata address");
+    }
+    if ip.is_unspecified() || o[0] == 0 {
+        return Some("unspecified address");
+    }
+    if ip.is_loopback() {
+        return Some("loopback address");
+    }
+    if ip.is_private() {
+        return Some("private address");
+    }
+    if ip.is_link_local() {
+        return Some("link-local address");
+    }
+    if o[0] == 100 && (o[1] & 0xc0) == 64 {
+        return Some("shared (CGNAT) address");
+    }
+    if ip.is_broadcast() {
+        return Some("broadcast address");
+    }
+    if ip.is_multicast() {
+        return Some("multicast address");
+    }
+    // 240.0.0.0/4 is reserved and never a public web server; 192.0.0.0/24 is IETF protocol
+    // assignments; 198.18.0.0/15 is benchmarking.
+    if o[0] >= 240
+        || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+        || (o[0] == 198 && (o[1] & 0xfe) == 18)
+    {
+        return Some("reserved address");
+    }
+    None
+}
+
+fn blocked_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    // IPv4-mapped (::ffff:a.b.c.d) and the deprecated IPv4-compatible (::a.b.c.d) forms reach
+    // the IPv4 host, so they are judged as IPv4.
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return blocked_v4(v4);
+    }
+    let s = ip.segments();
+    if s[..6] == [0, 0, 0, 0, 0, 0] && !ip.is_loopback() && !ip.is_unspecified() {
+        return blocked_v4(Ipv4Addr::new(
+            (s[6] >> 8) as u8,
+            s[6] as u8,
+            (s[7] >> 8) as u8,
+            s[7] as u8,
+        ));
+    }
+    // NAT64 (64:ff9b::/96) embeds an IPv4 address the gateway will connect to.
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return blocked_v4(Ipv4Addr::new(
+            (s[6] >> 8) as u8,
+            s[6] as u8,
+            (s[7] >> 8) as u8,
+            s[7] as u8,
+        ));
+    }
+    if ip == Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254) {
+        return Some("cloud metadata address");
+    }
+    if ip.is_unspecified() {
+        return Some("unspecified address");
+    }
+    if ip.is_loopback() {
+        return Some("loopback address");
+    }
+    if (s[0] & 0xfe00) == 0xfc00 {
+        return Some("unique local (private) address");
+    }
+    if (s[0] & 0xffc0) == 0xfe80 {
+        return Some("link-local address");
+    }
+    if (s[0] & 0xffc0) == 0xfec0 {
+        return Some("site-local address");
+    }
+    if ip.is_multicast() {
+        return Some("multicast address");
+    }
+    None
+}
+
+/// Which hosts may be fetched regardless of their address, and which are denied by name.
+#[derive(Debug, Clone, Default)]
+pub struct HostRules {
+    /// Lower-case host names or IP literals exempt from the address guard.
+    allowed: HashSet<String>,
+    /// Lower-case domains refused together with their subdomains.
+    denied: Vec<String>,
+}
+
+impl HostRules {
+    /// Builds the rules from the policy's lists (case and IPv6 brackets ignored).
+    pub fn new(allowed_hosts: &[String], denied_domains: &[String]) -> Self {
+        let norm = |h: &String| {
+            h.trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim_end_matches('.')
+                .to_ascii_lowercase()
+        };
+        Self {
+            allowed: allowed_hosts
+                .iter()
+                .map(norm)
+                .filter(|h| !h.is_empty())
+                .collect(),
+            denied: denied_domains
+                .iter()
+                .map(norm)
+                .filter(|h| !h.is_empty())
+                .collect(),
+        }
+    }
+
+    /// Whether the host is exempt from the address guard.
+    pub fn is_allowed(&self, host: &str) -> bool {
+        self.allowed.contains(&normalize_host(host))
+    }
+
+    /// The denied domain that covers `host`, if any.
+    pub fn denied_by(&self, host: &str) -> Option<&str> {
+        let h = normalize_host(host);
+        self.denied
+            .iter()
+            .find(|d| {
+                h == **d
+                    || (h.len() > d.len()
+                        && h.ends_with(d.as_str())
+                        && h.as_bytes()[h.len() - d.len() - 1] == b'.')
+            })
+            .map(String::as_str)
+    }
+}
+
+/// Lower-case host without IPv6 brackets or a trailing dot.
+fn normalize_host(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase()
+}
+
+/// Checks a URL host before connecting: denied domains, and IP literals (which bypass DNS).
+///
+/// Returns the reason for a refusal.
+pub fn check_host(rules: &HostRules, host: &url::Host<&str>) -> Result<(), String> {
+    let name = host.to_string();
+    if let Some(d) = rules.denied_by(&name) {
+        return Err(format!("host {name} is in the denied domain {d}"));
+    }
+    if rules.is_allowed(&name) {
+        return Ok(());
+    }
+    let ip = match host {
+        url::Host::Ipv4(v4) => IpAddr::V4(*v4),
+        url::Host::Ipv6(v6) => IpAddr::V6(*v6),
+        url::Host::Domain(_) => return Ok(()),
+    };
+    match blocked_reason(ip) {
+        Some(reason) => Err(format!("{ip} is a {reason}")),
+        None => Ok(()),
+    }
+}
+
+/// Error returned by [`GuardedResolver`] when a name resolves only to refused addresses.
+#[derive(Debug, thiserror::Error)]
+#[error("{name} resolves only to refused addresses ({detail})")]
+pub struct BlockedAddress {
+    /// The name that was resolved.
+    pub name: String,
+    /// Each refused address with its reason.
+    pub detail: String,
+}
+
+/// A DNS resolver that drops non-public addresses unless the name is allow-listed.
+#[derive(Debug, Clone)]
+pub struct GuardedResolver {
+    rules: Arc<HostRules>,
+}
+
+impl GuardedResolver {
+    /// A resolver enforcing `rules`.
+    pub fn new(rules: Arc<HostRules>) -> Self {
+        Self { rules }
+    }
+}
+
+/// Keeps the public addresses of a lookup; errors when none is left.
+pub fn filter_addrs(
+    rules: &HostRules,
+    name: &str,
+    addrs: Vec<SocketAddr>,
+) -> Result<Vec<SocketAddr>, BlockedAddress> {
+    if rules.is_allowed(name) {
+        return Ok(addrs);
+    }
+    let mut refused = Vec::new();
+    let kept: Vec<SocketAddr> = addrs
+        .into_iter()
+        .filter(|a| match blocked_reason(a.ip()) {
+            Some(r) => {
+                refused.push(format!("{} is a {r}", a.ip()));
+                false
+            }
+            None => true,
+        })
+        .collect();
+    if kept.is_empty() {
+        let detail = if refused.is_empty() {
+            "no addresses".to_string()
+        } else {
+            refused.join(", ")
+        };
+        return Err(BlockedAddress {
+            name: name.to_string(),
+            detail,
+        });
+    }
+    Ok(kept)
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let rules = Arc::clone(&self.rules);
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            if let Some(d) = rules.denied_by(&host) {
+                return Err(Box::new(BlockedAddress {
+                    name: host.clone(),
+                    detail: format!("denied domain {d}"),
+                })
+                    as Box<dyn std::error::Error + Send + Sync>);
+            }
+            // Port 0 is a placeholder: the connector replaces it with the URL's port.
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let kept = filter_addrs(&rules, &host, addrs)?;
+            Ok(Box::new(kept.into_iter()) as Addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn refuses_every_non_public_range() {
+        for (addr, reason) in [
+            ("127.0.0.1", "loopback address"),
+            ("127.8.9.10", "loopback address"),
+            ("10.0.0.1", "private address"),
+            ("172.16.5.4", "private address"),
+            ("192.168.1.1", "private address"),
+            ("169.254.1.1", "link-local address"),
+            ("169.254.169.254", "cloud metadata address"),
+            ("100.100.100.200", "cloud metadata address"),
+            ("100.64.0.1", "shared (CGNAT) address"),
+            ("100.127.255.254", "shared (CGNAT) address"),
+            ("0.0.0.0", "unspecified address"),
+            ("0.1.2.3", "unspecified address"),
+            ("255.255.255.255", "broadcast address"),
+            ("224.0.0.1", "multicast address"),
+            ("::1", "loopback address"),
+            ("::", "unspecified address"),
+            ("fc00::1", "unique local (private) address"),
+            ("fd12:3456::1", "unique local (private) address"),
+            ("fd00:ec2::254", "cloud metadata address"),
+            ("fe80::1", "link-local address"),
+            ("ff02::1", "multicast address"),
+            ("::ffff:127.0.0.1", "loopback address"),
+            ("::ffff:10.1.2.3", "private address"),
+            ("::ffff:169.254.169.254", "cloud metadata address"),
+            ("::127.0.0.1", "loopback address"),
+            ("64:ff9b::a9fe:a9fe", "cloud metadata address"),
+        ] {
+            assert_eq!(blocked_reason(ip(addr)), Some(reason), "{addr}");
+        }
+    }
+
+    #[test]
+    fn accepts_public_addresses() {
+        for addr in [
+            "93.184.215.14",
+            "8.8.8.8",
+            "100.63.255.255",
+            "100.128.0.1",
+            "172.32.0.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
+            assert_eq!(blocked_reason(ip(addr)), None, "{addr}");
+        }
+    }
+
+    #[test]
+    fn host_rules_allow_and_deny_by_name() {
+        let rules = HostRules::new(
+            &["127.0.0.1".into(), "[::1]".into(), "Intranet.Local".into()],
+            &["evil.example".into()],
+        );
+        assert!(rules.is_allowed("127.0.0.1"));
+        assert!(rules.is_allowed("[::1]"));
+        assert!(rules.is_allowed("intranet.local."));
+        assert!(!rules.is_allowed("127.0.0.2"));
+        assert_eq!(rules.denied_by("a.b.EVIL.example"), Some("evil.example"));
+        assert_eq!(rules.denied_by("evil.example"), Some("evil.example"));
+        assert_eq!(rules.denied_by("notevil.example"), None);
+        assert!(check_host(&rules, &url::Host::Ipv4(Ipv4Addr::LOCALHOST)).is_ok());
+        assert_eq!(
+            check_host(&rules, &url::Host::Ipv4(Ipv4Addr::new(10, 0, 0, 1))),
+            Err("10.0.0.1 is a private address".to_string())
+        );
+        assert!(check_host(&rules, &url::Host::Domain("sub.evil.example")).is_err());
+    }
+
+    #[test]
+    fn resolver_filter_keeps_public_and_errors_when_none_is_left() {
+        let rules = HostRules::new(&["localhost".into()], &[]);
+        let public: SocketAddr = "8.8.8.8:0".parse().unwrap();
+        let private: SocketAddr = "10.0.0.1:0".parse().unwrap();
+        assert_eq!(
+            filter_addrs(&rules, "mixed.example", vec![private, public]).unwrap(),
+            vec![public]
+        );
+        let err = filter_addrs(&rules, "rebind.example", vec![private]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "rebind.example resolves only to refused addresses (10.0.0.1 is a private address)"
+        );
+        let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        assert_eq!(
+            filter_addrs(&rules, "localhost", vec![lo]).unwrap(),
+            vec![lo]
+        );
+    }
+}
