@@ -17,7 +17,11 @@ pub const ENV_PREFIX: &str = "QUARRY_";
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
     #[error("setting `{setting}` (from {origin}): {message}")]
-    Invalid { setting: String, origin: String, message: String },
+    Invalid {
+        setting: String,
+        origin: String,
+        message: String,
+    },
     #[error("config file {path}: {message}")]
     File { path: String, message: String },
 }
@@ -87,17 +91,26 @@ impl Layer {
 
     /// Reads a YAML config file; unknown keys are errors so typos do not pass silently.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::File { path: path.display().to_string(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        serde_yaml::from_str(&text).map_err(|e| ConfigError::File { path: path.display().to_string(), message: e.to_string() })
+        serde_yaml::from_str(&text).map_err(|e| ConfigError::File {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
     }
 
     /// Reads `QUARRY_*` variables from the given environment (e.g. `QUARRY_LOG_FORMAT`).
     pub fn from_env(env: &BTreeMap<String, String>) -> Self {
-        let get = |name: &str| env.get(&format!("{ENV_PREFIX}{name}")).filter(|v| !v.is_empty()).cloned();
+        let get = |name: &str| {
+            env.get(&format!("{ENV_PREFIX}{name}"))
+                .filter(|v| !v.is_empty())
+                .cloned()
+        };
         Self {
             log_format: get("LOG_FORMAT"),
             log_level: get("LOG_LEVEL"),
@@ -147,7 +160,10 @@ impl Settings {
     /// Merges the layers in order (later wins) and validates the result.
     pub fn resolve(layers: &[(Origin, Layer)]) -> Result<Self, ConfigError> {
         let pick = |f: fn(&Layer) -> &Option<String>| -> Option<(String, Origin)> {
-            layers.iter().rev().find_map(|(o, l)| f(l).clone().map(|v| (v, *o)))
+            layers
+                .iter()
+                .rev()
+                .find_map(|(o, l)| f(l).clone().map(|v| (v, *o)))
         };
         let invalid = |setting: &str, origin: Origin, message: String| ConfigError::Invalid {
             setting: setting.to_string(),
@@ -159,30 +175,54 @@ impl Settings {
             Some((v, o)) => match v.as_str() {
                 "text" => LogFormat::Text,
                 "json" => LogFormat::Json,
-                other => return Err(invalid("logFormat", o, format!("`{other}` is not one of text, json"))),
+                other => {
+                    return Err(invalid(
+                        "logFormat",
+                        o,
+                        format!("`{other}` is not one of text, json"),
+                    ));
+                }
             },
         };
-        let log_level = pick(|l| &l.log_level).map(|(v, _)| v).unwrap_or_else(|| "info".into());
+        let log_level = pick(|l| &l.log_level)
+            .map(|(v, _)| v)
+            .unwrap_or_else(|| "info".into());
         let bind = match pick(|l| &l.bind) {
             None => SocketAddr::from(([0, 0, 0, 0], 8080)),
-            Some((v, o)) => v.parse().map_err(|e| invalid("bind", o, format!("`{v}` is not an address like 0.0.0.0:8080 ({e})")))?,
+            Some((v, o)) => v.parse().map_err(|e| {
+                invalid(
+                    "bind",
+                    o,
+                    format!("`{v}` is not an address like 0.0.0.0:8080 ({e})"),
+                )
+            })?,
         };
         let mode = match pick(|l| &l.mode) {
             None => crate::research::state::Mode::Deep,
             Some((v, o)) => match v.as_str() {
                 "quick" => crate::research::state::Mode::Quick,
                 "deep" => crate::research::state::Mode::Deep,
-                other => return Err(invalid("mode", o, format!("`{other}` is not one of quick, deep"))),
+                other => {
+                    return Err(invalid(
+                        "mode",
+                        o,
+                        format!("`{other}` is not one of quick, deep"),
+                    ));
+                }
             },
         };
         let timeout = match pick(|l| &l.timeout) {
             None => None,
-            Some((v, o)) => Some(crate::api::parse_duration(&v).map_err(|e| invalid("timeout", o, e.to_string()))?),
+            Some((v, o)) => Some(
+                crate::api::values::parse_duration(&v)
+                    .map_err(|e| invalid("timeout", o, e.to_string()))?,
+            ),
         };
         let max_cost_usd = match pick(|l| &l.max_cost_usd) {
             None => None,
             Some((v, o)) => {
-                crate::api::parse_usd_micros(&v).map_err(|e| invalid("maxCostUsd", o, e.to_string()))?;
+                crate::api::values::parse_usd_micros(&v)
+                    .map_err(|e| invalid("maxCostUsd", o, e.to_string()))?;
                 Some(v)
             }
         };
@@ -204,15 +244,35 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn later_layers_win() {
-        let file = Layer { log_format: Some("json".into()), mode: Some("quick".into()), bind: Some("127.0.0.1:9000".into()), ..Layer::default() };
-        let env_layer = Layer::from_env(&env(&[("QUARRY_MODE", "deep"), ("QUARRY_BIND", "127.0.0.1:9100")]));
-        let flags = Layer { bind: Some("127.0.0.1:9200".into()), ..Layer::default() };
-        let s = Settings::resolve(&[(Origin::Default, Layer::defaults()), (Origin::File, file), (Origin::Env, env_layer), (Origin::Flag, flags)]).unwrap();
+        let file = Layer {
+            log_format: Some("json".into()),
+            mode: Some("quick".into()),
+            bind: Some("127.0.0.1:9000".into()),
+            ..Layer::default()
+        };
+        let env_layer = Layer::from_env(&env(&[
+            ("QUARRY_MODE", "deep"),
+            ("QUARRY_BIND", "127.0.0.1:9100"),
+        ]));
+        let flags = Layer {
+            bind: Some("127.0.0.1:9200".into()),
+            ..Layer::default()
+        };
+        let s = Settings::resolve(&[
+            (Origin::Default, Layer::defaults()),
+            (Origin::File, file),
+            (Origin::Env, env_layer),
+            (Origin::Flag, flags),
+        ])
+        .unwrap();
         assert_eq!(s.log_format, LogFormat::Json);
         assert_eq!(s.mode, crate::research::state::Mode::Deep);
         assert_eq!(s.bind, "127.0.0.1:9200".parse().unwrap());
@@ -221,14 +281,35 @@ mod tests {
     #[test]
     fn errors_name_the_setting_and_its_source() {
         let env_layer = Layer::from_env(&env(&[("QUARRY_LOG_FORMAT", "xml")]));
-        let err = Settings::resolve(&[(Origin::Default, Layer::defaults()), (Origin::Env, env_layer)]).unwrap_err();
-        assert_eq!(err.to_string(), "setting `logFormat` (from environment variable QUARRY_LOG_FORMAT): `xml` is not one of text, json");
-        let flags = Layer { max_cost_usd: Some("lots".into()), ..Layer::default() };
+        let err = Settings::resolve(&[
+            (Origin::Default, Layer::defaults()),
+            (Origin::Env, env_layer),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "setting `logFormat` (from environment variable QUARRY_LOG_FORMAT): `xml` is not one of text, json"
+        );
+        let flags = Layer {
+            max_cost_usd: Some("lots".into()),
+            ..Layer::default()
+        };
         let err = Settings::resolve(&[(Origin::Flag, flags)]).unwrap_err();
-        assert!(err.to_string().starts_with("setting `maxCostUsd` (from flag --max-cost-usd): "), "{err}");
-        let file = Layer { timeout: Some("soon".into()), ..Layer::default() };
+        assert!(
+            err.to_string()
+                .starts_with("setting `maxCostUsd` (from flag --max-cost-usd): "),
+            "{err}"
+        );
+        let file = Layer {
+            timeout: Some("soon".into()),
+            ..Layer::default()
+        };
         let err = Settings::resolve(&[(Origin::File, file)]).unwrap_err();
-        assert!(err.to_string().starts_with("setting `timeout` (from the config file key `timeout`): "), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("setting `timeout` (from the config file key `timeout`): "),
+            "{err}"
+        );
     }
 
     #[test]
@@ -240,7 +321,10 @@ mod tests {
         let err = Layer::from_file(&p).unwrap_err();
         assert!(err.to_string().contains("unknown field `mdoe`"), "{err}");
         std::fs::write(&p, "logFormat: json\ntimeout: 10m\n").unwrap();
-        assert_eq!(Layer::from_file(&p).unwrap().timeout.as_deref(), Some("10m"));
+        assert_eq!(
+            Layer::from_file(&p).unwrap().timeout.as_deref(),
+            Some("10m")
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -64,12 +64,19 @@ struct RunArgs {
 fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let mut layers = vec![(Origin::Default, Layer::defaults())];
-    let file = cli.config.clone().or_else(|| env.get("QUARRY_CONFIG").map(PathBuf::from));
+    let file = cli
+        .config
+        .clone()
+        .or_else(|| env.get("QUARRY_CONFIG").map(PathBuf::from));
     if let Some(path) = file {
         layers.push((Origin::File, Layer::from_file(&path)?));
     }
     layers.push((Origin::Env, Layer::from_env(&env)));
-    let mut flags = Layer { log_format: cli.log_format.clone(), log_level: cli.log_level.clone(), ..Layer::default() };
+    let mut flags = Layer {
+        log_format: cli.log_format.clone(),
+        log_level: cli.log_level.clone(),
+        ..Layer::default()
+    };
     if let Command::Run(r) = &cli.command {
         flags.profile = r.profile.clone();
         flags.mode = r.mode.clone();
@@ -82,8 +89,11 @@ fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
 }
 
 fn init_tracing(s: &Settings) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&s.log_level).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter = tracing_subscriber::EnvFilter::try_new(&s.log_level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match s.log_format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
@@ -122,7 +132,9 @@ fn main() -> ExitCode {
 
 fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
     let Some(profile) = settings.profile.clone() else {
-        eprintln!("quarry: setting `profile` is required: pass --profile FILE or set QUARRY_PROFILE");
+        eprintln!(
+            "quarry: setting `profile` is required: pass --profile FILE or set QUARRY_PROFILE"
+        );
         return ExitCode::from(2);
     };
     let limits = Limits {
@@ -131,7 +143,7 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         max_cost_pico_usd: settings
             .max_cost_usd
             .as_deref()
-            .and_then(|v| quarry::api::parse_usd_micros(v).ok())
+            .and_then(|v| quarry::api::values::parse_usd_micros(v).ok())
             .map(|m| m.saturating_mul(1_000_000)),
         max_tokens: None,
         timeout_secs: settings.timeout.map(|d| d.as_secs().max(1)),
@@ -145,7 +157,10 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         limits,
         state_dir: settings.state_dir.clone(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("quarry: cannot start the async runtime: {e}");

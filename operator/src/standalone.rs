@@ -27,9 +27,15 @@ pub enum StandaloneError {
     #[error("the profile names environment variable {name} for the API key, but it is not set")]
     MissingKey { name: String },
     #[error("profile {path}: {source}")]
-    Wiring { path: String, source: wiring::WiringError },
+    Wiring {
+        path: String,
+        source: wiring::WiringError,
+    },
     #[error("writing the report to {path}: {source}")]
-    Write { path: String, source: std::io::Error },
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("the run failed ({reason}): {message}")]
     RunFailed { reason: String, message: String },
     #[error("the run was cancelled")]
@@ -63,12 +69,18 @@ pub fn sanitize_query(query: &str) -> String {
         }
     }
     let trimmed = out.trim_matches('-').to_string();
-    if trimmed.is_empty() { "research".to_string() } else { trimmed }
+    if trimmed.is_empty() {
+        "research".to_string()
+    } else {
+        trimmed
+    }
 }
 
 fn is_system_dir(dir: &Path) -> bool {
     const EXACT: [&str; 3] = ["/", "/var", "/home"];
-    const TREES: [&str; 10] = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/proc", "/sys", "/dev", "/boot"];
+    const TREES: [&str; 10] = [
+        "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/proc", "/sys", "/dev", "/boot",
+    ];
     EXACT.iter().any(|e| dir == Path::new(e)) || TREES.iter().any(|t| dir.starts_with(t))
 }
 
@@ -85,7 +97,11 @@ pub fn report_dir(cwd: &Path, home: Option<&Path>, temp: &Path) -> PathBuf {
             .map(|e| (e.file_name().to_string_lossy().to_lowercase(), e.path()))
             .collect();
         for wanted in REPORT_SUBDIRS {
-            if let Some((_, path)) = dirs.iter().filter(|(name, _)| name == wanted).min_by(|a, b| a.1.cmp(&b.1)) {
+            if let Some((_, path)) = dirs
+                .iter()
+                .filter(|(name, _)| name == wanted)
+                .min_by(|a, b| a.1.cmp(&b.1))
+            {
                 return path.clone();
             }
         }
@@ -94,20 +110,31 @@ pub fn report_dir(cwd: &Path, home: Option<&Path>, temp: &Path) -> PathBuf {
 }
 
 /// Creates `<sanitized-query>-<letter><digit>.md` exclusively in `dir`, redrawing the suffix on collision.
-pub fn create_report_file(dir: &Path, query: &str, rng: &mut impl Rng) -> std::io::Result<(PathBuf, std::fs::File)> {
+pub fn create_report_file(
+    dir: &Path,
+    query: &str,
+    rng: &mut impl Rng,
+) -> std::io::Result<(PathBuf, std::fs::File)> {
     let stem = sanitize_query(query);
     // 260 suffixes exist; after that many collisions the directory is hopeless.
     for _ in 0..1000 {
         let letter = (b'a' + rng.random_range(0..26u8)) as char;
         let digit = rng.random_range(0..10u8);
         let path = dir.join(format!("{stem}-{letter}{digit}.md"));
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
             Ok(f) => return Ok((path, f)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
     }
-    Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "no free report file name"))
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "no free report file name",
+    ))
 }
 
 /// Prints one progress line per meaningful event to stderr.
@@ -124,25 +151,46 @@ impl ProgressPrinter {
                 _ => return None,
             },
             Event::PlanReady { tasks, .. } => {
-                let list: Vec<String> = tasks.iter().enumerate().map(|(i, t)| format!("  {}. {t}", i + 1)).collect();
+                let list: Vec<String> = tasks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| format!("  {}. {t}", i + 1))
+                    .collect();
                 format!("agenda of {} tasks:\n{}", tasks.len(), list.join("\n"))
             }
             Event::PlanFailed { failure, .. } => format!("planning failed: {}", failure.message),
-            Event::ResearcherProgress { task_id, units } => format!("researcher {task_id}: {units} tool calls"),
+            Event::ResearcherProgress { task_id, units } => {
+                format!("researcher {task_id}: {units} tool calls")
+            }
             Event::ResearcherFinished { report } => format!(
                 "researcher {} finished: {} searches, {} pages read",
                 report.task_id,
                 report.searches,
                 report.fetched.len()
             ),
-            Event::ResearcherFailed { task_id, failure, .. } => format!("researcher {task_id} failed ({}): {}", failure.reason, failure.message),
-            Event::Evaluated { decision: Decision::Synthesize, .. } => "evaluator: synthesize".to_string(),
-            Event::Evaluated { decision: Decision::Delegate { queries }, .. } => format!("evaluator: another round with {} tasks", queries.len()),
+            Event::ResearcherFailed {
+                task_id, failure, ..
+            } => format!(
+                "researcher {task_id} failed ({}): {}",
+                failure.reason, failure.message
+            ),
+            Event::Evaluated {
+                decision: Decision::Synthesize,
+                ..
+            } => "evaluator: synthesize".to_string(),
+            Event::Evaluated {
+                decision: Decision::Delegate { queries },
+                ..
+            } => format!("evaluator: another round with {} tasks", queries.len()),
             Event::Synthesized { .. } => "report written".to_string(),
-            Event::SynthesisFailed { failure, .. } => format!("synthesis failed: {}", failure.message),
+            Event::SynthesisFailed { failure, .. } => {
+                format!("synthesis failed: {}", failure.message)
+            }
             Event::Published => "report stored".to_string(),
             Event::TimeLimitReached => "time limit reached".to_string(),
-            Event::Suspend | Event::Resume | Event::Cancel | Event::Recover => format!("{event:?}").to_lowercase(),
+            Event::Suspend | Event::Resume | Event::Cancel | Event::Recover => {
+                format!("{event:?}").to_lowercase()
+            }
         };
         Some(format!(
             "[{:>9}] {:>9} | {} tok | ${} | {text}",
@@ -165,17 +213,34 @@ impl RunObserver for ProgressPrinter {
 /// Runs one research question to a report file and returns its path.
 pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
     let path_text = opts.profile.display().to_string();
-    let text = std::fs::read_to_string(&opts.profile).map_err(|e| StandaloneError::Profile { path: path_text.clone(), message: e.to_string() })?;
-    let profile = ResearchProfile::from_yaml(&text).map_err(|e| StandaloneError::Profile { path: path_text.clone(), message: e.to_string() })?;
+    let text = std::fs::read_to_string(&opts.profile).map_err(|e| StandaloneError::Profile {
+        path: path_text.clone(),
+        message: e.to_string(),
+    })?;
+    let profile = ResearchProfile::from_yaml(&text).map_err(|e| StandaloneError::Profile {
+        path: path_text.clone(),
+        message: e.to_string(),
+    })?;
     let api_key = match &profile.spec.models.primary.api_key_env {
-        Some(name) => Some(std::env::var(name).map_err(|_| StandaloneError::MissingKey { name: name.clone() })?),
+        Some(name) => Some(
+            std::env::var(name).map_err(|_| StandaloneError::MissingKey { name: name.clone() })?,
+        ),
         None => None,
     };
     let state_dir = opts.state_dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join("quarry-runs").join(format!("{}-{}", sanitize_query(&opts.query), std::process::id()))
+        std::env::temp_dir().join("quarry-runs").join(format!(
+            "{}-{}",
+            sanitize_query(&opts.query),
+            std::process::id()
+        ))
     });
     let store = Arc::new(LocalStore::new(&state_dir));
-    let engine = wiring::build_engine(&profile.spec, api_key, store.clone()).map_err(|source| StandaloneError::Wiring { path: path_text, source })?;
+    let engine = wiring::build_engine(&profile.spec, api_key, store.clone()).map_err(|source| {
+        StandaloneError::Wiring {
+            path: path_text,
+            source,
+        }
+    })?;
     let mut input = RunInput::new(opts.query.clone(), opts.mode);
     input.context = opts.context.clone();
     input.limits = opts.limits.clone();
@@ -188,7 +253,13 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         _ => RunState::new(input),
     };
     let (_control_tx, control_rx) = watch::channel(Control::Run);
-    let final_state = executor::run(Arc::new(engine), state, Arc::new(ProgressPrinter), control_rx).await;
+    let final_state = executor::run(
+        Arc::new(engine),
+        state,
+        Arc::new(ProgressPrinter),
+        control_rx,
+    )
+    .await;
     eprintln!(
         "usage: {} input + {} output tokens in {} model calls, cost ${}, {} searches, {} pages read",
         final_state.usage.input_tokens,
@@ -202,20 +273,38 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         Phase::Completed => {}
         Phase::Cancelled => return Err(StandaloneError::Cancelled),
         _ => {
-            let f = final_state.failure.unwrap_or_else(|| crate::research::state::Failure::new("Unknown", "the run stopped without a report"));
-            return Err(StandaloneError::RunFailed { reason: f.reason, message: f.message });
+            let f = final_state.failure.unwrap_or_else(|| {
+                crate::research::state::Failure::new("Unknown", "the run stopped without a report")
+            });
+            return Err(StandaloneError::RunFailed {
+                reason: f.reason,
+                message: f.message,
+            });
         }
     }
     let Some(report) = final_state.final_report else {
-        return Err(StandaloneError::RunFailed { reason: "NoReport".into(), message: "the run completed without a report".into() });
+        return Err(StandaloneError::RunFailed {
+            reason: "NoReport".into(),
+            message: "the run completed without a report".into(),
+        });
     };
     write_report(opts.out.as_deref(), &opts.query, &report.markdown)
 }
 
-fn write_report(out: Option<&Path>, query: &str, markdown: &str) -> Result<PathBuf, StandaloneError> {
-    let werr = |path: &Path, source| StandaloneError::Write { path: path.display().to_string(), source };
+fn write_report(
+    out: Option<&Path>,
+    query: &str,
+    markdown: &str,
+) -> Result<PathBuf, StandaloneError> {
+    let werr = |path: &Path, source| StandaloneError::Write {
+        path: path.display().to_string(),
+        source,
+    };
     let (path, mut file) = match out {
-        Some(p) => (p.to_path_buf(), std::fs::File::create(p).map_err(|e| werr(p, e))?),
+        Some(p) => (
+            p.to_path_buf(),
+            std::fs::File::create(p).map_err(|e| werr(p, e))?,
+        ),
         None => {
             let cwd = std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir());
             let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -224,8 +313,13 @@ fn write_report(out: Option<&Path>, query: &str, markdown: &str) -> Result<PathB
         }
     };
     let full = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-    let body = format!("{}\n\n---\n_Saved to {}_\n", markdown.trim_end(), full.display());
-    file.write_all(body.as_bytes()).map_err(|e| werr(&path, e))?;
+    let body = format!(
+        "{}\n\n---\n_Saved to {}_\n",
+        markdown.trim_end(),
+        full.display()
+    );
+    file.write_all(body.as_bytes())
+        .map_err(|e| werr(&path, e))?;
     Ok(full)
 }
 
@@ -235,7 +329,8 @@ mod tests {
     use rand::SeedableRng;
 
     fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("quarry-standalone-{name}-{}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("quarry-standalone-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
@@ -243,7 +338,10 @@ mod tests {
 
     #[test]
     fn queries_become_safe_file_stems() {
-        assert_eq!(sanitize_query("How does json.loads() work?"), "how-does-json-loads-work");
+        assert_eq!(
+            sanitize_query("How does json.loads() work?"),
+            "how-does-json-loads-work"
+        );
         assert_eq!(sanitize_query("../../etc/passwd"), "etc-passwd");
         assert_eq!(sanitize_query("???"), "research");
         assert!(sanitize_query(&"a b ".repeat(100)).len() <= 60);
@@ -252,7 +350,10 @@ mod tests {
     #[test]
     fn home_and_system_directories_send_reports_to_temp() {
         let temp = Path::new("/tmp/x");
-        assert_eq!(report_dir(Path::new("/home/me"), Some(Path::new("/home/me")), temp), temp);
+        assert_eq!(
+            report_dir(Path::new("/home/me"), Some(Path::new("/home/me")), temp),
+            temp
+        );
         assert_eq!(report_dir(Path::new("/usr/lib"), None, temp), temp);
         assert_eq!(report_dir(Path::new("/"), None, temp), temp);
     }
@@ -276,7 +377,12 @@ mod tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let (first, _) = create_report_file(&dir, "Rust async", &mut rng).unwrap();
         let name = first.file_name().unwrap().to_string_lossy().to_string();
-        assert!(regex::Regex::new(r"^rust-async-[a-z][0-9]\.md$").unwrap().is_match(&name), "{name}");
+        assert!(
+            regex::Regex::new(r"^rust-async-[a-z][0-9]\.md$")
+                .unwrap()
+                .is_match(&name),
+            "{name}"
+        );
         // Same seed draws the same suffix first: the collision forces a redraw.
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let (second, _) = create_report_file(&dir, "Rust async", &mut rng).unwrap();

@@ -27,11 +27,18 @@ pub struct WiringError {
 }
 
 fn err(field: &str, message: impl Into<String>) -> WiringError {
-    WiringError { field: field.to_string(), message: message.into() }
+    WiringError {
+        field: field.to_string(),
+        message: message.into(),
+    }
 }
 
 /// The model configuration of one tier with its key and its price from the profile's table.
-pub fn model_config(profile: &ResearchProfileSpec, tier: &ModelTier, api_key: Option<String>) -> Result<ModelConfig, WiringError> {
+pub fn model_config(
+    profile: &ResearchProfileSpec,
+    tier: &ModelTier,
+    api_key: Option<String>,
+) -> Result<ModelConfig, WiringError> {
     let price = match profile.price_for(&tier.model) {
         Some(p) => Price::parse(&p.input_usd_per_million, &p.output_usd_per_million)
             .map_err(|e| err("spec.prices", format!("price of model {}: {e}", tier.model)))?,
@@ -62,7 +69,9 @@ pub fn fetch_policy(profile: &ResearchProfileSpec) -> FetchPolicy {
         allowed_hosts: profile.fetch.allowed_hosts.clone(),
         denied_domains: profile.fetch.denied_domains.clone(),
         max_bytes: profile.fetch.max_page_bytes,
-        max_decompressed_bytes: defaults.max_decompressed_bytes.max(profile.fetch.max_page_bytes * 2),
+        max_decompressed_bytes: defaults
+            .max_decompressed_bytes
+            .max(profile.fetch.max_page_bytes * 2),
         ..defaults
     }
 }
@@ -70,10 +79,15 @@ pub fn fetch_policy(profile: &ResearchProfileSpec) -> FetchPolicy {
 /// The searx/SearXNG gatherer of a profile.
 pub fn gatherer(profile: &ResearchProfileSpec) -> Result<Arc<dyn Gatherer>, WiringError> {
     match profile.search_target() {
-        SearchTarget::Url(url) => Ok(Arc::new(SearxngGatherer::new(url, SEARCH_TIMEOUT).map_err(|e| err("spec.search.url", e.to_string()))?)),
+        SearchTarget::Url(url) => Ok(Arc::new(
+            SearxngGatherer::new(url, SEARCH_TIMEOUT)
+                .map_err(|e| err("spec.search.url", e.to_string()))?,
+        )),
         SearchTarget::Engine(name) => Err(err(
             "spec.search.searchEngineRef",
-            format!("SearchEngine \"{name}\" is not managed by this version yet; set spec.search.url to a SearXNG URL"),
+            format!(
+                "SearchEngine \"{name}\" is not managed by this version yet; set spec.search.url to a SearXNG URL"
+            ),
         )),
     }
 }
@@ -94,8 +108,12 @@ pub fn engine_settings(profile: &ResearchProfileSpec) -> EngineSettings {
 pub fn limits(effective: &crate::api::EffectiveLimits) -> Limits {
     Limits {
         max_concurrent_researchers: effective.max_concurrent_researchers.max(1),
-        max_rounds: effective.max_rounds.unwrap_or(TARGET_ROUNDS + MAX_EXTRA_ROUNDS),
-        max_cost_pico_usd: effective.max_cost_micro_usd.map(|m| m.saturating_mul(1_000_000)),
+        max_rounds: effective
+            .max_rounds
+            .unwrap_or(TARGET_ROUNDS + MAX_EXTRA_ROUNDS),
+        max_cost_pico_usd: effective
+            .max_cost_micro_usd
+            .map(|m| m.saturating_mul(1_000_000)),
         max_tokens: effective.max_tokens,
         timeout_secs: effective.timeout.map(|d| d.as_secs().max(1)),
     }
@@ -103,12 +121,24 @@ pub fn limits(effective: &crate::api::EffectiveLimits) -> Limits {
 
 /// Builds the engine of a run: the primary model tier (the router of fallback tiers comes later),
 /// the gatherer, the guarded fetcher and the given store.
-pub fn build_engine(profile: &ResearchProfileSpec, api_key: Option<String>, store: Arc<dyn ArtifactStore>) -> Result<Engine, WiringError> {
+pub fn build_engine(
+    profile: &ResearchProfileSpec,
+    api_key: Option<String>,
+    store: Arc<dyn ArtifactStore>,
+) -> Result<Engine, WiringError> {
     let primary = &profile.models.primary;
     let config = model_config(profile, primary, api_key)?;
-    let model: Arc<dyn ChatModel> = Arc::new(OpenAiClient::new(config).map_err(|e| err("spec.models.primary", e.to_string()))?);
-    let fetcher = HttpFetcher::new(fetch_policy(profile)).map_err(|e| err("spec.fetch", e.to_string()))?;
-    Ok(Engine { model, gatherer: gatherer(profile)?, fetcher: Arc::new(fetcher), store, settings: engine_settings(profile) })
+    let model: Arc<dyn ChatModel> =
+        Arc::new(OpenAiClient::new(config).map_err(|e| err("spec.models.primary", e.to_string()))?);
+    let fetcher =
+        HttpFetcher::new(fetch_policy(profile)).map_err(|e| err("spec.fetch", e.to_string()))?;
+    Ok(Engine {
+        model,
+        gatherer: gatherer(profile)?,
+        fetcher: Arc::new(fetcher),
+        store,
+        settings: engine_settings(profile),
+    })
 }
 
 #[cfg(test)]
@@ -148,7 +178,13 @@ spec:
 
     #[test]
     fn cost_limits_convert_exactly() {
-        let eff = crate::api::RunLimits { max_cost_usd: Some("0.25".into()), timeout: Some("2m".into()), ..Default::default() }.effective().unwrap();
+        let eff = crate::api::RunLimits {
+            max_cost_usd: Some("0.25".into()),
+            timeout: Some("2m".into()),
+            ..Default::default()
+        }
+        .effective()
+        .unwrap();
         let l = limits(&eff);
         assert_eq!(l.max_cost_pico_usd, Some(250_000_000_000));
         assert_eq!(l.timeout_secs, Some(120));

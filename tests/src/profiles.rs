@@ -31,7 +31,6 @@ spec:
     )
 }
 
-
 /// A profile for the scripted model server: native tools, a price table, output cap 700.
 pub fn scripted_profile(model_url: &str, searx_url: &str) -> String {
     let profile = format!(

@@ -21,14 +21,27 @@ pub fn quarry_bin() -> Result<PathBuf, String> {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
         let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
         let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "quarry", "--bin", "quarry", "--manifest-path", manifest])
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "quarry",
+                "--bin",
+                "quarry",
+                "--manifest-path",
+                manifest,
+            ])
             .status()
             .map_err(|e| format!("cannot run cargo to build quarry: {e}"))?;
         if !status.success() {
             return Err(format!("cargo build -p quarry failed with {status}"));
         }
         let bin = profile_dir.join("quarry");
-        if bin.exists() { Ok(bin) } else { Err(format!("quarry binary not found at {}", bin.display())) }
+        if bin.exists() {
+            Ok(bin)
+        } else {
+            Err(format!("quarry binary not found at {}", bin.display()))
+        }
     })
     .clone()
 }

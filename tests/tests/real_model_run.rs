@@ -11,7 +11,13 @@ use quarry_e2e::real_model::{self, MODEL_NAME, RealModel};
 use quarry_e2e::searx::SearchStack;
 
 /// Reasons a run with a 0.5B model may honestly end with.
-const HONEST_REASONS: [&str; 5] = ["ModelOutputInvalid", "ModelUnreachable", "TimeLimit", "AllResearchersFailed", "ModelRejected"];
+const HONEST_REASONS: [&str; 5] = [
+    "ModelOutputInvalid",
+    "ModelUnreachable",
+    "TimeLimit",
+    "AllResearchersFailed",
+    "ModelRejected",
+];
 
 #[tokio::test]
 async fn quick_run_with_the_real_model_completes_or_fails_honestly() {
@@ -19,19 +25,32 @@ async fn quick_run_with_the_real_model_completes_or_fails_honestly() {
         eprintln!("SKIPPED quick_run_with_the_real_model: real model not enabled: {reason}");
         return;
     }
-    let Some(stack) = SearchStack::start_or_skip("quick_run_with_the_real_model").await else { return };
+    let Some(stack) = SearchStack::start_or_skip("quick_run_with_the_real_model").await else {
+        return;
+    };
     let model = RealModel::start().await.expect("real model server");
     let dir = std::env::temp_dir().join(format!("quarry-real-run-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let profile = dir.join("profile.yaml");
-    std::fs::write(&profile, demo_profile(&model.base_url(), MODEL_NAME, stack.searx.base_url())).unwrap();
+    std::fs::write(
+        &profile,
+        demo_profile(&model.base_url(), MODEL_NAME, stack.searx.base_url()),
+    )
+    .unwrap();
     let bin = quarry_bin().unwrap();
     let d = dir.clone();
     let started = std::time::Instant::now();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(bin)
-            .args(["run", "How do I decode a JSON string with the json module in Python?", "--mode", "quick", "--timeout", "15m"])
+            .args([
+                "run",
+                "How do I decode a JSON string with the json module in Python?",
+                "--mode",
+                "quick",
+                "--timeout",
+                "15m",
+            ])
             .arg("--profile")
             .arg(&profile)
             .arg("--out")
@@ -44,24 +63,48 @@ async fn quick_run_with_the_real_model_completes_or_fails_honestly() {
     .await
     .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("real-model run took {:?}; its output:\n{stderr}", started.elapsed());
+    eprintln!(
+        "real-model run took {:?}; its output:\n{stderr}",
+        started.elapsed()
+    );
     if out.status.success() {
         let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
-        let findings: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("state/findings.json")).unwrap()).unwrap();
-        let fetched: Vec<&str> = findings["sources"].as_array().unwrap().iter().filter_map(|s| s["url"].as_str()).collect();
+        let findings: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("state/findings.json")).unwrap(),
+        )
+        .unwrap();
+        let fetched: Vec<&str> = findings["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["url"].as_str())
+            .collect();
         let body = report.split("\n---\n_Saved to").next().unwrap();
-        for word in body.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '<' | '>' | '[' | ']')) {
+        for word in body
+            .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '<' | '>' | '[' | ']'))
+        {
             if word.starts_with("http://") || word.starts_with("https://") {
                 let url = word.trim_end_matches(['.', ',', ';']);
-                assert!(fetched.iter().any(|f| *f == url), "the report cites {url}, which the run did not fetch");
+                assert!(
+                    fetched.iter().any(|f| *f == url),
+                    "the report cites {url}, which the run did not fetch"
+                );
             }
         }
         assert!(findings["usage"]["llmCalls"].as_u64().unwrap() >= 1);
         eprintln!("report:\n{report}");
     } else {
-        let honest = HONEST_REASONS.iter().any(|r| stderr.contains(&format!("the run failed ({r}): ")));
-        assert!(honest, "a failed run must say why with a known reason: {stderr}");
-        assert!(!dir.join("report.md").exists(), "a failed run writes no report");
+        let honest = HONEST_REASONS
+            .iter()
+            .any(|r| stderr.contains(&format!("the run failed ({r}): ")));
+        assert!(
+            honest,
+            "a failed run must say why with a known reason: {stderr}"
+        );
+        assert!(
+            !dir.join("report.md").exists(),
+            "a failed run writes no report"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

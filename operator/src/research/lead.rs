@@ -12,6 +12,7 @@ use super::researcher::failure_from_llm;
 use super::state::{Decision, Failure, RunState, reasons};
 use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{CallPurpose, ChatModel, ChatRequest, Message, Usage};
+use crate::scrape::truncate_page;
 
 /// Tasks per complexity level (seed 000: 1 → 2, 2 → 3, 3 → 5).
 pub fn tasks_for_complexity(complexity: u64) -> usize {
@@ -198,7 +199,7 @@ pub async fn evaluate(model: &dyn ChatModel, state: &RunState, max_tokens: u32) 
         user.push_str(&format!(
             "\n--- researcher {} ---\n{}\n",
             r.task_id,
-            truncate(&r.markdown, 12_000)
+            truncate_page(&r.markdown, 12_000).text
         ));
     }
     match model
@@ -231,7 +232,7 @@ pub async fn synthesize(model: &dyn ChatModel, state: &RunState, max_tokens: u32
         user.push_str(&format!(
             "\n--- researcher {} ---\n{}\n",
             r.task_id,
-            truncate(&r.markdown, 20_000)
+            truncate_page(&r.markdown, 20_000).text
         ));
     }
     match model
@@ -296,13 +297,6 @@ fn demote_headings(md: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn truncate(s: &str, max: usize) -> &str {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,11 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    eprintln!("demo-services: docs at {}, searx at {}", stack.docs.base_url(), stack.searx.base_url());
+    eprintln!(
+        "demo-services: docs at {}, searx at {}",
+        stack.docs.base_url(),
+        stack.searx.base_url()
+    );
     eprintln!("demo-services: loading the model (this takes a little while on 2 cores)...");
     let model = match RealModel::start().await {
         Ok(m) => m,
