@@ -115,7 +115,7 @@ async fn quick_run_on_python_docs_cites_only_fetched_pages_and_accounts_usage_ex
         "{report}"
     );
     assert!(!report.contains("example.invalid"), "{report}");
-    assert!(report.contains(&format!("## Sources\n\n1. [")), "{report}");
+    assert!(report.contains("## Sources\n\n1. ["), "{report}");
     let findings: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.0.join("state/findings.json")).unwrap())
             .unwrap();

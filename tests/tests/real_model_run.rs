@@ -86,7 +86,7 @@ async fn quick_run_with_the_real_model_completes_or_fails_honestly() {
             if word.starts_with("http://") || word.starts_with("https://") {
                 let url = word.trim_end_matches(['.', ',', ';']);
                 assert!(
-                    fetched.iter().any(|f| *f == url),
+                    fetched.contains(&url),
                     "the report cites {url}, which the run did not fetch"
                 );
             }
