@@ -13,3 +13,4 @@ pub mod sources;
 pub mod standalone;
 pub mod store;
 pub mod telemetry;
+pub mod wiring;

@@ -1,2 +1,180 @@
-//! The `quarry` binary.
-fn main() {}
+//! The `quarry` binary: the operator, the standalone research CLI and the CRD generator.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use quarry::config::{ConfigError, Layer, LogFormat, Origin, Settings};
+use quarry::research::state::{Limits, MAX_EXTRA_ROUNDS, TARGET_ROUNDS};
+
+/// Quarry: a Kubernetes-native deep-research operator.
+#[derive(Parser, Debug)]
+#[command(name = "quarry", version, about)]
+struct Cli {
+    /// YAML config file (also QUARRY_CONFIG); layered as defaults < file < environment < flags.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Log format: text or json.
+    #[arg(long, global = true)]
+    log_format: Option<String>,
+    /// Log filter, e.g. `info` or `quarry=debug`.
+    #[arg(long, global = true)]
+    log_level: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Research a question without a cluster and write the report to a Markdown file.
+    Run(RunArgs),
+    /// Print every CustomResourceDefinition as YAML.
+    Crd,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The research question.
+    query: String,
+    /// ResearchProfile manifest (YAML) naming the model, search endpoint and fetch policy.
+    #[arg(long)]
+    profile: Option<String>,
+    /// Report file; by default a new file named after the question (see the README).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// quick (one researcher) or deep (planner, rounds, evaluator).
+    #[arg(long)]
+    mode: Option<String>,
+    /// Background text for the planner and researchers.
+    #[arg(long)]
+    context: Option<String>,
+    /// Time limit, e.g. 30m.
+    #[arg(long)]
+    timeout: Option<String>,
+    /// Cost limit in USD, e.g. 0.50.
+    #[arg(long)]
+    max_cost_usd: Option<String>,
+    /// Directory for checkpoints; rerunning with the same directory resumes.
+    #[arg(long)]
+    state_dir: Option<String>,
+}
+
+fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let mut layers = vec![(Origin::Default, Layer::defaults())];
+    let file = cli
+        .config
+        .clone()
+        .or_else(|| env.get("QUARRY_CONFIG").map(PathBuf::from));
+    if let Some(path) = file {
+        layers.push((Origin::File, Layer::from_file(&path)?));
+    }
+    layers.push((Origin::Env, Layer::from_env(&env)));
+    let mut flags = Layer {
+        log_format: cli.log_format.clone(),
+        log_level: cli.log_level.clone(),
+        ..Layer::default()
+    };
+    if let Command::Run(r) = &cli.command {
+        flags.profile = r.profile.clone();
+        flags.mode = r.mode.clone();
+        flags.timeout = r.timeout.clone();
+        flags.max_cost_usd = r.max_cost_usd.clone();
+        flags.state_dir = r.state_dir.clone();
+    }
+    layers.push((Origin::Flag, flags));
+    Settings::resolve(&layers)
+}
+
+fn init_tracing(s: &Settings) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&s.log_level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match s.log_format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match settings(&cli) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("quarry: configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match &cli.command {
+        Command::Crd => match quarry::api::crds_yaml() {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("quarry: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Run(args) => {
+            // Standalone runs print progress lines; logs stay quiet unless asked for.
+            if std::env::var_os("QUARRY_LOG_LEVEL").is_some() || cli.log_level.is_some() {
+                init_tracing(&settings);
+            }
+            run_standalone(args, settings)
+        }
+    }
+}
+
+fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
+    let Some(profile) = settings.profile.clone() else {
+        eprintln!(
+            "quarry: setting `profile` is required: pass --profile FILE or set QUARRY_PROFILE"
+        );
+        return ExitCode::from(2);
+    };
+    let limits = Limits {
+        max_concurrent_researchers: 3,
+        max_rounds: TARGET_ROUNDS + MAX_EXTRA_ROUNDS,
+        max_cost_pico_usd: settings
+            .max_cost_usd
+            .as_deref()
+            .and_then(|v| quarry::api::values::parse_usd_micros(v).ok())
+            .map(|m| m.saturating_mul(1_000_000)),
+        max_tokens: None,
+        timeout_secs: settings.timeout.map(|d| d.as_secs().max(1)),
+    };
+    let opts = quarry::standalone::StandaloneOptions {
+        query: args.query.clone(),
+        context: args.context.clone(),
+        profile,
+        out: args.out.clone(),
+        mode: settings.mode,
+        limits,
+        state_dir: settings.state_dir.clone(),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("quarry: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(quarry::standalone::run(opts)) {
+        Ok(path) => {
+            println!("{}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("quarry: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,393 @@
-//! Standalone mode.
+//! Standalone mode: `quarry run "question"` runs the same engine with no cluster,
+//! stores artifacts on the local filesystem and writes the report to a file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rand::Rng;
+use tokio::sync::watch;
+
+use crate::api::ResearchProfile;
+use crate::llm::format_pico_usd;
+use crate::research::executor::{self, Control, RunObserver};
+use crate::research::reducer::Event;
+use crate::research::state::{Decision, Limits, Mode, Phase, RunInput, RunState};
+use crate::store::local::LocalStore;
+use crate::wiring;
+
+/// Subdirectories that receive reports, in priority order (seed 000), matched case-insensitively.
+pub const REPORT_SUBDIRS: [&str; 6] = ["research", "docs", "doc", "ref", "references", "notes"];
+
+/// Errors of a standalone run, each naming what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum StandaloneError {
+    #[error("profile {path}: {message}")]
+    Profile { path: String, message: String },
+    #[error("the profile names environment variable {name} for the API key, but it is not set")]
+    MissingKey { name: String },
+    #[error("profile {path}: {source}")]
+    Wiring {
+        path: String,
+        source: wiring::WiringError,
+    },
+    #[error("writing the report to {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("the run failed ({reason}): {message}")]
+    RunFailed { reason: String, message: String },
+    #[error("the run was cancelled")]
+    Cancelled,
+}
+
+/// What `quarry run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct StandaloneOptions {
+    pub query: String,
+    pub context: Option<String>,
+    pub profile: PathBuf,
+    pub out: Option<PathBuf>,
+    pub mode: Mode,
+    pub limits: Limits,
+    /// Where checkpoints are kept; a run started again with the same directory resumes.
+    pub state_dir: Option<PathBuf>,
+}
+
+/// Turns a query into a file-name stem: lowercase words joined by dashes, at most 60 characters.
+pub fn sanitize_query(query: &str) -> String {
+    let mut out = String::new();
+    for c in query.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+        if out.len() >= 60 {
+            break;
+        }
+    }
+    let trimmed = out.trim_matches('-').to_string();
+    if trimmed.is_empty() {
+        "research".to_string()
+    } else {
+        trimmed
+    }
+}
+
+fn is_system_dir(dir: &Path) -> bool {
+    const EXACT: [&str; 3] = ["/", "/var", "/home"];
+    const TREES: [&str; 10] = [
+        "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/proc", "/sys", "/dev", "/boot",
+    ];
+    EXACT.iter().any(|e| dir == Path::new(e)) || TREES.iter().any(|t| dir.starts_with(t))
+}
+
+/// The directory a report goes to (seed 000): home or system directory → temp dir;
+/// a recognised subdirectory → there; otherwise the working directory.
+pub fn report_dir(cwd: &Path, home: Option<&Path>, temp: &Path) -> PathBuf {
+    if home.is_some_and(|h| h == cwd) || is_system_dir(cwd) {
+        return temp.to_path_buf();
+    }
+    if let Ok(entries) = std::fs::read_dir(cwd) {
+        let dirs: Vec<(String, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| (e.file_name().to_string_lossy().to_lowercase(), e.path()))
+            .collect();
+        for wanted in REPORT_SUBDIRS {
+            if let Some((_, path)) = dirs
+                .iter()
+                .filter(|(name, _)| name == wanted)
+                .min_by(|a, b| a.1.cmp(&b.1))
+            {
+                return path.clone();
+            }
+        }
+    }
+    cwd.to_path_buf()
+}
+
+/// Creates `<sanitized-query>-<letter><digit>.md` exclusively in `dir`, redrawing the suffix on collision.
+pub fn create_report_file(
+    dir: &Path,
+    query: &str,
+    rng: &mut impl Rng,
+) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let stem = sanitize_query(query);
+    // 260 suffixes exist; after that many collisions the directory is hopeless.
+    for _ in 0..1000 {
+        let letter = (b'a' + rng.random_range(0..26u8)) as char;
+        let digit = rng.random_range(0..10u8);
+        let path = dir.join(format!("{stem}-{letter}{digit}.md"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "no free report file name",
+    ))
+}
+
+/// Prints one progress line per meaningful event to stderr.
+pub struct ProgressPrinter;
+
+impl ProgressPrinter {
+    /// The progress line for an event, if it deserves one.
+    pub fn line(state: &RunState, event: &Event) -> Option<String> {
+        let p = state.progress();
+        let text = match event {
+            Event::Start => match state.phase {
+                Phase::Planning => "planning the agenda".to_string(),
+                Phase::Researching => "researching with 1 researcher".to_string(),
+                _ => return None,
+            },
+            Event::PlanReady { tasks, .. } => {
+                let list: Vec<String> = tasks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| format!("  {}. {t}", i + 1))
+                    .collect();
+                format!("agenda of {} tasks:\n{}", tasks.len(), list.join("\n"))
+            }
+            Event::PlanFailed { failure, .. } => format!("planning failed: {}", failure.message),
+            Event::ResearcherProgress { task_id, units } => {
+                format!("researcher {task_id}: {units} tool calls")
+            }
+            Event::ResearcherFinished { report } => format!(
+                "researcher {} finished: {} searches, {} pages read",
+                report.task_id,
+                report.searches,
+                report.fetched.len()
+            ),
+            Event::ResearcherFailed {
+                task_id, failure, ..
+            } => format!(
+                "researcher {task_id} failed ({}): {}",
+                failure.reason, failure.message
+            ),
+            Event::Evaluated {
+                decision: Decision::Synthesize,
+                ..
+            } => "evaluator: synthesize".to_string(),
+            Event::Evaluated {
+                decision: Decision::Delegate { queries },
+                ..
+            } => format!("evaluator: another round with {} tasks", queries.len()),
+            Event::Synthesized { .. } => "report written".to_string(),
+            Event::SynthesisFailed { failure, .. } => {
+                format!("synthesis failed: {}", failure.message)
+            }
+            Event::Published => "report stored".to_string(),
+            Event::TimeLimitReached => "time limit reached".to_string(),
+            Event::Suspend | Event::Resume | Event::Cancel | Event::Recover => {
+                format!("{event:?}").to_lowercase()
+            }
+        };
+        Some(format!(
+            "[{:>9}] {:>9} | {} tok | ${} | {text}",
+            state.phase.to_string(),
+            p,
+            state.usage.input_tokens + state.usage.output_tokens,
+            format_pico_usd(state.usage.cost_pico_usd)
+        ))
+    }
+}
+
+impl RunObserver for ProgressPrinter {
+    fn on_change(&self, state: &RunState, event: &Event) {
+        if let Some(line) = Self::line(state, event) {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// Runs one research question to a report file and returns its path.
+pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
+    let path_text = opts.profile.display().to_string();
+    let text = std::fs::read_to_string(&opts.profile).map_err(|e| StandaloneError::Profile {
+        path: path_text.clone(),
+        message: e.to_string(),
+    })?;
+    let profile = ResearchProfile::from_yaml(&text).map_err(|e| StandaloneError::Profile {
+        path: path_text.clone(),
+        message: e.to_string(),
+    })?;
+    let api_key = match &profile.spec.models.primary.api_key_env {
+        Some(name) => Some(
+            std::env::var(name).map_err(|_| StandaloneError::MissingKey { name: name.clone() })?,
+        ),
+        None => None,
+    };
+    let state_dir = opts.state_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join("quarry-runs").join(format!(
+            "{}-{}",
+            sanitize_query(&opts.query),
+            std::process::id()
+        ))
+    });
+    let store = Arc::new(LocalStore::new(&state_dir));
+    let engine = wiring::build_engine(&profile.spec, api_key, store.clone()).map_err(|source| {
+        StandaloneError::Wiring {
+            path: path_text,
+            source,
+        }
+    })?;
+    let mut input = RunInput::new(opts.query.clone(), opts.mode);
+    input.context = opts.context.clone();
+    input.limits = opts.limits.clone();
+    // Same state directory, same question: resume instead of paying twice.
+    let state = match executor::load_checkpoint(store.as_ref()).await {
+        Ok(Some(s)) if s.input.query == input.query && !s.phase.is_terminal() => {
+            eprintln!("resuming from {}", state_dir.display());
+            s
+        }
+        _ => RunState::new(input),
+    };
+    let (_control_tx, control_rx) = watch::channel(Control::Run);
+    let final_state = executor::run(
+        Arc::new(engine),
+        state,
+        Arc::new(ProgressPrinter),
+        control_rx,
+    )
+    .await;
+    eprintln!(
+        "usage: {} input + {} output tokens in {} model calls, cost ${}, {} searches, {} pages read",
+        final_state.usage.input_tokens,
+        final_state.usage.output_tokens,
+        final_state.usage.llm_calls,
+        format_pico_usd(final_state.usage.cost_pico_usd),
+        final_state.searches,
+        final_state.pages_fetched
+    );
+    match final_state.phase {
+        Phase::Completed => {}
+        Phase::Cancelled => return Err(StandaloneError::Cancelled),
+        _ => {
+            let f = final_state.failure.unwrap_or_else(|| {
+                crate::research::state::Failure::new("Unknown", "the run stopped without a report")
+            });
+            return Err(StandaloneError::RunFailed {
+                reason: f.reason,
+                message: f.message,
+            });
+        }
+    }
+    let Some(report) = final_state.final_report else {
+        return Err(StandaloneError::RunFailed {
+            reason: "NoReport".into(),
+            message: "the run completed without a report".into(),
+        });
+    };
+    write_report(opts.out.as_deref(), &opts.query, &report.markdown)
+}
+
+fn write_report(
+    out: Option<&Path>,
+    query: &str,
+    markdown: &str,
+) -> Result<PathBuf, StandaloneError> {
+    let werr = |path: &Path, source| StandaloneError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let (path, mut file) = match out {
+        Some(p) => (
+            p.to_path_buf(),
+            std::fs::File::create(p).map_err(|e| werr(p, e))?,
+        ),
+        None => {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir());
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let dir = report_dir(&cwd, home.as_deref(), &std::env::temp_dir());
+            create_report_file(&dir, query, &mut rand::rng()).map_err(|e| werr(&dir, e))?
+        }
+    };
+    let full = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let body = format!(
+        "{}\n\n---\n_Saved to {}_\n",
+        markdown.trim_end(),
+        full.display()
+    );
+    file.write_all(body.as_bytes())
+        .map_err(|e| werr(&path, e))?;
+    Ok(full)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("quarry-standalone-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn queries_become_safe_file_stems() {
+        assert_eq!(
+            sanitize_query("How does json.loads() work?"),
+            "how-does-json-loads-work"
+        );
+        assert_eq!(sanitize_query("../../etc/passwd"), "etc-passwd");
+        assert_eq!(sanitize_query("???"), "research");
+        assert!(sanitize_query(&"a b ".repeat(100)).len() <= 60);
+    }
+
+    #[test]
+    fn home_and_system_directories_send_reports_to_temp() {
+        let temp = Path::new("/tmp/x");
+        assert_eq!(
+            report_dir(Path::new("/home/me"), Some(Path::new("/home/me")), temp),
+            temp
+        );
+        assert_eq!(report_dir(Path::new("/usr/lib"), None, temp), temp);
+        assert_eq!(report_dir(Path::new("/"), None, temp), temp);
+    }
+
+    #[test]
+    fn recognised_subdirectories_win_in_priority_order_case_insensitively() {
+        let cwd = tmp("subdirs");
+        assert_eq!(report_dir(&cwd, None, Path::new("/tmp")), cwd);
+        std::fs::create_dir(cwd.join("Notes")).unwrap();
+        assert_eq!(report_dir(&cwd, None, Path::new("/tmp")), cwd.join("Notes"));
+        std::fs::create_dir(cwd.join("DOCS")).unwrap();
+        assert_eq!(report_dir(&cwd, None, Path::new("/tmp")), cwd.join("DOCS"));
+        std::fs::write(cwd.join("research"), "a file, not a directory").unwrap();
+        assert_eq!(report_dir(&cwd, None, Path::new("/tmp")), cwd.join("DOCS"));
+        let _ = std::fs::remove_dir_all(cwd);
+    }
+
+    #[test]
+    fn report_files_are_created_exclusively_and_redraw_on_collision() {
+        let dir = tmp("files");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let (first, _) = create_report_file(&dir, "Rust async", &mut rng).unwrap();
+        let name = first.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            regex::Regex::new(r"^rust-async-[a-z][0-9]\.md$")
+                .unwrap()
+                .is_match(&name),
+            "{name}"
+        );
+        // Same seed draws the same suffix first: the collision forces a redraw.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let (second, _) = create_report_file(&dir, "Rust async", &mut rng).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -517,3 +517,286 @@ fn search_exactly_one_rule() {
         Err(vec![msg])
     );
 }
+
+/// A small structural validator for the OpenAPI subset the CRDs use (type, enum, pattern, length,
+/// range, items, required, unknown fields), so examples and bad input are checked the way the API
+/// server checks them before CEL runs. Returns `path: problem` strings.
+fn openapi_errors(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
+    if value.is_null() {
+        if schema["nullable"] != json!(true) {
+            out.push(format!("{path}: must not be null"));
+        }
+        return;
+    }
+    let ty = schema["type"].as_str().unwrap_or("");
+    let type_ok = match ty {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        _ => true,
+    };
+    if !type_ok {
+        out.push(format!("{path}: expected {ty}"));
+        return;
+    }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(value)
+    {
+        out.push(format!("{path}: {value} is not one of {allowed:?}"));
+    }
+    if let Some(s) = value.as_str() {
+        let chars = s.chars().count() as u64;
+        if schema["minLength"].as_u64().is_some_and(|m| chars < m) {
+            out.push(format!("{path}: shorter than {}", schema["minLength"]));
+        }
+        if schema["maxLength"].as_u64().is_some_and(|m| chars > m) {
+            out.push(format!("{path}: longer than {}", schema["maxLength"]));
+        }
+        if let Some(p) = schema["pattern"].as_str()
+            && !regex::Regex::new(p)
+                .expect("schema pattern compiles")
+                .is_match(s)
+        {
+            out.push(format!("{path}: does not match {p}"));
+        }
+    }
+    if let Some(n) = value.as_f64() {
+        if schema["minimum"].as_f64().is_some_and(|m| n < m) {
+            out.push(format!("{path}: below minimum {}", schema["minimum"]));
+        }
+        if schema["maximum"].as_f64().is_some_and(|m| n > m) {
+            out.push(format!("{path}: above maximum {}", schema["maximum"]));
+        }
+    }
+    if let Some(items) = value.as_array() {
+        if schema["minItems"]
+            .as_u64()
+            .is_some_and(|m| (items.len() as u64) < m)
+        {
+            out.push(format!("{path}: fewer than {} items", schema["minItems"]));
+        }
+        if schema["maxItems"]
+            .as_u64()
+            .is_some_and(|m| items.len() as u64 > m)
+        {
+            out.push(format!("{path}: more than {} items", schema["maxItems"]));
+        }
+        if schema["x-kubernetes-list-type"] == json!("set") {
+            for (i, item) in items.iter().enumerate() {
+                if items[..i].contains(item) {
+                    out.push(format!("{path}[{i}]: duplicate {item}"));
+                }
+            }
+        }
+        for (i, item) in items.iter().enumerate() {
+            openapi_errors(&schema["items"], item, &format!("{path}[{i}]"), out);
+        }
+    }
+    if let Some(fields) = value.as_object() {
+        for req in schema["required"].as_array().into_iter().flatten() {
+            if !fields.contains_key(req.as_str().unwrap_or_default()) {
+                out.push(format!(
+                    "{path}.{}: required",
+                    req.as_str().unwrap_or_default()
+                ));
+            }
+        }
+        if let Some(props) = schema["properties"].as_object() {
+            for (k, v) in fields {
+                match props.get(k) {
+                    Some(sub) => openapi_errors(sub, v, &format!("{path}.{k}"), out),
+                    None => out.push(format!("{path}.{k}: unknown field")),
+                }
+            }
+        }
+    }
+}
+
+/// Structural errors of a ResearchRun spec (CEL excluded).
+fn run_spec_errors(spec: Value) -> Vec<String> {
+    let mut out = Vec::new();
+    openapi_errors(prop(&run_schema(), "spec"), &spec, "spec", &mut out);
+    out
+}
+
+#[test]
+fn bad_run_input_is_rejected_by_the_schema() {
+    assert_eq!(
+        run_spec_errors(json!({"query": "abc"})),
+        Vec::<String>::new()
+    );
+    let cases = [
+        (json!({"query": "ab"}), "spec.query: shorter than 3"),
+        (
+            json!({"query": "x".repeat(4001)}),
+            "spec.query: longer than 4000",
+        ),
+        (json!({}), "spec.query: required"),
+        (
+            json!({"query": "abc", "mode": "fast"}),
+            "spec.mode: \"fast\" is not one of",
+        ),
+        (
+            json!({"query": "abc", "outputs": ["essay"]}),
+            "spec.outputs[0]: \"essay\" is not one of",
+        ),
+        (
+            json!({"query": "abc", "outputs": []}),
+            "spec.outputs: fewer than 1 items",
+        ),
+        (
+            json!({"query": "abc", "outputs": ["study", "study"]}),
+            "spec.outputs[1]: duplicate \"study\"",
+        ),
+        (
+            json!({"query": "abc", "topK": 21}),
+            "spec.topK: above maximum 20.0",
+        ),
+        (
+            json!({"query": "abc", "topK": 0}),
+            "spec.topK: below minimum 1.0",
+        ),
+        (
+            json!({"query": "abc", "profileRef": "My_Profile"}),
+            "spec.profileRef: does not match",
+        ),
+        (
+            json!({"query": "abc", "sources": ["reddit"]}),
+            "spec.sources[0]: \"reddit\" is not one of",
+        ),
+        (
+            json!({"query": "abc", "limits": {"maxConcurrentResearchers": 11}}),
+            "spec.limits.maxConcurrentResearchers: above maximum 10.0",
+        ),
+        (
+            json!({"query": "abc", "limits": {"maxRounds": 0}}),
+            "spec.limits.maxRounds: below minimum 1.0",
+        ),
+        (
+            json!({"query": "abc", "limits": {"maxCostUSD": "$2"}}),
+            "spec.limits.maxCostUSD: does not match",
+        ),
+        (
+            json!({"query": "abc", "limits": {"maxCostUSD": 2.5}}),
+            "spec.limits.maxCostUSD: expected string",
+        ),
+        (
+            json!({"query": "abc", "limits": {"timeout": "30 minutes"}}),
+            "spec.limits.timeout: does not match",
+        ),
+        (
+            json!({"query": "abc", "limits": {"maxTokens": 0}}),
+            "spec.limits.maxTokens: below minimum 1.0",
+        ),
+        (
+            json!({"query": "abc", "ttlSecondsAfterFinished": -1}),
+            "spec.ttlSecondsAfterFinished: below minimum 0.0",
+        ),
+        (
+            json!({"query": "abc", "report": {"kind": "s3"}}),
+            "spec.report.kind: \"s3\" is not one of",
+        ),
+    ];
+    for (spec, expected) in cases {
+        let errors = run_spec_errors(spec.clone());
+        assert_eq!(errors.len(), 1, "{spec}: {errors:?}");
+        assert!(errors[0].starts_with(expected), "{spec}: {errors:?}");
+    }
+}
+
+/// Every YAML document in `deploy/examples/`, with its file name.
+fn example_docs() -> Vec<(String, Value)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("deploy/examples exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut docs = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("example readable");
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value: Value = serde::Deserialize::deserialize(doc).expect("example is YAML");
+            docs.push((
+                file.file_name().unwrap().to_string_lossy().into_owned(),
+                value,
+            ));
+        }
+    }
+    docs
+}
+
+#[test]
+fn examples_are_valid_for_schema_cel_and_types() {
+    let docs = example_docs();
+    let mut kinds: Vec<(String, String)> = Vec::new();
+    for (file, doc) in &docs {
+        let kind = doc["kind"].as_str().expect("kind").to_owned();
+        kinds.push((file.clone(), kind.clone()));
+        let schema = match kind.as_str() {
+            "ResearchRun" => {
+                let run: ResearchRun = serde_json::from_value(doc.clone()).expect("typed run");
+                assert!(run.spec.effective_limits(None).is_ok(), "{file}");
+                run_schema()
+            }
+            "ResearchProfile" => {
+                let text = serde_yaml::to_string(doc).expect("re-serialize");
+                let profile = ResearchProfile::from_yaml(&text).expect("typed profile");
+                for p in &profile.spec.prices {
+                    assert!(p.micro_usd_per_million().is_ok(), "{file}: {}", p.model);
+                }
+                profile_schema()
+            }
+            "Secret" => continue,
+            other => panic!("{file}: unexpected kind {other}"),
+        };
+        let mut errors = Vec::new();
+        openapi_errors(prop(&schema, "spec"), &doc["spec"], "spec", &mut errors);
+        assert!(errors.is_empty(), "{file}: {errors:?}");
+        assert_eq!(
+            Validator::new()
+                .validate(&schema, doc, None)
+                .map_err(|e| e.len()),
+            Ok(()),
+            "{file}"
+        );
+    }
+    let expected = [
+        ("profile-local.yaml", "ResearchProfile"),
+        ("profile-openai.yaml", "Secret"),
+        ("profile-openai.yaml", "ResearchProfile"),
+        ("run-deep.yaml", "ResearchRun"),
+        ("run-quick.yaml", "ResearchRun"),
+    ];
+    assert_eq!(
+        kinds,
+        expected
+            .iter()
+            .map(|(f, k)| (f.to_string(), k.to_string()))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn local_demo_profile_reads_as_documented() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../deploy/examples/profile-local.yaml");
+    let profile = ResearchProfile::from_yaml(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let primary = &profile.spec.models.primary;
+    assert_eq!(primary.base_url, "http://127.0.0.1:8080/v1");
+    assert_eq!(primary.tool_mode, quarry::api::ToolMode::JsonAction);
+    assert_eq!(primary.api_key_secret_ref, None);
+    assert_eq!(primary.max_output_tokens, Some(1024));
+    assert_eq!(
+        profile.spec.search_target(),
+        quarry::api::SearchTarget::Url("http://127.0.0.1:8888")
+    );
+    assert_eq!(
+        profile.spec.fetch.allowed_hosts,
+        vec!["127.0.0.1".to_owned()]
+    );
+}

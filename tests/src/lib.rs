@@ -2,4 +2,7 @@
 
 pub mod docs_server;
 pub mod model_server;
+pub mod profiles;
+pub mod quarry_bin;
+pub mod real_model;
 pub mod searx;

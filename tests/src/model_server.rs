@@ -115,44 +115,81 @@ pub enum Step {
 impl Step {
     /// A plain text answer.
     pub fn text(text: impl Into<String>) -> Step {
-        Step::Text { text: text.into(), usage: None }
+        Step::Text {
+            text: text.into(),
+            usage: None,
+        }
     }
     /// One native tool call with id `call_<name>`.
     pub fn tool_call(name: impl Into<String>, arguments: Value) -> Step {
         let name = name.into();
         Step::ToolCalls {
-            calls: vec![ScriptedCall { id: Some(format!("call_{name}")), name, arguments, arguments_raw: None }],
+            calls: vec![ScriptedCall {
+                id: Some(format!("call_{name}")),
+                name,
+                arguments,
+                arguments_raw: None,
+            }],
             content: None,
             usage: None,
         }
     }
     /// Native tool calls.
     pub fn tool_calls(calls: Vec<ScriptedCall>) -> Step {
-        Step::ToolCalls { calls, content: None, usage: None }
+        Step::ToolCalls {
+            calls,
+            content: None,
+            usage: None,
+        }
     }
     /// A bare JSON action answer.
     pub fn json_action(tool: impl Into<String>, arguments: Value) -> Step {
-        Step::JsonAction { tool: tool.into(), arguments, fenced: false, prose: None, usage: None }
+        Step::JsonAction {
+            tool: tool.into(),
+            arguments,
+            fenced: false,
+            prose: None,
+            usage: None,
+        }
     }
     /// `chunk` repeated `times` times.
     pub fn repeat(chunk: impl Into<String>, times: usize) -> Step {
-        Step::Repeat { prefix: String::new(), chunk: chunk.into(), times, usage: None }
+        Step::Repeat {
+            prefix: String::new(),
+            chunk: chunk.into(),
+            times,
+            usage: None,
+        }
     }
     /// An HTTP error status.
     pub fn status(status: u16) -> Step {
-        Step::Status { status, retry_after: None, body: None }
+        Step::Status {
+            status,
+            retry_after: None,
+            body: None,
+        }
     }
     /// An HTTP error status with `Retry-After: <seconds>`.
     pub fn status_retry_after(status: u16, seconds: u64) -> Step {
-        Step::Status { status, retry_after: Some(seconds.to_string()), body: None }
+        Step::Status {
+            status,
+            retry_after: Some(seconds.to_string()),
+            body: None,
+        }
     }
     /// Waits `millis` before performing `then`.
     pub fn delay(millis: u64, then: Step) -> Step {
-        Step::Delay { millis, then: Box::new(then) }
+        Step::Delay {
+            millis,
+            then: Box::new(then),
+        }
     }
     /// A raw JSON-typed 200 body.
     pub fn raw(body: impl Into<String>) -> Step {
-        Step::Raw { body: body.into(), content_type: None }
+        Step::Raw {
+            body: body.into(),
+            content_type: None,
+        }
     }
     /// A reply cut off midway.
     pub fn truncated(text: impl Into<String>) -> Step {
@@ -164,7 +201,10 @@ impl Step {
     }
     /// Sets the usage the reply reports (no effect on status, raw, truncated and garbage steps).
     pub fn with_usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Step {
-        let new = Some(ReplyUsage { prompt_tokens, completion_tokens });
+        let new = Some(ReplyUsage {
+            prompt_tokens,
+            completion_tokens,
+        });
         match &mut self {
             Step::Text { usage, .. }
             | Step::ToolCalls { usage, .. }
@@ -174,7 +214,10 @@ impl Step {
                 let inner = std::mem::replace(then.as_mut(), Step::text(""));
                 **then = inner.with_usage(prompt_tokens, completion_tokens);
             }
-            Step::Status { .. } | Step::Raw { .. } | Step::Truncated { .. } | Step::Garbage { .. } => {}
+            Step::Status { .. }
+            | Step::Raw { .. }
+            | Step::Truncated { .. }
+            | Step::Garbage { .. } => {}
         }
         self
     }
@@ -194,7 +237,10 @@ pub struct Script {
 impl Script {
     /// A script of steps without fallback.
     pub fn new(steps: Vec<Step>) -> Script {
-        Script { steps, fallback: None }
+        Script {
+            steps,
+            fallback: None,
+        }
     }
     /// Sets the fallback step.
     pub fn with_fallback(mut self, step: Step) -> Script {
@@ -233,7 +279,12 @@ pub struct ScriptedModel;
 impl ScriptedModel {
     /// Binds 127.0.0.1:0 and serves `script` until the handle is dropped.
     pub async fn start(script: impl Into<Script>) -> std::io::Result<ScriptedModelHandle> {
-        Self::start_on(script, "127.0.0.1:0".parse().map_err(std::io::Error::other)?, None).await
+        Self::start_on(
+            script,
+            "127.0.0.1:0".parse().map_err(std::io::Error::other)?,
+            None,
+        )
+        .await
     }
 
     /// Like [`ScriptedModel::start`] on a chosen address, appending every request as one JSON line
@@ -245,7 +296,12 @@ impl ScriptedModel {
     ) -> std::io::Result<ScriptedModelHandle> {
         let script = script.into();
         let log = match log {
-            Some(path) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(path)?)),
+            Some(path) => Some(Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?,
+            )),
             None => None,
         };
         let inner = Arc::new(Inner {
@@ -321,29 +377,55 @@ async fn models() -> Response {
         .into_response()
 }
 
-async fn chat(State(inner): State<Arc<Inner>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
-    let body: Value =
-        serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+async fn chat(
+    State(inner): State<Arc<Inner>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     let record = RecordedRequest {
         path: uri.path().to_string(),
-        authorization: headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_string),
+        authorization: headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
         body,
     };
     if let Some(log) = &inner.log {
         let mut file = lock(log);
-        let _ = writeln!(file, "{}", serde_json::to_string(&record).unwrap_or_default());
+        let _ = writeln!(
+            file,
+            "{}",
+            serde_json::to_string(&record).unwrap_or_default()
+        );
         let _ = file.flush();
     }
-    let stream = record.body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let model = record.body.get("model").and_then(Value::as_str).unwrap_or("scripted").to_string();
+    let stream = record
+        .body
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let model = record
+        .body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("scripted")
+        .to_string();
     let index = {
         let mut requests = lock(&inner.requests);
         requests.push(record);
         requests.len()
     };
-    let next = lock(&inner.steps).pop_front().or_else(|| inner.fallback.clone());
+    let next = lock(&inner.steps)
+        .pop_front()
+        .or_else(|| inner.fallback.clone());
     let Some(mut step) = next else {
-        return (StatusCode::INTERNAL_SERVER_ERROR, format!("scripted model: script exhausted at request {index}"))
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("scripted model: script exhausted at request {index}"),
+        )
             .into_response();
     };
     while let Step::Delay { millis, then } = step {
@@ -366,17 +448,31 @@ struct Reply {
 fn render(step: Step, stream: bool, model: &str, index: usize) -> Response {
     let id = format!("chatcmpl-scripted-{index}");
     let reply = match step {
-        Step::Text { text, usage } => {
-            Reply { pieces: split_pieces(&text), content: Some(text), calls: vec![], usage, finish_reason: "stop" }
-        }
-        Step::ToolCalls { calls, content, usage } => Reply {
+        Step::Text { text, usage } => Reply {
+            pieces: split_pieces(&text),
+            content: Some(text),
+            calls: vec![],
+            usage,
+            finish_reason: "stop",
+        },
+        Step::ToolCalls {
+            calls,
+            content,
+            usage,
+        } => Reply {
             pieces: content.as_deref().map(split_pieces).unwrap_or_default(),
             content,
             calls,
             usage,
             finish_reason: "tool_calls",
         },
-        Step::JsonAction { tool, arguments, fenced, prose, usage } => {
+        Step::JsonAction {
+            tool,
+            arguments,
+            fenced,
+            prose,
+            usage,
+        } => {
             let action = json!({"tool": tool, "arguments": arguments}).to_string();
             let mut text = prose.map(|p| format!("{p}\n")).unwrap_or_default();
             if fenced {
@@ -384,23 +480,49 @@ fn render(step: Step, stream: bool, model: &str, index: usize) -> Response {
             } else {
                 text.push_str(&action);
             }
-            Reply { pieces: split_pieces(&text), content: Some(text), calls: vec![], usage, finish_reason: "stop" }
+            Reply {
+                pieces: split_pieces(&text),
+                content: Some(text),
+                calls: vec![],
+                usage,
+                finish_reason: "stop",
+            }
         }
-        Step::Repeat { prefix, chunk, times, usage } => {
+        Step::Repeat {
+            prefix,
+            chunk,
+            times,
+            usage,
+        } => {
             let mut pieces = Vec::with_capacity(times + 1);
             if !prefix.is_empty() {
                 pieces.push(prefix.clone());
             }
             pieces.extend(std::iter::repeat_n(chunk.clone(), times));
             let content = format!("{prefix}{}", chunk.repeat(times));
-            Reply { content: Some(content), pieces, calls: vec![], usage, finish_reason: "length" }
+            Reply {
+                content: Some(content),
+                pieces,
+                calls: vec![],
+                usage,
+                finish_reason: "length",
+            }
         }
-        Step::Status { status, retry_after, body } => {
+        Step::Status {
+            status,
+            retry_after,
+            body,
+        } => {
             let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let body = body.unwrap_or_else(|| {
                 json!({"error": {"message": format!("scripted status {status}"), "type": "scripted"}}).to_string()
             });
-            let mut response = (code, body).into_response();
+            let content_type = if serde_json::from_str::<Value>(&body).is_ok() {
+                "application/json"
+            } else {
+                "text/plain; charset=utf-8"
+            };
+            let mut response = (code, [(header::CONTENT_TYPE, content_type)], body).into_response();
             if let Some(ra) = retry_after.and_then(|v| HeaderValue::from_str(&v).ok()) {
                 response.headers_mut().insert(header::RETRY_AFTER, ra);
             }
@@ -412,26 +534,58 @@ fn render(step: Step, stream: bool, model: &str, index: usize) -> Response {
             return ([(header::CONTENT_TYPE, ct)], body).into_response();
         }
         Step::Garbage { text } => {
-            return ([(header::CONTENT_TYPE, "text/plain; charset=utf-8".to_string())], text).into_response();
+            return (
+                [(
+                    header::CONTENT_TYPE,
+                    "text/plain; charset=utf-8".to_string(),
+                )],
+                text,
+            )
+                .into_response();
         }
         Step::Truncated { text } => {
             if stream {
-                let mut events = vec![sse(&chunk_json(&id, model, json!({"role": "assistant", "content": ""}), None))];
+                let mut events = vec![sse(&chunk_json(
+                    &id,
+                    model,
+                    json!({"role": "assistant", "content": ""}),
+                    None,
+                ))];
                 for piece in split_pieces(&text) {
-                    events.push(sse(&chunk_json(&id, model, json!({"content": piece}), None)));
+                    events.push(sse(&chunk_json(
+                        &id,
+                        model,
+                        json!({"content": piece}),
+                        None,
+                    )));
                 }
                 return sse_response(events);
             }
             let full = completion_json(&id, model, Some(&text), &[], None, "stop").to_string();
             let cut: String = full.chars().take(full.chars().count() / 2).collect();
-            return ([(header::CONTENT_TYPE, "application/json".to_string())], cut).into_response();
+            return (
+                [(header::CONTENT_TYPE, "application/json".to_string())],
+                cut,
+            )
+                .into_response();
         }
     };
-    if stream { stream_reply(&id, model, reply) } else { json_reply(&id, model, reply) }
+    if stream {
+        stream_reply(&id, model, reply)
+    } else {
+        json_reply(&id, model, reply)
+    }
 }
 
 fn json_reply(id: &str, model: &str, reply: Reply) -> Response {
-    let body = completion_json(id, model, reply.content.as_deref(), &reply.calls, reply.usage, reply.finish_reason);
+    let body = completion_json(
+        id,
+        model,
+        reply.content.as_deref(),
+        &reply.calls,
+        reply.usage,
+        reply.finish_reason,
+    );
     axum::Json(body).into_response()
 }
 
@@ -471,7 +625,12 @@ fn completion_json(
 }
 
 fn stream_reply(id: &str, model: &str, reply: Reply) -> Response {
-    let mut events = vec![sse(&chunk_json(id, model, json!({"role": "assistant", "content": ""}), None))];
+    let mut events = vec![sse(&chunk_json(
+        id,
+        model,
+        json!({"role": "assistant", "content": ""}),
+        None,
+    ))];
     for piece in &reply.pieces {
         events.push(sse(&chunk_json(id, model, json!({"content": piece}), None)));
     }
@@ -480,14 +639,24 @@ fn stream_reply(id: &str, model: &str, reply: Reply) -> Response {
         if let Some(call_id) = &call.id {
             head["id"] = json!(call_id);
         }
-        events.push(sse(&chunk_json(id, model, json!({"tool_calls": [head]}), None)));
+        events.push(sse(&chunk_json(
+            id,
+            model,
+            json!({"tool_calls": [head]}),
+            None,
+        )));
         // Arguments in fragments, as real servers send them.
         for fragment in split_pieces(&arguments_text(call)) {
             let delta = json!({"tool_calls": [{"index": i, "function": {"arguments": fragment}}]});
             events.push(sse(&chunk_json(id, model, delta, None)));
         }
     }
-    events.push(sse(&chunk_json(id, model, json!({}), Some(reply.finish_reason))));
+    events.push(sse(&chunk_json(
+        id,
+        model,
+        json!({}),
+        Some(reply.finish_reason),
+    )));
     if let Some(u) = reply.usage {
         let usage_chunk = json!({
             "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
@@ -500,7 +669,11 @@ fn stream_reply(id: &str, model: &str, reply: Reply) -> Response {
 }
 
 fn sse_response(events: Vec<String>) -> Response {
-    let stream = futures::stream::iter(events.into_iter().map(|e| Ok::<_, Infallible>(Bytes::from(e))));
+    let stream = futures::stream::iter(
+        events
+            .into_iter()
+            .map(|e| Ok::<_, Infallible>(Bytes::from(e))),
+    );
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
@@ -531,7 +704,9 @@ fn usage_json(u: ReplyUsage) -> Value {
 }
 
 fn arguments_text(call: &ScriptedCall) -> String {
-    call.arguments_raw.clone().unwrap_or_else(|| call.arguments.to_string())
+    call.arguments_raw
+        .clone()
+        .unwrap_or_else(|| call.arguments.to_string())
 }
 
 /// Splits text into pieces of at most 16 characters (like token deltas).

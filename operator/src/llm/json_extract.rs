@@ -52,9 +52,10 @@ pub fn extract_json_object(text: &str) -> Result<Value, JsonExtractError> {
     }
 }
 
-/// Removes `<think>...</think>` blocks (reasoning preambles of some models). An unclosed
-/// `<think>` drops everything after it only when nothing else could be JSON, so the caller
-/// decides: here it is kept, and the scanner skips prose anyway.
+/// Removes `<think>...</think>` blocks (reasoning preambles of some models). The text of an
+/// unclosed `<think>` is kept (the model may have written its answer inside before running out
+/// of tokens), and text before a stray `</think>` is dropped (templates that open the block in
+/// the prompt).
 pub fn strip_think(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

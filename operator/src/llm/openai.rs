@@ -117,6 +117,8 @@ impl OpenAiClient {
         // Always sent: llama.cpp ignores `max_completion_tokens` and would otherwise run unbounded.
         body.insert("max_tokens".into(), json!(request.max_tokens));
         if let Some(t) = self.config.temperature {
+            // Through f32's shortest decimal form so 0.7 is sent as 0.7, not 0.699999988079071.
+            let t: f64 = t.to_string().parse().unwrap_or(f64::from(t));
             body.insert("temperature".into(), json!(t));
         }
         if mode == ToolMode::Native && offer_tools {
@@ -214,10 +216,10 @@ impl OpenAiClient {
             line_buf.extend_from_slice(&chunk);
             while let Some(pos) = line_buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = line_buf.drain(..=pos).collect();
-                let before = acc.content.chars().count();
+                let before = acc.content_chars;
                 acc.feed_line(&String::from_utf8_lossy(&line))
                     .map_err(|e| self.redact_err(e))?;
-                let added = acc.content.chars().count() - before;
+                let added = acc.content_chars - before;
                 if added > 0
                     && let Some(rep) = guard.observe(&acc.content, added)
                 {
@@ -228,7 +230,7 @@ impl OpenAiClient {
                         "stopping a degenerate streamed answer"
                     );
                     return Err(LlmError::Degenerate {
-                        tokens: estimate_tokens(acc.content.chars().count()),
+                        tokens: estimate_tokens(acc.content_chars),
                     });
                 }
                 if acc.done {
@@ -249,7 +251,9 @@ impl OpenAiClient {
         if acc.events == 0
             && let Some(line) = acc.foreign_line
         {
-            return Err(self.redact_err(LlmError::Malformed(format!("response is not an event stream: `{line}`"))));
+            return Err(self.redact_err(LlmError::Malformed(format!(
+                "response is not an event stream: `{line}`"
+            ))));
         }
         if !acc.done && acc.finish_reason.is_none() {
             return Err(LlmError::Malformed(format!(
@@ -363,6 +367,12 @@ impl OpenAiClient {
 #[async_trait]
 impl ChatModel for OpenAiClient {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        if request.max_tokens == 0 {
+            // An unset cap is a caller bug; a model without a cap can loop for thousands of tokens.
+            return Err(LlmError::Config(
+                "max_tokens must be greater than zero".into(),
+            ));
+        }
         let body = self.request_body(&request);
         let started = Instant::now();
         let backoff = ExponentialBuilder::default()
@@ -711,6 +721,8 @@ struct StreamAccumulator {
     done: bool,
     /// `data:` lines of the event being read (SSE allows several per event).
     data: Vec<String>,
+    /// Characters in `content`, kept incrementally so the repetition guard costs O(delta).
+    content_chars: usize,
     /// Events dispatched so far.
     events: usize,
     /// The first line that is not SSE at all, quoted when the stream turns out to be garbage.
@@ -735,7 +747,9 @@ impl StreamAccumulator {
             }
             self.data.push(data.to_string());
         } else if self.foreign_line.is_none()
-            && !["event:", "id:", "retry:", ":"].iter().any(|p| line.starts_with(p))
+            && !["event:", "id:", "retry:", ":"]
+                .iter()
+                .any(|p| line.starts_with(p))
         {
             self.foreign_line = Some(snippet(line.as_bytes()));
         }
@@ -782,7 +796,9 @@ impl StreamAccumulator {
         let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) else {
             return Ok(());
         };
-        self.content.push_str(&content_text(delta.get("content")));
+        let text = content_text(delta.get("content"));
+        self.content_chars += text.chars().count();
+        self.content.push_str(&text);
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
             for (pos, call) in calls.iter().enumerate() {
                 let index = call
@@ -941,7 +957,14 @@ fn action_to_call(v: &Value, index: usize) -> Result<Option<ToolCall>, LlmError>
     let Some(obj) = v.as_object() else {
         return Ok(None);
     };
-    let Some((key, tool)) = TOOL_KEYS.iter().find_map(|k| obj.get(*k).map(|t| (*k, t))) else {
+    let has_arguments = ARGUMENT_KEYS.iter().any(|k| obj.contains_key(*k));
+    // `tool` always names a tool; the looser keys only together with an arguments key, so a
+    // final answer like `{"name": "Ada", ...}` is not mistaken for a call.
+    let Some((key, tool)) = TOOL_KEYS
+        .iter()
+        .filter(|k| **k == "tool" || has_arguments)
+        .find_map(|k| obj.get(*k).map(|t| (*k, t)))
+    else {
         return Ok(None);
     };
     let name = match tool {
@@ -1045,6 +1068,7 @@ mod tests {
         );
         assert_eq!(call("Final answer: Rust is a language [1]."), vec![]);
         assert_eq!(call(r#"{"answer": "no tool"}"#), vec![]);
+        assert_eq!(call(r#"{"name": "Ada Lovelace", "born": 1815}"#), vec![]);
         let two = call(
             r#"[{"tool": "search", "arguments": {"q": "a"}}, {"tool": "search", "arguments": {"q": "b"}}]"#,
         );
@@ -1141,6 +1165,15 @@ mod tests {
         assert_eq!(body["stream"], false);
         assert!(body.get("stream_options").is_none());
         assert!(body.get("temperature").is_none());
+
+        let mut cfg = ModelConfig::new("http://127.0.0.1:1/v1", "m");
+        cfg.temperature = Some(0.7);
+        let body = OpenAiClient::new(cfg).unwrap().request_body(&req);
+        assert_eq!(body["temperature"].to_string(), "0.7");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"], json!({"include_usage": true}));
+        // The server does not support JSON mode: nothing is sent.
+        assert!(body.get("response_format").is_none());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use super::researcher::failure_from_llm;
 use super::state::{Decision, Failure, RunState, reasons};
 use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{CallPurpose, ChatModel, ChatRequest, Message, Usage};
+use crate::scrape::truncate_page;
 
 /// Tasks per complexity level (seed 000: 1 → 2, 2 → 3, 3 → 5).
 pub fn tasks_for_complexity(complexity: u64) -> usize {
@@ -194,13 +195,7 @@ pub async fn evaluate(model: &dyn ChatModel, state: &RunState, max_tokens: u32) 
         user.push_str(&format!("- [{:?}] {}\n", t.state, t.query));
     }
     user.push_str("\nFindings so far:\n");
-    for r in &state.reports {
-        user.push_str(&format!(
-            "\n--- researcher {} ---\n{}\n",
-            r.task_id,
-            truncate(&r.markdown, 12_000)
-        ));
-    }
+    user.push_str(&reports_digest(state, 12_000));
     match model
         .chat(request(
             vec![Message::system(system), Message::user(user)],
@@ -226,14 +221,11 @@ pub async fn evaluate(model: &dyn ChatModel, state: &RunState, max_tokens: u32) 
 pub async fn synthesize(model: &dyn ChatModel, state: &RunState, max_tokens: u32) -> Event {
     let outputs = format!("Requested outputs: {:?}.", state.input.outputs);
     let system = prompts::render(prompts::SYNTHESIZER, &[("outputs", &outputs)]);
-    let mut user = format!("Question: {}\n\nResearchers' reports:\n", state.input.query);
-    for r in &state.reports {
-        user.push_str(&format!(
-            "\n--- researcher {} ---\n{}\n",
-            r.task_id,
-            truncate(&r.markdown, 20_000)
-        ));
-    }
+    let user = format!(
+        "Question: {}\n\nResearchers' reports:\n{}",
+        state.input.query,
+        reports_digest(state, 20_000)
+    );
     match model
         .chat(request(
             vec![Message::system(system), Message::user(user)],
@@ -261,6 +253,19 @@ pub async fn synthesize(model: &dyn ChatModel, state: &RunState, max_tokens: u32
             usage: Usage::default(),
         },
     }
+}
+
+/// Every researcher report, each capped at `chars_each`, for the evaluator and the synthesizer.
+fn reports_digest(state: &RunState, chars_each: usize) -> String {
+    let mut out = String::new();
+    for r in &state.reports {
+        out.push_str(&format!(
+            "\n--- researcher {} ---\n{}\n",
+            r.task_id,
+            truncate_page(&r.markdown, chars_each).text
+        ));
+    }
+    out
 }
 
 /// The researchers' reports under their task headings: the body of quick and partial reports.
@@ -296,13 +301,6 @@ fn demote_headings(md: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn truncate(s: &str, max: usize) -> &str {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
 }
 
 #[cfg(test)]

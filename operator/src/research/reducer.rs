@@ -162,7 +162,7 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
         }
         Event::Evaluated { decision, usage } => {
             state.usage.add(&usage);
-            if state.phase != Phase::Researching || !round_complete(&state) {
+            if state.phase != Phase::Researching || !round_complete(state) {
                 return;
             }
             cmds.push(Command::Checkpoint);
@@ -294,17 +294,17 @@ fn continue_phase(state: &mut RunState, cmds: &mut Vec<Command>) {
 }
 
 fn add_tasks(state: &mut RunState, queries: Vec<String>) {
-    let mut next_id = state.agenda.iter().map(|t| t.id + 1).max().unwrap_or(0);
-    for query in queries {
+    let first_id = state.agenda.iter().map(|t| t.id + 1).max().unwrap_or(0);
+    let round = state.round;
+    for (id, query) in (first_id..).zip(queries) {
         state.agenda.push(Task {
-            id: next_id,
+            id,
             query,
-            round: state.round,
+            round,
             state: TaskState::Pending,
             units: 0,
             error: None,
         });
-        next_id += 1;
         state.budget_units += UNITS_PER_RESEARCHER;
     }
 }
@@ -312,22 +312,20 @@ fn add_tasks(state: &mut RunState, queries: Vec<String>) {
 /// Starts pending tasks of the current round up to the concurrency limit.
 fn start_ready(state: &mut RunState, cmds: &mut Vec<Command>) {
     let limit = state.input.limits.max_concurrent_researchers.max(1) as usize;
-    let mut running = state
+    let running = state
         .agenda
         .iter()
         .filter(|t| t.state == TaskState::Running)
         .count();
     let round = state.round;
+    let free = limit.saturating_sub(running);
     for task in state
         .agenda
         .iter_mut()
         .filter(|t| t.round == round && t.state == TaskState::Pending)
+        .take(free)
     {
-        if running >= limit {
-            break;
-        }
         task.state = TaskState::Running;
-        running += 1;
         cmds.push(Command::StartResearcher { task_id: task.id });
     }
 }

@@ -16,7 +16,7 @@ use crate::llm::json_extract::strip_think;
 use crate::llm::{
     CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage,
 };
-use crate::scrape::Fetcher;
+use crate::scrape::{Fetcher, truncate_page};
 use crate::sources::{Gatherer, SearchHit};
 
 /// Largest report injected from a sibling (seed 000: up to 50k chars).
@@ -372,11 +372,9 @@ fn urls_in(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Caps text at `max` characters with a notice, within seed 002's byte and line budgets.
 fn truncate_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((idx, _)) => format!("{}\n[… page truncated at {max} characters]", &text[..idx]),
-        None => text.to_string(),
-    }
+    truncate_page(text, max).text
 }
 
 /// Runs one researcher on one task and returns its report.

@@ -45,12 +45,19 @@ async fn run() -> Result<(), String> {
         }
     }
     let script_path = script_path.ok_or(USAGE)?;
-    let text = std::fs::read_to_string(&script_path).map_err(|e| format!("cannot read {}: {e}", script_path.display()))?;
-    let script: Script =
-        serde_json::from_str(&text).map_err(|e| format!("invalid script {}: {e}", script_path.display()))?;
-    let handle = ScriptedModel::start_on(script, addr, log).await.map_err(|e| format!("cannot start server: {e}"))?;
+    let text = std::fs::read_to_string(&script_path)
+        .map_err(|e| format!("cannot read {}: {e}", script_path.display()))?;
+    let script: Script = serde_json::from_str(&text)
+        .map_err(|e| format!("invalid script {}: {e}", script_path.display()))?;
+    let handle = ScriptedModel::start_on(script, addr, log)
+        .await
+        .map_err(|e| format!("cannot start server: {e}"))?;
     let mut stdout = std::io::stdout();
-    writeln!(stdout, "{}", handle.base_url()).and_then(|()| stdout.flush()).map_err(|e| e.to_string())?;
-    tokio::signal::ctrl_c().await.map_err(|e| format!("cannot wait for ctrl-c: {e}"))?;
+    writeln!(stdout, "{}", handle.base_url())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| e.to_string())?;
+    tokio::signal::ctrl_c()
+        .await
+        .map_err(|e| format!("cannot wait for ctrl-c: {e}"))?;
     Ok(())
 }

@@ -1,0 +1,193 @@
+//! Builds an engine from a ResearchProfile: the one place where profile settings become
+//! model clients, gatherers, fetchers and engine settings, for the operator and the CLI alike.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::api::{ModelTier, ResearchProfileSpec, SearchTarget, ToolMode as ApiToolMode};
+use crate::llm::openai::OpenAiClient;
+use crate::llm::pricing::Price;
+use crate::llm::{ChatModel, ModelConfig, ToolMode};
+use crate::research::executor::{Engine, EngineSettings};
+use crate::research::state::{Limits, MAX_EXTRA_ROUNDS, TARGET_ROUNDS};
+use crate::scrape::{FetchPolicy, HttpFetcher};
+use crate::sources::Gatherer;
+use crate::sources::searxng::SearxngGatherer;
+use crate::store::ArtifactStore;
+
+/// Timeout of one search call.
+pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A profile that cannot be turned into an engine; the message names the offending field.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{field}: {message}")]
+pub struct WiringError {
+    pub field: String,
+    pub message: String,
+}
+
+fn err(field: &str, message: impl Into<String>) -> WiringError {
+    WiringError {
+        field: field.to_string(),
+        message: message.into(),
+    }
+}
+
+/// The model configuration of one tier with its key and its price from the profile's table.
+pub fn model_config(
+    profile: &ResearchProfileSpec,
+    tier: &ModelTier,
+    api_key: Option<String>,
+) -> Result<ModelConfig, WiringError> {
+    let price = match profile.price_for(&tier.model) {
+        Some(p) => Price::parse(&p.input_usd_per_million, &p.output_usd_per_million)
+            .map_err(|e| err("spec.prices", format!("price of model {}: {e}", tier.model)))?,
+        None => Price::FREE,
+    };
+    Ok(ModelConfig {
+        base_url: tier.base_url.trim_end_matches('/').to_string(),
+        model: tier.model.clone(),
+        api_key,
+        tool_mode: match tier.tool_mode {
+            ApiToolMode::Native => ToolMode::Native,
+            ApiToolMode::JsonAction => ToolMode::JsonAction,
+        },
+        json_mode: tier.json_mode,
+        timeout: Duration::from_secs(u64::from(tier.timeout_seconds)),
+        context_window: u64::from(tier.context_window),
+        price,
+        temperature: tier.temperature.map(|t| t as f32),
+        stream: tier.stream,
+        ..ModelConfig::default()
+    })
+}
+
+/// The fetch policy of a profile.
+pub fn fetch_policy(profile: &ResearchProfileSpec) -> FetchPolicy {
+    let defaults = FetchPolicy::default();
+    FetchPolicy {
+        allowed_hosts: profile.fetch.allowed_hosts.clone(),
+        denied_domains: profile.fetch.denied_domains.clone(),
+        max_bytes: profile.fetch.max_page_bytes,
+        max_decompressed_bytes: defaults
+            .max_decompressed_bytes
+            .max(profile.fetch.max_page_bytes * 2),
+        ..defaults
+    }
+}
+
+/// The searx/SearXNG gatherer of a profile.
+pub fn gatherer(profile: &ResearchProfileSpec) -> Result<Arc<dyn Gatherer>, WiringError> {
+    match profile.search_target() {
+        SearchTarget::Url(url) => Ok(Arc::new(
+            SearxngGatherer::new(url, SEARCH_TIMEOUT)
+                .map_err(|e| err("spec.search.url", e.to_string()))?,
+        )),
+        SearchTarget::Engine(name) => Err(err(
+            "spec.search.searchEngineRef",
+            format!(
+                "SearchEngine \"{name}\" is not managed by this version yet; set spec.search.url to a SearXNG URL"
+            ),
+        )),
+    }
+}
+
+/// Engine settings derived from the profile (page size for the model, output caps).
+pub fn engine_settings(profile: &ResearchProfileSpec) -> EngineSettings {
+    let mut settings = EngineSettings::default();
+    settings.researcher.page_chars = profile.fetch.page_chars_for_model as usize;
+    if let Some(cap) = profile.models.primary.max_output_tokens {
+        settings.researcher.max_output_tokens = cap;
+        settings.lead_max_tokens = cap;
+        settings.synthesis_max_tokens = cap.max(settings.synthesis_max_tokens.min(cap * 4));
+    }
+    settings
+}
+
+/// Engine limits from validated run limits (micro-USD become pico-USD).
+pub fn limits(effective: &crate::api::EffectiveLimits) -> Limits {
+    Limits {
+        max_concurrent_researchers: effective.max_concurrent_researchers.max(1),
+        max_rounds: effective
+            .max_rounds
+            .unwrap_or(TARGET_ROUNDS + MAX_EXTRA_ROUNDS),
+        max_cost_pico_usd: effective
+            .max_cost_micro_usd
+            .map(|m| m.saturating_mul(1_000_000)),
+        max_tokens: effective.max_tokens,
+        timeout_secs: effective.timeout.map(|d| d.as_secs().max(1)),
+    }
+}
+
+/// Builds the engine of a run: the primary model tier (the router of fallback tiers comes later),
+/// the gatherer, the guarded fetcher and the given store.
+pub fn build_engine(
+    profile: &ResearchProfileSpec,
+    api_key: Option<String>,
+    store: Arc<dyn ArtifactStore>,
+) -> Result<Engine, WiringError> {
+    let primary = &profile.models.primary;
+    let config = model_config(profile, primary, api_key)?;
+    let model: Arc<dyn ChatModel> =
+        Arc::new(OpenAiClient::new(config).map_err(|e| err("spec.models.primary", e.to_string()))?);
+    let fetcher =
+        HttpFetcher::new(fetch_policy(profile)).map_err(|e| err("spec.fetch", e.to_string()))?;
+    Ok(Engine {
+        model,
+        gatherer: gatherer(profile)?,
+        fetcher: Arc::new(fetcher),
+        store,
+        settings: engine_settings(profile),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ResearchProfile;
+
+    const PROFILE: &str = r#"
+apiVersion: quarry.dev/v1alpha1
+kind: ResearchProfile
+metadata: {name: local}
+spec:
+  models:
+    primary: {baseURL: "http://127.0.0.1:8080/v1/", model: qwen, toolMode: jsonAction, timeoutSeconds: 600, contextWindow: 8192, maxOutputTokens: 512}
+  prices:
+    - {model: qwen, inputUSDPerMillion: "0.10", outputUSDPerMillion: "0.40"}
+  search: {url: "http://127.0.0.1:8888"}
+  fetch: {allowedHosts: ["127.0.0.1"], pageCharsForModel: 3000, maxPageBytes: 1048576}
+"#;
+
+    #[test]
+    fn profile_settings_reach_the_engine_parts() {
+        let p = ResearchProfile::from_yaml(PROFILE).unwrap();
+        let m = model_config(&p.spec, &p.spec.models.primary, Some("k".into())).unwrap();
+        assert_eq!(m.base_url, "http://127.0.0.1:8080/v1");
+        assert_eq!(m.tool_mode, ToolMode::JsonAction);
+        assert_eq!(m.timeout, Duration::from_secs(600));
+        assert_eq!(m.price, Price::parse("0.10", "0.40").unwrap());
+        let f = fetch_policy(&p.spec);
+        assert_eq!(f.allowed_hosts, vec!["127.0.0.1".to_string()]);
+        assert_eq!(f.max_bytes, 1_048_576);
+        let s = engine_settings(&p.spec);
+        assert_eq!(s.researcher.page_chars, 3000);
+        assert_eq!(s.researcher.max_output_tokens, 512);
+        assert!(gatherer(&p.spec).is_ok());
+    }
+
+    #[test]
+    fn cost_limits_convert_exactly() {
+        let eff = crate::api::RunLimits {
+            max_cost_usd: Some("0.25".into()),
+            timeout: Some("2m".into()),
+            ..Default::default()
+        }
+        .effective()
+        .unwrap();
+        let l = limits(&eff);
+        assert_eq!(l.max_cost_pico_usd, Some(250_000_000_000));
+        assert_eq!(l.timeout_secs, Some(120));
+        assert_eq!(l.max_rounds, 3);
+    }
+}

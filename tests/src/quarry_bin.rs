@@ -1,0 +1,47 @@
+//! Locates (building if needed) the `quarry` binary for subprocess tests.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// Path of the `quarry` binary of this workspace, built once per test process with cargo.
+///
+/// Integration tests of another package cannot use `CARGO_BIN_EXE_quarry`, so this asks cargo
+/// to build it (a no-op when fresh) and finds it next to the test executable's `deps/` directory.
+pub fn quarry_bin() -> Result<PathBuf, String> {
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let profile_dir = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .ok_or_else(|| format!("unexpected test executable location {}", exe.display()))?
+            .to_path_buf();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "quarry",
+                "--bin",
+                "quarry",
+                "--manifest-path",
+                manifest,
+            ])
+            .status()
+            .map_err(|e| format!("cannot run cargo to build quarry: {e}"))?;
+        if !status.success() {
+            return Err(format!("cargo build -p quarry failed with {status}"));
+        }
+        let bin = profile_dir.join("quarry");
+        if bin.exists() {
+            Ok(bin)
+        } else {
+            Err(format!("quarry binary not found at {}", bin.display()))
+        }
+    })
+    .clone()
+}
