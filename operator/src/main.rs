@@ -32,6 +32,15 @@ enum Command {
     Run(RunArgs),
     /// Print every CustomResourceDefinition as YAML.
     Crd,
+    /// Run the Kubernetes operator (uses KUBECONFIG or the in-cluster config).
+    Operator(OperatorArgs),
+}
+
+#[derive(Args, Debug)]
+struct OperatorArgs {
+    /// Watch only this namespace (default: all namespaces).
+    #[arg(long, env = "QUARRY_NAMESPACE")]
+    namespace: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -120,12 +129,37 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Operator(args) => {
+            init_tracing(&settings);
+            run_operator(args, &settings)
+        }
         Command::Run(args) => {
             // Standalone runs print progress lines; logs stay quiet unless asked for.
             if std::env::var_os("QUARRY_LOG_LEVEL").is_some() || cli.log_level.is_some() {
                 init_tracing(&settings);
             }
             run_standalone(args, settings)
+        }
+    }
+}
+
+fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
+    let config = quarry::controller::OperatorConfig {
+        listen: settings.bind.to_string(),
+        namespace: args.namespace.clone(),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("quarry: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(quarry::controller::run_operator(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("quarry: operator failed: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! The operator binary is `$QUARRY_E2E_OPERATOR_BIN`, else `$CARGO_TARGET_DIR/debug/quarry`, else
 //! `<workspace>/target/debug/quarry`; build it first with `cargo build -p quarry`. It is started as
-//! `quarry operator` with `KUBECONFIG`, `QUARRY_LISTEN` and `QUARRY_NAMESPACE` in its environment.
+//! `quarry operator` with `KUBECONFIG`, `QUARRY_BIND` and `QUARRY_NAMESPACE` in its environment.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -319,7 +319,7 @@ async fn scenario(
     let mut operator = tokio::process::Command::new(operator_binary()?)
         .arg("operator")
         .env("KUBECONFIG", kubeconfig)
-        .env("QUARRY_LISTEN", format!("127.0.0.1:{port}"))
+        .env("QUARRY_BIND", format!("127.0.0.1:{port}"))
         .env("QUARRY_NAMESPACE", namespace)
         .env("RUST_LOG", "info,quarry=debug")
         .stdin(Stdio::null())

@@ -749,18 +749,13 @@ pub fn error_policy(run: Arc<ResearchRun>, error: &Error, ctx: Arc<Context>) -> 
     Action::requeue(Duration::from_secs(10))
 }
 
-/// Configuration of `quarry operator`: flags, or the environment variables they name.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+/// Configuration of `quarry operator` (the binary fills it from its layered settings).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorConfig {
     /// Address of the metrics and health server (`/metrics`, `/livez`, `/readyz`).
-    #[arg(long, env = "QUARRY_LISTEN", default_value = "0.0.0.0:8080")]
     pub listen: String,
-    /// Watch only this namespace (default: all namespaces).
-    #[arg(long, env = "QUARRY_NAMESPACE")]
+    /// Watch only this namespace (`None`: all namespaces).
     pub namespace: Option<String>,
-    /// Log format.
-    #[arg(long, env = "QUARRY_LOG_FORMAT", value_enum, default_value = "pretty")]
-    pub log_format: crate::telemetry::LogFormat,
 }
 
 impl Default for OperatorConfig {
@@ -768,17 +763,12 @@ impl Default for OperatorConfig {
         Self {
             listen: "0.0.0.0:8080".into(),
             namespace: None,
-            log_format: crate::telemetry::LogFormat::Pretty,
         }
     }
 }
 
 /// Runs the operator: the HTTP server and the ResearchRun controller, until SIGINT/SIGTERM.
 pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
-    // The binary may already have installed a subscriber; then this one is not needed.
-    if let Err(e) = crate::telemetry::init_tracing(config.log_format, "info") {
-        debug!(error = %e, "tracing already initialised");
-    }
     let client = Client::try_default()
         .await
         .map_err(|e| Error::Config(e.to_string()))?;
