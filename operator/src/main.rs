@@ -148,7 +148,10 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
         listen: settings.bind.to_string(),
         namespace: args.namespace.clone(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("quarry: cannot start the async runtime: {e}");

@@ -237,9 +237,7 @@ async fn operator_reconciles_runs_to_report_configmaps() {
         .catch_unwind()
         .await;
     // Clean up whatever happened; the operator child was killed when the scenario dropped it.
-    let _ = namespaces
-        .delete(&namespace, &DeleteParams::default())
-        .await;
+    cleanup(&client, &namespace).await;
     match outcome {
         Ok(Ok(())) => {}
         Ok(Err(message)) => panic!(
@@ -256,6 +254,29 @@ async fn operator_reconciles_runs_to_report_configmaps() {
             std::panic::resume_unwind(panic)
         }
     }
+}
+
+/// Deletes what the test created. Objects are deleted explicitly because a cluster without
+/// kube-controller-manager neither garbage-collects owned objects nor finalizes namespaces (the
+/// namespace may then stay Terminating, empty).
+async fn cleanup(client: &Client, namespace: &str) {
+    let params = DeleteParams::default();
+    let list = ListParams::default();
+    let _ = Api::<ResearchRun>::namespaced(client.clone(), namespace)
+        .delete_collection(&params, &list)
+        .await;
+    let _ = Api::<quarry::api::ResearchProfile>::namespaced(client.clone(), namespace)
+        .delete_collection(&params, &list)
+        .await;
+    let _ = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .delete_collection(&params, &list)
+        .await;
+    let _ = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
+        .delete_collection(&params, &list)
+        .await;
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(namespace, &params)
+        .await;
 }
 
 async fn scenario(
