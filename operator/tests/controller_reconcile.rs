@@ -567,3 +567,27 @@ async fn in_progress_run_after_restart_is_handed_to_a_new_executor_without_statu
             .is_empty()
     );
 }
+
+#[test]
+fn a_profile_maps_to_the_unfinished_runs_that_use_it() {
+    let mut waiting = run(None);
+    waiting.metadata.name = Some("waiting".into());
+    let done = run(Some(json!({"phase": "Completed"})));
+    let mut elsewhere = run(None);
+    elsewhere.metadata.namespace = Some("other".into());
+    let mut other_profile = run(None);
+    other_profile.metadata.name = Some("other-profile".into());
+    other_profile.spec.profile_ref = "fast".into();
+    let profile: quarry::api::ResearchProfile = serde_json::from_value(profile(false)).unwrap();
+    let runs: Vec<Arc<ResearchRun>> = [waiting, done, elsewhere, other_profile]
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+    let refs = quarry::controller::runs_using_profile(&runs, &profile);
+    assert_eq!(
+        refs.iter()
+            .map(|r| (r.name.as_str(), r.namespace.as_deref()))
+            .collect::<Vec<_>>(),
+        vec![("waiting", Some("ns"))]
+    );
+}

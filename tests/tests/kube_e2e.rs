@@ -493,7 +493,7 @@ async fn scenario(
         profile("late-profile", &model.base_url(), &web),
     )
     .await?;
-    // The stall is retried every 15 s.
+    // The profile watch (or the 15 s stall retry) starts the run.
     let late = wait_run(&runs, "late", "Completed", RUN_TIMEOUT, |r| r.is_finished()).await?;
     if !condition_is(&late, "Succeeded", "True", "Completed")
         || !condition_is(&late, "Stalled", "False", "Resolved")

@@ -749,6 +749,19 @@ pub fn error_policy(run: Arc<ResearchRun>, error: &Error, ctx: Arc<Context>) -> 
     Action::requeue(Duration::from_secs(10))
 }
 
+/// Pure: the unfinished runs in `profile`'s namespace that reference it.
+pub fn runs_using_profile(
+    runs: &[Arc<ResearchRun>],
+    profile: &ResearchProfile,
+) -> Vec<kube::runtime::reflector::ObjectRef<ResearchRun>> {
+    let namespace = profile.namespace();
+    let name = profile.name_any();
+    runs.iter()
+        .filter(|r| r.namespace() == namespace && r.spec.profile_ref == name && !r.is_finished())
+        .map(|r| kube::runtime::reflector::ObjectRef::from_obj(r.as_ref()))
+        .collect()
+}
+
 /// Configuration of `quarry operator` (the binary fills it from its layered settings).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorConfig {
@@ -790,20 +803,35 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     ));
     let launcher = Arc::new(engine::EngineLauncher::new(client.clone()));
     let ctx = Arc::new(Context::new(client.clone(), launcher, metrics));
-    let (runs, configmaps): (Api<ResearchRun>, Api<ConfigMap>) = match &config.namespace {
-        Some(ns) => (
-            Api::namespaced(client.clone(), ns),
-            Api::namespaced(client.clone(), ns),
-        ),
-        None => (Api::all(client.clone()), Api::all(client.clone())),
-    };
-    let controller = Controller::new(runs, watcher::Config::default())
+    let (runs, configmaps, profiles): (Api<ResearchRun>, Api<ConfigMap>, Api<ResearchProfile>) =
+        match &config.namespace {
+            Some(ns) => (
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+            ),
+            None => (
+                Api::all(client.clone()),
+                Api::all(client.clone()),
+                Api::all(client.clone()),
+            ),
+        };
+    let controller = Controller::new(runs, watcher::Config::default());
+    let store = controller.store();
+    let run_index = store.clone();
+    let controller = controller
         .owns(
             configmaps,
             watcher::Config::default().labels(crate::store::configmap::RUN_LABEL),
         )
+        // A profile applied after its runs (GitOps order) starts them at once, not at the next
+        // stall retry.
+        .watches(
+            profiles,
+            watcher::Config::default(),
+            move |profile: ResearchProfile| runs_using_profile(&run_index.state(), &profile),
+        )
         .shutdown_on_signal();
-    let store = controller.store();
     // Ready once the run cache has synced; a janitor cancels research of runs that were deleted.
     tokio::spawn({
         let store = store.clone();
