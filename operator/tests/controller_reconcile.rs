@@ -414,7 +414,7 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
         reconcile(Arc::new(first.clone()), ctx.clone())
             .await
             .unwrap(),
-        Action::await_change()
+        Action::requeue(Duration::from_secs(60))
     );
     {
         let rec = launcher.recorded.lock().unwrap();
@@ -434,7 +434,7 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
         reconcile(Arc::new(again.clone()), ctx.clone())
             .await
             .unwrap(),
-        Action::await_change()
+        Action::requeue(Duration::from_secs(60))
     );
     again.spec.suspend = true;
     again.metadata.generation = Some(2);
@@ -558,7 +558,7 @@ async fn in_progress_run_after_restart_is_handed_to_a_new_executor_without_statu
         expect_silence(&mut handle).await;
     });
     let action = reconcile(Arc::new(run(Some(status))), ctx).await.unwrap();
-    assert_eq!(action, Action::await_change());
+    assert_eq!(action, Action::requeue(Duration::from_secs(60)));
     server.await.unwrap();
     assert_eq!(launcher.starts.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert!(

@@ -36,6 +36,9 @@ use status::{RunView, desired_status, transition_events};
 pub const CONTROLLER_NAME: &str = "quarry-operator";
 /// How often a stalled run is retried (GitOps may apply the run before its profile).
 pub const STALL_REQUEUE: Duration = Duration::from_secs(15);
+/// How often a run with active research is looked at again even without a watch event (a
+/// safety net: the final status is written from the registry if its writer could not).
+pub const ACTIVE_RECHECK: Duration = Duration::from_secs(60);
 /// Minimum time between two status patches of one run.
 pub const STATUS_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -429,7 +432,7 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
                     Signal::Run
                 },
             );
-            return Ok(Action::await_change());
+            return Ok(Action::requeue(ACTIVE_RECHECK));
         }
         // The writer normally lands the final status; if it could not, write it from here.
         Presence::Finished => {
@@ -492,7 +495,7 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
             request.profile_name.clone(),
         ));
     }
-    Ok(Action::await_change())
+    Ok(Action::requeue(ACTIVE_RECHECK))
 }
 
 fn model_labels(request: &LaunchRequest, namespace: &str) -> ModelLabels {
