@@ -591,3 +591,81 @@ fn a_profile_maps_to_the_unfinished_runs_that_use_it() {
         vec![("waiting", Some("ns"))]
     );
 }
+
+#[tokio::test]
+async fn final_status_lost_by_the_writer_is_written_by_the_next_reconcile() {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let (written_tx, written_rx) = tokio::sync::oneshot::channel::<Value>();
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        send.send_response(ok(&profile(false)));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        answer_status(send, &body);
+        written_tx.send(body).unwrap();
+        // The writer's final patch fails.
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(body["status"]["phase"], "Cancelled");
+        let status = json!({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500,"message":"etcd hiccup"});
+        send.send_response(
+            Response::builder()
+                .status(500)
+                .body(Body::from(serde_json::to_vec(&status).unwrap()))
+                .unwrap(),
+        );
+        // The next reconcile writes it from the registry, with its Event.
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        let scrubbed = scrubbed(&body);
+        assert_eq!(scrubbed["status"]["phase"], "Cancelled");
+        assert_eq!(
+            scrubbed["status"]["conditions"],
+            json!([
+                {"type": "Reconciling", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 1, "lastTransitionTime": "<time>"},
+                {"type": "Succeeded", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 1, "lastTransitionTime": "<time>"}
+            ])
+        );
+        answer_status(send, &body);
+        expect_event(
+            &mut handle,
+            "Normal",
+            "Cancelled",
+            "run entered phase Cancelled",
+        )
+        .await;
+        expect_silence(&mut handle).await;
+    });
+    reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
+    let written = written_rx.await.unwrap();
+    ctx.registry.signal("uid-1", Signal::Cancel);
+    // Let the task end and the writer fail.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        ctx.registry.presence("uid-1"),
+        quarry::controller::registry::Presence::Finished
+    );
+    let mut current = run(None);
+    current.status = Some(serde_json::from_value(written["status"].clone()).unwrap());
+    let action = reconcile(Arc::new(current), ctx).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(5)));
+    server.await.unwrap();
+}
