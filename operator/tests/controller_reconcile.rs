@@ -327,6 +327,7 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
     let launcher = FakeLauncher::default();
     let (ctx, mut handle) = context(launcher.clone());
     let (step_tx, mut step_rx) = mpsc::unbounded_channel::<()>();
+    let (planned_tx, planned_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         let (_, send) = expect(
             &mut handle,
@@ -388,6 +389,7 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
             "run entered phase Planning",
         )
         .await;
+        planned_tx.send(()).unwrap();
         let (body, send) = expect(
             &mut handle,
             Method::PATCH,
@@ -449,7 +451,8 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
     let mut state = RunState::new(launcher.recorded.lock().unwrap().requests[0].input.clone());
     state.phase = Phase::Planning;
     progress.send_replace(Some(state.clone()));
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Once Planning is written, the writer waits out its interval: the burst below coalesces.
+    planned_rx.await.unwrap();
     state.phase = Phase::Researching;
     state.usage.input_tokens = 10;
     progress.send_replace(Some(state.clone()));
@@ -597,6 +600,7 @@ async fn final_status_lost_by_the_writer_is_written_by_the_next_reconcile() {
     let launcher = FakeLauncher::default();
     let (ctx, mut handle) = context(launcher.clone());
     let (written_tx, written_rx) = tokio::sync::oneshot::channel::<Value>();
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         let (_, send) = expect(
             &mut handle,
@@ -628,6 +632,7 @@ async fn final_status_lost_by_the_writer_is_written_by_the_next_reconcile() {
                 .body(Body::from(serde_json::to_vec(&status).unwrap()))
                 .unwrap(),
         );
+        failed_tx.send(()).unwrap();
         // The next reconcile writes it from the registry, with its Event.
         let (body, send) = expect(
             &mut handle,
@@ -657,8 +662,8 @@ async fn final_status_lost_by_the_writer_is_written_by_the_next_reconcile() {
     reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
     let written = written_rx.await.unwrap();
     ctx.registry.signal("uid-1", Signal::Cancel);
-    // Let the task end and the writer fail.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The task ends and the writer's final patch fails.
+    failed_rx.await.unwrap();
     assert_eq!(
         ctx.registry.presence("uid-1"),
         quarry::controller::registry::Presence::Finished
