@@ -138,11 +138,14 @@ pub fn create_report_file(
 }
 
 /// Prints one progress line per meaningful event to stderr.
-pub struct ProgressPrinter;
+#[derive(Default)]
+pub struct ProgressPrinter {
+    printed_units: std::sync::Mutex<std::collections::BTreeMap<u32, u32>>,
+}
 
 impl ProgressPrinter {
     /// The progress line for an event, if it deserves one.
-    pub fn line(state: &RunState, event: &Event) -> Option<String> {
+    pub fn line(&self, state: &RunState, event: &Event) -> Option<String> {
         let p = state.progress();
         let text = match event {
             Event::Start => match state.phase {
@@ -159,7 +162,15 @@ impl ProgressPrinter {
                 format!("agenda of {} tasks:\n{}", tasks.len(), list.join("\n"))
             }
             Event::PlanFailed { failure, .. } => format!("planning failed: {}", failure.message),
-            Event::ResearcherProgress { task_id, units } => {
+            Event::ResearcherProgress { task_id, units, .. } => {
+                let mut printed = match self.printed_units.lock() {
+                    Ok(p) => p,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                // One line per tool call; per-call usage updates alone are not worth a line.
+                if printed.insert(*task_id, *units) == Some(*units) {
+                    return None;
+                }
                 format!("researcher {task_id}: {units} tool calls")
             }
             Event::ResearcherFinished { report } => format!(
@@ -204,7 +215,7 @@ impl ProgressPrinter {
 
 impl RunObserver for ProgressPrinter {
     fn on_change(&self, state: &RunState, event: &Event) {
-        if let Some(line) = Self::line(state, event) {
+        if let Some(line) = self.line(state, event) {
             eprintln!("{line}");
         }
     }
@@ -256,7 +267,7 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
     let final_state = executor::run(
         Arc::new(engine),
         state,
-        Arc::new(ProgressPrinter),
+        Arc::new(ProgressPrinter::default()),
         control_rx,
     )
     .await;

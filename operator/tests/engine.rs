@@ -517,3 +517,22 @@ async fn a_corrupt_checkpoint_is_rejected() {
     let err = executor::load_checkpoint(&store).await.unwrap_err();
     assert!(err.to_string().contains("sha256 mismatch"), "{err}");
 }
+
+#[tokio::test]
+async fn the_cost_limit_stops_a_researcher_mid_task_and_its_spend_is_counted() {
+    let h = harness(FakeModel::new(good_researcher), false);
+    let mut input = RunInput::new("costly", Mode::Quick);
+    // Each call costs 1200 pico-USD; the second call crosses the limit.
+    input.limits.max_cost_pico_usd = Some(2000);
+    let s = run(&h, RunState::new(input)).await;
+    assert_eq!(s.phase, Phase::Failed);
+    assert_eq!(s.failure.as_ref().unwrap().reason, "CostLimit");
+    assert!(
+        s.usage.cost_pico_usd >= 2400,
+        "aborted work is still paid for: {:?}",
+        s.usage
+    );
+    // Every call the model served is accounted, none twice.
+    assert_eq!(s.usage.llm_calls as usize, h.model.requests().len());
+    assert_eq!(h.store.text(REPORT_KEY), None);
+}

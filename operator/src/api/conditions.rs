@@ -21,6 +21,13 @@ pub mod types {
 
 /// Condition reasons used by the operator (CamelCase, as the `Condition.reason` format requires).
 pub mod reasons {
+    // The engine's failure reasons are defined once, by the engine, and surface here unchanged.
+    pub use crate::research::state::reasons::{
+        ALL_RESEARCHERS_FAILED, CANCELLED, COST_LIMIT, MODEL_OUTPUT_INVALID, MODEL_REJECTED,
+        MODEL_UNREACHABLE, PLAN_UNPARSEABLE, POLICY_REFUSED, REPORT_STORE_FAILED, SYNTHESIS_FAILED,
+        TIME_LIMIT, TOKEN_LIMIT,
+    };
+
     /// The referenced ResearchProfile does not exist (yet).
     pub const PROFILE_NOT_FOUND: &str = "ProfileNotFound";
     /// The ResearchProfile exists but is invalid.
@@ -29,32 +36,16 @@ pub mod reasons {
     pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
     /// The Secret exists but lacks the key named by `apiKeySecretRef.key`.
     pub const SECRET_KEY_MISSING: &str = "SecretKeyMissing";
-    /// The model endpoint could not be reached (connection refused, DNS, timeout).
-    pub const MODEL_UNREACHABLE: &str = "ModelUnreachable";
     /// The search endpoint could not be reached.
     pub const SEARCH_UNREACHABLE: &str = "SearchUnreachable";
-    /// The planner's agenda could not be parsed.
-    pub const PLAN_UNPARSEABLE: &str = "PlanUnparseable";
-    /// The model's output could not be used even after tolerant parsing.
-    pub const MODEL_OUTPUT_INVALID: &str = "ModelOutputInvalid";
-    /// The query was refused by the intent policy (seed 004).
-    pub const POLICY_REFUSED: &str = "PolicyRefused";
     /// No usable sources were found; the honest "unable to research" report was written.
     pub const NO_SOURCES: &str = "NoSources";
     /// `spec.suspend` is true.
     pub const SUSPENDED: &str = "Suspended";
-    /// The run was cancelled (deleted or cancelled by the user).
-    pub const CANCELLED: &str = "Cancelled";
     /// The run completed and its report is stored.
     pub const COMPLETED: &str = "Completed";
     /// The run is making progress.
     pub const RUNNING: &str = "Running";
-    /// The run hit `limits.timeout`.
-    pub const TIME_LIMIT: &str = "TimeLimit";
-    /// The run hit `limits.maxCostUSD`.
-    pub const COST_LIMIT: &str = "CostLimit";
-    /// The run hit `limits.maxTokens`.
-    pub const TOKEN_LIMIT: &str = "TokenLimit";
     /// The run hit `limits.maxRounds`.
     pub const ROUND_LIMIT: &str = "RoundLimit";
     /// The run failed for a reason not covered above.

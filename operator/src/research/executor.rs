@@ -192,17 +192,17 @@ impl Runner {
                 };
                 let progress_tx = self.tx.clone();
                 self.spawn(async move {
-                    let progress = move |units: u32| {
-                        let _ = progress_tx.send(Event::ResearcherProgress { task_id, units });
+                    let progress = move |units: u32, usage: Usage| {
+                        let _ = progress_tx.send(Event::ResearcherProgress {
+                            task_id,
+                            units,
+                            usage,
+                        });
                     };
                     match run_researcher(&deps, &input, task_id, &task, &injected, &progress).await
                     {
                         Ok(report) => Event::ResearcherFinished { report },
-                        Err(f) => Event::ResearcherFailed {
-                            task_id,
-                            failure: f.failure,
-                            usage: f.usage,
-                        },
+                        Err(failure) => Event::ResearcherFailed { task_id, failure },
                     }
                 });
             }
@@ -364,6 +364,10 @@ pub async fn run(
     }
     for h in runner.work.drain(..) {
         h.abort();
+    }
+    // Events already sent by stopped work still carry spend that must be counted.
+    while let Ok(event) = rx.try_recv() {
+        runner.apply(event).await;
     }
     runner.state
 }

@@ -21,16 +21,18 @@ pub enum Event {
     PlanReady { tasks: Vec<String>, usage: Usage },
     /// Planning failed for good (after repair retries), or the query was refused.
     PlanFailed { failure: Failure, usage: Usage },
-    /// A researcher used more of its budget (tool-call units, seed 000).
-    ResearcherProgress { task_id: u32, units: u32 },
-    /// A researcher finished its task.
-    ResearcherFinished { report: ResearcherReport },
-    /// A researcher gave up.
-    ResearcherFailed {
+    /// A researcher used more of its budget: tool-call units so far (seed 000) and the usage of
+    /// the model calls made since its last progress event. All researcher spend is accounted
+    /// here, as it happens, so limits apply mid-task and aborted work is still paid for.
+    ResearcherProgress {
         task_id: u32,
-        failure: Failure,
+        units: u32,
         usage: Usage,
     },
+    /// A researcher finished its task.
+    ResearcherFinished { report: ResearcherReport },
+    /// A researcher gave up (its spend was already accounted by progress events).
+    ResearcherFailed { task_id: u32, failure: Failure },
     /// The lead evaluator decided.
     Evaluated { decision: Decision, usage: Usage },
     /// The final report is ready (not yet stored).
@@ -73,10 +75,25 @@ pub enum Command {
 /// Applies one event to a state, returning the next state and the commands to run.
 pub fn reduce(mut state: RunState, event: Event) -> (RunState, Vec<Command>) {
     let mut cmds = Vec::new();
-    if !state.phase.is_terminal() {
+    if state.phase.is_terminal() {
+        account_late_spend(&mut state, &event);
+    } else {
         apply(&mut state, event, &mut cmds);
     }
     (state, normalize(cmds))
+}
+
+/// Work that was already in flight when the run ended was still paid for: its usage counts.
+fn account_late_spend(state: &mut RunState, event: &Event) {
+    match event {
+        Event::ResearcherProgress { usage, .. }
+        | Event::PlanReady { usage, .. }
+        | Event::PlanFailed { usage, .. }
+        | Event::Evaluated { usage, .. }
+        | Event::Synthesized { usage, .. }
+        | Event::SynthesisFailed { usage, .. } => state.usage.add(usage),
+        _ => {}
+    }
 }
 
 fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
@@ -116,13 +133,20 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
                 fail(state, cmds, failure);
             }
         }
-        Event::ResearcherProgress { task_id, units } => {
+        Event::ResearcherProgress {
+            task_id,
+            units,
+            usage,
+        } => {
+            state.usage.add(&usage);
             if let Some(t) = state.agenda.iter_mut().find(|t| t.id == task_id) {
                 t.units = t.units.max(units);
             }
+            if state.phase == Phase::Researching && usage != Usage::default() {
+                check_limits(state, cmds);
+            }
         }
         Event::ResearcherFinished { report } => {
-            state.usage.add(&report.usage);
             state.searches += report.searches;
             state.pages_fetched += report.fetched.len() as u32;
             for s in &report.fetched {
@@ -140,12 +164,7 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
             cmds.push(Command::Checkpoint);
             after_researcher(state, cmds);
         }
-        Event::ResearcherFailed {
-            task_id,
-            failure,
-            usage,
-        } => {
-            state.usage.add(&usage);
+        Event::ResearcherFailed { task_id, failure } => {
             let Some(task) = state.agenda.iter_mut().find(|t| t.id == task_id) else {
                 return;
             };
@@ -460,6 +479,7 @@ fn stop_at_limit(state: &mut RunState, cmds: &mut Vec<Command>, hit: LimitHit) {
         }
         Phase::Researching => {
             state.limit_hit = Some(hit);
+            cmds.push(Command::Checkpoint);
             let had_running = state.agenda.iter().any(|t| t.state == TaskState::Running);
             requeue_running(state);
             if had_running {

@@ -79,6 +79,7 @@ fn quick_progress_counts_tool_units() {
             Event::ResearcherProgress {
                 task_id: 0,
                 units: 7,
+                usage: Usage::default(),
             },
         ],
     );
@@ -92,6 +93,17 @@ fn quick_finished_researcher_goes_to_synthesis_with_usage_accounted() {
         quick(),
         vec![
             Event::Start,
+            Event::ResearcherProgress {
+                task_id: 0,
+                units: 1,
+                usage: usage(60, 10, 2),
+            },
+            Event::ResearcherProgress {
+                task_id: 0,
+                units: 4,
+                usage: usage(40, 10, 3),
+            },
+            // The report's own usage is a record: its spend arrived through progress events.
             Event::ResearcherFinished {
                 report: report(0, &["http://a/1", "http://a/2"], usage(100, 20, 5)),
             },
@@ -102,7 +114,15 @@ fn quick_finished_researcher_goes_to_synthesis_with_usage_accounted() {
         cmds,
         vec![Command::Checkpoint, Command::Synthesize { partial: false }]
     );
-    assert_eq!(s.usage, usage(100, 20, 5));
+    assert_eq!(
+        s.usage,
+        Usage {
+            input_tokens: 100,
+            output_tokens: 20,
+            cost_pico_usd: 5,
+            llm_calls: 2
+        }
+    );
     assert_eq!(s.pages_fetched, 2);
     assert_eq!(s.searches, 2);
     assert_eq!(s.source_count(), 2);
@@ -130,7 +150,7 @@ fn synthesized_report_is_published_once_then_completed() {
     );
     assert_eq!(cmds, vec![Command::Checkpoint, Command::Publish]);
     assert_eq!(s.phase, Phase::Synthesizing);
-    assert_eq!(s.usage.input_tokens, 51);
+    assert_eq!(s.usage.input_tokens, 50);
     // A second synthesis result (a race) is ignored: the report is written once.
     let (s, cmds) = reduce(
         s,
@@ -146,9 +166,20 @@ fn synthesized_report_is_published_once_then_completed() {
     assert_eq!(s.phase, Phase::Completed);
     assert!(s.published);
     assert_eq!(s.progress(), "100%");
-    // Terminal: nothing more happens.
+    // Terminal: nothing more happens, but late spend is still counted.
     let (s2, cmds) = reduce(s.clone(), Event::Resume);
-    assert_eq!((s2, cmds), (s, vec![]));
+    assert_eq!((s2, cmds), (s.clone(), vec![]));
+    let (s2, cmds) = reduce(
+        s.clone(),
+        Event::ResearcherProgress {
+            task_id: 0,
+            units: 9,
+            usage: usage(7, 7, 7),
+        },
+    );
+    assert_eq!(cmds, vec![]);
+    assert_eq!(s2.phase, Phase::Completed);
+    assert_eq!(s2.usage.input_tokens, s.usage.input_tokens + 7);
 }
 
 #[test]
@@ -182,10 +213,14 @@ fn quick_researcher_failure_fails_the_run_with_its_reason() {
         quick(),
         vec![
             Event::Start,
+            Event::ResearcherProgress {
+                task_id: 0,
+                units: 1,
+                usage: usage(9, 9, 9),
+            },
             Event::ResearcherFailed {
                 task_id: 0,
                 failure: failure.clone(),
-                usage: usage(9, 9, 9),
             },
         ],
     );
@@ -245,7 +280,6 @@ fn deep_plans_then_runs_agenda_within_the_concurrency_limit() {
         Event::ResearcherFailed {
             task_id: 0,
             failure: Failure::new("X", "boom"),
-            usage: Usage::default(),
         },
     );
     assert_eq!(cmds, vec![Command::StartResearcher { task_id: 4 }]);
@@ -403,12 +437,10 @@ fn a_round_where_every_researcher_failed_fails_the_run() {
             Event::ResearcherFailed {
                 task_id: 0,
                 failure: Failure::new("ModelUnreachable", "connection refused"),
-                usage: Usage::default(),
             },
             Event::ResearcherFailed {
                 task_id: 1,
                 failure: Failure::new("ModelUnreachable", "connection refused"),
-                usage: Usage::default(),
             },
         ],
     );
@@ -468,10 +500,28 @@ fn cost_limit_stops_running_researchers_and_makes_a_partial_report() {
             },
         ],
     );
+    let (s, cmds) = run(
+        s,
+        vec![
+            Event::ResearcherProgress {
+                task_id: 0,
+                units: 3,
+                usage: usage(1, 1, 50),
+            },
+            Event::ResearcherFinished {
+                report: report(0, &["http://a/0"], usage(1, 1, 50)),
+            },
+        ],
+    );
+    assert_eq!(cmds, vec![Command::Checkpoint]);
+    assert_eq!(s.usage.cost_pico_usd, 60);
+    // Researcher 1's next call crosses the limit while it is still working.
     let (s, cmds) = reduce(
         s,
-        Event::ResearcherFinished {
-            report: report(0, &["http://a/0"], usage(1, 1, 95)),
+        Event::ResearcherProgress {
+            task_id: 1,
+            units: 2,
+            usage: usage(1, 1, 45),
         },
     );
     assert_eq!(
@@ -494,7 +544,6 @@ fn cost_limit_stops_running_researchers_and_makes_a_partial_report() {
         Event::ResearcherFailed {
             task_id: 1,
             failure: Failure::new("X", "aborted"),
-            usage: Usage::default(),
         },
     );
     assert_eq!(cmds, vec![]);
@@ -544,7 +593,11 @@ fn time_limit_during_research_and_during_synthesis() {
     );
     assert_eq!(
         cmds,
-        vec![Command::StopAll, Command::Synthesize { partial: true }]
+        vec![
+            Command::Checkpoint,
+            Command::StopAll,
+            Command::Synthesize { partial: true }
+        ]
     );
     assert_eq!(s.limit_hit, Some(LimitHit::Time));
 

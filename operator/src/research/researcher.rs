@@ -85,13 +85,6 @@ pub struct ResearcherDeps {
     pub settings: ResearcherSettings,
 }
 
-/// A researcher failure, with the usage spent before it failed (it is still paid for).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResearcherFailure {
-    pub failure: Failure,
-    pub usage: Usage,
-}
-
 /// Maps a model error onto the reason a person sees on the run.
 pub fn failure_from_llm(err: &LlmError) -> Failure {
     let reason = match err {
@@ -131,6 +124,8 @@ fn tools() -> Vec<ToolSpec> {
 /// Conversation state of one researcher.
 struct Session<'a> {
     deps: &'a ResearcherDeps,
+    /// Reports units and per-call usage as they happen.
+    progress: &'a (dyn Fn(u32, Usage) + Send + Sync),
     budget: ToolBudget,
     messages: Vec<Message>,
     usage: Usage,
@@ -149,10 +144,7 @@ impl Session<'_> {
         (chars as f64 / 4.0) / window
     }
 
-    async fn call(
-        &mut self,
-        with_tools: bool,
-    ) -> Result<crate::llm::ChatResponse, ResearcherFailure> {
+    async fn call(&mut self, with_tools: bool) -> Result<crate::llm::ChatResponse, Failure> {
         let request = ChatRequest {
             messages: self.messages.clone(),
             tools: if with_tools { tools() } else { vec![] },
@@ -163,12 +155,10 @@ impl Session<'_> {
         match self.deps.model.chat(request).await {
             Ok(resp) => {
                 self.usage.add(&resp.usage);
+                (self.progress)(self.budget.units(), resp.usage);
                 Ok(resp)
             }
-            Err(e) => Err(ResearcherFailure {
-                failure: failure_from_llm(&e),
-                usage: self.usage,
-            }),
+            Err(e) => Err(failure_from_llm(&e)),
         }
     }
 
@@ -258,9 +248,28 @@ impl Session<'_> {
                 chosen.push(u.to_string());
             }
         }
+        let mut out = format!("Batch {} (up to {max_urls} URLs):\n", index + 1);
+        if chosen.is_empty() {
+            // Weak models often name URLs they never saw; a batch is too precious to waste,
+            // so the best unread search results are read instead, and the model is told.
+            let fallback: Vec<String> = self
+                .seen
+                .iter()
+                .map(|h| h.url.clone())
+                .filter(|u| !self.deps.pool.contains(u))
+                .take(max_urls)
+                .collect();
+            for u in fallback {
+                if self.deps.pool.claim(&u) {
+                    chosen.push(u);
+                }
+            }
+            if !chosen.is_empty() {
+                out.push_str("None of the requested URLs could be read, so the top unread search results were read instead.\n");
+            }
+        }
         let fetches = chosen.iter().map(|u| self.deps.fetcher.fetch(u));
         let results = join_all(fetches).await;
-        let mut out = format!("Batch {} (up to {max_urls} URLs):\n", index + 1);
         for (url, res) in chosen.iter().zip(results) {
             match res {
                 Ok(page) => {
@@ -386,8 +395,8 @@ pub async fn run_researcher(
     task_id: u32,
     task: &str,
     injected: &[ResearcherReport],
-    progress: &(dyn Fn(u32) + Send + Sync),
-) -> Result<ResearcherReport, ResearcherFailure> {
+    progress: &(dyn Fn(u32, Usage) + Send + Sync),
+) -> Result<ResearcherReport, Failure> {
     let system = prompts::render(
         prompts::RESEARCHER,
         &[("gather_budget", &GATHER_CALLS.to_string())],
@@ -424,6 +433,7 @@ pub async fn run_researcher(
     );
     let mut s = Session {
         deps,
+        progress,
         budget: ToolBudget::default(),
         messages: vec![Message::system(system), Message::user(user)],
         usage: Usage::default(),
@@ -445,19 +455,16 @@ pub async fn run_researcher(
             let text = strip_think(&resp.content).trim().to_string();
             if groundings < 2 && s.ground_if_needed(task).await {
                 groundings += 1;
-                progress(s.budget.units());
+                progress(s.budget.units(), Usage::default());
                 continue;
             }
             if text.is_empty() {
                 empty_answers += 1;
                 if empty_answers >= 2 {
-                    return Err(ResearcherFailure {
-                        failure: Failure::new(
-                            reasons::MODEL_OUTPUT_INVALID,
-                            "the model returned empty answers instead of a report",
-                        ),
-                        usage: s.usage,
-                    });
+                    return Err(Failure::new(
+                        reasons::MODEL_OUTPUT_INVALID,
+                        "the model returned empty answers instead of a report",
+                    ));
                 }
                 s.messages.push(Message::user(
                     "Your answer was empty. Write your report in Markdown now.",
@@ -474,7 +481,7 @@ pub async fn run_researcher(
             let result = s.run_tool(call).await;
             s.messages.push(Message::tool(call.id.clone(), result));
         }
-        progress(s.budget.units());
+        progress(s.budget.units(), Usage::default());
         if s.budget.gathering_exhausted() && s.budget.scraping_exhausted() {
             s.messages.push(Message::user(
                 "All tool budgets are used. Write your report now, without calling tools.",
@@ -488,13 +495,10 @@ pub async fn run_researcher(
     let resp = s.call(false).await?;
     let text = strip_think(&resp.content).trim().to_string();
     if text.is_empty() {
-        return Err(ResearcherFailure {
-            failure: Failure::new(
-                reasons::MODEL_OUTPUT_INVALID,
-                "the model never wrote a report within its turn limit",
-            ),
-            usage: s.usage,
-        });
+        return Err(Failure::new(
+            reasons::MODEL_OUTPUT_INVALID,
+            "the model never wrote a report within its turn limit",
+        ));
     }
     Ok(finish(s, task_id, text))
 }
