@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use quarry::config::{ConfigError, Layer, LogFormat, Origin, Settings};
+use quarry::config::{ConfigError, Layer, Origin, Settings};
 use quarry::research::state::{Limits, MAX_EXTRA_ROUNDS, TARGET_ROUNDS};
 
 /// Quarry: a Kubernetes-native deep-research operator.
@@ -98,14 +98,8 @@ fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
 }
 
 fn init_tracing(s: &Settings) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&s.log_level)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match s.log_format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
+    if let Err(e) = quarry::telemetry::init_tracing(s.log_format, &s.log_level) {
+        eprintln!("quarry: logging: {e}");
     }
 }
 

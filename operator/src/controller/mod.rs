@@ -25,7 +25,7 @@ use crate::api::{
     ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec, ResearchRunStatus,
     SecretKeyRef, reasons,
 };
-use crate::research::state::{Limits, Mode, OutputKind, RunInput, RunState};
+use crate::research::state::{Mode, OutputKind, RunInput, RunState};
 use crate::server::{Readiness, ServerState};
 use crate::store::configmap::{FIELD_MANAGER, report_configmap_name};
 use crate::telemetry::{ErrorLabels, Metrics, ModelLabels, OutcomeLabels, PhaseLabel, RunLabels};
@@ -294,7 +294,6 @@ pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Resul
             reason: reasons::PROFILE_INVALID,
             message: format!("invalid limits: {e}"),
         })?;
-    let defaults = Limits::default();
     Ok(RunInput {
         query: spec.query.clone(),
         context: spec.context.clone(),
@@ -312,15 +311,7 @@ pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Resul
             })
             .collect(),
         top_k: spec.top_k,
-        limits: Limits {
-            max_concurrent_researchers: limits.max_concurrent_researchers,
-            max_rounds: limits.max_rounds.unwrap_or(defaults.max_rounds),
-            max_cost_pico_usd: limits
-                .max_cost_micro_usd
-                .map(|m| m.saturating_mul(1_000_000)),
-            max_tokens: limits.max_tokens,
-            timeout_secs: limits.timeout.map(|d| d.as_secs()),
-        },
+        limits: crate::wiring::limits(&limits),
     })
 }
 

@@ -332,6 +332,10 @@ pub async fn run(
         Control::Run => {}
     }
     runner.apply(first).await;
+    // A checkpoint taken while suspended, started by an owner that wants it running, resumes.
+    if initial == Control::Run && runner.state.suspended {
+        runner.apply(Event::Resume).await;
+    }
     let mut control_open = true;
     let mut timed_out = false;
     while !runner.state.phase.is_terminal() {

@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::config::LogFormat;
+
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -294,31 +296,10 @@ impl Metrics {
     }
 }
 
-/// Output format of logs.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    clap::ValueEnum,
-    serde::Deserialize,
-    serde::Serialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    /// Human-readable lines for terminals.
-    #[default]
-    Pretty,
-    /// One JSON object per line for log collectors.
-    Json,
-}
-
 /// Errors of telemetry setup.
 #[derive(Debug, thiserror::Error)]
 pub enum TelemetryError {
-    /// `RUST_LOG` (or the given filter) does not parse.
+    /// The log filter does not parse.
     #[error("invalid log filter {filter:?}: {message}")]
     Filter { filter: String, message: String },
     /// A global subscriber was already installed (tests, or init called twice).
@@ -326,17 +307,13 @@ pub enum TelemetryError {
     AlreadyInstalled(String),
 }
 
-/// Installs the global tracing subscriber. The filter comes from `RUST_LOG`, else `default_filter`
-/// (e.g. `"info"`).
-pub fn init_tracing(format: LogFormat, default_filter: &str) -> Result<(), TelemetryError> {
+/// Installs the global tracing subscriber with the filter the layered configuration resolved
+/// (`--log-level`, `QUARRY_LOG_LEVEL`, config file, default `info`).
+pub fn init_tracing(format: LogFormat, filter: &str) -> Result<(), TelemetryError> {
     use tracing_subscriber::EnvFilter;
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(value) if !value.is_empty() => value,
-        _ => default_filter.to_string(),
-    };
-    let env_filter = EnvFilter::try_new(&filter).map_err(|e| TelemetryError::Filter {
-        filter: filter.clone(),
+    let env_filter = EnvFilter::try_new(filter).map_err(|e| TelemetryError::Filter {
+        filter: filter.to_string(),
         message: e.to_string(),
     })?;
     let builder = tracing_subscriber::fmt()
@@ -344,7 +321,7 @@ pub fn init_tracing(format: LogFormat, default_filter: &str) -> Result<(), Telem
         .with_writer(std::io::stderr);
     let result = match format {
         LogFormat::Json => builder.json().finish().try_init(),
-        LogFormat::Pretty => builder.finish().try_init(),
+        LogFormat::Text => builder.finish().try_init(),
     };
     result.map_err(|e| TelemetryError::AlreadyInstalled(e.to_string()))
 }
