@@ -5,8 +5,8 @@
 //! nothing here runs in a pod. The operator runs as a process on this host, so the scripted model
 //! server and the search/docs stub listen on 127.0.0.1 (the profile's fetch allow-list names it).
 //!
-//! The operator binary is `$QUARRY_E2E_OPERATOR_BIN`, else `$CARGO_TARGET_DIR/debug/quarry`, else
-//! `<workspace>/target/debug/quarry`; build it first with `cargo build -p quarry`. It is started as
+//! The operator binary is `$QUARRY_E2E_OPERATOR_BIN`, else this workspace's `quarry`, built by
+//! cargo when needed. It is started as
 //! `quarry operator` with `KUBECONFIG`, `QUARRY_BIND` and `QUARRY_NAMESPACE` in its environment.
 
 use std::path::PathBuf;
@@ -35,20 +35,10 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 type TestResult = Result<(), String>;
 
 fn operator_binary() -> Result<PathBuf, String> {
-    if let Ok(path) = std::env::var("QUARRY_E2E_OPERATOR_BIN") {
-        return Ok(PathBuf::from(path));
-    }
-    let target = std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let path = target.join("debug/quarry");
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!(
-            "operator binary {} not found: build it with `cargo build -p quarry` (same CARGO_TARGET_DIR) or set QUARRY_E2E_OPERATOR_BIN",
-            path.display()
-        ))
+    match std::env::var("QUARRY_E2E_OPERATOR_BIN") {
+        Ok(path) => Ok(PathBuf::from(path)),
+        // Built (or found fresh) by cargo, so the operator under test is this checkout's.
+        Err(_) => quarry_e2e::quarry_bin::quarry_bin(),
     }
 }
 
