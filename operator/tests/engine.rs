@@ -293,7 +293,7 @@ async fn garbage_from_the_model_fails_the_run_without_a_report() {
     assert_eq!(f.reason, "ModelOutputInvalid");
     assert_eq!(
         f.message,
-        "the model returned empty answers instead of a report"
+        "the model wrote no usable report (only empty answers or tool calls as text) and read no page"
     );
     assert_eq!(h.store.text(REPORT_KEY), None);
 }
@@ -535,4 +535,32 @@ async fn the_cost_limit_stops_a_researcher_mid_task_and_its_spend_is_counted() {
     // Every call the model served is accounted, none twice.
     assert_eq!(s.usage.llm_calls as usize, h.model.requests().len());
     assert_eq!(h.store.text(REPORT_KEY), None);
+}
+
+#[tokio::test]
+async fn a_model_that_never_writes_a_report_gets_an_honest_extractive_one() {
+    // Researches properly, then answers every report request with a tool call written as JSON.
+    let h = harness(
+        FakeModel::new(|req| {
+            if tool_turns(req) < 3 {
+                good_researcher(req)
+            } else {
+                Ok(text(
+                    "```json\n{\"tool\": \"scrape\", \"arguments\": {\"urls\": [\"json\"]}}\n```",
+                ))
+            }
+        }),
+        false,
+    );
+    let s = run(&h, RunState::new(RunInput::new("stubborn", Mode::Quick))).await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(
+        report.contains("The model did not write a usable report"),
+        "{report}"
+    );
+    assert!(report.contains("### [Title of http://docs/stubborn/a.html](http://docs/stubborn/a.html)\n\nContent of http://docs/stubborn/a.html"), "{report}");
+    assert!(!report.contains("\"tool\""), "{report}");
+    // Two refusals to write prose, then the fallback: five model calls in all.
+    assert_eq!(h.model.requests().len(), 5);
 }

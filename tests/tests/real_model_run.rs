@@ -49,7 +49,7 @@ async fn quick_run_with_the_real_model_completes_or_fails_honestly() {
                 "--mode",
                 "quick",
                 "--timeout",
-                "15m",
+                "8m",
             ])
             .arg("--profile")
             .arg(&profile)

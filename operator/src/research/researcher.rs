@@ -12,12 +12,15 @@ use serde_json::json;
 use super::budget::{GATHER_CALLS, ScrapeStep, ToolBudget};
 use super::prompts;
 use super::state::{Failure, ResearcherReport, RunInput, SourceRef, reasons};
-use crate::llm::json_extract::strip_think;
+use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{
     CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage,
 };
 use crate::scrape::{Fetcher, truncate_page};
 use crate::sources::{Gatherer, SearchHit};
+
+/// Characters of each page kept for the extractive fallback report.
+const EXCERPT_CHARS: usize = 600;
 
 /// Largest report injected from a sibling (seed 000: up to 50k chars).
 pub const INJECTED_REPORT_CHARS: usize = 50_000;
@@ -131,6 +134,8 @@ struct Session<'a> {
     usage: Usage,
     seen: Vec<SearchHit>,
     fetched: Vec<SourceRef>,
+    /// The opening text of each page read, for the extractive fallback report.
+    excerpts: Vec<String>,
     searches: u32,
     /// URLs the user named in the question or context: readable without a search.
     known_urls: Vec<String>,
@@ -276,6 +281,8 @@ impl Session<'_> {
                     let body = truncate_chars(&page.markdown, self.deps.settings.page_chars);
                     out.push_str(&prompts::fence_page(url, &page.title, &body));
                     out.push('\n');
+                    self.excerpts
+                        .push(truncate_chars(&page.markdown, EXCERPT_CHARS));
                     self.fetched.push(SourceRef {
                         url: url.clone(),
                         title: page.title,
@@ -288,6 +295,33 @@ impl Session<'_> {
             out.push_str(&format!("Skipped {s}\n"));
         }
         out
+    }
+
+    /// When the model cannot write a usable report, an honest extractive one is built from the
+    /// pages read (seed 004: pass raw content when summarisation fails); with nothing read, fail.
+    fn fallback_report(self, task_id: u32) -> Result<ResearcherReport, Failure> {
+        if self.fetched.is_empty() {
+            return Err(Failure::new(
+                reasons::MODEL_OUTPUT_INVALID,
+                "the model wrote no usable report (only empty answers or tool calls as text) and read no page",
+            ));
+        }
+        let mut md = String::from(
+            "## Summary\n\nThe model did not write a usable report, so this section lists the opening text of each page it read, unedited.\n\n## Key findings\n",
+        );
+        for (source, excerpt) in self.fetched.iter().zip(&self.excerpts) {
+            let title = if source.title.trim().is_empty() {
+                source.url.as_str()
+            } else {
+                source.title.trim()
+            };
+            md.push_str(&format!(
+                "\n### [{title}]({})\n\n{}\n",
+                source.url,
+                excerpt.trim()
+            ));
+        }
+        Ok(finish(self, task_id, md))
     }
 
     fn may_read(&self, url: &str) -> bool {
@@ -439,6 +473,7 @@ pub async fn run_researcher(
         usage: Usage::default(),
         seen: vec![],
         fetched: vec![],
+        excerpts: vec![],
         searches: 0,
         known_urls: urls_in(&format!(
             "{} {}",
@@ -447,7 +482,7 @@ pub async fn run_researcher(
         )),
     };
     let mut groundings = 0;
-    let mut empty_answers = 0;
+    let mut unusable_answers = 0;
     for _turn in 0..deps.settings.max_turns {
         let out_of_tools = s.budget.gathering_exhausted() && s.budget.scraping_exhausted();
         let resp = s.call(!out_of_tools).await?;
@@ -458,16 +493,13 @@ pub async fn run_researcher(
                 progress(s.budget.units(), Usage::default());
                 continue;
             }
-            if text.is_empty() {
-                empty_answers += 1;
-                if empty_answers >= 2 {
-                    return Err(Failure::new(
-                        reasons::MODEL_OUTPUT_INVALID,
-                        "the model returned empty answers instead of a report",
-                    ));
+            if text.is_empty() || looks_like_tool_call(&text) {
+                unusable_answers += 1;
+                if unusable_answers >= 2 {
+                    return s.fallback_report(task_id);
                 }
                 s.messages.push(Message::user(
-                    "Your answer was empty. Write your report in Markdown now.",
+                    "That was not a report. Do not call tools now: write your report in Markdown prose, citing the pages you read.",
                 ));
                 continue;
             }
@@ -494,13 +526,28 @@ pub async fn run_researcher(
     ));
     let resp = s.call(false).await?;
     let text = strip_think(&resp.content).trim().to_string();
-    if text.is_empty() {
-        return Err(Failure::new(
-            reasons::MODEL_OUTPUT_INVALID,
-            "the model never wrote a report within its turn limit",
-        ));
+    if text.is_empty() || looks_like_tool_call(&text) {
+        return s.fallback_report(task_id);
     }
     Ok(finish(s, task_id, text))
+}
+
+/// True when an answer is a tool call written as JSON rather than a report (weak models do this
+/// when no tools are offered any more).
+fn looks_like_tool_call(text: &str) -> bool {
+    let trimmed = text
+        .trim_start_matches("```json")
+        .trim_start_matches("```")
+        .trim_start();
+    if !trimmed.starts_with('{') {
+        return false;
+    }
+    match extract_json_object(text) {
+        Ok(v) => ["tool", "arguments", "name", "function"]
+            .iter()
+            .any(|k| v.get(k).is_some()),
+        Err(_) => false,
+    }
 }
 
 fn finish(s: Session<'_>, task_id: u32, markdown: String) -> ResearcherReport {
