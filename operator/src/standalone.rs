@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use rand::Rng;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::api::ResearchProfile;
 use crate::llm::format_pico_usd;
@@ -264,12 +265,14 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         _ => RunState::new(input),
     };
     let (_control_tx, control_rx) = watch::channel(Control::Run);
+    let span = tracing::info_span!("research_run", run = %sanitize_query(&opts.query));
     let final_state = executor::run(
         Arc::new(engine),
         state,
         Arc::new(ProgressPrinter::default()),
         control_rx,
     )
+    .instrument(span)
     .await;
     eprintln!(
         "usage: {} input + {} output tokens in {} model calls, cost ${}, {} searches, {} pages read",

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{Instrument, info, warn};
 
 use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Starter};
 use crate::api::{ModelTier, ResearchProfileSpec, SecretKeyRef};
@@ -74,6 +74,7 @@ impl Launcher for EngineLauncher {
         )?);
         let input = request.input.clone();
         let name = run.name_any();
+        let span_namespace = namespace.clone();
         Ok(Box::new(move |control, progress| {
             Box::pin(async move {
                 // Resume from the last checkpoint: finished work is never redone.
@@ -97,7 +98,11 @@ impl Launcher for EngineLauncher {
                 if state.phase.is_terminal() {
                     return state;
                 }
-                executor::run(engine, state, Arc::new(ProgressObserver(progress)), control).await
+                let span =
+                    tracing::info_span!("research_run", run = %name, namespace = %span_namespace);
+                executor::run(engine, state, Arc::new(ProgressObserver(progress)), control)
+                    .instrument(span)
+                    .await
             })
         }))
     }

@@ -385,6 +385,7 @@ async fn apply_status(
 }
 
 /// Reconciles one ResearchRun. Returns quickly: research runs in the registry's tasks.
+#[tracing::instrument(skip_all, fields(run = %run.name_any(), namespace = %run.namespace().unwrap_or_default()))]
 pub async fn reconcile(run: Arc<ResearchRun>, ctx: Arc<Context>) -> Result<Action, Error> {
     ctx.metrics.reconciliations.inc();
     let started = std::time::Instant::now();

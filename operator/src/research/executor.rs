@@ -9,7 +9,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
-use tracing::{info, warn};
+use tracing::{Instrument, info, warn};
 
 use super::lead;
 use super::reducer::{Command, Event, reduce};
@@ -148,10 +148,14 @@ impl Runner {
         F: std::future::Future<Output = Event> + Send + 'static,
     {
         let tx = self.tx.clone();
-        let handle = tokio::spawn(async move {
-            let event = fut.await;
-            let _ = tx.send(event);
-        });
+        // Work runs in the run's span so its logs carry the run's fields.
+        let handle = tokio::spawn(
+            async move {
+                let event = fut.await;
+                let _ = tx.send(event);
+            }
+            .in_current_span(),
+        );
         self.work.retain(|h| !h.is_finished());
         self.work.push(handle.abort_handle());
     }
