@@ -142,15 +142,8 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
         listen: settings.bind.to_string(),
         namespace: args.namespace.clone(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("quarry: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = runtime() else {
+        return ExitCode::FAILURE;
     };
     match runtime.block_on(quarry::controller::run_operator(config)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -188,15 +181,8 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         limits,
         state_dir: settings.state_dir.clone(),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("quarry: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = runtime() else {
+        return ExitCode::FAILURE;
     };
     match runtime.block_on(quarry::standalone::run(opts)) {
         Ok(path) => {
@@ -206,6 +192,20 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         Err(e) => {
             eprintln!("quarry: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// The multi-threaded async runtime, or `None` after saying why it could not start.
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("quarry: cannot start the async runtime: {e}");
+            None
         }
     }
 }
