@@ -561,6 +561,50 @@ async fn a_model_that_never_writes_a_report_gets_an_honest_extractive_one() {
     );
     assert!(report.contains("### [Title of http://docs/stubborn/a.html](http://docs/stubborn/a.html)\n\nContent of http://docs/stubborn/a.html"), "{report}");
     assert!(!report.contains("\"tool\""), "{report}");
-    // Two refusals to write prose, then the fallback: five model calls in all.
-    assert_eq!(h.model.requests().len(), 5);
+    // Two refusals to write prose, one clean-context attempt, then the extractive fallback.
+    let requests = h.model.requests();
+    assert_eq!(requests.len(), 6);
+    let clean = &requests[5];
+    assert_eq!(
+        clean.messages.len(),
+        2,
+        "the clean report call carries no tool history"
+    );
+    assert!(
+        clean.messages[1]
+            .content
+            .contains("<page url=\"http://docs/stubborn/a.html\"")
+    );
+    assert!(clean.tools.is_empty());
+}
+
+#[tokio::test]
+async fn a_clean_context_rescues_a_model_lost_in_its_tool_history() {
+    let h = harness(
+        FakeModel::new(|req| {
+            if req.messages[0]
+                .content
+                .starts_with("You write the report of one research task")
+            {
+                Ok(text(
+                    "## Summary\nRescued ([a](http://docs/rescued/a.html)).",
+                ))
+            } else if tool_turns(req) < 3 {
+                good_researcher(req)
+            } else {
+                Ok(text(
+                    "{\"tool\": \"search\", \"arguments\": {\"queries\": [\"x\"]}}",
+                ))
+            }
+        }),
+        false,
+    );
+    let s = run(&h, RunState::new(RunInput::new("rescued", Mode::Quick))).await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(
+        report.contains("## Summary\nRescued ([a](http://docs/rescued/a.html))."),
+        "{report}"
+    );
+    assert_eq!(h.model.requests().len(), 6);
 }

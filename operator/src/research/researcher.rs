@@ -134,8 +134,8 @@ struct Session<'a> {
     usage: Usage,
     seen: Vec<SearchHit>,
     fetched: Vec<SourceRef>,
-    /// The opening text of each page read, for the extractive fallback report.
-    excerpts: Vec<String>,
+    /// The text of each page read, as shown to the model, for the reporting fallbacks.
+    pages: Vec<String>,
     searches: u32,
     /// URLs the user named in the question or context: readable without a search.
     known_urls: Vec<String>,
@@ -281,8 +281,7 @@ impl Session<'_> {
                     let body = truncate_chars(&page.markdown, self.deps.settings.page_chars);
                     out.push_str(&prompts::fence_page(url, &page.title, &body));
                     out.push('\n');
-                    self.excerpts
-                        .push(truncate_chars(&page.markdown, EXCERPT_CHARS));
+                    self.pages.push(body);
                     self.fetched.push(SourceRef {
                         url: url.clone(),
                         title: page.title,
@@ -297,19 +296,49 @@ impl Session<'_> {
         out
     }
 
-    /// When the model cannot write a usable report, an honest extractive one is built from the
-    /// pages read (seed 004: pass raw content when summarisation fails); with nothing read, fail.
-    fn fallback_report(self, task_id: u32) -> Result<ResearcherReport, Failure> {
+    /// When the model cannot write a usable report in its conversation, it is asked once more in
+    /// a clean context holding only the task and the pages read (small models imitate a history
+    /// full of tool calls); if that fails too, an honest extractive report is built from the pages
+    /// (seed 004: pass raw content when summarisation fails). With nothing read, the task fails.
+    async fn fallback_report(
+        mut self,
+        task_id: u32,
+        task: &str,
+    ) -> Result<ResearcherReport, Failure> {
         if self.fetched.is_empty() {
             return Err(Failure::new(
                 reasons::MODEL_OUTPUT_INVALID,
                 "the model wrote no usable report (only empty answers or tool calls as text) and read no page",
             ));
         }
+        // Half the context window for the evidence, at four characters per token.
+        let budget = (self.deps.model.context_window() as usize * 2).max(4000);
+        let per_page = (budget / self.pages.len().max(1)).max(500);
+        let mut evidence = String::new();
+        for (source, text) in self.fetched.iter().zip(&self.pages) {
+            evidence.push_str(&prompts::fence_page(
+                &source.url,
+                &source.title,
+                &truncate_chars(text, per_page),
+            ));
+            evidence.push('\n');
+        }
+        self.messages = vec![
+            Message::system(prompts::REPORTER),
+            Message::user(format!(
+                "Research task: {task}\n\n{evidence}\nWrite the report now."
+            )),
+        ];
+        if let Ok(resp) = self.call(false).await {
+            let text = strip_think(&resp.content).trim().to_string();
+            if !text.is_empty() && !looks_like_tool_call(&text) {
+                return Ok(finish(self, task_id, text));
+            }
+        }
         let mut md = String::from(
             "## Summary\n\nThe model did not write a usable report, so this section lists the opening text of each page it read, unedited.\n\n## Key findings\n",
         );
-        for (source, excerpt) in self.fetched.iter().zip(&self.excerpts) {
+        for (source, text) in self.fetched.iter().zip(&self.pages) {
             let title = if source.title.trim().is_empty() {
                 source.url.as_str()
             } else {
@@ -318,7 +347,7 @@ impl Session<'_> {
             md.push_str(&format!(
                 "\n### [{title}]({})\n\n{}\n",
                 source.url,
-                excerpt.trim()
+                truncate_chars(text, EXCERPT_CHARS).trim()
             ));
         }
         Ok(finish(self, task_id, md))
@@ -473,7 +502,7 @@ pub async fn run_researcher(
         usage: Usage::default(),
         seen: vec![],
         fetched: vec![],
-        excerpts: vec![],
+        pages: vec![],
         searches: 0,
         known_urls: urls_in(&format!(
             "{} {}",
@@ -496,7 +525,7 @@ pub async fn run_researcher(
             if text.is_empty() || looks_like_tool_call(&text) {
                 unusable_answers += 1;
                 if unusable_answers >= 2 {
-                    return s.fallback_report(task_id);
+                    return s.fallback_report(task_id, task).await;
                 }
                 s.messages.push(Message::user(
                     "That was not a report. Do not call tools now: write your report in Markdown prose, citing the pages you read.",
@@ -527,7 +556,7 @@ pub async fn run_researcher(
     let resp = s.call(false).await?;
     let text = strip_think(&resp.content).trim().to_string();
     if text.is_empty() || looks_like_tool_call(&text) {
-        return s.fallback_report(task_id);
+        return s.fallback_report(task_id, task).await;
     }
     Ok(finish(s, task_id, text))
 }

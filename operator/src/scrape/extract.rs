@@ -65,11 +65,7 @@ pub fn extract_markdown(html: &str, url: &str) -> Extracted {
             (String::new(), String::new())
         }
     };
-    let title = if title.trim().is_empty() {
-        html_title(html)
-    } else {
-        collapse_ws(&title)
-    };
+    let title = best_title(&collapse_ws(&title), &html_title(html));
     let main = tidy(&main);
     if word_count(&main) >= MIN_CONTENT_WORDS {
         return Extracted {
@@ -172,6 +168,16 @@ static BLANK_RUNS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\n[ \t]*(\n[ \t]*)+\n").unwrap_or_else(|e| unreachable!("static regex: {e}"))
 });
 
+/// Picks the page title: the metadata title, unless the `<title>` element contains it and says
+/// more (documentation sites put the site name in metadata and the page name in `<title>`).
+fn best_title(metadata: &str, element: &str) -> String {
+    if metadata.is_empty() || (element.len() > metadata.len() && element.contains(metadata)) {
+        element.to_string()
+    } else {
+        metadata.to_string()
+    }
+}
+
 /// The `<title>` of a page, whitespace collapsed.
 fn html_title(html: &str) -> String {
     TITLE
@@ -216,6 +222,14 @@ mod tests {
         let html = "<html><head><title> A  list </title><script>var x = 1;</script></head><body><ul><li>alpha</li><li>beta</li></ul></body></html>";
         let e = extract_markdown(html, "https://example.com/");
         assert_eq!(e.title, "A list");
+        assert_eq!(
+            best_title(
+                "Python 3.11.2 documentation",
+                "json — JSON encoder and decoder — Python 3.11.2 documentation"
+            ),
+            "json — JSON encoder and decoder — Python 3.11.2 documentation"
+        );
+        assert_eq!(best_title("Fox news", "Home"), "Fox news");
         assert!(
             e.markdown.contains("alpha") && e.markdown.contains("beta"),
             "{e:?}"
