@@ -608,3 +608,32 @@ async fn a_clean_context_rescues_a_model_lost_in_its_tool_history() {
     );
     assert_eq!(h.model.requests().len(), 6);
 }
+
+#[tokio::test]
+async fn scraping_before_any_search_triggers_the_search_first() {
+    let h = harness(
+        FakeModel::new(|req| {
+            Ok(match tool_turns(req) {
+                0 => tool("scrape", json!({"urls": ["http://invented.example/x"]})),
+                1 => tool("scrape", json!({"urls": ["http://docs/order/a.html"]})),
+                2 => tool("scrape", json!({"urls": ["http://docs/order/a.html"]})),
+                _ => text("## Summary\nRead ([a](http://docs/order/a.html))."),
+            })
+        }),
+        false,
+    );
+    let s = run(&h, RunState::new(RunInput::new("order", Mode::Quick))).await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    assert_eq!((s.searches, s.pages_fetched), (1, 1));
+    let second = &h.model.requests()[1];
+    let first_result = &second.messages.last().unwrap().content;
+    assert!(
+        first_result.starts_with("There are no search results to read yet"),
+        "{first_result}"
+    );
+    assert!(first_result.contains("http://docs/order/a.html"));
+    assert_eq!(
+        *h.fetcher.fetched.lock().unwrap(),
+        vec!["http://docs/order/a.html".to_string()]
+    );
+}

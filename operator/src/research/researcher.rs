@@ -139,6 +139,8 @@ struct Session<'a> {
     searches: u32,
     /// URLs the user named in the question or context: readable without a search.
     known_urls: Vec<String>,
+    /// The task this researcher investigates.
+    task: String,
 }
 
 impl Session<'_> {
@@ -208,6 +210,16 @@ impl Session<'_> {
     }
 
     async fn scrape(&mut self, urls: &[String]) -> String {
+        // Gathering comes before scraping (seed 000): a model that skips it gets a search for its
+        // task instead of a wasted scrape step, and picks from real results.
+        if self.seen.is_empty() && self.known_urls.is_empty() && !self.budget.gathering_exhausted()
+        {
+            let task = self.task.clone();
+            let results = self.search(&[task]).await;
+            return format!(
+                "There are no search results to read yet: gathering comes before scraping. The task was searched for you:\n{results}\nCall `scrape` with URLs from these results."
+            );
+        }
         match self.budget.take_scrape(self.context_used()) {
             ScrapeStep::Handshake => {
                 let taken: Vec<&String> =
@@ -503,6 +515,7 @@ pub async fn run_researcher(
         seen: vec![],
         fetched: vec![],
         pages: vec![],
+        task: task.to_string(),
         searches: 0,
         known_urls: urls_in(&format!(
             "{} {}",
