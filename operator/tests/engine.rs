@@ -637,3 +637,33 @@ async fn scraping_before_any_search_triggers_the_search_first() {
         vec!["http://docs/order/a.html".to_string()]
     );
 }
+
+#[tokio::test]
+async fn a_report_that_cites_nothing_it_read_is_rewritten_from_the_pages() {
+    let h = harness(
+        FakeModel::new(|req| {
+            if req.messages[0]
+                .content
+                .starts_with("You write the report of one research task")
+            {
+                Ok(text(
+                    "## Summary\nGrounded ([a](http://docs/uncited/a.html)).",
+                ))
+            } else if tool_turns(req) < 3 {
+                good_researcher(req)
+            } else {
+                Ok(text("## Summary\nJSON is easy, trust me."))
+            }
+        }),
+        false,
+    );
+    let s = run(&h, RunState::new(RunInput::new("uncited", Mode::Quick))).await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(
+        report.contains("Grounded ([a](http://docs/uncited/a.html))."),
+        "{report}"
+    );
+    assert!(!report.contains("trust me"));
+    assert_eq!(h.model.requests().len(), 5);
+}

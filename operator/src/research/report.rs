@@ -80,6 +80,34 @@ pub fn verify_citations(markdown: &str, fetched: &BTreeSet<String>) -> CitationC
     }
 }
 
+/// Cleans a model's Markdown answer: unwraps one outer code fence (```markdown ... ```), and cuts
+/// degenerate repetition at the first paragraph that repeats an earlier one verbatim, with any
+/// headings left dangling before the cut.
+pub fn tidy_model_markdown(text: &str) -> String {
+    let mut t = text.trim();
+    if let Some(rest) = t.strip_prefix("```") {
+        let body = rest.split_once('\n').map(|(_, b)| b).unwrap_or("");
+        t = body.trim_end().strip_suffix("```").unwrap_or(body).trim();
+    }
+    let blocks: Vec<&str> = t
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .collect();
+    let mut kept: Vec<&str> = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        let paragraph = !block.starts_with('#') && block.len() >= 40;
+        if paragraph && kept.contains(&block) {
+            while kept.last().is_some_and(|b| b.starts_with('#')) {
+                kept.pop();
+            }
+            break;
+        }
+        kept.push(block);
+    }
+    kept.join("\n\n")
+}
+
 /// Removes a model-written Sources/References section; the verified one is appended instead.
 pub fn strip_sources_section(markdown: &str) -> String {
     let mut out = Vec::new();
@@ -354,6 +382,17 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&r.findings_json).unwrap();
         assert_eq!(v["removedCitations"], json!(["http://made.up"]));
         assert_eq!(r.sources.len(), 1);
+    }
+
+    #[test]
+    fn model_markdown_is_unfenced_and_repetition_is_cut() {
+        let looped = "```markdown\n## Summary\n\nThe json module decodes JSON text into Python objects.\n\n## Key findings\n\n- loads parses a str\n\n## Summary\n\nThe json module decodes JSON text into Python objects.\n\n## Key findings\n\n- loads\n```";
+        assert_eq!(
+            tidy_model_markdown(looped),
+            "## Summary\n\nThe json module decodes JSON text into Python objects.\n\n## Key findings\n\n- loads parses a str"
+        );
+        let normal = "## A\n\n#### Pros\n\n- x\n\n## B\n\n#### Pros\n\n- y";
+        assert_eq!(tidy_model_markdown(normal), normal);
     }
 
     #[test]

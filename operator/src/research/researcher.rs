@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::budget::{GATHER_CALLS, ScrapeStep, ToolBudget};
 use super::prompts;
+use super::report;
 use super::state::{Failure, ResearcherReport, RunInput, SourceRef, reasons};
 use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{
@@ -343,7 +344,7 @@ impl Session<'_> {
         ];
         if let Ok(resp) = self.call(false).await {
             let text = strip_think(&resp.content).trim().to_string();
-            if !text.is_empty() && !looks_like_tool_call(&text) {
+            if !looks_like_tool_call(&text) && self.cites_a_read_page(&text) {
                 return Ok(finish(self, task_id, text));
             }
         }
@@ -363,6 +364,16 @@ impl Session<'_> {
             ));
         }
         Ok(finish(self, task_id, md))
+    }
+
+    /// True when nothing was read (nothing to cite) or the text cites at least one page read.
+    fn cites_a_read_page(&self, text: &str) -> bool {
+        if self.fetched.is_empty() {
+            return true;
+        }
+        let read: std::collections::BTreeSet<String> =
+            self.fetched.iter().map(|s| s.url.clone()).collect();
+        !report::verify_citations(text, &read).cited.is_empty()
     }
 
     fn may_read(&self, url: &str) -> bool {
@@ -545,6 +556,10 @@ pub async fn run_researcher(
                 ));
                 continue;
             }
+            if !s.cites_a_read_page(&text) {
+                // A report that cites none of the pages read is not grounded: ask again cleanly.
+                return s.fallback_report(task_id, task).await;
+            }
             return Ok(finish(s, task_id, text));
         }
         s.messages.push(Message::assistant(
@@ -568,7 +583,7 @@ pub async fn run_researcher(
     ));
     let resp = s.call(false).await?;
     let text = strip_think(&resp.content).trim().to_string();
-    if text.is_empty() || looks_like_tool_call(&text) {
+    if text.is_empty() || looks_like_tool_call(&text) || !s.cites_a_read_page(&text) {
         return s.fallback_report(task_id, task).await;
     }
     Ok(finish(s, task_id, text))
@@ -595,7 +610,7 @@ fn looks_like_tool_call(text: &str) -> bool {
 fn finish(s: Session<'_>, task_id: u32, markdown: String) -> ResearcherReport {
     ResearcherReport {
         task_id,
-        markdown,
+        markdown: report::tidy_model_markdown(&markdown),
         fetched: s.fetched,
         seen: s
             .seen

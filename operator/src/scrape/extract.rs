@@ -183,8 +183,46 @@ fn html_title(html: &str) -> String {
     TITLE
         .captures(html)
         .and_then(|c| c.get(1))
-        .map(|m| collapse_ws(m.as_str()))
+        .map(|m| collapse_ws(&decode_entities(m.as_str())))
         .unwrap_or_default()
+}
+
+/// Decodes the character references a `<title>` commonly holds (numeric, and the five XML ones).
+fn decode_entities(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        let decoded = tail.find(';').filter(|&end| end <= 10).and_then(|end| {
+            let name = &tail[1..end];
+            let c = match name {
+                "amp" => Some('&'),
+                "lt" => Some('<'),
+                "gt" => Some('>'),
+                "quot" => Some('"'),
+                "apos" | "#39" => Some('\''),
+                n if n.starts_with("#x") || n.starts_with("#X") => u32::from_str_radix(&n[2..], 16)
+                    .ok()
+                    .and_then(char::from_u32),
+                n if n.starts_with('#') => n[1..].parse::<u32>().ok().and_then(char::from_u32),
+                _ => None,
+            }?;
+            Some((c, end + 1))
+        });
+        match decoded {
+            Some((c, len)) => {
+                out.push(c);
+                rest = &tail[len..];
+            }
+            None => {
+                out.push('&');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Runs of whitespace replaced by one space, ends trimmed.
@@ -230,6 +268,10 @@ mod tests {
             "json — JSON encoder and decoder — Python 3.11.2 documentation"
         );
         assert_eq!(best_title("Fox news", "Home"), "Fox news");
+        assert_eq!(
+            decode_entities("json &#8212; JSON &amp; more &#x2014; &bogus; & x"),
+            "json — JSON & more — &bogus; & x"
+        );
         assert!(
             e.markdown.contains("alpha") && e.markdown.contains("beta"),
             "{e:?}"
