@@ -667,3 +667,37 @@ async fn a_report_that_cites_nothing_it_read_is_rewritten_from_the_pages() {
     assert!(!report.contains("trust me"));
     assert_eq!(h.model.requests().len(), 5);
 }
+
+#[tokio::test]
+async fn a_model_that_only_ever_searches_still_gets_its_top_results_read() {
+    let h = harness(
+        FakeModel::new(|req| {
+            if req.messages[0]
+                .content
+                .starts_with("You write the report of one research task")
+            {
+                Ok(text(
+                    "## Summary\nFound ([a](http://docs/searcher/a.html)).",
+                ))
+            } else if req.tools.is_empty() {
+                Ok(text(
+                    "{\"tool\": \"search\", \"arguments\": {\"queries\": [\"searcher\"]}}",
+                ))
+            } else {
+                Ok(tool("search", json!({"queries": ["searcher"]})))
+            }
+        }),
+        false,
+    );
+    let s = run(&h, RunState::new(RunInput::new("searcher", Mode::Quick))).await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    assert_eq!(
+        s.pages_fetched, 2,
+        "a.html and c.html read; b.html fails to load"
+    );
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(
+        report.contains("Found ([a](http://docs/searcher/a.html))."),
+        "{report}"
+    );
+}

@@ -319,6 +319,19 @@ impl Session<'_> {
         task: &str,
     ) -> Result<ResearcherReport, Failure> {
         if self.fetched.is_empty() {
+            // Searched but never read (weak models repeat searches): read the top results now.
+            let urls: Vec<String> = self
+                .seen
+                .iter()
+                .map(|h| h.url.clone())
+                .filter(|u| !self.deps.pool.contains(u))
+                .take(3)
+                .collect();
+            if !urls.is_empty() {
+                self.read_batch(0, 3, &urls).await;
+            }
+        }
+        if self.fetched.is_empty() {
             return Err(Failure::new(
                 reasons::MODEL_OUTPUT_INVALID,
                 "the model wrote no usable report (only empty answers or tool calls as text) and read no page",
@@ -381,6 +394,7 @@ impl Session<'_> {
     }
 
     async fn run_tool(&mut self, call: &ToolCall) -> String {
+        tracing::debug!(tool = %call.name, arguments = %call.arguments, "tool call");
         let list = |key: &str| -> Vec<String> {
             match call.arguments.get(key) {
                 Some(serde_json::Value::Array(items)) => items
