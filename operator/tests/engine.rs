@@ -701,3 +701,37 @@ async fn a_model_that_only_ever_searches_still_gets_its_top_results_read() {
         "{report}"
     );
 }
+
+#[tokio::test]
+async fn a_batch_of_invented_urls_reads_the_top_results_instead() {
+    let h = harness(
+        FakeModel::new(|req| {
+            Ok(match tool_turns(req) {
+                0 => tool("search", json!({"queries": ["invent"]})),
+                1 => tool("scrape", json!({"urls": ["http://made.up/1"]})),
+                2 => tool("scrape", json!({"urls": ["http://made.up/1", "not a url"]})),
+                _ => text("## Summary\nSee ([a](http://docs/invent/a.html))."),
+            })
+        }),
+        false,
+    );
+    let s = run(&h, RunState::new(RunInput::new("invent", Mode::Quick))).await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let requests = h.model.requests();
+    let batch_result = &requests[3].messages.last().unwrap().content;
+    assert!(
+        batch_result.contains("the top unread search results were read instead"),
+        "{batch_result}"
+    );
+    assert!(batch_result.contains("Skipped http://made.up/1 (not among your search results)"));
+    // The top three results: a.html and c.html load, b.html fails.
+    assert_eq!(s.pages_fetched, 2);
+    assert!(
+        !h.fetcher
+            .fetched
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|u| u.contains("made.up"))
+    );
+}
