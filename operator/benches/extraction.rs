@@ -158,21 +158,25 @@ fn main() {
         }
         let mut scores: Vec<(PageScore, &Sample)> = Vec::with_capacity(samples.len());
         let start = Instant::now();
+        // Debugging aid: QUARRY_BENCH_DUMP=<part of a candidate name> writes its outputs to
+        // $TMPDIR/quarry-extraction-dump/<page id>.<candidate>.txt (timings then include I/O).
         let dump = std::env::var("QUARRY_BENCH_DUMP")
             .ok()
-            .filter(|d| name.contains(d.as_str()));
+            .filter(|d| name.contains(d.as_str()))
+            .map(|_| std::env::temp_dir().join("quarry-extraction-dump"));
         for s in &samples {
             let predicted = f(&s.html, &s.url);
-            if dump.is_some() {
-                let _ = std::fs::create_dir_all("/tmp/xdump");
-                let _ = std::fs::write(
-                    format!(
-                        "/tmp/xdump/{}.{}.txt",
-                        s.id,
-                        name.replace(|c: char| !c.is_alphanumeric(), "_")
-                    ),
-                    &predicted,
+            if let Some(dir) = &dump {
+                let file = format!(
+                    "{}.{}.txt",
+                    s.id,
+                    name.replace(|c: char| !c.is_alphanumeric(), "_")
                 );
+                let written = std::fs::create_dir_all(dir)
+                    .and_then(|()| std::fs::write(dir.join(file), &predicted));
+                if let Err(e) = written {
+                    eprintln!("cannot dump to {}: {e}", dir.display());
+                }
             }
             scores.push((score_page(&s.truth, &predicted), s));
         }
