@@ -118,7 +118,8 @@ pub fn default_index_path() -> PathBuf {
     }
 }
 
-/// Everything the stack needs that is not on this machine (empty when all is there).
+/// What searx itself needs that is not on this machine (empty when all is there): Debian's
+/// python3 and searx packages, and the index file.
 pub fn missing_dependencies(index_path: &Path) -> Vec<String> {
     let mut missing = Vec::new();
     if !Path::new(SYSTEM_PYTHON).is_file() {
@@ -129,22 +130,44 @@ pub fn missing_dependencies(index_path: &Path) -> Vec<String> {
     {
         missing.push("Debian package searx".to_string());
     }
-    for tree in DOC_TREES {
-        if !Path::new(DEFAULT_DOC_ROOT)
-            .join(tree)
-            .join("index.html")
-            .is_file()
-        {
-            let package = tree.split('/').next().unwrap_or(tree);
-            missing.push(format!(
-                "Debian package {package} ({DEFAULT_DOC_ROOT}/{tree})"
-            ));
-        }
-    }
     if !index_path.is_file() {
         missing.push(format!("docs index {}", index_path.display()));
     }
     missing
+}
+
+/// Doc packages of [`DOC_TREES`] that are not installed (empty when all are).
+pub fn missing_doc_trees() -> Vec<String> {
+    DOC_TREES
+        .iter()
+        .filter(|tree| {
+            !Path::new(DEFAULT_DOC_ROOT)
+                .join(tree)
+                .join("index.html")
+                .is_file()
+        })
+        .map(|tree| {
+            let package = tree.split('/').next().unwrap_or(tree);
+            format!("Debian package {package} ({DEFAULT_DOC_ROOT}/{tree})")
+        })
+        .collect()
+}
+
+/// For tests: `true` when the test must be skipped because `missing` is not empty and `CI` is not
+/// set (after printing why); panics when something is missing under CI.
+pub fn skip_for_missing(test: &str, missing: &[String]) -> bool {
+    if missing.is_empty() {
+        return false;
+    }
+    let what = missing.join(", ");
+    if running_in_ci() {
+        panic!("{test}: the local search stack is not installed ({what} missing); {INSTALL_HINT}");
+    }
+    eprintln!(
+        "SKIPPED {test}: the local search stack is not installed ({what} missing); \
+         {INSTALL_HINT} to run it"
+    );
+    true
 }
 
 /// The engine's SQL. searx binds the user's query as `:query` and appends
@@ -416,7 +439,8 @@ impl SearchStack {
     /// Starts both with the default doc root and index (see [`default_index_path`]).
     pub async fn start() -> Result<Self, SearxError> {
         let index = default_index_path();
-        let missing = missing_dependencies(&index);
+        let mut missing = missing_dependencies(&index);
+        missing.extend(missing_doc_trees());
         if !missing.is_empty() {
             return Err(SearxError::Missing {
                 what: missing.join(", "),
@@ -433,11 +457,8 @@ impl SearchStack {
     pub async fn start_or_skip(test: &str) -> Option<Self> {
         match Self::start().await {
             Ok(stack) => Some(stack),
-            Err(SearxError::Missing { what }) if !running_in_ci() => {
-                eprintln!(
-                    "SKIPPED {test}: the local search stack is not installed ({what} missing); \
-                     {INSTALL_HINT} to run it"
-                );
+            Err(SearxError::Missing { what }) => {
+                skip_for_missing(test, &[what]);
                 None
             }
             Err(e) => panic!("{test}: cannot start the local search stack: {e}"),

@@ -6,11 +6,16 @@
 //! `CI` is set, where a missing dependency fails the test.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use quarry::sources::Gatherer;
 use quarry::sources::searxng::SearxngGatherer;
-use quarry_e2e::searx::{ENGINE_NAME, PAGE_SIZE, SearchStack, SearxError, SearxInstance};
+use quarry_e2e::docs_server::DocsServer;
+use quarry_e2e::searx::{
+    ENGINE_NAME, PAGE_SIZE, SYSTEM_PYTHON, SearchStack, SearxError, SearxInstance,
+    missing_dependencies, skip_for_missing,
+};
 use serde_json::Value;
 
 const NONSENSE: &str = "xqzvfjw blorptangle";
@@ -222,4 +227,116 @@ async fn a_broken_index_fails_start_with_searx_stderr() {
     let message = err.to_string();
     assert!(matches!(err, SearxError::EngineFailed { .. }), "{err:?}");
     assert!(message.contains("file is not a database"), "{message}");
+}
+
+/// Runs the project's index builder (Debian's python3) and returns its stdout.
+fn build_index(doc_root: &Path, tree: &str, out: &Path) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/build_docs_index.py");
+    let output = std::process::Command::new(SYSTEM_PYTHON)
+        .arg(script)
+        .arg("--if-stale")
+        .arg("--doc-root")
+        .arg(doc_root)
+        .arg("--tree")
+        .arg(tree)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn index_builder_indexes_page_text_without_chrome() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index.sqlite");
+    let root = dir.path().join("doc");
+    let html = root.join("pkg/html");
+    std::fs::create_dir_all(html.join("guide")).unwrap();
+    std::fs::write(
+        html.join("guide/my page.html"),
+        r##"<!DOCTYPE html><html><head><meta charset="utf-8">
+        <title>Frobnicator &#8212; Python 3.11.2 documentation</title>
+        <script>var zzscripttoken = 1;</script><style>.zzstyletoken{}</style></head>
+        <body><div class="related" role="navigation"><a href="x">zznavtoken</a></div>
+        <div class="body" role="main"><h1>Frobnicator<a class="headerlink" href="#f">¶</a></h1>
+        <p>The quuxification of widgets.</p><p>Second<br>line</p></div>
+        <div class="footer">zzfootertoken</div></body></html>"##,
+    )
+    .unwrap();
+    std::fs::write(
+        html.join("other.html"),
+        "<html><head><title>Other</title></head><body><p>widgets widgets widgets</p></body></html>",
+    )
+    .unwrap();
+    std::fs::write(
+        html.join("genindex.html"),
+        "<html><title>Index</title><body>quuxification widgets</body></html>",
+    )
+    .unwrap();
+
+    let missing = missing_dependencies(&index)
+        .into_iter()
+        .filter(|m| !m.starts_with("docs index"))
+        .collect::<Vec<_>>();
+    if skip_for_missing("index_builder_indexes_page_text_without_chrome", &missing) {
+        return;
+    }
+    let first = build_index(&root, "pkg/html", &index);
+    assert!(first.starts_with("indexed 2 pages ("), "{first}");
+    let second = build_index(&root, "pkg/html", &index);
+    assert_eq!(second, format!("index {} is up to date\n", index.display()));
+
+    let docs = DocsServer::start(&root).await.unwrap();
+    let searx = SearxInstance::start(&index, &docs.base_url())
+        .await
+        .unwrap();
+    let gatherer = SearxngGatherer::new(searx.base_url(), Duration::from_secs(10)).unwrap();
+
+    // Porter stemming: the plural finds the singular; the generated index page is not indexed.
+    let hits = gatherer.search("quuxifications", 10).await.unwrap();
+    let page_url = format!("{}/pkg/html/guide/my%20page.html", docs.base_url());
+    assert_eq!(
+        hits,
+        vec![quarry::sources::SearchHit {
+            url: page_url.clone(),
+            title: "Frobnicator".into(),
+            snippet: "Frobnicator The quuxification of widgets. Second line".into(),
+            engine: ENGINE_NAME.into(),
+        }]
+    );
+    let page = reqwest::get(&page_url).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("The quuxification of widgets.")
+    );
+
+    // Term frequency ranks the page saying "widgets" three times first.
+    let hits = gatherer.search("widgets", 10).await.unwrap();
+    assert_eq!(
+        hits.iter().map(|h| h.title.as_str()).collect::<Vec<_>>(),
+        vec!["Other", "Frobnicator"]
+    );
+
+    for chrome in [
+        "zznavtoken",
+        "zzscripttoken",
+        "zzstyletoken",
+        "zzfootertoken",
+        "¶",
+    ] {
+        assert_eq!(
+            gatherer.search(chrome, 10).await.unwrap(),
+            vec![],
+            "{chrome}"
+        );
+    }
 }
