@@ -219,6 +219,26 @@ async fn real_model_serves_openai_chat_completions() {
     .await;
     assert_eq!(status, 400, "body: {body}");
 
+    // A prompt longer than the 8192-token context is refused, not silently truncated.
+    let long = "The quick brown fox jumps over the lazy dog. ".repeat(1200);
+    let (status, body) = post(
+        &model,
+        json!({"messages": [{"role": "user", "content": long}], "max_tokens": 4}),
+    )
+    .await;
+    assert_eq!(status, 400, "body: {body}");
+    let v: Value = serde_json::from_str(&body).expect("error JSON");
+    assert_eq!(v["error"]["code"], "context_length_exceeded");
+
+    // An oversized body (over 4 MiB) gets 413 before anything is parsed.
+    let huge = "a".repeat(5 * 1024 * 1024);
+    let (status, _) = post(
+        &model,
+        json!({"messages": [{"role": "user", "content": huge}]}),
+    )
+    .await;
+    assert_eq!(status, 413);
+
     // The server is still healthy after all of that.
     let health = client()
         .get(format!("{}/health", model.root_url()))

@@ -124,15 +124,18 @@ function readBody(req) {
     return new Promise((resolve, reject) => {
         const chunks = [];
         let size = 0;
-        req.on("data", (c) => {
+        const onData = (c) => {
             size += c.length;
             if (size > MAX_BODY_BYTES) {
+                // Stop reading; the 413 is sent and the connection closed after it (see sendError).
+                req.off("data", onData);
+                req.pause();
                 reject(new HttpError(413, `request body exceeds ${MAX_BODY_BYTES} bytes`));
-                req.destroy();
                 return;
             }
             chunks.push(c);
-        });
+        };
+        req.on("data", onData);
         req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
         req.on("error", reject);
     });
@@ -304,6 +307,11 @@ async function main() {
             throw new HttpError(404, `no route for ${req.method} ${url.pathname}`);
         } catch (err) {
             if (!(err instanceof HttpError)) console.error("quarry-llm-server: request failed:", err);
+            if (err instanceof HttpError && err.status === 413) {
+                // The rest of the body is unread: close the connection once the answer is out.
+                res.setHeader("connection", "close");
+                res.on("finish", () => req.socket?.destroy());
+            }
             sendError(res, err);
         }
     });
@@ -388,7 +396,7 @@ async function complete(engine, cfg, p, res, signal) {
             ? (text) => { if (text !== "") writeChunk({ ...chunkBase, choices: [{ index: 0, delta: { content: text }, finish_reason: null }] }); }
             : undefined,
     });
-    const finishReason = result.metadata.stopReason === "maxTokens" ? "length" : "stop";
+    const finishReason = result.metadata.stopReason === "maxTokens" ? "length" : signal.aborted ? "abort" : "stop";
     const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
     const ended = Date.now();
     const firstToken = ((firstTokenAt ?? ended) - started) / 1000;
