@@ -1,7 +1,7 @@
 //! Pure status logic: the desired ResearchRun status for what the controller knows about a run,
 //! and the Events a status transition calls for. No I/O, no clock (the time is passed in).
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::runtime::events::EventType;
 
 use crate::api::{
@@ -99,28 +99,13 @@ pub fn desired_status(
     match view {
         RunView::Stalled { reason, message } => {
             status.phase = Some(waiting_phase);
-            set_condition(
+            set_conditions(
                 &mut status.conditions,
-                types::STALLED,
-                ConditionStatus::True,
-                reason,
-                message,
-                generation,
-                now,
-            );
-            set_condition(
-                &mut status.conditions,
-                types::RECONCILING,
-                ConditionStatus::False,
-                reason,
-                message,
-                generation,
-                now,
-            );
-            set_condition(
-                &mut status.conditions,
-                types::SUCCEEDED,
-                ConditionStatus::Unknown,
+                &[
+                    (types::STALLED, ConditionStatus::True),
+                    (types::RECONCILING, ConditionStatus::False),
+                    (types::SUCCEEDED, ConditionStatus::Unknown),
+                ],
                 reason,
                 message,
                 generation,
@@ -236,19 +221,12 @@ pub fn desired_status(
 fn running(status: &mut ResearchRunStatus, phase: Phase, generation: Option<i64>, now: &Time) {
     let message = format!("research in progress: {phase}");
     clear_stalled(status, generation, now);
-    set_condition(
+    set_conditions(
         &mut status.conditions,
-        types::RECONCILING,
-        ConditionStatus::True,
-        reasons::RUNNING,
-        &message,
-        generation,
-        now,
-    );
-    set_condition(
-        &mut status.conditions,
-        types::SUCCEEDED,
-        ConditionStatus::Unknown,
+        &[
+            (types::RECONCILING, ConditionStatus::True),
+            (types::SUCCEEDED, ConditionStatus::Unknown),
+        ],
         reasons::RUNNING,
         &message,
         generation,
@@ -261,25 +239,32 @@ fn suspended(status: &mut ResearchRunStatus, phase: Phase, generation: Option<i6
     let message = "spec.suspend is true; set it to false to continue from the last checkpoint";
     status.phase = Some(phase);
     clear_stalled(status, generation, now);
-    set_condition(
+    set_conditions(
         &mut status.conditions,
-        types::RECONCILING,
-        ConditionStatus::False,
-        reasons::SUSPENDED,
-        message,
-        generation,
-        now,
-    );
-    set_condition(
-        &mut status.conditions,
-        types::SUCCEEDED,
-        ConditionStatus::Unknown,
+        &[
+            (types::RECONCILING, ConditionStatus::False),
+            (types::SUCCEEDED, ConditionStatus::Unknown),
+        ],
         reasons::SUSPENDED,
         message,
         generation,
         now,
     );
     status.message = Some(message.to_string());
+}
+
+/// Sets several conditions that share one reason and message.
+fn set_conditions(
+    conditions: &mut Vec<Condition>,
+    which: &[(&str, ConditionStatus)],
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: &Time,
+) {
+    for (type_, value) in which {
+        set_condition(conditions, type_, *value, reason, message, generation, now);
+    }
 }
 
 fn finished(
@@ -291,19 +276,12 @@ fn finished(
     now: &Time,
 ) {
     clear_stalled(status, generation, now);
-    set_condition(
+    set_conditions(
         &mut status.conditions,
-        types::RECONCILING,
-        ConditionStatus::False,
-        reason,
-        message,
-        generation,
-        now,
-    );
-    set_condition(
-        &mut status.conditions,
-        types::SUCCEEDED,
-        succeeded,
+        &[
+            (types::RECONCILING, ConditionStatus::False),
+            (types::SUCCEEDED, succeeded),
+        ],
         reason,
         message,
         generation,
