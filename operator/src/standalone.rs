@@ -247,12 +247,20 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         ))
     });
     let store = Arc::new(LocalStore::new(&state_dir));
-    let engine = wiring::build_engine(&profile.spec, api_key, store.clone()).map_err(|source| {
-        StandaloneError::Wiring {
+    // A budget tier whose key variable is unset is used without a key (local servers need none).
+    let budget_key = profile
+        .spec
+        .models
+        .budget
+        .as_ref()
+        .and_then(|t| t.api_key_env.as_deref())
+        .and_then(|name| std::env::var(name).ok());
+    let engine = wiring::build_engine(&profile.spec, api_key, budget_key, store.clone()).map_err(
+        |source| StandaloneError::Wiring {
             path: path_text,
             source,
-        }
-    })?;
+        },
+    )?;
     let mut input = RunInput::new(opts.query.clone(), opts.mode);
     input.context = opts.context.clone();
     input.limits = opts.limits.clone();

@@ -96,6 +96,10 @@ pub fn gatherer(profile: &ResearchProfileSpec) -> Result<Arc<dyn Gatherer>, Wiri
 pub fn engine_settings(profile: &ResearchProfileSpec) -> EngineSettings {
     let mut settings = EngineSettings::default();
     settings.researcher.page_chars = profile.fetch.page_chars_for_model as usize;
+    if let Some(evidence) = &profile.evidence {
+        settings.model_judge = evidence.model_judge;
+        settings.summarize_sources = evidence.summarize_sources;
+    }
     if let Some(cap) = profile.models.primary.max_output_tokens {
         settings.researcher.max_output_tokens = cap;
         settings.lead_max_tokens = cap;
@@ -119,21 +123,30 @@ pub fn limits(effective: &crate::api::EffectiveLimits) -> Limits {
     }
 }
 
-/// Builds the engine of a run: the primary model tier (the router of fallback tiers comes later),
-/// the gatherer, the guarded fetcher and the given store.
+/// Builds the engine of a run: the primary model tier and the budget tier (the planner's last
+/// resort; the full router of tiers comes later), the gatherer, the guarded fetcher and the store.
 pub fn build_engine(
     profile: &ResearchProfileSpec,
     api_key: Option<String>,
+    budget_key: Option<String>,
     store: Arc<dyn ArtifactStore>,
 ) -> Result<Engine, WiringError> {
     let primary = &profile.models.primary;
     let config = model_config(profile, primary, api_key)?;
     let model: Arc<dyn ChatModel> =
         Arc::new(OpenAiClient::new(config).map_err(|e| err("spec.models.primary", e.to_string()))?);
+    let budget_model: Option<Arc<dyn ChatModel>> = match &profile.models.budget {
+        Some(tier) => Some(Arc::new(
+            OpenAiClient::new(model_config(profile, tier, budget_key)?)
+                .map_err(|e| err("spec.models.budget", e.to_string()))?,
+        )),
+        None => None,
+    };
     let fetcher =
         HttpFetcher::new(fetch_policy(profile)).map_err(|e| err("spec.fetch", e.to_string()))?;
     Ok(Engine {
         model,
+        budget_model,
         gatherer: gatherer(profile)?,
         fetcher: Arc::new(fetcher),
         store,

@@ -22,10 +22,16 @@ use quarry::store::memory::MemoryStore;
 
 type Responder = dyn Fn(&ChatRequest) -> Result<ChatResponse, LlmError> + Send + Sync;
 
+type Delay = dyn Fn(&ChatRequest) -> Option<std::time::Duration> + Send + Sync;
+
 struct FakeModel {
     respond: Box<Responder>,
     requests: Mutex<Vec<ChatRequest>>,
     delay: Option<std::time::Duration>,
+    /// Per-request delay (lets one researcher run slower than its siblings).
+    delay_for: Option<Box<Delay>>,
+    /// Context window reported to the engine.
+    window: u64,
 }
 
 impl FakeModel {
@@ -36,6 +42,8 @@ impl FakeModel {
             respond: Box::new(f),
             requests: Mutex::new(vec![]),
             delay: None,
+            delay_for: None,
+            window: 32_000,
         })
     }
     fn requests(&self) -> Vec<ChatRequest> {
@@ -50,10 +58,13 @@ impl ChatModel for FakeModel {
         if let Some(d) = self.delay {
             tokio::time::sleep(d).await;
         }
+        if let Some(d) = self.delay_for.as_ref().and_then(|f| f(&request)) {
+            tokio::time::sleep(d).await;
+        }
         (self.respond)(&request)
     }
     fn context_window(&self) -> u64 {
-        32_000
+        self.window
     }
 }
 
@@ -186,6 +197,7 @@ fn harness(model: Arc<FakeModel>, empty_search: bool) -> Harness {
     let store = Arc::new(MemoryStore::new());
     let engine = Arc::new(Engine {
         model: model.clone(),
+        budget_model: None,
         gatherer: Arc::new(FakeGatherer {
             empty: empty_search,
         }),
@@ -255,7 +267,7 @@ async fn quick_run_completes_with_a_verified_report() {
     let findings: serde_json::Value =
         serde_json::from_str(&h.store.text(FINDINGS_KEY).unwrap()).unwrap();
     assert_eq!(
-        findings["removedCitations"],
+        findings["unverifiedReferences"],
         json!(["http://invented.example/x"])
     );
     assert_eq!(findings["usage"]["inputTokens"], json!(400));
@@ -316,7 +328,9 @@ async fn an_unreachable_model_fails_with_model_unreachable() {
 async fn no_search_results_give_the_honest_abort_report() {
     let h = harness(FakeModel::new(good_researcher), true);
     let s = run(&h, RunState::new(RunInput::new("zzqx", Mode::Quick))).await;
-    assert_eq!(s.phase, Phase::Completed);
+    // The honest report is stored, and the run says plainly that it found nothing.
+    assert_eq!(s.phase, Phase::Failed);
+    assert_eq!(s.failure.as_ref().unwrap().reason, "NoEvidence");
     let report = h.store.text(REPORT_KEY).unwrap();
     assert!(report.starts_with("# Unable to research: zzqx"), "{report}");
     assert!(s.final_report.unwrap().aborted);
@@ -345,6 +359,7 @@ fn deep_model(plan: &'static str) -> Arc<FakeModel> {
         CallPurpose::Synthesize => Ok(text(
             "# Final\n\nAll found ([a](http://docs/alpha/a.html)).",
         )),
+        CallPurpose::Summarize => Ok(text("- the page says things")),
         _ => good_researcher(req),
     })
 }
@@ -421,6 +436,8 @@ async fn cancel_stops_a_running_researcher() {
         respond: Box::new(|_| Ok(text("late"))),
         requests: Mutex::new(vec![]),
         delay: Some(std::time::Duration::from_secs(60)),
+        delay_for: None,
+        window: 32_000,
     });
     let h = harness(model, false);
     let (tx, rx) = watch::channel(Control::Run);
@@ -468,11 +485,12 @@ async fn a_recovered_run_does_not_redo_finished_researchers() {
             report: quarry::research::state::ResearcherReport {
                 task_id: 0,
                 markdown: "alpha findings ([a](http://docs/alpha/a.html))".into(),
-                fetched: vec![quarry::research::state::SourceRef {
-                    url: "http://docs/alpha/a.html".into(),
-                    title: "A".into(),
-                }],
+                fetched: vec![quarry::research::state::SourceRef::new(
+                    "http://docs/alpha/a.html",
+                    "A",
+                )],
                 seen: vec![],
+                pages: vec![],
                 searches: 1,
                 usage: usage(1, 1),
             },
@@ -734,4 +752,259 @@ async fn a_batch_of_invented_urls_reads_the_top_results_instead() {
             .iter()
             .any(|u| u.contains("made.up"))
     );
+}
+
+/// A deep-mode model: plan `tasks`, evaluator synthesizes, summaries, a fixed synthesis answer.
+fn deep_with(
+    tasks: &'static str,
+    synthesis: &'static str,
+) -> impl Fn(&ChatRequest) -> Result<ChatResponse, LlmError> + Send + Sync + 'static {
+    move |req: &ChatRequest| match req.purpose {
+        CallPurpose::Plan => Ok(text(tasks)),
+        CallPurpose::Evaluate => Ok(text(r#"{"action": "synthesize"}"#)),
+        CallPurpose::Summarize => Ok(text("- the page describes its content")),
+        CallPurpose::Synthesize => Ok(text(synthesis)),
+        _ => good_researcher(req),
+    }
+}
+
+#[tokio::test]
+async fn reports_are_injected_into_later_researchers_and_steered_into_running_ones() {
+    // Three tasks, two at a time: "slow" is still working when "fast" finishes; "late" starts after.
+    let model = Arc::new(FakeModel {
+        respond: Box::new(deep_with(
+            r#"{"complexity": 2, "tasks": ["fast", "slow", "late"]}"#,
+            "# Final\n\nDone ([a](http://docs/fast/a.html)).",
+        )),
+        requests: Mutex::new(vec![]),
+        delay: None,
+        delay_for: Some(Box::new(|req: &ChatRequest| {
+            (req.purpose == CallPurpose::Research && task_of(req) == "slow" && tool_turns(req) == 1)
+                .then(|| std::time::Duration::from_millis(800))
+        })),
+        window: 32_000,
+    });
+    let h = harness(model, false);
+    let mut input = RunInput::new("three tasks", Mode::Deep);
+    input.limits.max_concurrent_researchers = 2;
+    let s = run(&h, RunState::new(input)).await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let reqs = h.model.requests();
+    let research: Vec<&ChatRequest> = reqs
+        .iter()
+        .filter(|r| r.purpose == CallPurpose::Research)
+        .collect();
+    // Injection: "late" (task 2) started after "fast" (task 0) finished and holds its report.
+    let late_first = research.iter().find(|r| task_of(r) == "late").unwrap();
+    assert!(
+        late_first.messages[1]
+            .content
+            .contains("--- report of researcher 0 ---")
+            && late_first.messages[1].content.contains("fast explained."),
+        "{}",
+        late_first.messages[1].content
+    );
+    // Steering: "slow" (task 1) was running and received the report before its next turn.
+    let steered = research
+        .iter()
+        .filter(|r| task_of(r) == "slow")
+        .flat_map(|r| r.messages.iter())
+        .find(|m| {
+            m.content
+                .starts_with("Steering update: researcher 0 of this run just finished")
+        })
+        .expect("a steered report reached the running researcher");
+    assert!(steered.content.contains("fast explained."));
+    // The first researcher to finish got nothing steered (it was never running alongside a finisher).
+    assert!(research.iter().filter(|r| task_of(r) == "fast").all(|r| {
+        r.messages
+            .iter()
+            .all(|m| !m.content.starts_with("Steering update"))
+    }));
+    // No URL fetched twice in the run.
+    let fetched = h.fetcher.fetched.lock().unwrap().clone();
+    let unique: std::collections::BTreeSet<_> = fetched.iter().collect();
+    assert_eq!(unique.len(), fetched.len(), "{fetched:?}");
+}
+
+#[tokio::test]
+async fn an_unusable_agenda_goes_to_the_budget_tier_before_failing() {
+    let primary = deep_model("I would rather not use JSON.");
+    let budget = FakeModel::new(|_| Ok(text(r#"{"complexity": 1, "tasks": ["alpha", "beta"]}"#)));
+    let h = harness(primary, false);
+    let engine = Arc::new(Engine {
+        model: h.model.clone(),
+        budget_model: Some(budget.clone()),
+        gatherer: Arc::new(FakeGatherer { empty: false }),
+        fetcher: h.fetcher.clone(),
+        store: h.store.clone(),
+        settings: EngineSettings::default(),
+    });
+    let (_tx, rx) = watch::channel(Control::Run);
+    let s = executor::run(
+        engine,
+        RunState::new(RunInput::new("deep question", Mode::Deep)),
+        Arc::new(NoopObserver),
+        rx,
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let plans = |m: &FakeModel| {
+        m.requests()
+            .iter()
+            .filter(|r| r.purpose == CallPurpose::Plan)
+            .count()
+    };
+    assert_eq!(
+        plans(&h.model),
+        2,
+        "primary: the answer and one repair retry"
+    );
+    assert_eq!(plans(&budget), 1, "then the budget tier");
+    assert_eq!(s.agenda.len(), 2);
+}
+
+#[tokio::test]
+async fn the_context_gate_counts_with_the_servers_token_numbers() {
+    // The server reports prompts of 6000 tokens in a 10000-token window: every batch is skipped.
+    let model = Arc::new(FakeModel {
+        respond: Box::new(|req: &ChatRequest| {
+            good_researcher(req).map(|mut r| {
+                r.usage.input_tokens = 6000;
+                r
+            })
+        }),
+        requests: Mutex::new(vec![]),
+        delay: None,
+        delay_for: None,
+        window: 10_000,
+    });
+    let h = harness(model, false);
+    let s = run(&h, RunState::new(RunInput::new("gate", Mode::Quick))).await;
+    assert!(h.fetcher.fetched.lock().unwrap().is_empty());
+    let tool_results: Vec<String> = h
+        .model
+        .requests()
+        .iter()
+        .flat_map(|r| r.messages.iter())
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.clone())
+        .collect();
+    assert!(
+        tool_results.iter().any(|c| c.starts_with("Batch 1 skipped: the conversation already fills more than 55%")),
+        "{tool_results:?}"
+    );
+    // Nothing read: the honest report, and the run says so.
+    assert_eq!(
+        s.failure.as_ref().map(|f| f.reason.as_str()),
+        Some("NoEvidence")
+    );
+
+    // The same conversation with small token counts reads its batch.
+    let h = harness(FakeModel::new(good_researcher), false);
+    run(&h, RunState::new(RunInput::new("gate", Mode::Quick))).await;
+    assert!(!h.fetcher.fetched.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn deep_outputs_pass_the_evidence_gate_with_a_precision_figure() {
+    let synthesis = "<research_result>\n# Study\n\n## Key Takeaways\n1. Content of alpha a html docs is real ([a](http://docs/alpha/a.html)).\n2. Quantum entanglement powers every decoder ([a](http://docs/alpha/a.html)).\n3. A page nobody read says otherwise ([x](http://never.read/x)).\n</research_result>";
+    let ideas = "Analysis first.\n<research_result>\n<research_item>\n<source>http://docs/beta/a.html</source>\n<content>\n## Description\nBeta idea.\n</content>\n</research_item>\n<research_item>\n<source>http://invented.example/idea</source>\n<content>\n## Description\nMade up.\n</content>\n</research_item>\n<research_item>\n<source></source>\n<content>no source</content>\n</research_item>\n</research_result>";
+    let model = FakeModel::new(move |req: &ChatRequest| match req.purpose {
+        CallPurpose::Synthesize if req.messages[0].content.contains("Mode: idea") => {
+            Ok(text(ideas))
+        }
+        _ => deep_with(
+            r#"{"complexity": 1, "tasks": ["alpha", "beta"]}"#,
+            synthesis,
+        )(req),
+    });
+    let h = harness(model, false);
+    let mut input = RunInput::new("deep question", Mode::Deep);
+    input.outputs = vec![
+        quarry::research::state::OutputKind::Study,
+        quarry::research::state::OutputKind::Ideas,
+    ];
+    let s = run(&h, RunState::new(input)).await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(report.starts_with("# Study\n"), "{report}");
+    assert!(
+        !report.contains("never.read") && !report.contains("invented.example"),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "## Ideas\n\n### 1. Title of http://docs/beta/a.html\n\n#### Description\nBeta idea."
+        ),
+        "{report}"
+    );
+    assert!(report.contains("_Citation check: 1 of 2 cited claims are supported by the text of the source they cite (precision 0.50)._"), "{report}");
+    let f = s.final_report.as_ref().unwrap();
+    assert_eq!((f.claims_checked, f.claims_supported), (2, 1));
+    assert_eq!(f.citation_precision(), Some(0.5));
+    let findings: serde_json::Value =
+        serde_json::from_str(&h.store.text(FINDINGS_KEY).unwrap()).unwrap();
+    assert_eq!(findings["citationPrecision"], json!(0.5));
+    assert_eq!(
+        findings["unverifiedReferences"],
+        json!(["http://never.read/x", "http://invented.example/idea"])
+    );
+    assert_eq!(findings["ideas"].as_array().unwrap().len(), 1);
+    assert_eq!(findings["droppedItems"]["malformed"]["ideas"], json!(1));
+    assert_eq!(findings["droppedItems"]["unverifiedSource"], json!(1));
+    assert_eq!(findings["claims"][1]["supported"], json!(false));
+    // Per-document summaries ran, one per page read, and fed every output call.
+    let reqs = h.model.requests();
+    assert_eq!(
+        reqs.iter()
+            .filter(|r| r.purpose == CallPurpose::Summarize)
+            .count(),
+        2
+    );
+    let synth: Vec<_> = reqs
+        .iter()
+        .filter(|r| r.purpose == CallPurpose::Synthesize)
+        .collect();
+    assert_eq!(synth.len(), 2);
+    for r in synth {
+        assert!(
+            r.messages[1]
+                .content
+                .contains("- the page describes its content")
+        );
+    }
+    assert_eq!(findings["sourceNotes"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_failed_summary_falls_back_to_the_page_text() {
+    let model = FakeModel::new(|req: &ChatRequest| match req.purpose {
+        CallPurpose::Summarize => Err(LlmError::Timeout { seconds: 1 }),
+        _ => deep_with(
+            r#"{"complexity": 1, "tasks": ["alpha", "beta"]}"#,
+            "# Final\n\nDone ([a](http://docs/alpha/a.html)).",
+        )(req),
+    });
+    let h = harness(model, false);
+    let s = run(
+        &h,
+        RunState::new(RunInput::new("deep question", Mode::Deep)),
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let synth = h
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| r.purpose == CallPurpose::Synthesize)
+        .unwrap();
+    let material = &synth.messages[1].content;
+    assert!(
+        material.contains(
+            "kind=\"opening text (summary unavailable)\">\nContent of http://docs/alpha/a.html"
+        ),
+        "{material}"
+    );
+    assert!(material.contains("Content of http://docs/beta/a.html"));
 }

@@ -81,6 +81,22 @@ pub struct ResearchProfileSpec {
     /// What researchers may fetch and how much of it.
     #[serde(default)]
     pub fetch: FetchPolicy,
+    /// How synthesis weighs evidence: per-source summaries and the optional model judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<EvidencePolicy>,
+}
+
+/// How synthesis treats evidence (seed 004's compressor; the evidence gate's model judge).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidencePolicy {
+    /// Summarize every page read, in parallel, before deep-mode synthesis (one call per page).
+    #[serde(default = "default_true")]
+    pub summarize_sources: bool,
+    /// Ask the model whether each cited page supports its claim, after the lexical check (one
+    /// small call per cited claim, at most 40).
+    #[serde(default)]
+    pub model_judge: bool,
 }
 
 /// The model tiers of a profile.

@@ -15,7 +15,7 @@ use super::lead;
 use super::reducer::{Command, Event, reduce};
 use super::report;
 use super::researcher::{ResearcherDeps, ResearcherSettings, UrlPool, run_researcher};
-use super::state::{Failure, Mode, Phase, RunState, reasons};
+use super::state::{Failure, Phase, ResearcherReport, RunState, reasons};
 use crate::llm::{ChatModel, Usage};
 use crate::scrape::Fetcher;
 use crate::sources::Gatherer;
@@ -34,8 +34,18 @@ pub struct EngineSettings {
     pub researcher: ResearcherSettings,
     /// Output cap of planner and evaluator calls.
     pub lead_max_tokens: u32,
-    /// Output cap of the synthesis call.
+    /// Output cap of each synthesis (output) call.
     pub synthesis_max_tokens: u32,
+    /// Summarize every page read before synthesis (seed 004's compressor, deep mode).
+    pub summarize_sources: bool,
+    /// Pages summarized at most; the rest reach synthesis through the researchers' reports.
+    pub max_summaries: usize,
+    /// Summary and judge calls in flight at once.
+    pub summary_concurrency: usize,
+    /// Output cap of a summary call.
+    pub summary_max_tokens: u32,
+    /// Let the model judge each cited claim after the lexical check.
+    pub model_judge: bool,
 }
 
 impl Default for EngineSettings {
@@ -44,6 +54,11 @@ impl Default for EngineSettings {
             researcher: ResearcherSettings::default(),
             lead_max_tokens: 1024,
             synthesis_max_tokens: 4096,
+            summarize_sources: true,
+            max_summaries: 24,
+            summary_concurrency: 4,
+            summary_max_tokens: 400,
+            model_judge: false,
         }
     }
 }
@@ -51,6 +66,8 @@ impl Default for EngineSettings {
 /// The engine's ports and settings: everything a run talks to.
 pub struct Engine {
     pub model: Arc<dyn ChatModel>,
+    /// The profile's budget tier, asked when the primary's agenda is unusable (seed 001).
+    pub budget_model: Option<Arc<dyn ChatModel>>,
     pub gatherer: Arc<dyn Gatherer>,
     pub fetcher: Arc<dyn Fetcher>,
     pub store: Arc<dyn ArtifactStore>,
@@ -123,10 +140,13 @@ struct Runner {
     tx: mpsc::UnboundedSender<Event>,
     pool: Arc<UrlPool>,
     work: Vec<AbortHandle>,
+    /// Steering channels of running researchers, by task id (seed 000).
+    steering: std::collections::BTreeMap<u32, mpsc::UnboundedSender<ResearcherReport>>,
 }
 
 impl Runner {
     async fn apply(&mut self, event: Event) {
+        self.steer(&event);
         let before = self.state.phase;
         let placeholder = RunState::new(self.state.input.clone());
         let (next, cmds) = reduce(
@@ -140,6 +160,22 @@ impl Runner {
         self.observer.on_change(&self.state, &event);
         for cmd in cmds {
             self.execute(cmd).await;
+        }
+    }
+
+    /// A finished report goes to every researcher still running (seed 000's steering); a
+    /// researcher that ended leaves the steering list.
+    fn steer(&mut self, event: &Event) {
+        match event {
+            Event::ResearcherFinished { report } => {
+                self.steering.remove(&report.task_id);
+                self.steering
+                    .retain(|_, tx| tx.send(report.clone()).is_ok());
+            }
+            Event::ResearcherFailed { task_id, .. } => {
+                self.steering.remove(task_id);
+            }
+            _ => {}
         }
     }
 
@@ -168,6 +204,7 @@ impl Runner {
                 self.spawn(async move {
                     lead::plan(
                         engine.model.as_ref(),
+                        engine.budget_model.as_deref(),
                         &state,
                         engine.settings.lead_max_tokens,
                     )
@@ -195,6 +232,8 @@ impl Runner {
                     settings: engine.settings.researcher.clone(),
                 };
                 let progress_tx = self.tx.clone();
+                let (steer_tx, steer_rx) = mpsc::unbounded_channel();
+                self.steering.insert(task_id, steer_tx);
                 self.spawn(async move {
                     let progress = move |units: u32, usage: Usage| {
                         let _ = progress_tx.send(Event::ResearcherProgress {
@@ -203,7 +242,16 @@ impl Runner {
                             usage,
                         });
                     };
-                    match run_researcher(&deps, &input, task_id, &task, &injected, &progress).await
+                    match run_researcher(
+                        &deps,
+                        &input,
+                        task_id,
+                        &task,
+                        &injected,
+                        Some(steer_rx),
+                        &progress,
+                    )
+                    .await
                     {
                         Ok(report) => Event::ResearcherFinished { report },
                         Err(failure) => Event::ResearcherFailed { task_id, failure },
@@ -222,7 +270,7 @@ impl Runner {
                 });
             }
             Command::Synthesize { partial } => {
-                if partial || self.state.input.mode == Mode::Quick {
+                if partial || lead::synthesis_is_free(&self.state) {
                     // Quick mode returns the researcher's report (seed 000); partial reports cost nothing more.
                     let report =
                         report::compose(&self.state, &lead::merged_reports(&self.state), partial);
@@ -233,12 +281,7 @@ impl Runner {
                 } else {
                     let state = self.state.clone();
                     self.spawn(async move {
-                        lead::synthesize(
-                            engine.model.as_ref(),
-                            &state,
-                            engine.settings.synthesis_max_tokens,
-                        )
-                        .await
+                        lead::synthesize(engine.model.as_ref(), &state, &engine.settings).await
                     });
                 }
             }
@@ -259,6 +302,7 @@ impl Runner {
                 for h in self.work.drain(..) {
                     h.abort();
                 }
+                self.steering.clear();
             }
             Command::Checkpoint => match encode_checkpoint(&self.state) {
                 Ok(bytes) => {
@@ -328,6 +372,7 @@ pub async fn run(
         tx,
         pool,
         work: Vec::new(),
+        steering: Default::default(),
     };
     let initial = *control.borrow_and_update();
     match initial {

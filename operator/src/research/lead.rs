@@ -3,13 +3,20 @@
 //! Parsing is pure and tolerant ([`parse_plan`], [`parse_decision`]); the async functions only
 //! talk to the model and map its answers onto reducer events.
 
-use serde_json::Value;
+use std::sync::Arc;
 
+use futures::future::join_all;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use super::evidence::{ClaimCheck, EvidenceBase};
+use super::executor::EngineSettings;
+use super::outputs::{self, ParsedOutput};
 use super::prompts;
 use super::reducer::Event;
-use super::report;
+use super::report::{self, Draft, SourceNote};
 use super::researcher::failure_from_llm;
-use super::state::{Decision, Failure, RunState, reasons};
+use super::state::{Decision, Failure, Mode, OutputKind, PageExtract, RunState, reasons};
 use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{CallPurpose, ChatModel, ChatRequest, Message, Usage};
 use crate::scrape::truncate_page;
@@ -33,9 +40,10 @@ pub enum PlanOutcome {
 /// Parses the coordinator's answer into an agenda; the error quotes what was wrong for a repair retry.
 pub fn parse_plan(answer: &str) -> Result<PlanOutcome, String> {
     let v = extract_json_object(answer).map_err(|e| e.to_string())?;
+    // Seed 004's intents; only MALICIOUS stops the run (the user asked for research).
     if v.get("intent")
         .and_then(Value::as_str)
-        .is_some_and(|i| i.eq_ignore_ascii_case("malicious"))
+        .is_some_and(|i| i.trim().eq_ignore_ascii_case("malicious"))
     {
         return Ok(PlanOutcome::Refused);
     }
@@ -114,9 +122,56 @@ fn request(
     }
 }
 
-/// Runs the coordinator: one repair retry quoting the parse error, then `PlanUnparseable`.
-pub async fn plan(model: &dyn ChatModel, state: &RunState, max_tokens: u32) -> Event {
+/// Runs the coordinator: one repair retry quoting the parse error, then the budget tier (when the
+/// profile has one) with its own repair retry, then `PlanUnparseable`.
+pub async fn plan(
+    model: &dyn ChatModel,
+    budget: Option<&dyn ChatModel>,
+    state: &RunState,
+    max_tokens: u32,
+) -> Event {
     let mut usage = Usage::default();
+    let first = plan_with(model, state, max_tokens, &mut usage).await;
+    let outcome = match (first, budget) {
+        (Err(PlanError::Unparseable(_)), Some(budget)) => {
+            tracing::info!("the planner's answer was unusable; asking the budget tier");
+            plan_with(budget, state, max_tokens, &mut usage).await
+        }
+        (other, _) => other,
+    };
+    match outcome {
+        Ok(PlanOutcome::Agenda(tasks)) => Event::PlanReady { tasks, usage },
+        Ok(PlanOutcome::Refused) => Event::PlanFailed {
+            failure: Failure::new(
+                reasons::POLICY_REFUSED,
+                "the question was classified as a request to cause harm; no search was made",
+            ),
+            usage,
+        },
+        Err(PlanError::Model(failure)) => Event::PlanFailed { failure, usage },
+        Err(PlanError::Unparseable(last_error)) => Event::PlanFailed {
+            failure: Failure::new(
+                reasons::PLAN_UNPARSEABLE,
+                format!(
+                    "the planner's answer was not a usable agenda after a repair retry: {last_error}"
+                ),
+            ),
+            usage,
+        },
+    }
+}
+
+enum PlanError {
+    Model(Failure),
+    Unparseable(String),
+}
+
+async fn plan_with(
+    model: &dyn ChatModel,
+    state: &RunState,
+    max_tokens: u32,
+    usage: &mut Usage,
+) -> Result<PlanOutcome, PlanError> {
     let mut user = format!("Question: {}", state.input.query);
     if let Some(c) = state
         .input
@@ -129,7 +184,7 @@ pub async fn plan(model: &dyn ChatModel, state: &RunState, max_tokens: u32) -> E
     let mut messages = vec![Message::system(prompts::PLANNER), Message::user(user)];
     let mut last_error = String::new();
     for attempt in 0..2 {
-        let resp = match model
+        let resp = model
             .chat(request(
                 messages.clone(),
                 true,
@@ -137,27 +192,10 @@ pub async fn plan(model: &dyn ChatModel, state: &RunState, max_tokens: u32) -> E
                 CallPurpose::Plan,
             ))
             .await
-        {
-            Ok(r) => r,
-            Err(e) => {
-                return Event::PlanFailed {
-                    failure: failure_from_llm(&e),
-                    usage,
-                };
-            }
-        };
+            .map_err(|e| PlanError::Model(failure_from_llm(&e)))?;
         usage.add(&resp.usage);
         match parse_plan(&resp.content) {
-            Ok(PlanOutcome::Agenda(tasks)) => return Event::PlanReady { tasks, usage },
-            Ok(PlanOutcome::Refused) => {
-                return Event::PlanFailed {
-                    failure: Failure::new(
-                        reasons::POLICY_REFUSED,
-                        "the question was classified as a request to cause harm; no search was made",
-                    ),
-                    usage,
-                };
-            }
+            Ok(outcome) => return Ok(outcome),
             Err(e) if attempt == 0 => {
                 last_error = e.clone();
                 messages.push(Message::assistant(resp.content, vec![]));
@@ -168,15 +206,7 @@ pub async fn plan(model: &dyn ChatModel, state: &RunState, max_tokens: u32) -> E
             Err(e) => last_error = e,
         }
     }
-    Event::PlanFailed {
-        failure: Failure::new(
-            reasons::PLAN_UNPARSEABLE,
-            format!(
-                "the planner's answer was not a usable agenda after a repair retry: {last_error}"
-            ),
-        ),
-        usage,
-    }
+    Err(PlanError::Unparseable(last_error))
 }
 
 /// Runs the lead evaluator after a round.
@@ -217,41 +247,288 @@ pub async fn evaluate(model: &dyn ChatModel, state: &RunState, max_tokens: u32) 
     }
 }
 
-/// Writes the final report with the model (deep mode), then verifies its citations.
-pub async fn synthesize(model: &dyn ChatModel, state: &RunState, max_tokens: u32) -> Event {
-    let outputs = format!("Requested outputs: {:?}.", state.input.outputs);
-    let system = prompts::render(prompts::SYNTHESIZER, &[("outputs", &outputs)]);
-    let user = format!(
+/// The outputs a run asked for, in seed 003's order (study when none).
+pub fn requested_outputs(state: &RunState) -> Vec<OutputKind> {
+    let mut kinds: Vec<OutputKind> = state.input.outputs.clone();
+    kinds.sort();
+    kinds.dedup();
+    if kinds.is_empty() {
+        kinds.push(OutputKind::Study);
+    }
+    kinds
+}
+
+/// True when synthesis needs no model call: quick mode with only the study (the researcher's
+/// report is the result, seed 000).
+pub fn synthesis_is_free(state: &RunState) -> bool {
+    state.input.mode == Mode::Quick && requested_outputs(state) == [OutputKind::Study]
+}
+
+/// Every page the run read, once each (first reader's text).
+fn unique_pages(state: &RunState) -> Vec<PageExtract> {
+    let mut seen = std::collections::BTreeSet::new();
+    state
+        .reports
+        .iter()
+        .flat_map(|r| r.pages.iter())
+        .filter(|p| seen.insert(p.url.clone()))
+        .cloned()
+        .collect()
+}
+
+/// Seed 004's compressor: one summary per page read, in parallel under a semaphore. A failed
+/// summary falls back to the page's opening text, so no source is ever dropped silently.
+pub async fn summarize_sources(
+    model: &dyn ChatModel,
+    state: &RunState,
+    settings: &EngineSettings,
+    usage: &mut Usage,
+) -> Vec<SourceNote> {
+    let pages: Vec<PageExtract> = unique_pages(state)
+        .into_iter()
+        .take(settings.max_summaries)
+        .collect();
+    let gate = Arc::new(Semaphore::new(settings.summary_concurrency.max(1)));
+    let calls = pages.iter().map(|p| {
+        let gate = gate.clone();
+        async move {
+            let _permit = gate.acquire().await.ok();
+            let user = format!(
+                "Question: {}\n\n{}",
+                state.input.query,
+                prompts::fence_page(&p.url, &p.title, &p.text)
+            );
+            model
+                .chat(request(
+                    vec![Message::system(prompts::SUMMARIZER), Message::user(user)],
+                    false,
+                    settings.summary_max_tokens,
+                    CallPurpose::Summarize,
+                ))
+                .await
+        }
+    });
+    let results = join_all(calls).await;
+    let mut notes = Vec::with_capacity(pages.len());
+    for (page, result) in pages.iter().zip(results) {
+        let summary = match result {
+            Ok(resp) => {
+                usage.add(&resp.usage);
+                let text = strip_think(&resp.content).trim().to_string();
+                (!text.is_empty()).then_some(text)
+            }
+            Err(e) => {
+                tracing::warn!(url = %page.url, error = %e, "page summary failed; using its opening text");
+                None
+            }
+        };
+        notes.push(match summary {
+            Some(text) => SourceNote {
+                url: page.url.clone(),
+                title: page.title.clone(),
+                text: truncate_page(&text, 2000).text,
+                summarized: true,
+            },
+            None => SourceNote {
+                url: page.url.clone(),
+                title: page.title.clone(),
+                text: truncate_page(&page.text, 1500).text,
+                summarized: false,
+            },
+        });
+    }
+    notes
+}
+
+/// The material every synthesis call reads: researcher reports and per-source notes.
+fn synthesis_material(state: &RunState, notes: &[SourceNote]) -> String {
+    let mut out = format!(
         "Question: {}\n\nResearchers' reports:\n{}",
         state.input.query,
         reports_digest(state, 20_000)
     );
-    match model
+    if !notes.is_empty() {
+        out.push_str("\nNotes on each page the researchers read:\n");
+        for n in notes {
+            let kind = if n.summarized {
+                "summary"
+            } else {
+                "opening text (summary unavailable)"
+            };
+            out.push_str(&format!(
+                "\n<page url=\"{}\" title=\"{}\" kind=\"{kind}\">\n{}\n</page>\n",
+                n.url,
+                n.title.replace(['"', '\n'], " "),
+                n.text.replace("</page>", "</ page>")
+            ));
+        }
+    }
+    out
+}
+
+/// One seed 003 output call.
+async fn output_call(
+    model: &dyn ChatModel,
+    state: &RunState,
+    kind: OutputKind,
+    material: &str,
+    max_tokens: u32,
+) -> Result<(ParsedOutput, Usage), Failure> {
+    let (mode, instructions) = match kind {
+        OutputKind::Study => ("study", prompts::STUDY),
+        OutputKind::Ideas => ("idea", prompts::IDEAS),
+        OutputKind::Implementations => ("implementation", prompts::IMPLEMENTATIONS),
+    };
+    let top_k = state.input.top_k.max(1).to_string();
+    let instructions = prompts::render(instructions, &[("top_k", &top_k)]);
+    let system = prompts::render(
+        prompts::SYNTHESIS_ENVELOPE,
+        &[
+            ("mode", mode),
+            ("top_k", &top_k),
+            ("mode_instructions", &instructions),
+        ],
+    );
+    let resp = model
         .chat(request(
-            vec![Message::system(system), Message::user(user)],
+            vec![Message::system(system), Message::user(material.to_string())],
             false,
             max_tokens,
             CallPurpose::Synthesize,
         ))
         .await
-    {
-        Ok(resp) => {
-            let body = strip_think(&resp.content);
-            if body.trim().is_empty() {
-                return Event::Synthesized {
-                    report: report::compose(state, &merged_reports(state), true),
-                    usage: resp.usage,
-                };
+        .map_err(|e| failure_from_llm(&e))?;
+    let parsed = outputs::parse(
+        &strip_think(&resp.content),
+        kind,
+        state.input.top_k.max(1) as usize,
+    );
+    Ok((parsed, resp.usage))
+}
+
+/// Produces the requested outputs (deep mode: from summaries and reports; quick mode: the
+/// researcher's report is the study), runs the evidence gate and renders the final report.
+pub async fn synthesize(
+    model: &dyn ChatModel,
+    state: &RunState,
+    settings: &EngineSettings,
+) -> Event {
+    let mut usage = Usage::default();
+    let kinds = requested_outputs(state);
+    let deep = state.input.mode == Mode::Deep;
+    let notes = if deep && settings.summarize_sources {
+        summarize_sources(model, state, settings, &mut usage).await
+    } else {
+        Vec::new()
+    };
+    let material = synthesis_material(state, &notes);
+    let mut draft = Draft {
+        source_notes: notes,
+        ..Draft::default()
+    };
+    let mut failures: Vec<(OutputKind, Failure)> = Vec::new();
+    let mut calls = 0;
+    for kind in kinds {
+        if kind == OutputKind::Study && !deep {
+            draft.study = Some(merged_reports(state));
+            continue;
+        }
+        calls += 1;
+        match output_call(model, state, kind, &material, settings.synthesis_max_tokens).await {
+            Ok((parsed, u)) => {
+                usage.add(&u);
+                if parsed.truncated {
+                    draft.notes.push(format!(
+                        "The {kind:?} output was cut off by the model's output limit; what it held is shown."
+                    ));
+                }
+                match kind {
+                    OutputKind::Study => match parsed.body {
+                        Some(body) => draft.study = Some(report::tidy_model_markdown(&body)),
+                        None => {
+                            draft.notes.push("The synthesis came back empty; the researchers' reports are shown instead.".to_string());
+                            draft.study = Some(merged_reports(state));
+                        }
+                    },
+                    OutputKind::Ideas => draft.ideas = Some(parsed),
+                    OutputKind::Implementations => draft.implementations = Some(parsed),
+                }
             }
-            Event::Synthesized {
-                report: report::compose(state, &body, false),
-                usage: resp.usage,
+            Err(failure) => {
+                tracing::warn!(output = ?kind, reason = %failure.reason, "output call failed");
+                draft.notes.push(format!(
+                    "The {kind:?} output could not be produced ({}: {}).",
+                    failure.reason, failure.message
+                ));
+                if kind == OutputKind::Study {
+                    draft.study = Some(merged_reports(state));
+                }
+                failures.push((kind, failure));
             }
         }
-        Err(e) => Event::SynthesisFailed {
-            failure: Failure::new(reasons::SYNTHESIS_FAILED, failure_from_llm(&e).message),
-            usage: Usage::default(),
-        },
+    }
+    if calls > 0 && failures.len() == calls {
+        let (_, first) = failures.swap_remove(0);
+        return Event::SynthesisFailed {
+            failure: Failure::new(reasons::SYNTHESIS_FAILED, first.message),
+            usage,
+        };
+    }
+    let mut checked = report::check(state, draft);
+    if settings.model_judge {
+        let base = EvidenceBase::from_state(state);
+        judge_claims(model, &mut checked.claims, &base, settings, &mut usage).await;
+    }
+    Event::Synthesized {
+        report: report::render(state, checked, false),
+        usage,
+    }
+}
+
+/// Claims judged by the model at most (each is one small call).
+pub const MAX_JUDGED_CLAIMS: usize = 40;
+
+/// The optional model judge: asks the model whether each cited text supports its claim; a call
+/// that fails or answers unclearly keeps the lexical verdict.
+pub async fn judge_claims(
+    model: &dyn ChatModel,
+    claims: &mut [ClaimCheck],
+    base: &EvidenceBase,
+    settings: &EngineSettings,
+    usage: &mut Usage,
+) {
+    let gate = Arc::new(Semaphore::new(settings.summary_concurrency.max(1)));
+    let calls = claims.iter().take(MAX_JUDGED_CLAIMS).map(|c| {
+        let gate = gate.clone();
+        let evidence = base.evidence_text(&c.url).unwrap_or_default();
+        async move {
+            let _permit = gate.acquire().await.ok();
+            let user = format!(
+                "Claim: {}\n\n{}",
+                c.claim,
+                prompts::fence_page(&c.url, "", &truncate_page(&evidence, 12_000).text)
+            );
+            model
+                .chat(request(
+                    vec![Message::system(prompts::JUDGE), Message::user(user)],
+                    true,
+                    64,
+                    CallPurpose::Classify,
+                ))
+                .await
+        }
+    });
+    let results = join_all(calls).await;
+    for (claim, result) in claims.iter_mut().zip(results) {
+        let Ok(resp) = result else { continue };
+        usage.add(&resp.usage);
+        let verdict = extract_json_object(&resp.content)
+            .ok()
+            .and_then(|v| v.get("supported").and_then(Value::as_bool));
+        if let Some(supported) = verdict {
+            claim.supported = supported;
+            claim.judged_by = "model";
+        }
     }
 }
 

@@ -3,10 +3,13 @@
 //! Knows nothing about Kubernetes (DESIGN §1).
 
 pub mod budget;
+pub mod evidence;
 pub mod executor;
 pub mod lead;
+pub mod outputs;
 pub mod prompts;
 pub mod reducer;
 pub mod report;
 pub mod researcher;
+pub mod scoring;
 pub mod state;

@@ -10,8 +10,18 @@ pub const REPORTER: &str = include_str!("../../../config/prompts/reporter.md");
 pub const PLANNER: &str = include_str!("../../../config/prompts/planner.md");
 /// The lead evaluator's prompt.
 pub const EVALUATOR: &str = include_str!("../../../config/prompts/evaluator.md");
-/// The synthesizer's prompt.
-pub const SYNTHESIZER: &str = include_str!("../../../config/prompts/synthesizer.md");
+/// The common frame of every synthesis call (seed 003's envelope).
+pub const SYNTHESIS_ENVELOPE: &str = include_str!("../../../config/prompts/synthesis_envelope.md");
+/// Study mode instructions (seed 003).
+pub const STUDY: &str = include_str!("../../../config/prompts/study.md");
+/// Idea mode instructions (seed 003).
+pub const IDEAS: &str = include_str!("../../../config/prompts/ideas.md");
+/// Implementation mode instructions (seed 003).
+pub const IMPLEMENTATIONS: &str = include_str!("../../../config/prompts/implementations.md");
+/// Per-document summaries (seed 004's compressor).
+pub const SUMMARIZER: &str = include_str!("../../../config/prompts/summarizer.md");
+/// The optional model judge of the evidence gate.
+pub const JUDGE: &str = include_str!("../../../config/prompts/judge.md");
 
 /// Replaces `{name}` placeholders; unknown placeholders and other braces (JSON examples) stay as they are.
 pub fn render(template: &str, vars: &[(&str, &str)]) -> String {

@@ -220,8 +220,20 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
         Event::Published => {
             if state.phase == Phase::Synthesizing && state.final_report.is_some() {
                 state.published = true;
-                state.phase = Phase::Completed;
                 cmds.push(Command::Checkpoint);
+                if state.final_report.as_ref().is_some_and(|r| r.aborted) {
+                    // The honest report is stored, but the run found nothing: it did not succeed.
+                    state.phase = Phase::Failed;
+                    state.failure = Some(Failure::new(
+                        reasons::NO_EVIDENCE,
+                        format!(
+                            "no usable source was found after {} search(es); an honest \"unable to research\" report was stored instead of an invented one",
+                            state.searches
+                        ),
+                    ));
+                } else {
+                    state.phase = Phase::Completed;
+                }
             }
         }
         Event::TimeLimitReached => {

@@ -18,12 +18,10 @@ fn report(task_id: u32, urls: &[&str], u: Usage) -> ResearcherReport {
         markdown: format!("findings of task {task_id}"),
         fetched: urls
             .iter()
-            .map(|u| SourceRef {
-                url: u.to_string(),
-                title: format!("T {u}"),
-            })
+            .map(|u| SourceRef::new(u.to_string(), format!("T {u}")))
             .collect(),
         seen: vec![],
+        pages: vec![],
         searches: 2,
         usage: u,
     }
@@ -200,6 +198,18 @@ fn quick_run_without_any_source_writes_the_honest_abort_report() {
     assert!(
         r.markdown
             .starts_with("# Unable to research: how does json.loads work")
+    );
+    // The honest report is stored, then the run ends Failed with reason NoEvidence.
+    let (s, cmds) = reduce(s, Event::Published);
+    assert_eq!(cmds, vec![Command::Checkpoint]);
+    assert_eq!(s.phase, Phase::Failed);
+    assert!(s.published);
+    let failure = s.failure.unwrap();
+    assert_eq!(failure.reason, reasons::NO_EVIDENCE);
+    assert!(
+        failure.message.contains("after 2 search(es)"),
+        "{}",
+        failure.message
     );
 }
 
@@ -846,4 +856,91 @@ fn synthesis_failure_fails_the_run() {
     );
     assert_eq!(s.phase, Phase::Failed);
     assert_eq!(cmds, vec![Command::Checkpoint, Command::StopAll]);
+}
+
+#[test]
+fn delegate_loops_run_round_after_round_until_target_rounds_plus_two() {
+    // An evaluator that always delegates: rounds 1, 2 and 3 run, then synthesis without asking.
+    let mut s = deep(3);
+    let (next, _) = run(
+        s,
+        vec![
+            Event::Start,
+            Event::PlanReady {
+                tasks: vec!["a".into(), "b".into()],
+                usage: Usage::default(),
+            },
+        ],
+    );
+    s = next;
+    let mut evaluations = 0;
+    let mut last = vec![];
+    for round in 1..=3u32 {
+        assert_eq!(s.round, round);
+        let ids: Vec<u32> = s
+            .agenda
+            .iter()
+            .filter(|t| t.round == round)
+            .map(|t| t.id)
+            .collect();
+        assert!(!ids.is_empty());
+        for id in ids {
+            let (next, cmds) = reduce(
+                s,
+                Event::ResearcherFinished {
+                    report: report(id, &[&format!("http://x/{id}")], usage(1, 1, 1)),
+                },
+            );
+            s = next;
+            last = cmds;
+        }
+        if last.contains(&Command::Evaluate) {
+            evaluations += 1;
+            let (next, cmds) = reduce(
+                s,
+                Event::Evaluated {
+                    decision: Decision::Delegate {
+                        queries: vec![format!("gap {round}")],
+                    },
+                    usage: usage(5, 5, 5),
+                },
+            );
+            s = next;
+            last = cmds;
+        }
+    }
+    // Two evaluations delegated; the third round was the last, so no third evaluation.
+    assert_eq!(evaluations, 2);
+    assert_eq!(s.round, 3);
+    assert_eq!(s.phase, Phase::Synthesizing);
+    assert_eq!(
+        last,
+        vec![Command::Checkpoint, Command::Synthesize { partial: false }]
+    );
+    assert_eq!(s.progress(), "exploring");
+    // 2 planned + 1 + 1 delegated researchers, 10 units each.
+    assert_eq!(s.budget_units, 40);
+}
+
+#[test]
+fn an_evaluator_answer_that_is_not_json_synthesizes() {
+    let mut s = deep_after_round_one();
+    let decision = crate::research::lead::parse_decision(
+        "# Final report\n\nEverything is covered; here is my synthesis.",
+        3,
+    );
+    assert_eq!(decision, Decision::Synthesize);
+    let (next, cmds) = reduce(
+        s,
+        Event::Evaluated {
+            decision,
+            usage: usage(3, 3, 3),
+        },
+    );
+    s = next;
+    assert_eq!(s.phase, Phase::Synthesizing);
+    assert_eq!(
+        cmds,
+        vec![Command::Checkpoint, Command::Synthesize { partial: false }]
+    );
 }

@@ -7,11 +7,13 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::json;
 
+use super::evidence::{ClaimCheck, EvidenceBase, check_claims, gate_links};
+use super::outputs::{ParsedOutput, ResearchItem};
 use super::state::{FinalReport, RunState, SourceRef, TaskState};
 
 // Markdown links and bare URLs; the character classes stop at the delimiters Markdown uses.
 #[allow(clippy::expect_used)] // constant pattern, checked by the tests
-static LINK_RE: LazyLock<Regex> = LazyLock::new(|| {
+pub(crate) static LINK_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"\[([^\]\n]*)\]\((https?://[^\s)]+)\)|<?(https?://[^\s<>()\]"'`]+)>?"#)
         .expect("valid regex")
 });
@@ -144,35 +146,180 @@ pub fn fetched_sources(state: &RunState) -> Vec<SourceRef> {
     }
     by_url
         .into_iter()
-        .map(|(url, title)| SourceRef { url, title })
+        .map(|(url, title)| SourceRef::new(url, title))
         .collect()
 }
 
-/// Builds the final report from a body: verified citations, a Sources section, findings JSON.
-pub fn compose(state: &RunState, body: &str, partial: bool) -> FinalReport {
-    let fetched = fetched_sources(state);
-    let allowed: BTreeSet<String> = fetched.iter().map(|s| s.url.clone()).collect();
-    let check = verify_citations(&strip_sources_section(body), &allowed);
-    // Cited pages first (in citation order), then the rest the run read.
-    let mut ordered: Vec<SourceRef> = Vec::new();
-    for url in &check.cited {
-        if let Some(s) = fetched.iter().find(|s| &s.url == url) {
-            ordered.push(s.clone());
+/// A per-document summary (seed 004's compressor), or the page's opening text when the summary
+/// failed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceNote {
+    pub url: String,
+    pub title: String,
+    pub text: String,
+    /// False when the summary failed and `text` is the page's opening text.
+    pub summarized: bool,
+}
+
+/// The model's output before the evidence gate: a study body and/or seed 003 items.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Draft {
+    /// Per-document summaries the outputs were written from.
+    pub source_notes: Vec<SourceNote>,
+    /// The study report Markdown (or the researchers' merged reports).
+    pub study: Option<String>,
+    /// Ideas, when requested.
+    pub ideas: Option<ParsedOutput>,
+    /// Implementations, when requested.
+    pub implementations: Option<ParsedOutput>,
+    /// Problems worth telling the reader (an output call that failed, truncated output).
+    pub notes: Vec<String>,
+}
+
+impl Draft {
+    /// A draft holding only a study body.
+    pub fn study(body: &str) -> Self {
+        Self {
+            study: Some(body.to_string()),
+            ..Self::default()
         }
+    }
+}
+
+/// A draft after the evidence gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The draft with every unverifiable citation removed and item sources resolved.
+    pub draft: Draft,
+    /// Verified URLs cited, in order of first citation.
+    pub cited: Vec<String>,
+    /// Cited URLs the run neither fetched nor saw (normalized), removed.
+    pub unverified: Vec<String>,
+    /// Items dropped because their source was unverifiable.
+    pub items_unverified: u32,
+    /// Support verdicts of every cited claim.
+    pub claims: Vec<ClaimCheck>,
+}
+
+fn push_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
+    for i in items {
+        if !list.contains(&i) {
+            list.push(i);
+        }
+    }
+}
+
+/// Runs the evidence gate over a draft (DESIGN §3): unverifiable links removed, items whose
+/// source the run never saw dropped, every cited claim checked against the cited text.
+pub fn check(state: &RunState, draft: Draft) -> Checked {
+    let base = EvidenceBase::from_state(state);
+    let mut cited = Vec::new();
+    let mut unverified = Vec::new();
+    let mut claims = Vec::new();
+    let mut items_unverified = 0;
+    let study = draft.study.map(|body| {
+        let gated = gate_links(&strip_sources_section(&body), &base);
+        claims.extend(check_claims(&gated.markdown, &base));
+        push_unique(&mut cited, gated.cited);
+        push_unique(&mut unverified, gated.unverified);
+        gated.markdown
+    });
+    let mut gate_items = |parsed: Option<ParsedOutput>| {
+        parsed.map(|mut p| {
+            let mut kept = Vec::new();
+            for item in p.items {
+                let Some(source) = base.resolve(&item.source).map(str::to_string) else {
+                    items_unverified += 1;
+                    push_unique(&mut unverified, [normalize_url(&item.source)]);
+                    continue;
+                };
+                let gated = gate_links(&item.content, &base);
+                claims.extend(check_claims(&gated.markdown, &base));
+                push_unique(&mut cited, [source.clone()]);
+                push_unique(&mut cited, gated.cited);
+                push_unique(&mut unverified, gated.unverified);
+                kept.push(ResearchItem {
+                    source,
+                    content: gated.markdown,
+                });
+            }
+            p.items = kept;
+            p
+        })
+    };
+    let ideas = gate_items(draft.ideas);
+    let implementations = gate_items(draft.implementations);
+    Checked {
+        draft: Draft {
+            source_notes: draft.source_notes,
+            study,
+            ideas,
+            implementations,
+            notes: draft.notes,
+        },
+        cited,
+        unverified,
+        items_unverified,
+        claims,
+    }
+}
+
+/// Builds the final report from a body: the evidence gate, a Sources section, findings JSON.
+pub fn compose(state: &RunState, body: &str, partial: bool) -> FinalReport {
+    render(state, check(state, Draft::study(body)), partial)
+}
+
+/// Renders a checked draft as `report.md` and `findings.json`.
+pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport {
+    let base = EvidenceBase::from_state(state);
+    let fetched = fetched_sources(state);
+    // Cited sources first (in citation order), then the rest the run read.
+    let mut ordered: Vec<SourceRef> = Vec::new();
+    for url in &checked.cited {
+        let title = base.title(url).unwrap_or_default();
+        ordered.push(SourceRef::new(url.clone(), title));
     }
     for s in &fetched {
-        if !ordered.contains(s) {
+        if !ordered.iter().any(|o| o.url == s.url) {
             ordered.push(s.clone());
         }
     }
+    let study = checked.draft.study.clone().unwrap_or_default();
     let mut md = String::new();
-    if !check.markdown.trim_start().starts_with("# ") {
+    if !study.trim_start().starts_with("# ") {
         md.push_str(&format!("# {}\n\n", one_line(&state.input.query)));
     }
     if partial {
         md.push_str("> **Partial report**: the run stopped at a limit before research was complete; this is what was found so far.\n\n");
     }
-    md.push_str(check.markdown.trim());
+    md.push_str(study.trim());
+    for (heading, parsed) in [
+        ("Ideas", &checked.draft.ideas),
+        ("Implementations", &checked.draft.implementations),
+    ] {
+        let Some(parsed) = parsed else { continue };
+        md.push_str(&format!("\n\n## {heading}\n"));
+        if parsed.items.is_empty() {
+            md.push_str(&format!(
+                "\n_No {} could be drawn from the sources this run read._\n",
+                heading.to_lowercase()
+            ));
+        }
+        for (i, item) in parsed.items.iter().enumerate() {
+            let title = base
+                .title(&item.source)
+                .filter(|t| !t.trim().is_empty())
+                .unwrap_or(&item.source);
+            md.push_str(&format!(
+                "\n### {}. {}\n\n{}\n\n_Source: [{}]({})_\n",
+                i + 1,
+                one_line(title),
+                demote(&item.content, 2).trim(),
+                escape_link_text(one_line(title).as_str()),
+                item.source
+            ));
+        }
+    }
     md.push_str("\n\n## Sources\n\n");
     for (i, s) in ordered.iter().enumerate() {
         let title = if s.title.trim().is_empty() {
@@ -180,34 +327,65 @@ pub fn compose(state: &RunState, body: &str, partial: bool) -> FinalReport {
         } else {
             s.title.trim()
         };
+        let note = if base.was_fetched(&s.url) {
+            ""
+        } else {
+            " (search result, not read)"
+        };
         md.push_str(&format!(
-            "{}. [{}]({})\n",
+            "{}. [{}]({}){note}\n",
             i + 1,
             escape_link_text(title),
             s.url
         ));
     }
-    if !check.removed.is_empty() {
+    if !checked.unverified.is_empty() {
         md.push_str(&format!(
-            "\n_{} citation(s) to pages this run did not read were removed._\n",
-            check.removed.len()
+            "\n_{} citation(s) to pages this run neither read nor saw in search results were removed._\n",
+            checked.unverified.len()
         ));
     }
-    let findings = findings_json(
-        state,
-        &ordered,
-        &check.cited,
-        &check.removed,
-        partial,
-        false,
-    );
+    let checked_count = u32::try_from(checked.claims.len()).unwrap_or(u32::MAX);
+    let supported =
+        u32::try_from(checked.claims.iter().filter(|c| c.supported).count()).unwrap_or(u32::MAX);
+    if checked_count > 0 {
+        md.push_str(&format!(
+            "\n_Citation check: {supported} of {checked_count} cited claims are supported by the text of the source they cite (precision {:.2})._\n",
+            f64::from(supported) / f64::from(checked_count)
+        ));
+    }
+    for note in &checked.draft.notes {
+        md.push_str(&format!("\n_{note}_\n"));
+    }
+    let findings = findings_json(state, &ordered, &checked, partial, false);
     FinalReport {
         markdown: md,
         findings_json: findings,
         sources: ordered,
         partial,
         aborted: false,
+        claims_checked: checked_count,
+        claims_supported: supported,
     }
+}
+
+/// Pushes Markdown headings `levels` levels down (capped at `######`), outside code fences.
+pub fn demote(md: &str, levels: usize) -> String {
+    let mut in_fence = false;
+    md.lines()
+        .map(|l| {
+            if l.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+            }
+            let hashes = l.chars().take_while(|c| *c == '#').count();
+            if !in_fence && hashes > 0 && l[hashes..].starts_with(' ') {
+                format!("{}{}", "#".repeat((hashes + levels).min(6)), &l[hashes..])
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Seed 004's abort path: an honest report when no usable source was found, instead of an invented one.
@@ -227,21 +405,29 @@ pub fn abort_report(state: &RunState) -> FinalReport {
          - Check the profile's fetch policy: pages on denied or non-allow-listed hosts are not read.\n",
         rounds = state.round.max(1),
     );
-    let findings = findings_json(state, &[], &[], &[], false, true);
+    let empty = Checked {
+        draft: Draft::default(),
+        cited: vec![],
+        unverified: vec![],
+        items_unverified: 0,
+        claims: vec![],
+    };
+    let findings = findings_json(state, &[], &empty, false, true);
     FinalReport {
         markdown: md,
         findings_json: findings,
         sources: vec![],
         partial: false,
         aborted: true,
+        claims_checked: 0,
+        claims_supported: 0,
     }
 }
 
 fn findings_json(
     state: &RunState,
     sources: &[SourceRef],
-    cited: &[String],
-    removed: &[String],
+    checked: &Checked,
     partial: bool,
     aborted: bool,
 ) -> String {
@@ -261,17 +447,35 @@ fn findings_json(
         .iter()
         .map(|r| json!({"taskId": r.task_id, "markdown": r.markdown, "fetched": r.fetched, "searches": r.searches}))
         .collect();
+    let items = |p: &Option<ParsedOutput>| p.as_ref().map(|p| json!(p.items));
+    let dropped = |p: &Option<ParsedOutput>| p.as_ref().map_or(0, |p| p.dropped);
+    let supported = checked.claims.iter().filter(|c| c.supported).count();
+    let precision = (!checked.claims.is_empty())
+        .then(|| ((supported as f64 / checked.claims.len() as f64) * 1000.0).round() / 1000.0);
     let v = json!({
         "query": state.input.query,
         "mode": state.input.mode,
+        "outputs": state.input.outputs,
+        "topK": state.input.top_k,
         "partial": partial,
         "aborted": aborted,
         "rounds": state.round,
         "tasks": tasks,
         "researcherReports": reports,
+        "study": checked.draft.study,
+        "ideas": items(&checked.draft.ideas),
+        "implementations": items(&checked.draft.implementations),
+        "droppedItems": {
+            "malformed": {"ideas": dropped(&checked.draft.ideas), "implementations": dropped(&checked.draft.implementations)},
+            "unverifiedSource": checked.items_unverified,
+        },
+        "notes": checked.draft.notes,
+        "sourceNotes": checked.draft.source_notes,
         "sources": sources,
-        "citedUrls": cited,
-        "removedCitations": removed,
+        "citedUrls": checked.cited,
+        "unverifiedReferences": checked.unverified,
+        "citationPrecision": precision,
+        "claims": checked.claims,
         "usage": {
             "inputTokens": state.usage.input_tokens,
             "outputTokens": state.usage.output_tokens,
@@ -352,11 +556,9 @@ mod tests {
         state.reports.push(ResearcherReport {
             task_id: 0,
             markdown: String::new(),
-            fetched: vec![SourceRef {
-                url: "http://h/json.html".into(),
-                title: "json — JSON encoder".into(),
-            }],
+            fetched: vec![SourceRef::new("http://h/json.html", "json — JSON encoder")],
             seen: vec![],
+            pages: vec![],
             searches: 1,
             usage: Default::default(),
         });
@@ -374,13 +576,12 @@ mod tests {
             r.markdown
                 .contains("## Sources\n\n1. [json — JSON encoder](http://h/json.html)\n")
         );
-        assert!(
-            r.markdown
-                .contains("1 citation(s) to pages this run did not read were removed")
-        );
+        assert!(r.markdown.contains(
+            "1 citation(s) to pages this run neither read nor saw in search results were removed"
+        ));
         assert!(!r.markdown.contains("made.up"));
         let v: serde_json::Value = serde_json::from_str(&r.findings_json).unwrap();
-        assert_eq!(v["removedCitations"], json!(["http://made.up"]));
+        assert_eq!(v["unverifiedReferences"], json!(["http://made.up"]));
         assert_eq!(r.sources.len(), 1);
     }
 

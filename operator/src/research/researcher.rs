@@ -12,7 +12,10 @@ use serde_json::json;
 use super::budget::{GATHER_CALLS, ScrapeStep, ToolBudget};
 use super::prompts;
 use super::report;
-use super::state::{Failure, ResearcherReport, RunInput, SourceRef, reasons};
+use super::scoring::{
+    MIN_PASSING_SOURCES, Reformulation, adaptive_threshold, reformulate, score, social_ratio,
+};
+use super::state::{Failure, PageExtract, ResearcherReport, RunInput, SourceRef, reasons};
 use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{
     CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage,
@@ -25,6 +28,14 @@ const EXCERPT_CHARS: usize = 600;
 
 /// Largest report injected from a sibling (seed 000: up to 50k chars).
 pub const INJECTED_REPORT_CHARS: usize = 50_000;
+/// Characters of a search snippet kept as evidence for citations of unread results.
+const SNIPPET_CHARS: usize = 500;
+/// URLs listed by the scrape handshake at most.
+const HANDSHAKE_LIST: usize = 40;
+
+/// Reports of siblings that finish while a researcher runs, steered in before its next model
+/// turn (seed 000).
+pub type SteeringInbox = tokio::sync::mpsc::UnboundedReceiver<ResearcherReport>;
 
 /// Tunables of a researcher.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +86,14 @@ impl UrlPool {
         match self.urls.lock() {
             Ok(set) => set.contains(url),
             Err(poisoned) => poisoned.into_inner().contains(url),
+        }
+    }
+    /// Up to `limit` claimed URLs, in order.
+    pub fn snapshot(&self, limit: usize) -> Vec<String> {
+        let take = |set: &BTreeSet<String>| set.iter().take(limit).cloned().collect();
+        match self.urls.lock() {
+            Ok(set) => take(&set),
+            Err(poisoned) => take(&poisoned.into_inner()),
         }
     }
 }
@@ -142,17 +161,82 @@ struct Session<'a> {
     known_urls: Vec<String>,
     /// The task this researcher investigates.
     task: String,
+    /// Score of every search result seen, by URL (seed 004).
+    scores: std::collections::BTreeMap<String, f64>,
+    /// Reformulated searches made so far (broaden, narrow, synonyms).
+    reformulations: u32,
+    /// Sibling reports arriving while this researcher runs.
+    steering: Option<SteeringInbox>,
+    /// Task ids of the reports steered in so far.
+    steered: Vec<u32>,
+    /// Messages covered by the last server-reported token count, and that count.
+    anchor: Option<(usize, u64)>,
 }
 
 impl Session<'_> {
+    /// Share of the context window the conversation fills. The server's own token count of the
+    /// last call (its real tokenizer, whatever the model) anchors it; only messages added since
+    /// are estimated, at four characters per token.
     fn context_used(&self) -> f64 {
-        // Four characters per token is the usual estimate; exactness is not needed for a 55% gate.
-        let chars: usize = self.messages.iter().map(|m| m.content.len() + 16).sum();
+        let (tokens, from) = match self.anchor {
+            // The assistant answer right after the anchored request is in its output tokens.
+            Some((sent, tokens)) => (tokens as f64, sent + 1),
+            None => (0.0, 0),
+        };
+        let chars: usize = self
+            .messages
+            .iter()
+            .skip(from)
+            .map(|m| m.content.len() + 16)
+            .sum();
         let window = self.deps.model.context_window().max(1) as f64;
-        (chars as f64 / 4.0) / window
+        (tokens + chars as f64 / 4.0) / window
+    }
+
+    /// Steers reports of siblings that finished since the last turn into the conversation.
+    fn take_steered_reports(&mut self) {
+        let Some(inbox) = self.steering.as_mut() else {
+            return;
+        };
+        let mut arrived = Vec::new();
+        while let Ok(report) = inbox.try_recv() {
+            arrived.push(report);
+        }
+        for r in arrived {
+            if self.steered.contains(&r.task_id) {
+                continue;
+            }
+            self.steered.push(r.task_id);
+            tracing::debug!(from = r.task_id, "sibling report steered in");
+            self.messages.push(Message::user(format!(
+                "Steering update: researcher {} of this run just finished. Its report follows; build on it, do not repeat its work, and do not cite its links unless you read them yourself.\n\n--- report of researcher {} ---\n{}\n",
+                r.task_id,
+                r.task_id,
+                truncate_chars(&r.markdown, INJECTED_REPORT_CHARS)
+            )));
+        }
+    }
+
+    /// Unread search results, best score first.
+    fn best_unread(&self, n: usize) -> Vec<String> {
+        let mut unread: Vec<(f64, usize, &SearchHit)> = self
+            .seen
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| !self.deps.pool.contains(&h.url))
+            .map(|(i, h)| (self.scores.get(&h.url).copied().unwrap_or(0.0), i, h))
+            .collect();
+        unread.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        unread
+            .into_iter()
+            .take(n)
+            .map(|(_, _, h)| h.url.clone())
+            .collect()
     }
 
     async fn call(&mut self, with_tools: bool) -> Result<crate::llm::ChatResponse, Failure> {
+        self.take_steered_reports();
+        let sent = self.messages.len();
         let request = ChatRequest {
             messages: self.messages.clone(),
             tools: if with_tools { tools() } else { vec![] },
@@ -163,6 +247,9 @@ impl Session<'_> {
         match self.deps.model.chat(request).await {
             Ok(resp) => {
                 self.usage.add(&resp.usage);
+                if resp.usage.input_tokens > 0 {
+                    self.anchor = Some((sent, resp.usage.input_tokens + resp.usage.output_tokens));
+                }
                 (self.progress)(self.budget.units(), resp.usage);
                 Ok(resp)
             }
@@ -176,38 +263,103 @@ impl Session<'_> {
                 "Gathering budget exhausted ({GATHER_CALLS} calls). Read pages with `scrape` or write your report."
             );
         }
-        let mut out = String::new();
+        let mut results: Vec<(String, Result<Vec<SearchHit>, String>)> = Vec::new();
         for q in queries.iter().take(3) {
-            self.searches += 1;
-            match self
-                .deps
-                .gatherer
-                .search(q, self.deps.settings.results_per_query)
-                .await
-            {
+            let r = self.run_query(q).await;
+            results.push((q.clone(), r));
+        }
+        // Seed 004's sufficiency check: too few results above the adaptive threshold means the
+        // query is reformulated (broaden, narrow, synonyms) with one more gathering call.
+        let mut notes = String::new();
+        let passing = |s: &Self, results: &[(String, Result<Vec<SearchHit>, String>)]| {
+            let hits: Vec<SearchHit> = results
+                .iter()
+                .filter_map(|(_, r)| r.as_ref().ok())
+                .flatten()
+                .cloned()
+                .collect();
+            let threshold = adaptive_threshold(hits.len(), social_ratio(&hits));
+            let passing = hits
+                .iter()
+                .filter(|h| s.scores.get(&h.url).copied().unwrap_or(0.0) >= threshold)
+                .map(|h| h.url.as_str())
+                .collect::<BTreeSet<_>>()
+                .len();
+            (passing, threshold)
+        };
+        let (count, threshold) = passing(self, &results);
+        if count < MIN_PASSING_SOURCES
+            && self.reformulations < 3
+            && let Some(first) = queries.first()
+            && let Some(next) = reformulate(first, Reformulation::nth(self.reformulations))
+            && self.budget.take_gather()
+        {
+            let strategy = Reformulation::nth(self.reformulations);
+            self.reformulations += 1;
+            notes.push_str(&format!(
+                "Only {count} result(s) passed the quality bar (score >= {threshold:.2}), so the query was reformulated ({strategy:?}) as \"{next}\"; this used one more search call.\n"
+            ));
+            let r = self.run_query(&next).await;
+            results.push((next, r));
+        }
+        let (_, threshold) = passing(self, &results);
+        let mut out = notes;
+        for (q, r) in &results {
+            match r {
                 Ok(hits) if hits.is_empty() => {
                     out.push_str(&format!("Query \"{q}\": no results.\n"))
                 }
                 Ok(hits) => {
                     out.push_str(&format!("Query \"{q}\":\n"));
-                    for (i, h) in hits.iter().enumerate() {
+                    let mut ranked: Vec<&SearchHit> = hits.iter().collect();
+                    let score_of = |h: &SearchHit| self.scores.get(&h.url).copied().unwrap_or(0.0);
+                    ranked.sort_by(|a, b| score_of(b).total_cmp(&score_of(a)));
+                    let mut below = Vec::new();
+                    for h in ranked {
+                        let sc = score_of(h);
+                        if sc < threshold {
+                            below.push(format!("{} — {}", h.title.trim(), h.url));
+                            continue;
+                        }
                         let snippet: String = h.snippet.chars().take(300).collect();
                         out.push_str(&format!(
-                            "{}. {} — {}\n   {}\n",
-                            i + 1,
+                            "- {} — {} (score {sc:.2})\n   {}\n",
                             h.title.trim(),
                             h.url,
                             snippet.trim()
                         ));
-                        if !self.seen.iter().any(|s| s.url == h.url) {
-                            self.seen.push(h.clone());
-                        }
+                    }
+                    if !below.is_empty() {
+                        out.push_str(&format!(
+                            "  Below the quality bar ({threshold:.2}): {}\n",
+                            below.join("; ")
+                        ));
                     }
                 }
                 Err(e) => out.push_str(&format!("Query \"{q}\" failed: {e}\n")),
             }
         }
         out
+    }
+
+    /// Runs one query, scores its results and records them as seen.
+    async fn run_query(&mut self, q: &str) -> Result<Vec<SearchHit>, String> {
+        self.searches += 1;
+        let hits = self
+            .deps
+            .gatherer
+            .search(q, self.deps.settings.results_per_query)
+            .await
+            .map_err(|e| e.to_string())?;
+        for h in &hits {
+            let sc = score(q, h).score;
+            let entry = self.scores.entry(h.url.clone()).or_insert(sc);
+            *entry = entry.max(sc);
+            if !self.seen.iter().any(|s| s.url == h.url) {
+                self.seen.push(h.clone());
+            }
+        }
+        Ok(hits)
     }
 
     async fn scrape(&mut self, urls: &[String]) -> String {
@@ -223,19 +375,29 @@ impl Session<'_> {
         }
         match self.budget.take_scrape(self.context_used()) {
             ScrapeStep::Handshake => {
-                let taken: Vec<&String> =
-                    urls.iter().filter(|u| self.deps.pool.contains(u)).collect();
+                // Seed 000: the handshake returns what siblings took, with no network activity.
+                let taken = self.deps.pool.snapshot(HANDSHAKE_LIST);
                 let list = if taken.is_empty() {
                     "none".to_string()
                 } else {
-                    taken
-                        .iter()
-                        .map(|u| u.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    taken.join(", ")
+                };
+                let clash: Vec<&String> =
+                    urls.iter().filter(|u| self.deps.pool.contains(u)).collect();
+                let clash = if clash.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " Of the URLs you named, these are taken: {}.",
+                        clash
+                            .iter()
+                            .map(|u| u.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
                 };
                 format!(
-                    "Handshake done. URLs already read by other researchers (do not request them): {list}. Call `scrape` again with up to 3 URLs to read batch 1."
+                    "Handshake done. URLs already read by researchers of this run (do not request them): {list}.{clash} Call `scrape` again with up to 3 URLs to read batch 1."
                 )
             }
             ScrapeStep::Batch { index, max_urls } => self.read_batch(index, max_urls, urls).await,
@@ -270,13 +432,7 @@ impl Session<'_> {
         if chosen.is_empty() {
             // Weak models often name URLs they never saw; a batch is too precious to waste,
             // so the best unread search results are read instead, and the model is told.
-            let fallback: Vec<String> = self
-                .seen
-                .iter()
-                .map(|h| h.url.clone())
-                .filter(|u| !self.deps.pool.contains(u))
-                .take(max_urls)
-                .collect();
+            let fallback = self.best_unread(max_urls);
             for u in fallback {
                 if self.deps.pool.claim(&u) {
                     chosen.push(u);
@@ -295,10 +451,7 @@ impl Session<'_> {
                     out.push_str(&prompts::fence_page(url, &page.title, &body));
                     out.push('\n');
                     self.pages.push(body);
-                    self.fetched.push(SourceRef {
-                        url: url.clone(),
-                        title: page.title,
-                    });
+                    self.fetched.push(SourceRef::new(url.clone(), page.title));
                 }
                 Err(e) => out.push_str(&format!("{url}: could not be read ({e})\n")),
             }
@@ -320,13 +473,7 @@ impl Session<'_> {
     ) -> Result<ResearcherReport, Failure> {
         if self.fetched.is_empty() {
             // Searched but never read (weak models repeat searches): read the top results now.
-            let urls: Vec<String> = self
-                .seen
-                .iter()
-                .map(|h| h.url.clone())
-                .filter(|u| !self.deps.pool.contains(u))
-                .take(3)
-                .collect();
+            let urls = self.best_unread(3);
             if !urls.is_empty() {
                 self.read_batch(0, 3, &urls).await;
             }
@@ -446,12 +593,7 @@ impl Session<'_> {
         }
         if !self.seen.is_empty() && !self.budget.scraping_exhausted() {
             // The handshake carries no network; take it, then read the best unread results.
-            let urls: Vec<String> = self
-                .seen
-                .iter()
-                .map(|h| h.url.clone())
-                .filter(|u| !self.deps.pool.contains(u))
-                .collect();
+            let urls = self.best_unread(usize::MAX);
             if urls.is_empty() {
                 return false;
             }
@@ -495,6 +637,7 @@ pub async fn run_researcher(
     task_id: u32,
     task: &str,
     injected: &[ResearcherReport],
+    steering: Option<SteeringInbox>,
     progress: &(dyn Fn(u32, Usage) + Send + Sync),
 ) -> Result<ResearcherReport, Failure> {
     let system = prompts::render(
@@ -541,6 +684,11 @@ pub async fn run_researcher(
         fetched: vec![],
         pages: vec![],
         task: task.to_string(),
+        scores: Default::default(),
+        reformulations: 0,
+        steering,
+        steered: injected.iter().map(|r| r.task_id).collect(),
+        anchor: None,
         searches: 0,
         known_urls: urls_in(&format!(
             "{} {}",
@@ -622,16 +770,28 @@ fn looks_like_tool_call(text: &str) -> bool {
 }
 
 fn finish(s: Session<'_>, task_id: u32, markdown: String) -> ResearcherReport {
+    let pages = s
+        .fetched
+        .iter()
+        .zip(&s.pages)
+        .map(|(src, text)| PageExtract {
+            url: src.url.clone(),
+            title: src.title.clone(),
+            text: text.clone(),
+        })
+        .collect();
     ResearcherReport {
         task_id,
         markdown: report::tidy_model_markdown(&markdown),
         fetched: s.fetched,
+        pages,
         seen: s
             .seen
             .into_iter()
             .map(|h| SourceRef {
                 url: h.url,
                 title: h.title,
+                snippet: h.snippet.chars().take(SNIPPET_CHARS).collect(),
             })
             .collect(),
         searches: s.searches,

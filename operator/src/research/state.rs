@@ -135,6 +135,29 @@ pub struct Task {
 pub struct SourceRef {
     pub url: String,
     pub title: String,
+    /// The search snippet (search results only): the evidence a seen-but-unread result offers.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub snippet: String,
+}
+
+impl SourceRef {
+    /// A source without snippet.
+    pub fn new(url: impl Into<String>, title: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            title: title.into(),
+            snippet: String::new(),
+        }
+    }
+}
+
+/// The text of a page a researcher read, as the model saw it: what the evidence gate checks
+/// claims against and what per-document summaries are made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageExtract {
+    pub url: String,
+    pub title: String,
+    pub text: String,
 }
 
 /// What a finished researcher hands back to the orchestrator.
@@ -146,6 +169,9 @@ pub struct ResearcherReport {
     pub fetched: Vec<SourceRef>,
     /// Search results the researcher saw.
     pub seen: Vec<SourceRef>,
+    /// The text of every page in `fetched`, as shown to the model.
+    #[serde(default)]
+    pub pages: Vec<PageExtract>,
     pub searches: u32,
     pub usage: Usage,
 }
@@ -167,6 +193,20 @@ pub struct FinalReport {
     pub partial: bool,
     /// True for seed 004's honest "unable to research" report.
     pub aborted: bool,
+    /// Cited claims checked against the cited page's text by the evidence gate.
+    #[serde(default)]
+    pub claims_checked: u32,
+    /// Of those, the claims the cited text supports.
+    #[serde(default)]
+    pub claims_supported: u32,
+}
+
+impl FinalReport {
+    /// Share of checked citations that the cited text supports; `None` when nothing was checked.
+    pub fn citation_precision(&self) -> Option<f64> {
+        (self.claims_checked > 0)
+            .then(|| f64::from(self.claims_supported) / f64::from(self.claims_checked))
+    }
 }
 
 /// Why a run failed: a machine reason (CamelCase, used in conditions) and a human message.
@@ -212,6 +252,8 @@ pub mod reasons {
     pub const CANCELLED: &str = "Cancelled";
     /// The query was refused by the intent policy (seed 004).
     pub const POLICY_REFUSED: &str = "PolicyRefused";
+    /// No usable source was found; the honest "unable to research" report was stored (seed 004).
+    pub const NO_EVIDENCE: &str = "NoEvidence";
 }
 
 /// Which limit stopped a run.
