@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use quarry::config::{ConfigError, Layer, Origin, Settings};
-use quarry::research::state::{Limits, MAX_EXTRA_ROUNDS, TARGET_ROUNDS};
+use quarry::research::state::{Limits, MAX_EXTRA_ROUNDS, OutputKind, TARGET_ROUNDS};
 
 /// Quarry: a Kubernetes-native deep-research operator.
 #[derive(Parser, Debug)]
@@ -29,7 +29,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Research a question without a cluster and write the report to a Markdown file.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print every CustomResourceDefinition as YAML.
     Crd,
     /// Run the Kubernetes operator (uses KUBECONFIG or the in-cluster config).
@@ -68,6 +68,32 @@ struct RunArgs {
     /// Directory for checkpoints; rerunning with the same directory resumes.
     #[arg(long)]
     state_dir: Option<String>,
+    /// Outputs to produce, comma-separated: study, ideas, implementations (default study).
+    #[arg(long, value_delimiter = ',', value_parser = parse_output)]
+    outputs: Vec<OutputKind>,
+    /// Items per ideas/implementations output (1..20).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=20))]
+    top_k: u32,
+    /// Researchers running at once in deep mode.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=16))]
+    max_concurrent_researchers: u32,
+    /// Hard cap on rounds, including the evaluator's extra rounds (default targetRounds + 2).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10))]
+    max_rounds: Option<u32>,
+    /// Token limit (input + output) for the whole run.
+    #[arg(long)]
+    max_tokens: Option<u64>,
+}
+
+fn parse_output(s: &str) -> Result<OutputKind, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "study" => Ok(OutputKind::Study),
+        "ideas" | "idea" => Ok(OutputKind::Ideas),
+        "implementations" | "implementation" => Ok(OutputKind::Implementations),
+        other => Err(format!(
+            "unknown output {other:?}: use study, ideas or implementations"
+        )),
+    }
 }
 
 fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
@@ -162,14 +188,14 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         return ExitCode::from(2);
     };
     let limits = Limits {
-        max_concurrent_researchers: 3,
-        max_rounds: TARGET_ROUNDS + MAX_EXTRA_ROUNDS,
+        max_concurrent_researchers: args.max_concurrent_researchers,
+        max_rounds: args.max_rounds.unwrap_or(TARGET_ROUNDS + MAX_EXTRA_ROUNDS),
         max_cost_pico_usd: settings
             .max_cost_usd
             .as_deref()
             .and_then(|v| quarry::api::values::parse_usd_micros(v).ok())
             .map(|m| m.saturating_mul(1_000_000)),
-        max_tokens: None,
+        max_tokens: args.max_tokens,
         timeout_secs: settings.timeout.map(|d| d.as_secs().max(1)),
     };
     let opts = quarry::standalone::StandaloneOptions {
@@ -178,6 +204,8 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         profile,
         out: args.out.clone(),
         mode: settings.mode,
+        outputs: args.outputs.clone(),
+        top_k: args.top_k,
         limits,
         state_dir: settings.state_dir.clone(),
     };

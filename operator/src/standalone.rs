@@ -13,7 +13,7 @@ use crate::api::ResearchProfile;
 use crate::llm::format_pico_usd;
 use crate::research::executor::{self, Control, RunObserver};
 use crate::research::reducer::Event;
-use crate::research::state::{Decision, Limits, Mode, Phase, RunInput, RunState};
+use crate::research::state::{Decision, Limits, Mode, OutputKind, Phase, RunInput, RunState};
 use crate::store::local::LocalStore;
 use crate::wiring;
 
@@ -51,6 +51,10 @@ pub struct StandaloneOptions {
     pub profile: PathBuf,
     pub out: Option<PathBuf>,
     pub mode: Mode,
+    /// Requested outputs (seed 003); empty means the study report.
+    pub outputs: Vec<OutputKind>,
+    /// Items per idea/implementation output.
+    pub top_k: u32,
     pub limits: Limits,
     /// Where checkpoints are kept; a run started again with the same directory resumes.
     pub state_dir: Option<PathBuf>,
@@ -264,6 +268,10 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
     let mut input = RunInput::new(opts.query.clone(), opts.mode);
     input.context = opts.context.clone();
     input.limits = opts.limits.clone();
+    if !opts.outputs.is_empty() {
+        input.outputs = opts.outputs.clone();
+    }
+    input.top_k = opts.top_k.clamp(1, 20);
     // Same state directory, same question: resume instead of paying twice.
     let state = match executor::load_checkpoint(store.as_ref()).await {
         Ok(Some(s)) if s.input.query == input.query && !s.phase.is_terminal() => {

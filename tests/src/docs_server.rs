@@ -9,8 +9,12 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
+use axum::extract::Request;
+use axum::middleware::{self, Next};
+use axum::response::Response;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tower_http::services::ServeDir;
@@ -34,6 +38,8 @@ pub enum DocsServerError {
 pub struct DocsServer {
     addr: SocketAddr,
     root: PathBuf,
+    /// Every request as `METHOD path?query`, in arrival order (the access log).
+    log: Arc<Mutex<Vec<String>>>,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
@@ -49,7 +55,22 @@ impl DocsServer {
             .await
             .map_err(DocsServerError::Bind)?;
         let addr = listener.local_addr().map_err(DocsServerError::Bind)?;
-        let app = Router::new().fallback_service(ServeDir::new(&root));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let recorder = log.clone();
+        let app = Router::new()
+            .fallback_service(ServeDir::new(&root))
+            .layer(middleware::from_fn(move |req: Request, next: Next| {
+                let recorder = recorder.clone();
+                async move {
+                    let line = format!("{} {}", req.method(), req.uri());
+                    recorder
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(line);
+                    let response: Response = next.run(req).await;
+                    response
+                }
+            }));
         let (shutdown, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let server = axum::serve(listener, app).with_graceful_shutdown(async move {
@@ -63,6 +84,7 @@ impl DocsServer {
         Ok(Self {
             addr,
             root,
+            log,
             shutdown: Some(shutdown),
             task,
         })
@@ -81,6 +103,11 @@ impl DocsServer {
     /// The directory being served.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The access log: every request as `METHOD /path?query`, in arrival order.
+    pub fn access_log(&self) -> Vec<String> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -162,6 +189,10 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(missing.status(), 404);
+        let log = server.access_log();
+        assert_eq!(log.len(), 5);
+        assert_eq!(log[0], "GET /pkg/html/page.html");
+        assert_eq!(log[4], "GET /pkg/html/nope.html");
     }
 
     #[tokio::test]

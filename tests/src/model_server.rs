@@ -99,6 +99,14 @@ pub enum Step {
     },
     /// Wait, then perform the inner step (forces client timeouts).
     Delay { millis: u64, then: Box<Step> },
+    /// Wait until the named route has served all its steps (at most 60 s), then `millis` more,
+    /// then perform the inner step: orders parallel conversations deterministically.
+    AwaitRoute {
+        route: String,
+        #[serde(default)]
+        millis: u64,
+        then: Box<Step>,
+    },
     /// A raw HTTP 200 body with the given content type (default `application/json`): malformed
     /// JSON, or a hand-written minimal completion.
     Raw {
@@ -184,6 +192,14 @@ impl Step {
             then: Box::new(then),
         }
     }
+    /// Waits until route `route` is used up, then `millis` more, before performing `then`.
+    pub fn await_route(route: impl Into<String>, millis: u64, then: Step) -> Step {
+        Step::AwaitRoute {
+            route: route.into(),
+            millis,
+            then: Box::new(then),
+        }
+    }
     /// A raw JSON-typed 200 body.
     pub fn raw(body: impl Into<String>) -> Step {
         Step::Raw {
@@ -210,7 +226,7 @@ impl Step {
             | Step::ToolCalls { usage, .. }
             | Step::JsonAction { usage, .. }
             | Step::Repeat { usage, .. } => *usage = new,
-            Step::Delay { then, .. } => {
+            Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => {
                 let inner = std::mem::replace(then.as_mut(), Step::text(""));
                 **then = inner.with_usage(prompt_tokens, completion_tokens);
             }
@@ -223,7 +239,42 @@ impl Step {
     }
 }
 
-/// Steps consumed in order, then `fallback` for every later request (HTTP 500 when absent).
+/// A conversation of its own inside a script: requests whose system prompt or first user
+/// message contains `when` get this route's steps (then its fallback) instead of the script's.
+/// Parallel researchers, the planner and the evaluator can so be scripted independently.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Route {
+    /// Name, for [`Step::AwaitRoute`].
+    pub name: String,
+    /// Substring of the first two messages that selects this route.
+    pub when: String,
+    /// Replies in order.
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// Reply once `steps` are used up (HTTP 500 when absent).
+    #[serde(default)]
+    pub fallback: Option<Step>,
+}
+
+impl Route {
+    /// A route of steps without fallback.
+    pub fn new(name: impl Into<String>, when: impl Into<String>, steps: Vec<Step>) -> Route {
+        Route {
+            name: name.into(),
+            when: when.into(),
+            steps,
+            fallback: None,
+        }
+    }
+    /// Sets the fallback step.
+    pub fn with_fallback(mut self, step: Step) -> Route {
+        self.fallback = Some(step);
+        self
+    }
+}
+
+/// Steps consumed in order, then `fallback` for every later request (HTTP 500 when absent);
+/// requests matching a route are answered by that route instead (first match wins).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Script {
     /// Replies in order.
@@ -232,6 +283,9 @@ pub struct Script {
     /// Reply once `steps` are used up.
     #[serde(default)]
     pub fallback: Option<Step>,
+    /// Conversations scripted on their own.
+    #[serde(default)]
+    pub routes: Vec<Route>,
 }
 
 impl Script {
@@ -240,11 +294,17 @@ impl Script {
         Script {
             steps,
             fallback: None,
+            routes: Vec::new(),
         }
     }
     /// Sets the fallback step.
     pub fn with_fallback(mut self, step: Step) -> Script {
         self.fallback = Some(step);
+        self
+    }
+    /// Adds a route.
+    pub fn with_route(mut self, route: Route) -> Script {
+        self.routes.push(route);
         self
     }
 }
@@ -260,15 +320,26 @@ impl From<Vec<Step>> for Script {
 pub struct RecordedRequest {
     /// Request path, e.g. `/v1/chat/completions`.
     pub path: String,
+    /// Name of the route that answered it, if any.
+    #[serde(default)]
+    pub route: Option<String>,
     /// `Authorization` header value, if any.
     pub authorization: Option<String>,
     /// The body as JSON (a JSON string holding the raw text when it was not JSON).
     pub body: Value,
 }
 
+struct RouteState {
+    name: String,
+    when: String,
+    steps: Mutex<VecDeque<Step>>,
+    fallback: Option<Step>,
+}
+
 struct Inner {
     steps: Mutex<VecDeque<Step>>,
     fallback: Option<Step>,
+    routes: Vec<RouteState>,
     requests: Mutex<Vec<RecordedRequest>>,
     log: Option<Mutex<std::fs::File>>,
 }
@@ -307,6 +378,16 @@ impl ScriptedModel {
         let inner = Arc::new(Inner {
             steps: Mutex::new(script.steps.into()),
             fallback: script.fallback,
+            routes: script
+                .routes
+                .into_iter()
+                .map(|r| RouteState {
+                    name: r.name,
+                    when: r.when,
+                    steps: Mutex::new(r.steps.into()),
+                    fallback: r.fallback,
+                })
+                .collect(),
             requests: Mutex::new(Vec::new()),
             log,
         });
@@ -365,6 +446,14 @@ impl ScriptedModelHandle {
     pub fn steps_remaining(&self) -> usize {
         lock(&self.inner.steps).len()
     }
+    /// Requests answered by the named route, in order.
+    pub fn route_requests(&self, name: &str) -> Vec<Value> {
+        self.recorded()
+            .into_iter()
+            .filter(|r| r.route.as_deref() == Some(name))
+            .map(|r| r.body)
+            .collect()
+    }
 }
 
 /// Locks a mutex, recovering the data if a panicking test thread poisoned it.
@@ -385,7 +474,10 @@ async fn chat(
 ) -> Response {
     let body: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let head = conversation_head(&body);
+    let route = inner.routes.iter().find(|r| head.contains(&r.when));
     let record = RecordedRequest {
+        route: route.map(|r| r.name.clone()),
         path: uri.path().to_string(),
         authorization: headers
             .get(header::AUTHORIZATION)
@@ -418,21 +510,68 @@ async fn chat(
         requests.push(record);
         requests.len()
     };
-    let next = lock(&inner.steps)
-        .pop_front()
-        .or_else(|| inner.fallback.clone());
+    let next = match route {
+        Some(r) => lock(&r.steps).pop_front().or_else(|| r.fallback.clone()),
+        None => lock(&inner.steps)
+            .pop_front()
+            .or_else(|| inner.fallback.clone()),
+    };
     let Some(mut step) = next else {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,
-            format!("scripted model: script exhausted at request {index}"),
+            format!(
+                "scripted model: script exhausted at request {index} (route {:?})",
+                route.map(|r| &r.name)
+            ),
         )
             .into_response();
     };
-    while let Step::Delay { millis, then } = step {
-        tokio::time::sleep(Duration::from_millis(millis)).await;
-        step = *then;
+    loop {
+        match step {
+            Step::Delay { millis, then } => {
+                tokio::time::sleep(Duration::from_millis(millis)).await;
+                step = *then;
+            }
+            Step::AwaitRoute {
+                route: awaited,
+                millis,
+                then,
+            } => {
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+                while tokio::time::Instant::now() < deadline
+                    && inner
+                        .routes
+                        .iter()
+                        .find(|r| r.name == awaited)
+                        .is_some_and(|r| !lock(&r.steps).is_empty())
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(millis)).await;
+                step = *then;
+            }
+            other => {
+                step = other;
+                break;
+            }
+        }
     }
     render(step, stream, &model, index)
+}
+
+/// The system prompt and the first user message of a request, where routes look for their marker.
+fn conversation_head(body: &Value) -> String {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .map(|messages| {
+            messages
+                .iter()
+                .take(2)
+                .filter_map(|m| m.get("content").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
 }
 
 /// The parts of a successful completion.
@@ -528,7 +667,9 @@ fn render(step: Step, stream: bool, model: &str, index: usize) -> Response {
             }
             return response;
         }
-        Step::Delay { then, .. } => return render(*then, stream, model, index),
+        Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => {
+            return render(*then, stream, model, index);
+        }
         Step::Raw { body, content_type } => {
             let ct = content_type.unwrap_or_else(|| "application/json".to_string());
             return ([(header::CONTENT_TYPE, ct)], body).into_response();

@@ -574,6 +574,13 @@ pub struct ReportRef {
     /// Whether the report was cut short by a limit (DESIGN §5).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// Cited claims the evidence gate checked against the text of the cited source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citations_checked: Option<u32>,
+    /// Share of checked citations the cited text supports, a decimal string such as `"0.875"`
+    /// (Kubernetes API conventions avoid floats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citation_precision: Option<String>,
 }
 
 impl ResearchRun {

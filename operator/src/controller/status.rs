@@ -152,6 +152,10 @@ pub fn desired_status(
                     now,
                 );
             }
+            // A stored report is referenced whatever the outcome (NoEvidence stores one too).
+            if let Some(report) = state.final_report.as_ref().filter(|_| state.published) {
+                status.report = Some(report_ref(report, report_configmap));
+            }
             match phase {
                 Phase::Completed => {
                     status.phase = Some(phase);
@@ -167,19 +171,6 @@ pub fn desired_status(
                         generation,
                         now,
                     );
-                    if let Some(report) = &state.final_report {
-                        use sha2::Digest;
-                        status.report = Some(ReportRef {
-                            config_map: Some(report_configmap.to_string()),
-                            object_url: None,
-                            bytes: report.markdown.len() as u64,
-                            sha256: Some(hex::encode(sha2::Sha256::digest(
-                                report.markdown.as_bytes(),
-                            ))),
-                            sources: u32::try_from(report.sources.len()).unwrap_or(u32::MAX),
-                            partial: report.partial,
-                        });
-                    }
                 }
                 Phase::Failed => {
                     status.phase = Some(phase);
@@ -345,6 +336,23 @@ pub fn transition_events(
     events
 }
 
+/// Where a stored report is, with its size, digest and the evidence gate's figures.
+fn report_ref(report: &crate::research::state::FinalReport, configmap: &str) -> ReportRef {
+    use sha2::Digest;
+    ReportRef {
+        config_map: Some(configmap.to_string()),
+        object_url: None,
+        bytes: report.markdown.len() as u64,
+        sha256: Some(hex::encode(sha2::Sha256::digest(
+            report.markdown.as_bytes(),
+        ))),
+        sources: u32::try_from(report.sources.len()).unwrap_or(u32::MAX),
+        partial: report.partial,
+        citations_checked: (report.claims_checked > 0).then_some(report.claims_checked),
+        citation_precision: report.citation_precision().map(|p| format!("{p:.3}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,5 +490,44 @@ mod tests {
                 action: "Research".into()
             }]
         );
+    }
+
+    #[test]
+    fn stored_reports_carry_the_citation_precision_also_when_no_evidence_failed_the_run() {
+        let r = run();
+        let mut state = RunState::new(RunInput::new(
+            "what is CEL?",
+            crate::research::state::Mode::Deep,
+        ));
+        state.phase = EnginePhase::Completed;
+        state.published = true;
+        state.final_report = Some(crate::research::state::FinalReport {
+            markdown: "# CEL".into(),
+            findings_json: "{}".into(),
+            sources: vec![],
+            partial: false,
+            aborted: false,
+            claims_checked: 8,
+            claims_supported: 7,
+        });
+        let s = desired_status(&r, RunView::Progress(&state), "r1-report", &at(2));
+        let report = s.report.unwrap();
+        assert_eq!(report.citations_checked, Some(8));
+        assert_eq!(report.citation_precision.as_deref(), Some("0.875"));
+        assert_eq!(report.bytes, 5);
+
+        let mut none = state.clone();
+        none.phase = EnginePhase::Failed;
+        none.failure = Some(Failure::new("NoEvidence", "no usable source was found"));
+        if let Some(f) = none.final_report.as_mut() {
+            f.aborted = true;
+            f.claims_checked = 0;
+            f.claims_supported = 0;
+        }
+        let s = desired_status(&r, RunView::Progress(&none), "r1-report", &at(3));
+        assert_eq!(cond(&s, "Succeeded"), ("False".into(), "NoEvidence".into()));
+        let report = s.report.unwrap();
+        assert_eq!(report.config_map.as_deref(), Some("r1-report"));
+        assert_eq!(report.citation_precision, None);
     }
 }

@@ -353,6 +353,21 @@ pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport 
             "\n_Citation check: {supported} of {checked_count} cited claims are supported by the text of the source they cite (precision {:.2})._\n",
             f64::from(supported) / f64::from(checked_count)
         ));
+        let unsupported: Vec<&ClaimCheck> =
+            checked.claims.iter().filter(|c| !c.supported).collect();
+        for c in unsupported.iter().take(10) {
+            md.push_str(&format!(
+                "- Not supported by {}: \"{}\"\n",
+                c.url,
+                one_line(&c.claim)
+            ));
+        }
+        if unsupported.len() > 10 {
+            md.push_str(&format!(
+                "- … and {} more (see findings.json)\n",
+                unsupported.len() - 10
+            ));
+        }
     }
     for note in &checked.draft.notes {
         md.push_str(&format!("\n_{note}_\n"));
