@@ -39,6 +39,8 @@ pub enum StandaloneError {
     },
     #[error("the run failed ({reason}): {message}")]
     RunFailed { reason: String, message: String },
+    #[error("the run failed (NoEvidence): {message}; the honest \"unable to research\" report is at {}", path.display())]
+    NoEvidence { path: PathBuf, message: String },
     #[error("the run was cancelled")]
     Cancelled,
 }
@@ -301,6 +303,26 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
     );
     match final_state.phase {
         Phase::Completed => {}
+        // Nothing usable was found: the honest report is written, and the exit status says so.
+        Phase::Failed
+            if final_state
+                .final_report
+                .as_ref()
+                .is_some_and(|r| r.aborted && final_state.published) =>
+        {
+            let message = final_state
+                .failure
+                .as_ref()
+                .map(|f| f.message.clone())
+                .unwrap_or_default();
+            let markdown = final_state
+                .final_report
+                .as_ref()
+                .map(|r| r.markdown.clone())
+                .unwrap_or_default();
+            let path = write_report(opts.out.as_deref(), &opts.query, &markdown)?;
+            return Err(StandaloneError::NoEvidence { path, message });
+        }
         Phase::Cancelled => return Err(StandaloneError::Cancelled),
         _ => {
             let f = final_state.failure.unwrap_or_else(|| {

@@ -1008,3 +1008,60 @@ async fn a_failed_summary_falls_back_to_the_page_text() {
     );
     assert!(material.contains("Content of http://docs/beta/a.html"));
 }
+
+#[tokio::test]
+async fn the_model_judge_overrules_the_lexical_verdict_when_enabled() {
+    // Lexically the first claim is supported and the second is not; the judge says the opposite.
+    let synthesis = "# Judged\n\n- Content of alpha a html docs is real ([a](http://docs/alpha/a.html)).\n- Quantum entanglement powers every decoder ([a](http://docs/alpha/a.html)).";
+    let model = FakeModel::new(move |req: &ChatRequest| match req.purpose {
+        CallPurpose::Classify if req.messages[1].content.contains("Quantum") => {
+            Ok(text(r#"{"supported": true}"#))
+        }
+        CallPurpose::Classify => Ok(text(r#"{"supported": false}"#)),
+        _ => deep_with(
+            r#"{"complexity": 1, "tasks": ["alpha", "beta"]}"#,
+            synthesis,
+        )(req),
+    });
+    let mut h = harness(model, false);
+    let settings = EngineSettings {
+        model_judge: true,
+        ..EngineSettings::default()
+    };
+    h.engine = Arc::new(Engine {
+        model: h.model.clone(),
+        budget_model: None,
+        gatherer: Arc::new(FakeGatherer { empty: false }),
+        fetcher: h.fetcher.clone(),
+        store: h.store.clone(),
+        settings,
+    });
+    let s = run(
+        &h,
+        RunState::new(RunInput::new("deep question", Mode::Deep)),
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let judged = h
+        .model
+        .requests()
+        .iter()
+        .filter(|r| r.purpose == CallPurpose::Classify)
+        .count();
+    assert_eq!(judged, 2);
+    let findings: serde_json::Value =
+        serde_json::from_str(&h.store.text(FINDINGS_KEY).unwrap()).unwrap();
+    let verdicts: Vec<(bool, &str)> = findings["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["supported"].as_bool().unwrap(),
+                c["judgedBy"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(verdicts, vec![(false, "model"), (true, "model")]);
+    assert_eq!(findings["citationPrecision"], json!(0.5));
+}

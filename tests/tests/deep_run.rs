@@ -376,3 +376,32 @@ async fn an_evaluator_that_never_stops_delegating_is_cut_at_target_rounds_plus_t
     let report = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
     assert!(report.starts_with("# Cut"), "{report}");
 }
+
+#[tokio::test]
+async fn a_malicious_question_is_refused_before_any_search() {
+    let Some(stack) = SearchStack::start_or_skip("malicious_refused").await else {
+        return;
+    };
+    let model = ScriptedModel::start(Script::default().with_route(Route::new(
+        "planner",
+        "You are the research coordinator",
+        vec![
+                Step::text(r#"{"intent": "MALICIOUS", "complexity": 1, "tasks": []}"#)
+                    .with_usage(300, 20),
+            ],
+    )))
+    .await
+    .unwrap();
+    let dir = Dir::new("refused");
+    let out = quarry_deep(&dir.0, &model.base_url(), stack.searx.base_url(), &[]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("quarry: the run failed (PolicyRefused): the question was classified as a request to cause harm; no search was made"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("0 searches, 0 pages read"), "{stderr}");
+    assert_eq!(model.request_count(), 1, "only the planner was asked");
+    assert!(stack.docs.access_log().is_empty(), "nothing was fetched");
+    assert!(!dir.0.join("report.md").exists());
+}

@@ -205,11 +205,14 @@ async fn no_search_results_give_the_honest_unable_to_research_report() {
     let dir = Dir::new("nothing");
     let profile = write_profile(&dir.0, &model.base_url(), stack.searx.base_url());
     let out = quarry_run(&dir.0, &profile, "zzqxv wqqz").await;
+    // The honest report is written, but the run did not succeed: exit status and reason say so.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains("quarry: the run failed (NoEvidence): no usable source was found after"),
+        "{stderr}"
     );
+    assert!(stderr.contains("report.md"), "{stderr}");
     let report = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
     assert!(
         report.starts_with("# Unable to research: zzqxv wqqz"),
