@@ -1065,3 +1065,34 @@ async fn the_model_judge_overrules_the_lexical_verdict_when_enabled() {
     assert_eq!(verdicts, vec![(false, "model"), (true, "model")]);
     assert_eq!(findings["citationPrecision"], json!(0.5));
 }
+
+#[tokio::test]
+async fn a_synthesis_that_copies_its_input_is_replaced_by_reports_and_source_notes() {
+    let model = FakeModel::new(|req: &ChatRequest| match req.purpose {
+        // A weak model answers with its own input.
+        CallPurpose::Synthesize => Ok(text(&format!(
+            "<research_result>\n{}",
+            req.messages[1].content
+        ))),
+        _ => deep_with(r#"{"complexity": 1, "tasks": ["alpha", "beta"]}"#, "unused")(req),
+    });
+    let h = harness(model, false);
+    let s = run(
+        &h,
+        RunState::new(RunInput::new("deep question", Mode::Deep)),
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(!report.contains("<page url="), "{report}");
+    assert!(!report.contains("--- researcher"), "{report}");
+    assert!(
+        report.contains("## alpha\n\n### Summary\nalpha explained."),
+        "{report}"
+    );
+    assert!(
+        report.contains("## Notes on each source\n\n### [Title of http://docs/alpha/a.html](http://docs/alpha/a.html)\n\n- the page describes its content"),
+        "{report}"
+    );
+    assert!(report.contains("_The Study output repeated its input instead of answering, so it was discarded; the researchers' reports and the notes on each source are shown instead._"), "{report}");
+}

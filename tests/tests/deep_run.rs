@@ -88,7 +88,14 @@ fn researcher(
 }
 
 fn planner(tasks: &[&str]) -> Route {
-    let plan = json!({"intent": "RESEARCH_REQUIRED", "complexity": 2, "tasks": tasks}).to_string();
+    // Seed 000: complexity 1, 2, 3 plans 2, 3, 5 tasks.
+    let complexity = match tasks.len() {
+        0..=2 => 1,
+        3 | 4 => 2,
+        _ => 3,
+    };
+    let plan = json!({"intent": "RESEARCH_REQUIRED", "complexity": complexity, "tasks": tasks})
+        .to_string();
     Route::new(
         "planner",
         "You are the research coordinator",

@@ -77,6 +77,26 @@ pub fn parse_plan(answer: &str) -> Result<PlanOutcome, String> {
     ))
 }
 
+/// Like [`parse_plan`], but an agenda shorter than its complexity asks for (seed 000: 2, 3 or
+/// 5 tasks) is an error, so the first answer gets a repair retry that names the shortfall.
+pub fn parse_plan_strict(answer: &str) -> Result<PlanOutcome, String> {
+    let outcome = parse_plan(answer)?;
+    if let PlanOutcome::Agenda(tasks) = &outcome {
+        let complexity = extract_json_object(answer)
+            .ok()
+            .and_then(|v| v.get("complexity").and_then(Value::as_u64))
+            .unwrap_or(1);
+        let wanted = tasks_for_complexity(complexity);
+        if tasks.len() < wanted {
+            return Err(format!(
+                "the agenda has {} task(s) but complexity {complexity} needs exactly {wanted} distinct tasks",
+                tasks.len()
+            ));
+        }
+    }
+    Ok(outcome)
+}
+
 /// Parses the evaluator's answer; anything that is not a JSON delegation counts as synthesis (seed 000).
 pub fn parse_decision(answer: &str, max_queries: usize) -> Decision {
     let Ok(v) = extract_json_object(answer) else {
@@ -194,7 +214,13 @@ async fn plan_with(
             .await
             .map_err(|e| PlanError::Model(failure_from_llm(&e)))?;
         usage.add(&resp.usage);
-        match parse_plan(&resp.content) {
+        // The retry is judged leniently: a short agenda beats no agenda.
+        let parsed = if attempt == 0 {
+            parse_plan_strict(&resp.content)
+        } else {
+            parse_plan(&resp.content)
+        };
+        match parsed {
             Ok(outcome) => return Ok(outcome),
             Err(e) if attempt == 0 => {
                 last_error = e.clone();
@@ -225,7 +251,8 @@ pub async fn evaluate(model: &dyn ChatModel, state: &RunState, max_tokens: u32) 
         user.push_str(&format!("- [{:?}] {}\n", t.state, t.query));
     }
     user.push_str("\nFindings so far:\n");
-    user.push_str(&reports_digest(state, 12_000));
+    let share = material_budget(model.context_window()) / state.reports.len().max(1);
+    user.push_str(&reports_digest(state, share.clamp(500, 12_000)));
     match model
         .chat(request(
             vec![Message::system(system), Message::user(user)],
@@ -288,6 +315,11 @@ pub async fn summarize_sources(
         .into_iter()
         .take(settings.max_summaries)
         .collect();
+    tracing::info!(
+        pages = pages.len(),
+        concurrency = settings.summary_concurrency,
+        "summarizing each page read"
+    );
     let gate = Arc::new(Semaphore::new(settings.summary_concurrency.max(1)));
     let calls = pages.iter().map(|p| {
         let gate = gate.clone();
@@ -340,16 +372,32 @@ pub async fn summarize_sources(
     notes
 }
 
-/// The material every synthesis call reads: researcher reports and per-source notes.
-fn synthesis_material(state: &RunState, notes: &[SourceNote]) -> String {
+/// Characters of synthesis material that fit a model: half of its context window (at four
+/// characters per token) goes to the material, the rest to prompt and answer.
+pub fn material_budget(context_window: u64) -> usize {
+    usize::try_from(context_window.saturating_mul(2))
+        .unwrap_or(usize::MAX)
+        .clamp(4_000, 400_000)
+}
+
+/// The material every synthesis call reads: researcher reports and per-source notes, each cut to
+/// its share of `budget` characters (reports half, notes half) so small models are not overrun.
+pub fn synthesis_material(state: &RunState, notes: &[SourceNote], budget: usize) -> String {
+    let reports = state.reports.len().max(1);
+    let (report_share, note_share) = if notes.is_empty() {
+        (budget / reports, 0)
+    } else {
+        (budget / 2 / reports, budget / 2 / notes.len())
+    };
     let mut out = format!(
         "Question: {}\n\nResearchers' reports:\n{}",
         state.input.query,
-        reports_digest(state, 20_000)
+        reports_digest(state, report_share.clamp(500, 20_000))
     );
     if !notes.is_empty() {
         out.push_str("\nNotes on each page the researchers read:\n");
         for n in notes {
+            let text = truncate_page(&n.text, note_share.clamp(300, 2_000)).text;
             let kind = if n.summarized {
                 "summary"
             } else {
@@ -359,11 +407,64 @@ fn synthesis_material(state: &RunState, notes: &[SourceNote]) -> String {
                 "\n<page url=\"{}\" title=\"{}\" kind=\"{kind}\">\n{}\n</page>\n",
                 n.url,
                 n.title.replace(['"', '\n'], " "),
-                n.text.replace("</page>", "</ page>")
+                text.replace("</page>", "</ page>")
             ));
         }
     }
     out
+}
+
+/// True when an answer is mostly a copy of its input: it holds the material's own markers, or
+/// most of its substantial lines appear verbatim in the material.
+pub fn echoes_material(answer: &str, material: &str) -> bool {
+    if [
+        "<page url=",
+        "--- researcher ",
+        "Notes on each page the researchers read",
+    ]
+    .iter()
+    .any(|marker| answer.contains(marker))
+    {
+        return true;
+    }
+    let lines: Vec<&str> = answer
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.len() >= 40)
+        .collect();
+    if lines.len() < 3 {
+        return false;
+    }
+    let copied = lines.iter().filter(|l| material.contains(**l)).count();
+    copied * 2 > lines.len()
+}
+
+/// The study when synthesis produced nothing usable: the researchers' reports, then the note on
+/// each source (its summary, or its opening text), under a link to it.
+pub fn fallback_study(state: &RunState, notes: &[SourceNote]) -> String {
+    let mut md = merged_reports(state);
+    if !notes.is_empty() {
+        md.push_str("\n\n## Notes on each source\n");
+        for n in notes {
+            let title = if n.title.trim().is_empty() {
+                n.url.as_str()
+            } else {
+                n.title.trim()
+            };
+            let kind = if n.summarized {
+                ""
+            } else {
+                " (opening text; the summary failed)"
+            };
+            md.push_str(&format!(
+                "\n### [{}]({}){kind}\n\n{}\n",
+                title.replace(['[', ']'], ""),
+                n.url,
+                report::demote(n.text.trim(), 3)
+            ));
+        }
+    }
+    md
 }
 
 /// One seed 003 output call.
@@ -421,7 +522,7 @@ pub async fn synthesize(
     } else {
         Vec::new()
     };
-    let material = synthesis_material(state, &notes);
+    let material = synthesis_material(state, &notes, material_budget(model.context_window()));
     let mut draft = Draft {
         source_notes: notes,
         ..Draft::default()
@@ -434,9 +535,34 @@ pub async fn synthesize(
             continue;
         }
         calls += 1;
+        tracing::info!(output = ?kind, material_chars = material.len(), "writing output");
         match output_call(model, state, kind, &material, settings.synthesis_max_tokens).await {
             Ok((parsed, u)) => {
                 usage.add(&u);
+                let echoed = parsed
+                    .body
+                    .as_deref()
+                    .is_some_and(|b| echoes_material(b, &material))
+                    || parsed
+                        .items
+                        .iter()
+                        .any(|i| echoes_material(&i.content, &material));
+                if echoed {
+                    // Small models sometimes copy their input instead of writing: never publish that.
+                    tracing::warn!(output = ?kind, "the output repeated its input material");
+                    draft.notes.push(format!(
+                        "The {kind:?} output repeated its input instead of answering, so it was discarded{}.",
+                        if kind == OutputKind::Study {
+                            "; the researchers' reports and the notes on each source are shown instead"
+                        } else {
+                            ""
+                        }
+                    ));
+                    if kind == OutputKind::Study {
+                        draft.study = Some(fallback_study(state, &draft.source_notes));
+                    }
+                    continue;
+                }
                 if parsed.truncated {
                     draft.notes.push(format!(
                         "The {kind:?} output was cut off by the model's output limit; what it held is shown."
@@ -446,8 +572,8 @@ pub async fn synthesize(
                     OutputKind::Study => match parsed.body {
                         Some(body) => draft.study = Some(report::tidy_model_markdown(&body)),
                         None => {
-                            draft.notes.push("The synthesis came back empty; the researchers' reports are shown instead.".to_string());
-                            draft.study = Some(merged_reports(state));
+                            draft.notes.push("The synthesis came back empty; the researchers' reports and the notes on each source are shown instead.".to_string());
+                            draft.study = Some(fallback_study(state, &draft.source_notes));
                         }
                     },
                     OutputKind::Ideas => draft.ideas = Some(parsed),
@@ -461,7 +587,7 @@ pub async fn synthesize(
                     failure.reason, failure.message
                 ));
                 if kind == OutputKind::Study {
-                    draft.study = Some(merged_reports(state));
+                    draft.study = Some(fallback_study(state, &draft.source_notes));
                 }
                 failures.push((kind, failure));
             }
@@ -610,6 +736,71 @@ mod tests {
             parse_plan(objects),
             Ok(PlanOutcome::Agenda(vec!["x".into(), "y".into()]))
         );
+    }
+
+    #[test]
+    fn synthesis_material_fits_a_small_context_window() {
+        use crate::research::state::{Mode, ResearcherReport, RunInput};
+        let mut state = RunState::new(RunInput::new("q", Mode::Deep));
+        for id in 0..3 {
+            state.reports.push(ResearcherReport {
+                task_id: id,
+                markdown: "r".repeat(30_000),
+                fetched: vec![],
+                seen: vec![],
+                pages: vec![],
+                searches: 1,
+                usage: Usage::default(),
+            });
+        }
+        let notes: Vec<SourceNote> = (0..8)
+            .map(|i| SourceNote {
+                url: format!("http://h/{i}"),
+                title: "t".into(),
+                text: "n".repeat(5_000),
+                summarized: true,
+            })
+            .collect();
+        let budget = material_budget(8192);
+        assert_eq!(budget, 16_384);
+        let small = synthesis_material(&state, &notes, budget);
+        // Reports and notes are cut to their shares; fences and notices add a little.
+        assert!(small.len() < budget + 3_000, "{}", small.len());
+        assert_eq!(
+            small.matches("<page url=").count(),
+            8,
+            "every source keeps its note"
+        );
+        let large = synthesis_material(&state, &notes, material_budget(1_000_000));
+        assert!(large.len() > 3 * 20_000 && large.len() < 3 * 21_000 + 8 * 2_400);
+    }
+
+    #[test]
+    fn an_answer_that_copies_its_input_is_recognised() {
+        let material = "Question: q\n\nResearchers' reports:\n--- researcher 0 ---\nThe json module decodes JSON documents into Python objects quickly.\nIt also encodes Python objects as JSON text for the network.\nSeparators can be compacted with the separators argument.\n";
+        assert!(echoes_material(
+            "<research_result>\n--- researcher 0 ---\n...",
+            material
+        ));
+        let copy = "The json module decodes JSON documents into Python objects quickly.\nIt also encodes Python objects as JSON text for the network.\nSeparators can be compacted with the separators argument.";
+        assert!(echoes_material(copy, material));
+        let own = "## Key Takeaways\n1. Use json.loads to decode a JSON document into Python objects.\n2. Use json.dumps with separators to write compact JSON text.\n3. The module handles the JSON types listed in its conversion table.";
+        assert!(!echoes_material(own, material));
+    }
+
+    #[test]
+    fn a_short_agenda_is_repaired_once_then_accepted() {
+        let short = r#"{"intent": "RESEARCH_REQUIRED", "complexity": 1, "tasks": ["only one"]}"#;
+        assert_eq!(
+            parse_plan_strict(short),
+            Err("the agenda has 1 task(s) but complexity 1 needs exactly 2 distinct tasks".into())
+        );
+        assert_eq!(
+            parse_plan(short),
+            Ok(PlanOutcome::Agenda(vec!["only one".into()]))
+        );
+        let ok = r#"{"complexity": 2, "tasks": ["a", "b", "c"]}"#;
+        assert_eq!(parse_plan_strict(ok), parse_plan(ok));
     }
 
     #[test]
