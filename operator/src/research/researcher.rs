@@ -520,7 +520,7 @@ impl Session<'_> {
             md.push_str(&format!(
                 "\n### [{title}]({})\n\n{}\n",
                 source.url,
-                truncate_chars(text, EXCERPT_CHARS).trim()
+                report::demote(truncate_chars(text, EXCERPT_CHARS).trim(), 3)
             ));
         }
         Ok(finish(self, task_id, md))
