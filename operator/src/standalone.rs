@@ -239,11 +239,18 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         path: path_text.clone(),
         message: e.to_string(),
     })?;
-    let api_key = match &profile.spec.models.primary.api_key_env {
-        Some(name) => Some(
-            std::env::var(name).map_err(|_| StandaloneError::MissingKey { name: name.clone() })?,
-        ),
-        None => None,
+    // Every tier's key variable must be set (a key-less local server names none).
+    for (_, tier) in profile.spec.models.iter() {
+        if let Some(name) = &tier.api_key_env
+            && std::env::var(name).is_err()
+        {
+            return Err(StandaloneError::MissingKey { name: name.clone() });
+        }
+    }
+    let api_key = |tier: &crate::api::ModelTier| {
+        tier.api_key_env
+            .as_deref()
+            .and_then(|name| std::env::var(name).ok())
     };
     let state_dir = opts.state_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join("quarry-runs").join(format!(
@@ -253,15 +260,7 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         ))
     });
     let store = Arc::new(LocalStore::new(&state_dir));
-    // A budget tier whose key variable is unset is used without a key (local servers need none).
-    let budget_key = profile
-        .spec
-        .models
-        .budget
-        .as_ref()
-        .and_then(|t| t.api_key_env.as_deref())
-        .and_then(|name| std::env::var(name).ok());
-    let engine = wiring::build_engine(&profile.spec, api_key, budget_key, store.clone()).map_err(
+    let engine = wiring::build_engine(&profile.spec, &api_key, store.clone()).map_err(
         |source| StandaloneError::Wiring {
             path: path_text,
             source,

@@ -4,7 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::{ModelTier, ResearchProfileSpec, SearchTarget, ToolMode as ApiToolMode};
+use crate::api::{
+    ModelTier, ResearchProfileSpec, SearchTarget, TierName, ToolMode as ApiToolMode,
+};
+use crate::llm::limiter::{RateLimits, endpoint};
+use crate::llm::router::{Role, Router, SpendGuard, Tier};
 use crate::llm::openai::OpenAiClient;
 use crate::llm::pricing::Price;
 use crate::llm::{ChatModel, ModelConfig, ToolMode};
@@ -123,30 +127,79 @@ pub fn limits(effective: &crate::api::EffectiveLimits) -> Limits {
     }
 }
 
-/// Builds the engine of a run: the primary model tier and the budget tier (the planner's last
-/// resort; the full router of tiers comes later), the gatherer, the guarded fetcher and the store.
+/// One router tier from a profile tier: its client, price and the endpoint's shared state.
+fn tier(
+    profile: &ResearchProfileSpec,
+    name: TierName,
+    spec: &ModelTier,
+    api_key: Option<String>,
+) -> Result<Tier, WiringError> {
+    let field = format!("spec.models.{}", name.as_str());
+    let config = model_config(profile, spec, api_key)?;
+    let price = config.price;
+    let client = OpenAiClient::new(config).map_err(|e| err(&field, e.to_string()))?;
+    Ok(Tier {
+        name: name.as_str().to_string(),
+        model: Arc::new(client),
+        endpoint: endpoint(
+            &spec.base_url,
+            &spec.model,
+            RateLimits {
+                requests_per_minute: spec.requests_per_minute.map(u64::from),
+                tokens_per_minute: spec.tokens_per_minute,
+            },
+        ),
+        price,
+    })
+}
+
+/// Builds the engine of a run: a router over every model tier of the profile (keys from
+/// `api_key`), the gatherer, the guarded fetcher and the given store.
 pub fn build_engine(
     profile: &ResearchProfileSpec,
-    api_key: Option<String>,
-    budget_key: Option<String>,
+    api_key: &dyn Fn(&ModelTier) -> Option<String>,
     store: Arc<dyn ArtifactStore>,
 ) -> Result<Engine, WiringError> {
-    let primary = &profile.models.primary;
-    let config = model_config(profile, primary, api_key)?;
-    let model: Arc<dyn ChatModel> =
-        Arc::new(OpenAiClient::new(config).map_err(|e| err("spec.models.primary", e.to_string()))?);
+    let spend = Arc::new(SpendGuard::default());
+    let mut primary = None;
+    let mut fallback = None;
+    let mut budget = None;
+    let mut roles = Vec::new();
+    for (name, spec) in profile.models.iter() {
+        let t = tier(profile, name, spec, api_key(spec))?;
+        match name {
+            TierName::Primary => primary = Some(t),
+            TierName::Fallback => fallback = Some(t),
+            TierName::Budget => budget = Some(t),
+            TierName::Planner => roles.push((Role::Planner, t)),
+            TierName::Researcher => roles.push((Role::Researcher, t)),
+            TierName::Evaluator => roles.push((Role::Evaluator, t)),
+            TierName::Summarizer => roles.push((Role::Summarizer, t)),
+            TierName::Writer => roles.push((Role::Writer, t)),
+        }
+    }
+    let primary = primary.ok_or_else(|| err("spec.models.primary", "a primary model is required"))?;
+    // The planner's last resort after an unusable agenda (seed 001): the budget tier on its own.
     let budget_model: Option<Arc<dyn ChatModel>> = match &profile.models.budget {
-        Some(tier) => Some(Arc::new(
-            OpenAiClient::new(model_config(profile, tier, budget_key)?)
+        Some(spec) => Some(Arc::new(
+            OpenAiClient::new(model_config(profile, spec, api_key(spec))?)
                 .map_err(|e| err("spec.models.budget", e.to_string()))?,
         )),
         None => None,
     };
+    let model: Arc<dyn ChatModel> = Arc::new(Router::new(
+        primary,
+        fallback,
+        budget,
+        roles,
+        spend.clone(),
+    ));
     let fetcher =
         HttpFetcher::new(fetch_policy(profile)).map_err(|e| err("spec.fetch", e.to_string()))?;
     Ok(Engine {
         model,
         budget_model,
+        spend,
         gatherer: gatherer(profile)?,
         fetcher: Arc::new(fetcher),
         store,

@@ -198,6 +198,7 @@ fn harness(model: Arc<FakeModel>, empty_search: bool) -> Harness {
     let engine = Arc::new(Engine {
         model: model.clone(),
         budget_model: None,
+        spend: Default::default(),
         gatherer: Arc::new(FakeGatherer {
             empty: empty_search,
         }),
@@ -835,6 +836,7 @@ async fn an_unusable_agenda_goes_to_the_budget_tier_before_failing() {
     let engine = Arc::new(Engine {
         model: h.model.clone(),
         budget_model: Some(budget.clone()),
+        spend: Default::default(),
         gatherer: Arc::new(FakeGatherer { empty: false }),
         fetcher: h.fetcher.clone(),
         store: h.store.clone(),
@@ -1031,6 +1033,7 @@ async fn the_model_judge_overrules_the_lexical_verdict_when_enabled() {
     h.engine = Arc::new(Engine {
         model: h.model.clone(),
         budget_model: None,
+        spend: Default::default(),
         gatherer: Arc::new(FakeGatherer { empty: false }),
         fetcher: h.fetcher.clone(),
         store: h.store.clone(),

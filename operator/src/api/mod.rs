@@ -16,7 +16,7 @@ pub use conditions::{
     types as condition_types,
 };
 pub use profile::{
-    FetchPolicy, ModelPrice, ModelTier, ModelTiers, Provider, ResearchProfile, ResearchProfileSpec,
+    FetchPolicy, ModelPrice, ModelTier, ModelTiers, Provider, ResearchProfile, ResearchProfileSpec, RoleModels,
     ResearchProfileStatus, SearchEndpoint, SearchEngineRef, SearchTarget, SecretKeyRef, TierName,
     ToolMode,
 };

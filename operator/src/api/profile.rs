@@ -111,6 +111,30 @@ pub struct ModelTiers {
     /// Used as `maxCostUSD` nears.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<ModelTier>,
+    /// Per-role primaries: a role listed here uses its own model first, then the tiers above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<RoleModels>,
+}
+
+/// Per-role model overrides (seed 001).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleModels {
+    /// The coordinator that plans the agenda.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<ModelTier>,
+    /// The agent researchers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub researcher: Option<ModelTier>,
+    /// The lead evaluator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluator: Option<ModelTier>,
+    /// Per-document summaries and the citation judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarizer: Option<ModelTier>,
+    /// The final outputs (study, ideas, implementations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<ModelTier>,
 }
 
 /// Name of a model tier.
@@ -122,6 +146,16 @@ pub enum TierName {
     Fallback,
     /// `models.budget`.
     Budget,
+    /// `models.roles.planner`.
+    Planner,
+    /// `models.roles.researcher`.
+    Researcher,
+    /// `models.roles.evaluator`.
+    Evaluator,
+    /// `models.roles.summarizer`.
+    Summarizer,
+    /// `models.roles.writer`.
+    Writer,
 }
 
 impl TierName {
@@ -131,17 +165,31 @@ impl TierName {
             Self::Primary => "primary",
             Self::Fallback => "fallback",
             Self::Budget => "budget",
+            Self::Planner => "roles.planner",
+            Self::Researcher => "roles.researcher",
+            Self::Evaluator => "roles.evaluator",
+            Self::Summarizer => "roles.summarizer",
+            Self::Writer => "roles.writer",
         }
     }
 }
 
 impl ModelTiers {
-    /// The configured tiers in router order: primary, fallback, budget.
+    /// The configured tiers in router order (primary, fallback, budget), then the role overrides.
     pub fn iter(&self) -> impl Iterator<Item = (TierName, &ModelTier)> {
+        let roles = self.roles.as_ref();
+        let role = |name: TierName, pick: fn(&RoleModels) -> Option<&ModelTier>| {
+            roles.and_then(pick).map(|t| (name, t))
+        };
         [
             Some((TierName::Primary, &self.primary)),
             self.fallback.as_ref().map(|t| (TierName::Fallback, t)),
             self.budget.as_ref().map(|t| (TierName::Budget, t)),
+            role(TierName::Planner, |r| r.planner.as_ref()),
+            role(TierName::Researcher, |r| r.researcher.as_ref()),
+            role(TierName::Evaluator, |r| r.evaluator.as_ref()),
+            role(TierName::Summarizer, |r| r.summarizer.as_ref()),
+            role(TierName::Writer, |r| r.writer.as_ref()),
         ]
         .into_iter()
         .flatten()
@@ -225,6 +273,14 @@ pub struct ModelTier {
     /// Stream answers (lets the client stop degenerate repetition early).
     #[serde(default = "default_true")]
     pub stream: bool,
+    /// Requests per minute the endpoint accepts; every run of the operator shares this limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub requests_per_minute: Option<u32>,
+    /// Tokens (input and output) per minute the endpoint accepts, shared like the requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1_000_000_000))]
+    pub tokens_per_minute: Option<u64>,
 }
 
 fn default_model_timeout() -> u32 {

@@ -39,15 +39,8 @@ pub fn build_engine(
     api_keys: &[(SecretKeyRef, ApiKey)],
     store: Arc<dyn ArtifactStore>,
 ) -> Result<Engine, LaunchError> {
-    let key = key_for(api_keys, &profile.models.primary).map(|k| k.expose().to_string());
-    let budget_key = profile
-        .models
-        .budget
-        .as_ref()
-        .and_then(|tier| key_for(api_keys, tier))
-        .map(|k| k.expose().to_string());
-    crate::wiring::build_engine(profile, key, budget_key, store)
-        .map_err(|e| LaunchError(e.to_string()))
+    let key = |tier: &ModelTier| key_for(api_keys, tier).map(|k| k.expose().to_string());
+    crate::wiring::build_engine(profile, &key, store).map_err(|e| LaunchError(e.to_string()))
 }
 
 /// Forwards every engine state to the run's status writer (which coalesces them).

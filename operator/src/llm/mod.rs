@@ -167,6 +167,12 @@ pub enum LlmError {
     Degenerate { tokens: u64 },
     #[error("model configuration invalid: {0}")]
     Config(String),
+    /// The call was not made: its worst case would pass the run's budget (DESIGN §5).
+    #[error("{message}")]
+    BudgetExhausted { tokens: bool, message: String },
+    /// Every tier's circuit breaker is open; no call was made.
+    #[error("every model endpoint is unavailable (circuit open): {endpoints}")]
+    CircuitOpen { endpoints: String },
 }
 
 impl LlmError {
@@ -189,10 +195,13 @@ pub trait ChatModel: Send + Sync {
     fn context_window(&self) -> u64;
 }
 
+pub mod breaker;
 pub mod json_extract;
+pub mod limiter;
 pub mod openai;
 pub mod pricing;
 pub mod repetition;
+pub mod router;
 
 /// How tools are offered to a model.
 #[derive(

@@ -449,11 +449,13 @@ async fn read_limited(
     Ok(out)
 }
 
-fn estimate_tokens(chars: usize) -> u64 {
+/// Tokens a text of `chars` characters is assumed to hold when the server reports no usage.
+pub fn estimate_tokens(chars: usize) -> u64 {
     (chars as u64).div_ceil(CHARS_PER_TOKEN)
 }
 
-fn request_chars(request: &ChatRequest) -> usize {
+/// Characters a request sends: messages, tool-call arguments and tool definitions.
+pub fn request_chars(request: &ChatRequest) -> usize {
     let messages: usize = request
         .messages
         .iter()

@@ -16,6 +16,7 @@ use super::reducer::{Command, Event, reduce};
 use super::report;
 use super::researcher::{ResearcherDeps, ResearcherSettings, UrlPool, run_researcher};
 use super::state::{Failure, Phase, ResearcherReport, RunState, reasons};
+use crate::llm::router::SpendGuard;
 use crate::llm::{ChatModel, Usage};
 use crate::scrape::Fetcher;
 use crate::sources::Gatherer;
@@ -68,6 +69,8 @@ pub struct Engine {
     pub model: Arc<dyn ChatModel>,
     /// The profile's budget tier, asked when the primary's agenda is unusable (seed 001).
     pub budget_model: Option<Arc<dyn ChatModel>>,
+    /// The run's budget as the model router enforces it (configured when the run starts).
+    pub spend: Arc<SpendGuard>,
     pub gatherer: Arc<dyn Gatherer>,
     pub fetcher: Arc<dyn Fetcher>,
     pub store: Arc<dyn ArtifactStore>,
@@ -354,6 +357,13 @@ pub async fn run(
     mut control: watch::Receiver<Control>,
 ) -> RunState {
     let (tx, mut rx) = mpsc::unbounded_channel();
+    // The router refuses calls whose worst case would pass the run's limits; a resumed run
+    // keeps what it already spent.
+    engine.spend.configure(
+        state.input.limits.max_cost_pico_usd,
+        state.input.limits.max_tokens,
+        &state.usage,
+    );
     let pool = Arc::new(UrlPool::with(state.fetched_urls.iter().cloned()));
     let first = if state.phase == Phase::Pending {
         Event::Start

@@ -580,6 +580,14 @@ pub async fn synthesize(
                     OutputKind::Implementations => draft.implementations = Some(parsed),
                 }
             }
+            Err(failure)
+                if kind == OutputKind::Study
+                    && [reasons::COST_LIMIT, reasons::TOKEN_LIMIT]
+                        .contains(&failure.reason.as_str()) =>
+            {
+                // No budget for the report itself: the reducer assembles the partial one.
+                return Event::SynthesisFailed { failure, usage };
+            }
             Err(failure) => {
                 tracing::warn!(output = ?kind, reason = %failure.reason, "output call failed");
                 draft.notes.push(format!(

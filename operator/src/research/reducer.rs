@@ -130,7 +130,10 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
         Event::PlanFailed { failure, usage } => {
             state.usage.add(&usage);
             if state.phase == Phase::Planning {
-                fail(state, cmds, failure);
+                match limit_of(&failure) {
+                    Some(hit) => stop_at_limit(state, cmds, hit),
+                    None => fail(state, cmds, failure),
+                }
             }
         }
         Event::ResearcherProgress {
@@ -173,6 +176,13 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
             }
             task.state = TaskState::Failed;
             task.error = Some(format!("{}: {}", failure.reason, failure.message));
+            // The router refused a call that would pass a budget: the run stops at that limit.
+            if let Some(hit) = limit_of(&failure) {
+                if state.phase == Phase::Researching {
+                    stop_at_limit(state, cmds, hit);
+                }
+                return;
+            }
             if state.input.mode == Mode::Quick {
                 fail(state, cmds, failure);
                 return;
@@ -214,7 +224,11 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
         Event::SynthesisFailed { failure, usage } => {
             state.usage.add(&usage);
             if state.phase == Phase::Synthesizing {
-                fail(state, cmds, failure);
+                match limit_of(&failure) {
+                    // No budget left for the writer: assemble the partial report without a call.
+                    Some(hit) if state.limit_hit.is_none() => stop_at_limit(state, cmds, hit),
+                    _ => fail(state, cmds, failure),
+                }
             }
         }
         Event::Published => {
@@ -521,6 +535,15 @@ fn stop_at_limit(state: &mut RunState, cmds: &mut Vec<Command>, hit: LimitHit) {
             }
         }
         Phase::Completed | Phase::Failed | Phase::Cancelled => {}
+    }
+}
+
+/// The limit a failure reports, when the router refused a call for a budget.
+fn limit_of(failure: &Failure) -> Option<LimitHit> {
+    match failure.reason.as_str() {
+        reasons::COST_LIMIT => Some(LimitHit::Cost),
+        reasons::TOKEN_LIMIT => Some(LimitHit::Tokens),
+        _ => None,
     }
 }
 

@@ -1,0 +1,138 @@
+//! A circuit breaker per model endpoint (seed 004): closed → open after 5 consecutive failures →
+//! half-open after 60 s → closed after 2 successes; a failure while half-open opens it again.
+//!
+//! Pure: the caller passes the time, so every transition is tested without sleeping.
+
+use std::time::{Duration, Instant};
+
+/// Consecutive failures that open the circuit.
+pub const FAILURES_TO_OPEN: u32 = 5;
+/// How long an open circuit refuses calls before letting trial calls through.
+pub const OPEN_FOR: Duration = Duration::from_secs(60);
+/// Successful trial calls that close a half-open circuit.
+pub const SUCCESSES_TO_CLOSE: u32 = 2;
+
+/// The state of a breaker, as exported in metrics (0 closed, 1 half-open, 2 open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakerState {
+    Closed { failures: u32 },
+    Open { since: Instant },
+    HalfOpen { successes: u32 },
+}
+
+impl BreakerState {
+    /// The metric value: 0 closed, 1 half-open, 2 open.
+    pub fn gauge(self) -> i64 {
+        match self {
+            BreakerState::Closed { .. } => 0,
+            BreakerState::HalfOpen { .. } => 1,
+            BreakerState::Open { .. } => 2,
+        }
+    }
+}
+
+/// One endpoint's breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CircuitBreaker {
+    state: BreakerState,
+}
+
+impl Default for CircuitBreaker {
+    fn default() -> Self {
+        Self {
+            state: BreakerState::Closed { failures: 0 },
+        }
+    }
+}
+
+impl CircuitBreaker {
+    /// The current state (an open breaker past its wait reports half-open only after `allow`).
+    pub fn state(&self) -> BreakerState {
+        self.state
+    }
+
+    /// Whether a call may go out now; an open breaker whose wait is over turns half-open.
+    pub fn allow(&mut self, now: Instant) -> bool {
+        match self.state {
+            BreakerState::Closed { .. } | BreakerState::HalfOpen { .. } => true,
+            BreakerState::Open { since } if now.saturating_duration_since(since) >= OPEN_FOR => {
+                self.state = BreakerState::HalfOpen { successes: 0 };
+                true
+            }
+            BreakerState::Open { .. } => false,
+        }
+    }
+
+    /// Records a call that reached the endpoint and got a usable answer.
+    pub fn on_success(&mut self) {
+        self.state = match self.state {
+            BreakerState::HalfOpen { successes } if successes + 1 < SUCCESSES_TO_CLOSE => {
+                BreakerState::HalfOpen {
+                    successes: successes + 1,
+                }
+            }
+            _ => BreakerState::Closed { failures: 0 },
+        };
+    }
+
+    /// Records a call that failed because of the endpoint (unreachable, timeout, 429, 5xx).
+    pub fn on_failure(&mut self, now: Instant) {
+        self.state = match self.state {
+            BreakerState::Closed { failures } if failures + 1 < FAILURES_TO_OPEN => {
+                BreakerState::Closed {
+                    failures: failures + 1,
+                }
+            }
+            BreakerState::Open { since } => BreakerState::Open { since },
+            _ => BreakerState::Open { since: now },
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_failures_open_then_sixty_seconds_half_open_then_two_successes_close() {
+        let t0 = Instant::now();
+        let mut b = CircuitBreaker::default();
+        for _ in 0..4 {
+            b.on_failure(t0);
+            assert!(b.allow(t0));
+        }
+        assert_eq!(b.state(), BreakerState::Closed { failures: 4 });
+        b.on_failure(t0);
+        assert_eq!(b.state(), BreakerState::Open { since: t0 });
+        assert!(!b.allow(t0 + Duration::from_secs(59)));
+        assert_eq!(b.state().gauge(), 2);
+        assert!(b.allow(t0 + Duration::from_secs(60)));
+        assert_eq!(b.state(), BreakerState::HalfOpen { successes: 0 });
+        b.on_success();
+        assert_eq!(b.state(), BreakerState::HalfOpen { successes: 1 });
+        b.on_success();
+        assert_eq!(b.state(), BreakerState::Closed { failures: 0 });
+    }
+
+    #[test]
+    fn a_failure_while_half_open_reopens_and_a_success_resets_the_count() {
+        let t0 = Instant::now();
+        let mut b = CircuitBreaker::default();
+        for _ in 0..5 {
+            b.on_failure(t0);
+        }
+        let t1 = t0 + OPEN_FOR;
+        assert!(b.allow(t1));
+        b.on_failure(t1);
+        assert_eq!(b.state(), BreakerState::Open { since: t1 });
+        assert!(!b.allow(t1 + Duration::from_secs(1)));
+
+        let mut c = CircuitBreaker::default();
+        for _ in 0..4 {
+            c.on_failure(t0);
+        }
+        c.on_success();
+        c.on_failure(t0);
+        assert_eq!(c.state(), BreakerState::Closed { failures: 1 });
+    }
+}

@@ -1,0 +1,479 @@
+//! The model router (seed 001): tiers tried in order, per-role overrides, a circuit breaker and a
+//! shared rate limiter per endpoint, and the run's budget guard.
+//!
+//! Every model call of a run goes through one [`Router`]. Before a call it reserves the call's
+//! worst case (estimated input plus `max_tokens` of output, priced for the tier) against the
+//! run's limits, so concurrent researchers cannot together overshoot a budget; past 80% of a
+//! budget the budget tier is asked first.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use super::limiter::EndpointState;
+use super::openai::{estimate_tokens, request_chars};
+use super::pricing::Price;
+use super::{CallPurpose, ChatModel, ChatRequest, ChatResponse, LlmError, Usage};
+
+/// Share of a budget past which the budget tier is preferred (DESIGN §5).
+pub const BUDGET_TIER_AT: f64 = 0.8;
+
+/// Who a call is for; a profile may give a role its own primary model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Planner,
+    Researcher,
+    Evaluator,
+    Summarizer,
+    Writer,
+}
+
+impl Role {
+    /// The role of a call.
+    pub fn of(purpose: CallPurpose) -> Self {
+        match purpose {
+            CallPurpose::Plan => Role::Planner,
+            CallPurpose::Research => Role::Researcher,
+            CallPurpose::Evaluate => Role::Evaluator,
+            CallPurpose::Summarize | CallPurpose::Classify => Role::Summarizer,
+            CallPurpose::Synthesize => Role::Writer,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Spend {
+    max_cost_pico_usd: Option<u64>,
+    max_tokens: Option<u64>,
+    cost: u64,
+    tokens: u64,
+    reserved_cost: u64,
+    reserved_tokens: u64,
+}
+
+/// The run's budget as the router sees it: spend so far plus what calls in flight may still cost.
+#[derive(Debug, Default)]
+pub struct SpendGuard {
+    inner: Mutex<Spend>,
+}
+
+/// The worst case of one call in flight, held against the budget until it settles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reservation {
+    cost: u64,
+    tokens: u64,
+}
+
+impl SpendGuard {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Spend> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets the run's limits and what it already spent (a resumed run keeps its spend).
+    pub fn configure(&self, max_cost_pico_usd: Option<u64>, max_tokens: Option<u64>, spent: &Usage) {
+        let mut s = self.lock();
+        s.max_cost_pico_usd = max_cost_pico_usd;
+        s.max_tokens = max_tokens;
+        s.cost = spent.cost_pico_usd;
+        s.tokens = spent.input_tokens + spent.output_tokens;
+    }
+
+    /// Holds a call's worst case against the budget, or refuses the call.
+    pub fn reserve(&self, cost: u64, tokens: u64) -> Result<Reservation, LlmError> {
+        let mut s = self.lock();
+        if let Some(max) = s.max_cost_pico_usd
+            && s.cost + s.reserved_cost + cost > max
+        {
+            return Err(LlmError::BudgetExhausted {
+                tokens: false,
+                message: format!(
+                    "the next model call could cost up to ${} and only ${} of the run's maxCostUSD is left",
+                    super::format_pico_usd(cost),
+                    super::format_pico_usd(max.saturating_sub(s.cost + s.reserved_cost))
+                ),
+            });
+        }
+        if let Some(max) = s.max_tokens
+            && s.tokens + s.reserved_tokens + tokens > max
+        {
+            return Err(LlmError::BudgetExhausted {
+                tokens: true,
+                message: format!(
+                    "the next model call could use up to {tokens} tokens and only {} of the run's maxTokens are left",
+                    max.saturating_sub(s.tokens + s.reserved_tokens)
+                ),
+            });
+        }
+        s.reserved_cost += cost;
+        s.reserved_tokens += tokens;
+        Ok(Reservation { cost, tokens })
+    }
+
+    /// Replaces a reservation with what the call really used.
+    pub fn settle(&self, r: Reservation, used: &Usage) {
+        let mut s = self.lock();
+        s.reserved_cost = s.reserved_cost.saturating_sub(r.cost);
+        s.reserved_tokens = s.reserved_tokens.saturating_sub(r.tokens);
+        s.cost += used.cost_pico_usd;
+        s.tokens += used.input_tokens + used.output_tokens;
+    }
+
+    /// Drops a reservation of a call that failed without reported usage.
+    pub fn release(&self, r: Reservation) {
+        self.settle(r, &Usage::default());
+    }
+
+    /// The larger of the spent shares of the cost and token budgets (0 without limits).
+    pub fn fraction_used(&self) -> f64 {
+        let s = self.lock();
+        let share = |used: u64, max: Option<u64>| {
+            max.filter(|m| *m > 0)
+                .map_or(0.0, |m| used as f64 / m as f64)
+        };
+        share(s.cost + s.reserved_cost, s.max_cost_pico_usd)
+            .max(share(s.tokens + s.reserved_tokens, s.max_tokens))
+    }
+}
+
+/// One model endpoint the router may call.
+pub struct Tier {
+    /// `primary`, `fallback`, `budget` or `roles.<role>`.
+    pub name: String,
+    pub model: Arc<dyn ChatModel>,
+    /// The endpoint's shared breaker and rate limiter.
+    pub endpoint: Arc<EndpointState>,
+    pub price: Price,
+}
+
+/// Routes each call to the first usable tier.
+pub struct Router {
+    primary: Tier,
+    fallback: Option<Tier>,
+    budget: Option<Tier>,
+    roles: Vec<(Role, Tier)>,
+    guard: Arc<SpendGuard>,
+}
+
+impl Router {
+    /// A router over the profile's tiers, charging the run's `guard`.
+    pub fn new(
+        primary: Tier,
+        fallback: Option<Tier>,
+        budget: Option<Tier>,
+        roles: Vec<(Role, Tier)>,
+        guard: Arc<SpendGuard>,
+    ) -> Self {
+        Self {
+            primary,
+            fallback,
+            budget,
+            roles,
+            guard,
+        }
+    }
+
+    /// The tiers a call tries, in order: the role's model or the primary, the fallback, the budget
+    /// tier; the budget tier first once 80% of a budget is spent.
+    pub fn order(&self, purpose: CallPurpose) -> Vec<&Tier> {
+        let role = Role::of(purpose);
+        let first = self
+            .roles
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map_or(&self.primary, |(_, t)| t);
+        let mut order = vec![first];
+        if !std::ptr::eq(first, &self.primary) {
+            order.push(&self.primary);
+        }
+        order.extend(self.fallback.iter());
+        if let Some(budget) = &self.budget {
+            if self.guard.fraction_used() >= BUDGET_TIER_AT {
+                order.insert(0, budget);
+            } else {
+                order.push(budget);
+            }
+        }
+        order
+    }
+}
+
+/// True for failures that say the endpoint is unavailable (they count against its breaker).
+fn is_outage(e: &LlmError) -> bool {
+    e.is_retryable()
+}
+
+#[async_trait]
+impl ChatModel for Router {
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let input = estimate_tokens(request_chars(&request));
+        let output = u64::from(request.max_tokens);
+        let mut last: Option<LlmError> = None;
+        let mut refused: Option<LlmError> = None;
+        let mut open = Vec::new();
+        for tier in self.order(request.purpose) {
+            let now = tokio::time::Instant::now().into_std();
+            if !tier.endpoint.with_breaker(|b| b.allow(now)) {
+                open.push(tier.name.clone());
+                continue;
+            }
+            // A tier whose worst case does not fit may leave room for a cheaper one.
+            let reservation = match self
+                .guard
+                .reserve(tier.price.cost_pico_usd(input, output), input + output)
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    refused = Some(e);
+                    continue;
+                }
+            };
+            let waited = tier.endpoint.acquire(input + output).await;
+            if !waited.is_zero() {
+                tracing::debug!(tier = %tier.name, wait_ms = waited.as_millis() as u64, "rate limit wait");
+            }
+            match tier.model.chat(request.clone()).await {
+                Ok(resp) => {
+                    tier.endpoint.with_breaker(|b| b.on_success());
+                    self.guard.settle(reservation, &resp.usage);
+                    return Ok(resp);
+                }
+                Err(e) => {
+                    self.guard.release(reservation);
+                    if let LlmError::Config(_) = e {
+                        return Err(e);
+                    }
+                    if is_outage(&e) {
+                        let now = tokio::time::Instant::now().into_std();
+                        tier.endpoint.with_breaker(|b| b.on_failure(now));
+                    } else {
+                        // The endpoint answered, just not usefully: it is up.
+                        tier.endpoint.with_breaker(|b| b.on_success());
+                    }
+                    tracing::warn!(tier = %tier.name, error = %e, "model tier failed; trying the next");
+                    last = Some(e);
+                }
+            }
+        }
+        // A budget refusal wins: the run must stop at its limit, not fail for a spare tier.
+        Err(refused.or(last).unwrap_or(LlmError::CircuitOpen {
+            endpoints: open.join(", "),
+        }))
+    }
+
+    fn context_window(&self) -> u64 {
+        // Any tier may answer, so work within the smallest window.
+        std::iter::once(&self.primary)
+            .chain(self.fallback.iter())
+            .chain(self.budget.iter())
+            .chain(self.roles.iter().map(|(_, t)| t))
+            .map(|t| t.model.context_window())
+            .min()
+            .unwrap_or(8192)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::limiter::{RateLimits, endpoint};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Fake {
+        name: &'static str,
+        fail_first: usize,
+        error: fn() -> LlmError,
+        calls: AtomicUsize,
+        window: u64,
+    }
+
+    #[async_trait]
+    impl ChatModel for Fake {
+        async fn chat(&self, _request: ChatRequest) -> Result<ChatResponse, LlmError> {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            if n < self.fail_first {
+                return Err((self.error)());
+            }
+            Ok(ChatResponse {
+                content: self.name.to_string(),
+                tool_calls: vec![],
+                usage: Usage {
+                    input_tokens: 100,
+                    output_tokens: 10,
+                    cost_pico_usd: 1_000,
+                    llm_calls: 1,
+                },
+                model: self.name.to_string(),
+                finish_reason: None,
+            })
+        }
+        fn context_window(&self) -> u64 {
+            self.window
+        }
+    }
+
+    fn fake(name: &'static str, fail_first: usize, error: fn() -> LlmError) -> Arc<Fake> {
+        Arc::new(Fake {
+            name,
+            fail_first,
+            error,
+            calls: AtomicUsize::new(0),
+            window: 8192,
+        })
+    }
+
+    fn unavailable() -> LlmError {
+        LlmError::Status {
+            status: 503,
+            body: "down".into(),
+            retry_after: None,
+        }
+    }
+
+    fn tier(name: &str, model: Arc<Fake>, url: &str) -> Tier {
+        Tier {
+            name: name.into(),
+            model,
+            endpoint: endpoint(url, name, RateLimits::default()),
+            price: Price::FREE,
+        }
+    }
+
+    fn req(purpose: CallPurpose) -> ChatRequest {
+        ChatRequest {
+            messages: vec![crate::llm::Message::user("x".repeat(400))],
+            tools: vec![],
+            json_mode: false,
+            max_tokens: 100,
+            purpose,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn five_outages_open_the_breaker_and_the_fallback_answers_until_half_open_recovery() {
+        let primary = fake("primary", 5, unavailable);
+        let fallback = fake("fallback", 0, unavailable);
+        let router = Router::new(
+            tier("primary", primary.clone(), "http://router-breaker.invalid/v1"),
+            Some(tier("fallback", fallback.clone(), "http://router-breaker-fb.invalid/v1")),
+            None,
+            vec![],
+            Arc::new(SpendGuard::default()),
+        );
+        for _ in 0..5 {
+            let r = router.chat(req(CallPurpose::Research)).await.unwrap();
+            assert_eq!(r.content, "fallback");
+        }
+        assert_eq!(primary.calls.load(Ordering::SeqCst), 5);
+        // Open: the primary is not even asked.
+        router.chat(req(CallPurpose::Research)).await.unwrap();
+        assert_eq!(primary.calls.load(Ordering::SeqCst), 5);
+        // After 60 s the breaker lets trial calls through; the primary has recovered.
+        tokio::time::advance(std::time::Duration::from_secs(61)).await;
+        assert_eq!(router.chat(req(CallPurpose::Research)).await.unwrap().content, "primary");
+        assert_eq!(router.chat(req(CallPurpose::Research)).await.unwrap().content, "primary");
+        assert_eq!(primary.calls.load(Ordering::SeqCst), 7);
+    }
+
+    #[tokio::test]
+    async fn malformed_output_goes_to_the_next_tier_and_config_errors_stop() {
+        let primary = fake("primary", 1, || LlmError::Malformed("garbage".into()));
+        let budget = fake("budget", 0, unavailable);
+        let router = Router::new(
+            tier("primary", primary, "http://router-malformed.invalid/v1"),
+            None,
+            Some(tier("budget", budget, "http://router-malformed-b.invalid/v1")),
+            vec![],
+            Arc::new(SpendGuard::default()),
+        );
+        assert_eq!(router.chat(req(CallPurpose::Plan)).await.unwrap().content, "budget");
+        let broken = fake("broken", 9, || LlmError::Config("bad key".into()));
+        let spare = fake("spare", 0, unavailable);
+        let router = Router::new(
+            tier("broken", broken, "http://router-config.invalid/v1"),
+            Some(tier("spare", spare.clone(), "http://router-config-s.invalid/v1")),
+            None,
+            vec![],
+            Arc::new(SpendGuard::default()),
+        );
+        assert!(matches!(router.chat(req(CallPurpose::Plan)).await, Err(LlmError::Config(_))));
+        assert_eq!(spare.calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn roles_pick_their_own_primary_and_the_budget_tier_leads_past_eighty_percent() {
+        let primary = fake("primary", 0, unavailable);
+        let writer = fake("writer", 0, unavailable);
+        let budget = fake("budget", 0, unavailable);
+        let guard = Arc::new(SpendGuard::default());
+        let router = Router::new(
+            tier("primary", primary, "http://router-roles.invalid/v1"),
+            None,
+            Some(tier("budget", budget, "http://router-roles-b.invalid/v1")),
+            vec![(Role::Writer, tier("roles.writer", writer, "http://router-roles-w.invalid/v1"))],
+            guard.clone(),
+        );
+        let names = |p| router.order(p).iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(CallPurpose::Synthesize), vec!["roles.writer", "primary", "budget"]);
+        assert_eq!(names(CallPurpose::Research), vec!["primary", "budget"]);
+        // 8 of 10 units spent: the budget tier goes first.
+        guard.configure(Some(10_000), None, &Usage { cost_pico_usd: 8_000, ..Usage::default() });
+        assert_eq!(names(CallPurpose::Research), vec!["budget", "primary"]);
+        assert_eq!(router.chat(req(CallPurpose::Research)).await.unwrap().content, "budget");
+    }
+
+    #[tokio::test]
+    async fn a_call_whose_worst_case_passes_the_budget_is_not_made() {
+        let primary = fake("primary", 0, unavailable);
+        let guard = Arc::new(SpendGuard::default());
+        let mut t = tier("primary", primary.clone(), "http://router-budget.invalid/v1");
+        // 1 and 10 USD per million tokens; the worst case is 100 tokens in and 100 out.
+        t.price = Price::parse("1", "10").unwrap();
+        let router = Router::new(t, None, None, vec![], guard.clone());
+        let worst = Price::parse("1", "10").unwrap().cost_pico_usd(100, 100);
+        guard.configure(Some(worst * 2 + worst / 2), None, &Usage::default());
+        // Two calls fit (each settles at the fake's 1_000 pico-USD), the third's worst case does not.
+        router.chat(req(CallPurpose::Research)).await.unwrap();
+        router.chat(req(CallPurpose::Research)).await.unwrap();
+        guard.configure(Some(worst * 2 + worst / 2), None, &Usage { cost_pico_usd: worst * 2, ..Usage::default() });
+        let err = router.chat(req(CallPurpose::Research)).await.unwrap_err();
+        assert!(matches!(err, LlmError::BudgetExhausted { tokens: false, .. }), "{err}");
+        assert_eq!(primary.calls.load(Ordering::SeqCst), 2);
+        // Token budgets work the same way.
+        guard.configure(None, Some(150), &Usage::default());
+        let err = router.chat(req(CallPurpose::Research)).await.unwrap_err();
+        assert!(matches!(err, LlmError::BudgetExhausted { tokens: true, .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn concurrent_reservations_cannot_overshoot_together() {
+        let guard = SpendGuard::default();
+        guard.configure(Some(1_000), None, &Usage::default());
+        let a = guard.reserve(600, 0).unwrap();
+        assert!(guard.reserve(600, 0).is_err(), "the second call waits for the first to settle");
+        guard.settle(a, &Usage { cost_pico_usd: 100, ..Usage::default() });
+        assert!(guard.reserve(600, 0).is_ok());
+        assert!((guard.fraction_used() - 0.7).abs() < 1e-9);
+    }
+
+    #[tokio::test]
+    async fn a_cheaper_tier_answers_when_the_primary_worst_case_does_not_fit() {
+        let primary = fake("primary", 0, unavailable);
+        let budget = fake("budget", 0, unavailable);
+        let guard = Arc::new(SpendGuard::default());
+        let mut p = tier("primary", primary.clone(), "http://router-cheaper.invalid/v1");
+        p.price = Price::parse("10", "100").unwrap();
+        let mut b = tier("budget", budget.clone(), "http://router-cheaper-b.invalid/v1");
+        b.price = Price::parse("0.1", "0.4").unwrap();
+        let router = Router::new(p, None, Some(b), vec![], guard.clone());
+        // Room for the budget tier's worst case (100·0.1 + 100·0.4 µUSD) but not the primary's.
+        guard.configure(Some(1_000_000_000), None, &Usage::default());
+        assert_eq!(router.chat(req(CallPurpose::Research)).await.unwrap().content, "budget");
+        assert_eq!(primary.calls.load(Ordering::SeqCst), 0);
+        // Nothing fits: the refusal is the error, whatever else happened.
+        guard.configure(Some(1), None, &Usage::default());
+        assert!(matches!(
+            router.chat(req(CallPurpose::Research)).await,
+            Err(LlmError::BudgetExhausted { .. })
+        ));
+    }
+}
