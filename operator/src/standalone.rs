@@ -260,12 +260,13 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         ))
     });
     let store = Arc::new(LocalStore::new(&state_dir));
-    let engine = wiring::build_engine(&profile.spec, &api_key, store.clone()).map_err(
-        |source| StandaloneError::Wiring {
-            path: path_text,
-            source,
-        },
-    )?;
+    let engine =
+        wiring::build_engine(&profile.spec, &api_key, store.clone()).map_err(|source| {
+            StandaloneError::Wiring {
+                path: path_text,
+                source,
+            }
+        })?;
     let mut input = RunInput::new(opts.query.clone(), opts.mode);
     input.context = opts.context.clone();
     input.limits = opts.limits.clone();

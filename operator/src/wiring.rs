@@ -4,13 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::{
-    ModelTier, ResearchProfileSpec, SearchTarget, TierName, ToolMode as ApiToolMode,
-};
+use crate::api::{ModelTier, ResearchProfileSpec, SearchTarget, TierName, ToolMode as ApiToolMode};
 use crate::llm::limiter::{RateLimits, endpoint};
-use crate::llm::router::{Role, Router, SpendGuard, Tier};
 use crate::llm::openai::OpenAiClient;
 use crate::llm::pricing::Price;
+use crate::llm::router::{Role, Router, SpendGuard, Tier};
 use crate::llm::{ChatModel, ModelConfig, ToolMode};
 use crate::research::executor::{Engine, EngineSettings};
 use crate::research::state::{Limits, MAX_EXTRA_ROUNDS, TARGET_ROUNDS};
@@ -178,7 +176,8 @@ pub fn build_engine(
             TierName::Writer => roles.push((Role::Writer, t)),
         }
     }
-    let primary = primary.ok_or_else(|| err("spec.models.primary", "a primary model is required"))?;
+    let primary =
+        primary.ok_or_else(|| err("spec.models.primary", "a primary model is required"))?;
     // The planner's last resort after an unusable agenda (seed 001): the budget tier on its own.
     let budget_model: Option<Arc<dyn ChatModel>> = match &profile.models.budget {
         Some(spec) => Some(Arc::new(
@@ -187,13 +186,8 @@ pub fn build_engine(
         )),
         None => None,
     };
-    let model: Arc<dyn ChatModel> = Arc::new(Router::new(
-        primary,
-        fallback,
-        budget,
-        roles,
-        spend.clone(),
-    ));
+    let model: Arc<dyn ChatModel> =
+        Arc::new(Router::new(primary, fallback, budget, roles, spend.clone()));
     let fetcher =
         HttpFetcher::new(fetch_policy(profile)).map_err(|e| err("spec.fetch", e.to_string()))?;
     Ok(Engine {

@@ -286,6 +286,10 @@ pub struct Script {
     /// Conversations scripted on their own.
     #[serde(default)]
     pub routes: Vec<Route>,
+    /// Enforce a provider's rate limit: requests per minute, with a burst of 5 s of them (plus
+    /// 2 for network jitter); requests beyond it get HTTP 429 with `Retry-After: 1`.
+    #[serde(default)]
+    pub rate_limit_per_minute: Option<u64>,
 }
 
 impl Script {
@@ -295,6 +299,7 @@ impl Script {
             steps,
             fallback: None,
             routes: Vec::new(),
+            rate_limit_per_minute: None,
         }
     }
     /// Sets the fallback step.
@@ -305,6 +310,11 @@ impl Script {
     /// Adds a route.
     pub fn with_route(mut self, route: Route) -> Script {
         self.routes.push(route);
+        self
+    }
+    /// Enforces a rate limit of `per_minute` requests (see [`Script::rate_limit_per_minute`]).
+    pub fn with_rate_limit(mut self, per_minute: u64) -> Script {
+        self.rate_limit_per_minute = Some(per_minute);
         self
     }
 }
@@ -336,7 +346,33 @@ struct RouteState {
     fallback: Option<Step>,
 }
 
+/// The server side of a provider rate limit: a token bucket.
+struct ServerBucket {
+    per_second: f64,
+    capacity: f64,
+    level: f64,
+    last: std::time::Instant,
+    rejected: usize,
+}
+
+impl ServerBucket {
+    fn admit(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        let elapsed = now.duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.level = (self.level + elapsed * self.per_second).min(self.capacity);
+        if self.level >= 1.0 {
+            self.level -= 1.0;
+            true
+        } else {
+            self.rejected += 1;
+            false
+        }
+    }
+}
+
 struct Inner {
+    limit: Option<Mutex<ServerBucket>>,
     steps: Mutex<VecDeque<Step>>,
     fallback: Option<Step>,
     routes: Vec<RouteState>,
@@ -376,6 +412,17 @@ impl ScriptedModel {
             None => None,
         };
         let inner = Arc::new(Inner {
+            limit: script.rate_limit_per_minute.map(|per_minute| {
+                let per_second = per_minute as f64 / 60.0;
+                let capacity = per_second * 5.0 + 2.0;
+                Mutex::new(ServerBucket {
+                    per_second,
+                    capacity,
+                    level: capacity,
+                    last: std::time::Instant::now(),
+                    rejected: 0,
+                })
+            }),
             steps: Mutex::new(script.steps.into()),
             fallback: script.fallback,
             routes: script
@@ -446,6 +493,10 @@ impl ScriptedModelHandle {
     pub fn steps_remaining(&self) -> usize {
         lock(&self.inner.steps).len()
     }
+    /// Requests refused with 429 by the server's rate limit.
+    pub fn rate_limited(&self) -> usize {
+        self.inner.limit.as_ref().map_or(0, |l| lock(l).rejected)
+    }
     /// Requests answered by the named route, in order.
     pub fn route_requests(&self, name: &str) -> Vec<Value> {
         self.recorded()
@@ -474,6 +525,20 @@ async fn chat(
 ) -> Response {
     let body: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    if let Some(limit) = &inner.limit
+        && !lock(limit).admit()
+    {
+        let mut response = (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::CONTENT_TYPE, "application/json")],
+            json!({"error": {"message": "rate limit exceeded", "type": "rate_limit"}}).to_string(),
+        )
+            .into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    }
     let head = conversation_head(&body);
     let route = inner.routes.iter().find(|r| head.contains(&r.when));
     let record = RecordedRequest {

@@ -88,10 +88,7 @@ async fn run(dir: &Path, profile_text: String, args: &[&str]) -> Output {
     ];
     all.extend(args.iter().map(|s| s.to_string()));
     tokio::task::spawn_blocking(move || {
-        std::process::Command::new(bin)
-            .args(&all)
-            .output()
-            .unwrap()
+        std::process::Command::new(bin).args(&all).output().unwrap()
     })
     .await
     .unwrap()
@@ -140,7 +137,13 @@ async fn past_eighty_percent_of_the_budget_the_budget_tier_answers() {
         .collect();
     assert_eq!(
         models,
-        vec!["scripted", "scripted", "scripted", "scripted", "scripted-budget"]
+        vec![
+            "scripted",
+            "scripted",
+            "scripted",
+            "scripted",
+            "scripted-budget"
+        ]
     );
     // 4 × (5000 × 1.25 + 100 × 10) + (5000 × 0.10 + 100 × 0.40) micro-USD.
     let f = findings(&dir.0);
@@ -188,7 +191,14 @@ async fn a_call_that_would_pass_the_budget_is_not_made_and_the_report_is_partial
     let out = run(
         &dir.0,
         profile(&model.base_url(), stack.searx.base_url(), false),
-        &["--mode", "deep", "--max-concurrent-researchers", "1", "--max-cost-usd", "0.05"],
+        &[
+            "--mode",
+            "deep",
+            "--max-concurrent-researchers",
+            "1",
+            "--max-cost-usd",
+            "0.05",
+        ],
     )
     .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -196,7 +206,11 @@ async fn a_call_that_would_pass_the_budget_is_not_made_and_the_report_is_partial
         eprintln!("{stderr}");
     }
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(model.request_count(), 6, "the planner, 4 + 1 researcher calls; the refused call was never sent");
+    assert_eq!(
+        model.request_count(),
+        6,
+        "the planner, 4 + 1 researcher calls; the refused call was never sent"
+    );
     let f = findings(&dir.0);
     assert_eq!(f["partial"], json!(true));
     // Exactly the sum of the 6 calls made (6 × $0.00725), under the limit: no overshoot at all.
@@ -204,5 +218,12 @@ async fn a_call_that_would_pass_the_budget_is_not_made_and_the_report_is_partial
     let report = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
     assert!(report.contains("**Partial report**"), "{report}");
     assert!(report.contains("Findings of JSON decoding"), "{report}");
-    assert!(stderr.contains("CostLimit") || f["tasks"][1]["error"].as_str().unwrap_or_default().starts_with("CostLimit"), "{stderr}\n{f:#}");
+    assert!(
+        stderr.contains("CostLimit")
+            || f["tasks"][1]["error"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("CostLimit"),
+        "{stderr}\n{f:#}"
+    );
 }

@@ -16,9 +16,9 @@ pub use conditions::{
     types as condition_types,
 };
 pub use profile::{
-    FetchPolicy, ModelPrice, ModelTier, ModelTiers, Provider, ResearchProfile, ResearchProfileSpec, RoleModels,
-    ResearchProfileStatus, SearchEndpoint, SearchEngineRef, SearchTarget, SecretKeyRef, TierName,
-    ToolMode,
+    FetchPolicy, ModelPrice, ModelTier, ModelTiers, Provider, ResearchProfile, ResearchProfileSpec,
+    ResearchProfileStatus, RoleModels, SearchEndpoint, SearchEngineRef, SearchTarget, SecretKeyRef,
+    TierName, ToolMode,
 };
 pub use run::{
     AgendaTask, EffectiveLimits, Mode, Output, Phase, ReportKind, ReportRef, ReportTarget,

@@ -77,7 +77,9 @@ impl EndpointState {
         Self {
             buckets: Mutex::new(Buckets {
                 limits,
-                requests: limits.requests_per_minute.map(|r| Bucket::per_minute(r, now)),
+                requests: limits
+                    .requests_per_minute
+                    .map(|r| Bucket::per_minute(r, now)),
                 tokens: limits.tokens_per_minute.map(|t| Bucket::per_minute(t, now)),
             }),
             breaker: Mutex::new(CircuitBreaker::default()),
@@ -91,7 +93,9 @@ impl EndpointState {
             let now = Instant::now();
             *b = Buckets {
                 limits,
-                requests: limits.requests_per_minute.map(|r| Bucket::per_minute(r, now)),
+                requests: limits
+                    .requests_per_minute
+                    .map(|r| Bucket::per_minute(r, now)),
                 tokens: limits.tokens_per_minute.map(|t| Bucket::per_minute(t, now)),
             };
         }
@@ -178,7 +182,10 @@ mod tests {
         };
         let a = endpoint("http://limiter-test.invalid/v1/", "m", limits);
         let b = endpoint("http://limiter-test.invalid/v1", "m", limits);
-        assert!(Arc::ptr_eq(&a, &b), "one state per endpoint, whatever the slash");
+        assert!(
+            Arc::ptr_eq(&a, &b),
+            "one state per endpoint, whatever the slash"
+        );
         let start = tokio::time::Instant::now();
         // 60/min: a burst of 5, then one per second.
         for _ in 0..5 {

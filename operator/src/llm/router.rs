@@ -70,7 +70,12 @@ impl SpendGuard {
     }
 
     /// Sets the run's limits and what it already spent (a resumed run keeps its spend).
-    pub fn configure(&self, max_cost_pico_usd: Option<u64>, max_tokens: Option<u64>, spent: &Usage) {
+    pub fn configure(
+        &self,
+        max_cost_pico_usd: Option<u64>,
+        max_tokens: Option<u64>,
+        spent: &Usage,
+    ) {
         let mut s = self.lock();
         s.max_cost_pico_usd = max_cost_pico_usd;
         s.max_tokens = max_tokens;
@@ -353,8 +358,16 @@ mod tests {
         let primary = fake("primary", 5, unavailable);
         let fallback = fake("fallback", 0, unavailable);
         let router = Router::new(
-            tier("primary", primary.clone(), "http://router-breaker.invalid/v1"),
-            Some(tier("fallback", fallback.clone(), "http://router-breaker-fb.invalid/v1")),
+            tier(
+                "primary",
+                primary.clone(),
+                "http://router-breaker.invalid/v1",
+            ),
+            Some(tier(
+                "fallback",
+                fallback.clone(),
+                "http://router-breaker-fb.invalid/v1",
+            )),
             None,
             vec![],
             Arc::new(SpendGuard::default()),
@@ -369,8 +382,22 @@ mod tests {
         assert_eq!(primary.calls.load(Ordering::SeqCst), 5);
         // After 60 s the breaker lets trial calls through; the primary has recovered.
         tokio::time::advance(std::time::Duration::from_secs(61)).await;
-        assert_eq!(router.chat(req(CallPurpose::Research)).await.unwrap().content, "primary");
-        assert_eq!(router.chat(req(CallPurpose::Research)).await.unwrap().content, "primary");
+        assert_eq!(
+            router
+                .chat(req(CallPurpose::Research))
+                .await
+                .unwrap()
+                .content,
+            "primary"
+        );
+        assert_eq!(
+            router
+                .chat(req(CallPurpose::Research))
+                .await
+                .unwrap()
+                .content,
+            "primary"
+        );
         assert_eq!(primary.calls.load(Ordering::SeqCst), 7);
     }
 
@@ -381,21 +408,35 @@ mod tests {
         let router = Router::new(
             tier("primary", primary, "http://router-malformed.invalid/v1"),
             None,
-            Some(tier("budget", budget, "http://router-malformed-b.invalid/v1")),
+            Some(tier(
+                "budget",
+                budget,
+                "http://router-malformed-b.invalid/v1",
+            )),
             vec![],
             Arc::new(SpendGuard::default()),
         );
-        assert_eq!(router.chat(req(CallPurpose::Plan)).await.unwrap().content, "budget");
+        assert_eq!(
+            router.chat(req(CallPurpose::Plan)).await.unwrap().content,
+            "budget"
+        );
         let broken = fake("broken", 9, || LlmError::Config("bad key".into()));
         let spare = fake("spare", 0, unavailable);
         let router = Router::new(
             tier("broken", broken, "http://router-config.invalid/v1"),
-            Some(tier("spare", spare.clone(), "http://router-config-s.invalid/v1")),
+            Some(tier(
+                "spare",
+                spare.clone(),
+                "http://router-config-s.invalid/v1",
+            )),
             None,
             vec![],
             Arc::new(SpendGuard::default()),
         );
-        assert!(matches!(router.chat(req(CallPurpose::Plan)).await, Err(LlmError::Config(_))));
+        assert!(matches!(
+            router.chat(req(CallPurpose::Plan)).await,
+            Err(LlmError::Config(_))
+        ));
         assert_eq!(spare.calls.load(Ordering::SeqCst), 0);
     }
 
@@ -409,23 +450,53 @@ mod tests {
             tier("primary", primary, "http://router-roles.invalid/v1"),
             None,
             Some(tier("budget", budget, "http://router-roles-b.invalid/v1")),
-            vec![(Role::Writer, tier("roles.writer", writer, "http://router-roles-w.invalid/v1"))],
+            vec![(
+                Role::Writer,
+                tier("roles.writer", writer, "http://router-roles-w.invalid/v1"),
+            )],
             guard.clone(),
         );
-        let names = |p| router.order(p).iter().map(|t| t.name.clone()).collect::<Vec<_>>();
-        assert_eq!(names(CallPurpose::Synthesize), vec!["roles.writer", "primary", "budget"]);
+        let names = |p| {
+            router
+                .order(p)
+                .iter()
+                .map(|t| t.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(CallPurpose::Synthesize),
+            vec!["roles.writer", "primary", "budget"]
+        );
         assert_eq!(names(CallPurpose::Research), vec!["primary", "budget"]);
         // 8 of 10 units spent: the budget tier goes first.
-        guard.configure(Some(10_000), None, &Usage { cost_pico_usd: 8_000, ..Usage::default() });
+        guard.configure(
+            Some(10_000),
+            None,
+            &Usage {
+                cost_pico_usd: 8_000,
+                ..Usage::default()
+            },
+        );
         assert_eq!(names(CallPurpose::Research), vec!["budget", "primary"]);
-        assert_eq!(router.chat(req(CallPurpose::Research)).await.unwrap().content, "budget");
+        assert_eq!(
+            router
+                .chat(req(CallPurpose::Research))
+                .await
+                .unwrap()
+                .content,
+            "budget"
+        );
     }
 
     #[tokio::test]
     async fn a_call_whose_worst_case_passes_the_budget_is_not_made() {
         let primary = fake("primary", 0, unavailable);
         let guard = Arc::new(SpendGuard::default());
-        let mut t = tier("primary", primary.clone(), "http://router-budget.invalid/v1");
+        let mut t = tier(
+            "primary",
+            primary.clone(),
+            "http://router-budget.invalid/v1",
+        );
         // 1 and 10 USD per million tokens; the worst case is 100 tokens in and 100 out.
         t.price = Price::parse("1", "10").unwrap();
         let router = Router::new(t, None, None, vec![], guard.clone());
@@ -434,14 +505,27 @@ mod tests {
         // Two calls fit (each settles at the fake's 1_000 pico-USD), the third's worst case does not.
         router.chat(req(CallPurpose::Research)).await.unwrap();
         router.chat(req(CallPurpose::Research)).await.unwrap();
-        guard.configure(Some(worst * 2 + worst / 2), None, &Usage { cost_pico_usd: worst * 2, ..Usage::default() });
+        guard.configure(
+            Some(worst * 2 + worst / 2),
+            None,
+            &Usage {
+                cost_pico_usd: worst * 2,
+                ..Usage::default()
+            },
+        );
         let err = router.chat(req(CallPurpose::Research)).await.unwrap_err();
-        assert!(matches!(err, LlmError::BudgetExhausted { tokens: false, .. }), "{err}");
+        assert!(
+            matches!(err, LlmError::BudgetExhausted { tokens: false, .. }),
+            "{err}"
+        );
         assert_eq!(primary.calls.load(Ordering::SeqCst), 2);
         // Token budgets work the same way.
         guard.configure(None, Some(150), &Usage::default());
         let err = router.chat(req(CallPurpose::Research)).await.unwrap_err();
-        assert!(matches!(err, LlmError::BudgetExhausted { tokens: true, .. }), "{err}");
+        assert!(
+            matches!(err, LlmError::BudgetExhausted { tokens: true, .. }),
+            "{err}"
+        );
     }
 
     #[tokio::test]
@@ -449,8 +533,17 @@ mod tests {
         let guard = SpendGuard::default();
         guard.configure(Some(1_000), None, &Usage::default());
         let a = guard.reserve(600, 0).unwrap();
-        assert!(guard.reserve(600, 0).is_err(), "the second call waits for the first to settle");
-        guard.settle(a, &Usage { cost_pico_usd: 100, ..Usage::default() });
+        assert!(
+            guard.reserve(600, 0).is_err(),
+            "the second call waits for the first to settle"
+        );
+        guard.settle(
+            a,
+            &Usage {
+                cost_pico_usd: 100,
+                ..Usage::default()
+            },
+        );
         assert!(guard.reserve(600, 0).is_ok());
         assert!((guard.fraction_used() - 0.7).abs() < 1e-9);
     }
@@ -460,14 +553,29 @@ mod tests {
         let primary = fake("primary", 0, unavailable);
         let budget = fake("budget", 0, unavailable);
         let guard = Arc::new(SpendGuard::default());
-        let mut p = tier("primary", primary.clone(), "http://router-cheaper.invalid/v1");
+        let mut p = tier(
+            "primary",
+            primary.clone(),
+            "http://router-cheaper.invalid/v1",
+        );
         p.price = Price::parse("10", "100").unwrap();
-        let mut b = tier("budget", budget.clone(), "http://router-cheaper-b.invalid/v1");
+        let mut b = tier(
+            "budget",
+            budget.clone(),
+            "http://router-cheaper-b.invalid/v1",
+        );
         b.price = Price::parse("0.1", "0.4").unwrap();
         let router = Router::new(p, None, Some(b), vec![], guard.clone());
         // Room for the budget tier's worst case (100·0.1 + 100·0.4 µUSD) but not the primary's.
         guard.configure(Some(1_000_000_000), None, &Usage::default());
-        assert_eq!(router.chat(req(CallPurpose::Research)).await.unwrap().content, "budget");
+        assert_eq!(
+            router
+                .chat(req(CallPurpose::Research))
+                .await
+                .unwrap()
+                .content,
+            "budget"
+        );
         assert_eq!(primary.calls.load(Ordering::SeqCst), 0);
         // Nothing fits: the refusal is the error, whatever else happened.
         guard.configure(Some(1), None, &Usage::default());
