@@ -261,7 +261,7 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
     });
     let store = Arc::new(LocalStore::new(&state_dir));
     let engine =
-        wiring::build_engine(&profile.spec, &api_key, store.clone()).map_err(|source| {
+        wiring::build_engine(&profile.spec, &api_key, store.clone(), None).map_err(|source| {
             StandaloneError::Wiring {
                 path: path_text,
                 source,

@@ -12,10 +12,11 @@ use crate::llm::router::{Role, Router, SpendGuard, Tier};
 use crate::llm::{ChatModel, ModelConfig, ToolMode};
 use crate::research::executor::{Engine, EngineSettings};
 use crate::research::state::{Limits, MAX_EXTRA_ROUNDS, TARGET_ROUNDS};
-use crate::scrape::{FetchPolicy, HttpFetcher};
-use crate::sources::Gatherer;
+use crate::scrape::{FetchError, FetchPolicy, Fetcher, HttpFetcher, Page};
 use crate::sources::searxng::SearxngGatherer;
+use crate::sources::{Gatherer, SearchHit, SourceError};
 use crate::store::ArtifactStore;
+use crate::telemetry::RunMetrics;
 
 /// Timeout of one search call.
 pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -125,6 +126,41 @@ pub fn limits(effective: &crate::api::EffectiveLimits) -> Limits {
     }
 }
 
+/// Counts searches by outcome (`quarry_searches_total`).
+struct MeteredGatherer {
+    inner: Arc<dyn Gatherer>,
+    metrics: RunMetrics,
+}
+
+#[async_trait::async_trait]
+impl Gatherer for MeteredGatherer {
+    async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, SourceError> {
+        let result = self.inner.search(query, limit).await;
+        self.metrics.search(match &result {
+            Ok(hits) if hits.is_empty() => "empty",
+            Ok(_) => "ok",
+            Err(_) => "error",
+        });
+        result
+    }
+}
+
+/// Counts page fetches by outcome (`quarry_fetches_total`).
+struct MeteredFetcher {
+    inner: Arc<dyn Fetcher>,
+    metrics: RunMetrics,
+}
+
+#[async_trait::async_trait]
+impl Fetcher for MeteredFetcher {
+    async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
+        let result = self.inner.fetch(url).await;
+        self.metrics
+            .fetch(if result.is_ok() { "ok" } else { "error" });
+        result
+    }
+}
+
 /// One router tier from a profile tier: its client, price and the endpoint's shared state.
 fn tier(
     profile: &ResearchProfileSpec,
@@ -148,6 +184,11 @@ fn tier(
             },
         ),
         price,
+        provider: url::Url::parse(&spec.base_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_else(|| "unknown".into()),
+        model_name: spec.model.clone(),
     })
 }
 
@@ -157,6 +198,7 @@ pub fn build_engine(
     profile: &ResearchProfileSpec,
     api_key: &dyn Fn(&ModelTier) -> Option<String>,
     store: Arc<dyn ArtifactStore>,
+    metrics: Option<RunMetrics>,
 ) -> Result<Engine, WiringError> {
     let spend = Arc::new(SpendGuard::default());
     let mut primary = None;
@@ -186,16 +228,29 @@ pub fn build_engine(
         )),
         None => None,
     };
-    let model: Arc<dyn ChatModel> =
-        Arc::new(Router::new(primary, fallback, budget, roles, spend.clone()));
-    let fetcher =
-        HttpFetcher::new(fetch_policy(profile)).map_err(|e| err("spec.fetch", e.to_string()))?;
+    let mut router = Router::new(primary, fallback, budget, roles, spend.clone());
+    let mut fetcher: Arc<dyn Fetcher> = Arc::new(
+        HttpFetcher::new(fetch_policy(profile)).map_err(|e| err("spec.fetch", e.to_string()))?,
+    );
+    let mut gatherer = gatherer(profile)?;
+    if let Some(m) = metrics {
+        router = router.with_metrics(m.clone());
+        gatherer = Arc::new(MeteredGatherer {
+            inner: gatherer,
+            metrics: m.clone(),
+        });
+        fetcher = Arc::new(MeteredFetcher {
+            inner: fetcher,
+            metrics: m,
+        });
+    }
+    let model: Arc<dyn ChatModel> = Arc::new(router);
     Ok(Engine {
         model,
         budget_model,
         spend,
-        gatherer: gatherer(profile)?,
-        fetcher: Arc::new(fetcher),
+        gatherer,
+        fetcher,
         store,
         settings: engine_settings(profile),
     })

@@ -506,7 +506,7 @@ async fn scenario(
         .await
         .map_err(|e| e.to_string())?;
     let tokens = format!(
-        "quarry_llm_input_tokens_total{{namespace=\"{namespace}\",profile=\"default\",provider=\"127.0.0.1\",model=\"scripted\"}} 700"
+        "quarry_llm_tokens_total{{namespace=\"{namespace}\",profile=\"default\",provider=\"127.0.0.1\",model=\"scripted\",kind=\"input\"}} 700"
     );
     if !metrics.contains(&tokens) {
         return Err(format!("metrics lack {tokens}:\n{metrics}"));

@@ -45,10 +45,17 @@ async fn fifty_concurrent_runs_stay_under_the_endpoints_rate_limit() {
     .unwrap();
     let profile = profile(&model.base_url());
     let no_key = |_: &quarry::api::ModelTier| None;
+    let metrics = quarry::telemetry::Metrics::new();
     // One engine per run, as the operator builds them; they share the endpoint's limiter.
     let engines: Vec<_> = (0..RUNS)
-        .map(|_| {
-            wiring::build_engine(&profile.spec, &no_key, Arc::new(MemoryStore::new())).unwrap()
+        .map(|i| {
+            wiring::build_engine(
+                &profile.spec,
+                &no_key,
+                Arc::new(MemoryStore::new()),
+                Some(metrics.for_run(&format!("ns{}", i % 5), "limited")),
+            )
+            .unwrap()
         })
         .collect();
     let start = Instant::now();
@@ -82,6 +89,24 @@ async fn fifty_concurrent_runs_stay_under_the_endpoints_rate_limit() {
     );
     // 200 calls at 20/s after a burst of 100 take at least 5 s: the limiter really held them back.
     assert!(elapsed >= Duration::from_millis(4_500), "{elapsed:?}");
+    // The waits are visible in the metrics, per endpoint and without run names.
+    let text = metrics.encode().unwrap();
+    let waits: u64 = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(
+                "quarry_llm_rate_limit_waits_total{provider=\"127.0.0.1\",model=\"limited\"} ",
+            )
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(waits >= 90, "about 100 calls waited: {waits}\n{text}");
+    let ok: u64 = text
+        .lines()
+        .filter(|l| l.starts_with("quarry_llm_requests_total{") && l.contains("outcome=\"ok\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(ok, (RUNS * CALLS_PER_RUN) as u64);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,7 +127,8 @@ async fn without_the_shared_limit_the_same_load_meets_429s() {
     let no_key = |_: &quarry::api::ModelTier| None;
     let engines: Vec<_> = (0..RUNS)
         .map(|_| {
-            wiring::build_engine(&profile.spec, &no_key, Arc::new(MemoryStore::new())).unwrap()
+            wiring::build_engine(&profile.spec, &no_key, Arc::new(MemoryStore::new()), None)
+                .unwrap()
         })
         .collect();
     let runs = engines.into_iter().map(|engine| {

@@ -14,16 +14,27 @@ use crate::research::reducer::Event;
 use crate::research::state::{Failure, Phase, RunState};
 use crate::store::ArtifactStore;
 use crate::store::configmap::ConfigMapStore;
+use crate::telemetry::{Metrics, RunMetrics};
 
 /// Launcher that runs the research engine in-process.
 pub struct EngineLauncher {
     client: Client,
+    metrics: Option<Metrics>,
 }
 
 impl EngineLauncher {
     /// A launcher whose stores write through `client`.
     pub fn new(client: Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            metrics: None,
+        }
+    }
+
+    /// Records every run's model calls, searches and fetches in `metrics`.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 }
 
@@ -38,9 +49,11 @@ pub fn build_engine(
     profile: &ResearchProfileSpec,
     api_keys: &[(SecretKeyRef, ApiKey)],
     store: Arc<dyn ArtifactStore>,
+    metrics: Option<RunMetrics>,
 ) -> Result<Engine, LaunchError> {
     let key = |tier: &ModelTier| key_for(api_keys, tier).map(|k| k.expose().to_string());
-    crate::wiring::build_engine(profile, &key, store).map_err(|e| LaunchError(e.to_string()))
+    crate::wiring::build_engine(profile, &key, store, metrics)
+        .map_err(|e| LaunchError(e.to_string()))
 }
 
 /// Forwards every engine state to the run's status writer (which coalesces them).
@@ -71,6 +84,9 @@ impl Launcher for EngineLauncher {
             &request.profile,
             &request.api_keys,
             store.clone(),
+            self.metrics
+                .as_ref()
+                .map(|m| m.for_run(&namespace, &request.profile_name)),
         )?);
         let input = request.input.clone();
         let name = run.name_any();

@@ -28,7 +28,10 @@ use crate::api::{
 use crate::research::state::{Mode, OutputKind, RunInput, RunState};
 use crate::server::{Readiness, ServerState};
 use crate::store::configmap::{FIELD_MANAGER, report_configmap_name};
-use crate::telemetry::{ErrorLabels, Metrics, ModelLabels, OutcomeLabels, PhaseLabel, RunLabels};
+use crate::telemetry::{
+    ControllerLabels, ControllerResultLabels, ErrorLabels, Metrics, ModelLabels, OutcomeLabels,
+    PhaseLabel, RunLabels,
+};
 use registry::{Presence, Registry, ResearchTask, Signal};
 use status::{RunView, desired_status, transition_events};
 
@@ -390,9 +393,33 @@ pub async fn reconcile(run: Arc<ResearchRun>, ctx: Arc<Context>) -> Result<Actio
     ctx.metrics.reconciliations.inc();
     let started = std::time::Instant::now();
     let result = reconcile_inner(run, &ctx).await;
+    let seconds = started.elapsed().as_secs_f64();
+    ctx.metrics.reconcile_duration.observe(seconds);
+    // controller-runtime's names, so stock dashboards and alerts work unchanged.
+    let controller = ControllerLabels {
+        controller: "researchrun".to_string(),
+    };
     ctx.metrics
-        .reconcile_duration
-        .observe(started.elapsed().as_secs_f64());
+        .reconcile_time
+        .get_or_create(&controller)
+        .observe(seconds);
+    let outcome = match &result {
+        Ok(_) => "success",
+        Err(_) => "error",
+    };
+    ctx.metrics
+        .reconcile_total
+        .get_or_create(&ControllerResultLabels {
+            controller: controller.controller.clone(),
+            result: outcome.to_string(),
+        })
+        .inc();
+    if result.is_err() {
+        ctx.metrics
+            .reconcile_errors_total
+            .get_or_create(&controller)
+            .inc();
+    }
     result
 }
 
@@ -640,7 +667,6 @@ async fn status_writer(
         }
         let state = rx.borrow_and_update().clone().or_else(|| last.clone());
         if let Some(state) = state {
-            record_usage(&ctx.metrics, &labels, &run_labels, last.as_ref(), &state);
             match apply_status(&ctx, &base, RunView::Progress(&state)).await {
                 Ok(status) => base.status = Some(status),
                 Err(e) if e.is_not_found() => {
@@ -665,13 +691,20 @@ async fn status_writer(
                         .as_ref()
                         .and_then(|s| s.start_time.clone())
                         .or_else(|| base.metadata.creation_timestamp.clone());
+                    ctx.metrics
+                        .run_cost
+                        .get_or_create(&run_labels)
+                        .observe(state.usage.cost_pico_usd as f64 / 1e12);
                     if let Some(started) = started {
                         let seconds = (now().0.as_second() - started.0.as_second()).max(0) as f64;
+                        let mode = match state.input.mode {
+                            crate::research::state::Mode::Quick => "quick",
+                            crate::research::state::Mode::Deep => "deep",
+                        };
                         ctx.metrics
                             .run_duration
                             .get_or_create(&OutcomeLabels {
-                                namespace: namespace.clone(),
-                                profile: profile.clone(),
+                                mode: mode.to_string(),
                                 outcome,
                             })
                             .observe(seconds);
@@ -685,50 +718,6 @@ async fn status_writer(
             return;
         }
         tokio::time::sleep(ctx.status_interval).await;
-    }
-}
-
-fn record_usage(
-    metrics: &Metrics,
-    labels: &ModelLabels,
-    run_labels: &RunLabels,
-    last: Option<&RunState>,
-    state: &RunState,
-) {
-    let before = last
-        .map(|l| (l.usage, l.searches, l.pages_fetched))
-        .unwrap_or_default();
-    let delta = crate::llm::Usage {
-        input_tokens: state
-            .usage
-            .input_tokens
-            .saturating_sub(before.0.input_tokens),
-        output_tokens: state
-            .usage
-            .output_tokens
-            .saturating_sub(before.0.output_tokens),
-        cost_pico_usd: state
-            .usage
-            .cost_pico_usd
-            .saturating_sub(before.0.cost_pico_usd),
-        llm_calls: state.usage.llm_calls.saturating_sub(before.0.llm_calls),
-    };
-    if delta != crate::llm::Usage::default() {
-        metrics.record_llm_usage(labels, &delta);
-    }
-    let searches = state.searches.saturating_sub(before.1);
-    if searches > 0 {
-        metrics
-            .searches
-            .get_or_create(run_labels)
-            .inc_by(u64::from(searches));
-    }
-    let pages = state.pages_fetched.saturating_sub(before.2);
-    if pages > 0 {
-        metrics
-            .pages_fetched
-            .get_or_create(run_labels)
-            .inc_by(u64::from(pages));
     }
 }
 
@@ -796,7 +785,8 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             let _ = server_stop.wait_for(|stop| *stop).await;
         },
     ));
-    let launcher = Arc::new(engine::EngineLauncher::new(client.clone()));
+    let launcher =
+        Arc::new(engine::EngineLauncher::new(client.clone()).with_metrics(metrics.clone()));
     let ctx = Arc::new(Context::new(client.clone(), launcher, metrics));
     let (runs, configmaps, profiles): (Api<ResearchRun>, Api<ConfigMap>, Api<ResearchProfile>) =
         match &config.namespace {

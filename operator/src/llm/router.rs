@@ -14,6 +14,7 @@ use super::limiter::EndpointState;
 use super::openai::{estimate_tokens, request_chars};
 use super::pricing::Price;
 use super::{CallPurpose, ChatModel, ChatRequest, ChatResponse, LlmError, Usage};
+use crate::telemetry::RunMetrics;
 
 /// Share of a budget past which the budget tier is preferred (DESIGN §5).
 pub const BUDGET_TIER_AT: f64 = 0.8;
@@ -148,6 +149,10 @@ pub struct Tier {
     /// The endpoint's shared breaker and rate limiter.
     pub endpoint: Arc<EndpointState>,
     pub price: Price,
+    /// Metric label: the host of the base URL.
+    pub provider: String,
+    /// Metric label: the model name sent.
+    pub model_name: String,
 }
 
 /// Routes each call to the first usable tier.
@@ -157,9 +162,24 @@ pub struct Router {
     budget: Option<Tier>,
     roles: Vec<(Role, Tier)>,
     guard: Arc<SpendGuard>,
+    metrics: Option<RunMetrics>,
 }
 
 impl Router {
+    /// Records every call in `metrics` (requests by outcome, tokens, cost, durations, breakers).
+    pub fn with_metrics(mut self, metrics: RunMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    fn record(&self, tier: &Tier, outcome: &str, usage: Option<&Usage>, seconds: Option<f64>) {
+        if let Some(m) = &self.metrics {
+            m.llm_request(&tier.provider, &tier.model_name, outcome, usage, seconds);
+            let state = tier.endpoint.with_breaker(|b| b.state().gauge());
+            m.breaker_state(&tier.provider, &tier.model_name, state);
+        }
+    }
+
     /// A router over the profile's tiers, charging the run's `guard`.
     pub fn new(
         primary: Tier,
@@ -174,6 +194,7 @@ impl Router {
             budget,
             roles,
             guard,
+            metrics: None,
         }
     }
 
@@ -207,6 +228,20 @@ fn is_outage(e: &LlmError) -> bool {
     e.is_retryable()
 }
 
+/// The `outcome` label of a failed request.
+pub fn outcome_of(e: &LlmError) -> &'static str {
+    match e {
+        LlmError::Status { status: 429, .. } => "rate_limited",
+        LlmError::Status { status, .. } if *status >= 500 => "unavailable",
+        LlmError::Unreachable { .. } => "unavailable",
+        LlmError::Timeout { .. } => "timeout",
+        LlmError::Malformed(_) | LlmError::Degenerate { .. } => "invalid_output",
+        LlmError::Status { .. } | LlmError::Config(_) => "rejected",
+        LlmError::BudgetExhausted { .. } => "budget_refused",
+        LlmError::CircuitOpen { .. } => "circuit_open",
+    }
+}
+
 #[async_trait]
 impl ChatModel for Router {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
@@ -219,6 +254,7 @@ impl ChatModel for Router {
             let now = tokio::time::Instant::now().into_std();
             if !tier.endpoint.with_breaker(|b| b.allow(now)) {
                 open.push(tier.name.clone());
+                self.record(tier, "circuit_open", None, None);
                 continue;
             }
             // A tier whose worst case does not fit may leave room for a cheaper one.
@@ -228,6 +264,7 @@ impl ChatModel for Router {
             {
                 Ok(r) => r,
                 Err(e) => {
+                    self.record(tier, outcome_of(&e), None, None);
                     refused = Some(e);
                     continue;
                 }
@@ -235,11 +272,18 @@ impl ChatModel for Router {
             let waited = tier.endpoint.acquire(input + output).await;
             if !waited.is_zero() {
                 tracing::debug!(tier = %tier.name, wait_ms = waited.as_millis() as u64, "rate limit wait");
+                if let Some(m) = &self.metrics {
+                    m.rate_limit_wait(&tier.provider, &tier.model_name, waited);
+                }
             }
-            match tier.model.chat(request.clone()).await {
+            let started = tokio::time::Instant::now();
+            let result = tier.model.chat(request.clone()).await;
+            let seconds = started.elapsed().as_secs_f64();
+            match result {
                 Ok(resp) => {
                     tier.endpoint.with_breaker(|b| b.on_success());
                     self.guard.settle(reservation, &resp.usage);
+                    self.record(tier, "ok", Some(&resp.usage), Some(seconds));
                     return Ok(resp);
                 }
                 Err(e) => {
@@ -254,6 +298,7 @@ impl ChatModel for Router {
                         // The endpoint answered, just not usefully: it is up.
                         tier.endpoint.with_breaker(|b| b.on_success());
                     }
+                    self.record(tier, outcome_of(&e), None, Some(seconds));
                     tracing::warn!(tier = %tier.name, error = %e, "model tier failed; trying the next");
                     last = Some(e);
                 }
@@ -340,6 +385,8 @@ mod tests {
             model,
             endpoint: endpoint(url, name, RateLimits::default()),
             price: Price::FREE,
+            provider: "test".into(),
+            model_name: name.into(),
         }
     }
 

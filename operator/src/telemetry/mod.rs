@@ -93,21 +93,80 @@ pub struct RunLabels {
     pub profile: String,
 }
 
+/// Labels of model requests: who asked, which endpoint answered, how it went.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub namespace: String,
+    pub profile: String,
+    pub provider: String,
+    pub model: String,
+    /// `ok`, `rate_limited`, `unavailable`, `timeout`, `invalid_output`, `rejected`,
+    /// `budget_refused` or `circuit_open`.
+    pub outcome: String,
+}
+
+/// Labels of token counters.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TokenLabels {
+    pub namespace: String,
+    pub profile: String,
+    pub provider: String,
+    pub model: String,
+    /// `input`, `cached` or `output`.
+    pub kind: String,
+}
+
+/// Labels of per-endpoint series (durations, breaker state, rate-limit waits).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EndpointLabels {
+    pub provider: String,
+    pub model: String,
+}
+
+/// Labels of search and fetch counters by outcome.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabels {
+    pub namespace: String,
+    pub profile: String,
+    /// `ok`, `empty` (searches without results) or `error`.
+    pub outcome: String,
+}
+
 /// Labels of the run duration histogram.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
-    /// Namespace of the run.
-    pub namespace: String,
-    /// ResearchProfile name.
-    pub profile: String,
+    /// `quick` or `deep`.
+    pub mode: String,
     /// Terminal phase: Completed, Failed or Cancelled.
     pub outcome: PhaseLabel,
 }
+
+/// controller-runtime's reconcile labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabels {
+    pub controller: String,
+}
+
+/// controller-runtime's reconcile result labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerResultLabels {
+    pub controller: String,
+    /// `success`, `error` or `requeue_after`.
+    pub result: String,
+}
+
+type FloatCounter = Counter<f64, std::sync::atomic::AtomicU64>;
 
 /// All metrics of the operator with the registry that exports them. Cheap to clone.
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Registry>,
+    /// `controller_runtime_reconcile_total{controller,result}` (controller-runtime's name).
+    pub reconcile_total: Family<ControllerResultLabels, Counter>,
+    /// `controller_runtime_reconcile_errors_total{controller}`.
+    pub reconcile_errors_total: Family<ControllerLabels, Counter>,
+    /// `controller_runtime_reconcile_time_seconds{controller}`.
+    pub reconcile_time: Family<ControllerLabels, Histogram>,
     /// `quarry_reconciliations_total`: reconcile calls.
     pub reconciliations: Counter,
     /// `quarry_reconcile_errors_total{reason}`: reconcile calls that returned an error.
@@ -116,20 +175,28 @@ pub struct Metrics {
     pub reconcile_duration: Histogram,
     /// `quarry_runs{namespace,phase}`: ResearchRuns known to this operator by phase.
     pub runs: Family<PhaseLabels, Gauge>,
-    /// `quarry_llm_input_tokens_total`.
-    pub llm_input_tokens: Family<ModelLabels, Counter>,
-    /// `quarry_llm_output_tokens_total`.
-    pub llm_output_tokens: Family<ModelLabels, Counter>,
-    /// `quarry_llm_calls_total`.
-    pub llm_calls: Family<ModelLabels, Counter>,
-    /// `quarry_llm_cost_usd_total`.
-    pub llm_cost_usd: Family<ModelLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
-    /// `quarry_searches_total`.
-    pub searches: Family<RunLabels, Counter>,
-    /// `quarry_pages_fetched_total`.
-    pub pages_fetched: Family<RunLabels, Counter>,
-    /// `quarry_run_duration_seconds{namespace,profile,outcome}`: creation to terminal phase.
+    /// `quarry_llm_requests_total{namespace,profile,provider,model,outcome}`.
+    pub llm_requests: Family<RequestLabels, Counter>,
+    /// `quarry_llm_tokens_total{namespace,profile,provider,model,kind}`.
+    pub llm_tokens: Family<TokenLabels, Counter>,
+    /// `quarry_llm_cost_usd_total{namespace,profile,provider,model}`.
+    pub llm_cost_usd: Family<ModelLabels, FloatCounter>,
+    /// `quarry_llm_request_duration_seconds{provider,model}`.
+    pub llm_duration: Family<EndpointLabels, Histogram>,
+    /// `quarry_llm_circuit_breaker_state{provider,model}`: 0 closed, 1 half-open, 2 open.
+    pub llm_breaker_state: Family<EndpointLabels, Gauge>,
+    /// `quarry_llm_rate_limit_waits_total{provider,model}`: calls held back by the shared limiter.
+    pub llm_rate_limit_waits: Family<EndpointLabels, Counter>,
+    /// `quarry_llm_rate_limit_wait_seconds_total{provider,model}`.
+    pub llm_rate_limit_wait_seconds: Family<EndpointLabels, FloatCounter>,
+    /// `quarry_searches_total{namespace,profile,outcome}`.
+    pub searches: Family<SourceLabels, Counter>,
+    /// `quarry_fetches_total{namespace,profile,outcome}`.
+    pub fetches: Family<SourceLabels, Counter>,
+    /// `quarry_run_duration_seconds{mode,outcome}`: start to terminal phase.
     pub run_duration: Family<OutcomeLabels, Histogram>,
+    /// `quarry_run_cost_usd{namespace,profile}`: what each finished run cost.
+    pub run_cost: Family<RunLabels, Histogram>,
     /// Phase each run is counted under in `runs`, keyed by UID, so moves are exact.
     phases: Arc<Mutex<HashMap<String, PhaseLabels>>>,
 }
@@ -151,10 +218,48 @@ fn run_duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 2.0, 16))
 }
 
+fn llm_duration_histogram() -> Histogram {
+    // 50 ms .. ~27 min: hosted models answer in seconds, local ones on 2 cores in minutes.
+    Histogram::new(exponential_buckets(0.05, 2.0, 16))
+}
+
+fn run_cost_histogram() -> Histogram {
+    // $0.0001 .. ~$100.
+    Histogram::new(exponential_buckets(0.0001, 2.5, 16))
+}
+
+fn reconcile_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 14))
+}
+
 impl Metrics {
-    /// Creates every metric and registers it under its `quarry_` name.
+    /// Creates every metric and registers it under its name (`quarry_` or controller-runtime's).
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("quarry");
+        let mut root = Registry::default();
+        let reconcile_total = Family::<ControllerResultLabels, Counter>::default();
+        let reconcile_errors_total = Family::<ControllerLabels, Counter>::default();
+        let reconcile_time = Family::<ControllerLabels, Histogram>::new_with_constructor(
+            reconcile_histogram as fn() -> Histogram,
+        );
+        {
+            let cr = root.sub_registry_with_prefix("controller_runtime");
+            cr.register(
+                "reconcile",
+                "Total number of reconciliations per controller",
+                reconcile_total.clone(),
+            );
+            cr.register(
+                "reconcile_errors",
+                "Total number of reconciliation errors per controller",
+                reconcile_errors_total.clone(),
+            );
+            cr.register(
+                "reconcile_time_seconds",
+                "Length of time per reconciliation per controller",
+                reconcile_time.clone(),
+            );
+        }
+        let registry = root.sub_registry_with_prefix("quarry");
         let reconciliations = Counter::default();
         registry.register(
             "reconciliations",
@@ -167,7 +272,7 @@ impl Metrics {
             "ResearchRun reconcile calls that failed, by reason",
             reconcile_errors.clone(),
         );
-        let reconcile_duration = Histogram::new(exponential_buckets(0.001, 2.0, 14));
+        let reconcile_duration = reconcile_histogram();
         registry.register(
             "reconcile_duration_seconds",
             "Time spent in one reconcile call",
@@ -179,60 +284,98 @@ impl Metrics {
             "ResearchRuns known to the operator, by namespace and phase",
             runs.clone(),
         );
-        let llm_input_tokens = Family::<ModelLabels, Counter>::default();
+        let llm_requests = Family::<RequestLabels, Counter>::default();
         registry.register(
-            "llm_input_tokens",
-            "Input (prompt) tokens sent to models",
-            llm_input_tokens.clone(),
+            "llm_requests",
+            "Model requests by endpoint and outcome",
+            llm_requests.clone(),
         );
-        let llm_output_tokens = Family::<ModelLabels, Counter>::default();
+        let llm_tokens = Family::<TokenLabels, Counter>::default();
         registry.register(
-            "llm_output_tokens",
-            "Output (completion) tokens received from models",
-            llm_output_tokens.clone(),
+            "llm_tokens",
+            "Model tokens by kind (input, cached, output)",
+            llm_tokens.clone(),
         );
-        let llm_calls = Family::<ModelLabels, Counter>::default();
-        registry.register("llm_calls", "Model calls", llm_calls.clone());
-        let llm_cost_usd =
-            Family::<ModelLabels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+        let llm_cost_usd = Family::<ModelLabels, FloatCounter>::default();
         registry.register(
             "llm_cost_usd",
             "Model cost in USD from the profile's price table",
             llm_cost_usd.clone(),
         );
-        let searches = Family::<RunLabels, Counter>::default();
+        let llm_duration = Family::<EndpointLabels, Histogram>::new_with_constructor(
+            llm_duration_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "llm_request_duration_seconds",
+            "Duration of model requests, retries included",
+            llm_duration.clone(),
+        );
+        let llm_breaker_state = Family::<EndpointLabels, Gauge>::default();
+        registry.register(
+            "llm_circuit_breaker_state",
+            "Circuit breaker of a model endpoint: 0 closed, 1 half-open, 2 open",
+            llm_breaker_state.clone(),
+        );
+        let llm_rate_limit_waits = Family::<EndpointLabels, Counter>::default();
+        registry.register(
+            "llm_rate_limit_waits",
+            "Model requests held back by the shared rate limiter",
+            llm_rate_limit_waits.clone(),
+        );
+        let llm_rate_limit_wait_seconds = Family::<EndpointLabels, FloatCounter>::default();
+        registry.register(
+            "llm_rate_limit_wait_seconds",
+            "Time model requests spent waiting for the shared rate limiter",
+            llm_rate_limit_wait_seconds.clone(),
+        );
+        let searches = Family::<SourceLabels, Counter>::default();
         registry.register(
             "searches",
-            "Search queries sent by researchers",
+            "Search queries sent by researchers, by outcome",
             searches.clone(),
         );
-        let pages_fetched = Family::<RunLabels, Counter>::default();
+        let fetches = Family::<SourceLabels, Counter>::default();
         registry.register(
-            "pages_fetched",
-            "Pages fetched by researchers",
-            pages_fetched.clone(),
+            "fetches",
+            "Page fetches by researchers, by outcome",
+            fetches.clone(),
         );
         let run_duration = Family::<OutcomeLabels, Histogram>::new_with_constructor(
             run_duration_histogram as fn() -> Histogram,
         );
         registry.register(
             "run_duration_seconds",
-            "Duration of finished ResearchRuns",
+            "Duration of finished ResearchRuns by mode and outcome",
             run_duration.clone(),
         );
+        let run_cost = Family::<RunLabels, Histogram>::new_with_constructor(
+            run_cost_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "run_cost_usd",
+            "Cost in USD of finished ResearchRuns",
+            run_cost.clone(),
+        );
         Self {
-            registry: Arc::new(registry),
+            registry: Arc::new(root),
+            reconcile_total,
+            reconcile_errors_total,
+            reconcile_time,
             reconciliations,
             reconcile_errors,
             reconcile_duration,
             runs,
-            llm_input_tokens,
-            llm_output_tokens,
-            llm_calls,
+            llm_requests,
+            llm_tokens,
             llm_cost_usd,
+            llm_duration,
+            llm_breaker_state,
+            llm_rate_limit_waits,
+            llm_rate_limit_wait_seconds,
             searches,
-            pages_fetched,
+            fetches,
             run_duration,
+            run_cost,
             phases: Arc::default(),
         }
     }
@@ -280,19 +423,132 @@ impl Metrics {
         }
     }
 
-    /// Adds model usage to the token, call and cost counters.
-    pub fn record_llm_usage(&self, labels: &ModelLabels, usage: &crate::llm::Usage) {
-        self.llm_input_tokens
-            .get_or_create(labels)
-            .inc_by(usage.input_tokens);
-        self.llm_output_tokens
-            .get_or_create(labels)
-            .inc_by(usage.output_tokens);
-        self.llm_calls.get_or_create(labels).inc_by(usage.llm_calls);
-        // pico-USD to USD; f64 is exact enough for a monotonically growing total.
-        self.llm_cost_usd
-            .get_or_create(labels)
-            .inc_by(usage.cost_pico_usd as f64 / 1e12);
+    /// The metrics of one run's engine, labelled with its namespace and profile.
+    pub fn for_run(&self, namespace: &str, profile: &str) -> RunMetrics {
+        RunMetrics {
+            metrics: self.clone(),
+            namespace: namespace.to_string(),
+            profile: profile.to_string(),
+        }
+    }
+}
+
+/// The metrics one run's engine records (model calls, searches, fetches), with its labels.
+#[derive(Clone, Debug)]
+pub struct RunMetrics {
+    metrics: Metrics,
+    namespace: String,
+    profile: String,
+}
+
+impl RunMetrics {
+    /// The operator-wide metrics behind this handle.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Records one model request: its outcome, duration and (when answered) tokens and cost.
+    pub fn llm_request(
+        &self,
+        provider: &str,
+        model: &str,
+        outcome: &str,
+        usage: Option<&crate::llm::Usage>,
+        seconds: Option<f64>,
+    ) {
+        let m = &self.metrics;
+        m.llm_requests
+            .get_or_create(&RequestLabels {
+                namespace: self.namespace.clone(),
+                profile: self.profile.clone(),
+                provider: provider.to_string(),
+                model: model.to_string(),
+                outcome: outcome.to_string(),
+            })
+            .inc();
+        let endpoint = EndpointLabels {
+            provider: provider.to_string(),
+            model: model.to_string(),
+        };
+        if let Some(seconds) = seconds {
+            m.llm_duration.get_or_create(&endpoint).observe(seconds);
+        }
+        if let Some(usage) = usage {
+            for (kind, n) in [
+                ("input", usage.input_tokens),
+                ("output", usage.output_tokens),
+            ] {
+                m.llm_tokens
+                    .get_or_create(&TokenLabels {
+                        namespace: self.namespace.clone(),
+                        profile: self.profile.clone(),
+                        provider: provider.to_string(),
+                        model: model.to_string(),
+                        kind: kind.to_string(),
+                    })
+                    .inc_by(n);
+            }
+            // pico-USD to USD; f64 is exact enough for a monotonically growing total.
+            m.llm_cost_usd
+                .get_or_create(&ModelLabels {
+                    namespace: self.namespace.clone(),
+                    profile: self.profile.clone(),
+                    provider: provider.to_string(),
+                    model: model.to_string(),
+                })
+                .inc_by(usage.cost_pico_usd as f64 / 1e12);
+        }
+    }
+
+    /// Records the state of an endpoint's circuit breaker (0 closed, 1 half-open, 2 open).
+    pub fn breaker_state(&self, provider: &str, model: &str, state: i64) {
+        self.metrics
+            .llm_breaker_state
+            .get_or_create(&EndpointLabels {
+                provider: provider.to_string(),
+                model: model.to_string(),
+            })
+            .set(state);
+    }
+
+    /// Records a wait imposed by the shared rate limiter.
+    pub fn rate_limit_wait(&self, provider: &str, model: &str, waited: std::time::Duration) {
+        let labels = EndpointLabels {
+            provider: provider.to_string(),
+            model: model.to_string(),
+        };
+        self.metrics
+            .llm_rate_limit_waits
+            .get_or_create(&labels)
+            .inc();
+        self.metrics
+            .llm_rate_limit_wait_seconds
+            .get_or_create(&labels)
+            .inc_by(waited.as_secs_f64());
+    }
+
+    fn source(&self, outcome: &str) -> SourceLabels {
+        SourceLabels {
+            namespace: self.namespace.clone(),
+            profile: self.profile.clone(),
+            outcome: outcome.to_string(),
+        }
+    }
+
+    /// Records one search query by outcome (`ok`, `empty`, `error`).
+    pub fn search(&self, outcome: &str) {
+        self.metrics
+            .searches
+            .get_or_create(&self.source(outcome))
+            .inc();
+    }
+
+    /// Records one page fetch by outcome (`ok`, `error`).
+    pub fn fetch(&self, outcome: &str) {
+        self.metrics
+            .fetches
+            .get_or_create(&self.source(outcome))
+            .inc();
     }
 }
 
@@ -340,40 +596,86 @@ mod tests {
                 reason: "KubeApi".into(),
             })
             .inc();
-        let labels = ModelLabels {
-            namespace: "ns".into(),
-            profile: "default".into(),
-            provider: "127.0.0.1".into(),
-            model: "m".into(),
-        };
-        metrics.record_llm_usage(
-            &labels,
-            &crate::llm::Usage {
+        let run = metrics.for_run("ns", "default");
+        run.llm_request(
+            "127.0.0.1",
+            "m",
+            "ok",
+            Some(&crate::llm::Usage {
                 input_tokens: 100,
                 output_tokens: 20,
                 cost_pico_usd: 1_500_000_000_000,
-                llm_calls: 2,
-            },
+                llm_calls: 1,
+            }),
+            Some(0.2),
         );
+        run.llm_request("127.0.0.1", "m", "rate_limited", None, Some(0.1));
+        run.breaker_state("127.0.0.1", "m", 2);
+        run.rate_limit_wait("127.0.0.1", "m", std::time::Duration::from_millis(500));
+        for outcome in ["ok", "ok", "ok", "empty"] {
+            run.search(outcome);
+        }
+        run.fetch("error");
         metrics
-            .searches
-            .get_or_create(&RunLabels {
-                namespace: "ns".into(),
-                profile: "default".into(),
+            .reconcile_total
+            .get_or_create(&ControllerResultLabels {
+                controller: "researchrun".into(),
+                result: "success".into(),
             })
-            .inc_by(4);
+            .inc();
         let text = metrics.encode().unwrap();
         assert!(text.contains("quarry_reconciliations_total 1\n"), "{text}");
         assert!(
             text.contains("quarry_reconcile_errors_total{reason=\"KubeApi\"} 1\n"),
             "{text}"
         );
-        assert!(text.contains("quarry_llm_input_tokens_total{namespace=\"ns\",profile=\"default\",provider=\"127.0.0.1\",model=\"m\"} 100\n"), "{text}");
-        assert!(text.contains("quarry_llm_output_tokens_total{namespace=\"ns\",profile=\"default\",provider=\"127.0.0.1\",model=\"m\"} 20\n"), "{text}");
-        assert!(text.contains("quarry_llm_calls_total{namespace=\"ns\",profile=\"default\",provider=\"127.0.0.1\",model=\"m\"} 2\n"), "{text}");
-        assert!(text.contains("quarry_llm_cost_usd_total{namespace=\"ns\",profile=\"default\",provider=\"127.0.0.1\",model=\"m\"} 1.5\n"), "{text}");
+        assert!(text.contains("controller_runtime_reconcile_total{controller=\"researchrun\",result=\"success\"} 1\n"), "{text}");
+        // Families without samples are not exposed at all (prometheus-client's encoder).
         assert!(
-            text.contains("quarry_searches_total{namespace=\"ns\",profile=\"default\"} 4\n"),
+            !text.contains("controller_runtime_reconcile_time_seconds"),
+            "{text}"
+        );
+        let ep = "provider=\"127.0.0.1\",model=\"m\"";
+        assert!(text.contains(&format!("quarry_llm_requests_total{{namespace=\"ns\",profile=\"default\",{ep},outcome=\"ok\"}} 1\n")), "{text}");
+        assert!(text.contains(&format!("quarry_llm_requests_total{{namespace=\"ns\",profile=\"default\",{ep},outcome=\"rate_limited\"}} 1\n")), "{text}");
+        assert!(text.contains(&format!("quarry_llm_tokens_total{{namespace=\"ns\",profile=\"default\",{ep},kind=\"input\"}} 100\n")), "{text}");
+        assert!(text.contains(&format!("quarry_llm_tokens_total{{namespace=\"ns\",profile=\"default\",{ep},kind=\"output\"}} 20\n")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "quarry_llm_cost_usd_total{{namespace=\"ns\",profile=\"default\",{ep}}} 1.5\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "quarry_llm_request_duration_seconds_count{{{ep}}} 2\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("quarry_llm_circuit_breaker_state{{{ep}}} 2\n")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("quarry_llm_rate_limit_waits_total{{{ep}}} 1\n")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "quarry_llm_rate_limit_wait_seconds_total{{{ep}}} 0.5\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "quarry_searches_total{namespace=\"ns\",profile=\"default\",outcome=\"ok\"} 3\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "quarry_fetches_total{namespace=\"ns\",profile=\"default\",outcome=\"error\"} 1\n"
+            ),
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"));
