@@ -511,6 +511,29 @@ async fn scenario(
     if !metrics.contains(&tokens) {
         return Err(format!("metrics lack {tokens}:\n{metrics}"));
     }
+    // Every metric the Grafana dashboard and the alert rules query is exported by the operator.
+    let exported: std::collections::BTreeSet<&str> = metrics
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let names = regex::Regex::new(r"\b(quarry_[a-z_]+|controller_runtime_[a-z_]+)\b")
+        .map_err(|e| e.to_string())?;
+    let queried = format!(
+        "{}\n{}",
+        include_str!("../../charts/quarry/files/dashboards/quarry.json"),
+        include_str!("../../charts/quarry/files/alerts/quarry-rules.yaml")
+    );
+    let missing: std::collections::BTreeSet<&str> = names
+        .find_iter(&queried)
+        .map(|m| m.as_str())
+        .filter(|n| !exported.contains(n))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "the dashboard or alerts query metrics the operator does not export: {missing:?}\n{metrics}"
+        ));
+    }
     operator
         .kill()
         .await

@@ -28,10 +28,7 @@ use crate::api::{
 use crate::research::state::{Mode, OutputKind, RunInput, RunState};
 use crate::server::{Readiness, ServerState};
 use crate::store::configmap::{FIELD_MANAGER, report_configmap_name};
-use crate::telemetry::{
-    ControllerLabels, ControllerResultLabels, ErrorLabels, Metrics, ModelLabels, OutcomeLabels,
-    PhaseLabel, RunLabels,
-};
+use crate::telemetry::{ErrorLabels, Metrics, ModelLabels, PhaseLabel, RunLabels};
 use registry::{Presence, Registry, ResearchTask, Signal};
 use status::{RunView, desired_status, transition_events};
 
@@ -390,36 +387,10 @@ async fn apply_status(
 /// Reconciles one ResearchRun. Returns quickly: research runs in the registry's tasks.
 #[tracing::instrument(skip_all, fields(run = %run.name_any(), namespace = %run.namespace().unwrap_or_default()))]
 pub async fn reconcile(run: Arc<ResearchRun>, ctx: Arc<Context>) -> Result<Action, Error> {
-    ctx.metrics.reconciliations.inc();
     let started = std::time::Instant::now();
     let result = reconcile_inner(run, &ctx).await;
-    let seconds = started.elapsed().as_secs_f64();
-    ctx.metrics.reconcile_duration.observe(seconds);
-    // controller-runtime's names, so stock dashboards and alerts work unchanged.
-    let controller = ControllerLabels {
-        controller: "researchrun".to_string(),
-    };
     ctx.metrics
-        .reconcile_time
-        .get_or_create(&controller)
-        .observe(seconds);
-    let outcome = match &result {
-        Ok(_) => "success",
-        Err(_) => "error",
-    };
-    ctx.metrics
-        .reconcile_total
-        .get_or_create(&ControllerResultLabels {
-            controller: controller.controller.clone(),
-            result: outcome.to_string(),
-        })
-        .inc();
-    if result.is_err() {
-        ctx.metrics
-            .reconcile_errors_total
-            .get_or_create(&controller)
-            .inc();
-    }
+        .record_reconcile(result.is_ok(), started.elapsed().as_secs_f64());
     result
 }
 
@@ -691,24 +662,19 @@ async fn status_writer(
                         .as_ref()
                         .and_then(|s| s.start_time.clone())
                         .or_else(|| base.metadata.creation_timestamp.clone());
-                    ctx.metrics
-                        .run_cost
-                        .get_or_create(&run_labels)
-                        .observe(state.usage.cost_pico_usd as f64 / 1e12);
-                    if let Some(started) = started {
-                        let seconds = (now().0.as_second() - started.0.as_second()).max(0) as f64;
-                        let mode = match state.input.mode {
-                            crate::research::state::Mode::Quick => "quick",
-                            crate::research::state::Mode::Deep => "deep",
-                        };
-                        ctx.metrics
-                            .run_duration
-                            .get_or_create(&OutcomeLabels {
-                                mode: mode.to_string(),
-                                outcome,
-                            })
-                            .observe(seconds);
-                    }
+                    let mode = match state.input.mode {
+                        crate::research::state::Mode::Quick => "quick",
+                        crate::research::state::Mode::Deep => "deep",
+                    };
+                    let seconds = started
+                        .map(|started| (now().0.as_second() - started.0.as_second()).max(0) as f64);
+                    ctx.metrics.record_finished_run(
+                        &run_labels,
+                        mode,
+                        outcome,
+                        seconds,
+                        state.usage.cost_pico_usd as f64 / 1e12,
+                    );
                 }
             }
             last = Some(state);

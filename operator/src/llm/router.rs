@@ -168,6 +168,13 @@ pub struct Router {
 impl Router {
     /// Records every call in `metrics` (requests by outcome, tokens, cost, durations, breakers).
     pub fn with_metrics(mut self, metrics: RunMetrics) -> Self {
+        for tier in std::iter::once(&self.primary)
+            .chain(self.fallback.iter())
+            .chain(self.budget.iter())
+            .chain(self.roles.iter().map(|(_, t)| t))
+        {
+            metrics.register_endpoint(&tier.provider, &tier.model_name);
+        }
         self.metrics = Some(metrics);
         self
     }
@@ -299,6 +306,9 @@ impl ChatModel for Router {
                         tier.endpoint.with_breaker(|b| b.on_success());
                     }
                     self.record(tier, outcome_of(&e), None, Some(seconds));
+                    if let Some(m) = &self.metrics {
+                        m.fallback(&tier.provider, &tier.model_name);
+                    }
                     tracing::warn!(tier = %tier.name, error = %e, "model tier failed; trying the next");
                     last = Some(e);
                 }

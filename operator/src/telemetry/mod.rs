@@ -157,6 +157,9 @@ pub struct ControllerResultLabels {
 
 type FloatCounter = Counter<f64, std::sync::atomic::AtomicU64>;
 
+/// The `controller` label of the ResearchRun controller's controller-runtime metrics.
+pub const CONTROLLER_NAME: &str = "researchrun";
+
 /// All metrics of the operator with the registry that exports them. Cheap to clone.
 #[derive(Clone)]
 pub struct Metrics {
@@ -183,6 +186,9 @@ pub struct Metrics {
     pub llm_cost_usd: Family<ModelLabels, FloatCounter>,
     /// `quarry_llm_request_duration_seconds{provider,model}`.
     pub llm_duration: Family<EndpointLabels, Histogram>,
+    /// `quarry_llm_fallbacks_total{provider,model}`: calls this endpoint could not serve that
+    /// the router passed to the next tier.
+    pub llm_fallbacks: Family<EndpointLabels, Counter>,
     /// `quarry_llm_circuit_breaker_state{provider,model}`: 0 closed, 1 half-open, 2 open.
     pub llm_breaker_state: Family<EndpointLabels, Gauge>,
     /// `quarry_llm_rate_limit_waits_total{provider,model}`: calls held back by the shared limiter.
@@ -310,6 +316,12 @@ impl Metrics {
             "Duration of model requests, retries included",
             llm_duration.clone(),
         );
+        let llm_fallbacks = Family::<EndpointLabels, Counter>::default();
+        registry.register(
+            "llm_fallbacks",
+            "Model calls an endpoint could not serve, passed to the next tier",
+            llm_fallbacks.clone(),
+        );
         let llm_breaker_state = Family::<EndpointLabels, Gauge>::default();
         registry.register(
             "llm_circuit_breaker_state",
@@ -356,6 +368,12 @@ impl Metrics {
             "Cost in USD of finished ResearchRuns",
             run_cost.clone(),
         );
+        // Errors are rare; the series exists at zero so alerts on its rate work from the start.
+        reconcile_errors_total
+            .get_or_create(&ControllerLabels {
+                controller: CONTROLLER_NAME.to_string(),
+            })
+            .inc_by(0);
         Self {
             registry: Arc::new(root),
             reconcile_total,
@@ -369,6 +387,7 @@ impl Metrics {
             llm_tokens,
             llm_cost_usd,
             llm_duration,
+            llm_fallbacks,
             llm_breaker_state,
             llm_rate_limit_waits,
             llm_rate_limit_wait_seconds,
@@ -420,6 +439,47 @@ impl Metrics {
         };
         for uid in gone {
             self.set_run_phase(&uid, "", None);
+        }
+    }
+
+    /// Records one reconcile call under both naming schemes (quarry's and controller-runtime's).
+    pub fn record_reconcile(&self, ok: bool, seconds: f64) {
+        self.reconciliations.inc();
+        self.reconcile_duration.observe(seconds);
+        let controller = ControllerLabels {
+            controller: CONTROLLER_NAME.to_string(),
+        };
+        self.reconcile_time
+            .get_or_create(&controller)
+            .observe(seconds);
+        self.reconcile_total
+            .get_or_create(&ControllerResultLabels {
+                controller: CONTROLLER_NAME.to_string(),
+                result: if ok { "success" } else { "error" }.to_string(),
+            })
+            .inc();
+        if !ok {
+            self.reconcile_errors_total.get_or_create(&controller).inc();
+        }
+    }
+
+    /// Records a run that reached a terminal phase: its duration by mode and outcome, its cost.
+    pub fn record_finished_run(
+        &self,
+        run: &RunLabels,
+        mode: &str,
+        outcome: PhaseLabel,
+        seconds: Option<f64>,
+        cost_usd: f64,
+    ) {
+        self.run_cost.get_or_create(run).observe(cost_usd);
+        if let Some(seconds) = seconds {
+            self.run_duration
+                .get_or_create(&OutcomeLabels {
+                    mode: mode.to_string(),
+                    outcome,
+                })
+                .observe(seconds);
         }
     }
 
@@ -509,6 +569,33 @@ impl RunMetrics {
                 model: model.to_string(),
             })
             .set(state);
+    }
+
+    /// Exposes an endpoint's per-endpoint series at zero, so `rate()` and alerts see them
+    /// before the first fallback or wait (Prometheus' advice for known label sets).
+    pub fn register_endpoint(&self, provider: &str, model: &str) {
+        let labels = EndpointLabels {
+            provider: provider.to_string(),
+            model: model.to_string(),
+        };
+        let m = &self.metrics;
+        m.llm_fallbacks.get_or_create(&labels).inc_by(0);
+        m.llm_rate_limit_waits.get_or_create(&labels).inc_by(0);
+        m.llm_rate_limit_wait_seconds
+            .get_or_create(&labels)
+            .inc_by(0.0);
+        m.llm_breaker_state.get_or_create(&labels).inc_by(0);
+    }
+
+    /// Records a call the endpoint could not serve, passed on to the next tier.
+    pub fn fallback(&self, provider: &str, model: &str) {
+        self.metrics
+            .llm_fallbacks
+            .get_or_create(&EndpointLabels {
+                provider: provider.to_string(),
+                model: model.to_string(),
+            })
+            .inc();
     }
 
     /// Records a wait imposed by the shared rate limiter.
