@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{ModelTier, ResearchProfileSpec, SearchTarget, TierName, ToolMode as ApiToolMode};
-use crate::llm::limiter::{RateLimits, endpoint};
+use crate::llm::breaker::BreakerSettings;
+use crate::llm::limiter::{RateLimits, endpoint_with};
 use crate::llm::openai::OpenAiClient;
 use crate::llm::pricing::Price;
 use crate::llm::router::{Role, Router, SpendGuard, Tier};
@@ -61,6 +62,9 @@ pub fn model_config(
         price,
         temperature: tier.temperature.map(|t| t as f32),
         stream: tier.stream,
+        max_retries: tier
+            .max_retries
+            .unwrap_or(ModelConfig::default().max_retries),
         ..ModelConfig::default()
     })
 }
@@ -175,13 +179,19 @@ fn tier(
     Ok(Tier {
         name: name.as_str().to_string(),
         model: Arc::new(client),
-        endpoint: endpoint(
+        endpoint: endpoint_with(
             &spec.base_url,
             &spec.model,
             RateLimits {
                 requests_per_minute: spec.requests_per_minute.map(u64::from),
                 tokens_per_minute: spec.tokens_per_minute,
             },
+            spec.circuit_breaker
+                .map_or_else(BreakerSettings::default, |b| BreakerSettings {
+                    failures_to_open: b.failure_threshold,
+                    open_for: Duration::from_secs(u64::from(b.open_seconds)),
+                    successes_to_close: b.success_threshold,
+                }),
         ),
         price,
         provider: url::Url::parse(&spec.base_url)

@@ -281,6 +281,44 @@ pub struct ModelTier {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1_000_000_000))]
     pub tokens_per_minute: Option<u64>,
+    /// Retries of one call on timeouts, 429 and 5xx (exponential backoff with jitter, honouring
+    /// `Retry-After`) before the router moves to the next tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 10))]
+    pub max_retries: Option<u32>,
+    /// When the endpoint's circuit breaker opens and closes (default 5 failures, 60 s, 2 successes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub circuit_breaker: Option<CircuitBreakerSpec>,
+}
+
+/// Circuit breaker thresholds of a model endpoint (seed 004).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct CircuitBreakerSpec {
+    /// Consecutive failures that open the circuit.
+    #[serde(default = "default_failure_threshold")]
+    #[schemars(range(min = 1, max = 100))]
+    pub failure_threshold: u32,
+    /// Seconds an open circuit refuses calls before trial calls.
+    #[serde(default = "default_open_seconds")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub open_seconds: u32,
+    /// Successful trial calls that close the circuit again.
+    #[serde(default = "default_success_threshold")]
+    #[schemars(range(min = 1, max = 100))]
+    pub success_threshold: u32,
+}
+
+fn default_failure_threshold() -> u32 {
+    5
+}
+
+fn default_open_seconds() -> u32 {
+    60
+}
+
+fn default_success_threshold() -> u32 {
+    2
 }
 
 fn default_model_timeout() -> u32 {

@@ -31,21 +31,51 @@ impl BreakerState {
     }
 }
 
-/// One endpoint's breaker.
+/// When a breaker opens and closes (seed 004's values by default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CircuitBreaker {
-    state: BreakerState,
+pub struct BreakerSettings {
+    pub failures_to_open: u32,
+    pub open_for: Duration,
+    pub successes_to_close: u32,
 }
 
-impl Default for CircuitBreaker {
+impl Default for BreakerSettings {
     fn default() -> Self {
         Self {
-            state: BreakerState::Closed { failures: 0 },
+            failures_to_open: FAILURES_TO_OPEN,
+            open_for: OPEN_FOR,
+            successes_to_close: SUCCESSES_TO_CLOSE,
         }
     }
 }
 
+/// One endpoint's breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CircuitBreaker {
+    state: BreakerState,
+    settings: BreakerSettings,
+}
+
+impl Default for CircuitBreaker {
+    fn default() -> Self {
+        Self::with(BreakerSettings::default())
+    }
+}
+
 impl CircuitBreaker {
+    /// A closed breaker with the given thresholds.
+    pub fn with(settings: BreakerSettings) -> Self {
+        Self {
+            state: BreakerState::Closed { failures: 0 },
+            settings,
+        }
+    }
+
+    /// Its thresholds.
+    pub fn settings(&self) -> BreakerSettings {
+        self.settings
+    }
+
     /// The current state (an open breaker past its wait reports half-open only after `allow`).
     pub fn state(&self) -> BreakerState {
         self.state
@@ -55,7 +85,9 @@ impl CircuitBreaker {
     pub fn allow(&mut self, now: Instant) -> bool {
         match self.state {
             BreakerState::Closed { .. } | BreakerState::HalfOpen { .. } => true,
-            BreakerState::Open { since } if now.saturating_duration_since(since) >= OPEN_FOR => {
+            BreakerState::Open { since }
+                if now.saturating_duration_since(since) >= self.settings.open_for =>
+            {
                 self.state = BreakerState::HalfOpen { successes: 0 };
                 true
             }
@@ -66,7 +98,9 @@ impl CircuitBreaker {
     /// Records a call that reached the endpoint and got a usable answer.
     pub fn on_success(&mut self) {
         self.state = match self.state {
-            BreakerState::HalfOpen { successes } if successes + 1 < SUCCESSES_TO_CLOSE => {
+            BreakerState::HalfOpen { successes }
+                if successes + 1 < self.settings.successes_to_close =>
+            {
                 BreakerState::HalfOpen {
                     successes: successes + 1,
                 }
@@ -78,7 +112,7 @@ impl CircuitBreaker {
     /// Records a call that failed because of the endpoint (unreachable, timeout, 429, 5xx).
     pub fn on_failure(&mut self, now: Instant) {
         self.state = match self.state {
-            BreakerState::Closed { failures } if failures + 1 < FAILURES_TO_OPEN => {
+            BreakerState::Closed { failures } if failures + 1 < self.settings.failures_to_open => {
                 BreakerState::Closed {
                     failures: failures + 1,
                 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use super::breaker::CircuitBreaker;
+use super::breaker::{BreakerSettings, CircuitBreaker};
 
 /// Seconds of traffic a full bucket may release at once.
 pub const BURST_SECONDS: f64 = 5.0;
@@ -72,7 +72,7 @@ pub struct EndpointState {
 }
 
 impl EndpointState {
-    fn new(limits: RateLimits) -> Self {
+    fn new(limits: RateLimits, breaker: BreakerSettings) -> Self {
         let now = Instant::now();
         Self {
             buckets: Mutex::new(Buckets {
@@ -82,12 +82,19 @@ impl EndpointState {
                     .map(|r| Bucket::per_minute(r, now)),
                 tokens: limits.tokens_per_minute.map(|t| Bucket::per_minute(t, now)),
             }),
-            breaker: Mutex::new(CircuitBreaker::default()),
+            breaker: Mutex::new(CircuitBreaker::with(breaker)),
         }
     }
 
-    /// Adopts new limits (profiles can change); buckets restart full.
-    fn update(&self, limits: RateLimits) {
+    /// Adopts new limits (profiles can change); buckets restart full, a breaker with new
+    /// thresholds restarts closed.
+    fn update(&self, limits: RateLimits, breaker: BreakerSettings) {
+        {
+            let mut b = lock(&self.breaker);
+            if b.settings() != breaker {
+                *b = CircuitBreaker::with(breaker);
+            }
+        }
         let mut b = lock(&self.buckets);
         if b.limits != limits {
             let now = Instant::now();
@@ -138,13 +145,23 @@ static ENDPOINTS: LazyLock<Mutex<HashMap<String, Arc<EndpointState>>>> =
 
 /// The process-wide state of an endpoint (base URL + model), created on first use.
 pub fn endpoint(base_url: &str, model: &str, limits: RateLimits) -> Arc<EndpointState> {
+    endpoint_with(base_url, model, limits, BreakerSettings::default())
+}
+
+/// Like [`endpoint`], with the breaker's thresholds.
+pub fn endpoint_with(
+    base_url: &str,
+    model: &str,
+    limits: RateLimits,
+    breaker: BreakerSettings,
+) -> Arc<EndpointState> {
     let key = format!("{}|{model}", base_url.trim_end_matches('/'));
     let mut map = lock(&ENDPOINTS);
     let state = map
         .entry(key)
-        .or_insert_with(|| Arc::new(EndpointState::new(limits)))
+        .or_insert_with(|| Arc::new(EndpointState::new(limits, breaker)))
         .clone();
-    state.update(limits);
+    state.update(limits, breaker);
     state
 }
 
