@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::{ModelTier, ResearchProfileSpec, SearchTarget, TierName, ToolMode as ApiToolMode};
+use crate::api::{
+    ModelTier, Provider, ResearchProfileSpec, SearchTarget, TierName, ToolMode as ApiToolMode,
+};
+use crate::llm::anthropic::AnthropicClient;
 use crate::llm::breaker::BreakerSettings;
 use crate::llm::limiter::{RateLimits, endpoint_with};
 use crate::llm::openai::OpenAiClient;
@@ -65,6 +68,18 @@ pub fn model_config(
         max_retries: tier
             .max_retries
             .unwrap_or(ModelConfig::default().max_retries),
+        azure_api_version: match tier.provider {
+            Provider::AzureOpenai => Some(tier.api_version.clone().ok_or_else(|| {
+                err(
+                    "spec.models",
+                    format!(
+                        "model {}: provider azureOpenai needs apiVersion",
+                        tier.model
+                    ),
+                )
+            })?),
+            _ => None,
+        },
         ..ModelConfig::default()
     })
 }
@@ -165,6 +180,17 @@ impl Fetcher for MeteredFetcher {
     }
 }
 
+/// The client for a provider kind.
+fn client(
+    provider: Provider,
+    config: ModelConfig,
+) -> Result<Arc<dyn ChatModel>, crate::llm::LlmError> {
+    Ok(match provider {
+        Provider::Anthropic => Arc::new(AnthropicClient::new(config)?),
+        Provider::Openai | Provider::AzureOpenai => Arc::new(OpenAiClient::new(config)?),
+    })
+}
+
 /// One router tier from a profile tier: its client, price and the endpoint's shared state.
 fn tier(
     profile: &ResearchProfileSpec,
@@ -175,10 +201,10 @@ fn tier(
     let field = format!("spec.models.{}", name.as_str());
     let config = model_config(profile, spec, api_key)?;
     let price = config.price;
-    let client = OpenAiClient::new(config).map_err(|e| err(&field, e.to_string()))?;
+    let model = client(spec.provider, config).map_err(|e| err(&field, e.to_string()))?;
     Ok(Tier {
         name: name.as_str().to_string(),
-        model: Arc::new(client),
+        model,
         endpoint: endpoint_with(
             &spec.base_url,
             &spec.model,
@@ -232,10 +258,10 @@ pub fn build_engine(
         primary.ok_or_else(|| err("spec.models.primary", "a primary model is required"))?;
     // The planner's last resort after an unusable agenda (seed 001): the budget tier on its own.
     let budget_model: Option<Arc<dyn ChatModel>> = match &profile.models.budget {
-        Some(spec) => Some(Arc::new(
-            OpenAiClient::new(model_config(profile, spec, api_key(spec))?)
+        Some(spec) => Some(
+            client(spec.provider, model_config(profile, spec, api_key(spec))?)
                 .map_err(|e| err("spec.models.budget", e.to_string()))?,
-        )),
+        ),
         None => None,
     };
     let mut router = Router::new(primary, fallback, budget, roles, spend.clone());

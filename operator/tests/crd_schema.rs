@@ -3,7 +3,10 @@
 
 use kube::CustomResourceExt;
 use kube::core::cel::{ScopeContext, Validator, analyze_rule, compile_schema};
-use quarry::api::profile::{SEARCH_EXACTLY_ONE_MESSAGE, SEARCH_EXACTLY_ONE_RULE};
+use quarry::api::profile::{
+    AZURE_API_VERSION_MESSAGE, AZURE_API_VERSION_RULE, SEARCH_EXACTLY_ONE_MESSAGE,
+    SEARCH_EXACTLY_ONE_RULE,
+};
 use quarry::api::run::{
     REPORT_PREFIX_MESSAGE, REPORT_PREFIX_RULE, SPEC_IMMUTABLE_MESSAGE, SPEC_IMMUTABLE_RULE,
 };
@@ -309,7 +312,10 @@ fn profile_schema_shape() {
     assert_eq!(prop(&s, "spec.models")["required"], json!(["primary"]));
     for tier in ["primary", "fallback", "budget"] {
         let t = |f: &str| prop(&s, &format!("spec.models.{tier}.{f}")).clone();
-        assert_eq!(t("provider")["enum"], json!(["openai"]));
+        assert_eq!(
+            t("provider")["enum"],
+            json!(["openai", "azureOpenai", "anthropic"])
+        );
         assert_eq!(t("toolMode")["enum"], json!(["native", "jsonAction"]));
         assert_eq!(t("toolMode")["default"], json!("native"));
         assert_eq!(
@@ -401,7 +407,13 @@ fn assert_compiles(node: &kube::core::cel::CompiledSchema) -> usize {
 fn every_cel_rule_compiles_in_scope_and_within_cost() {
     for (schema, expected) in [
         (run_schema(), vec![SPEC_IMMUTABLE_RULE, REPORT_PREFIX_RULE]),
-        (profile_schema(), vec![SEARCH_EXACTLY_ONE_RULE]),
+        (
+            profile_schema(),
+            // One Azure rule per model tier: primary, fallback, budget and the five roles.
+            std::iter::once(SEARCH_EXACTLY_ONE_RULE)
+                .chain(std::iter::repeat_n(AZURE_API_VERSION_RULE, 8))
+                .collect(),
+        ),
     ] {
         let mut rules = Vec::new();
         collect_rules(&schema, &mut rules);
@@ -515,6 +527,39 @@ fn search_exactly_one_rule() {
     assert_eq!(
         v(json!({"url": "http://127.0.0.1:8888", "searchEngineRef": {"name": "default"}})),
         Err(vec![msg])
+    );
+}
+
+#[test]
+fn azure_tiers_need_an_api_version() {
+    let v = |tier: Value| {
+        let obj = json!({"apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchProfile", "metadata": {"name": "p"},
+            "spec": {"models": {"primary": {"baseURL": "http://127.0.0.1:8080/v1", "model": "m"}, "fallback": tier},
+                     "search": {"url": "http://127.0.0.1:8888"}}});
+        Validator::new()
+            .validate(&profile_schema(), &obj, None)
+            .map_err(|errs| errs.iter().map(|e| e.to_string()).collect::<Vec<_>>())
+    };
+    let base = |extra: Value| {
+        let mut t = json!({"baseURL": "https://example.openai.azure.com", "model": "gpt-deploy"});
+        t.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        t
+    };
+    assert_eq!(
+        v(base(
+            json!({"provider": "azureOpenai", "apiVersion": "2024-10-21"})
+        )),
+        Ok(())
+    );
+    assert_eq!(v(base(json!({"provider": "anthropic"}))), Ok(()));
+    assert_eq!(v(base(json!({}))), Ok(()));
+    assert_eq!(
+        v(base(json!({"provider": "azureOpenai"}))),
+        Err(vec![format!(
+            "spec.models.fallback: {AZURE_API_VERSION_MESSAGE}"
+        )])
     );
 }
 

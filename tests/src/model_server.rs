@@ -335,6 +335,12 @@ pub struct RecordedRequest {
     pub route: Option<String>,
     /// `Authorization` header value, if any.
     pub authorization: Option<String>,
+    /// Query string, if any (Azure's `api-version`).
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Provider headers: `api-key` (Azure), `x-api-key` and `anthropic-version` (Anthropic).
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
     /// The body as JSON (a JSON string holding the raw text when it was not JSON).
     pub body: Value,
 }
@@ -441,6 +447,11 @@ impl ScriptedModel {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/chat/completions", post(chat))
+            .route(
+                "/openai/deployments/{deployment}/chat/completions",
+                post(chat),
+            )
+            .route("/v1/messages", post(messages))
             .route("/v1/models", get(models))
             .route("/models", get(models))
             .with_state(inner.clone());
@@ -517,11 +528,37 @@ async fn models() -> Response {
         .into_response()
 }
 
+/// Wire format of an answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    OpenAi,
+    Anthropic,
+}
+
 async fn chat(
     State(inner): State<Arc<Inner>>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
+) -> Response {
+    serve(inner, uri, headers, body, Dialect::OpenAi).await
+}
+
+async fn messages(
+    State(inner): State<Arc<Inner>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve(inner, uri, headers, body, Dialect::Anthropic).await
+}
+
+async fn serve(
+    inner: Arc<Inner>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+    dialect: Dialect,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
@@ -543,6 +580,16 @@ async fn chat(
     let route = inner.routes.iter().find(|r| head.contains(&r.when));
     let record = RecordedRequest {
         route: route.map(|r| r.name.clone()),
+        query: uri.query().map(str::to_string),
+        headers: ["api-key", "x-api-key", "anthropic-version"]
+            .iter()
+            .filter_map(|h| {
+                headers
+                    .get(*h)
+                    .and_then(|v| v.to_str().ok())
+                    .map(|v| (h.to_string(), v.to_string()))
+            })
+            .collect(),
         path: uri.path().to_string(),
         authorization: headers
             .get(header::AUTHORIZATION)
@@ -621,22 +668,119 @@ async fn chat(
             }
         }
     }
-    render(step, stream, &model, index)
+    match dialect {
+        Dialect::OpenAi => render(step, stream, &model, index),
+        Dialect::Anthropic => render_anthropic(step, &model, index),
+    }
+}
+
+/// Renders a step as an Anthropic Messages API answer (no streaming).
+fn render_anthropic(step: Step, model: &str, index: usize) -> Response {
+    let usage = |u: Option<ReplyUsage>| {
+        u.map(|u| json!({"input_tokens": u.prompt_tokens, "output_tokens": u.completion_tokens}))
+            .unwrap_or_else(|| json!({"input_tokens": 0, "output_tokens": 0}))
+    };
+    let (content, stop, u) = match step {
+        Step::Text { text, usage: u } => {
+            (vec![json!({"type": "text", "text": text})], "end_turn", u)
+        }
+        Step::ToolCalls {
+            calls,
+            content,
+            usage: u,
+        } => {
+            let mut blocks: Vec<Value> = content
+                .into_iter()
+                .map(|t| json!({"type": "text", "text": t}))
+                .collect();
+            for (i, c) in calls.iter().enumerate() {
+                blocks.push(json!({
+                    "type": "tool_use",
+                    "id": c.id.clone().unwrap_or_else(|| format!("toolu_{i}")),
+                    "name": c.name,
+                    "input": c.arguments,
+                }));
+            }
+            (blocks, "tool_use", u)
+        }
+        Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => {
+            return render_anthropic(*then, model, index);
+        }
+        // Statuses, raw and garbage bodies are the same on every wire.
+        other @ (Step::Status { .. } | Step::Raw { .. } | Step::Garbage { .. }) => {
+            return render(other, false, model, index);
+        }
+        Step::JsonAction {
+            tool, arguments, ..
+        } => (
+            vec![
+                json!({"type": "text", "text": json!({"tool": tool, "arguments": arguments}).to_string()}),
+            ],
+            "end_turn",
+            None,
+        ),
+        Step::Repeat {
+            prefix,
+            chunk,
+            times,
+            usage: u,
+        } => (
+            vec![json!({"type": "text", "text": format!("{prefix}{}", chunk.repeat(times))})],
+            "max_tokens",
+            u,
+        ),
+        Step::Truncated { text } => {
+            let full = json!({"id": format!("msg_{index}"), "type": "message", "content": [{"type": "text", "text": text}]}).to_string();
+            let cut: String = full.chars().take(full.chars().count() / 2).collect();
+            return (
+                [(header::CONTENT_TYPE, "application/json".to_string())],
+                cut,
+            )
+                .into_response();
+        }
+    };
+    axum::Json(json!({
+        "id": format!("msg_scripted_{index}"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "usage": usage(u),
+    }))
+    .into_response()
 }
 
 /// The system prompt and the first user message of a request, where routes look for their marker.
 fn conversation_head(body: &Value) -> String {
-    body.get("messages")
-        .and_then(Value::as_array)
-        .map(|messages| {
+    // Anthropic's system prompt is a top-level field and contents are block lists.
+    let text_of = |c: &Value| -> String {
+        match c {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    };
+    let mut parts: Vec<String> = body
+        .get("system")
+        .and_then(Value::as_str)
+        .map(|s| vec![s.to_string()])
+        .unwrap_or_default();
+    if let Some(messages) = body.get("messages").and_then(Value::as_array) {
+        let take = 2 - parts.len();
+        parts.extend(
             messages
                 .iter()
-                .take(2)
-                .filter_map(|m| m.get("content").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
+                .take(take)
+                .filter_map(|m| m.get("content"))
+                .map(text_of),
+        );
+    }
+    parts.join("\n")
 }
 
 /// The parts of a successful completion.

@@ -200,9 +200,13 @@ impl ModelTiers {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum Provider {
-    /// OpenAI-compatible chat completions (OpenAI, vLLM, llama.cpp, Ollama, ...).
+    /// OpenAI-compatible chat completions (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM, OpenRouter).
     #[default]
     Openai,
+    /// Azure OpenAI: deployment in the path, `api-version` query, `api-key` header.
+    AzureOpenai,
+    /// Anthropic's native Messages API.
+    Anthropic,
 }
 
 /// How tools are offered to the model.
@@ -227,13 +231,25 @@ pub struct SecretKeyRef {
     pub key: String,
 }
 
+/// CEL rule on a model tier: Azure OpenAI needs its `apiVersion`.
+pub const AZURE_API_VERSION_RULE: &str =
+    "!has(self.provider) || self.provider != 'azureOpenai' || has(self.apiVersion)";
+/// Message for [`AZURE_API_VERSION_RULE`].
+pub const AZURE_API_VERSION_MESSAGE: &str =
+    "provider azureOpenai needs apiVersion (e.g. 2024-10-21); model is the deployment name";
+
 /// One model endpoint.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new(AZURE_API_VERSION_RULE).message(AZURE_API_VERSION_MESSAGE))]
 #[serde(rename_all = "camelCase")]
 pub struct ModelTier {
-    /// API dialect; only OpenAI-compatible for now.
+    /// API dialect.
     #[serde(default)]
     pub provider: Provider,
+    /// Azure OpenAI's `api-version` (required for `azureOpenai`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 32))]
+    pub api_version: Option<String>,
     /// Base URL of the API, e.g. `https://api.openai.com/v1`.
     #[serde(rename = "baseURL")]
     #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]

@@ -195,6 +195,7 @@ pub trait ChatModel: Send + Sync {
     fn context_window(&self) -> u64;
 }
 
+pub mod anthropic;
 pub mod breaker;
 pub mod json_extract;
 pub mod limiter;
@@ -247,6 +248,10 @@ pub struct ModelConfig {
     pub retry_min_delay: std::time::Duration,
     /// Largest backoff between retries; also caps a server's `Retry-After`.
     pub retry_max_delay: std::time::Duration,
+    /// Azure OpenAI: the `api-version` query parameter. When set, the model name is the
+    /// deployment, the path is `/openai/deployments/<model>/chat/completions` and the key goes in
+    /// an `api-key` header.
+    pub azure_api_version: Option<String>,
 }
 
 impl Default for ModelConfig {
@@ -266,6 +271,7 @@ impl Default for ModelConfig {
             stream: true,
             retry_min_delay: std::time::Duration::from_secs(1),
             retry_max_delay: std::time::Duration::from_secs(60),
+            azure_api_version: None,
         }
     }
 }

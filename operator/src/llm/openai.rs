@@ -83,10 +83,15 @@ impl OpenAiClient {
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))?;
-        let endpoint = format!(
-            "{}/chat/completions",
-            config.base_url.trim().trim_end_matches('/')
-        );
+        let base = config.base_url.trim().trim_end_matches('/');
+        let endpoint = match &config.azure_api_version {
+            // Azure OpenAI: the deployment is in the path, the API version in the query.
+            Some(version) => format!(
+                "{base}/openai/deployments/{}/chat/completions?api-version={version}",
+                config.model.trim()
+            ),
+            None => format!("{base}/chat/completions"),
+        };
         Ok(Self {
             config,
             http,
@@ -153,9 +158,16 @@ impl OpenAiClient {
         request: &ChatRequest,
     ) -> Result<ChatResponse, LlmError> {
         let mut builder = self.http.post(&self.endpoint).json(body);
-        if let Some(key) = &self.config.api_key {
+        match (&self.config.api_key, &self.config.azure_api_version) {
+            (Some(key), Some(_)) => {
+                let mut value = reqwest::header::HeaderValue::from_str(key)
+                    .map_err(|_| LlmError::Config("api key is not a valid header value".into()))?;
+                value.set_sensitive(true);
+                builder = builder.header("api-key", value);
+            }
             // bearer_auth marks the header sensitive, so reqwest never prints it either.
-            builder = builder.bearer_auth(key);
+            (Some(key), None) => builder = builder.bearer_auth(key),
+            (None, _) => {}
         }
         let response = builder.send().await.map_err(|e| self.transport_error(e))?;
         let status = response.status();
@@ -416,7 +428,7 @@ impl ChatModel for OpenAiClient {
 }
 
 /// Parses `Retry-After` in its seconds form (the HTTP-date form is rare for APIs and ignored).
-fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers
         .get(reqwest::header::RETRY_AFTER)?
         .to_str()
@@ -434,7 +446,7 @@ fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 }
 
 /// Reads at most `limit` bytes of a body.
-async fn read_limited(
+pub(crate) async fn read_limited(
     mut response: reqwest::Response,
     limit: usize,
 ) -> Result<Vec<u8>, reqwest::Error> {
