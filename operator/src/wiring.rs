@@ -47,8 +47,14 @@ pub fn model_config(
     api_key: Option<String>,
 ) -> Result<ModelConfig, WiringError> {
     let price = match profile.price_for(&tier.model) {
-        Some(p) => Price::parse(&p.input_usd_per_million, &p.output_usd_per_million)
-            .map_err(|e| err("spec.prices", format!("price of model {}: {e}", tier.model)))?,
+        Some(p) => {
+            let price = Price::parse(&p.input_usd_per_million, &p.output_usd_per_million);
+            match &p.cached_input_usd_per_million {
+                Some(cached) => price.and_then(|price| price.with_cached_input(cached)),
+                None => price,
+            }
+            .map_err(|e| err("spec.prices", format!("price of model {}: {e}", tier.model)))?
+        }
         None => Price::FREE,
     };
     Ok(ModelConfig {

@@ -70,6 +70,7 @@ impl ChatModel for FakeModel {
 
 fn usage(i: u64, o: u64) -> Usage {
     Usage {
+        cached_input_tokens: 0,
         input_tokens: i,
         output_tokens: o,
         cost_pico_usd: i * 10 + o * 20,
@@ -248,6 +249,7 @@ async fn quick_run_completes_with_a_verified_report() {
     assert_eq!(
         s.usage,
         Usage {
+            cached_input_tokens: 0,
             input_tokens: 400,
             output_tokens: 40,
             cost_pico_usd: 4 * 1200,

@@ -422,6 +422,7 @@ async fn usage_and_cost_are_exactly_what_the_server_reported() {
         assert_eq!(
             answer.usage,
             Usage {
+                cached_input_tokens: 0,
                 input_tokens: 1234,
                 output_tokens: 567,
                 // 1234 * 150_000 + 567 * 600_000 pico-USD
@@ -451,6 +452,7 @@ async fn missing_usage_is_estimated_from_characters() {
         assert_eq!(
             answer.usage,
             Usage {
+                cached_input_tokens: 0,
                 input_tokens: 9,
                 output_tokens: 10,
                 cost_pico_usd: 9 * 1_000_000 + 10 * 2_000_000,

@@ -363,6 +363,15 @@ pub struct ModelPrice {
     #[serde(rename = "outputUSDPerMillion")]
     #[schemars(length(max = 16), regex(pattern = USD_PATTERN))]
     pub output_usd_per_million: String,
+    /// USD per million input tokens served from the provider's prompt cache (default: the input
+    /// price).
+    #[serde(
+        rename = "cachedInputUSDPerMillion",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(length(max = 16), regex(pattern = USD_PATTERN))]
+    pub cached_input_usd_per_million: Option<String>,
 }
 
 impl ModelPrice {

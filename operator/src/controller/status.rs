@@ -530,4 +530,32 @@ mod tests {
         assert_eq!(report.config_map.as_deref(), Some("r1-report"));
         assert_eq!(report.citation_precision, None);
     }
+
+    #[test]
+    fn a_run_stopped_by_its_budget_says_budget_exceeded_and_stores_a_partial_report() {
+        let r = run();
+        let mut state = RunState::new(RunInput::new(
+            "what is CEL?",
+            crate::research::state::Mode::Deep,
+        ));
+        state.phase = EnginePhase::Completed;
+        state.limit_hit = Some(crate::research::state::LimitHit::Cost);
+        state.published = true;
+        state.final_report = Some(crate::research::state::FinalReport {
+            markdown: "# CEL\n\n> **Partial report**".into(),
+            findings_json: "{}".into(),
+            sources: vec![],
+            partial: true,
+            aborted: false,
+            claims_checked: 0,
+            claims_supported: 0,
+        });
+        let s = desired_status(&r, RunView::Progress(&state), "r1-report", &at(2));
+        assert_eq!(
+            cond(&s, "BudgetExceeded"),
+            ("True".into(), "CostLimit".into())
+        );
+        assert_eq!(cond(&s, "Succeeded"), ("True".into(), "Completed".into()));
+        assert!(s.report.unwrap().partial);
+    }
 }

@@ -216,8 +216,9 @@ impl AnthropicClient {
         }
         let usage = v.get("usage");
         let count = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
+        let cached = count("cache_read_input_tokens").unwrap_or(0);
         let input_tokens = count("input_tokens")
-            .map(|n| n + count("cache_read_input_tokens").unwrap_or(0))
+            .map(|n| n + cached)
             .unwrap_or_else(|| estimate_tokens(request_chars(request)));
         let output_tokens =
             count("output_tokens").unwrap_or_else(|| estimate_tokens(text.chars().count()));
@@ -226,8 +227,13 @@ impl AnthropicClient {
             tool_calls,
             usage: Usage {
                 input_tokens,
+                cached_input_tokens: cached,
                 output_tokens,
-                cost_pico_usd: self.config.price.cost_pico_usd(input_tokens, output_tokens),
+                cost_pico_usd: self.config.price.cost_with_cache_pico_usd(
+                    input_tokens,
+                    cached,
+                    output_tokens,
+                ),
                 llm_calls: 1,
             },
             model: v

@@ -108,7 +108,11 @@ pub struct ChatRequest {
 /// Token usage and cost of one or more calls. Cost is kept in pico-USD so sums are exact.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Input tokens, cached ones included.
     pub input_tokens: u64,
+    /// Of the input tokens, those served from the provider's prompt cache (priced lower).
+    #[serde(default)]
+    pub cached_input_tokens: u64,
     pub output_tokens: u64,
     pub cost_pico_usd: u64,
     pub llm_calls: u64,
@@ -118,6 +122,7 @@ impl Usage {
     /// Adds another usage record to this one.
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
         self.output_tokens += other.output_tokens;
         self.cost_pico_usd += other.cost_pico_usd;
         self.llm_calls += other.llm_calls;

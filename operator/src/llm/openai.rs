@@ -322,10 +322,16 @@ impl OpenAiClient {
                 estimate_tokens(output_chars),
             ),
         };
+        let cached = raw.cached.min(input_tokens);
         let usage = Usage {
             input_tokens,
+            cached_input_tokens: cached,
             output_tokens,
-            cost_pico_usd: self.config.price.cost_pico_usd(input_tokens, output_tokens),
+            cost_pico_usd: self.config.price.cost_with_cache_pico_usd(
+                input_tokens,
+                cached,
+                output_tokens,
+            ),
             llm_calls: 1,
         };
         Ok(ChatResponse {
@@ -603,6 +609,8 @@ struct RawAnswer {
     content: String,
     tool_calls: Vec<RawToolCall>,
     usage: Option<(u64, u64)>,
+    /// Prompt tokens served from the provider's cache (`prompt_tokens_details.cached_tokens`).
+    cached: u64,
     model: Option<String>,
     finish_reason: Option<String>,
 }
@@ -639,6 +647,7 @@ fn parse_completion(bytes: &[u8]) -> Result<RawAnswer, LlmError> {
             .and_then(Value::as_str)
             .map(str::to_string),
         usage: parse_usage(v.get("usage")),
+        cached: parse_cached(v.get("usage")),
         ..RawAnswer::default()
     };
     if raw.content.is_empty() {
@@ -712,6 +721,14 @@ fn content_text(v: Option<&Value>) -> String {
     }
 }
 
+/// Cached prompt tokens of an OpenAI-style usage object (0 when not reported).
+fn parse_cached(v: Option<&Value>) -> u64 {
+    v.and_then(|u| u.get("prompt_tokens_details"))
+        .and_then(|d| d.get("cached_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
 fn parse_usage(v: Option<&Value>) -> Option<(u64, u64)> {
     let u = v?;
     let get = |a: &str, b: &str| u.get(a).or_else(|| u.get(b)).and_then(Value::as_u64);
@@ -726,6 +743,7 @@ fn parse_usage(v: Option<&Value>) -> Option<(u64, u64)> {
 /// Assembles SSE events of a streamed completion.
 #[derive(Debug, Default)]
 struct StreamAccumulator {
+    cached: u64,
     content: String,
     /// Tool calls by their `index`, arguments as concatenated string fragments.
     calls: Vec<(Option<String>, String, String)>,
@@ -796,6 +814,7 @@ impl StreamAccumulator {
         }
         if let Some(u) = parse_usage(v.get("usage")) {
             self.usage = Some(u);
+            self.cached = parse_cached(v.get("usage"));
         }
         let Some(choice) = v
             .get("choices")
@@ -864,6 +883,7 @@ impl StreamAccumulator {
                 })
                 .collect(),
             usage: self.usage,
+            cached: self.cached,
             model: self.model,
             finish_reason: self.finish_reason,
         }
@@ -1188,6 +1208,30 @@ mod tests {
         assert_eq!(body["stream_options"], json!({"include_usage": true}));
         // The server does not support JSON mode: nothing is sent.
         assert!(body.get("response_format").is_none());
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_read_and_priced_lower() {
+        let raw = parse_completion(br#"{"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1000, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 800}}}"#).unwrap();
+        assert_eq!(raw.usage, Some((1000, 10)));
+        assert_eq!(raw.cached, 800);
+        let mut config = ModelConfig::new("http://127.0.0.1:1/v1", "m");
+        config.price = crate::llm::pricing::Price::parse("2.00", "8.00")
+            .unwrap()
+            .with_cached_input("0.50")
+            .unwrap();
+        let client = OpenAiClient::new(config).unwrap();
+        let request = ChatRequest {
+            messages: vec![Message::user("hi")],
+            tools: vec![],
+            json_mode: false,
+            max_tokens: 10,
+            purpose: crate::llm::CallPurpose::Research,
+        };
+        let resp = client.finish(&request, raw).unwrap();
+        assert_eq!(resp.usage.cached_input_tokens, 800);
+        // 200 × 2.00 + 800 × 0.50 + 10 × 8.00 µUSD = 880 µUSD.
+        assert_eq!(resp.usage.cost_pico_usd, 880_000_000);
     }
 
     #[test]

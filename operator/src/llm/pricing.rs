@@ -154,6 +154,9 @@ pub struct Price {
     pub input: UsdPerMillion,
     /// Price of completion tokens.
     pub output: UsdPerMillion,
+    /// Price of prompt tokens served from the provider's cache (the input price when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<UsdPerMillion>,
 }
 
 impl Price {
@@ -161,6 +164,7 @@ impl Price {
     pub const FREE: Price = Price {
         input: UsdPerMillion::ZERO,
         output: UsdPerMillion::ZERO,
+        cached_input: None,
     };
 
     /// Parses input and output prices from USD-per-million decimal strings.
@@ -168,7 +172,29 @@ impl Price {
         Ok(Price {
             input: UsdPerMillion::parse(input)?,
             output: UsdPerMillion::parse(output)?,
+            cached_input: None,
         })
+    }
+
+    /// Sets the cached-input price from a USD-per-million decimal string.
+    pub fn with_cached_input(mut self, cached: &str) -> Result<Price, PriceError> {
+        self.cached_input = Some(UsdPerMillion::parse(cached)?);
+        Ok(self)
+    }
+
+    /// Exact cost in pico-USD when `cached` of the input tokens came from the prompt cache.
+    pub fn cost_with_cache_pico_usd(
+        &self,
+        input_tokens: u64,
+        cached: u64,
+        output_tokens: u64,
+    ) -> u64 {
+        let cached = cached.min(input_tokens);
+        let cached_price = self.cached_input.unwrap_or(self.input);
+        self.input
+            .cost_pico_usd(input_tokens - cached)
+            .saturating_add(cached_price.cost_pico_usd(cached))
+            .saturating_add(self.output.cost_pico_usd(output_tokens))
     }
 
     /// Exact cost in pico-USD of a call with these token counts.

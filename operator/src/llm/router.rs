@@ -357,6 +357,7 @@ mod tests {
                 content: self.name.to_string(),
                 tool_calls: vec![],
                 usage: Usage {
+                    cached_input_tokens: 0,
                     input_tokens: 100,
                     output_tokens: 10,
                     cost_pico_usd: 1_000,

@@ -5,6 +5,7 @@ use crate::research::state::{Limits, RunInput, SourceRef};
 
 fn usage(input: u64, output: u64, cost: u64) -> Usage {
     Usage {
+        cached_input_tokens: 0,
         input_tokens: input,
         output_tokens: output,
         cost_pico_usd: cost,
@@ -115,6 +116,7 @@ fn quick_finished_researcher_goes_to_synthesis_with_usage_accounted() {
     assert_eq!(
         s.usage,
         Usage {
+            cached_input_tokens: 0,
             input_tokens: 100,
             output_tokens: 20,
             cost_pico_usd: 5,

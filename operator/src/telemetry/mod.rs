@@ -536,6 +536,7 @@ impl RunMetrics {
         if let Some(usage) = usage {
             for (kind, n) in [
                 ("input", usage.input_tokens),
+                ("cached", usage.cached_input_tokens),
                 ("output", usage.output_tokens),
             ] {
                 m.llm_tokens
@@ -689,6 +690,7 @@ mod tests {
             "m",
             "ok",
             Some(&crate::llm::Usage {
+                cached_input_tokens: 0,
                 input_tokens: 100,
                 output_tokens: 20,
                 cost_pico_usd: 1_500_000_000_000,
