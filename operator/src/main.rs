@@ -123,9 +123,13 @@ fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
     Settings::resolve(&layers)
 }
 
-fn init_tracing(s: &Settings) {
-    if let Err(e) = quarry::telemetry::init_tracing(s.log_format, &s.log_level) {
-        eprintln!("quarry: logging: {e}");
+fn init_tracing(s: &Settings, console: bool) -> quarry::telemetry::TelemetryGuard {
+    match quarry::telemetry::init_tracing(s.log_format, &s.log_level, console) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("quarry: logging: {e}");
+            quarry::telemetry::TelemetryGuard::default()
+        }
     }
 }
 
@@ -150,14 +154,15 @@ fn main() -> ExitCode {
             }
         },
         Command::Operator(args) => {
-            init_tracing(&settings);
+            let _traces = init_tracing(&settings, true);
             run_operator(args, &settings)
         }
         Command::Run(args) => {
-            // Standalone runs print progress lines; logs stay quiet unless asked for.
-            if std::env::var_os("QUARRY_LOG_LEVEL").is_some() || cli.log_level.is_some() {
-                init_tracing(&settings);
-            }
+            // Standalone runs print progress lines; logs stay quiet unless asked for, while
+            // spans still go to an OTLP endpoint when one is configured.
+            let console = std::env::var_os("QUARRY_LOG_LEVEL").is_some() || cli.log_level.is_some();
+            let otlp = std::env::var_os(quarry::telemetry::OTLP_ENDPOINT_ENV).is_some();
+            let _traces = (console || otlp).then(|| init_tracing(&settings, console));
             run_standalone(args, settings)
         }
     }

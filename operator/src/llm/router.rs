@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use tracing::Instrument;
 
 use super::limiter::EndpointState;
 use super::openai::{estimate_tokens, request_chars};
@@ -283,9 +284,44 @@ impl ChatModel for Router {
                     m.rate_limit_wait(&tier.provider, &tier.model_name, waited);
                 }
             }
+            // One span per model call, with OpenTelemetry's GenAI semantic-convention attributes.
+            let span = tracing::info_span!(
+                "gen_ai.chat",
+                otel.name = %format!("chat {}", tier.model_name),
+                otel.kind = "client",
+                gen_ai.operation.name = "chat",
+                gen_ai.system = %tier.provider,
+                gen_ai.request.model = %tier.model_name,
+                gen_ai.request.max_tokens = output,
+                gen_ai.response.model = tracing::field::Empty,
+                gen_ai.response.finish_reasons = tracing::field::Empty,
+                gen_ai.usage.input_tokens = tracing::field::Empty,
+                gen_ai.usage.output_tokens = tracing::field::Empty,
+                quarry.tier = %tier.name,
+                quarry.purpose = ?request.purpose,
+                quarry.outcome = tracing::field::Empty,
+            );
             let started = tokio::time::Instant::now();
-            let result = tier.model.chat(request.clone()).await;
+            let result = tier
+                .model
+                .chat(request.clone())
+                .instrument(span.clone())
+                .await;
             let seconds = started.elapsed().as_secs_f64();
+            match &result {
+                Ok(resp) => {
+                    span.record("gen_ai.response.model", resp.model.as_str());
+                    span.record("gen_ai.usage.input_tokens", resp.usage.input_tokens);
+                    span.record("gen_ai.usage.output_tokens", resp.usage.output_tokens);
+                    if let Some(reason) = &resp.finish_reason {
+                        span.record("gen_ai.response.finish_reasons", reason.as_str());
+                    }
+                    span.record("quarry.outcome", "ok");
+                }
+                Err(e) => {
+                    span.record("quarry.outcome", outcome_of(e));
+                }
+            }
             match result {
                 Ok(resp) => {
                     tier.endpoint.with_breaker(|b| b.on_success());

@@ -182,6 +182,14 @@ impl Runner {
         }
     }
 
+    /// Spawns work inside its own span (a child of the run's span).
+    fn spawn_in<F>(&mut self, span: tracing::Span, fut: F)
+    where
+        F: std::future::Future<Output = Event> + Send + 'static,
+    {
+        self.spawn(fut.instrument(span));
+    }
+
     fn spawn<F>(&mut self, fut: F)
     where
         F: std::future::Future<Output = Event> + Send + 'static,
@@ -204,7 +212,7 @@ impl Runner {
         match cmd {
             Command::Plan => {
                 let state = self.state.clone();
-                self.spawn(async move {
+                self.spawn_in(tracing::info_span!("plan"), async move {
                     lead::plan(
                         engine.model.as_ref(),
                         engine.budget_model.as_deref(),
@@ -237,7 +245,8 @@ impl Runner {
                 let progress_tx = self.tx.clone();
                 let (steer_tx, steer_rx) = mpsc::unbounded_channel();
                 self.steering.insert(task_id, steer_tx);
-                self.spawn(async move {
+                let span = tracing::info_span!("researcher", task_id, round = self.state.round);
+                self.spawn_in(span, async move {
                     let progress = move |units: u32, usage: Usage| {
                         let _ = progress_tx.send(Event::ResearcherProgress {
                             task_id,
@@ -263,7 +272,8 @@ impl Runner {
             }
             Command::Evaluate => {
                 let state = self.state.clone();
-                self.spawn(async move {
+                let span = tracing::info_span!("evaluate", round = self.state.round);
+                self.spawn_in(span, async move {
                     lead::evaluate(
                         engine.model.as_ref(),
                         &state,
@@ -283,7 +293,7 @@ impl Runner {
                     });
                 } else {
                     let state = self.state.clone();
-                    self.spawn(async move {
+                    self.spawn_in(tracing::info_span!("synthesize"), async move {
                         lead::synthesize(engine.model.as_ref(), &state, &engine.settings).await
                     });
                 }
