@@ -148,6 +148,20 @@ async fn past_eighty_percent_of_the_budget_the_budget_tier_answers() {
     // 4 × (5000 × 1.25 + 100 × 10) + (5000 × 0.10 + 100 × 0.40) micro-USD.
     let f = findings(&dir.0);
     assert_eq!(f["usage"]["costUSD"], json!("0.029540"), "{stderr}");
+    // Usage by model, from the router's ledger.
+    assert_eq!(f["usage"]["byModel"]["scripted"]["llmCalls"], json!(4));
+    assert_eq!(
+        f["usage"]["byModel"]["scripted"]["costUSD"],
+        json!("0.029000")
+    );
+    assert_eq!(
+        f["usage"]["byModel"]["scripted-budget"]["llmCalls"],
+        json!(1)
+    );
+    assert_eq!(
+        f["usage"]["byModel"]["scripted-budget"]["costUSD"],
+        json!("0.000540")
+    );
     assert_eq!(f["partial"], json!(false));
 }
 

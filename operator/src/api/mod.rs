@@ -21,9 +21,9 @@ pub use profile::{
     TierName, ToolMode,
 };
 pub use run::{
-    AgendaTask, EffectiveLimits, Mode, Output, Phase, ReportKind, ReportRef, ReportTarget,
-    ResearchRun, ResearchRunSpec, ResearchRunStatus, ResearcherState, ResearcherStatus, RunLimits,
-    RunUsage, SourceKind, TaskState,
+    AgendaTask, EffectiveLimits, Mode, ModelUsage, Output, Phase, ReportKind, ReportRef,
+    ReportTarget, ResearchRun, ResearchRunSpec, ResearchRunStatus, ResearcherState,
+    ResearcherStatus, RunLimits, RunUsage, SourceKind, TaskState,
 };
 
 /// API group of every Quarry CRD.

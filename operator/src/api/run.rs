@@ -550,6 +550,33 @@ pub struct RunUsage {
     /// Pages fetched.
     #[serde(default)]
     pub pages_fetched: u64,
+    /// The same figures per model that answered (tiers and role models).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub by_model: Vec<ModelUsage>,
+}
+
+/// Usage and cost of one model in a run.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsage {
+    /// Model name as configured in the profile.
+    pub model: String,
+    /// Prompt tokens, cached ones included.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Prompt tokens served from the provider's cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Completion tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Cost in USD as a decimal string.
+    #[serde(rename = "costUSD", default)]
+    pub cost_usd: String,
+    /// Calls answered by this model.
+    #[serde(default)]
+    pub llm_calls: u64,
 }
 
 /// Where a stored report is.

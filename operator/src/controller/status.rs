@@ -130,6 +130,19 @@ pub fn desired_status(
                 llm_calls: state.usage.llm_calls,
                 searches: u64::from(state.searches),
                 pages_fetched: u64::from(state.pages_fetched),
+                by_model: state
+                    .usage_by_model
+                    .iter()
+                    .take(16)
+                    .map(|(model, u)| crate::api::ModelUsage {
+                        model: model.clone(),
+                        input_tokens: u.input_tokens,
+                        cached_input_tokens: u.cached_input_tokens,
+                        output_tokens: u.output_tokens,
+                        cost_usd: u.cost_usd_string(),
+                        llm_calls: u.llm_calls,
+                    })
+                    .collect(),
             });
             status.agenda = state
                 .agenda
@@ -450,7 +463,26 @@ mod tests {
         state.phase = EnginePhase::Researching;
         state.searches = 3;
         state.usage.input_tokens = 100;
+        state.usage_by_model.insert(
+            "gpt-mini".into(),
+            crate::llm::Usage {
+                input_tokens: 100,
+                cost_pico_usd: 40_000_000,
+                llm_calls: 1,
+                ..Default::default()
+            },
+        );
         let s = desired_status(&r, RunView::Progress(&state), "r1-report", &at(2));
+        let by_model = &s.usage.as_ref().unwrap().by_model;
+        assert_eq!(by_model.len(), 1);
+        assert_eq!(
+            (
+                by_model[0].model.as_str(),
+                by_model[0].cost_usd.as_str(),
+                by_model[0].llm_calls
+            ),
+            ("gpt-mini", "0.000040", 1)
+        );
         assert_eq!(s.phase, Some(Phase::Researching));
         assert_eq!(s.usage.as_ref().unwrap().searches, 3);
         assert_eq!(

@@ -45,6 +45,8 @@ impl Role {
 
 #[derive(Debug, Default)]
 struct Spend {
+    /// Usage per model that answered.
+    by_model: std::collections::BTreeMap<String, Usage>,
     max_cost_pico_usd: Option<u64>,
     max_tokens: Option<u64>,
     cost: u64,
@@ -69,6 +71,25 @@ pub struct Reservation {
 impl SpendGuard {
     fn lock(&self) -> std::sync::MutexGuard<'_, Spend> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Restores the per-model ledger of a resumed run.
+    pub fn restore_by_model(&self, by_model: &std::collections::BTreeMap<String, Usage>) {
+        self.lock().by_model = by_model.clone();
+    }
+
+    /// Usage per model so far.
+    pub fn by_model(&self) -> std::collections::BTreeMap<String, Usage> {
+        self.lock().by_model.clone()
+    }
+
+    /// Adds a settled call's usage to its model's line of the ledger.
+    fn record_model(&self, model: &str, used: &Usage) {
+        self.lock()
+            .by_model
+            .entry(model.to_string())
+            .or_default()
+            .add(used);
     }
 
     /// Sets the run's limits and what it already spent (a resumed run keeps its spend).
@@ -326,6 +347,7 @@ impl ChatModel for Router {
                 Ok(resp) => {
                     tier.endpoint.with_breaker(|b| b.on_success());
                     self.guard.settle(reservation, &resp.usage);
+                    self.guard.record_model(&tier.model_name, &resp.usage);
                     self.record(tier, "ok", Some(&resp.usage), Some(seconds));
                     return Ok(resp);
                 }

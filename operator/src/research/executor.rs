@@ -157,6 +157,11 @@ impl Runner {
             event.clone(),
         );
         self.state = next;
+        // The router's per-model ledger is the source of truth for usage by model.
+        let by_model = self.engine.spend.by_model();
+        if !by_model.is_empty() {
+            self.state.usage_by_model = by_model;
+        }
         if before != self.state.phase {
             info!(from = %before, to = %self.state.phase, "phase changed");
         }
@@ -374,6 +379,7 @@ pub async fn run(
         state.input.limits.max_tokens,
         &state.usage,
     );
+    engine.spend.restore_by_model(&state.usage_by_model);
     let pool = Arc::new(UrlPool::with(state.fetched_urls.iter().cloned()));
     let first = if state.phase == Phase::Pending {
         Event::Start

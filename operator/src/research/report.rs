@@ -498,6 +498,13 @@ fn findings_json(
             "costUSD": state.usage.cost_usd_string(),
             "searches": state.searches,
             "pagesFetched": state.pages_fetched,
+            "byModel": state.usage_by_model.iter().map(|(model, u)| (model.clone(), json!({
+                "inputTokens": u.input_tokens,
+                "cachedInputTokens": u.cached_input_tokens,
+                "outputTokens": u.output_tokens,
+                "costUSD": u.cost_usd_string(),
+                "llmCalls": u.llm_calls,
+            }))).collect::<serde_json::Map<String, serde_json::Value>>(),
         },
     });
     serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".to_string())

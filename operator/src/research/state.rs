@@ -287,6 +287,9 @@ pub struct RunState {
     pub reports: Vec<ResearcherReport>,
     /// Usage of the whole run, including failed calls.
     pub usage: Usage,
+    /// Usage per model that answered: the model router's ledger, copied in by the executor.
+    #[serde(default)]
+    pub usage_by_model: std::collections::BTreeMap<String, Usage>,
     pub searches: u32,
     pub pages_fetched: u32,
     /// Every URL fetched by any researcher of this run (the shared URL pool).
@@ -311,6 +314,7 @@ impl RunState {
             agenda: Vec::new(),
             reports: Vec::new(),
             usage: Usage::default(),
+            usage_by_model: Default::default(),
             searches: 0,
             pages_fetched: 0,
             fetched_urls: BTreeSet::new(),
