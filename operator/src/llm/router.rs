@@ -201,9 +201,23 @@ impl Router {
         self
     }
 
-    fn record(&self, tier: &Tier, outcome: &str, usage: Option<&Usage>, seconds: Option<f64>) {
+    fn record(
+        &self,
+        tier: &Tier,
+        outcome: &str,
+        usage: Option<&Usage>,
+        seconds: Option<f64>,
+        trace_id: Option<String>,
+    ) {
         if let Some(m) = &self.metrics {
-            m.llm_request(&tier.provider, &tier.model_name, outcome, usage, seconds);
+            m.llm_request(
+                &tier.provider,
+                &tier.model_name,
+                outcome,
+                usage,
+                seconds,
+                trace_id,
+            );
             let state = tier.endpoint.with_breaker(|b| b.state().gauge());
             m.breaker_state(&tier.provider, &tier.model_name, state);
         }
@@ -252,6 +266,17 @@ impl Router {
     }
 }
 
+/// The OpenTelemetry trace id of a span, when traces are exported (none otherwise).
+fn trace_id_of(span: &tracing::Span) -> Option<String> {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    span_context
+        .is_valid()
+        .then(|| span_context.trace_id().to_string())
+}
+
 /// True for failures that say the endpoint is unavailable (they count against its breaker).
 fn is_outage(e: &LlmError) -> bool {
     e.is_retryable()
@@ -283,7 +308,7 @@ impl ChatModel for Router {
             let now = tokio::time::Instant::now().into_std();
             if !tier.endpoint.with_breaker(|b| b.allow(now)) {
                 open.push(tier.name.clone());
-                self.record(tier, "circuit_open", None, None);
+                self.record(tier, "circuit_open", None, None, None);
                 continue;
             }
             // A tier whose worst case does not fit may leave room for a cheaper one.
@@ -293,7 +318,7 @@ impl ChatModel for Router {
             {
                 Ok(r) => r,
                 Err(e) => {
-                    self.record(tier, outcome_of(&e), None, None);
+                    self.record(tier, outcome_of(&e), None, None, None);
                     refused = Some(e);
                     continue;
                 }
@@ -329,6 +354,7 @@ impl ChatModel for Router {
                 .instrument(span.clone())
                 .await;
             let seconds = started.elapsed().as_secs_f64();
+            let trace_id = trace_id_of(&span);
             match &result {
                 Ok(resp) => {
                     span.record("gen_ai.response.model", resp.model.as_str());
@@ -348,7 +374,7 @@ impl ChatModel for Router {
                     tier.endpoint.with_breaker(|b| b.on_success());
                     self.guard.settle(reservation, &resp.usage);
                     self.guard.record_model(&tier.model_name, &resp.usage);
-                    self.record(tier, "ok", Some(&resp.usage), Some(seconds));
+                    self.record(tier, "ok", Some(&resp.usage), Some(seconds), trace_id);
                     return Ok(resp);
                 }
                 Err(e) => {
@@ -363,7 +389,7 @@ impl ChatModel for Router {
                         // The endpoint answered, just not usefully: it is up.
                         tier.endpoint.with_breaker(|b| b.on_success());
                     }
-                    self.record(tier, outcome_of(&e), None, Some(seconds));
+                    self.record(tier, outcome_of(&e), None, Some(seconds), trace_id);
                     if let Some(m) = &self.metrics {
                         m.fallback(&tier.provider, &tier.model_name);
                     }

@@ -11,6 +11,7 @@ use crate::config::LogFormat;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::exemplar::HistogramWithExemplars;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -123,6 +124,12 @@ pub struct EndpointLabels {
     pub model: String,
 }
 
+/// The exemplar of a model-call duration: the call's trace id, so a slow bucket links to its trace.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TraceLabels {
+    pub trace_id: String,
+}
+
 /// Labels of search and fetch counters by outcome.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabels {
@@ -184,8 +191,8 @@ pub struct Metrics {
     pub llm_tokens: Family<TokenLabels, Counter>,
     /// `quarry_llm_cost_usd_total{namespace,profile,provider,model}`.
     pub llm_cost_usd: Family<ModelLabels, FloatCounter>,
-    /// `quarry_llm_request_duration_seconds{provider,model}`.
-    pub llm_duration: Family<EndpointLabels, Histogram>,
+    /// `quarry_llm_request_duration_seconds{provider,model}`, with trace-id exemplars.
+    pub llm_duration: Family<EndpointLabels, HistogramWithExemplars<TraceLabels>>,
     /// `quarry_llm_fallbacks_total{provider,model}`: calls this endpoint could not serve that
     /// the router passed to the next tier.
     pub llm_fallbacks: Family<EndpointLabels, Counter>,
@@ -224,9 +231,9 @@ fn run_duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 2.0, 16))
 }
 
-fn llm_duration_histogram() -> Histogram {
+fn llm_duration_histogram() -> HistogramWithExemplars<TraceLabels> {
     // 50 ms .. ~27 min: hosted models answer in seconds, local ones on 2 cores in minutes.
-    Histogram::new(exponential_buckets(0.05, 2.0, 16))
+    HistogramWithExemplars::new(exponential_buckets(0.05, 2.0, 16))
 }
 
 fn run_cost_histogram() -> Histogram {
@@ -308,9 +315,10 @@ impl Metrics {
             "Model cost in USD from the profile's price table",
             llm_cost_usd.clone(),
         );
-        let llm_duration = Family::<EndpointLabels, Histogram>::new_with_constructor(
-            llm_duration_histogram as fn() -> Histogram,
-        );
+        let llm_duration =
+            Family::<EndpointLabels, HistogramWithExemplars<TraceLabels>>::new_with_constructor(
+                llm_duration_histogram as fn() -> HistogramWithExemplars<TraceLabels>,
+            );
         registry.register(
             "llm_request_duration_seconds",
             "Duration of model requests, retries included",
@@ -515,6 +523,7 @@ impl RunMetrics {
         outcome: &str,
         usage: Option<&crate::llm::Usage>,
         seconds: Option<f64>,
+        trace_id: Option<String>,
     ) {
         let m = &self.metrics;
         m.llm_requests
@@ -531,7 +540,11 @@ impl RunMetrics {
             model: model.to_string(),
         };
         if let Some(seconds) = seconds {
-            m.llm_duration.get_or_create(&endpoint).observe(seconds);
+            m.llm_duration.get_or_create(&endpoint).observe(
+                seconds,
+                trace_id.map(|trace_id| TraceLabels { trace_id }),
+                None,
+            );
         }
         if let Some(usage) = usage {
             for (kind, n) in [
@@ -764,8 +777,9 @@ mod tests {
                 llm_calls: 1,
             }),
             Some(0.2),
+            Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
         );
-        run.llm_request("127.0.0.1", "m", "rate_limited", None, Some(0.1));
+        run.llm_request("127.0.0.1", "m", "rate_limited", None, Some(0.1), None);
         run.breaker_state("127.0.0.1", "m", 2);
         run.rate_limit_wait("127.0.0.1", "m", std::time::Duration::from_millis(500));
         for outcome in ["ok", "ok", "ok", "empty"] {
@@ -806,6 +820,11 @@ mod tests {
             text.contains(&format!(
                 "quarry_llm_request_duration_seconds_count{{{ep}}} 2\n"
             )),
+            "{text}"
+        );
+        // The trace id rides along as the exemplar of the bucket the call landed in.
+        assert!(
+            text.contains(&format!("quarry_llm_request_duration_seconds_bucket{{le=\"0.2\",{ep}}} 2 # {{trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"}} 0.2\n")),
             "{text}"
         );
         assert!(
