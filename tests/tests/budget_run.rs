@@ -162,6 +162,39 @@ async fn past_eighty_percent_of_the_budget_the_budget_tier_answers() {
         f["usage"]["byModel"]["scripted-budget"]["costUSD"],
         json!("0.000540")
     );
+    // The provenance log has one line per model call, and their costs add up to the run's.
+    let log = std::fs::read_to_string(dir.0.join("state/events.jsonl")).unwrap();
+    let calls: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let models: Vec<&str> = calls.iter().map(|c| c["model"].as_str().unwrap()).collect();
+    assert_eq!(
+        models,
+        vec![
+            "scripted",
+            "scripted",
+            "scripted",
+            "scripted",
+            "scripted-budget"
+        ]
+    );
+    let micro: u64 = calls
+        .iter()
+        .map(|c| {
+            let usd = c["costUSD"].as_str().unwrap();
+            let (whole, frac) = usd.split_once('.').unwrap();
+            whole.parse::<u64>().unwrap() * 1_000_000 + frac.parse::<u64>().unwrap()
+        })
+        .sum();
+    assert_eq!(micro, 29_540);
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["kind"] == "modelCall" && c["outcome"] == "ok")
+    );
+    assert_eq!(calls[4]["tier"], json!("budget"));
+    assert_eq!(calls[0]["inputTokens"], json!(5000));
     assert_eq!(f["partial"], json!(false));
 }
 

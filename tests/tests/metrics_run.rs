@@ -37,7 +37,8 @@ fn expressions() -> Vec<String> {
         }
     }
     let rules: serde_yaml::Value = serde_yaml::from_str(RULES).unwrap();
-    for group in rules["groups"].as_sequence().unwrap() {
+    assert_eq!(rules["kind"].as_str(), Some("PrometheusRule"));
+    for group in rules["spec"]["groups"].as_sequence().unwrap() {
         for rule in group["rules"].as_sequence().unwrap() {
             exprs.push(rule["expr"].as_str().unwrap().to_string());
         }
@@ -94,7 +95,7 @@ fn the_dashboard_and_rules_are_well_formed() {
         );
     }
     let rules: serde_yaml::Value = serde_yaml::from_str(RULES).unwrap();
-    let alerts: Vec<&str> = rules["groups"][0]["rules"]
+    let alerts: Vec<&str> = rules["spec"]["groups"][0]["rules"]
         .as_sequence()
         .unwrap()
         .iter()

@@ -43,10 +43,39 @@ impl Role {
     }
 }
 
+/// Calls kept in the provenance log at most (older ones are dropped, and counted).
+pub const MAX_CALL_RECORDS: usize = 10_000;
+
+/// One model call as the provenance log records it (one JSON line each).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallRecord {
+    /// When the call ended, RFC 3339.
+    pub time: String,
+    pub kind: &'static str,
+    pub tier: String,
+    pub provider: String,
+    pub model: String,
+    pub purpose: CallPurpose,
+    pub outcome: &'static str,
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(rename = "costUSD")]
+    pub cost_usd: String,
+    pub duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+}
+
 #[derive(Debug, Default)]
 struct Spend {
     /// Usage per model that answered.
     by_model: std::collections::BTreeMap<String, Usage>,
+    /// Every model call of the run (the provenance log), oldest first.
+    calls: Vec<CallRecord>,
+    /// Calls dropped from `calls` past [`MAX_CALL_RECORDS`].
+    calls_dropped: u64,
     max_cost_pico_usd: Option<u64>,
     max_tokens: Option<u64>,
     cost: u64,
@@ -81,6 +110,22 @@ impl SpendGuard {
     /// Usage per model so far.
     pub fn by_model(&self) -> std::collections::BTreeMap<String, Usage> {
         self.lock().by_model.clone()
+    }
+
+    /// Appends a call to the provenance log.
+    pub fn log_call(&self, record: CallRecord) {
+        let mut s = self.lock();
+        if s.calls.len() >= MAX_CALL_RECORDS {
+            s.calls.remove(0);
+            s.calls_dropped += 1;
+        }
+        s.calls.push(record);
+    }
+
+    /// The provenance log so far, and how many older records were dropped.
+    pub fn calls(&self) -> (Vec<CallRecord>, u64) {
+        let s = self.lock();
+        (s.calls.clone(), s.calls_dropped)
     }
 
     /// Adds a settled call's usage to its model's line of the ledger.
@@ -355,6 +400,22 @@ impl ChatModel for Router {
                 .await;
             let seconds = started.elapsed().as_secs_f64();
             let trace_id = trace_id_of(&span);
+            let used = result.as_ref().map(|r| r.usage).unwrap_or_default();
+            self.guard.log_call(CallRecord {
+                time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                kind: "modelCall",
+                tier: tier.name.clone(),
+                provider: tier.provider.clone(),
+                model: tier.model_name.clone(),
+                purpose: request.purpose,
+                outcome: result.as_ref().map_or_else(outcome_of, |_| "ok"),
+                input_tokens: used.input_tokens,
+                cached_input_tokens: used.cached_input_tokens,
+                output_tokens: used.output_tokens,
+                cost_usd: used.cost_usd_string(),
+                duration_ms: (seconds * 1000.0) as u64,
+                trace_id: trace_id.clone(),
+            });
             match &result {
                 Ok(resp) => {
                     span.record("gen_ai.response.model", resp.model.as_str());

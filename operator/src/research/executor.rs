@@ -28,6 +28,8 @@ pub const CHECKPOINT_KEY: &str = "checkpoint.json";
 pub const REPORT_KEY: &str = "report.md";
 /// Artifact key of the machine-readable findings.
 pub const FINDINGS_KEY: &str = "findings.json";
+/// Artifact key of the provenance log: one JSON line per model call (DESIGN §4).
+pub const EVENTS_KEY: &str = "events.jsonl";
 
 /// Tunables of the engine.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,6 +145,8 @@ struct Runner {
     tx: mpsc::UnboundedSender<Event>,
     pool: Arc<UrlPool>,
     work: Vec<AbortHandle>,
+    /// The provenance log a resumed run found in its store.
+    earlier_events: Vec<u8>,
     /// Steering channels of running researchers, by task id (seed 000).
     steering: std::collections::BTreeMap<u32, mpsc::UnboundedSender<ResearcherReport>>,
 }
@@ -322,15 +326,32 @@ impl Runner {
                 }
                 self.steering.clear();
             }
-            Command::Checkpoint => match encode_checkpoint(&self.state) {
-                Ok(bytes) => {
-                    if let Err(e) = engine.store.put(CHECKPOINT_KEY, &bytes).await {
-                        // Losing a checkpoint costs redone work after a crash, not correctness.
-                        warn!(error = %e, "checkpoint not written");
+            Command::Checkpoint => {
+                match encode_checkpoint(&self.state) {
+                    Ok(bytes) => {
+                        if let Err(e) = engine.store.put(CHECKPOINT_KEY, &bytes).await {
+                            // Losing a checkpoint costs redone work after a crash, not correctness.
+                            warn!(error = %e, "checkpoint not written");
+                        }
+                    }
+                    Err(e) => warn!(error = %e, "checkpoint not serialized"),
+                }
+                // The provenance log travels with the checkpoints (coalesced the same way).
+                let (calls, _) = engine.spend.calls();
+                if !calls.is_empty() {
+                    // A resumed run keeps the log of the calls made before the restart.
+                    let mut log = self.earlier_events.clone();
+                    for c in &calls {
+                        if let Ok(line) = serde_json::to_vec(c) {
+                            log.extend_from_slice(&line);
+                            log.push(b'\n');
+                        }
+                    }
+                    if let Err(e) = engine.store.put(EVENTS_KEY, &log).await {
+                        warn!(error = %e, "event log not written");
                     }
                 }
-                Err(e) => warn!(error = %e, "checkpoint not serialized"),
-            },
+            }
         }
     }
 }
@@ -380,6 +401,17 @@ pub async fn run(
         &state.usage,
     );
     engine.spend.restore_by_model(&state.usage_by_model);
+    let earlier_events = if state.phase == Phase::Pending {
+        Vec::new()
+    } else {
+        engine
+            .store
+            .get(EVENTS_KEY)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    };
     let pool = Arc::new(UrlPool::with(state.fetched_urls.iter().cloned()));
     let first = if state.phase == Phase::Pending {
         Event::Start
@@ -399,6 +431,7 @@ pub async fn run(
         pool,
         work: Vec::new(),
         steering: Default::default(),
+        earlier_events,
     };
     let initial = *control.borrow_and_update();
     match initial {
