@@ -55,7 +55,10 @@ pub fn model_config(
             }
             .map_err(|e| err("spec.prices", format!("price of model {}: {e}", tier.model)))?
         }
-        None => Price::FREE,
+        // Not in the profile: the shipped list prices, else free (local models).
+        None => crate::llm::pricing::default_prices()
+            .get(&tier.model)
+            .unwrap_or(Price::FREE),
     };
     Ok(ModelConfig {
         base_url: tier.base_url.trim_end_matches('/').to_string(),

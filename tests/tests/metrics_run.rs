@@ -173,6 +173,7 @@ async fn every_metric_the_dashboard_and_alerts_use_is_exported_after_a_run() {
         PhaseLabel::Completed,
         Some(12.0),
         state.usage.cost_pico_usd as f64 / 1e12,
+        state.trace_id.clone(),
     );
     let exposition = metrics.encode().unwrap();
     let exported = sample_names(&exposition);

@@ -674,6 +674,7 @@ async fn status_writer(
                         outcome,
                         seconds,
                         state.usage.cost_pico_usd as f64 / 1e12,
+                        state.trace_id.clone(),
                     );
                 }
             }

@@ -205,6 +205,19 @@ impl Price {
     }
 }
 
+/// The default price table shipped in `config/prices.yaml` (compiled in; a profile's own prices win).
+pub fn default_prices() -> &'static PriceTable {
+    static TABLE: std::sync::LazyLock<PriceTable> = std::sync::LazyLock::new(|| {
+        // Checked by the `the_shipped_table_parses` test; an empty table is the safe fallback.
+        PriceTable::from_yaml_str(
+            include_str!("../../../config/prices.yaml"),
+            "config/prices.yaml",
+        )
+        .unwrap_or_default()
+    });
+    &TABLE
+}
+
 /// Model name -> price, loaded from YAML (see `config/prices.yaml`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PriceTable {
@@ -382,8 +395,33 @@ models:
         assert!(t.as_of.is_some());
         assert_eq!(
             t.get("gpt-4o-mini"),
-            Some(Price::parse("0.15", "0.60").unwrap())
+            Some(
+                Price::parse("0.15", "0.60")
+                    .unwrap()
+                    .with_cached_input("0.075")
+                    .unwrap()
+            )
         );
         assert_eq!(t.get("qwen2.5-coder-0.5b-instruct"), Some(Price::FREE));
+    }
+
+    #[test]
+    fn the_shipped_table_is_compiled_in_with_cached_input_prices() {
+        let table = default_prices();
+        assert!(table.models.len() >= 10);
+        let p = table.get("gpt-4.1-mini-2025-04-14").unwrap();
+        assert_eq!(
+            p,
+            Price::parse("0.40", "1.60")
+                .unwrap()
+                .with_cached_input("0.10")
+                .unwrap()
+        );
+        // 1000 input of which 800 cached, 100 output: 200 × 0.40 + 800 × 0.10 + 100 × 1.60 µUSD.
+        assert_eq!(p.cost_with_cache_pico_usd(1000, 800, 100), 320_000_000);
+        assert_eq!(
+            table.get("qwen2.5-coder-0.5b-instruct-q4_k_m"),
+            Some(Price::FREE)
+        );
     }
 }

@@ -311,17 +311,6 @@ impl Router {
     }
 }
 
-/// The OpenTelemetry trace id of a span, when traces are exported (none otherwise).
-fn trace_id_of(span: &tracing::Span) -> Option<String> {
-    use opentelemetry::trace::TraceContextExt as _;
-    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-    let context = span.context();
-    let span_context = context.span().span_context().clone();
-    span_context
-        .is_valid()
-        .then(|| span_context.trace_id().to_string())
-}
-
 /// True for failures that say the endpoint is unavailable (they count against its breaker).
 fn is_outage(e: &LlmError) -> bool {
     e.is_retryable()
@@ -399,7 +388,7 @@ impl ChatModel for Router {
                 .instrument(span.clone())
                 .await;
             let seconds = started.elapsed().as_secs_f64();
-            let trace_id = trace_id_of(&span);
+            let trace_id = crate::telemetry::trace_id_of(&span);
             let used = result.as_ref().map(|r| r.usage).unwrap_or_default();
             self.guard.log_call(CallRecord {
                 time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),

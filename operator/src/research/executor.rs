@@ -393,6 +393,10 @@ pub async fn run(
     mut control: watch::Receiver<Control>,
 ) -> RunState {
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut state = state;
+    if let Some(trace_id) = crate::telemetry::trace_id_of(&tracing::Span::current()) {
+        state.trace_id = Some(trace_id);
+    }
     // The router refuses calls whose worst case would pass the run's limits; a resumed run
     // keeps what it already spent.
     engine.spend.configure(

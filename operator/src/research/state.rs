@@ -301,6 +301,9 @@ pub struct RunState {
     pub failure: Option<Failure>,
     /// True once the final report has been stored (written exactly once).
     pub published: bool,
+    /// The run's OpenTelemetry trace id when traces are exported (the exemplar of its duration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl RunState {
@@ -323,6 +326,7 @@ impl RunState {
             final_report: None,
             failure: None,
             published: false,
+            trace_id: None,
         }
     }
 

@@ -124,6 +124,17 @@ pub struct EndpointLabels {
     pub model: String,
 }
 
+/// The OpenTelemetry trace id of a span, when traces are exported (none otherwise).
+pub fn trace_id_of(span: &tracing::Span) -> Option<String> {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    span_context
+        .is_valid()
+        .then(|| span_context.trace_id().to_string())
+}
+
 /// The exemplar of a model-call duration: the call's trace id, so a slow bucket links to its trace.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TraceLabels {
@@ -207,7 +218,7 @@ pub struct Metrics {
     /// `quarry_fetches_total{namespace,profile,outcome}`.
     pub fetches: Family<SourceLabels, Counter>,
     /// `quarry_run_duration_seconds{mode,outcome}`: start to terminal phase.
-    pub run_duration: Family<OutcomeLabels, Histogram>,
+    pub run_duration: Family<OutcomeLabels, HistogramWithExemplars<TraceLabels>>,
     /// `quarry_run_cost_usd{namespace,profile}`: what each finished run cost.
     pub run_cost: Family<RunLabels, Histogram>,
     /// Phase each run is counted under in `runs`, keyed by UID, so moves are exact.
@@ -226,9 +237,9 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
-fn run_duration_histogram() -> Histogram {
+fn run_duration_histogram() -> HistogramWithExemplars<TraceLabels> {
     // 1 s .. ~9 h: quick runs take seconds, deep runs with local models take hours.
-    Histogram::new(exponential_buckets(1.0, 2.0, 16))
+    HistogramWithExemplars::new(exponential_buckets(1.0, 2.0, 16))
 }
 
 fn llm_duration_histogram() -> HistogramWithExemplars<TraceLabels> {
@@ -360,9 +371,10 @@ impl Metrics {
             "Page fetches by researchers, by outcome",
             fetches.clone(),
         );
-        let run_duration = Family::<OutcomeLabels, Histogram>::new_with_constructor(
-            run_duration_histogram as fn() -> Histogram,
-        );
+        let run_duration =
+            Family::<OutcomeLabels, HistogramWithExemplars<TraceLabels>>::new_with_constructor(
+                run_duration_histogram as fn() -> HistogramWithExemplars<TraceLabels>,
+            );
         registry.register(
             "run_duration_seconds",
             "Duration of finished ResearchRuns by mode and outcome",
@@ -479,6 +491,7 @@ impl Metrics {
         outcome: PhaseLabel,
         seconds: Option<f64>,
         cost_usd: f64,
+        trace_id: Option<String>,
     ) {
         self.run_cost.get_or_create(run).observe(cost_usd);
         if let Some(seconds) = seconds {
@@ -487,7 +500,11 @@ impl Metrics {
                     mode: mode.to_string(),
                     outcome,
                 })
-                .observe(seconds);
+                .observe(
+                    seconds,
+                    trace_id.map(|trace_id| TraceLabels { trace_id }),
+                    None,
+                );
         }
     }
 
@@ -793,7 +810,23 @@ mod tests {
                 result: "success".into(),
             })
             .inc();
+        metrics.record_finished_run(
+            &RunLabels {
+                namespace: "ns".into(),
+                profile: "default".into(),
+            },
+            "deep",
+            PhaseLabel::Completed,
+            Some(3.0),
+            0.25,
+            Some("0af7651916cd43dd8448eb211c80319c".into()),
+        );
         let text = metrics.encode().unwrap();
+        assert!(text.contains("quarry_run_duration_seconds_bucket{le=\"4.0\",mode=\"deep\",outcome=\"Completed\"} 1 # {trace_id=\"0af7651916cd43dd8448eb211c80319c\"} 3.0\n"), "{text}");
+        assert!(
+            text.contains("quarry_run_cost_usd_count{namespace=\"ns\",profile=\"default\"} 1\n"),
+            "{text}"
+        );
         assert!(text.contains("quarry_reconciliations_total 1\n"), "{text}");
         assert!(
             text.contains("quarry_reconcile_errors_total{reason=\"KubeApi\"} 1\n"),
