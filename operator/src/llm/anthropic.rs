@@ -8,11 +8,13 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use backon::{ExponentialBuilder, Retryable};
 use serde_json::{Value, json};
 
 use super::json_extract::strip_think;
-use super::openai::{estimate_tokens, parse_retry_after, read_limited, request_chars};
+use super::openai::{
+    estimate_tokens, parse_retry_after, read_limited, request_chars, validated_http_client,
+    with_retries,
+};
 use super::{
     ChatModel, ChatRequest, ChatResponse, LlmError, Message, ModelConfig, Role, ToolCall, Usage,
 };
@@ -33,32 +35,7 @@ pub struct AnthropicClient {
 impl AnthropicClient {
     /// Validates the config and builds the HTTP client.
     pub fn new(config: ModelConfig) -> Result<Self, LlmError> {
-        let base = url::Url::parse(config.base_url.trim()).map_err(|e| {
-            LlmError::Config(format!("base_url `{}` is not a URL: {e}", config.base_url))
-        })?;
-        if base.scheme() != "http" && base.scheme() != "https" {
-            return Err(LlmError::Config(format!(
-                "base_url `{}` must be http or https",
-                config.base_url
-            )));
-        }
-        if config.model.trim().is_empty() {
-            return Err(LlmError::Config("model name is empty".into()));
-        }
-        if config.timeout.is_zero() {
-            return Err(LlmError::Config("timeout must be greater than zero".into()));
-        }
-        if let Some(key) = &config.api_key
-            && (key.is_empty() || reqwest::header::HeaderValue::from_str(key).is_err())
-        {
-            return Err(LlmError::Config(
-                "api key is empty or contains characters not allowed in a header".into(),
-            ));
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .build()
-            .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))?;
+        let http = validated_http_client(&config)?;
         let endpoint = format!("{}/messages", config.base_url.trim().trim_end_matches('/'));
         Ok(Self {
             config,
@@ -300,25 +277,7 @@ impl ChatModel for AnthropicClient {
             ));
         }
         let body = self.request_body(&request);
-        let backoff = ExponentialBuilder::default()
-            .with_jitter()
-            .with_min_delay(self.config.retry_min_delay)
-            .with_max_delay(self.config.retry_max_delay)
-            .with_max_times(self.config.max_retries as usize);
-        let max_retry_after = self.config.retry_max_delay.max(Duration::from_secs(120));
-        (|| self.attempt(&body, &request))
-            .retry(backoff)
-            .when(LlmError::is_retryable)
-            .adjust(|err, next| match (err, next) {
-                (LlmError::Status { retry_after: Some(wait), .. }, Some(_)) => {
-                    Some((*wait).min(max_retry_after))
-                }
-                (_, next) => next,
-            })
-            .notify(|err, wait| {
-                tracing::warn!(model = %self.config.model, error = %err, wait_ms = wait.as_millis() as u64, "retrying model call");
-            })
-            .await
+        with_retries(&self.config, || self.attempt(&body, &request)).await
     }
 
     fn context_window(&self) -> u64 {

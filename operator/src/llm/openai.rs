@@ -52,37 +52,75 @@ impl std::fmt::Debug for OpenAiClient {
     }
 }
 
+/// Checks what every provider client needs (an http(s) base URL, a model, a timeout, a key that
+/// fits a header) and builds the HTTP client; shared by the OpenAI-compatible and Anthropic clients.
+pub(crate) fn validated_http_client(config: &ModelConfig) -> Result<reqwest::Client, LlmError> {
+    let base = url::Url::parse(config.base_url.trim()).map_err(|e| {
+        LlmError::Config(format!("base_url `{}` is not a URL: {e}", config.base_url))
+    })?;
+    if base.scheme() != "http" && base.scheme() != "https" {
+        return Err(LlmError::Config(format!(
+            "base_url `{}` must be http or https",
+            config.base_url
+        )));
+    }
+    if config.model.trim().is_empty() {
+        return Err(LlmError::Config("model name is empty".into()));
+    }
+    if config.timeout.is_zero() {
+        return Err(LlmError::Config("timeout must be greater than zero".into()));
+    }
+    if let Some(key) = &config.api_key
+        && (key.is_empty()
+            || reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err())
+    {
+        // Never echo the key itself.
+        return Err(LlmError::Config(
+            "api key is empty or contains characters not allowed in a header".into(),
+        ));
+    }
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))
+}
+
+/// Runs `attempt` with the config's retry policy: exponential backoff with jitter on retryable
+/// errors, a server's `Retry-After` honoured (capped) while retries remain.
+pub(crate) async fn with_retries<F, Fut>(
+    config: &ModelConfig,
+    attempt: F,
+) -> Result<ChatResponse, LlmError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<ChatResponse, LlmError>>,
+{
+    let backoff = ExponentialBuilder::default()
+        .with_jitter()
+        .with_min_delay(config.retry_min_delay)
+        .with_max_delay(config.retry_max_delay)
+        .with_max_times(config.max_retries as usize);
+    let max_retry_after = config.retry_max_delay.max(MAX_RETRY_AFTER);
+    attempt
+        .retry(backoff)
+        .when(LlmError::is_retryable)
+        .adjust(|err, next| match (err, next) {
+            // Only while retries remain (`next` is None once the backoff is exhausted).
+            (LlmError::Status { retry_after: Some(wait), .. }, Some(_)) => {
+                Some((*wait).min(max_retry_after))
+            }
+            (_, next) => next,
+        })
+        .notify(|err, wait| {
+            tracing::warn!(model = %config.model, error = %err, wait_ms = wait.as_millis() as u64, "retrying model call");
+        })
+        .await
+}
+
 impl OpenAiClient {
     /// Validates the config and builds the HTTP client.
     pub fn new(config: ModelConfig) -> Result<Self, LlmError> {
-        let base = url::Url::parse(config.base_url.trim()).map_err(|e| {
-            LlmError::Config(format!("base_url `{}` is not a URL: {e}", config.base_url))
-        })?;
-        if base.scheme() != "http" && base.scheme() != "https" {
-            return Err(LlmError::Config(format!(
-                "base_url `{}` must be http or https",
-                config.base_url
-            )));
-        }
-        if config.model.trim().is_empty() {
-            return Err(LlmError::Config("model name is empty".into()));
-        }
-        if config.timeout.is_zero() {
-            return Err(LlmError::Config("timeout must be greater than zero".into()));
-        }
-        if let Some(key) = &config.api_key
-            && (key.is_empty()
-                || reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err())
-        {
-            // Never echo the key itself.
-            return Err(LlmError::Config(
-                "api key is empty or contains characters not allowed in a header".into(),
-            ));
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .build()
-            .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))?;
+        let http = validated_http_client(&config)?;
         let base = config.base_url.trim().trim_end_matches('/');
         let endpoint = match &config.azure_api_version {
             // Azure OpenAI: the deployment is in the path, the API version in the query.
@@ -393,25 +431,7 @@ impl ChatModel for OpenAiClient {
         }
         let body = self.request_body(&request);
         let started = Instant::now();
-        let backoff = ExponentialBuilder::default()
-            .with_jitter()
-            .with_min_delay(self.config.retry_min_delay)
-            .with_max_delay(self.config.retry_max_delay)
-            .with_max_times(self.config.max_retries as usize);
-        let max_retry_after = self.config.retry_max_delay.max(MAX_RETRY_AFTER);
-        let result = (|| self.attempt(&body, &request))
-            .retry(backoff)
-            .when(LlmError::is_retryable)
-            .adjust(|err, next| match (err, next) {
-                // Honour the server's Retry-After, but only while retries remain (`next` is None
-                // once the backoff is exhausted).
-                (LlmError::Status { retry_after: Some(wait), .. }, Some(_)) => Some((*wait).min(max_retry_after)),
-                (_, next) => next,
-            })
-            .notify(|err, wait| {
-                tracing::warn!(model = %self.config.model, error = %err, wait_ms = wait.as_millis() as u64, "retrying model call");
-            })
-            .await;
+        let result = with_retries(&self.config, || self.attempt(&body, &request)).await;
         match &result {
             Ok(r) => tracing::debug!(
                 model = %self.config.model,
