@@ -2,7 +2,7 @@
 //! `--max-cost-usd`, prefers the budget tier past 80%, and stops the run with a partial report when
 //! no tier fits. Real searx over the docs corpus, the scripted model server.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use serde_json::{Value, json};
@@ -11,21 +11,9 @@ use quarry_e2e::model_server::{Route, Script, ScriptedModel, Step};
 use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::searx::SearchStack;
 
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("quarry-budget-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A scratch directory removed when the test ends (pass or fail).
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
 }
 
 /// Primary at 1.25 / 10.00 USD per million tokens; optionally a budget tier on the same server.
@@ -121,9 +109,9 @@ async fn past_eighty_percent_of_the_budget_the_budget_tier_answers() {
     ]))
     .await
     .unwrap();
-    let dir = Dir::new("tier");
+    let dir = scratch();
     let out = run(
-        &dir.0,
+        dir.path(),
         profile(&model.base_url(), stack.searx.base_url(), true),
         &["--mode", "quick", "--max-cost-usd", "0.035"],
     )
@@ -146,7 +134,7 @@ async fn past_eighty_percent_of_the_budget_the_budget_tier_answers() {
         ]
     );
     // 4 × (5000 × 1.25 + 100 × 10) + (5000 × 0.10 + 100 × 0.40) micro-USD.
-    let f = findings(&dir.0);
+    let f = findings(dir.path());
     assert_eq!(f["usage"]["costUSD"], json!("0.029540"), "{stderr}");
     // Usage by model, from the router's ledger.
     assert_eq!(f["usage"]["byModel"]["scripted"]["llmCalls"], json!(4));
@@ -163,7 +151,7 @@ async fn past_eighty_percent_of_the_budget_the_budget_tier_answers() {
         json!("0.000540")
     );
     // The provenance log has one line per model call, and their costs add up to the run's.
-    let log = std::fs::read_to_string(dir.0.join("state/events.jsonl")).unwrap();
+    let log = std::fs::read_to_string(dir.path().join("state/events.jsonl")).unwrap();
     let calls: Vec<Value> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -232,11 +220,11 @@ async fn a_call_that_would_pass_the_budget_is_not_made_and_the_report_is_partial
     )
     .await
     .unwrap();
-    let dir = Dir::new("stop");
+    let dir = scratch();
     // $0.05: the planner and the first researcher spend 5 × $0.00725 = $0.03625; the second
     // researcher's search fits, its next call's worst case ($0.007 of output alone) does not.
     let out = run(
-        &dir.0,
+        dir.path(),
         profile(&model.base_url(), stack.searx.base_url(), false),
         &[
             "--mode",
@@ -258,11 +246,11 @@ async fn a_call_that_would_pass_the_budget_is_not_made_and_the_report_is_partial
         6,
         "the planner, 4 + 1 researcher calls; the refused call was never sent"
     );
-    let f = findings(&dir.0);
+    let f = findings(dir.path());
     assert_eq!(f["partial"], json!(true));
     // Exactly the sum of the 6 calls made (6 × $0.00725), under the limit: no overshoot at all.
     assert_eq!(f["usage"]["costUSD"], json!("0.043500"), "{stderr}");
-    let report = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(report.contains("**Partial report**"), "{report}");
     assert!(report.contains("Findings of JSON decoding"), "{report}");
     assert!(

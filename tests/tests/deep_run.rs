@@ -3,7 +3,7 @@
 //! the synthesizer. The model server's request log and the docs server's access log are the proof.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use serde_json::{Value, json};
@@ -13,21 +13,9 @@ use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::searx::SearchStack;
 
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("quarry-deeprun-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A scratch directory removed when the test ends (pass or fail).
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
 }
 
 async fn quarry_deep(dir: &Path, model_url: &str, searx_url: &str, extra: &[&str]) -> Output {
@@ -194,9 +182,9 @@ async fn deep_run_injects_steers_never_refetches_and_gates_every_citation() {
         .with_route(study(&study_text))
         .with_route(Route::new("ideas", "Mode: idea", vec![]).with_fallback(Step::text(ideas_text).with_usage(4000, 300)));
     let model = ScriptedModel::start(script).await.unwrap();
-    let dir = Dir::new("steer");
+    let dir = scratch();
     let out = quarry_deep(
-        &dir.0,
+        dir.path(),
         &model.base_url(),
         stack.searx.base_url(),
         &[
@@ -211,8 +199,8 @@ async fn deep_run_injects_steers_never_refetches_and_gates_every_citation() {
     .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "quarry run failed: {stderr}");
-    let report = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
-    let f = findings(&dir.0);
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let f = findings(dir.path());
     if std::env::var_os("QUARRY_SHOW_REPORT").is_some() {
         eprintln!("{stderr}\n{report}\n{f:#}");
     }
@@ -355,11 +343,11 @@ async fn an_evaluator_that_never_stops_delegating_is_cut_at_target_rounds_plus_t
         .with_route(summarizer())
         .with_route(study(&format!("<research_result>\n# Cut\n\nJSON is a lightweight data interchange format ([json]({})).\n</research_result>", page("json"))));
     let model = ScriptedModel::start(script).await.unwrap();
-    let dir = Dir::new("cut");
-    let out = quarry_deep(&dir.0, &model.base_url(), stack.searx.base_url(), &[]).await;
+    let dir = scratch();
+    let out = quarry_deep(dir.path(), &model.base_url(), stack.searx.base_url(), &[]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "quarry run failed: {stderr}");
-    let f = findings(&dir.0);
+    let f = findings(dir.path());
     // targetRounds (1) + 2: round 3 is the last; it synthesizes without asking the evaluator again.
     assert_eq!(f["rounds"], json!(3), "{stderr}");
     assert_eq!(model.route_requests("evaluator").len(), 2);
@@ -380,7 +368,7 @@ async fn an_evaluator_that_never_stops_delegating_is_cut_at_target_rounds_plus_t
     );
     assert!(!f["tasks"].to_string().contains("shelve"));
     assert_eq!(f["partial"], json!(false));
-    let report = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(report.starts_with("# Cut"), "{report}");
 }
 
@@ -399,8 +387,8 @@ async fn a_malicious_question_is_refused_before_any_search() {
     )))
     .await
     .unwrap();
-    let dir = Dir::new("refused");
-    let out = quarry_deep(&dir.0, &model.base_url(), stack.searx.base_url(), &[]).await;
+    let dir = scratch();
+    let out = quarry_deep(dir.path(), &model.base_url(), stack.searx.base_url(), &[]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -410,5 +398,5 @@ async fn a_malicious_question_is_refused_before_any_search() {
     assert!(stderr.contains("0 searches, 0 pages read"), "{stderr}");
     assert_eq!(model.request_count(), 1, "only the planner was asked");
     assert!(stack.docs.access_log().is_empty(), "nothing was fetched");
-    assert!(!dir.0.join("report.md").exists());
+    assert!(!dir.path().join("report.md").exists());
 }

@@ -69,9 +69,8 @@ async fn a_run_exports_its_spans_with_gen_ai_attributes_over_otlp() {
     .await
     .unwrap();
     let (endpoint, received) = collector().await;
-    let dir = std::env::temp_dir().join(format!("quarry-otlp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let profile = dir.join("profile.yaml");
     std::fs::write(
         &profile,
@@ -127,5 +126,4 @@ async fn a_run_exports_its_spans_with_gen_ai_attributes_over_otlp() {
         !contains(&all, "sk-test-secret-123"),
         "the API key must not be exported"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

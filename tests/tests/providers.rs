@@ -214,9 +214,8 @@ async fn a_quick_run_on_anthropic_cites_what_it_read() {
     ]))
     .await
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("quarry-anthropic-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_path_buf();
     let profile: PathBuf = dir.join("profile.yaml");
     std::fs::write(
         &profile,
@@ -260,5 +259,4 @@ async fn a_quick_run_on_anthropic_cites_what_it_read() {
     // 9200 × 3 + 213 × 15 µUSD.
     assert!(stderr.contains("cost $0.030795"), "{stderr}");
     assert!(server.recorded().iter().all(|r| r.path == "/v1/messages"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
