@@ -30,6 +30,9 @@ pub const REPORT_KEY: &str = "report.md";
 pub const FINDINGS_KEY: &str = "findings.json";
 /// Artifact key of the provenance log: one JSON line per model call (DESIGN §4).
 pub const EVENTS_KEY: &str = "events.jsonl";
+/// Largest provenance log written, in bytes; older lines are dropped first (about 10k calls,
+/// a few hundred KB once the ConfigMap store gzips it).
+pub const MAX_EVENTS_BYTES: usize = 4 * 1024 * 1024;
 
 /// Tunables of the engine.
 #[derive(Debug, Clone, PartialEq)]
@@ -346,6 +349,15 @@ impl Runner {
                             log.extend_from_slice(&line);
                             log.push(b'\n');
                         }
+                    }
+                    if log.len() > MAX_EVENTS_BYTES {
+                        // Keep the newest lines, cut at a line boundary.
+                        let cut = log.len() - MAX_EVENTS_BYTES;
+                        let start = log[cut..]
+                            .iter()
+                            .position(|b| *b == b'\n')
+                            .map_or(log.len(), |p| cut + p + 1);
+                        log.drain(..start);
                     }
                     if let Err(e) = engine.store.put(EVENTS_KEY, &log).await {
                         warn!(error = %e, "event log not written");

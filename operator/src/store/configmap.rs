@@ -33,6 +33,9 @@ pub const MAX_DECOMPRESSED: u64 = 64 * 1024 * 1024;
 /// Label put on every artifact ConfigMap, naming the run.
 pub const RUN_LABEL: &str = "quarry.dev/run";
 
+/// Key of the provenance log, kept in its own ConfigMap.
+const EVENTS_KEY: &str = "events.jsonl";
+
 /// Keys stored in the report ConfigMap rather than the state ConfigMap.
 const REPORT_KEYS: [&str; 2] = ["report.md", "findings.json"];
 
@@ -49,6 +52,12 @@ pub struct ConfigMapStore {
 /// Name of the ConfigMap holding a run's report.
 pub fn report_configmap_name(run_name: &str) -> String {
     format!("{run_name}-report")
+}
+
+/// Name of the ConfigMap holding a run's provenance log (`events.jsonl`): apart from the
+/// checkpoint, so a long log can never crowd a checkpoint out of its ConfigMap.
+pub fn events_configmap_name(run_name: &str) -> String {
+    format!("{run_name}-events")
 }
 
 /// Name of the ConfigMap holding a run's checkpoint and other artifacts.
@@ -72,6 +81,8 @@ impl ConfigMapStore {
         let data_key = sanitize_key(key)?;
         let cm = if REPORT_KEYS.contains(&key) {
             report_configmap_name(&self.run_name)
+        } else if key == EVENTS_KEY {
+            events_configmap_name(&self.run_name)
         } else {
             state_configmap_name(&self.run_name)
         };
@@ -316,6 +327,17 @@ mod tests {
         });
         store.put("findings.json", b"{\"a\":1}").await.unwrap();
         server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn each_artifact_goes_to_its_configmap() {
+        let (store, _handle) = store();
+        let at = |key: &str| store.locate(key).unwrap().0;
+        assert_eq!(at("report.md"), "r1-report");
+        assert_eq!(at("findings.json"), "r1-report");
+        assert_eq!(at("checkpoint.json"), "r1-state");
+        // The provenance log has its own ConfigMap: it can never crowd out a checkpoint.
+        assert_eq!(at("events.jsonl"), "r1-events");
     }
 
     #[tokio::test]
