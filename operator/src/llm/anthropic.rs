@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::json_extract::strip_think;
 use super::openai::{
-    estimate_tokens, parse_retry_after, read_limited, request_chars, validated_http_client,
+    estimate_tokens, read_limited, redact_key, request_chars, status_error, validated_http_client,
     with_retries,
 };
 use super::{
@@ -22,7 +22,6 @@ use super::{
 /// The API version header every request carries.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
-const MAX_ERROR_BODY_CHARS: usize = 1000;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The Messages API client.
@@ -77,21 +76,7 @@ impl AnthropicClient {
     }
 
     fn redact(&self, text: String) -> String {
-        match &self.config.api_key {
-            Some(key) if !key.is_empty() && text.contains(key.as_str()) => {
-                text.replace(key.as_str(), "[redacted]")
-            }
-            _ => text,
-        }
-    }
-
-    async fn attempt(&self, body: &Value, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        match tokio::time::timeout(self.config.timeout, self.attempt_inner(body, request)).await {
-            Ok(result) => result,
-            Err(_) => Err(LlmError::Timeout {
-                seconds: self.config.timeout.as_millis().div_ceil(1000) as u64,
-            }),
-        }
+        redact_key(text, self.config.api_key.as_deref())
     }
 
     async fn attempt_inner(
@@ -125,19 +110,7 @@ impl AnthropicClient {
         let response = builder.send().await.map_err(unreachable)?;
         let status = response.status();
         if !status.is_success() {
-            let retry_after = parse_retry_after(response.headers());
-            let text = read_limited(response, MAX_ERROR_BODY_CHARS * 4)
-                .await
-                .unwrap_or_default();
-            let text: String = String::from_utf8_lossy(&text)
-                .chars()
-                .take(MAX_ERROR_BODY_CHARS)
-                .collect();
-            return Err(LlmError::Status {
-                status: status.as_u16(),
-                body: self.redact(text),
-                retry_after,
-            });
+            return Err(status_error(response, self.config.api_key.as_deref()).await);
         }
         let bytes = read_limited(response, MAX_BODY_BYTES + 1)
             .await
@@ -277,7 +250,7 @@ impl ChatModel for AnthropicClient {
             ));
         }
         let body = self.request_body(&request);
-        with_retries(&self.config, || self.attempt(&body, &request)).await
+        with_retries(&self.config, || self.attempt_inner(&body, &request)).await
     }
 
     fn context_window(&self) -> u64 {

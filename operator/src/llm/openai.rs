@@ -85,8 +85,35 @@ pub(crate) fn validated_http_client(config: &ModelConfig) -> Result<reqwest::Cli
         .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))
 }
 
-/// Runs `attempt` with the config's retry policy: exponential backoff with jitter on retryable
-/// errors, a server's `Retry-After` honoured (capped) while retries remain.
+/// Removes the API key from text that came from a server (some echo request headers).
+pub(crate) fn redact_key(text: String, key: Option<&str>) -> String {
+    match key {
+        Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "[redacted]"),
+        _ => text,
+    }
+}
+
+/// The error of a non-2xx answer: status, `Retry-After`, and the start of the body, key redacted.
+pub(crate) async fn status_error(response: reqwest::Response, key: Option<&str>) -> LlmError {
+    let status = response.status().as_u16();
+    let retry_after = parse_retry_after(response.headers());
+    let text = read_limited(response, MAX_ERROR_BODY_CHARS * 4)
+        .await
+        .unwrap_or_default();
+    let text: String = String::from_utf8_lossy(&text)
+        .chars()
+        .take(MAX_ERROR_BODY_CHARS)
+        .collect();
+    LlmError::Status {
+        status,
+        body: redact_key(text, key),
+        retry_after,
+    }
+}
+
+/// Runs `attempt` with the config's retry policy: each attempt bounded by the per-attempt
+/// timeout, exponential backoff with jitter on retryable errors, a server's `Retry-After`
+/// honoured (capped) while retries remain.
 pub(crate) async fn with_retries<F, Fut>(
     config: &ModelConfig,
     attempt: F,
@@ -101,7 +128,19 @@ where
         .with_max_delay(config.retry_max_delay)
         .with_max_times(config.max_retries as usize);
     let max_retry_after = config.retry_max_delay.max(MAX_RETRY_AFTER);
-    attempt
+    let mut attempt = attempt;
+    let timeout = config.timeout;
+    let bounded = move || {
+        let fut = attempt();
+        async move {
+            tokio::time::timeout(timeout, fut)
+                .await
+                .unwrap_or(Err(LlmError::Timeout {
+                    seconds: timeout.as_millis().div_ceil(1000) as u64,
+                }))
+        }
+    };
+    bounded
         .retry(backoff)
         .when(LlmError::is_retryable)
         .adjust(|err, next| match (err, next) {
@@ -180,16 +219,6 @@ impl OpenAiClient {
         Value::Object(body)
     }
 
-    /// One attempt bounded by the per-attempt timeout.
-    async fn attempt(&self, body: &Value, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        match tokio::time::timeout(self.config.timeout, self.attempt_inner(body, request)).await {
-            Ok(result) => result,
-            Err(_) => Err(LlmError::Timeout {
-                seconds: self.config.timeout.as_millis().div_ceil(1000) as u64,
-            }),
-        }
-    }
-
     async fn attempt_inner(
         &self,
         body: &Value,
@@ -210,19 +239,7 @@ impl OpenAiClient {
         let response = builder.send().await.map_err(|e| self.transport_error(e))?;
         let status = response.status();
         if !status.is_success() {
-            let retry_after = parse_retry_after(response.headers());
-            let text = read_limited(response, MAX_ERROR_BODY_CHARS * 4)
-                .await
-                .unwrap_or_default();
-            let text: String = String::from_utf8_lossy(&text)
-                .chars()
-                .take(MAX_ERROR_BODY_CHARS)
-                .collect();
-            return Err(LlmError::Status {
-                status: status.as_u16(),
-                body: self.redact(text),
-                retry_after,
-            });
+            return Err(status_error(response, self.config.api_key.as_deref()).await);
         }
         let content_type = response
             .headers()
@@ -395,12 +412,7 @@ impl OpenAiClient {
 
     /// Removes the API key from text that came from the server (some echo request headers).
     fn redact(&self, text: String) -> String {
-        match &self.config.api_key {
-            Some(key) if !key.is_empty() && text.contains(key.as_str()) => {
-                text.replace(key.as_str(), "[redacted]")
-            }
-            _ => text,
-        }
+        redact_key(text, self.config.api_key.as_deref())
     }
 
     fn redact_err(&self, err: LlmError) -> LlmError {
@@ -431,7 +443,7 @@ impl ChatModel for OpenAiClient {
         }
         let body = self.request_body(&request);
         let started = Instant::now();
-        let result = with_retries(&self.config, || self.attempt(&body, &request)).await;
+        let result = with_retries(&self.config, || self.attempt_inner(&body, &request)).await;
         match &result {
             Ok(r) => tracing::debug!(
                 model = %self.config.model,
