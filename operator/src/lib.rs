@@ -3,6 +3,7 @@
 //! Layout follows DESIGN §1: `research` is the pure core, everything else is a shell around it.
 
 pub mod api;
+pub mod cache;
 pub mod config;
 pub mod controller;
 pub mod llm;

@@ -1,4 +1,4 @@
-//! CRD types (DESIGN §2): the only place ResearchRun and ResearchProfile are defined.
+//! CRD types (DESIGN §2): the only place ResearchRun, ResearchProfile and SearchEngine are defined.
 //!
 //! `crds/*.yaml` and `charts/quarry/crds/*.yaml` are generated from these types
 //! ([`crd_files`]); `operator/tests/crd_drift.rs` fails when they differ.
@@ -6,6 +6,7 @@
 pub mod conditions;
 pub mod profile;
 pub mod run;
+pub mod search_engine;
 pub mod values;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -24,6 +25,9 @@ pub use run::{
     AgendaTask, EffectiveLimits, Mode, ModelUsage, Output, Phase, ReportKind, ReportRef,
     ReportTarget, ResearchRun, ResearchRunSpec, ResearchRunStatus, ResearcherState,
     ResearcherStatus, RunLimits, RunUsage, SourceKind, TaskState,
+};
+pub use search_engine::{
+    EngineHealthStatus, EngineSpec, SearchEngine, SearchEngineSpec, SearchEngineStatus,
 };
 
 /// API group of every Quarry CRD.
@@ -61,9 +65,13 @@ pub enum ApiError {
     },
 }
 
-/// Every Quarry CRD, in a stable order (ResearchRun, ResearchProfile).
+/// Every Quarry CRD, in a stable order (ResearchRun, ResearchProfile, SearchEngine).
 pub fn all_crds() -> Vec<CustomResourceDefinition> {
-    vec![ResearchRun::crd(), ResearchProfile::crd()]
+    vec![
+        ResearchRun::crd(),
+        ResearchProfile::crd(),
+        SearchEngine::crd(),
+    ]
 }
 
 /// Header of every generated CRD file.

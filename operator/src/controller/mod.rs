@@ -4,6 +4,7 @@
 
 pub mod engine;
 pub mod registry;
+pub mod search_engine;
 pub mod status;
 
 use std::collections::BTreeMap;

@@ -1,5 +1,7 @@
 //! Gatherers: SearXNG and (later) specialised sources, behind the `Gatherer` port.
 
+pub mod failover;
+pub mod health;
 pub mod searxng;
 
 use async_trait::async_trait;
@@ -23,6 +25,9 @@ pub enum SourceError {
     Status { status: u16 },
     #[error("search answer could not be parsed: {0}")]
     Malformed(String),
+    /// Every backend of a failover chain failed or was skipped.
+    #[error("no search backend answered ({detail})")]
+    Exhausted { detail: String },
 }
 
 /// The port through which researchers search.

@@ -6,12 +6,14 @@
 //! so every field of a result is read leniently and only a result without a usable URL is dropped.
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use serde_json::Value;
 use url::Url;
 
+use super::health::{AnswerReport, HealthBook};
 use super::{Gatherer, SearchHit, SourceError};
 
 /// Default cap on the size of one JSON answer; a page of searx results is a few tens of KiB.
@@ -29,6 +31,8 @@ pub struct SearxngGatherer {
     max_body_bytes: usize,
     pageno: Option<u32>,
     categories: Option<String>,
+    /// Where each answer's engine health goes, and under which backend key.
+    health: Option<(Arc<HealthBook>, String)>,
 }
 
 impl SearxngGatherer {
@@ -55,6 +59,7 @@ impl SearxngGatherer {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             pageno: None,
             categories: None,
+            health: None,
         })
     }
 
@@ -68,6 +73,12 @@ impl SearxngGatherer {
     pub fn with_categories(mut self, categories: impl Into<String>) -> Self {
         let categories = categories.into();
         self.categories = (!categories.trim().is_empty()).then_some(categories);
+        self
+    }
+
+    /// Records every answer's per-engine health in `book` under `backend`.
+    pub fn with_health(mut self, book: Arc<HealthBook>, backend: impl Into<String>) -> Self {
+        self.health = Some((book, backend.into()));
         self
     }
 
@@ -152,7 +163,11 @@ impl Gatherer for SearxngGatherer {
             return Ok(Vec::new());
         }
         let body = self.fetch_body(query).await?;
-        parse_results(&body, limit)
+        let (hits, report) = parse_answer(&body, limit)?;
+        if let Some((book, backend)) = &self.health {
+            book.observe(backend, &report, SystemTime::now());
+        }
+        Ok(hits)
     }
 }
 
@@ -182,6 +197,15 @@ fn search_endpoint(base_url: &str) -> Result<Url, SourceError> {
 /// Parses a searx/SearXNG JSON answer into at most `limit` hits in answer order, deduplicated by
 /// URL (ignoring the fragment, since `page#a` and `page#b` are one fetch).
 pub fn parse_results(body: &[u8], limit: usize) -> Result<Vec<SearchHit>, SourceError> {
+    parse_answer(body, limit).map(|(hits, _)| hits)
+}
+
+/// Like [`parse_results`], plus what the answer says about each engine: results per engine (over
+/// all results, not only the first `limit`) and `unresponsive_engines`.
+pub fn parse_answer(
+    body: &[u8],
+    limit: usize,
+) -> Result<(Vec<SearchHit>, AnswerReport), SourceError> {
     let answer: Value = serde_json::from_slice(body)
         .map_err(|e| SourceError::Malformed(format!("not JSON: {e}")))?;
     // A missing `results` array means this is not a search answer (wrong path, JSON format
@@ -193,9 +217,13 @@ pub fn parse_results(body: &[u8], limit: usize) -> Result<Vec<SearchHit>, Source
         .ok_or_else(|| SourceError::Malformed("answer has no `results` array".to_string()))?;
     let mut seen = HashSet::new();
     let mut hits = Vec::new();
+    let mut report = AnswerReport::default();
     for result in results {
+        for engine in result_engines(result) {
+            *report.results_by_engine.entry(engine).or_default() += 1;
+        }
         if hits.len() >= limit {
-            break;
+            continue;
         }
         let Some(hit) = hit_from_result(result) else {
             continue;
@@ -204,7 +232,44 @@ pub fn parse_results(body: &[u8], limit: usize) -> Result<Vec<SearchHit>, Source
             hits.push(hit);
         }
     }
-    Ok(hits)
+    // `[[engine, message], ...]`; SearXNG once sent a third element (the suspension), ignored.
+    if let Some(list) = answer.get("unresponsive_engines").and_then(Value::as_array) {
+        for entry in list {
+            let mut parts = entry
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str);
+            if let Some(name) = parts.next() {
+                let message = parts.next().unwrap_or("unresponsive");
+                report
+                    .unresponsive
+                    .push((name.to_string(), collapse_whitespace(message)));
+            }
+        }
+    }
+    Ok((hits, report))
+}
+
+/// The engines a result names (`engines`, else `engine`), each once.
+fn result_engines(result: &Value) -> Vec<String> {
+    let mut names: Vec<String> = result
+        .get("engines")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    if names.is_empty()
+        && let Some(name) = result.get("engine").and_then(Value::as_str)
+        && !name.is_empty()
+    {
+        names.push(name.to_string());
+    }
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Reads one result leniently; `None` when it has no http(s) URL.
@@ -387,6 +452,40 @@ mod tests {
         let params = &seen.lock().unwrap()[0];
         assert_eq!(params.get("pageno"), None);
         assert_eq!(params.get("categories"), None);
+    }
+
+    #[tokio::test]
+    async fn answers_feed_the_engine_health_book() {
+        let (base, _) = fake_searx(
+            StatusCode::OK,
+            r#"{"results":[
+                {"url":"https://a.example/1","engines":["docs","wiki"]},
+                {"url":"https://a.example/2","engine":"docs"}],
+              "unresponsive_engines":[["google","CAPTCHA required"],["ddg","Suspended: too many requests", 1]]}"#,
+        )
+        .await;
+        let book = Arc::new(HealthBook::new());
+        book.expect_engines("ext", vec!["bing".into()]);
+        let gatherer = SearxngGatherer::new(&base, Duration::from_secs(5))
+            .unwrap()
+            .with_health(book.clone(), "ext");
+        assert_eq!(gatherer.search("q", 1).await.unwrap().len(), 1);
+        let snap = book.snapshot("ext");
+        use crate::sources::health::EngineState::*;
+        let states: Vec<(&str, _, u64)> = snap
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.state, v.results))
+            .collect();
+        assert_eq!(
+            states,
+            vec![
+                ("bing", Empty, 0),
+                ("ddg", Suspended, 0),
+                ("docs", Healthy, 2),
+                ("google", Captcha, 0),
+                ("wiki", Healthy, 1),
+            ]
+        );
     }
 
     #[tokio::test]
