@@ -53,6 +53,8 @@ pub struct Layer {
     pub timeout: Option<String>,
     /// Standalone: a cost limit in USD such as `0.50`.
     pub max_cost_usd: Option<String>,
+    /// Redis URL (`redis://host:6379/0`) for the shared search and page cache.
+    pub redis_url: Option<String>,
 }
 
 /// Where a value came from, for error messages.
@@ -75,6 +77,7 @@ pub struct Settings {
     pub mode: crate::research::state::Mode,
     pub timeout: Option<Duration>,
     pub max_cost_usd: Option<String>,
+    pub redis_url: Option<String>,
 }
 
 impl Layer {
@@ -120,6 +123,7 @@ impl Layer {
             mode: get("MODE"),
             timeout: get("TIMEOUT"),
             max_cost_usd: get("MAX_COST_USD"),
+            redis_url: get("REDIS_URL"),
         }
     }
 }
@@ -226,7 +230,21 @@ impl Settings {
                 Some(v)
             }
         };
+        let redis_url = match pick(|l| &l.redis_url) {
+            None => None,
+            Some((v, o)) => {
+                if !(v.starts_with("redis://") || v.starts_with("rediss://")) {
+                    return Err(invalid(
+                        "redisUrl",
+                        o,
+                        format!("{v:?} is not a redis:// or rediss:// URL"),
+                    ));
+                }
+                Some(v)
+            }
+        };
         Ok(Self {
+            redis_url,
             log_format,
             log_level,
             bind,

@@ -41,6 +41,9 @@ struct OperatorArgs {
     /// Watch only this namespace (default: all namespaces).
     #[arg(long, env = "QUARRY_NAMESPACE")]
     namespace: Option<String>,
+    /// Redis URL for the search and page cache shared by replicas (env QUARRY_REDIS_URL).
+    #[arg(long)]
+    redis_url: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -68,6 +71,9 @@ struct RunArgs {
     /// Directory for checkpoints; rerunning with the same directory resumes.
     #[arg(long)]
     state_dir: Option<String>,
+    /// Redis URL for the search and page cache shared with other runs (env QUARRY_REDIS_URL).
+    #[arg(long)]
+    redis_url: Option<String>,
     /// Outputs to produce, comma-separated: study, ideas, implementations (default study).
     #[arg(long, value_delimiter = ',', value_parser = parse_output)]
     outputs: Vec<OutputKind>,
@@ -118,6 +124,10 @@ fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
         flags.timeout = r.timeout.clone();
         flags.max_cost_usd = r.max_cost_usd.clone();
         flags.state_dir = r.state_dir.clone();
+        flags.redis_url = r.redis_url.clone();
+    }
+    if let Command::Operator(o) = &cli.command {
+        flags.redis_url = o.redis_url.clone();
     }
     layers.push((Origin::Flag, flags));
     Settings::resolve(&layers)
@@ -172,6 +182,7 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
     let config = quarry::controller::OperatorConfig {
         listen: settings.bind.to_string(),
         namespace: args.namespace.clone(),
+        redis_url: settings.redis_url.clone(),
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;
@@ -213,6 +224,7 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         top_k: args.top_k,
         limits,
         state_dir: settings.state_dir.clone(),
+        redis_url: settings.redis_url.clone(),
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;

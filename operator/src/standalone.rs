@@ -60,6 +60,8 @@ pub struct StandaloneOptions {
     pub limits: Limits,
     /// Where checkpoints are kept; a run started again with the same directory resumes.
     pub state_dir: Option<PathBuf>,
+    /// Redis for the search and page cache shared with other processes (`None`: in-memory).
+    pub redis_url: Option<String>,
 }
 
 /// Turns a query into a file-name stem: lowercase words joined by dashes, at most 60 characters.
@@ -260,13 +262,28 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         ))
     });
     let store = Arc::new(LocalStore::new(&state_dir));
-    let engine =
-        wiring::build_engine(&profile.spec, &api_key, store.clone(), None).map_err(|source| {
-            StandaloneError::Wiring {
-                path: path_text,
-                source,
-            }
-        })?;
+    let services = crate::controller::services(opts.redis_url.as_deref(), None).map_err(|e| {
+        StandaloneError::Wiring {
+            path: path_text.clone(),
+            source: wiring::WiringError {
+                field: "redisUrl".into(),
+                message: e.to_string(),
+            },
+        }
+    })?;
+    let secret = |_: &crate::api::SecretKeyRef| None;
+    let inputs = wiring::Inputs {
+        api_key: &api_key,
+        secret: &secret,
+        services: &services,
+        managed_search: None,
+    };
+    let engine = wiring::build_engine_with(&profile.spec, &inputs, store.clone(), None).map_err(
+        |source| StandaloneError::Wiring {
+            path: path_text,
+            source,
+        },
+    )?;
     let mut input = RunInput::new(opts.query.clone(), opts.mode);
     input.context = opts.context.clone();
     input.limits = opts.limits.clone();

@@ -5,8 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{
-    ModelTier, Provider, ResearchProfileSpec, SearchTarget, TierName, ToolMode as ApiToolMode,
+    ModelTier, Provider, ResearchProfileSpec, SearchTarget, SecretKeyRef, TierName,
+    ToolMode as ApiToolMode,
 };
+use crate::cache::{
+    Cache, CacheObserver, CachedFetcher, CachedGatherer, DEFAULT_PAGE_TTL, DEFAULT_SEARCH_TTL,
+    Lookup, MemoryCache,
+};
+use crate::llm::router::SourceRecord;
+use crate::sources::failover::{Backend, FailoverGatherer};
+use crate::sources::health::HealthBook;
+use crate::telemetry::Metrics;
 use crate::llm::anthropic::AnthropicClient;
 use crate::llm::breaker::BreakerSettings;
 use crate::llm::limiter::{RateLimits, endpoint_with};
@@ -107,19 +116,168 @@ pub fn fetch_policy(profile: &ResearchProfileSpec) -> FetchPolicy {
     }
 }
 
-/// The searx/SearXNG gatherer of a profile.
+/// Services shared by every run of the process: the search/page cache (Redis or memory), the
+/// SearXNG engine health book, and operator metrics for both.
+#[derive(Clone)]
+pub struct Services {
+    /// Cache of search answers and page extracts.
+    pub cache: Arc<dyn Cache>,
+    /// Engine health of every SearXNG backend.
+    pub health: Arc<HealthBook>,
+    /// How long a search answer is reused.
+    pub search_ttl: Duration,
+    /// How long a page extract is reused.
+    pub page_ttl: Duration,
+    /// Operator-wide metrics (failover, breakers, cache, engine health).
+    pub metrics: Option<Metrics>,
+}
+
+impl Services {
+    /// Services over `cache`; with `metrics`, engine health changes are exported as gauges.
+    pub fn new(cache: Arc<dyn Cache>, metrics: Option<Metrics>) -> Self {
+        let health = Arc::new(HealthBook::new());
+        if let Some(m) = metrics.clone() {
+            health.set_listener(Arc::new(move |backend, engine, record| {
+                m.set_engine_state(backend, engine, record.state.as_str());
+            }));
+        }
+        Self {
+            cache,
+            health,
+            search_ttl: DEFAULT_SEARCH_TTL,
+            page_ttl: DEFAULT_PAGE_TTL,
+            metrics,
+        }
+    }
+
+    /// Private in-memory services (a standalone run, a test).
+    pub fn in_memory() -> Self {
+        Self::new(Arc::new(MemoryCache::default()), None)
+    }
+}
+
+/// Where a profile's managed SearchEngine answers, resolved by the operator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManagedSearch {
+    /// Health-book key (`namespace/name`).
+    pub backend: String,
+    /// Base URL of its Service.
+    pub url: String,
+}
+
+/// What a run's engine is built from besides the profile: keys, shared services, the resolved
+/// managed search engine.
+pub struct Inputs<'a> {
+    /// The API key of a model tier.
+    pub api_key: &'a dyn Fn(&ModelTier) -> Option<String>,
+    /// The value a Secret reference points to (search provider keys).
+    pub secret: &'a dyn Fn(&SecretKeyRef) -> Option<String>,
+    /// Process-wide services.
+    pub services: &'a Services,
+    /// The managed SearchEngine, when the profile names one.
+    pub managed_search: Option<ManagedSearch>,
+}
+
+/// The SearXNG backend of a profile: its health-book key and gatherer.
+fn searxng_backend(
+    profile: &ResearchProfileSpec,
+    inputs: &Inputs<'_>,
+) -> Result<(String, SearxngGatherer), WiringError> {
+    let (backend, url, field) = match profile.search_target() {
+        SearchTarget::Url(url) => (url.to_string(), url.to_string(), "spec.search.url"),
+        SearchTarget::Engine(name) => match &inputs.managed_search {
+            Some(m) => (m.backend.clone(), m.url.clone(), "spec.search.searchEngineRef"),
+            None => {
+                return Err(err(
+                    "spec.search.searchEngineRef",
+                    format!(
+                        "SearchEngine \"{name}\" is managed by the operator; outside a cluster set spec.search.url to a SearXNG URL"
+                    ),
+                ));
+            }
+        },
+    };
+    let gatherer = SearxngGatherer::new(&url, SEARCH_TIMEOUT)
+        .map_err(|e| err(field, e.to_string()))?
+        .with_health(inputs.services.health.clone(), backend.clone());
+    Ok((backend, gatherer))
+}
+
+/// The gatherer of a profile: SearXNG, then the configured API providers, behind one cache.
+pub fn search_chain(
+    profile: &ResearchProfileSpec,
+    inputs: &Inputs<'_>,
+) -> Result<(String, Arc<dyn Gatherer>), WiringError> {
+    let (_, searxng) = searxng_backend(profile, inputs)?;
+    let mut backends = vec![Backend {
+        name: "searxng".into(),
+        breaker_key: format!("searxng {}", searxng.search_url()),
+        gatherer: Arc::new(searxng),
+    }];
+    backends.extend(provider_backends(profile, inputs)?);
+    let chain_id = backends
+        .iter()
+        .map(|b| b.breaker_key.as_str())
+        .collect::<Vec<_>>()
+        .join(" | ");
+    let mut failover = FailoverGatherer::new(backends);
+    if let Some(m) = &inputs.services.metrics {
+        failover = failover.with_observer(Arc::new(m.clone()));
+    }
+    Ok((chain_id, Arc::new(failover)))
+}
+
+/// The API search providers a profile configures, in order (Brave, Tavily, Serper clients).
+fn provider_backends(
+    _profile: &ResearchProfileSpec,
+    _inputs: &Inputs<'_>,
+) -> Result<Vec<Backend>, WiringError> {
+    Ok(Vec::new())
+}
+
+/// The searx/SearXNG gatherer of a profile with an external URL (no providers, no cache).
 pub fn gatherer(profile: &ResearchProfileSpec) -> Result<Arc<dyn Gatherer>, WiringError> {
-    match profile.search_target() {
-        SearchTarget::Url(url) => Ok(Arc::new(
-            SearxngGatherer::new(url, SEARCH_TIMEOUT)
-                .map_err(|e| err("spec.search.url", e.to_string()))?,
-        )),
-        SearchTarget::Engine(name) => Err(err(
-            "spec.search.searchEngineRef",
-            format!(
-                "SearchEngine \"{name}\" is not managed by this version yet; set spec.search.url to a SearXNG URL"
-            ),
-        )),
+    let services = Services::in_memory();
+    let inputs = Inputs {
+        api_key: &|_| None,
+        secret: &|_| None,
+        services: &services,
+        managed_search: None,
+    };
+    Ok(Arc::new(searxng_backend(profile, &inputs)?.1))
+}
+
+/// Identity of a fetch policy for page cache keys: a page read under one policy is never served
+/// to a profile whose policy differs.
+pub fn fetch_policy_id(profile: &ResearchProfileSpec) -> String {
+    let text = serde_json::to_string(&profile.fetch).unwrap_or_default();
+    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()))
+}
+
+/// Records every cache lookup of a run in its provenance log and the cache metrics.
+struct LookupRecorder {
+    spend: Arc<SpendGuard>,
+    backend: &'static str,
+    metrics: Option<Metrics>,
+}
+
+impl CacheObserver for LookupRecorder {
+    fn on_lookup(&self, lookup: &Lookup) {
+        self.spend.log_source(SourceRecord {
+            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            kind: if lookup.kind == "page" {
+                "fetch"
+            } else {
+                "search"
+            },
+            subject: lookup.subject.chars().take(2048).collect(),
+            cache: lookup.cache,
+            outcome: lookup.outcome,
+            duration_ms: lookup.duration.as_millis() as u64,
+        });
+        if let Some(m) = &self.metrics {
+            m.cache_lookup(lookup.kind, self.backend, lookup.cache);
+        }
     }
 }
 
@@ -237,14 +395,33 @@ fn tier(
     })
 }
 
-/// Builds the engine of a run: a router over every model tier of the profile (keys from
-/// `api_key`), the gatherer, the guarded fetcher and the given store.
+/// Builds the engine of a run with private in-memory services and an external search URL: a
+/// router over every model tier of the profile (keys from `api_key`), the gatherer, the guarded
+/// fetcher and the given store.
 pub fn build_engine(
     profile: &ResearchProfileSpec,
     api_key: &dyn Fn(&ModelTier) -> Option<String>,
     store: Arc<dyn ArtifactStore>,
     metrics: Option<RunMetrics>,
 ) -> Result<Engine, WiringError> {
+    let services = Services::in_memory();
+    let inputs = Inputs {
+        api_key,
+        secret: &|_| None,
+        services: &services,
+        managed_search: None,
+    };
+    build_engine_with(profile, &inputs, store, metrics)
+}
+
+/// Builds the engine of a run from `inputs` (keys, shared services, managed search engine).
+pub fn build_engine_with(
+    profile: &ResearchProfileSpec,
+    inputs: &Inputs<'_>,
+    store: Arc<dyn ArtifactStore>,
+    metrics: Option<RunMetrics>,
+) -> Result<Engine, WiringError> {
+    let api_key = inputs.api_key;
     let spend = Arc::new(SpendGuard::default());
     let mut primary = None;
     let mut fallback = None;
@@ -274,10 +451,33 @@ pub fn build_engine(
         None => None,
     };
     let mut router = Router::new(primary, fallback, budget, roles, spend.clone());
-    let mut fetcher: Arc<dyn Fetcher> = Arc::new(
+    let recorder = Arc::new(LookupRecorder {
+        spend: spend.clone(),
+        backend: inputs.services.cache.backend(),
+        metrics: inputs.services.metrics.clone(),
+    });
+    let http: Arc<dyn Fetcher> = Arc::new(
         HttpFetcher::new(fetch_policy(profile)).map_err(|e| err("spec.fetch", e.to_string()))?,
     );
-    let mut gatherer = gatherer(profile)?;
+    let mut fetcher: Arc<dyn Fetcher> = Arc::new(
+        CachedFetcher::new(
+            http,
+            inputs.services.cache.clone(),
+            fetch_policy_id(profile),
+            inputs.services.page_ttl,
+        )
+        .with_observer(recorder.clone()),
+    );
+    let (chain_id, chain) = search_chain(profile, inputs)?;
+    let mut gatherer: Arc<dyn Gatherer> = Arc::new(
+        CachedGatherer::new(
+            chain,
+            inputs.services.cache.clone(),
+            chain_id,
+            inputs.services.search_ttl,
+        )
+        .with_observer(recorder),
+    );
     if let Some(m) = metrics {
         router = router.with_metrics(m.clone());
         gatherer = Arc::new(MeteredGatherer {

@@ -36,6 +36,10 @@ pub mod reasons {
     pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
     /// The Secret exists but lacks the key named by `apiKeySecretRef.key`.
     pub const SECRET_KEY_MISSING: &str = "SecretKeyMissing";
+    /// The SearchEngine named by the profile's `search.searchEngineRef` does not exist.
+    pub const SEARCH_ENGINE_NOT_FOUND: &str = "SearchEngineNotFound";
+    /// The run waits for its managed SearchEngine to scale up from zero.
+    pub const WAITING_FOR_SEARCH_ENGINE: &str = "WaitingForSearchEngine";
     /// The search endpoint could not be reached.
     pub const SEARCH_UNREACHABLE: &str = "SearchUnreachable";
     /// No usable sources were found; the honest "unable to research" report was written.

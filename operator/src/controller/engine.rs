@@ -20,6 +20,7 @@ use crate::telemetry::{Metrics, RunMetrics};
 pub struct EngineLauncher {
     client: Client,
     metrics: Option<Metrics>,
+    services: crate::wiring::Services,
 }
 
 impl EngineLauncher {
@@ -28,12 +29,19 @@ impl EngineLauncher {
         Self {
             client,
             metrics: None,
+            services: crate::wiring::Services::in_memory(),
         }
     }
 
     /// Records every run's model calls, searches and fetches in `metrics`.
     pub fn with_metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Shares `services` (cache, engine health) between every run of the launcher.
+    pub fn with_services(mut self, services: crate::wiring::Services) -> Self {
+        self.services = services;
         self
     }
 }
@@ -51,8 +59,39 @@ pub fn build_engine(
     store: Arc<dyn ArtifactStore>,
     metrics: Option<RunMetrics>,
 ) -> Result<Engine, LaunchError> {
+    build_engine_with(
+        profile,
+        api_keys,
+        &crate::wiring::Services::in_memory(),
+        None,
+        store,
+        metrics,
+    )
+}
+
+/// [`build_engine`] with the launcher's shared services and the resolved managed SearchEngine.
+pub fn build_engine_with(
+    profile: &ResearchProfileSpec,
+    api_keys: &[(SecretKeyRef, ApiKey)],
+    services: &crate::wiring::Services,
+    managed_search: Option<crate::wiring::ManagedSearch>,
+    store: Arc<dyn ArtifactStore>,
+    metrics: Option<RunMetrics>,
+) -> Result<Engine, LaunchError> {
     let key = |tier: &ModelTier| key_for(api_keys, tier).map(|k| k.expose().to_string());
-    crate::wiring::build_engine(profile, &key, store, metrics)
+    let secret = |wanted: &SecretKeyRef| {
+        api_keys
+            .iter()
+            .find(|(r, _)| r == wanted)
+            .map(|(_, k)| k.expose().to_string())
+    };
+    let inputs = crate::wiring::Inputs {
+        api_key: &key,
+        secret: &secret,
+        services,
+        managed_search,
+    };
+    crate::wiring::build_engine_with(profile, &inputs, store, metrics)
         .map_err(|e| LaunchError(e.to_string()))
 }
 
@@ -80,9 +119,11 @@ impl Launcher for EngineLauncher {
             &run.name_any(),
             owner,
         ));
-        let engine = Arc::new(build_engine(
+        let engine = Arc::new(build_engine_with(
             &request.profile,
             &request.api_keys,
+            &self.services,
+            request.managed_search.clone(),
             store.clone(),
             self.metrics
                 .as_ref()

@@ -24,7 +24,7 @@ use tracing::{debug, info, warn};
 
 use crate::api::{
     ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec, ResearchRunStatus,
-    SecretKeyRef, reasons,
+    SearchEngine, SearchTarget, SecretKeyRef, reasons,
 };
 use crate::research::state::{Mode, OutputKind, RunInput, RunState};
 use crate::server::{Readiness, ServerState};
@@ -40,6 +40,11 @@ pub const STALL_REQUEUE: Duration = Duration::from_secs(15);
 /// How often a run with active research is looked at again even without a watch event (a
 /// safety net: the final status is written from the registry if its writer could not).
 pub const ACTIVE_RECHECK: Duration = Duration::from_secs(60);
+/// How long a run waits for its managed SearchEngine to become ready (from creation) before it
+/// starts anyway; its searches then fall over to the profile's API providers.
+pub const SEARCH_ENGINE_WAIT: Duration = Duration::from_secs(180);
+/// How often a run waiting for its SearchEngine looks again.
+pub const SEARCH_ENGINE_RECHECK: Duration = Duration::from_secs(5);
 /// Minimum time between two status patches of one run.
 pub const STATUS_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -127,6 +132,8 @@ pub struct LaunchRequest {
     pub api_keys: Vec<(SecretKeyRef, ApiKey)>,
     /// The engine input built from the run spec and profile defaults.
     pub input: RunInput,
+    /// The managed SearchEngine the profile names, resolved to its Service.
+    pub managed_search: Option<crate::wiring::ManagedSearch>,
 }
 
 /// Why a launch is impossible with the given profile; shown as `Stalled` with reason ProfileInvalid.
@@ -441,6 +448,18 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
     // Look up and validate the profile and its Secrets.
     let request = match resolve(ctx, &run, &namespace).await? {
         Ok(request) => request,
+        Err(wait) if wait.reason == reasons::WAITING_FOR_SEARCH_ENGINE => {
+            apply_status(
+                ctx,
+                &run,
+                RunView::Waiting {
+                    reason: wait.reason,
+                    message: &wait.message,
+                },
+            )
+            .await?;
+            return Ok(Action::requeue(SEARCH_ENGINE_RECHECK));
+        }
         Err(stall) => return stalled(ctx, &run, &stall).await,
     };
     // Build the task, then apply: status first, so a failed patch leaves nothing running.
@@ -577,13 +596,64 @@ async fn resolve(
         Ok(input) => input,
         Err(stall) => return Ok(Err(stall)),
     };
+    let managed_search = match profile.spec.search_target() {
+        SearchTarget::Url(_) => None,
+        SearchTarget::Engine(engine_name) => {
+            let engines: Api<SearchEngine> = Api::namespaced(ctx.client.clone(), namespace);
+            let engine = engines.get_opt(engine_name).await.map_err(kube_err(format!(
+                "reading SearchEngine {namespace}/{engine_name}"
+            )))?;
+            let Some(engine) = engine else {
+                return Ok(Err(Stall {
+                    reason: reasons::SEARCH_ENGINE_NOT_FOUND,
+                    message: format!(
+                        "SearchEngine \"{engine_name}\" not found in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" search.searchEngineRef); create it, or set search.url to an external SearXNG"
+                    ),
+                }));
+            };
+            if let Some(wait) = search_engine_wait(&engine, run, &now()) {
+                return Ok(Err(wait));
+            }
+            Some(crate::wiring::ManagedSearch {
+                backend: search_engine::backend_key(namespace, engine_name),
+                url: SearchEngine::service_url(engine_name, namespace),
+            })
+        }
+    };
     Ok(Ok(LaunchRequest {
         run: run.clone(),
         profile_name,
         profile: profile.spec,
         api_keys,
         input,
+        managed_search,
     }))
+}
+
+/// Pure: whether a run should wait for its SearchEngine (no ready replica yet, and the run is
+/// younger than [`SEARCH_ENGINE_WAIT`]); the wait's reason and message.
+pub fn search_engine_wait(engine: &SearchEngine, run: &ResearchRun, now: &Time) -> Option<Stall> {
+    let ready = engine.status.as_ref().map_or(0, |s| s.ready_replicas);
+    if ready > 0 {
+        return None;
+    }
+    let age = run
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map_or(0, |t| now.0.as_second() - t.0.as_second());
+    if age >= SEARCH_ENGINE_WAIT.as_secs() as i64 {
+        warn!(run = %run.name_any(), search_engine = %engine.name_any(), "SearchEngine still not ready; starting anyway");
+        return None;
+    }
+    Some(Stall {
+        reason: reasons::WAITING_FOR_SEARCH_ENGINE,
+        message: format!(
+            "waiting for SearchEngine \"{}\" to scale up from zero (no ready replica yet); the run starts when it is ready, or after {}s with its API search providers",
+            engine.name_any(),
+            SEARCH_ENGINE_WAIT.as_secs()
+        ),
+    })
 }
 
 /// A finished run: delete it once its TTL has passed.
@@ -721,6 +791,8 @@ pub struct OperatorConfig {
     pub listen: String,
     /// Watch only this namespace (`None`: all namespaces).
     pub namespace: Option<String>,
+    /// Redis for the search and page cache shared by replicas (`None`: in-memory).
+    pub redis_url: Option<String>,
 }
 
 impl Default for OperatorConfig {
@@ -728,8 +800,24 @@ impl Default for OperatorConfig {
         Self {
             listen: "0.0.0.0:8080".into(),
             namespace: None,
+            redis_url: None,
         }
     }
+}
+
+/// The shared services of an operator or standalone process: Redis cache when a URL is given.
+pub fn services(
+    redis_url: Option<&str>,
+    metrics: Option<Metrics>,
+) -> Result<crate::wiring::Services, Error> {
+    let cache: Arc<dyn crate::cache::Cache> = match redis_url {
+        Some(url) => Arc::new(
+            crate::cache::redis::RedisCache::new(url)
+                .map_err(|e| Error::Config(format!("redisUrl: {e}")))?,
+        ),
+        None => Arc::new(crate::cache::MemoryCache::default()),
+    };
+    Ok(crate::wiring::Services::new(cache, metrics))
 }
 
 /// Runs the operator: the HTTP server and the ResearchRun controller, until SIGINT/SIGTERM.
@@ -753,8 +841,22 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             let _ = server_stop.wait_for(|stop| *stop).await;
         },
     ));
-    let launcher =
-        Arc::new(engine::EngineLauncher::new(client.clone()).with_metrics(metrics.clone()));
+    let services = services(config.redis_url.as_deref(), Some(metrics.clone()))?;
+    let engines_ctx = Arc::new(search_engine::EngineContext::new(
+        client.clone(),
+        metrics.clone(),
+        services.health.clone(),
+    ));
+    let engines = tokio::spawn(search_engine::run_controller(
+        client.clone(),
+        config.namespace.clone(),
+        engines_ctx,
+    ));
+    let launcher = Arc::new(
+        engine::EngineLauncher::new(client.clone())
+            .with_metrics(metrics.clone())
+            .with_services(services),
+    );
     let ctx = Arc::new(Context::new(client.clone(), launcher, metrics));
     let (runs, configmaps, profiles): (Api<ResearchRun>, Api<ConfigMap>, Api<ResearchProfile>) =
         match &config.namespace {
@@ -818,6 +920,10 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
         })
         .await;
     let _ = stop_tx.send(true);
+    // Both controllers stop on the same signal.
+    if let Err(e) = engines.await {
+        warn!(error = %e, "SearchEngine controller ended abnormally");
+    }
     match server.await {
         Ok(result) => result?,
         Err(e) => warn!(error = %e, "server task ended abnormally"),

@@ -529,8 +529,11 @@ pub async fn reconcile(
 ) -> Result<Action, Error> {
     let started = std::time::Instant::now();
     let result = reconcile_inner(&engine, &ctx, &now()).await;
-    ctx.metrics
-        .record_reconcile(result.is_ok(), started.elapsed().as_secs_f64());
+    ctx.metrics.record_reconcile_of(
+        "searchengine",
+        result.is_ok(),
+        started.elapsed().as_secs_f64(),
+    );
     result
 }
 

@@ -20,6 +20,13 @@ pub enum RunView<'a> {
         /// What a person should do, naming the object and key (never a value).
         message: &'a str,
     },
+    /// It waits for something that is on its way (a SearchEngine scaling up from zero).
+    Waiting {
+        /// Condition reason, e.g. `WaitingForSearchEngine`.
+        reason: &'a str,
+        /// What it waits for.
+        message: &'a str,
+    },
     /// `spec.suspend` is true and no research is running.
     Suspended,
     /// Research was just handed to an executor.
@@ -104,6 +111,22 @@ pub fn desired_status(
                 &[
                     (types::STALLED, ConditionStatus::True),
                     (types::RECONCILING, ConditionStatus::False),
+                    (types::SUCCEEDED, ConditionStatus::Unknown),
+                ],
+                reason,
+                message,
+                generation,
+                now,
+            );
+            status.message = Some(message.to_string());
+        }
+        RunView::Waiting { reason, message } => {
+            status.phase = Some(waiting_phase);
+            clear_stalled(&mut status, generation, now);
+            set_conditions(
+                &mut status.conditions,
+                &[
+                    (types::RECONCILING, ConditionStatus::True),
                     (types::SUCCEEDED, ConditionStatus::Unknown),
                 ],
                 reason,

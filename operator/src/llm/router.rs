@@ -68,6 +68,23 @@ pub struct CallRecord {
     pub trace_id: Option<String>,
 }
 
+/// One search or page read as the provenance log records it (one JSON line each).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceRecord {
+    /// When it ended, RFC 3339.
+    pub time: String,
+    /// `search` or `fetch`.
+    pub kind: &'static str,
+    /// The query or URL.
+    pub subject: String,
+    /// `hit` (served from the cache, no request made), `miss` or `error`.
+    pub cache: &'static str,
+    /// `ok`, `empty` or `error`.
+    pub outcome: &'static str,
+    pub duration_ms: u64,
+}
+
 #[derive(Debug, Default)]
 struct Spend {
     /// Usage per model that answered.
@@ -76,6 +93,8 @@ struct Spend {
     calls: Vec<CallRecord>,
     /// Calls dropped from `calls` past [`MAX_CALL_RECORDS`].
     calls_dropped: u64,
+    /// Every search and page read of the run, oldest first (capped like `calls`).
+    sources: Vec<SourceRecord>,
     max_cost_pico_usd: Option<u64>,
     max_tokens: Option<u64>,
     cost: u64,
@@ -120,6 +139,20 @@ impl SpendGuard {
             s.calls_dropped += 1;
         }
         s.calls.push(record);
+    }
+
+    /// Appends a search or page read to the provenance log.
+    pub fn log_source(&self, record: SourceRecord) {
+        let mut s = self.lock();
+        if s.sources.len() >= MAX_CALL_RECORDS {
+            s.sources.remove(0);
+        }
+        s.sources.push(record);
+    }
+
+    /// The searches and page reads logged so far.
+    pub fn sources(&self) -> Vec<SourceRecord> {
+        self.lock().sources.clone()
     }
 
     /// The provenance log so far, and how many older records were dropped.

@@ -341,11 +341,24 @@ impl Runner {
                 }
                 // The provenance log travels with the checkpoints (coalesced the same way).
                 let (calls, _) = engine.spend.calls();
-                if !calls.is_empty() {
+                let sources = engine.spend.sources();
+                if !calls.is_empty() || !sources.is_empty() {
                     // A resumed run keeps the log of the calls made before the restart.
                     let mut log = self.earlier_events.clone();
-                    for c in &calls {
-                        if let Ok(line) = serde_json::to_vec(c) {
+                    // Model calls and searches/reads interleaved by time (RFC 3339 in UTC with
+                    // fixed precision sorts as text).
+                    let mut lines: Vec<(&str, serde_json::Result<Vec<u8>>)> = calls
+                        .iter()
+                        .map(|c| (c.time.as_str(), serde_json::to_vec(c)))
+                        .chain(
+                            sources
+                                .iter()
+                                .map(|r| (r.time.as_str(), serde_json::to_vec(r))),
+                        )
+                        .collect();
+                    lines.sort_by(|a, b| a.0.cmp(b.0));
+                    for (_, line) in lines {
+                        if let Ok(line) = line {
                             log.extend_from_slice(&line);
                             log.push(b'\n');
                         }

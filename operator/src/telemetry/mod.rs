@@ -150,6 +150,43 @@ pub struct SourceLabels {
     pub outcome: String,
 }
 
+/// Labels of a SearXNG engine's health gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EngineHealthLabels {
+    /// The search backend: a SearchEngine's `namespace/name` or an external URL's host.
+    pub backend: String,
+    /// The SearXNG engine (`wikipedia`, `bing`, ...).
+    pub engine: String,
+    /// `Healthy`, `Captcha`, `Suspended`, `Timeout`, `Empty` or `Error`.
+    pub state: String,
+}
+
+/// Labels of a search backend in the failover chain.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BackendLabels {
+    /// `searxng`, `brave`, `tavily` or `serper`.
+    pub backend: String,
+}
+
+/// Labels of a search backend call by outcome.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BackendOutcomeLabels {
+    pub backend: String,
+    /// `ok`, `empty`, `error` or `skipped` (breaker open).
+    pub outcome: String,
+}
+
+/// Labels of cache lookups.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CacheLabels {
+    /// `search` or `page`.
+    pub kind: String,
+    /// `memory` or `redis`.
+    pub backend: String,
+    /// `hit`, `miss` or `error`.
+    pub result: String,
+}
+
 /// Labels of the run duration histogram.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
@@ -217,6 +254,14 @@ pub struct Metrics {
     pub searches: Family<SourceLabels, Counter>,
     /// `quarry_fetches_total{namespace,profile,outcome}`.
     pub fetches: Family<SourceLabels, Counter>,
+    /// `quarry_search_engine_state{backend,engine,state}`: 1 for each engine's current state.
+    pub search_engine_state: Family<EngineHealthLabels, Gauge>,
+    /// `quarry_search_backend_requests_total{backend,outcome}`: calls of the failover chain.
+    pub search_backend_requests: Family<BackendOutcomeLabels, Counter>,
+    /// `quarry_search_backend_circuit_breaker_state{backend}`: 0 closed, 1 half-open, 2 open.
+    pub search_backend_breaker_state: Family<BackendLabels, Gauge>,
+    /// `quarry_cache_requests_total{kind,backend,result}`: search and page cache lookups.
+    pub cache_requests: Family<CacheLabels, Counter>,
     /// `quarry_run_duration_seconds{mode,outcome}`: start to terminal phase.
     pub run_duration: Family<OutcomeLabels, HistogramWithExemplars<TraceLabels>>,
     /// `quarry_run_cost_usd{namespace,profile}`: what each finished run cost.
@@ -371,6 +416,30 @@ impl Metrics {
             "Page fetches by researchers, by outcome",
             fetches.clone(),
         );
+        let search_engine_state = Family::<EngineHealthLabels, Gauge>::default();
+        registry.register(
+            "search_engine_state",
+            "Health state of each SearXNG engine (1 for the current state)",
+            search_engine_state.clone(),
+        );
+        let search_backend_requests = Family::<BackendOutcomeLabels, Counter>::default();
+        registry.register(
+            "search_backend_requests",
+            "Calls to search backends of the failover chain, by outcome",
+            search_backend_requests.clone(),
+        );
+        let search_backend_breaker_state = Family::<BackendLabels, Gauge>::default();
+        registry.register(
+            "search_backend_circuit_breaker_state",
+            "Circuit breaker of each search backend: 0 closed, 1 half-open, 2 open",
+            search_backend_breaker_state.clone(),
+        );
+        let cache_requests = Family::<CacheLabels, Counter>::default();
+        registry.register(
+            "cache_requests",
+            "Search and page cache lookups by result",
+            cache_requests.clone(),
+        );
         let run_duration =
             Family::<OutcomeLabels, HistogramWithExemplars<TraceLabels>>::new_with_constructor(
                 run_duration_histogram as fn() -> HistogramWithExemplars<TraceLabels>,
@@ -413,6 +482,10 @@ impl Metrics {
             llm_rate_limit_wait_seconds,
             searches,
             fetches,
+            search_engine_state,
+            search_backend_requests,
+            search_backend_breaker_state,
+            cache_requests,
             run_duration,
             run_cost,
             phases: Arc::default(),
@@ -464,23 +537,52 @@ impl Metrics {
 
     /// Records one reconcile call under both naming schemes (quarry's and controller-runtime's).
     pub fn record_reconcile(&self, ok: bool, seconds: f64) {
+        self.record_reconcile_of(CONTROLLER_NAME, ok, seconds);
+    }
+
+    /// Records one reconcile call of `controller` (`researchrun`, `searchengine`).
+    pub fn record_reconcile_of(&self, controller_name: &str, ok: bool, seconds: f64) {
         self.reconciliations.inc();
         self.reconcile_duration.observe(seconds);
         let controller = ControllerLabels {
-            controller: CONTROLLER_NAME.to_string(),
+            controller: controller_name.to_string(),
         };
         self.reconcile_time
             .get_or_create(&controller)
             .observe(seconds);
         self.reconcile_total
             .get_or_create(&ControllerResultLabels {
-                controller: CONTROLLER_NAME.to_string(),
+                controller: controller_name.to_string(),
                 result: if ok { "success" } else { "error" }.to_string(),
             })
             .inc();
         if !ok {
             self.reconcile_errors_total.get_or_create(&controller).inc();
         }
+    }
+
+    /// Exports an engine's new health state: 1 on its state's series, 0 on the others.
+    pub fn set_engine_state(&self, backend: &str, engine: &str, state: &str) {
+        for candidate in crate::sources::health::EngineState::ALL {
+            self.search_engine_state
+                .get_or_create(&EngineHealthLabels {
+                    backend: backend.to_string(),
+                    engine: engine.to_string(),
+                    state: candidate.as_str().to_string(),
+                })
+                .set(i64::from(candidate.as_str() == state));
+        }
+    }
+
+    /// Records a cache lookup.
+    pub fn cache_lookup(&self, kind: &str, backend: &str, result: &str) {
+        self.cache_requests
+            .get_or_create(&CacheLabels {
+                kind: kind.to_string(),
+                backend: backend.to_string(),
+                result: result.to_string(),
+            })
+            .inc();
     }
 
     /// Records a run that reached a terminal phase: its duration by mode and outcome, its cost.
@@ -515,6 +617,25 @@ impl Metrics {
             namespace: namespace.to_string(),
             profile: profile.to_string(),
         }
+    }
+}
+
+impl crate::sources::failover::FailoverObserver for Metrics {
+    fn on_call(&self, backend: &str, outcome: &'static str) {
+        self.search_backend_requests
+            .get_or_create(&BackendOutcomeLabels {
+                backend: backend.to_string(),
+                outcome: outcome.to_string(),
+            })
+            .inc();
+    }
+
+    fn on_breaker(&self, backend: &str, gauge: i64) {
+        self.search_backend_breaker_state
+            .get_or_create(&BackendLabels {
+                backend: backend.to_string(),
+            })
+            .set(gauge);
     }
 }
 
