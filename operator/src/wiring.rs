@@ -12,23 +12,23 @@ use crate::cache::{
     Cache, CacheObserver, CachedFetcher, CachedGatherer, DEFAULT_PAGE_TTL, DEFAULT_SEARCH_TTL,
     Lookup, MemoryCache,
 };
-use crate::llm::router::SourceRecord;
-use crate::sources::failover::{Backend, FailoverGatherer};
-use crate::sources::health::HealthBook;
-use crate::telemetry::Metrics;
 use crate::llm::anthropic::AnthropicClient;
 use crate::llm::breaker::BreakerSettings;
 use crate::llm::limiter::{RateLimits, endpoint_with};
 use crate::llm::openai::OpenAiClient;
 use crate::llm::pricing::Price;
+use crate::llm::router::SourceRecord;
 use crate::llm::router::{Role, Router, SpendGuard, Tier};
 use crate::llm::{ChatModel, ModelConfig, ToolMode};
 use crate::research::executor::{Engine, EngineSettings};
 use crate::research::state::{Limits, MAX_EXTRA_ROUNDS, TARGET_ROUNDS};
 use crate::scrape::{FetchError, FetchPolicy, Fetcher, HttpFetcher, Page};
+use crate::sources::failover::{Backend, FailoverGatherer};
+use crate::sources::health::HealthBook;
 use crate::sources::searxng::SearxngGatherer;
 use crate::sources::{Gatherer, SearchHit, SourceError};
 use crate::store::ArtifactStore;
+use crate::telemetry::Metrics;
 use crate::telemetry::RunMetrics;
 
 /// Timeout of one search call.
@@ -186,7 +186,11 @@ fn searxng_backend(
     let (backend, url, field) = match profile.search_target() {
         SearchTarget::Url(url) => (url.to_string(), url.to_string(), "spec.search.url"),
         SearchTarget::Engine(name) => match &inputs.managed_search {
-            Some(m) => (m.backend.clone(), m.url.clone(), "spec.search.searchEngineRef"),
+            Some(m) => (
+                m.backend.clone(),
+                m.url.clone(),
+                "spec.search.searchEngineRef",
+            ),
             None => {
                 return Err(err(
                     "spec.search.searchEngineRef",

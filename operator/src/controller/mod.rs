@@ -600,9 +600,12 @@ async fn resolve(
         SearchTarget::Url(_) => None,
         SearchTarget::Engine(engine_name) => {
             let engines: Api<SearchEngine> = Api::namespaced(ctx.client.clone(), namespace);
-            let engine = engines.get_opt(engine_name).await.map_err(kube_err(format!(
-                "reading SearchEngine {namespace}/{engine_name}"
-            )))?;
+            let engine = engines
+                .get_opt(engine_name)
+                .await
+                .map_err(kube_err(format!(
+                    "reading SearchEngine {namespace}/{engine_name}"
+                )))?;
             let Some(engine) = engine else {
                 return Ok(Err(Stall {
                     reason: reasons::SEARCH_ENGINE_NOT_FOUND,
