@@ -364,7 +364,21 @@ fn profile_schema_shape() {
     prop(&s, "spec.limits.maxCostUSD");
     assert_eq!(
         prop(&s, "spec.fetch")["default"],
-        json!({"maxPageBytes": 2097152, "pageCharsForModel": 6000, "respectRobots": true})
+        json!({
+            "maxPageBytes": 2097152,
+            "pageCharsForModel": 6000,
+            "perHostConcurrency": 2,
+            "politenessDelayMillis": 500,
+            "respectRobots": true
+        })
+    );
+    let conc = prop(&s, "spec.fetch.perHostConcurrency");
+    assert_eq!((&conc["minimum"], &conc["maximum"]), (&json!(1), &json!(16)));
+    let delay = prop(&s, "spec.fetch.politenessDelayMillis");
+    assert_eq!((&delay["minimum"], &delay["maximum"]), (&json!(0), &json!(60000)));
+    assert_eq!(
+        prop(&s, "spec.fetch.allowedDomains")["x-kubernetes-list-type"],
+        json!("set")
     );
     assert_eq!(
         prop(&s, "spec.fetch.allowedHosts")["x-kubernetes-list-type"],
