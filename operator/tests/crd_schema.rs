@@ -373,9 +373,15 @@ fn profile_schema_shape() {
         })
     );
     let conc = prop(&s, "spec.fetch.perHostConcurrency");
-    assert_eq!((&conc["minimum"], &conc["maximum"]), (&json!(1), &json!(16)));
+    assert_eq!(
+        (&conc["minimum"], &conc["maximum"]),
+        (&json!(1), &json!(16))
+    );
     let delay = prop(&s, "spec.fetch.politenessDelayMillis");
-    assert_eq!((&delay["minimum"], &delay["maximum"]), (&json!(0), &json!(60000)));
+    assert_eq!(
+        (&delay["minimum"], &delay["maximum"]),
+        (&json!(0), &json!(60000))
+    );
     assert_eq!(
         prop(&s, "spec.fetch.allowedDomains")["x-kubernetes-list-type"],
         json!("set")
