@@ -403,7 +403,10 @@ impl HttpFetcher {
                         decoded: ROBOTS_MAX_BYTES,
                         truncate: true,
                     };
-                    match self.read_body(current.as_str(), resp, &encoding, caps).await {
+                    match self
+                        .read_body(current.as_str(), resp, &encoding, caps)
+                        .await
+                    {
                         Ok((body, _, truncated)) => {
                             RobotsRules::parse(&self.agent, whole_lines(&body, truncated))
                         }
@@ -583,7 +586,8 @@ impl HttpFetcher {
             .await;
         let wire_bytes = wire.load(Ordering::Relaxed);
         if caps.truncate {
-            let hit_wire = matches!(&read, Err(e) if e.get_ref().is_some_and(|i| i.is::<LimitHit>()));
+            let hit_wire =
+                matches!(&read, Err(e) if e.get_ref().is_some_and(|i| i.is::<LimitHit>()));
             if read.is_ok() || hit_wire {
                 let truncated = hit_wire || body.len() as u64 > cap;
                 body.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
@@ -652,7 +656,11 @@ fn file_title(url: &str) -> String {
     };
     url.path_segments()
         .and_then(|mut s| s.rfind(|s| !s.is_empty()).map(str::to_string))
-        .map(|name| percent_encoding::percent_decode_str(&name).decode_utf8_lossy().into_owned())
+        .map(|name| {
+            percent_encoding::percent_decode_str(&name)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
         .or_else(|| url.host_str().map(str::to_string))
         .unwrap_or_default()
 }

@@ -200,9 +200,8 @@ fn check_inflated_size(bytes: &[u8], cap: u64) -> Result<(), PdfError> {
         let left = cap - total;
         let mut inflater = flate2::read::ZlibDecoder::new(data).take(left + 1);
         // Errors (not flate, truncated) end this stream's count; what inflated still counts.
-        let n = std::io::copy(&mut inflater, &mut std::io::sink()).unwrap_or_else(|_| {
-            inflater.get_ref().total_out()
-        });
+        let n = std::io::copy(&mut inflater, &mut std::io::sink())
+            .unwrap_or_else(|_| inflater.get_ref().total_out());
         total += n;
         if total > cap {
             return Err(PdfError::TooLarge(cap));

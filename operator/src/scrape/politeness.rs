@@ -183,7 +183,10 @@ mod tests {
         assert_eq!(s.admit(t0, limits(4, 100)), Some(t0));
         s.release();
         // Long after the reserved slot: no wait.
-        assert_eq!(s.admit(t0 + 5000 * MS, limits(4, 100)), Some(t0 + 5000 * MS));
+        assert_eq!(
+            s.admit(t0 + 5000 * MS, limits(4, 100)),
+            Some(t0 + 5000 * MS)
+        );
         s.release();
         let mut z = HostSlots::default();
         for _ in 0..3 {

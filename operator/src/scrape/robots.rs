@@ -230,7 +230,10 @@ mod tests {
 
     #[test]
     fn robots_txt_itself_and_unlisted_paths_are_allowed_and_delays_are_capped() {
-        let r = RobotsRules::parse("quarry", b"User-agent: *\nDisallow: /\nCrawl-delay: 86400\n");
+        let r = RobotsRules::parse(
+            "quarry",
+            b"User-agent: *\nDisallow: /\nCrawl-delay: 86400\n",
+        );
         assert!(r.check(&url("http://h/robots.txt")).is_ok());
         assert!(r.check(&url("http://h/anything")).is_err());
         assert_eq!(r.crawl_delay(), Some(MAX_CRAWL_DELAY));
@@ -293,7 +296,10 @@ mod tests {
 
         // A loader error is passed on and nothing is cached.
         let failing = || async { Err::<RobotsRules, &str>("refused") };
-        assert_eq!(cache.get_or_load("e", failing).await.unwrap_err(), "refused");
+        assert_eq!(
+            cache.get_or_load("e", failing).await.unwrap_err(),
+            "refused"
+        );
         cache.get_or_load("e", load).await.unwrap();
         assert_eq!(loads.load(Ordering::SeqCst), 6);
     }
