@@ -256,7 +256,7 @@ impl HttpFetcher {
             let resp = self
                 .client
                 .get(current.clone())
-                .header(ACCEPT, "text/html,application/xhtml+xml,text/plain;q=0.9,text/markdown;q=0.9,*/*;q=0.1")
+                .header(ACCEPT, "text/html,application/xhtml+xml,text/plain;q=0.9,text/markdown;q=0.9,application/pdf;q=0.8,*/*;q=0.1")
                 .header(ACCEPT_ENCODING, "gzip, br, deflate")
                 .send()
                 .await

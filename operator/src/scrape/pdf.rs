@@ -115,11 +115,10 @@ pub fn extract_blocking(bytes: &[u8], limit: Duration) -> Result<PdfText, PdfErr
                 deadline,
                 stop: None,
             };
-            if let Err(e) = pdf_extract::output_doc_page(&doc, &mut out, num) {
-                if out.stop.is_none() {
-                    // One bad page does not spoil the others.
-                    failures.push(format!("page {num}: {e}"));
-                }
+            match pdf_extract::output_doc_page(&doc, &mut out, num) {
+                // One bad page does not spoil the others.
+                Err(e) if out.stop.is_none() => failures.push(format!("page {num}: {e}")),
+                _ => {}
             }
             out.stop
         };
