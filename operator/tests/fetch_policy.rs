@@ -278,6 +278,12 @@ async fn robots_redirects_are_followed_and_a_refused_target_counts_as_missing() 
     );
 }
 
+/// How much shorter than the client's spacing a gap between arrivals at the server may look:
+/// the client spaces request *starts*, and a start that must open a connection arrives later
+/// than one that reuses a pooled connection (18 ms measured on a loaded 2-core machine).
+/// Without the feature the gaps are about zero, so the checks keep their teeth.
+const JITTER: Duration = Duration::from_millis(60);
+
 /// A server whose `/slow/{n}` handler takes 200 ms and records the most requests in flight.
 async fn counting_server(ip: &str) -> (SocketAddr, Log, Arc<AtomicUsize>) {
     let in_flight = Arc::new(AtomicUsize::new(0));
@@ -331,7 +337,7 @@ async fn at_most_n_requests_are_in_flight_to_one_host() {
 
 #[tokio::test]
 async fn request_starts_to_one_host_are_spaced_but_other_hosts_do_not_wait() {
-    let delay = Duration::from_millis(300);
+    let delay = Duration::from_millis(500);
     // Keyed by host, not port: two loopback addresses are two hosts.
     let (a, log_a, _) = counting_server("127.0.0.1").await;
     let (b, log_b, _) = counting_server("127.0.0.2").await;
@@ -351,14 +357,14 @@ async fn request_starts_to_one_host_are_spaced_but_other_hosts_do_not_wait() {
     assert_eq!(all_a.len(), 5);
     for pair in all_a.windows(2) {
         let gap = pair[1] - pair[0];
-        assert!(gap >= delay - Duration::from_millis(5), "gap {gap:?}");
+        assert!(gap >= delay - JITTER, "gap {gap:?}");
     }
     // Host b ran alongside: its first page started before host a's last page (which
     // waited 4 delays), so it did not queue behind a.
     let starts_b = log_b.starts("/slow/");
     assert_eq!(starts_b.len(), 2);
     assert!(starts_b[0] < starts_a[3]);
-    assert!(starts_b[1] - starts_b[0] >= delay - Duration::from_millis(5));
+    assert!(starts_b[1] - starts_b[0] >= delay - JITTER);
 }
 
 #[tokio::test]
@@ -379,7 +385,7 @@ async fn a_crawl_delay_raises_the_politeness_delay() {
     assert_eq!(starts.len(), 3);
     for pair in starts.windows(2) {
         let gap = pair[1] - pair[0];
-        assert!(gap >= Duration::from_millis(395), "gap {gap:?}");
+        assert!(gap >= Duration::from_millis(400) - JITTER, "gap {gap:?}");
     }
 }
 
