@@ -22,7 +22,7 @@ use crate::llm::router::{Role, Router, SpendGuard, Tier};
 use crate::llm::{ChatModel, ModelConfig, ToolMode};
 use crate::research::executor::{Engine, EngineSettings};
 use crate::research::state::{Limits, MAX_EXTRA_ROUNDS, TARGET_ROUNDS};
-use crate::scrape::{FetchError, FetchPolicy, Fetcher, HttpFetcher, Page};
+use crate::scrape::{FetchError, FetchPolicy, FetchShared, Fetcher, HttpFetcher, Page};
 use crate::sources::failover::{Backend, FailoverGatherer};
 use crate::sources::health::HealthBook;
 use crate::sources::searxng::SearxngGatherer;
@@ -107,7 +107,11 @@ pub fn fetch_policy(profile: &ResearchProfileSpec) -> FetchPolicy {
     let defaults = FetchPolicy::default();
     FetchPolicy {
         allowed_hosts: profile.fetch.allowed_hosts.clone(),
+        allowed_domains: profile.fetch.allowed_domains.clone(),
         denied_domains: profile.fetch.denied_domains.clone(),
+        respect_robots: profile.fetch.respect_robots,
+        per_host_concurrency: profile.fetch.per_host_concurrency as usize,
+        politeness_delay: Duration::from_millis(profile.fetch.politeness_delay_millis.into()),
         max_bytes: profile.fetch.max_page_bytes,
         max_decompressed_bytes: defaults
             .max_decompressed_bytes
@@ -460,8 +464,10 @@ pub fn build_engine_with(
         backend: inputs.services.cache.backend(),
         metrics: inputs.services.metrics.clone(),
     });
+    // Process-wide per-host limiter and robots.txt cache: concurrent runs are polite together.
     let http: Arc<dyn Fetcher> = Arc::new(
-        HttpFetcher::new(fetch_policy(profile)).map_err(|e| err("spec.fetch", e.to_string()))?,
+        HttpFetcher::with_shared(fetch_policy(profile), FetchShared::process())
+            .map_err(|e| err("spec.fetch", e.to_string()))?,
     );
     let mut fetcher: Arc<dyn Fetcher> = Arc::new(
         CachedFetcher::new(
@@ -534,6 +540,9 @@ spec:
         let f = fetch_policy(&p.spec);
         assert_eq!(f.allowed_hosts, vec!["127.0.0.1".to_string()]);
         assert_eq!(f.max_bytes, 1_048_576);
+        assert!(f.respect_robots);
+        assert_eq!(f.per_host_concurrency, 2);
+        assert_eq!(f.politeness_delay, Duration::from_millis(500));
         let s = engine_settings(&p.spec);
         assert_eq!(s.researcher.page_chars, 3000);
         assert_eq!(s.researcher.max_output_tokens, 512);

@@ -364,7 +364,29 @@ fn profile_schema_shape() {
     prop(&s, "spec.limits.maxCostUSD");
     assert_eq!(
         prop(&s, "spec.fetch")["default"],
-        json!({"maxPageBytes": 2097152, "pageCharsForModel": 6000, "respectRobots": true})
+        json!({
+            "maxPageBytes": 2097152,
+            "pageCharsForModel": 6000,
+            "perHostConcurrency": 2,
+            "politenessDelayMillis": 500,
+            "respectRobots": true
+        })
+    );
+    let range = |path: &str| {
+        let p = prop(&s, path);
+        (p["minimum"].as_f64(), p["maximum"].as_f64())
+    };
+    assert_eq!(
+        range("spec.fetch.perHostConcurrency"),
+        (Some(1.0), Some(16.0))
+    );
+    assert_eq!(
+        range("spec.fetch.politenessDelayMillis"),
+        (Some(0.0), Some(60000.0))
+    );
+    assert_eq!(
+        prop(&s, "spec.fetch.allowedDomains")["x-kubernetes-list-type"],
+        json!("set")
     );
     assert_eq!(
         prop(&s, "spec.fetch.allowedHosts")["x-kubernetes-list-type"],

@@ -29,6 +29,10 @@ pub const DEFAULT_CONTEXT_WINDOW: u32 = 8192;
 pub const DEFAULT_PAGE_CHARS_FOR_MODEL: u32 = 6000;
 /// Default cap on fetched page bytes.
 pub const DEFAULT_MAX_PAGE_BYTES: u64 = 2 * 1024 * 1024;
+/// Default cap on requests in flight to one host.
+pub const DEFAULT_PER_HOST_CONCURRENCY: u32 = 2;
+/// Default least time between request starts to one host, in milliseconds.
+pub const DEFAULT_POLITENESS_DELAY_MILLIS: u32 = 500;
 /// Name of the SearchEngine used when a profile names no search endpoint.
 pub const DEFAULT_SEARCH_ENGINE: &str = "default";
 
@@ -419,19 +423,39 @@ pub enum SearchTarget<'a> {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct FetchPolicy {
-    /// Hosts allowed even when they resolve to loopback/private/link-local addresses.
+    /// Hosts (exact names or IP literals) exempt from the SSRF address guard, so they may be
+    /// fetched even when they resolve to loopback/private/link-local addresses (an in-cluster
+    /// service). This only lifts the guard; it does not restrict other hosts (see
+    /// allowedDomains).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 256), inner(length(min = 1, max = 253)))]
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub allowed_hosts: Vec<String>,
-    /// Domains (and their subdomains) never fetched.
+    /// When non-empty, the only domains (and their subdomains) fetched; every other host,
+    /// redirect targets included, is refused. This restricts and never lifts the address
+    /// guard (see allowedHosts); deniedDomains wins over it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1024), inner(length(min = 1, max = 253)))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
+    pub allowed_domains: Vec<String>,
+    /// Domains (and their subdomains) never fetched, redirect targets included.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 1024), inner(length(min = 1, max = 253)))]
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub denied_domains: Vec<String>,
-    /// Honour robots.txt.
+    /// Honour robots.txt (user-agent token `quarry`): disallowed URLs are refused, and a
+    /// robots.txt that cannot be read because of a server error blocks its host for a minute.
     #[serde(default = "default_true")]
     pub respect_robots: bool,
+    /// Requests in flight to one host at most, shared by every run of the operator.
+    #[serde(default = "default_per_host_concurrency")]
+    #[schemars(range(min = 1, max = 16))]
+    pub per_host_concurrency: u32,
+    /// Least milliseconds between request starts to one host (0 disables); a robots.txt
+    /// Crawl-delay raises it for that host.
+    #[serde(default = "default_politeness_delay")]
+    #[schemars(range(min = 0, max = 60_000))]
+    pub politeness_delay_millis: u32,
     /// Largest page body read, in bytes (after decompression).
     #[serde(default = "default_max_page_bytes")]
     #[schemars(range(min = 1024, max = 67_108_864))]
@@ -450,12 +474,23 @@ fn default_page_chars() -> u32 {
     DEFAULT_PAGE_CHARS_FOR_MODEL
 }
 
+fn default_per_host_concurrency() -> u32 {
+    DEFAULT_PER_HOST_CONCURRENCY
+}
+
+fn default_politeness_delay() -> u32 {
+    DEFAULT_POLITENESS_DELAY_MILLIS
+}
+
 impl Default for FetchPolicy {
     fn default() -> Self {
         Self {
             allowed_hosts: Vec::new(),
+            allowed_domains: Vec::new(),
             denied_domains: Vec::new(),
             respect_robots: true,
+            per_host_concurrency: DEFAULT_PER_HOST_CONCURRENCY,
+            politeness_delay_millis: DEFAULT_POLITENESS_DELAY_MILLIS,
             max_page_bytes: DEFAULT_MAX_PAGE_BYTES,
             page_chars_for_model: DEFAULT_PAGE_CHARS_FOR_MODEL,
         }
@@ -558,8 +593,11 @@ spec:
             p.spec.fetch,
             FetchPolicy {
                 allowed_hosts: vec!["127.0.0.1".into()],
+                allowed_domains: vec![],
                 denied_domains: vec![],
                 respect_robots: true,
+                per_host_concurrency: 2,
+                politeness_delay_millis: 500,
                 max_page_bytes: 2 * 1024 * 1024,
                 page_chars_for_model: 6000,
             }

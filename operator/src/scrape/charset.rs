@@ -20,6 +20,8 @@ pub enum DocKind {
     Html,
     /// Plain text or Markdown: passed through as is.
     Text,
+    /// PDF: text is extracted from the binary body.
+    Pdf,
 }
 
 /// A parsed `Content-Type` header.
@@ -53,6 +55,7 @@ pub fn doc_kind(mime: &str) -> Option<DocKind> {
     match mime {
         "text/html" | "application/xhtml+xml" => Some(DocKind::Html),
         "text/plain" | "text/markdown" | "text/x-markdown" => Some(DocKind::Text),
+        "application/pdf" | "application/x-pdf" => Some(DocKind::Pdf),
         _ => None,
     }
 }
@@ -129,7 +132,8 @@ mod tests {
         );
         assert_eq!(doc_kind("application/xhtml+xml"), Some(DocKind::Html));
         assert_eq!(doc_kind("text/markdown"), Some(DocKind::Text));
-        assert_eq!(doc_kind("application/pdf"), None);
+        assert_eq!(doc_kind("application/pdf"), Some(DocKind::Pdf));
+        assert_eq!(doc_kind("application/octet-stream"), None);
         assert_eq!(doc_kind("image/png"), None);
     }
 

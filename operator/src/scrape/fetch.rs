@@ -1,12 +1,18 @@
-//! The HTTP fetcher: address guard, manual redirects, byte/decompression/time limits,
-//! content-type and charset handling, then extraction.
+//! The HTTP fetcher: address guard, allowed and denied domains, robots.txt, per-host
+//! politeness, manual redirects, byte/decompression/time limits, content-type and charset
+//! handling, then extraction (HTML, text, PDF).
+//!
+//! Every hop of a fetch (redirect targets included) is checked in the same order: scheme and
+//! host names (denied domains, then allowed domains, then the address guard), then the
+//! origin's robots.txt, then a per-host slot from the shared [`HostLimiter`]. The policy's
+//! timeout covers the whole fetch, including waiting for robots.txt and for a host slot.
 //!
 //! Decompression is done here rather than by reqwest so that both limits are exact: the wire
 //! counter sees the compressed bytes as they arrive and the decompressed counter sees what
 //! the decoder produces, and each stops the transfer as soon as it passes its cap.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_compression::tokio::bufread::{BrotliDecoder, GzipDecoder, ZlibDecoder};
@@ -20,15 +26,43 @@ use url::Url;
 use super::charset::{self, DocKind};
 use super::extract;
 use super::guard::{self, BlockedAddress, GuardedResolver, HostRules};
+use super::pdf;
+use super::politeness::{HostLimiter, HostLimits, HostPermit};
+use super::robots::{self, ROBOTS_MAX_BYTES, RobotsCache, RobotsRules};
 use super::{FetchError, Fetcher, Page};
+
+/// Time a robots.txt fetch may take (within the fetch's own timeout).
+const ROBOTS_TIMEOUT: Duration = Duration::from_secs(10);
+/// Redirects of a robots.txt followed (RFC 9309 asks for at least five).
+const ROBOTS_REDIRECTS: u8 = 5;
+/// Content types that say nothing about the body; a `.pdf` path then means PDF.
+const GENERIC_TYPES: [&str; 6] = [
+    "application/octet-stream",
+    "binary/octet-stream",
+    "application/binary",
+    "application/download",
+    "application/force-download",
+    "application/x-download",
+];
 
 /// What may be fetched and how much of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchPolicy {
-    /// Hosts or IP literals exempt from the address guard (tests allow "127.0.0.1").
+    /// Hosts or IP literals exempt from the address guard (tests allow "127.0.0.1"); this
+    /// lifts the SSRF guard for them and restricts nothing else.
     pub allowed_hosts: Vec<String>,
-    /// Domains refused together with their subdomains.
+    /// When non-empty, the only domains fetched (with their subdomains, redirect targets
+    /// included); this restricts and never lifts the address guard.
+    pub allowed_domains: Vec<String>,
+    /// Domains refused together with their subdomains (wins over `allowed_domains`).
     pub denied_domains: Vec<String>,
+    /// Whether robots.txt is fetched and obeyed for the product token of `user_agent`.
+    pub respect_robots: bool,
+    /// Requests in flight to one host at most, across every fetcher sharing a [`FetchShared`].
+    pub per_host_concurrency: usize,
+    /// Least time between request starts to one host (zero disables); a robots.txt
+    /// `Crawl-delay` raises it for that host.
+    pub politeness_delay: Duration,
     /// Cap on body bytes received on the wire (Content-Length and streamed count).
     pub max_bytes: u64,
     /// Cap on body bytes after content decoding.
@@ -45,7 +79,11 @@ impl Default for FetchPolicy {
     fn default() -> Self {
         Self {
             allowed_hosts: Vec::new(),
+            allowed_domains: Vec::new(),
             denied_domains: Vec::new(),
+            respect_robots: true,
+            per_host_concurrency: 2,
+            politeness_delay: Duration::from_millis(500),
             max_bytes: 5 * 1024 * 1024,
             max_decompressed_bytes: 10 * 1024 * 1024,
             timeout: Duration::from_secs(20),
@@ -67,10 +105,45 @@ pub struct Document {
     pub mime: String,
     /// The encoding the body was decoded with (WHATWG name).
     pub encoding: &'static str,
-    /// The decoded body.
+    /// The decoded body (for a PDF, its extracted text).
     pub text: String,
+    /// A title carried outside the text (a PDF's Info Title), if any.
+    pub title: Option<String>,
     /// Body bytes received on the wire.
     pub wire_bytes: u64,
+}
+
+/// State every fetcher of a process should share: per-host admission and robots.txt answers.
+#[derive(Debug, Clone, Default)]
+pub struct FetchShared {
+    /// Per-host concurrency cap and politeness delay.
+    pub limiter: Arc<HostLimiter>,
+    /// robots.txt answers per origin.
+    pub robots: Arc<RobotsCache>,
+}
+
+impl FetchShared {
+    /// Fresh state, shared with nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The process-wide state: fetchers built on it (one per run) are polite to a host together.
+    pub fn process() -> Self {
+        static SHARED: OnceLock<FetchShared> = OnceLock::new();
+        SHARED.get_or_init(FetchShared::new).clone()
+    }
+}
+
+/// Caps of one body read.
+#[derive(Debug, Clone, Copy)]
+struct BodyCaps {
+    /// Bytes on the wire.
+    wire: u64,
+    /// Bytes after content decoding.
+    decoded: u64,
+    /// Keep what was read when a cap is reached instead of failing (robots.txt).
+    truncate: bool,
 }
 
 /// Which cap a body read ran into; carried inside `io::Error` out of the decoder stack.
@@ -86,18 +159,27 @@ pub struct HttpFetcher {
     client: reqwest::Client,
     policy: FetchPolicy,
     rules: Arc<HostRules>,
+    shared: FetchShared,
+    /// The robots.txt product token (from the User-Agent).
+    agent: String,
 }
 
 /// Response codes followed as redirects.
 const REDIRECTS: [u16; 5] = [301, 302, 303, 307, 308];
 
 impl HttpFetcher {
-    /// Builds a fetcher; fails only if the HTTP client cannot be constructed.
+    /// Builds a fetcher with its own host limiter and robots.txt cache; fails only if the HTTP
+    /// client cannot be constructed.
     pub fn new(policy: FetchPolicy) -> Result<Self, FetchError> {
-        let rules = Arc::new(HostRules::new(
-            &policy.allowed_hosts,
-            &policy.denied_domains,
-        ));
+        Self::with_shared(policy, FetchShared::new())
+    }
+
+    /// Builds a fetcher on shared per-host state (see [`FetchShared::process`]).
+    pub fn with_shared(policy: FetchPolicy, shared: FetchShared) -> Result<Self, FetchError> {
+        let rules = Arc::new(
+            HostRules::new(&policy.allowed_hosts, &policy.denied_domains)
+                .with_allowed_domains(&policy.allowed_domains),
+        );
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(GuardedResolver::new(Arc::clone(&rules)))
@@ -115,9 +197,16 @@ impl HttpFetcher {
             })?;
         Ok(Self {
             client,
+            agent: robots::agent_token(&policy.user_agent),
             policy,
             rules,
+            shared,
         })
+    }
+
+    /// The per-host state this fetcher uses.
+    pub fn shared(&self) -> &FetchShared {
+        &self.shared
     }
 
     /// The policy this fetcher enforces.
@@ -162,10 +251,12 @@ impl HttpFetcher {
         let mut redirects: u8 = 0;
         loop {
             self.check_url(asked, &current)?;
+            let crawl_delay = self.check_robots(asked, &current).await?;
+            let permit = self.admit(&current, crawl_delay).await;
             let resp = self
                 .client
                 .get(current.clone())
-                .header(ACCEPT, "text/html,application/xhtml+xml,text/plain;q=0.9,text/markdown;q=0.9,*/*;q=0.1")
+                .header(ACCEPT, "text/html,application/xhtml+xml,text/plain;q=0.9,text/markdown;q=0.9,application/pdf;q=0.8,*/*;q=0.1")
                 .header(ACCEPT_ENCODING, "gzip, br, deflate")
                 .send()
                 .await
@@ -199,8 +290,143 @@ impl HttpFetcher {
                     status,
                 });
             }
-            return self.read_document(current, resp).await;
+            return self.read_document(current, resp, permit).await;
         }
+    }
+
+    /// Waits for a slot of `url`'s host under the policy (a Crawl-delay can raise the delay).
+    async fn admit(&self, url: &Url, crawl_delay: Option<Duration>) -> HostPermit {
+        let limits = HostLimits {
+            concurrency: self.policy.per_host_concurrency,
+            delay: self
+                .policy
+                .politeness_delay
+                .max(crawl_delay.unwrap_or_default()),
+        };
+        self.shared
+            .limiter
+            .acquire(url.host_str().unwrap_or_default(), limits)
+            .await
+    }
+
+    /// Refuses `url` when its origin's robots.txt disallows it; returns the Crawl-delay.
+    async fn check_robots(&self, asked: &str, url: &Url) -> Result<Option<Duration>, FetchError> {
+        if !self.policy.respect_robots {
+            return Ok(None);
+        }
+        let Some(robots_url) = robots::robots_url(url) else {
+            return Ok(None);
+        };
+        let key = format!("{} {robots_url}", self.agent);
+        let rules = self
+            .shared
+            .robots
+            .get_or_load(&key, || self.load_robots(asked, robots_url.clone()))
+            .await?;
+        rules
+            .check(url)
+            .map_err(|reason| FetchError::RobotsDisallowed {
+                url: asked.to_string(),
+                robots_url: robots_url.to_string(),
+                reason,
+            })?;
+        Ok(rules.crawl_delay())
+    }
+
+    /// Fetches and parses a robots.txt within [`ROBOTS_TIMEOUT`]; only a guard refusal of the
+    /// origin itself is an error (so the researcher sees the real reason), anything else is an
+    /// answer (see [`robots`] for the status semantics).
+    async fn load_robots(&self, asked: &str, robots_url: Url) -> Result<RobotsRules, FetchError> {
+        let limit = self.policy.timeout.min(ROBOTS_TIMEOUT);
+        match tokio::time::timeout(limit, self.fetch_robots(asked, robots_url)).await {
+            Ok(r) => r,
+            Err(_) => Ok(RobotsRules::Unreachable {
+                reason: format!("no answer within {limit:?}"),
+            }),
+        }
+    }
+
+    async fn fetch_robots(&self, asked: &str, start: Url) -> Result<RobotsRules, FetchError> {
+        let mut current = start;
+        for hop in 0..=ROBOTS_REDIRECTS {
+            // The first hop is the page's own origin, already checked. A redirect to a host the
+            // policy refuses is not followed: no rules can be read there, which RFC 9309 treats
+            // like a missing file (the page itself is still guarded).
+            if hop > 0 && self.check_url(asked, &current).is_err() {
+                return Ok(RobotsRules::AllowAll);
+            }
+            let _permit = self.admit(&current, None).await;
+            let resp = match self
+                .client
+                .get(current.clone())
+                .header(ACCEPT, "text/plain,*/*;q=0.1")
+                .header(ACCEPT_ENCODING, "gzip, br, deflate")
+                .send()
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    return match self.send_error(asked, &current, &e) {
+                        refused @ FetchError::Refused { .. } if hop == 0 => Err(refused),
+                        FetchError::Refused { .. } => Ok(RobotsRules::AllowAll),
+                        other => Ok(RobotsRules::Unreachable {
+                            reason: other.to_string(),
+                        }),
+                    };
+                }
+            };
+            let status = resp.status().as_u16();
+            if REDIRECTS.contains(&status) {
+                let next = resp
+                    .headers()
+                    .get(LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|l| current.join(l).ok());
+                match next {
+                    Some(next) => {
+                        current = next;
+                        continue;
+                    }
+                    None => return Ok(RobotsRules::AllowAll),
+                }
+            }
+            return Ok(match status {
+                200..=299 => {
+                    let encoding = resp
+                        .headers()
+                        .get(CONTENT_ENCODING)
+                        .and_then(|v| v.to_str().ok())
+                        .map(|e| e.trim().to_ascii_lowercase())
+                        .unwrap_or_default();
+                    let caps = BodyCaps {
+                        wire: ROBOTS_MAX_BYTES,
+                        decoded: ROBOTS_MAX_BYTES,
+                        truncate: true,
+                    };
+                    match self
+                        .read_body(current.as_str(), resp, &encoding, caps)
+                        .await
+                    {
+                        Ok((body, _, truncated)) => {
+                            RobotsRules::parse(&self.agent, whole_lines(&body, truncated))
+                        }
+                        Err(e) => RobotsRules::Unreachable {
+                            reason: e.to_string(),
+                        },
+                    }
+                }
+                // Google reads 429 as a server error, and so does Quarry: the site is busy.
+                429 => RobotsRules::Unreachable {
+                    reason: "HTTP 429".to_string(),
+                },
+                400..=499 => RobotsRules::AllowAll,
+                _ => RobotsRules::Unreachable {
+                    reason: format!("HTTP {status}"),
+                },
+            });
+        }
+        // More redirects than RFC 9309 asks to follow: treated as unavailable.
+        Ok(RobotsRules::AllowAll)
     }
 
     /// Maps a send error: guard refusals and timeouts get their own variants.
@@ -227,11 +453,13 @@ impl HttpFetcher {
         }
     }
 
-    /// Checks the content type, reads the body within the caps and decodes it.
+    /// Checks the content type, reads the body within the caps (holding the host slot) and
+    /// decodes it, or extracts its text when it is a PDF.
     async fn read_document(
         &self,
         url: Url,
         resp: reqwest::Response,
+        permit: HostPermit,
     ) -> Result<Document, FetchError> {
         let url_s = url.to_string();
         let header = |name| {
@@ -246,7 +474,7 @@ impl HttpFetcher {
         let kind = if declared.is_empty() {
             None
         } else {
-            Some(self.kind_of(&url_s, &declared)?)
+            Some(kind_of(&url, &declared)?)
         };
         let encoding = header(CONTENT_ENCODING)
             .map(|e| e.trim().to_ascii_lowercase())
@@ -264,14 +492,40 @@ impl HttpFetcher {
             });
         }
         let charset_param = ct.and_then(|c| c.charset);
-        let (body, wire_bytes) = self.read_body(&url_s, resp, &encoding).await?;
+        let caps = BodyCaps {
+            wire: self.policy.max_bytes,
+            decoded: self.policy.max_decompressed_bytes,
+            truncate: false,
+        };
+        let (body, wire_bytes, _) = self.read_body(&url_s, resp, &encoding, caps).await?;
+        // The request is over: the next one to this host need not wait for the extraction.
+        drop(permit);
         let kind = match kind {
             Some(k) => k,
-            None => sniff(&body).ok_or_else(|| FetchError::Unsupported {
-                url: url_s.clone(),
-                content_type: "no Content-Type and not HTML".to_string(),
-            })?,
+            None => sniff(&body)
+                .or_else(|| has_pdf_path(&url).then_some(DocKind::Pdf))
+                .ok_or_else(|| FetchError::Unsupported {
+                    url: url_s.clone(),
+                    content_type: "no Content-Type and not HTML".to_string(),
+                })?,
         };
+        if kind == DocKind::Pdf {
+            let text = pdf::extract_pdf(body)
+                .await
+                .map_err(|e| FetchError::Extraction {
+                    url: url_s.clone(),
+                    message: format!("unreadable PDF: {e}"),
+                })?;
+            return Ok(Document {
+                final_url: url_s,
+                kind,
+                mime: "application/pdf".to_string(),
+                encoding: "UTF-8",
+                text: text.text,
+                title: text.title,
+                wire_bytes,
+            });
+        }
         let (text, enc) = charset::decode(&body, charset_param.as_deref(), kind);
         let mime = if declared.is_empty() {
             "text/html".to_string()
@@ -284,25 +538,21 @@ impl HttpFetcher {
             mime,
             encoding: enc.name(),
             text,
+            title: None,
             wire_bytes,
         })
     }
 
-    fn kind_of(&self, url: &str, mime: &str) -> Result<DocKind, FetchError> {
-        charset::doc_kind(mime).ok_or_else(|| FetchError::Unsupported {
-            url: url.to_string(),
-            content_type: mime.to_string(),
-        })
-    }
-
-    /// Streams the body through the wire counter and the decoder, stopping at either cap.
+    /// Streams the body through the wire counter and the decoder, stopping at either cap;
+    /// returns the body, the wire bytes and whether a truncating read stopped at a cap.
     async fn read_body(
         &self,
         url: &str,
         resp: reqwest::Response,
         encoding: &str,
-    ) -> Result<(Vec<u8>, u64), FetchError> {
-        let max_wire = self.policy.max_bytes;
+        caps: BodyCaps,
+    ) -> Result<(Vec<u8>, u64, bool), FetchError> {
+        let max_wire = caps.wire;
         let wire = Arc::new(AtomicU64::new(0));
         let counter = Arc::clone(&wire);
         let stream = resp.bytes_stream().map(move |chunk| {
@@ -327,7 +577,7 @@ impl HttpFetcher {
                 });
             }
         };
-        let cap = self.policy.max_decompressed_bytes;
+        let cap = caps.decoded;
         let mut body = Vec::new();
         // Read one byte past the cap so that "exactly at the cap" is still accepted.
         let read = decoded
@@ -335,6 +585,15 @@ impl HttpFetcher {
             .read_to_end(&mut body)
             .await;
         let wire_bytes = wire.load(Ordering::Relaxed);
+        if caps.truncate {
+            let hit_wire =
+                matches!(&read, Err(e) if e.get_ref().is_some_and(|i| i.is::<LimitHit>()));
+            if read.is_ok() || hit_wire {
+                let truncated = hit_wire || body.len() as u64 > cap;
+                body.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
+                return Ok((body, wire_bytes, truncated));
+            }
+        }
         match read {
             Err(e) if e.get_ref().is_some_and(|i| i.is::<LimitHit>()) => {
                 Err(FetchError::TooLarge {
@@ -352,7 +611,7 @@ impl HttpFetcher {
                     "body over the {cap} byte decompressed limit ({wire_bytes} bytes on the wire so far)"
                 ),
             }),
-            Ok(_) => Ok((body, wire_bytes)),
+            Ok(_) => Ok((body, wire_bytes, false)),
         }
     }
 }
@@ -364,8 +623,54 @@ fn gzip<R: AsyncBufRead>(raw: R) -> GzipDecoder<R> {
     d
 }
 
-/// Guesses the kind of an unlabelled body: markup means HTML, anything else is refused.
+/// The kind of a declared MIME type; a generic binary type at a `.pdf` path is a PDF.
+fn kind_of(url: &Url, mime: &str) -> Result<DocKind, FetchError> {
+    charset::doc_kind(mime)
+        .or_else(|| (GENERIC_TYPES.contains(&mime) && has_pdf_path(url)).then_some(DocKind::Pdf))
+        .ok_or_else(|| FetchError::Unsupported {
+            url: url.to_string(),
+            content_type: mime.to_string(),
+        })
+}
+
+/// Whether the URL's path names a `.pdf` file.
+fn has_pdf_path(url: &Url) -> bool {
+    url.path().to_ascii_lowercase().ends_with(".pdf")
+}
+
+/// A truncated robots.txt without its last, possibly cut, line (a cut rule could mean more).
+fn whole_lines(body: &[u8], truncated: bool) -> &[u8] {
+    if !truncated {
+        return body;
+    }
+    match body.iter().rposition(|b| *b == b'\n') {
+        Some(i) => &body[..=i],
+        None => &[],
+    }
+}
+
+/// A PDF's title when its Info dictionary has none: the file name, else the host.
+fn file_title(url: &str) -> String {
+    let Ok(url) = Url::parse(url) else {
+        return url.to_string();
+    };
+    url.path_segments()
+        .and_then(|mut s| s.rfind(|s| !s.is_empty()).map(str::to_string))
+        .map(|name| {
+            percent_encoding::percent_decode_str(&name)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+        .or_else(|| url.host_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Guesses the kind of an unlabelled body: markup means HTML, `%PDF-` a PDF, anything else is
+/// refused.
 fn sniff(body: &[u8]) -> Option<DocKind> {
+    if body.starts_with(b"%PDF-") {
+        return Some(DocKind::Pdf);
+    }
     let head = &body[..body.len().min(512)];
     let start = head
         .iter()
@@ -413,11 +718,13 @@ impl Fetcher for HttpFetcher {
             final_url,
             kind,
             text,
+            title,
             wire_bytes,
             ..
         } = doc;
         let (title, markdown) = match kind {
             DocKind::Text => (text_title(&text), text),
+            DocKind::Pdf => (title.unwrap_or_else(|| file_title(&final_url)), text),
             DocKind::Html => {
                 // Extraction is CPU-bound (milliseconds to seconds on large pages): keep it off
                 // the async workers.

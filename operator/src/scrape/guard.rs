@@ -104,13 +104,15 @@ fn blocked_v6(ip: Ipv6Addr) -> Option<&'static str> {
     None
 }
 
-/// Which hosts may be fetched regardless of their address, and which are denied by name.
+/// Which hosts may be fetched regardless of their address, and which domains by name.
 #[derive(Debug, Clone, Default)]
 pub struct HostRules {
     /// Lower-case host names or IP literals exempt from the address guard.
     allowed: HashSet<String>,
     /// Lower-case domains refused together with their subdomains.
     denied: Vec<String>,
+    /// Lower-case domains that, when any are listed, are the only ones fetched (with subdomains).
+    only: Vec<String>,
 }
 
 impl HostRules {
@@ -134,7 +136,20 @@ impl HostRules {
                 .map(norm)
                 .filter(|h| !h.is_empty())
                 .collect(),
+            only: Vec::new(),
         }
+    }
+
+    /// Restricts fetching to `domains` and their subdomains (no restriction when empty).
+    ///
+    /// Unlike the allowed hosts, this never lifts the address guard; deny still wins.
+    pub fn with_allowed_domains(mut self, domains: &[String]) -> Self {
+        self.only = domains
+            .iter()
+            .map(|d| normalize_host(d.trim()))
+            .filter(|d| !d.is_empty())
+            .collect();
+        self
     }
 
     /// Whether the host is exempt from the address guard.
@@ -147,14 +162,42 @@ impl HostRules {
         let h = normalize_host(host);
         self.denied
             .iter()
-            .find(|d| {
-                h == **d
-                    || (h.len() > d.len()
-                        && h.ends_with(d.as_str())
-                        && h.as_bytes()[h.len() - d.len() - 1] == b'.')
-            })
+            .find(|d| in_domain(&h, d))
             .map(String::as_str)
     }
+
+    /// Whether an allowed-domain list is set and `host` is outside every domain on it.
+    pub fn outside_allowed_domains(&self, host: &str) -> bool {
+        let h = normalize_host(host);
+        !self.only.is_empty() && !self.only.iter().any(|d| in_domain(&h, d))
+    }
+
+    /// The allowed-domain list, for refusal messages.
+    pub fn allowed_domains(&self) -> &[String] {
+        &self.only
+    }
+
+    /// Why `host` is refused by name (denied, or outside the allowed domains), if it is.
+    pub fn refused_by_name(&self, host: &str) -> Option<String> {
+        if let Some(d) = self.denied_by(host) {
+            return Some(format!("host {host} is in the denied domain {d}"));
+        }
+        if self.outside_allowed_domains(host) {
+            return Some(format!(
+                "host {host} is not in the allowed domains ({})",
+                self.only.join(", ")
+            ));
+        }
+        None
+    }
+}
+
+/// Whether normalized `host` is `domain` or one of its subdomains.
+fn in_domain(host: &str, domain: &str) -> bool {
+    host == domain
+        || (host.len() > domain.len()
+            && host.ends_with(domain)
+            && host.as_bytes()[host.len() - domain.len() - 1] == b'.')
 }
 
 /// Lower-case host without IPv6 brackets or a trailing dot.
@@ -170,8 +213,9 @@ fn normalize_host(host: &str) -> String {
 /// Returns the reason for a refusal.
 pub fn check_host(rules: &HostRules, host: &url::Host<&str>) -> Result<(), String> {
     let name = host.to_string();
-    if let Some(d) = rules.denied_by(&name) {
-        return Err(format!("host {name} is in the denied domain {d}"));
+    // Deny wins over the allowed domains, and both over the address guard's allow-list.
+    if let Some(reason) = rules.refused_by_name(&name) {
+        return Err(reason);
     }
     if rules.is_allowed(&name) {
         return Ok(());
@@ -249,10 +293,10 @@ impl Resolve for GuardedResolver {
         let rules = Arc::clone(&self.rules);
         let host = name.as_str().to_string();
         Box::pin(async move {
-            if let Some(d) = rules.denied_by(&host) {
+            if let Some(reason) = rules.refused_by_name(&host) {
                 return Err(Box::new(BlockedAddress {
                     name: host.clone(),
-                    detail: format!("denied domain {d}"),
+                    detail: reason,
                 })
                     as Box<dyn std::error::Error + Send + Sync>);
             }
@@ -341,6 +385,29 @@ mod tests {
             Err("10.0.0.1 is a private address".to_string())
         );
         assert!(check_host(&rules, &url::Host::Domain("sub.evil.example")).is_err());
+    }
+
+    #[test]
+    fn allowed_domains_restrict_by_name_and_deny_wins() {
+        let rules = HostRules::new(&["127.0.0.1".into()], &["bad.example.org".into()])
+            .with_allowed_domains(&["Example.org".into(), "127.0.0.1".into()]);
+        assert!(!rules.outside_allowed_domains("example.org"));
+        assert!(!rules.outside_allowed_domains("docs.example.org."));
+        assert!(rules.outside_allowed_domains("notexample.org"));
+        assert!(rules.outside_allowed_domains("example.net"));
+        assert_eq!(
+            check_host(&rules, &url::Host::Domain("example.net")),
+            Err("host example.net is not in the allowed domains (example.org, 127.0.0.1)".into())
+        );
+        assert_eq!(
+            check_host(&rules, &url::Host::Domain("x.bad.example.org")),
+            Err("host x.bad.example.org is in the denied domain bad.example.org".into())
+        );
+        assert!(check_host(&rules, &url::Host::Ipv4(Ipv4Addr::LOCALHOST)).is_ok());
+        // The allowed domains never lift the address guard.
+        let rules = HostRules::new(&[], &[]).with_allowed_domains(&["10.0.0.1".into()]);
+        assert!(check_host(&rules, &url::Host::Ipv4(Ipv4Addr::new(10, 0, 0, 1))).is_err());
+        assert!(!HostRules::new(&[], &[]).outside_allowed_domains("anything.example"));
     }
 
     #[test]

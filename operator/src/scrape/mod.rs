@@ -8,10 +8,15 @@ pub mod extract;
 pub mod fetch;
 pub mod guard;
 pub mod metric;
+pub mod pdf;
+pub mod politeness;
+pub mod robots;
 pub mod truncate;
 
 pub use extract::{Extracted, extract_markdown};
-pub use fetch::{Document, FetchPolicy, HttpFetcher};
+pub use fetch::{Document, FetchPolicy, FetchShared, HttpFetcher};
+pub use politeness::{HostLimiter, HostLimits};
+pub use robots::RobotsCache;
 pub use truncate::{Truncated, truncate_head, truncate_page};
 
 /// A fetched page reduced to what a model reads.
@@ -33,6 +38,16 @@ pub struct Page {
 pub enum FetchError {
     #[error("refused to fetch {url}: {reason}")]
     Refused { url: String, reason: String },
+    /// The site's robots.txt does not allow Quarry to fetch the URL (or could not be read).
+    #[error("robots.txt at {robots_url} does not allow fetching {url}: {reason}")]
+    RobotsDisallowed {
+        /// The URL that was asked for.
+        url: String,
+        /// The robots.txt consulted (of the redirect target when a redirect was refused).
+        robots_url: String,
+        /// The rule or condition that refused it.
+        reason: String,
+    },
     #[error("fetching {url} failed: {message}")]
     Network { url: String, message: String },
     #[error("{url} answered HTTP {status}")]

@@ -1,0 +1,317 @@
+//! PDF text extraction (`pdf-extract` over `lopdf`), bounded and never a panic.
+//!
+//! PDF parsing is CPU-bound and the crates in this space panic on hostile files, so extraction
+//! runs on the blocking pool inside `catch_unwind` (the release profile keeps unwinding for this)
+//! and under a timeout. Before parsing, the compressed streams are inflated once into a sink
+//! against [`MAX_PDF_INFLATED_BYTES`], because `lopdf` inflates object and content streams
+//! without a cap: a few kilobytes of flate can otherwise claim gigabytes. Pages past
+//! [`MAX_PDF_PAGES`] and text past [`MAX_PDF_TEXT_BYTES`] are not extracted; the deadline is
+//! checked for every character written, so a slow file stops with the text read so far.
+
+use std::io::Read;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use pdf_extract::{Document, MediaBox, OutputDev, OutputError, PlainTextOutput, Transform};
+
+/// Pages whose text is extracted; later pages are skipped.
+pub const MAX_PDF_PAGES: u32 = 300;
+/// Bytes of extracted text kept (a model reads a few thousand characters of a page anyway).
+pub const MAX_PDF_TEXT_BYTES: usize = 1024 * 1024;
+/// Total bytes the file's flate streams may inflate to.
+pub const MAX_PDF_INFLATED_BYTES: u64 = 64 * 1024 * 1024;
+/// Time extraction may take.
+pub const PDF_TIMEOUT: Duration = Duration::from_secs(15);
+/// Characters of an Info Title kept.
+const MAX_TITLE_CHARS: usize = 200;
+
+/// Text extracted from a PDF.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PdfText {
+    /// The Info dictionary's Title, when present and not blank.
+    pub title: Option<String>,
+    /// The text of the pages read, pages separated by blank lines.
+    pub text: String,
+    /// Pages in the document.
+    pub pages: u32,
+    /// Whether a page, text or time cap stopped extraction early.
+    pub truncated: bool,
+}
+
+/// Why a PDF yields no text.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PdfError {
+    /// Encrypted with a user password (files readable with the empty password are read).
+    #[error("the PDF is encrypted and needs a password")]
+    Encrypted,
+    /// Not a PDF, or too damaged to parse.
+    #[error("the PDF is malformed: {0}")]
+    Malformed(String),
+    /// Its compressed streams inflate past the cap.
+    #[error("the PDF's compressed streams inflate to more than {0} bytes")]
+    TooLarge(u64),
+    /// The parser panicked.
+    #[error("the PDF parser crashed: {0}")]
+    Crashed(String),
+    /// Extraction ran out of time before any text was read.
+    #[error("PDF text extraction took longer than {0:?}")]
+    Timeout(Duration),
+}
+
+/// Extracts title and text from PDF bytes on the blocking pool, within [`PDF_TIMEOUT`].
+pub async fn extract_pdf(bytes: Vec<u8>) -> Result<PdfText, PdfError> {
+    extract_pdf_within(bytes, PDF_TIMEOUT).await
+}
+
+/// [`extract_pdf`] with another time limit.
+pub async fn extract_pdf_within(bytes: Vec<u8>, limit: Duration) -> Result<PdfText, PdfError> {
+    let task = tokio::task::spawn_blocking(move || {
+        std::panic::catch_unwind(AssertUnwindSafe(|| extract_blocking(&bytes, limit)))
+    });
+    // The in-task deadline normally ends the work; this outer bound covers a parser stuck
+    // somewhere that writes no text (the thread then finishes on its own, unobserved).
+    match tokio::time::timeout(limit + Duration::from_secs(1), task).await {
+        Err(_) => Err(PdfError::Timeout(limit)),
+        Ok(Err(join)) => Err(PdfError::Crashed(join.to_string())),
+        Ok(Ok(Err(panic))) => Err(PdfError::Crashed(panic_message(panic.as_ref()))),
+        Ok(Ok(Ok(result))) => result,
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic without a message".to_string())
+}
+
+/// The synchronous extraction within `limit`; may panic inside the parser (the caller catches it).
+pub fn extract_blocking(bytes: &[u8], limit: Duration) -> Result<PdfText, PdfError> {
+    let deadline = Instant::now() + limit;
+    // The header may follow up to 1 KiB of junk (PDF 1.7, annex H).
+    if find(&bytes[..bytes.len().min(1024)], b"%PDF-").is_none() {
+        return Err(PdfError::Malformed("no %PDF- header".to_string()));
+    }
+    check_inflated_size(bytes, MAX_PDF_INFLATED_BYTES)?;
+    let doc = Document::load_mem(bytes).map_err(|e| PdfError::Malformed(e.to_string()))?;
+    // lopdf already decrypts files whose user password is empty; what is still encrypted
+    // needs a password Quarry does not have.
+    if doc.is_encrypted() {
+        return Err(PdfError::Encrypted);
+    }
+    let title = info_title(&doc);
+    let page_numbers: Vec<u32> = doc.get_pages().keys().copied().collect();
+    let pages = u32::try_from(page_numbers.len()).unwrap_or(u32::MAX);
+    let mut text = String::new();
+    let mut truncated = pages > MAX_PDF_PAGES;
+    let mut failures = Vec::new();
+    for num in page_numbers.into_iter().take(MAX_PDF_PAGES as usize) {
+        let mut page = String::new();
+        let stop = {
+            let mut out = Capped {
+                inner: PlainTextOutput::new(&mut page),
+                left: MAX_PDF_TEXT_BYTES.saturating_sub(text.len()),
+                deadline,
+                stop: None,
+            };
+            match pdf_extract::output_doc_page(&doc, &mut out, num) {
+                // One bad page does not spoil the others.
+                Err(e) if out.stop.is_none() => failures.push(format!("page {num}: {e}")),
+                _ => {}
+            }
+            out.stop
+        };
+        let page = page.trim();
+        if !page.is_empty() {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(page);
+        }
+        match stop {
+            Some(Stop::Deadline) if text.is_empty() => {
+                return Err(PdfError::Timeout(limit));
+            }
+            Some(_) => {
+                truncated = true;
+                break;
+            }
+            None => {}
+        }
+    }
+    if text.is_empty() && !failures.is_empty() {
+        return Err(PdfError::Malformed(failures.join("; ")));
+    }
+    truncate_at_char(&mut text, MAX_PDF_TEXT_BYTES);
+    Ok(PdfText {
+        title,
+        text,
+        pages,
+        truncated,
+    })
+}
+
+fn truncate_at_char(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+}
+
+/// The Info dictionary's Title, decoded (PDFDocEncoding or UTF-16), trimmed and shortened.
+fn info_title(doc: &Document) -> Option<String> {
+    let info = doc.trailer.get(b"Info").ok()?;
+    let (_, info) = doc.dereference(info).ok()?;
+    let title = info.as_dict().ok()?.get(b"Title").ok()?;
+    let (_, title) = doc.dereference(title).ok()?;
+    let title = pdf_extract::decode_text_string(title).ok()?;
+    let title: String = title
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(MAX_TITLE_CHARS)
+        .collect();
+    (!title.is_empty()).then_some(title)
+}
+
+/// Inflates every flate-looking stream of the raw file into a sink and fails past `cap` bytes.
+///
+/// Streams are found textually (`stream` + EOL, not preceded by `end`); a false match just
+/// fails to inflate. This runs before `lopdf` sees the file, object streams included.
+fn check_inflated_size(bytes: &[u8], cap: u64) -> Result<(), PdfError> {
+    let mut total: u64 = 0;
+    let mut at = 0;
+    while let Some(found) = find(&bytes[at..], b"stream") {
+        let start = at + found;
+        at = start + b"stream".len();
+        if start >= 3 && &bytes[start - 3..start] == b"end" {
+            continue;
+        }
+        let data = match &bytes[at..] {
+            [b'\r', b'\n', rest @ ..] | [b'\n', rest @ ..] | [b'\r', rest @ ..] => rest,
+            _ => continue,
+        };
+        let left = cap - total;
+        let mut inflater = flate2::read::ZlibDecoder::new(data).take(left + 1);
+        // Errors (not flate, truncated) end this stream's count; what inflated still counts.
+        let n = std::io::copy(&mut inflater, &mut std::io::sink())
+            .unwrap_or_else(|_| inflater.get_ref().total_out());
+        total += n;
+        if total > cap {
+            return Err(PdfError::TooLarge(cap));
+        }
+    }
+    Ok(())
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Why extraction stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Deadline,
+    TextCap,
+}
+
+/// A plain-text output that stops the parser (by returning an error) at the text cap or the
+/// deadline; `pdf-extract` has no other way to be interrupted.
+struct Capped<W: pdf_extract::ConvertToFmt> {
+    inner: PlainTextOutput<W>,
+    left: usize,
+    deadline: Instant,
+    stop: Option<Stop>,
+}
+
+impl<W: pdf_extract::ConvertToFmt> Capped<W> {
+    fn halt(&mut self, why: Stop) -> Result<(), OutputError> {
+        self.stop = Some(why);
+        Err(OutputError::FormatError(std::fmt::Error))
+    }
+}
+
+impl<W: pdf_extract::ConvertToFmt> OutputDev for Capped<W> {
+    fn begin_page(
+        &mut self,
+        page_num: u32,
+        media_box: &MediaBox,
+        art_box: Option<(f64, f64, f64, f64)>,
+    ) -> Result<(), OutputError> {
+        if Instant::now() > self.deadline {
+            return self.halt(Stop::Deadline);
+        }
+        self.inner.begin_page(page_num, media_box, art_box)
+    }
+    fn end_page(&mut self) -> Result<(), OutputError> {
+        self.inner.end_page()
+    }
+    fn output_character(
+        &mut self,
+        trm: &Transform,
+        width: f64,
+        spacing: f64,
+        font_size: f64,
+        char: &str,
+    ) -> Result<(), OutputError> {
+        if Instant::now() > self.deadline {
+            return self.halt(Stop::Deadline);
+        }
+        // +1 for the space or newline the inner output may put before it.
+        let cost = char.len() + 1;
+        if cost > self.left {
+            return self.halt(Stop::TextCap);
+        }
+        self.left -= cost;
+        self.inner
+            .output_character(trm, width, spacing, font_size, char)
+    }
+    fn begin_word(&mut self) -> Result<(), OutputError> {
+        self.inner.begin_word()
+    }
+    fn end_word(&mut self) -> Result<(), OutputError> {
+        self.inner.end_word()
+    }
+    fn end_line(&mut self) -> Result<(), OutputError> {
+        self.inner.end_line()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_and_truncated_files_are_malformed_not_panics() {
+        let far = Duration::from_secs(10);
+        assert!(matches!(
+            extract_blocking(b"not a pdf at all", far),
+            Err(PdfError::Malformed(_))
+        ));
+        assert!(matches!(
+            extract_blocking(b"%PDF-1.7\n1 0 obj << /Type /Catalog", far),
+            Err(PdfError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn a_flate_bomb_is_refused_before_parsing() {
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(&vec![b' '; 4 * 1024 * 1024]).unwrap();
+        let bomb = z.finish().unwrap();
+        let mut file = b"%PDF-1.7\n1 0 obj << /Length 0 /Filter /FlateDecode >>\nstream\n".to_vec();
+        file.extend_from_slice(&bomb);
+        file.extend_from_slice(b"\nendstream\nendobj\n");
+        assert_eq!(
+            check_inflated_size(&file, 1024 * 1024),
+            Err(PdfError::TooLarge(1024 * 1024))
+        );
+        assert_eq!(check_inflated_size(&file, 8 * 1024 * 1024), Ok(()));
+    }
+}
