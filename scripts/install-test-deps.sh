@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end search tests need and builds the docs index. Idempotent.
 #
-#   Debian packages: searx (the metasearch engine), python3.11-doc and postgresql-doc-15 (the HTML
+#   Debian packages: searx (the metasearch engine), redis-server (the shared cache tests), python3.11-doc and postgresql-doc-15 (the HTML
 #   pages it searches, served from /usr/share/doc by the tests' docs server).
 #   Index: SQLite FTS5 over those pages, written to $QUARRY_WORK_DIR/docs-index.sqlite
 #   (default: <repo>/.work/docs-index.sqlite, gitignored); rebuilt only when missing or stale.
@@ -17,7 +17,7 @@ case "$work" in
   /*) ;;
   *) work="$repo/$work" ;;
 esac
-packages=(searx python3.11-doc postgresql-doc-15)
+packages=(searx python3.11-doc postgresql-doc-15 redis-server)
 
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -5,4 +5,5 @@ pub mod model_server;
 pub mod profiles;
 pub mod quarry_bin;
 pub mod real_model;
+pub mod redis_server;
 pub mod searx;

@@ -25,6 +25,9 @@ spec:
     url: "{searx_url}"
   fetch:
     allowedHosts: ["127.0.0.1"]
+    # One local docs server is every host here: no politeness spacing needed.
+    politenessDelayMillis: 0
+    perHostConcurrency: 8
     # Small models read slowly: cap each page.
     pageCharsForModel: 1500
 "#
@@ -55,6 +58,9 @@ spec:
     url: "{searx_url}"
   fetch:
     allowedHosts: ["127.0.0.1"]
+    # One local docs server is every host here: no politeness spacing needed.
+    politenessDelayMillis: 0
+    perHostConcurrency: 8
     pageCharsForModel: 4000
 "#
     );

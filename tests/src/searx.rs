@@ -272,6 +272,16 @@ impl SearxInstance {
     /// `docs_base_url`, starts `/usr/bin/python3 -m searx.webapp` on a free 127.0.0.1 port and
     /// waits (bounded) until a JSON search answers.
     pub async fn start(index_path: &Path, docs_base_url: &str) -> Result<Self, SearxError> {
+        Self::start_with_engines(index_path, docs_base_url, Vec::new()).await
+    }
+
+    /// Like [`SearxInstance::start`], with `extra_engines` (searx engine settings objects) after
+    /// the docs engine, e.g. a `json_engine` pointed at a test server that misbehaves.
+    pub async fn start_with_engines(
+        index_path: &Path,
+        docs_base_url: &str,
+        extra_engines: Vec<Value>,
+    ) -> Result<Self, SearxError> {
         let missing = missing_dependencies(index_path);
         if !missing.is_empty() {
             return Err(SearxError::Missing {
@@ -284,7 +294,7 @@ impl SearxInstance {
         })?;
         let mut attempt = 1;
         loop {
-            match Self::start_once(&index_path, docs_base_url).await {
+            match Self::start_once(&index_path, docs_base_url, &extra_engines).await {
                 Err(SearxError::Exited { stderr, .. })
                     if attempt < PORT_ATTEMPTS && stderr.contains("Address already in use") =>
                 {
@@ -295,7 +305,11 @@ impl SearxInstance {
         }
     }
 
-    async fn start_once(index_path: &Path, docs_base_url: &str) -> Result<Self, SearxError> {
+    async fn start_once(
+        index_path: &Path,
+        docs_base_url: &str,
+        extra_engines: &[Value],
+    ) -> Result<Self, SearxError> {
         let io = |context: String| move |source| SearxError::Io { context, source };
         let dir = tempfile::Builder::new()
             .prefix("quarry-searx-")
@@ -308,12 +322,14 @@ impl SearxInstance {
             .map(char::from)
             .collect();
         let settings_path = dir.path().join("settings.yml");
-        let text =
-            serde_json::to_string_pretty(&settings(port, &secret, index_path, docs_base_url))
-                .map_err(|e| SearxError::Io {
-                    context: "serialising settings".into(),
-                    source: std::io::Error::other(e),
-                })?;
+        let mut settings = settings(port, &secret, index_path, docs_base_url);
+        if let Some(engines) = settings["engines"].as_array_mut() {
+            engines.extend(extra_engines.iter().cloned());
+        }
+        let text = serde_json::to_string_pretty(&settings).map_err(|e| SearxError::Io {
+            context: "serialising settings".into(),
+            source: std::io::Error::other(e),
+        })?;
         std::fs::write(&settings_path, text)
             .map_err(io(format!("writing {}", settings_path.display())))?;
         let stderr_path = dir.path().join("searx.stderr");
@@ -357,7 +373,12 @@ impl SearxInstance {
                 context: "building an HTTP client".into(),
                 source: std::io::Error::other(e),
             })?;
-        let url = format!("{}/search?q=x&format=json", self.base_url);
+        // Only the docs engine: extra engines a test adds may fail on purpose, and a probe must
+        // not trip (and suspend) them before the test looks.
+        let url = format!(
+            "{}/search?q=x&format=json&engines={ENGINE_NAME}",
+            self.base_url
+        );
         let started = Instant::now();
         let mut last: String;
         loop {
@@ -418,6 +439,14 @@ impl SearxInstance {
     }
 }
 
+impl SearxInstance {
+    /// Kills the process now (a test of searx going down); dropping it later is harmless.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for SearxInstance {
     fn drop(&mut self) {
         // Only this child is signalled, by its own handle; wait() reaps it so no zombie is left.
@@ -438,6 +467,11 @@ pub struct SearchStack {
 impl SearchStack {
     /// Starts both with the default doc root and index (see [`default_index_path`]).
     pub async fn start() -> Result<Self, SearxError> {
+        Self::start_with_engines(Vec::new()).await
+    }
+
+    /// Starts both, with `extra_engines` configured in searx after the docs engine.
+    pub async fn start_with_engines(extra_engines: Vec<Value>) -> Result<Self, SearxError> {
         let index = default_index_path();
         let mut missing = missing_dependencies(&index);
         missing.extend(missing_doc_trees());
@@ -447,7 +481,8 @@ impl SearchStack {
             });
         }
         let docs = DocsServer::start(DEFAULT_DOC_ROOT).await?;
-        let searx = SearxInstance::start(&index, &docs.base_url()).await?;
+        let searx =
+            SearxInstance::start_with_engines(&index, &docs.base_url(), extra_engines).await?;
         Ok(Self { docs, searx })
     }
 
@@ -455,7 +490,12 @@ impl SearchStack {
     /// the Debian packages or the index are missing and `CI` is not set. Under CI a missing
     /// dependency is a failure (panic), as is any other start error anywhere.
     pub async fn start_or_skip(test: &str) -> Option<Self> {
-        match Self::start().await {
+        Self::start_with_engines_or_skip(test, Vec::new()).await
+    }
+
+    /// [`SearchStack::start_or_skip`] with extra searx engines.
+    pub async fn start_with_engines_or_skip(test: &str, extra_engines: Vec<Value>) -> Option<Self> {
+        match Self::start_with_engines(extra_engines).await {
             Ok(stack) => Some(stack),
             Err(SearxError::Missing { what }) => {
                 skip_for_missing(test, &[what]);

@@ -55,6 +55,9 @@ spec:
     url: "{searx_url}"
   fetch:
     allowedHosts: ["127.0.0.1"]
+    # One local docs server is every host here: no politeness spacing needed.
+    politenessDelayMillis: 0
+    perHostConcurrency: 8
     pageCharsForModel: 4000
 "#
     )

@@ -152,7 +152,7 @@ fn profile(name: &str, model_url: &str, web: &str) -> Value {
             }},
             "prices": [{"model": "scripted", "inputUSDPerMillion": "1.00", "outputUSDPerMillion": "2.00"}],
             "search": {"url": web},
-            "fetch": {"allowedHosts": ["127.0.0.1"], "respectRobots": false}
+            "fetch": {"allowedHosts": ["127.0.0.1"], "respectRobots": false, "politenessDelayMillis": 0, "perHostConcurrency": 8}
         }
     })
 }
