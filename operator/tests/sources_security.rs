@@ -142,7 +142,7 @@ async fn osv_posts_the_documented_query_and_reads_vulns() {
     );
     assert!(a.facts.contains(&("Fixed in".into(), "2.10.1".into())));
     assert_eq!(a.references.len(), 2);
-    let r = &log.lock().unwrap()[0];
+    let r = log.lock().unwrap()[0].clone();
     assert_eq!(r.method, Method::POST);
     assert_eq!(r.path, "/v1/query");
     assert_eq!(

@@ -20,7 +20,8 @@ use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{
     CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage,
 };
-use crate::scrape::{Fetcher, truncate_page};
+use crate::scrape::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
+use crate::scrape::{Fetcher, truncate_head, truncate_page};
 use crate::sources::security::SecurityQuery;
 use crate::sources::{Gatherer, SearchHit, SpecialisedSources, ToolAnswer};
 
@@ -456,7 +457,8 @@ impl Session<'_> {
         match answer {
             Ok(answer) => {
                 self.record(&query.query, &answer.hits);
-                answer.text
+                // Sources truncate already; this keeps seed 002's bound whatever the source.
+                truncate_head(&answer.text, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES).text
             }
             Err(e) => format!("{tool} failed: {e}"),
         }

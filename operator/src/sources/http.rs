@@ -61,8 +61,11 @@ impl fmt::Display for Secret {
 /// A raw answer: status, headers and the (bounded) body.
 #[derive(Debug)]
 pub struct Answer {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// The response headers.
     pub headers: HeaderMap,
+    /// The body, decompressed, within the byte limit.
     pub body: Vec<u8>,
 }
 

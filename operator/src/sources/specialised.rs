@@ -16,7 +16,9 @@ use crate::api::{SecretKeyRef, SourcesSpec};
 /// citable like search hits) and the text the model reads, already truncated (seed 002).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolAnswer {
+    /// Results the researcher may read and cite.
     pub hits: Vec<SearchHit>,
+    /// What the model reads, within 50 KB / 2000 lines.
     pub text: String,
 }
 
@@ -38,7 +40,9 @@ pub trait QuestionSearch: Send + Sync {
 /// The specialised sources offered to researchers; a `None` source's tool is not offered.
 #[derive(Clone, Default)]
 pub struct SpecialisedSources {
+    /// Behind `security_search`.
     pub security: Option<Arc<dyn SecurityLookup>>,
+    /// Behind `stackexchange`.
     pub stackexchange: Option<Arc<dyn QuestionSearch>>,
 }
 

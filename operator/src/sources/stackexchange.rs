@@ -55,6 +55,7 @@ pub struct StackExchangeConfig {
     pub default_site: Option<String>,
     /// A Stack Apps key (raises the daily quota); sent as the `key` parameter.
     pub key: Option<Secret>,
+    /// Bound on one call.
     pub timeout: Duration,
     /// Questions per call (1..=100).
     pub page_size: usize,
@@ -90,12 +91,19 @@ pub struct StackExchange {
 /// One question as returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
+    /// `question_id`.
     pub question_id: u64,
+    /// `title`, entities decoded.
     pub title: String,
+    /// `link`, the question page.
     pub link: String,
+    /// `score` (votes).
     pub score: i64,
+    /// `answer_count`.
     pub answer_count: u64,
+    /// `is_answered` (an accepted or upvoted answer exists).
     pub is_answered: bool,
+    /// `tags`.
     pub tags: Vec<String>,
     /// The body as plain Markdown (HTML converted, code kept).
     pub body: String,
@@ -104,8 +112,11 @@ pub struct Question {
 /// A parsed search answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchAnswer {
+    /// `items`.
     pub questions: Vec<Question>,
+    /// `has_more`.
     pub has_more: bool,
+    /// `quota_remaining` (requests left today).
     pub quota_remaining: Option<u64>,
     /// Seconds to wait before the next call, when the API asked for it.
     pub backoff: Option<u64>,
@@ -184,11 +195,11 @@ impl StackExchange {
         let answer = self.http.send(request, &self.endpoint).await?;
         // Errors come as JSON with an `error_id` (usually HTTP 400), so read the body first.
         let json = self.http.json(&answer.body);
-        if let Ok(v) = &json {
-            if let Some(err) = self.api_error(v) {
-                self.throttle.note(&err);
-                return Err(err);
-            }
+        if let Ok(v) = &json
+            && let Some(err) = self.api_error(v)
+        {
+            self.throttle.note(&err);
+            return Err(err);
         }
         self.http.check_status(&answer)?;
         let parsed = parse(&json?, self.body_chars)?;

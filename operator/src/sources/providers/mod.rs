@@ -128,13 +128,16 @@ impl ProviderCore {
     }
 }
 
+/// Provider clients by name, in the order they are tried.
+pub type NamedGatherers = Vec<(String, Arc<dyn Gatherer>)>;
+
 /// Builds the provider clients of a profile, in its order, named by kind. `key` resolves a
 /// Secret reference to its value (the caller reads Secrets); a missing key is an error naming
 /// the Secret, so the profile can be marked not ready.
 pub fn build_providers(
     spec: &[SearchProvider],
     key: &dyn Fn(&SecretKeyRef) -> Option<String>,
-) -> Result<Vec<(String, Arc<dyn Gatherer>)>, SourceError> {
+) -> Result<NamedGatherers, SourceError> {
     spec.iter()
         .map(|p| {
             let name = p.kind.as_str();

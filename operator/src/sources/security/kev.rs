@@ -28,15 +28,25 @@ pub const MAX_FEED_BYTES: usize = 16 * 1024 * 1024;
 /// One catalog entry (field names as in the feed).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct KevEntry {
+    /// `cveID`, upper-cased.
     pub cve_id: String,
+    /// `vendorProject`.
     pub vendor_project: String,
+    /// `product`.
     pub product: String,
+    /// `vulnerabilityName`.
     pub vulnerability_name: String,
+    /// `dateAdded` (YYYY-MM-DD).
     pub date_added: String,
+    /// `shortDescription`.
     pub short_description: String,
+    /// `requiredAction`.
     pub required_action: String,
+    /// `dueDate` for US federal agencies.
     pub due_date: String,
+    /// `knownRansomwareCampaignUse` (`Known` or `Unknown`).
     pub known_ransomware_campaign_use: String,
+    /// `notes` (often reference URLs).
     pub notes: String,
     /// Lowercased text searched by keywords.
     haystack: String,
@@ -120,8 +130,11 @@ impl KevEntry {
 /// The parsed catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Catalog {
+    /// `catalogVersion`.
     pub catalog_version: String,
+    /// `dateReleased`.
     pub date_released: String,
+    /// Every entry with a CVE id.
     pub entries: Vec<KevEntry>,
 }
 
@@ -208,10 +221,10 @@ impl KevCatalog {
     /// stale copy (an old list of exploited CVEs beats none); with no copy it is an error.
     pub async fn catalog(&self) -> Result<Arc<Catalog>, SourceError> {
         let mut cache = self.cache.lock().await;
-        if let Some((at, catalog)) = cache.as_ref() {
-            if at.elapsed() < self.ttl {
-                return Ok(catalog.clone());
-            }
+        if let Some((at, catalog)) = cache.as_ref()
+            && at.elapsed() < self.ttl
+        {
+            return Ok(catalog.clone());
         }
         match self.download().await {
             Ok(catalog) => {

@@ -77,7 +77,9 @@ pub struct Advisory {
     pub details: String,
     /// Severity as the source states it (`CVSS 3.1 9.8 CRITICAL`, `high`).
     pub severity: Option<String>,
+    /// Publication date as the source writes it.
     pub published: Option<String>,
+    /// Last modification date as the source writes it.
     pub modified: Option<String>,
     /// Other ids of the same vulnerability.
     pub aliases: Vec<String>,
@@ -157,7 +159,9 @@ pub fn find_cve(text: &str) -> Option<String> {
 /// An ecosystem in OSV's and GitHub's spelling (GitHub knows fewer; `None` there).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ecosystem {
+    /// OSV's name (`PyPI`, `crates.io`).
     pub osv: String,
+    /// GitHub's name (`pip`, `rust`), when GitHub knows the ecosystem.
     pub github: Option<&'static str>,
 }
 
@@ -199,11 +203,17 @@ pub fn ecosystem(name: &str) -> Ecosystem {
 /// Endpoints, keys and limits of the four sources; `None` URLs mean the public ones.
 #[derive(Debug, Clone)]
 pub struct SecurityConfig {
+    /// OSV API base.
     pub osv_base_url: Option<String>,
+    /// NVD API base.
     pub nvd_base_url: Option<String>,
+    /// NVD API key (50 instead of 5 requests per 30 s).
     pub nvd_api_key: Option<Secret>,
+    /// CISA KEV feed URL.
     pub kev_url: Option<String>,
+    /// GitHub API base.
     pub github_base_url: Option<String>,
+    /// GitHub token (5000 instead of 60 requests per hour).
     pub github_token: Option<Secret>,
     /// Bound on one call of any source.
     pub timeout: Duration,
@@ -232,9 +242,13 @@ impl Default for SecurityConfig {
 /// Asks the advisory sources that fit a query, concurrently, and merges what they say.
 #[derive(Debug)]
 pub struct SecuritySearch {
+    /// OSV, for packages.
     pub osv: OsvClient,
+    /// NVD, for CVE ids and keywords.
     pub nvd: NvdClient,
+    /// CISA KEV, for CVE ids and keywords.
     pub kev: KevCatalog,
+    /// GitHub advisories, for CVE ids and packages.
     pub ghsa: GhsaClient,
     per_source_limit: usize,
 }

@@ -153,12 +153,12 @@ fn advisory(v: &Value) -> Option<Advisory> {
         .into_iter()
         .flatten()
     {
-        if let Some(p) = a.get("package") {
-            if let (Some(name), Some(eco)) = (text_field(p, "name"), text_field(p, "ecosystem")) {
-                let p = format!("{name} ({eco})");
-                if !packages.contains(&p) {
-                    packages.push(p);
-                }
+        if let Some(p) = a.get("package")
+            && let (Some(name), Some(eco)) = (text_field(p, "name"), text_field(p, "ecosystem"))
+        {
+            let p = format!("{name} ({eco})");
+            if !packages.contains(&p) {
+                packages.push(p);
             }
         }
         for range in a
@@ -173,10 +173,10 @@ fn advisory(v: &Value) -> Option<Advisory> {
                 .into_iter()
                 .flatten()
             {
-                if let Some(f) = text_field(event, "fixed") {
-                    if !fixed.contains(&f) {
-                        fixed.push(f);
-                    }
+                if let Some(f) = text_field(event, "fixed")
+                    && !fixed.contains(&f)
+                {
+                    fixed.push(f);
                 }
             }
         }
