@@ -505,6 +505,8 @@ pub fn build_engine_with(
         budget_model,
         spend,
         gatherer,
+        // Specialised sources are wired with the search failover (SpecialisedSources::from_spec).
+        specialised: None,
         fetcher,
         store,
         settings: engine_settings(profile),

@@ -548,7 +548,75 @@ fn search_exactly_one_rule() {
     assert_eq!(v(json!({})), Err(vec![msg.clone()]));
     assert_eq!(
         v(json!({"url": "http://127.0.0.1:8888", "searchEngineRef": {"name": "default"}})),
+        Err(vec![msg.clone()])
+    );
+    // Providers and sources sit beside either endpoint, or alone (the default SearchEngine).
+    let brave = json!([{"kind": "brave", "apiKeySecretRef": {"name": "keys", "key": "brave"}}]);
+    assert_eq!(
+        v(json!({"url": "http://127.0.0.1:8888", "providers": brave})),
+        Ok(())
+    );
+    assert_eq!(
+        v(
+            json!({"searchEngineRef": {"name": "default"}, "sources": {"security": {"enabled": false}}})
+        ),
+        Ok(())
+    );
+    assert_eq!(v(json!({"providers": brave})), Ok(()));
+    assert_eq!(v(json!({"sources": {}})), Ok(()));
+    assert_eq!(
+        v(
+            json!({"url": "http://127.0.0.1:8888", "searchEngineRef": {"name": "default"}, "providers": brave})
+        ),
         Err(vec![msg])
+    );
+}
+
+#[test]
+fn search_providers_and_sources_schema() {
+    let s = profile_schema();
+    let providers = prop(&s, "spec.search.providers");
+    assert_eq!(providers["x-kubernetes-list-type"], json!("map"));
+    assert_eq!(providers["x-kubernetes-list-map-keys"], json!(["kind"]));
+    assert_eq!(providers["maxItems"], json!(3));
+    assert_eq!(
+        prop(&s, "spec.search.providers.[].kind")["enum"],
+        json!(["brave", "tavily", "serper"])
+    );
+    prop(&s, "spec.search.providers.[].apiKeySecretRef.name");
+    prop(&s, "spec.search.providers.[].baseURL");
+    assert_eq!(
+        prop(&s, "spec.search.providers.[].requestsPerMinute")["minimum"],
+        json!(1.0)
+    );
+    for f in [
+        "enabled",
+        "osvBaseURL",
+        "nvdBaseURL",
+        "nvdApiKeySecretRef",
+        "kevURL",
+        "githubBaseURL",
+        "githubTokenSecretRef",
+    ] {
+        prop(&s, &format!("spec.search.sources.security.{f}"));
+    }
+    for f in ["enabled", "baseURL", "defaultSite", "keySecretRef"] {
+        prop(&s, &format!("spec.search.sources.stackExchange.{f}"));
+    }
+    assert_eq!(
+        prop(&s, "spec.search.sources.stackExchange.defaultSite")["pattern"],
+        json!(quarry::api::profile::STACK_EXCHANGE_SITE_PATTERN)
+    );
+    let v = |search: Value| {
+        let obj = json!({"apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchProfile", "metadata": {"name": "p"},
+            "spec": {"models": {"primary": {"baseURL": "http://127.0.0.1:8080/v1", "model": "m"}}, "search": search}});
+        Validator::new()
+            .validate(&profile_schema(), &obj, None)
+            .map_err(|errs| errs.iter().map(|e| e.to_string()).collect::<Vec<_>>())
+    };
+    assert_eq!(
+        v(json!({"url": "http://h", "sources": {"stackExchange": {"defaultSite": "serverfault"}}})),
+        Ok(())
     );
 }
 

@@ -203,6 +203,7 @@ fn harness(model: Arc<FakeModel>, empty_search: bool) -> Harness {
         gatherer: Arc::new(FakeGatherer {
             empty: empty_search,
         }),
+        specialised: None,
         fetcher: fetcher.clone(),
         store: store.clone(),
         settings: EngineSettings::default(),
@@ -840,6 +841,7 @@ async fn an_unusable_agenda_goes_to_the_budget_tier_before_failing() {
         budget_model: Some(budget.clone()),
         spend: Default::default(),
         gatherer: Arc::new(FakeGatherer { empty: false }),
+        specialised: None,
         fetcher: h.fetcher.clone(),
         store: h.store.clone(),
         settings: EngineSettings::default(),
@@ -1037,6 +1039,7 @@ async fn the_model_judge_overrules_the_lexical_verdict_when_enabled() {
         budget_model: None,
         spend: Default::default(),
         gatherer: Arc::new(FakeGatherer { empty: false }),
+        specialised: None,
         fetcher: h.fetcher.clone(),
         store: h.store.clone(),
         settings,

@@ -18,8 +18,9 @@ pub use conditions::{
 };
 pub use profile::{
     FetchPolicy, ModelPrice, ModelTier, ModelTiers, Provider, ResearchProfile, ResearchProfileSpec,
-    ResearchProfileStatus, RoleModels, SearchEndpoint, SearchEngineRef, SearchTarget, SecretKeyRef,
-    TierName, ToolMode,
+    ResearchProfileStatus, RoleModels, SearchEndpoint, SearchEngineRef, SearchProvider,
+    SearchProviderKind, SearchTarget, SecretKeyRef, SecuritySourcesSpec, SourcesSpec,
+    StackExchangeSpec, TierName, ToolMode,
 };
 pub use run::{
     AgendaTask, EffectiveLimits, Mode, ModelUsage, Output, Phase, ReportKind, ReportRef,

@@ -16,10 +16,15 @@ use super::values::{
     parse_usd_micros,
 };
 
-/// CEL rule on `spec.search`: exactly one of `searchEngineRef` and `url`.
-pub const SEARCH_EXACTLY_ONE_RULE: &str = "has(self.searchEngineRef) != has(self.url)";
+/// CEL rule on `spec.search`: exactly one of `searchEngineRef` and `url`, except that a block
+/// configuring only `providers` or `sources` may name neither (SearXNG is then the SearchEngine
+/// named `default`).
+pub const SEARCH_EXACTLY_ONE_RULE: &str = "has(self.searchEngineRef) ? !has(self.url) : (has(self.url) || has(self.providers) || has(self.sources))";
 /// Message for [`SEARCH_EXACTLY_ONE_RULE`].
-pub const SEARCH_EXACTLY_ONE_MESSAGE: &str = "exactly one of searchEngineRef or url must be set";
+pub const SEARCH_EXACTLY_ONE_MESSAGE: &str = "exactly one of searchEngineRef or url must be set (both may be left out only when providers or sources are set)";
+/// Name-shaped Stack Exchange site parameter (`stackoverflow`, `serverfault`, `unix`,
+/// `math.stackexchange`).
+pub const STACK_EXCHANGE_SITE_PATTERN: &str = r"^[a-z][a-z.]{0,63}$";
 
 /// Default per-call model timeout, in seconds (a 2-core machine needs minutes for 8k tokens).
 pub const DEFAULT_MODEL_TIMEOUT_SECONDS: u32 = 120;
@@ -408,6 +413,157 @@ pub struct SearchEndpoint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]
     pub url: Option<String>,
+    /// Search APIs tried in this order after SearXNG, one entry per kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 3))]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["kind".into()]))]
+    pub providers: Vec<SearchProvider>,
+    /// Specialised sources researchers may query with their own tools; unset means both are
+    /// enabled with their public endpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<SourcesSpec>,
+}
+
+/// Kind of a search API.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
+pub enum SearchProviderKind {
+    /// Brave Search API (`X-Subscription-Token`).
+    Brave,
+    /// Tavily (`Authorization: Bearer`).
+    Tavily,
+    /// Serper, Google results (`X-API-KEY`).
+    Serper,
+}
+
+impl SearchProviderKind {
+    /// The wire form, also the `engine` of the hits it returns.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Brave => "brave",
+            Self::Tavily => "tavily",
+            Self::Serper => "serper",
+        }
+    }
+}
+
+/// One search API used after SearXNG.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchProvider {
+    /// Which API.
+    pub kind: SearchProviderKind,
+    /// Secret holding the API key.
+    pub api_key_secret_ref: SecretKeyRef,
+    /// Base URL of the API (a proxy, or a test server); unset means the provider's public one.
+    #[serde(rename = "baseURL", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]
+    pub base_url: Option<String>,
+    /// Requests per minute this operator sends to the API (the plan's limit); unset means no
+    /// client-side limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100_000))]
+    pub requests_per_minute: Option<u32>,
+}
+
+/// The specialised sources of a profile.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SourcesSpec {
+    /// Security advisories: OSV, NVD, CISA KEV and GitHub; unset means enabled with defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<SecuritySourcesSpec>,
+    /// Stack Exchange questions; unset means enabled with defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_exchange: Option<StackExchangeSpec>,
+}
+
+/// Endpoints and credentials of the security advisory sources.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SecuritySourcesSpec {
+    /// Offer the `security_search` tool.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// OSV API base URL (default `https://api.osv.dev`).
+    #[serde(
+        rename = "osvBaseURL",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]
+    pub osv_base_url: Option<String>,
+    /// NVD API base URL (default `https://services.nvd.nist.gov`).
+    #[serde(
+        rename = "nvdBaseURL",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]
+    pub nvd_base_url: Option<String>,
+    /// Secret holding an NVD API key (raises NVD's limit from 5 to 50 requests per 30 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvd_api_key_secret_ref: Option<SecretKeyRef>,
+    /// URL of the CISA KEV JSON feed (default: CISA's public feed).
+    #[serde(rename = "kevURL", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]
+    pub kev_url: Option<String>,
+    /// GitHub API base URL (default `https://api.github.com`).
+    #[serde(
+        rename = "githubBaseURL",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]
+    pub github_base_url: Option<String>,
+    /// Secret holding a GitHub token (raises GitHub's limit from 60 to 5000 requests per hour).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github_token_secret_ref: Option<SecretKeyRef>,
+}
+
+impl Default for SecuritySourcesSpec {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            osv_base_url: None,
+            nvd_base_url: None,
+            nvd_api_key_secret_ref: None,
+            kev_url: None,
+            github_base_url: None,
+            github_token_secret_ref: None,
+        }
+    }
+}
+
+/// Endpoint and key of the Stack Exchange API.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct StackExchangeSpec {
+    /// Offer the `stackexchange` tool.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// API base URL (default `https://api.stackexchange.com`).
+    #[serde(rename = "baseURL", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]
+    pub base_url: Option<String>,
+    /// Site searched when the model names none (default `stackoverflow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = STACK_EXCHANGE_SITE_PATTERN))]
+    pub default_site: Option<String>,
+    /// Secret holding a Stack Apps key (raises the daily quota from 300 to 10,000 requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_secret_ref: Option<SecretKeyRef>,
+}
+
+impl Default for StackExchangeSpec {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            base_url: None,
+            default_site: None,
+            key_secret_ref: None,
+        }
+    }
 }
 
 /// The resolved search endpoint.
@@ -516,12 +672,23 @@ impl ResearchProfileSpec {
         self.prices.iter().find(|p| p.model == model)
     }
 
+    /// The API search providers, in the order they are tried after SearXNG.
+    pub fn search_providers(&self) -> &[SearchProvider] {
+        self.search.as_ref().map_or(&[], |s| s.providers.as_slice())
+    }
+
+    /// The specialised sources block, if the profile has one.
+    pub fn sources(&self) -> Option<&SourcesSpec> {
+        self.search.as_ref().and_then(|s| s.sources.as_ref())
+    }
+
     /// The search endpoint, defaulting to the SearchEngine named `default`.
     pub fn search_target(&self) -> SearchTarget<'_> {
         match &self.search {
             Some(SearchEndpoint {
                 url: Some(url),
                 search_engine_ref: None,
+                ..
             }) => SearchTarget::Url(url),
             Some(SearchEndpoint {
                 search_engine_ref: Some(r),

@@ -19,7 +19,7 @@ use super::state::{Failure, Phase, ResearcherReport, RunState, reasons};
 use crate::llm::router::SpendGuard;
 use crate::llm::{ChatModel, Usage};
 use crate::scrape::Fetcher;
-use crate::sources::Gatherer;
+use crate::sources::{Gatherer, SpecialisedSources};
 use crate::store::{ArtifactStore, StoreError};
 
 /// Artifact key of the engine checkpoint.
@@ -77,6 +77,8 @@ pub struct Engine {
     /// The run's budget as the model router enforces it (configured when the run starts).
     pub spend: Arc<SpendGuard>,
     pub gatherer: Arc<dyn Gatherer>,
+    /// Security advisories and Stack Exchange for researchers; `None` offers neither tool.
+    pub specialised: Option<Arc<SpecialisedSources>>,
     pub fetcher: Arc<dyn Fetcher>,
     pub store: Arc<dyn ArtifactStore>,
     pub settings: EngineSettings,
@@ -253,6 +255,7 @@ impl Runner {
                     fetcher: engine.fetcher.clone(),
                     pool: self.pool.clone(),
                     settings: engine.settings.researcher.clone(),
+                    specialised: engine.specialised.clone(),
                 };
                 let progress_tx = self.tx.clone();
                 let (steer_tx, steer_rx) = mpsc::unbounded_channel();

@@ -20,8 +20,10 @@ use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{
     CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage,
 };
-use crate::scrape::{Fetcher, truncate_page};
-use crate::sources::{Gatherer, SearchHit};
+use crate::scrape::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
+use crate::scrape::{Fetcher, truncate_head, truncate_page};
+use crate::sources::security::SecurityQuery;
+use crate::sources::{Gatherer, SearchHit, SpecialisedSources, ToolAnswer};
 
 /// Characters of each page kept for the extractive fallback report.
 const EXCERPT_CHARS: usize = 600;
@@ -106,6 +108,8 @@ pub struct ResearcherDeps {
     pub fetcher: Arc<dyn Fetcher>,
     pub pool: Arc<UrlPool>,
     pub settings: ResearcherSettings,
+    /// Security advisories and Stack Exchange; their tools are offered only when set.
+    pub specialised: Option<Arc<SpecialisedSources>>,
 }
 
 /// Maps a model error onto the reason a person sees on the run.
@@ -124,8 +128,8 @@ pub fn failure_from_llm(err: &LlmError) -> Failure {
     Failure::new(reason, err.to_string())
 }
 
-fn tools() -> Vec<ToolSpec> {
-    vec![
+fn tools(specialised: Option<&SpecialisedSources>) -> Vec<ToolSpec> {
+    let mut tools = vec![
         ToolSpec {
             name: "search".into(),
             description: "Search the web. Returns titles, URLs and snippets.".into(),
@@ -144,7 +148,58 @@ fn tools() -> Vec<ToolSpec> {
                 "required": ["urls"]
             }),
         },
-    ]
+    ];
+    // Seed 000: the specialised tools share the gathering budget with `search`.
+    if specialised.is_some_and(|s| s.security.is_some()) {
+        tools.push(ToolSpec {
+            name: "security_search".into(),
+            description: "Look up security advisories (NVD, CISA KEV, GitHub, OSV) by CVE id, by package (with its ecosystem and version), or by short keywords. Uses one search call.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "A CVE id or a few keywords"},
+                    "package": {"type": "string"},
+                    "ecosystem": {"type": "string", "description": "e.g. PyPI, npm, Maven, Go, crates.io"},
+                    "version": {"type": "string"}
+                },
+                "required": ["query"]
+            }),
+        });
+    }
+    if specialised.is_some_and(|s| s.stackexchange.is_some()) {
+        tools.push(ToolSpec {
+            name: "stackexchange".into(),
+            description: "Search Stack Exchange questions (Stack Overflow by default). Uses one search call.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "site": {"type": "string", "description": "e.g. stackoverflow, serverfault, unix, superuser"}
+                },
+                "required": ["query"]
+            }),
+        });
+    }
+    tools
+}
+
+/// The sentence telling the model which extra gathering tools it has (empty when none).
+fn specialised_tools_note(specialised: Option<&SpecialisedSources>) -> String {
+    let mut names = Vec::new();
+    if specialised.is_some_and(|s| s.security.is_some()) {
+        names.push("`security_search` (vulnerability advisories)");
+    }
+    if specialised.is_some_and(|s| s.stackexchange.is_some()) {
+        names.push("`stackexchange` (Q&A from Stack Overflow and its sister sites)");
+    }
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " {} share this budget; their results can be read with `scrape` like search results.",
+            names.join(" and ")
+        )
+    }
 }
 
 /// Conversation state of one researcher.
@@ -242,7 +297,11 @@ impl Session<'_> {
         let sent = self.messages.len();
         let request = ChatRequest {
             messages: self.messages.clone(),
-            tools: if with_tools { tools() } else { vec![] },
+            tools: if with_tools {
+                tools(self.deps.specialised.as_deref())
+            } else {
+                vec![]
+            },
             json_mode: false,
             max_tokens: self.deps.settings.max_output_tokens,
             purpose: CallPurpose::Research,
@@ -354,7 +413,13 @@ impl Session<'_> {
             .search(q, self.deps.settings.results_per_query)
             .await
             .map_err(|e| e.to_string())?;
-        for h in &hits {
+        self.record(q, &hits);
+        Ok(hits)
+    }
+
+    /// Scores hits and adds them to what this researcher has seen (and so may read and cite).
+    fn record(&mut self, q: &str, hits: &[SearchHit]) {
+        for h in hits {
             let sc = score(q, h).score;
             let entry = self.scores.entry(h.url.clone()).or_insert(sc);
             *entry = entry.max(sc);
@@ -362,7 +427,41 @@ impl Session<'_> {
                 self.seen.push(h.clone());
             }
         }
-        Ok(hits)
+    }
+
+    /// A specialised tool call: one gathering call; its hits join the seen results.
+    async fn specialised(
+        &mut self,
+        tool: &str,
+        query: &SecurityQuery,
+        site: Option<&str>,
+    ) -> String {
+        let Some(sources) = self.deps.specialised.clone() else {
+            return format!("The `{tool}` tool is not available in this run.");
+        };
+        if !self.budget.take_gather() {
+            return format!(
+                "Gathering budget exhausted ({GATHER_CALLS} calls). Read pages with `scrape` or write your report."
+            );
+        }
+        self.searches += 1;
+        let answer: Result<ToolAnswer, String> =
+            match (tool, &sources.security, &sources.stackexchange) {
+                ("security_search", Some(security), _) => Ok(security.lookup(query).await),
+                ("stackexchange", _, Some(se)) => se
+                    .questions(&query.query, site)
+                    .await
+                    .map_err(|e| e.to_string()),
+                _ => Err(format!("the `{tool}` tool is not available in this run")),
+            };
+        match answer {
+            Ok(answer) => {
+                self.record(&query.query, &answer.hits);
+                // Sources truncate already; this keeps seed 002's bound whatever the source.
+                truncate_head(&answer.text, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES).text
+            }
+            Err(e) => format!("{tool} failed: {e}"),
+        }
     }
 
     async fn scrape(&mut self, urls: &[String]) -> String {
@@ -545,6 +644,14 @@ impl Session<'_> {
 
     async fn run_tool(&mut self, call: &ToolCall) -> String {
         tracing::debug!(tool = %call.name, arguments = %call.arguments, "tool call");
+        let text = |key: &str| -> Option<String> {
+            call.arguments
+                .get(key)
+                .and_then(|v| v.as_str())
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
         let list = |key: &str| -> Vec<String> {
             match call.arguments.get(key) {
                 Some(serde_json::Value::Array(items)) => items
@@ -577,7 +684,30 @@ impl Session<'_> {
                 }
                 self.scrape(&urls).await
             }
-            other => format!("Unknown tool `{other}`. Available tools: search, scrape."),
+            "security_search" | "stackexchange" => {
+                let Some(query) = text("query").or_else(|| list("queries").into_iter().next())
+                else {
+                    return format!("The {} tool needs `query`: a search string.", call.name);
+                };
+                let q = SecurityQuery {
+                    query,
+                    package: text("package"),
+                    ecosystem: text("ecosystem"),
+                    version: text("version"),
+                };
+                self.specialised(&call.name, &q, text("site").as_deref())
+                    .await
+            }
+            other => {
+                let names: Vec<String> = tools(self.deps.specialised.as_deref())
+                    .into_iter()
+                    .map(|t| t.name)
+                    .collect();
+                format!(
+                    "Unknown tool `{other}`. Available tools: {}.",
+                    names.join(", ")
+                )
+            }
         }
     }
 
@@ -645,7 +775,13 @@ pub async fn run_researcher(
 ) -> Result<ResearcherReport, Failure> {
     let system = prompts::render(
         prompts::RESEARCHER,
-        &[("gather_budget", &GATHER_CALLS.to_string())],
+        &[
+            ("gather_budget", &GATHER_CALLS.to_string()),
+            (
+                "specialised_tools",
+                &specialised_tools_note(deps.specialised.as_deref()),
+            ),
+        ],
     );
     let context = match &input.context {
         Some(c) if !c.trim().is_empty() => {
@@ -799,5 +935,250 @@ fn finish(s: Session<'_>, task_id: u32, markdown: String) -> ResearcherReport {
             .collect(),
         searches: s.searches,
         usage: s.usage,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{ChatResponse, Role};
+    use crate::research::state::Mode;
+    use crate::scrape::{FetchError, Page};
+    use crate::sources::SourceError;
+    use crate::sources::specialised::{QuestionSearch, SecurityLookup};
+    use async_trait::async_trait;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const NVD: &str = "https://nvd.nist.gov/vuln/detail/CVE-2021-44228";
+    const SF: &str = "https://serverfault.com/questions/1/log4j-mitigation";
+
+    /// Plays a fixed script of answers, one per model turn, and keeps the requests.
+    struct Script {
+        turns: Vec<ChatResponse>,
+        requests: Mutex<Vec<ChatRequest>>,
+    }
+
+    #[async_trait]
+    impl ChatModel for Script {
+        async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+            let mut requests = self.requests.lock().unwrap();
+            let turn = requests.len();
+            requests.push(request);
+            Ok(self
+                .turns
+                .get(turn)
+                .cloned()
+                .unwrap_or_else(|| text("done")))
+        }
+        fn context_window(&self) -> u64 {
+            128_000
+        }
+    }
+
+    fn text(s: &str) -> ChatResponse {
+        ChatResponse {
+            content: s.into(),
+            tool_calls: vec![],
+            usage: Usage::default(),
+            model: "fake".into(),
+            finish_reason: None,
+        }
+    }
+
+    fn call(name: &str, arguments: serde_json::Value) -> ChatResponse {
+        ChatResponse {
+            tool_calls: vec![ToolCall {
+                id: format!("call-{name}"),
+                name: name.into(),
+                arguments,
+            }],
+            ..text("")
+        }
+    }
+
+    #[derive(Default)]
+    struct Counting {
+        calls: AtomicUsize,
+        last_site: Mutex<Option<String>>,
+        last_query: Mutex<Option<SecurityQuery>>,
+    }
+
+    #[async_trait]
+    impl Gatherer for Counting {
+        async fn search(&self, _: &str, _: usize) -> Result<Vec<SearchHit>, SourceError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            Ok(vec![])
+        }
+    }
+
+    fn hit(url: &str, engine: &str) -> SearchHit {
+        SearchHit {
+            url: url.into(),
+            title: format!("title of {url}"),
+            snippet: "snippet".into(),
+            engine: engine.into(),
+        }
+    }
+
+    #[async_trait]
+    impl SecurityLookup for Counting {
+        async fn lookup(&self, query: &SecurityQuery) -> ToolAnswer {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            *self.last_query.lock().unwrap() = Some(query.clone());
+            ToolAnswer {
+                hits: vec![hit(NVD, "nvd")],
+                text: format!("NVD: CVE-2021-44228 — {NVD}"),
+            }
+        }
+    }
+
+    #[async_trait]
+    impl QuestionSearch for Counting {
+        async fn questions(&self, _: &str, site: Option<&str>) -> Result<ToolAnswer, SourceError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            *self.last_site.lock().unwrap() = site.map(str::to_string);
+            Ok(ToolAnswer {
+                hits: vec![hit(SF, "stackexchange")],
+                text: format!("Q: log4j mitigation — {SF}"),
+            })
+        }
+    }
+
+    struct Pages(Mutex<Vec<String>>);
+
+    #[async_trait]
+    impl Fetcher for Pages {
+        async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
+            self.0.lock().unwrap().push(url.to_string());
+            Ok(Page {
+                url: url.into(),
+                final_url: url.into(),
+                title: format!("Title of {url}"),
+                markdown: format!("Content of {url}"),
+                bytes: 10,
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn specialised_tools_share_the_gathering_budget_and_their_hits_are_readable() {
+        let model = Arc::new(Script {
+            turns: vec![
+                call(
+                    "security_search",
+                    json!({"query": "CVE-2021-44228", "package": "log4j-core", "ecosystem": "Maven"}),
+                ),
+                call(
+                    "stackexchange",
+                    json!({"query": "log4j mitigation", "site": "serverfault"}),
+                ),
+                call("security_search", json!({"query": "log4j"})),
+                call("stackexchange", json!({"query": "log4j jndi"})),
+                // Fifth gathering call: over the budget of four, whatever the tool.
+                call("stackexchange", json!({"query": "one more"})),
+                call("search", json!({"queries": ["log4j"]})),
+                call("scrape", json!({"urls": [NVD]})),
+                call("scrape", json!({"urls": [NVD, SF]})),
+                text(&format!(
+                    "## Summary\nLog4Shell.\n\n## Key findings\n- Critical ([NVD]({NVD})).\n- Mitigations ([SF]({SF})).\n\n## Links\n- {NVD}\n- {SF}"
+                )),
+            ],
+            requests: Mutex::default(),
+        });
+        let security = Arc::new(Counting::default());
+        let stackexchange = Arc::new(Counting::default());
+        let web = Arc::new(Counting::default());
+        let fetcher = Arc::new(Pages(Mutex::default()));
+        let deps = ResearcherDeps {
+            model: model.clone(),
+            gatherer: web.clone(),
+            fetcher: fetcher.clone(),
+            pool: Arc::default(),
+            settings: ResearcherSettings::default(),
+            specialised: Some(Arc::new(SpecialisedSources {
+                security: Some(security.clone()),
+                stackexchange: Some(stackexchange.clone()),
+            })),
+        };
+        let input = RunInput::new("Is log4j exploitable?", Mode::Quick);
+        let report = run_researcher(&deps, &input, 0, "log4j", &[], None, &|_, _| {})
+            .await
+            .unwrap();
+
+        assert_eq!(security.calls.load(Ordering::SeqCst), 2);
+        assert_eq!(stackexchange.calls.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            web.calls.load(Ordering::SeqCst),
+            0,
+            "search came after the budget was spent"
+        );
+        assert_eq!(report.searches, 4);
+        assert_eq!(
+            *security.last_query.lock().unwrap(),
+            Some(SecurityQuery::text("log4j"))
+        );
+        assert_eq!(
+            stackexchange.last_site.lock().unwrap().as_deref(),
+            None,
+            "the last call named no site"
+        );
+        let first = model.requests.lock().unwrap()[0].clone();
+        let offered: Vec<&str> = first.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            offered,
+            vec!["search", "scrape", "security_search", "stackexchange"]
+        );
+        assert!(first.messages[0].content.contains("`security_search`"));
+        let requests = model.requests.lock().unwrap();
+        let tool_results: Vec<&str> = requests
+            .last()
+            .unwrap()
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| m.content.as_str())
+            .collect();
+        assert!(tool_results[0].contains("CVE-2021-44228"));
+        assert!(
+            tool_results[4].starts_with("Gathering budget exhausted"),
+            "{}",
+            tool_results[4]
+        );
+        assert!(
+            tool_results[5].starts_with("Gathering budget exhausted"),
+            "{}",
+            tool_results[5]
+        );
+        // The specialised hits were readable and read.
+        assert_eq!(
+            *fetcher.0.lock().unwrap(),
+            vec![NVD.to_string(), SF.to_string()]
+        );
+        let fetched: Vec<&str> = report.fetched.iter().map(|s| s.url.as_str()).collect();
+        assert_eq!(fetched, vec![NVD, SF]);
+        let seen: Vec<&str> = report.seen.iter().map(|s| s.url.as_str()).collect();
+        assert_eq!(seen, vec![NVD, SF]);
+    }
+
+    #[test]
+    fn specialised_tools_are_offered_only_when_configured() {
+        let names = |s: Option<&SpecialisedSources>| {
+            tools(s).into_iter().map(|t| t.name).collect::<Vec<_>>()
+        };
+        assert_eq!(names(None), vec!["search", "scrape"]);
+        let only_se = SpecialisedSources {
+            security: None,
+            stackexchange: Some(Arc::new(Counting::default())),
+        };
+        assert_eq!(
+            names(Some(&only_se)),
+            vec!["search", "scrape", "stackexchange"]
+        );
+        assert_eq!(specialised_tools_note(None), "");
+        assert!(specialised_tools_note(Some(&only_se)).contains("`stackexchange`"));
+        assert_eq!(
+            names(Some(&SpecialisedSources::default())),
+            vec!["search", "scrape"]
+        );
     }
 }
