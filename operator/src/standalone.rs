@@ -64,6 +64,23 @@ pub struct StandaloneOptions {
     pub redis_url: Option<String>,
 }
 
+/// The environment variable standing in for a Secret key outside a cluster (search provider and
+/// source keys): `QUARRY_SECRET_<NAME>_<KEY>`, upper-cased, other characters as `_`.
+pub fn secret_env_var(r: &crate::api::SecretKeyRef) -> String {
+    let clean = |s: &str| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
+    format!("QUARRY_SECRET_{}_{}", clean(&r.name), clean(&r.key))
+}
+
 /// Turns a query into a file-name stem: lowercase words joined by dashes, at most 60 characters.
 pub fn sanitize_query(query: &str) -> String {
     let mut out = String::new();
@@ -271,12 +288,13 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
             },
         }
     })?;
-    let secret = |_: &crate::api::SecretKeyRef| None;
+    let secret = |r: &crate::api::SecretKeyRef| std::env::var(secret_env_var(r)).ok();
     let inputs = wiring::Inputs {
         api_key: &api_key,
         secret: &secret,
         services: &services,
         managed_search: None,
+        specialised_filter: None,
     };
     let engine = wiring::build_engine_with(&profile.spec, &inputs, store.clone(), None).map_err(
         |source| StandaloneError::Wiring {

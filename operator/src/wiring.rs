@@ -180,6 +180,9 @@ pub struct Inputs<'a> {
     pub services: &'a Services,
     /// The managed SearchEngine, when the profile names one.
     pub managed_search: Option<ManagedSearch>,
+    /// Which specialised tools the run asks for (security, Stack Exchange); `None`: all the
+    /// profile configures.
+    pub specialised_filter: Option<(bool, bool)>,
 }
 
 /// The SearXNG backend of a profile: its health-book key and gatherer.
@@ -237,10 +240,41 @@ pub fn search_chain(
 
 /// The API search providers a profile configures, in order (Brave, Tavily, Serper clients).
 fn provider_backends(
-    _profile: &ResearchProfileSpec,
-    _inputs: &Inputs<'_>,
+    profile: &ResearchProfileSpec,
+    inputs: &Inputs<'_>,
 ) -> Result<Vec<Backend>, WiringError> {
-    Ok(Vec::new())
+    let specs = profile.search_providers();
+    let built = crate::sources::providers::build_providers(specs, inputs.secret)
+        .map_err(|e| err("spec.search.providers", e.to_string()))?;
+    Ok(built
+        .into_iter()
+        .zip(specs)
+        .map(|((name, gatherer), spec)| Backend {
+            // One breaker per provider endpoint, shared by every run using it.
+            breaker_key: format!("{name} {}", spec.base_url.as_deref().unwrap_or("default")),
+            name,
+            gatherer,
+        })
+        .collect())
+}
+
+/// The specialised tools (security advisories, Stack Exchange) a profile opts into with
+/// `search.sources`, narrowed to what the run asks for.
+fn specialised(
+    profile: &ResearchProfileSpec,
+    inputs: &Inputs<'_>,
+) -> Result<Option<Arc<crate::sources::SpecialisedSources>>, WiringError> {
+    // Opt-in per profile: these tools send queries to public third-party APIs, which an
+    // operator should choose knowingly (and egress policies must allow).
+    let Some(spec) = profile.sources() else {
+        return Ok(None);
+    };
+    let mut sources = crate::sources::SpecialisedSources::from_spec(Some(spec), inputs.secret)
+        .map_err(|e| err("spec.search.sources", e.to_string()))?;
+    if let Some((security, stackexchange)) = inputs.specialised_filter {
+        sources = sources.only(security, stackexchange);
+    }
+    Ok((!sources.is_empty()).then(|| Arc::new(sources)))
 }
 
 /// The searx/SearXNG gatherer of a profile with an external URL (no providers, no cache).
@@ -251,6 +285,7 @@ pub fn gatherer(profile: &ResearchProfileSpec) -> Result<Arc<dyn Gatherer>, Wiri
         secret: &|_| None,
         services: &services,
         managed_search: None,
+        specialised_filter: None,
     };
     Ok(Arc::new(searxng_backend(profile, &inputs)?.1))
 }
@@ -418,6 +453,7 @@ pub fn build_engine(
         secret: &|_| None,
         services: &services,
         managed_search: None,
+        specialised_filter: None,
     };
     build_engine_with(profile, &inputs, store, metrics)
 }
@@ -506,7 +542,7 @@ pub fn build_engine_with(
         spend,
         gatherer,
         // Specialised sources are wired with the search failover (SpecialisedSources::from_spec).
-        specialised: None,
+        specialised: specialised(profile, inputs)?,
         fetcher,
         store,
         settings: engine_settings(profile),

@@ -115,37 +115,99 @@ impl FailoverObserver for Calls {
     }
 }
 
+/// A Brave Search API double: the documented `GET /res/v1/web/search` with the key in
+/// `X-Subscription-Token`, answering `web.results[]` with `title`, `url`, `description`.
+async fn brave_api() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let app = Router::new().route(
+        "/res/v1/web/search",
+        get(
+            move |headers: axum::http::HeaderMap,
+                  axum::extract::Query(q): axum::extract::Query<
+                std::collections::HashMap<String, String>,
+            >| {
+                let log = log.clone();
+                async move {
+                    let token = headers
+                        .get("x-subscription-token")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_string();
+                    log.lock().unwrap().push(format!("{}|{token}", q["q"]));
+                    axum::Json(json!({
+                        "type": "search",
+                        "query": {"original": q["q"]},
+                        "web": {"type": "search", "results": [
+                            {"title": "JSON in Python", "url": "https://brave.example/json", "description": "json.loads parses", "age": "2 days"}
+                        ]}
+                    }))
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), seen)
+}
+
 #[tokio::test]
-async fn the_breaker_stops_calling_a_searx_that_went_down() {
-    let Some(mut stack) = SearchStack::start_or_skip("searx_down_breaker").await else {
+async fn when_searx_goes_down_search_falls_over_to_brave_and_the_breaker_stops_calling_searx() {
+    let Some(mut stack) = SearchStack::start_or_skip("searx_down_failover").await else {
         return;
     };
+    let (brave_url, brave_seen) = brave_api().await;
+    let mut config = quarry::sources::providers::ProviderConfig::new(
+        quarry::sources::http::Secret::new("brave-test-key"),
+    );
+    config.base_url = Some(brave_url.clone());
+    let brave = quarry::sources::providers::brave::BraveGatherer::new(config).unwrap();
     let searx = SearxngGatherer::new(stack.searx.base_url(), Duration::from_secs(10)).unwrap();
-    // The second backend is a second searx-shaped endpoint: the docs index through another
-    // instance would need a second process; an empty answer is enough to see the order.
     let calls = Arc::new(Calls::default());
-    let key = format!("searx-down-test {}", stack.searx.base_url());
-    let chain = FailoverGatherer::new(vec![Backend {
-        name: "searxng".into(),
-        breaker_key: key,
-        gatherer: Arc::new(searx),
-    }])
+    let chain = FailoverGatherer::new(vec![
+        Backend {
+            name: "searxng".into(),
+            breaker_key: format!("failover-test {}", stack.searx.base_url()),
+            gatherer: Arc::new(searx),
+        },
+        Backend {
+            name: "brave".into(),
+            breaker_key: format!("failover-test {brave_url}"),
+            gatherer: Arc::new(brave),
+        },
+    ])
     .with_observer(calls.clone());
-    assert!(!chain.search("json decoder", 5).await.unwrap().is_empty());
+    // searx up: it answers, Brave is not asked.
+    let hits = chain.search("json decoder", 5).await.unwrap();
+    assert!(hits.iter().all(|h| h.engine != "brave"), "{hits:?}");
+    assert!(brave_seen.lock().unwrap().is_empty());
+    // searx down: every search is answered by Brave; after three failures searx is skipped.
     stack.searx.stop();
     for _ in 0..4 {
-        assert!(chain.search("json decoder", 5).await.is_err());
+        let hits = chain.search("json decoder", 5).await.unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].url, "https://brave.example/json");
+        assert_eq!(hits[0].engine, "brave");
     }
+    assert_eq!(
+        *brave_seen.lock().unwrap(),
+        vec!["json decoder|brave-test-key"; 4]
+    );
     let calls = calls.0.lock().unwrap().clone();
     assert_eq!(
         calls,
         vec![
             "searxng:ok",
             "searxng:error",
+            "brave:ok",
+            "searxng:error",
+            "brave:ok",
             "searxng:error",
             "searxng:breaker=2",
-            "searxng:error",
-            "searxng:skipped"
+            "brave:ok",
+            "searxng:skipped",
+            "brave:ok"
         ]
     );
 }

@@ -64,6 +64,7 @@ pub fn build_engine(
         api_keys,
         &crate::wiring::Services::in_memory(),
         None,
+        None,
         store,
         metrics,
     )
@@ -75,6 +76,7 @@ pub fn build_engine_with(
     api_keys: &[(SecretKeyRef, ApiKey)],
     services: &crate::wiring::Services,
     managed_search: Option<crate::wiring::ManagedSearch>,
+    specialised_filter: Option<(bool, bool)>,
     store: Arc<dyn ArtifactStore>,
     metrics: Option<RunMetrics>,
 ) -> Result<Engine, LaunchError> {
@@ -90,6 +92,7 @@ pub fn build_engine_with(
         secret: &secret,
         services,
         managed_search,
+        specialised_filter,
     };
     crate::wiring::build_engine_with(profile, &inputs, store, metrics)
         .map_err(|e| LaunchError(e.to_string()))
@@ -124,6 +127,10 @@ impl Launcher for EngineLauncher {
             &request.api_keys,
             &self.services,
             request.managed_search.clone(),
+            Some((
+                run.spec.uses(crate::api::SourceKind::Security),
+                run.spec.uses(crate::api::SourceKind::Stackexchange),
+            )),
             store.clone(),
             self.metrics
                 .as_ref()

@@ -243,18 +243,19 @@ pub struct Stall {
     pub message: String,
 }
 
-/// Pure: the API key named by `key_ref` in `secret`, or why it is unusable.
+/// Pure: the API key named by `key_ref` in `secret`, or why it is unusable. `field` is where the
+/// profile references it, e.g. `models.primary.apiKeySecretRef`.
 pub fn extract_key(
     secret: &Secret,
     key_ref: &SecretKeyRef,
     profile: &str,
-    tier: &str,
+    field: &str,
 ) -> Result<ApiKey, Stall> {
     let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
     let missing = || Stall {
         reason: reasons::SECRET_KEY_MISSING,
         message: format!(
-            "Secret \"{}\" in namespace \"{namespace}\" has no key \"{}\" (ResearchProfile \"{profile}\" models.{tier}.apiKeySecretRef.key); add the key to the Secret or fix the reference",
+            "Secret \"{}\" in namespace \"{namespace}\" has no key \"{}\" (ResearchProfile \"{profile}\" {field}.key); add the key to the Secret or fix the reference",
             key_ref.name, key_ref.key
         ),
     };
@@ -291,6 +292,54 @@ pub fn extract_key(
         });
     }
     Ok(ApiKey::new(value))
+}
+
+/// Pure: every Secret reference of a profile with the field that holds it: model tiers, search
+/// providers and specialised sources.
+pub fn secret_refs(profile: &ResearchProfileSpec) -> Vec<(String, SecretKeyRef)> {
+    let mut refs: Vec<(String, SecretKeyRef)> = profile
+        .models
+        .iter()
+        .filter_map(|(tier, model)| {
+            model
+                .api_key_secret_ref
+                .clone()
+                .map(|r| (format!("models.{}.apiKeySecretRef", tier.as_str()), r))
+        })
+        .collect();
+    for (i, p) in profile.search_providers().iter().enumerate() {
+        refs.push((
+            format!("search.providers[{i}].apiKeySecretRef"),
+            p.api_key_secret_ref.clone(),
+        ));
+    }
+    if let Some(sources) = profile.sources() {
+        if let Some(security) = &sources.security {
+            if let Some(r) = &security.nvd_api_key_secret_ref {
+                refs.push((
+                    "search.sources.security.nvdApiKeySecretRef".into(),
+                    r.clone(),
+                ));
+            }
+            if let Some(r) = &security.github_token_secret_ref {
+                refs.push((
+                    "search.sources.security.githubTokenSecretRef".into(),
+                    r.clone(),
+                ));
+            }
+        }
+        if let Some(r) = sources
+            .stack_exchange
+            .as_ref()
+            .and_then(|s| s.key_secret_ref.as_ref())
+        {
+            refs.push((
+                "search.sources.stackExchange.keySecretRef".into(),
+                r.clone(),
+            ));
+        }
+    }
+    refs
 }
 
 /// Pure: the engine input for `spec` under `profile`'s default limits.
@@ -561,10 +610,7 @@ async fn resolve(
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
     let mut fetched: BTreeMap<String, Secret> = BTreeMap::new();
     let mut api_keys = Vec::new();
-    for (tier, model) in profile.spec.models.iter() {
-        let Some(key_ref) = &model.api_key_secret_ref else {
-            continue;
-        };
+    for (field, key_ref) in secret_refs(&profile.spec) {
         if !fetched.contains_key(&key_ref.name) {
             let secret = secrets
                 .get_opt(&key_ref.name)
@@ -577,17 +623,15 @@ async fn resolve(
                 return Ok(Err(Stall {
                     reason: reasons::SECRET_NOT_FOUND,
                     message: format!(
-                        "Secret \"{}\" not found in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" models.{}.apiKeySecretRef); create it with key \"{}\"",
-                        key_ref.name,
-                        tier.as_str(),
-                        key_ref.key
+                        "Secret \"{}\" not found in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" {field}); create it with key \"{}\"",
+                        key_ref.name, key_ref.key
                     ),
                 }));
             };
             fetched.insert(key_ref.name.clone(), secret);
         }
         let secret = &fetched[&key_ref.name];
-        match extract_key(secret, key_ref, &profile_name, tier.as_str()) {
+        match extract_key(secret, &key_ref, &profile_name, &field) {
             Ok(key) => api_keys.push((key_ref.clone(), key)),
             Err(stall) => return Ok(Err(stall)),
         }

@@ -144,19 +144,19 @@ impl Gatherer for FailoverGatherer {
             }
             match backend.gatherer.search(query, limit).await {
                 Ok(hits) if !hits.is_empty() => {
-                    self.update(backend, breaker, CircuitBreaker::on_success);
                     self.note(backend, "ok");
+                    self.update(backend, breaker, CircuitBreaker::on_success);
                     return Ok(hits);
                 }
                 Ok(_) => {
-                    self.update(backend, breaker, CircuitBreaker::on_success);
                     self.note(backend, "empty");
+                    self.update(backend, breaker, CircuitBreaker::on_success);
                     debug!(backend = %backend.name, "no results; trying the next backend");
                     answered_empty = true;
                 }
                 Err(e) => {
-                    self.update(backend, breaker, |b| b.on_failure(Instant::now()));
                     self.note(backend, "error");
+                    self.update(backend, breaker, |b| b.on_failure(Instant::now()));
                     warn!(backend = %backend.name, error = %e, "search backend failed");
                     failures.push(format!("{}: {e}", backend.name));
                 }
