@@ -69,7 +69,11 @@ fn crds_yaml_holds_every_crd_file() {
         .collect();
     assert_eq!(
         names,
-        vec!["researchruns.quarry.dev", "researchprofiles.quarry.dev"]
+        vec![
+            "researchruns.quarry.dev",
+            "researchprofiles.quarry.dev",
+            "searchengines.quarry.dev"
+        ]
     );
     for (doc, file) in docs
         .iter()
