@@ -153,11 +153,22 @@ async fn past_eighty_percent_of_the_budget_the_budget_tier_answers() {
         f["usage"]["byModel"]["scripted-budget"]["costUSD"],
         json!("0.000540")
     );
-    // The provenance log has one line per model call, and their costs add up to the run's.
+    // The provenance log has one line per model call (besides its searches and page reads), and
+    // their costs add up to the run's.
     let log = std::fs::read_to_string(dir.path().join("state/events.jsonl")).unwrap();
-    let calls: Vec<Value> = log
+    let lines: Vec<Value> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["kind"] == "search" && l["cache"] == "miss"),
+        "searches are in the log: {log}"
+    );
+    let calls: Vec<Value> = lines
+        .into_iter()
+        .filter(|l| l["kind"] == "modelCall")
         .collect();
     let models: Vec<&str> = calls.iter().map(|c| c["model"].as_str().unwrap()).collect();
     assert_eq!(
