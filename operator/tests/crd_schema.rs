@@ -10,7 +10,7 @@ use quarry::api::profile::{
 use quarry::api::run::{
     REPORT_PREFIX_MESSAGE, REPORT_PREFIX_RULE, SPEC_IMMUTABLE_MESSAGE, SPEC_IMMUTABLE_RULE,
 };
-use quarry::api::{ResearchProfile, ResearchRun};
+use quarry::api::{ResearchProfile, ResearchRun, SearchEngine};
 use serde_json::{Value, json};
 
 /// The openAPIV3Schema of a CRD as JSON.
@@ -886,6 +886,10 @@ fn examples_are_valid_for_schema_cel_and_types() {
                 }
                 profile_schema()
             }
+            "SearchEngine" => {
+                let _: SearchEngine = serde_json::from_value(doc.clone()).expect("typed engine");
+                schema_of(&SearchEngine::crd())
+            }
             "Secret" => continue,
             other => panic!("{file}: unexpected kind {other}"),
         };
@@ -904,8 +908,11 @@ fn examples_are_valid_for_schema_cel_and_types() {
         ("profile-local.yaml", "ResearchProfile"),
         ("profile-openai.yaml", "Secret"),
         ("profile-openai.yaml", "ResearchProfile"),
+        ("profile-search-providers.yaml", "Secret"),
+        ("profile-search-providers.yaml", "ResearchProfile"),
         ("run-deep.yaml", "ResearchRun"),
         ("run-quick.yaml", "ResearchRun"),
+        ("searchengine.yaml", "SearchEngine"),
     ];
     assert_eq!(
         kinds,
@@ -934,4 +941,63 @@ fn local_demo_profile_reads_as_documented() {
         profile.spec.fetch.allowed_hosts,
         vec!["127.0.0.1".to_owned()]
     );
+}
+
+/// Structural errors of a SearchEngine spec.
+fn engine_spec_errors(spec: Value) -> Vec<String> {
+    let mut out = Vec::new();
+    openapi_errors(
+        prop(&schema_of(&SearchEngine::crd()), "spec"),
+        &spec,
+        "spec",
+        &mut out,
+    );
+    out
+}
+
+#[test]
+fn search_engine_schema_bounds_and_columns() {
+    let schema = schema_of(&SearchEngine::crd());
+    assert_eq!(engine_spec_errors(json!({})), Vec::<String>::new());
+    assert_eq!(
+        engine_spec_errors(json!({"settingsOverrides": {"any": {"nested": [1, "x"]}}})),
+        Vec::<String>::new(),
+        "overrides are free-form"
+    );
+    assert_eq!(
+        prop(&schema, "spec.settingsOverrides")["x-kubernetes-preserve-unknown-fields"],
+        json!(true)
+    );
+    assert_eq!(prop(&schema, "spec.engines")["x-kubernetes-list-type"], "map");
+    assert_eq!(
+        prop(&schema, "spec.engines")["x-kubernetes-list-map-keys"],
+        json!(["name"])
+    );
+    let cases = [
+        (json!({"replicas": 0}), "spec.replicas: below minimum 1.0"),
+        (json!({"replicas": 21}), "spec.replicas: above maximum 20.0"),
+        (json!({"idleTimeout": "10 minutes"}), "spec.idleTimeout: does not match"),
+        (json!({"engines": [{"name": "Bad!"}]}), "spec.engines[0].name: does not match"),
+        (json!({"engines": [{"disabled": true}]}), "spec.engines[0].name: required"),
+        (
+            json!({"engines": [{"name": "bing", "timeout": 0.1}]}),
+            "spec.engines[0].timeout: below minimum 0.5",
+        ),
+        (json!({"image": ""}), "spec.image: shorter than 1"),
+    ];
+    for (spec, expected) in cases {
+        let errors = engine_spec_errors(spec.clone());
+        assert_eq!(errors.len(), 1, "{spec}: {errors:?}");
+        assert!(errors[0].starts_with(expected), "{spec}: {errors:?}");
+    }
+    let crd = SearchEngine::crd();
+    let columns: Vec<String> = crd.spec.versions[0]
+        .additional_printer_columns
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    assert_eq!(columns, vec!["Ready", "Replicas", "Active", "URL", "Age"]);
+    assert!(crd.spec.versions[0].subresources.as_ref().unwrap().status.is_some());
 }
