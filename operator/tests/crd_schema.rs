@@ -968,7 +968,10 @@ fn search_engine_schema_bounds_and_columns() {
         prop(&schema, "spec.settingsOverrides")["x-kubernetes-preserve-unknown-fields"],
         json!(true)
     );
-    assert_eq!(prop(&schema, "spec.engines")["x-kubernetes-list-type"], "map");
+    assert_eq!(
+        prop(&schema, "spec.engines")["x-kubernetes-list-type"],
+        "map"
+    );
     assert_eq!(
         prop(&schema, "spec.engines")["x-kubernetes-list-map-keys"],
         json!(["name"])
@@ -976,9 +979,18 @@ fn search_engine_schema_bounds_and_columns() {
     let cases = [
         (json!({"replicas": 0}), "spec.replicas: below minimum 1.0"),
         (json!({"replicas": 21}), "spec.replicas: above maximum 20.0"),
-        (json!({"idleTimeout": "10 minutes"}), "spec.idleTimeout: does not match"),
-        (json!({"engines": [{"name": "Bad!"}]}), "spec.engines[0].name: does not match"),
-        (json!({"engines": [{"disabled": true}]}), "spec.engines[0].name: required"),
+        (
+            json!({"idleTimeout": "10 minutes"}),
+            "spec.idleTimeout: does not match",
+        ),
+        (
+            json!({"engines": [{"name": "Bad!"}]}),
+            "spec.engines[0].name: does not match",
+        ),
+        (
+            json!({"engines": [{"disabled": true}]}),
+            "spec.engines[0].name: required",
+        ),
         (
             json!({"engines": [{"name": "bing", "timeout": 0.1}]}),
             "spec.engines[0].timeout: below minimum 0.5",
@@ -999,5 +1011,12 @@ fn search_engine_schema_bounds_and_columns() {
         .map(|c| c.name.clone())
         .collect();
     assert_eq!(columns, vec!["Ready", "Replicas", "Active", "URL", "Age"]);
-    assert!(crd.spec.versions[0].subresources.as_ref().unwrap().status.is_some());
+    assert!(
+        crd.spec.versions[0]
+            .subresources
+            .as_ref()
+            .unwrap()
+            .status
+            .is_some()
+    );
 }

@@ -261,6 +261,16 @@ async fn cleanup(client: &Client, namespace: &str) {
     let _ = Api::<ConfigMap>::namespaced(client.clone(), namespace)
         .delete_collection(&params, &list)
         .await;
+    let _ = Api::<quarry::api::SearchEngine>::namespaced(client.clone(), namespace)
+        .delete_collection(&params, &list)
+        .await;
+    let _ = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), namespace)
+        .delete_collection(&params, &list)
+        .await;
+    // Services have no deletecollection: delete the one the SearchEngine made.
+    let _ = Api::<k8s_openapi::api::core::v1::Service>::namespaced(client.clone(), namespace)
+        .delete("managed-searxng", &params)
+        .await;
     let _ = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
         .delete_collection(&params, &list)
         .await;
@@ -534,10 +544,185 @@ async fn scenario(
             "the dashboard or alerts query metrics the operator does not export: {missing:?}\n{metrics}"
         ));
     }
+    managed_search_engine(client, namespace, &model.base_url(), &web).await?;
     operator
         .kill()
         .await
         .map_err(|e| format!("stopping the operator: {e}"))?;
+    Ok(())
+}
+
+/// Polls `get` until `done` holds on its value, failing with the last value after `timeout`.
+async fn wait_for<T: std::fmt::Debug, F, Fut>(
+    what: &str,
+    timeout: Duration,
+    get: F,
+    done: impl Fn(&T) -> bool,
+) -> Result<T, String>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut last = None;
+    while tokio::time::Instant::now() < deadline {
+        if let Some(value) = get().await {
+            if done(&value) {
+                return Ok(value);
+            }
+            last = Some(value);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Err(format!(
+        "{what} not reached within {timeout:?}; last: {last:?}"
+    ))
+}
+
+/// A managed SearchEngine: idle at zero, scaled up with owned children when a run uses it (the
+/// run waits for it: no kubelet runs its pods here), back to zero after its idle timeout.
+async fn managed_search_engine(
+    client: &Client,
+    namespace: &str,
+    model_url: &str,
+    web: &str,
+) -> TestResult {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use quarry::api::SearchEngine;
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "SearchEngine"),
+        namespace,
+        json!({
+            "apiVersion": "quarry.dev/v1alpha1", "kind": "SearchEngine",
+            "metadata": {"name": "managed"},
+            "spec": {"idleTimeout": "5s", "engines": [{"name": "wikipedia"}]}
+        }),
+    )
+    .await?;
+    let engines: Api<SearchEngine> = Api::namespaced(client.clone(), namespace);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let idle = wait_for(
+        "SearchEngine managed Idle",
+        Duration::from_secs(60),
+        || async { engines.get("managed").await.ok() },
+        |e: &SearchEngine| {
+            e.status.as_ref().is_some_and(|s| {
+                s.url.as_deref() == Some(&*format!("http://managed-searxng.{namespace}.svc:8080"))
+                    && find_condition(&s.conditions, "Ready")
+                        .is_some_and(|c| c.status == "True" && c.reason == "Idle")
+            })
+        },
+    )
+    .await?;
+    let deployment = deployments
+        .get("managed-searxng")
+        .await
+        .map_err(|e| format!("Deployment managed-searxng: {e}"))?;
+    let owner = deployment.owner_references().first().cloned();
+    if deployment.spec.as_ref().and_then(|s| s.replicas) != Some(0)
+        || owner.as_ref().map(|o| (o.kind.as_str(), o.uid.as_str()))
+            != Some((
+                "SearchEngine",
+                idle.metadata.uid.as_deref().unwrap_or_default(),
+            ))
+    {
+        return Err(format!(
+            "idle Deployment wrong: replicas/owner {deployment:?}"
+        ));
+    }
+    for (kind, exists) in [
+        (
+            "ConfigMap",
+            Api::<ConfigMap>::namespaced(client.clone(), namespace)
+                .get_opt("managed-searxng")
+                .await
+                .map_err(|e| e.to_string())?
+                .is_some_and(|c| {
+                    c.data
+                        .as_ref()
+                        .and_then(|d| d.get("settings.yml"))
+                        .is_some_and(|t| t.contains("wikipedia") && t.contains("json"))
+                }),
+        ),
+        (
+            "Secret",
+            Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
+                .get_opt("managed-searxng")
+                .await
+                .map_err(|e| e.to_string())?
+                .is_some_and(|s| s.data.is_some_and(|d| d.contains_key("secret_key"))),
+        ),
+        (
+            "Service",
+            Api::<k8s_openapi::api::core::v1::Service>::namespaced(client.clone(), namespace)
+                .get_opt("managed-searxng")
+                .await
+                .map_err(|e| e.to_string())?
+                .is_some(),
+        ),
+    ] {
+        if !exists {
+            return Err(format!("{kind} managed-searxng missing or incomplete"));
+        }
+    }
+    // A run whose profile names the engine scales it up and waits for a ready replica.
+    let mut managed_profile = profile("managed-profile", model_url, web);
+    managed_profile["spec"]["search"] = json!({"searchEngineRef": {"name": "managed"}});
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchProfile"),
+        namespace,
+        managed_profile,
+    )
+    .await?;
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchRun"),
+        namespace,
+        run("waits", "managed-profile", "Which engines answer servers?"),
+    )
+    .await?;
+    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), namespace);
+    wait_run(
+        &runs,
+        "waits",
+        "Reconciling=True WaitingForSearchEngine",
+        Duration::from_secs(30),
+        |r| condition_is(r, "Reconciling", "True", "WaitingForSearchEngine"),
+    )
+    .await?;
+    wait_for(
+        "Deployment managed-searxng scaled to 1",
+        Duration::from_secs(30),
+        || async { deployments.get("managed-searxng").await.ok() },
+        |d: &Deployment| d.spec.as_ref().and_then(|s| s.replicas) == Some(1),
+    )
+    .await?;
+    wait_for(
+        "SearchEngine managed Starting with 1 active run",
+        Duration::from_secs(30),
+        || async { engines.get("managed").await.ok() },
+        |e: &SearchEngine| {
+            e.status.as_ref().is_some_and(|s| {
+                s.active_runs == 1
+                    && find_condition(&s.conditions, "Ready")
+                        .is_some_and(|c| c.status == "False" && c.reason == "Starting")
+            })
+        },
+    )
+    .await?;
+    // The run goes away: after the 5 s idle timeout the engine is back at zero.
+    runs.delete("waits", &DeleteParams::default())
+        .await
+        .map_err(|e| format!("deleting run waits: {e}"))?;
+    wait_for(
+        "Deployment managed-searxng back to 0",
+        Duration::from_secs(60),
+        || async { deployments.get("managed-searxng").await.ok() },
+        |d: &Deployment| d.spec.as_ref().and_then(|s| s.replicas) == Some(0),
+    )
+    .await?;
     Ok(())
 }
 

@@ -1011,6 +1011,31 @@ mod tests {
     }
 
     #[test]
+    fn search_health_failover_and_cache_metrics_are_exported() {
+        use crate::sources::failover::FailoverObserver;
+        let metrics = Metrics::new();
+        metrics.set_engine_state("ns/default", "bing", "Healthy");
+        metrics.set_engine_state("ns/default", "bing", "Captcha");
+        metrics.on_call("searxng", "error");
+        metrics.on_call("brave", "ok");
+        metrics.on_breaker("searxng", 2);
+        metrics.cache_lookup("page", "redis", "hit");
+        metrics.record_reconcile_of("searchengine", true, 0.01);
+        let text = metrics.encode().unwrap();
+        for line in [
+            "quarry_search_engine_state{backend=\"ns/default\",engine=\"bing\",state=\"Captcha\"} 1",
+            "quarry_search_engine_state{backend=\"ns/default\",engine=\"bing\",state=\"Healthy\"} 0",
+            "quarry_search_backend_requests_total{backend=\"searxng\",outcome=\"error\"} 1",
+            "quarry_search_backend_requests_total{backend=\"brave\",outcome=\"ok\"} 1",
+            "quarry_search_backend_circuit_breaker_state{backend=\"searxng\"} 2",
+            "quarry_cache_requests_total{kind=\"page\",backend=\"redis\",result=\"hit\"} 1",
+            "controller_runtime_reconcile_total{controller=\"searchengine\",result=\"success\"} 1",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+    }
+
+    #[test]
     fn run_phase_gauge_counts_each_run_once() {
         let metrics = Metrics::new();
         let get = |phase| {
