@@ -447,7 +447,10 @@ pub fn build_engine(
     store: Arc<dyn ArtifactStore>,
     metrics: Option<RunMetrics>,
 ) -> Result<Engine, WiringError> {
-    let services = Services::in_memory();
+    let services = Services::new(
+        Arc::new(MemoryCache::default()),
+        metrics.as_ref().map(|m| m.metrics().clone()),
+    );
     let inputs = Inputs {
         api_key,
         secret: &|_| None,

@@ -107,7 +107,9 @@ fn the_dashboard_and_rules_are_well_formed() {
             "QuarryRunStuck",
             "QuarrySpendRateHigh",
             "QuarryProviderCircuitOpen",
-            "QuarryReconcileErrors"
+            "QuarryReconcileErrors",
+            "QuarrySearchBackendCircuitOpen",
+            "QuarrySearxngEnginesBlocked"
         ]
     );
     // No label carries a run name.

@@ -81,6 +81,10 @@ impl FailoverGatherer {
 
     /// Reports calls and breaker changes to `observer`.
     pub fn with_observer(mut self, observer: Arc<dyn FailoverObserver>) -> Self {
+        // Every backend's breaker is visible from the start, not only after its first change.
+        for (backend, breaker) in &self.backends {
+            observer.on_breaker(&backend.name, lock(breaker).state().gauge());
+        }
         self.observer = Some(observer);
         self
     }
