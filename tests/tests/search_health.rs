@@ -198,6 +198,8 @@ async fn when_searx_goes_down_search_falls_over_to_brave_and_the_breaker_stops_c
     assert_eq!(
         calls,
         vec![
+            "searxng:breaker=0",
+            "brave:breaker=0",
             "searxng:ok",
             "searxng:error",
             "brave:ok",

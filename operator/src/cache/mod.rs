@@ -51,9 +51,12 @@ pub trait Cache: Send + Sync {
     fn backend(&self) -> &'static str;
 }
 
+/// An entry of the in-memory cache: when it expires, and the value.
+type MemoryEntry = (Instant, Arc<Vec<u8>>);
+
 /// In-process LRU cache with expiry, for a single operator replica or a standalone run.
 pub struct MemoryCache {
-    entries: Mutex<lru::LruCache<String, (Instant, Arc<Vec<u8>>)>>,
+    entries: Mutex<lru::LruCache<String, MemoryEntry>>,
 }
 
 impl MemoryCache {

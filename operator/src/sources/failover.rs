@@ -150,7 +150,8 @@ impl Gatherer for FailoverGatherer {
                 Ok(hits) if !hits.is_empty() => {
                     self.note(backend, "ok");
                     self.update(backend, breaker, CircuitBreaker::on_success);
-                    return Ok(hits);
+                    // One shape whatever answered: canonical-URL duplicates dropped.
+                    return Ok(super::normalize_and_dedup(hits));
                 }
                 Ok(_) => {
                     self.note(backend, "empty");
@@ -263,6 +264,8 @@ mod tests {
         assert_eq!(
             *seen.0.lock().unwrap(),
             vec![
+                "searxng:breaker=0",
+                "brave:breaker=0",
                 "searxng:error",
                 "brave:ok",
                 "searxng:empty",
@@ -288,7 +291,7 @@ mod tests {
         // Three failures open the breaker; the last two searches never reach searx.
         assert_eq!(searx.calls.load(Ordering::SeqCst), 3);
         assert_eq!(brave.calls.load(Ordering::SeqCst), 5);
-        let seen = seen.0.lock().unwrap();
+        let seen = seen.0.lock().unwrap().clone();
         assert!(seen.contains(&"searxng:breaker=2".to_string()), "{seen:?}");
         assert_eq!(seen.iter().filter(|s| *s == "searxng:skipped").count(), 2);
         // Another chain over the same endpoint shares the breaker.
