@@ -157,13 +157,60 @@ pub trait CacheObserver: Send + Sync {
     fn on_lookup(&self, lookup: &Lookup);
 }
 
+/// What both cached ports share: the cache, the entries' lifetime and who hears of lookups.
+struct Layer {
+    cache: Arc<dyn Cache>,
+    ttl: Duration,
+    observer: Option<Arc<dyn CacheObserver>>,
+}
+
+impl Layer {
+    /// Serves `key` from the cache, or runs `fetch` and stores its value when `keep` says so;
+    /// reports the lookup as `kind` of `subject`.
+    async fn get_or_fetch<T, E, F>(
+        &self,
+        (kind, subject): (&'static str, &str),
+        key: &str,
+        keep: impl Fn(&T) -> bool,
+        outcome: impl Fn(&Result<T, E>) -> &'static str,
+        fetch: F,
+    ) -> Result<T, E>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+        F: std::future::Future<Output = Result<T, E>>,
+    {
+        let started = Instant::now();
+        let (cached, cache) = lookup::<T>(self.cache.as_ref(), key).await;
+        let result = match cached {
+            Some(value) => Ok(value),
+            None => {
+                let result = fetch.await;
+                if let Ok(value) = &result
+                    && keep(value)
+                {
+                    store(self.cache.as_ref(), key, value, self.ttl).await;
+                }
+                result
+            }
+        };
+        if let Some(o) = &self.observer {
+            o.on_lookup(&Lookup {
+                kind,
+                subject: subject.to_string(),
+                cache,
+                outcome: outcome(&result),
+                duration: started.elapsed(),
+            });
+        }
+        result
+    }
+}
+
 /// A `Gatherer` that answers repeated searches from the cache.
 pub struct CachedGatherer {
     inner: Arc<dyn Gatherer>,
-    cache: Arc<dyn Cache>,
     chain: String,
-    ttl: Duration,
-    observer: Option<Arc<dyn CacheObserver>>,
+    layer: Layer,
 }
 
 impl CachedGatherer {
@@ -176,16 +223,18 @@ impl CachedGatherer {
     ) -> Self {
         Self {
             inner,
-            cache,
             chain: chain.into(),
-            ttl,
-            observer: None,
+            layer: Layer {
+                cache,
+                ttl,
+                observer: None,
+            },
         }
     }
 
     /// Reports every lookup to `observer`.
     pub fn with_observer(mut self, observer: Arc<dyn CacheObserver>) -> Self {
-        self.observer = Some(observer);
+        self.layer.observer = Some(observer);
         self
     }
 }
@@ -193,46 +242,28 @@ impl CachedGatherer {
 #[async_trait]
 impl Gatherer for CachedGatherer {
     async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, SourceError> {
-        let started = Instant::now();
-        let key = search_key(&self.chain, query, limit);
-        let (cached, cache) = lookup::<Vec<SearchHit>>(self.cache.as_ref(), &key).await;
-        let result = match cached {
-            Some(hits) => Ok(hits),
-            None => {
-                let result = self.inner.search(query, limit).await;
+        self.layer
+            .get_or_fetch(
+                ("search", query),
+                &search_key(&self.chain, query, limit),
                 // Empty answers are not kept: they are often a transient block, not a fact.
-                if let Ok(hits) = &result
-                    && !hits.is_empty()
-                {
-                    store(self.cache.as_ref(), &key, hits, self.ttl).await;
-                }
-                result
-            }
-        };
-        if let Some(o) = &self.observer {
-            o.on_lookup(&Lookup {
-                kind: "search",
-                subject: query.to_string(),
-                cache,
-                outcome: match &result {
+                |hits: &Vec<SearchHit>| !hits.is_empty(),
+                |result| match result {
                     Ok(h) if h.is_empty() => "empty",
                     Ok(_) => "ok",
                     Err(_) => "error",
                 },
-                duration: started.elapsed(),
-            });
-        }
-        result
+                self.inner.search(query, limit),
+            )
+            .await
     }
 }
 
 /// A `Fetcher` that serves pages read before (under the same fetch policy) from the cache.
 pub struct CachedFetcher {
     inner: Arc<dyn Fetcher>,
-    cache: Arc<dyn Cache>,
     policy: String,
-    ttl: Duration,
-    observer: Option<Arc<dyn CacheObserver>>,
+    layer: Layer,
 }
 
 impl CachedFetcher {
@@ -245,16 +276,18 @@ impl CachedFetcher {
     ) -> Self {
         Self {
             inner,
-            cache,
             policy: policy.into(),
-            ttl,
-            observer: None,
+            layer: Layer {
+                cache,
+                ttl,
+                observer: None,
+            },
         }
     }
 
     /// Reports every lookup to `observer`.
     pub fn with_observer(mut self, observer: Arc<dyn CacheObserver>) -> Self {
-        self.observer = Some(observer);
+        self.layer.observer = Some(observer);
         self
     }
 }
@@ -262,29 +295,15 @@ impl CachedFetcher {
 #[async_trait]
 impl Fetcher for CachedFetcher {
     async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
-        let started = Instant::now();
-        let key = page_key(&self.policy, url);
-        let (cached, cache) = lookup::<Page>(self.cache.as_ref(), &key).await;
-        let result = match cached {
-            Some(page) => Ok(page),
-            None => {
-                let result = self.inner.fetch(url).await;
-                if let Ok(page) = &result {
-                    store(self.cache.as_ref(), &key, page, self.ttl).await;
-                }
-                result
-            }
-        };
-        if let Some(o) = &self.observer {
-            o.on_lookup(&Lookup {
-                kind: "page",
-                subject: url.to_string(),
-                cache,
-                outcome: if result.is_ok() { "ok" } else { "error" },
-                duration: started.elapsed(),
-            });
-        }
-        result
+        self.layer
+            .get_or_fetch(
+                ("page", url),
+                &page_key(&self.policy, url),
+                |_: &Page| true,
+                |result| if result.is_ok() { "ok" } else { "error" },
+                self.inner.fetch(url),
+            )
+            .await
     }
 }
 

@@ -120,6 +120,12 @@ impl HttpSource {
         })
     }
 
+    /// The same client with another cap on one answer body.
+    pub fn with_max_body_bytes(mut self, max_body_bytes: usize) -> Self {
+        self.max_body_bytes = max_body_bytes;
+        self
+    }
+
     /// The provider name used in errors and hits.
     pub fn provider(&self) -> &'static str {
         self.provider

@@ -14,6 +14,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::health::{AnswerReport, HealthBook};
+use super::http::HttpSource;
 use super::{Gatherer, SearchHit, SourceError};
 
 /// Default cap on the size of one JSON answer; a page of searx results is a few tens of KiB.
@@ -25,10 +26,9 @@ const UNKNOWN_ENGINE: &str = "searxng";
 /// A `Gatherer` that queries one SearXNG/searx instance over its JSON API.
 #[derive(Debug, Clone)]
 pub struct SearxngGatherer {
-    client: reqwest::Client,
+    /// Client, timeout and body bound (shared with the API providers' clients).
+    source: HttpSource,
     search_url: Url,
-    timeout: Duration,
-    max_body_bytes: usize,
     pageno: Option<u32>,
     categories: Option<String>,
     /// Where each answer's engine health goes, and under which backend key.
@@ -40,23 +40,12 @@ impl SearxngGatherer {
     /// (connect, send, read the whole body) is bounded by `timeout`.
     pub fn new(base_url: &str, timeout: Duration) -> Result<Self, SourceError> {
         let search_url = search_endpoint(base_url)?;
-        let client = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            // searx answers 302 to the front page for some bad requests; following it would
-            // only turn a clear status into a confusing parse error.
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("quarry/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| SourceError::Unreachable {
-                endpoint: search_url.to_string(),
-                message: format!("cannot build HTTP client: {e}"),
-            })?;
+        // No redirects: searx answers 302 to the front page for some bad requests; following
+        // it would only turn a clear status into a confusing parse error.
+        let source = HttpSource::new("searxng", timeout, DEFAULT_MAX_BODY_BYTES, Vec::new())?;
         Ok(Self {
-            client,
+            source,
             search_url,
-            timeout,
-            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             pageno: None,
             categories: None,
             health: None,
@@ -84,7 +73,7 @@ impl SearxngGatherer {
 
     /// Overrides the cap on the size of one answer body.
     pub fn with_max_body_bytes(mut self, max_body_bytes: usize) -> Self {
-        self.max_body_bytes = max_body_bytes;
+        self.source = self.source.with_max_body_bytes(max_body_bytes);
         self
     }
 
@@ -111,48 +100,23 @@ impl SearxngGatherer {
 
     async fn fetch_body(&self, query: &str) -> Result<Vec<u8>, SourceError> {
         let url = self.request_url(query);
-        let endpoint = self.search_url.to_string();
-        let unreachable = |e: reqwest::Error| SourceError::Unreachable {
-            endpoint: endpoint.clone(),
-            message: if e.is_timeout() {
-                format!("timed out after {:?}", self.timeout)
-            } else {
-                error_chain(&e)
-            },
-        };
-        let mut response = self
-            .client
-            .get(url)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(unreachable)?;
-        let status = response.status();
-        if !status.is_success() {
+        let request = self
+            .source
+            .client()
+            .get(url.clone())
+            .header(reqwest::header::ACCEPT, "application/json");
+        let answer = self.source.send(request, &url).await.map_err(|e| match e {
+            SourceError::TooLarge { limit, .. } => {
+                SourceError::Malformed(format!("answer exceeds the limit of {limit} bytes"))
+            }
+            other => other,
+        })?;
+        if !answer.status.is_success() {
             return Err(SourceError::Status {
-                status: status.as_u16(),
+                status: answer.status.as_u16(),
             });
         }
-        let too_large = || {
-            SourceError::Malformed(format!(
-                "answer exceeds the limit of {} bytes",
-                self.max_body_bytes
-            ))
-        };
-        if response
-            .content_length()
-            .is_some_and(|len| len > self.max_body_bytes as u64)
-        {
-            return Err(too_large());
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-            if body.len() + chunk.len() > self.max_body_bytes {
-                return Err(too_large());
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+        Ok(answer.body)
     }
 }
 
@@ -316,18 +280,6 @@ fn dedupe_key(url: &str) -> String {
 
 fn collapse_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// reqwest's top-level message hides the cause ("error sending request"); keep the chain.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut message = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 #[cfg(test)]
