@@ -360,7 +360,7 @@ async fn per_attempt_timeout() {
 }
 
 #[tokio::test]
-async fn garbage_and_malformed_bodies_are_malformed() {
+async fn garbled_bodies_are_retried_then_reported() {
     let cases = [
         (
             Step::garbage("<<<not json at all>>>"),
@@ -394,16 +394,28 @@ async fn garbage_and_malformed_bodies_are_malformed() {
         ),
     ];
     for (step, stream, needle) in cases {
-        let server = ScriptedModel::start(vec![step.clone()]).await.unwrap();
+        // The damaged answer every time: two retries (max_retries: 2), then the error.
+        let server = ScriptedModel::start(Script::default().with_fallback(step.clone()))
+            .await
+            .unwrap();
         let err = client(config(&server, stream))
             .chat(request(vec![], 20))
             .await
             .unwrap_err();
         match &err {
-            LlmError::Malformed(m) => assert!(m.contains(needle), "{step:?} stream={stream}: {m}"),
+            LlmError::Garbled(m) => assert!(m.contains(needle), "{step:?} stream={stream}: {m}"),
             other => panic!("{step:?} stream={stream}: unexpected {other:?}"),
         }
-        assert_eq!(server.request_count(), 1);
+        assert_eq!(server.request_count(), 3, "{step:?} stream={stream}");
+        // Damaged once: the retry gets the real answer.
+        let server = ScriptedModel::start(vec![step.clone(), Step::text("fine")])
+            .await
+            .unwrap();
+        let answer = client(config(&server, stream))
+            .chat(request(vec![], 20))
+            .await
+            .unwrap();
+        assert_eq!(answer.content, "fine", "{step:?} stream={stream}");
     }
 }
 

@@ -122,7 +122,7 @@ impl AnthropicClient {
         }
         let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
             let start: String = String::from_utf8_lossy(&bytes).chars().take(200).collect();
-            LlmError::Malformed(self.redact(format!("not a Messages API answer ({e}): {start}")))
+            LlmError::Garbled(self.redact(format!("not a Messages API answer ({e}): {start}")))
         })?;
         self.finish(request, &v)
     }

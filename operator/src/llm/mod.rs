@@ -168,6 +168,10 @@ pub enum LlmError {
     },
     #[error("model answer could not be understood: {0}")]
     Malformed(String),
+    /// The answer was damaged in transit: a body that is not JSON, no choices, a stream cut off
+    /// midway. No usage was reported, and asking again usually works, so it is retried.
+    #[error("model answer could not be understood: {0}")]
+    Garbled(String),
     #[error("model output degenerated into repetition and was stopped after {tokens} tokens")]
     Degenerate { tokens: u64 },
     #[error("model configuration invalid: {0}")]
@@ -181,10 +185,10 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    /// True when a retry may succeed (timeouts, 429, 5xx, connection errors).
+    /// True when a retry may succeed (timeouts, 429, 5xx, connection errors, garbled answers).
     pub fn is_retryable(&self) -> bool {
         match self {
-            LlmError::Unreachable { .. } | LlmError::Timeout { .. } => true,
+            LlmError::Unreachable { .. } | LlmError::Timeout { .. } | LlmError::Garbled(_) => true,
             LlmError::Status { status, .. } => *status == 429 || *status >= 500,
             _ => false,
         }

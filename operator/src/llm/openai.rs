@@ -318,12 +318,12 @@ impl OpenAiClient {
         if acc.events == 0
             && let Some(line) = acc.foreign_line
         {
-            return Err(self.redact_err(LlmError::Malformed(format!(
+            return Err(self.redact_err(LlmError::Garbled(format!(
                 "response is not an event stream: `{line}`"
             ))));
         }
         if !acc.done && acc.finish_reason.is_none() {
-            return Err(LlmError::Malformed(format!(
+            return Err(LlmError::Garbled(format!(
                 "stream ended before the answer was complete (no finish_reason and no [DONE]) after {} characters",
                 acc.content.chars().count()
             )));
@@ -418,6 +418,7 @@ impl OpenAiClient {
     fn redact_err(&self, err: LlmError) -> LlmError {
         match err {
             LlmError::Malformed(m) => LlmError::Malformed(self.redact(m)),
+            LlmError::Garbled(m) => LlmError::Garbled(self.redact(m)),
             LlmError::Status {
                 status,
                 body,
@@ -654,7 +655,7 @@ fn snippet(bytes: &[u8]) -> String {
 /// Parses a non-streamed completion body.
 fn parse_completion(bytes: &[u8]) -> Result<RawAnswer, LlmError> {
     let v: Value = serde_json::from_slice(bytes).map_err(|e| {
-        LlmError::Malformed(format!("response is not JSON ({e}): `{}`", snippet(bytes)))
+        LlmError::Garbled(format!("response is not JSON ({e}): `{}`", snippet(bytes)))
     })?;
     if let Some(err) = stream_or_body_error(&v) {
         return Err(err);
@@ -664,7 +665,7 @@ fn parse_completion(bytes: &[u8]) -> Result<RawAnswer, LlmError> {
         .and_then(Value::as_array)
         .and_then(|c| c.first())
         .ok_or_else(|| {
-            LlmError::Malformed(format!("response has no choices: `{}`", snippet(bytes)))
+            LlmError::Garbled(format!("response has no choices: `{}`", snippet(bytes)))
         })?;
     let message = choice
         .get("message")
@@ -1278,7 +1279,7 @@ mod tests {
         assert_eq!(calls[0].arguments, json!({"q": "a"}));
         let err = parse_completion(b"<html>oops</html>").unwrap_err();
         assert!(
-            matches!(err, LlmError::Malformed(ref m) if m.contains("<html>oops</html>")),
+            matches!(err, LlmError::Garbled(ref m) if m.contains("<html>oops</html>")),
             "{err}"
         );
         let err =

@@ -346,7 +346,8 @@ impl Router {
 
 /// True for failures that say the endpoint is unavailable (they count against its breaker).
 fn is_outage(e: &LlmError) -> bool {
-    e.is_retryable()
+    // A garbled answer came from a live server: retried, but not held against its breaker.
+    e.is_retryable() && !matches!(e, LlmError::Garbled(_))
 }
 
 /// The `outcome` label of a failed request.
@@ -356,7 +357,9 @@ pub fn outcome_of(e: &LlmError) -> &'static str {
         LlmError::Status { status, .. } if *status >= 500 => "unavailable",
         LlmError::Unreachable { .. } => "unavailable",
         LlmError::Timeout { .. } => "timeout",
-        LlmError::Malformed(_) | LlmError::Degenerate { .. } => "invalid_output",
+        LlmError::Malformed(_) | LlmError::Garbled(_) | LlmError::Degenerate { .. } => {
+            "invalid_output"
+        }
         LlmError::Status { .. } | LlmError::Config(_) => "rejected",
         LlmError::BudgetExhausted { .. } => "budget_refused",
         LlmError::CircuitOpen { .. } => "circuit_open",

@@ -120,7 +120,9 @@ pub fn failure_from_llm(err: &LlmError) -> Failure {
             reasons::MODEL_UNREACHABLE
         }
         LlmError::Status { .. } | LlmError::Config(_) => reasons::MODEL_REJECTED,
-        LlmError::Malformed(_) | LlmError::Degenerate { .. } => reasons::MODEL_OUTPUT_INVALID,
+        LlmError::Malformed(_) | LlmError::Garbled(_) | LlmError::Degenerate { .. } => {
+            reasons::MODEL_OUTPUT_INVALID
+        }
         LlmError::CircuitOpen { .. } => reasons::MODEL_UNREACHABLE,
         LlmError::BudgetExhausted { tokens: false, .. } => reasons::COST_LIMIT,
         LlmError::BudgetExhausted { tokens: true, .. } => reasons::TOKEN_LIMIT,
