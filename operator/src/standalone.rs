@@ -43,6 +43,10 @@ pub enum StandaloneError {
     NoEvidence { path: PathBuf, message: String },
     #[error("the run was cancelled")]
     Cancelled,
+    /// The run's state directory could not take the report (disk full, read-only): the report
+    /// was saved to `--out` or, failing that, printed on stdout, so nothing paid for is lost.
+    #[error("the run failed (ReportStoreFailed): {message}; the report was {saved}")]
+    ReportNotStored { message: String, saved: String },
 }
 
 /// What `quarry run` was asked to do.
@@ -363,6 +367,18 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
             let f = final_state.failure.unwrap_or_else(|| {
                 crate::research::state::Failure::new("Unknown", "the run stopped without a report")
             });
+            // Only storing failed: the report exists and was paid for.
+            if f.reason == crate::research::state::reasons::REPORT_STORE_FAILED
+                && let Some(report) = final_state
+                    .final_report
+                    .as_ref()
+                    .filter(|r| !r.markdown.trim().is_empty())
+            {
+                return Err(StandaloneError::ReportNotStored {
+                    message: f.message,
+                    saved: save_or_print(opts.out.as_deref(), &opts.query, &report.markdown),
+                });
+            }
             return Err(StandaloneError::RunFailed {
                 reason: f.reason,
                 message: f.message,
@@ -375,7 +391,25 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
             message: "the run completed without a report".into(),
         });
     };
-    write_report(opts.out.as_deref(), &opts.query, &report.markdown)
+    match write_report(opts.out.as_deref(), &opts.query, &report.markdown) {
+        Ok(path) => Ok(path),
+        Err(e) => Err(StandaloneError::ReportNotStored {
+            message: e.to_string(),
+            saved: save_or_print(None, &opts.query, &report.markdown),
+        }),
+    }
+}
+
+/// Saves a report that could not be stored with the run: to `out` (or the default report
+/// directory), else prints it on stdout. Says where it went.
+fn save_or_print(out: Option<&Path>, query: &str, markdown: &str) -> String {
+    match write_report(out, query, markdown) {
+        Ok(path) => format!("saved to {}", path.display()),
+        Err(e) => {
+            println!("{markdown}");
+            format!("printed on stdout ({e})")
+        }
+    }
 }
 
 fn write_report(
