@@ -26,12 +26,7 @@ use serde_json::{Value, json};
 const QUERY: &str = "How do I decode JSON in Python?";
 
 /// Runs `quarry run` with `out`/`state` under `dir` (or the given paths) and extra args/env.
-async fn quarry_run(
-    dir: &Path,
-    profile: &Path,
-    extra: &[&str],
-    env: &[(&str, &str)],
-) -> Output {
+async fn quarry_run(dir: &Path, profile: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
     let bin = quarry_bin().unwrap();
     let dir = dir.to_path_buf();
     let profile = profile.to_path_buf();
@@ -75,8 +70,10 @@ fn good_steps(json_url: &str) -> Vec<Step> {
 
 /// A profile with a short model timeout (the timeout fault waits longer) and quick retries.
 fn write_profile(dir: &Path, model_url: &str, searx_url: &str) -> std::path::PathBuf {
-    let text = scripted_profile(model_url, searx_url)
-        .replace("timeoutSeconds: 20", "timeoutSeconds: 2\n      maxRetries: 3");
+    let text = scripted_profile(model_url, searx_url).replace(
+        "timeoutSeconds: 20",
+        "timeoutSeconds: 2\n      maxRetries: 3",
+    );
     let path = dir.join("profile.yaml");
     std::fs::write(&path, text).unwrap();
     path
@@ -85,15 +82,27 @@ fn write_profile(dir: &Path, model_url: &str, searx_url: &str) -> std::path::Pat
 /// Each kind of model fault, as the scripted server serves it.
 fn faults() -> Vec<(&'static str, Step, &'static str)> {
     vec![
-        ("429 Retry-After", Step::status_retry_after(429, 1), "ModelUnreachable"),
+        (
+            "429 Retry-After",
+            Step::status_retry_after(429, 1),
+            "ModelUnreachable",
+        ),
         ("500", Step::status(500), "ModelUnreachable"),
         (
             "timeout",
             Step::delay(4_000, Step::text("too late")),
             "ModelUnreachable",
         ),
-        ("cut-off body", Step::truncated("The answer is"), "ModelOutputInvalid"),
-        ("invalid JSON", Step::raw("{\"choices\": [{\"message\":"), "ModelOutputInvalid"),
+        (
+            "cut-off body",
+            Step::truncated("The answer is"),
+            "ModelOutputInvalid",
+        ),
+        (
+            "invalid JSON",
+            Step::raw("{\"choices\": [{\"message\":"),
+            "ModelOutputInvalid",
+        ),
         (
             "empty choices",
             Step::raw(r#"{"id":"x","object":"chat.completion","choices":[]}"#),
@@ -103,7 +112,8 @@ fn faults() -> Vec<(&'static str, Step, &'static str)> {
 }
 
 fn findings(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("state/findings.json")).unwrap()).unwrap()
+    serde_json::from_str(&std::fs::read_to_string(dir.join("state/findings.json")).unwrap())
+        .unwrap()
 }
 
 async fn faults_on_a_third_of_calls(kind: &str) {
@@ -111,7 +121,10 @@ async fn faults_on_a_third_of_calls(kind: &str) {
         return;
     };
     let (_, fault, _) = faults().into_iter().find(|(k, _, _)| *k == kind).unwrap();
-    let json_url = format!("{}/python3.11-doc/html/library/json.html", stack.docs.base_url());
+    let json_url = format!(
+        "{}/python3.11-doc/html/library/json.html",
+        stack.docs.base_url()
+    );
     let good = good_steps(&json_url);
     // Six calls, two of them faults: before the first and the third answer.
     let script = vec![
@@ -134,8 +147,16 @@ async fn faults_on_a_third_of_calls(kind: &str) {
     // Usage: exactly the four answered calls; the faults cost nothing and are not lost either.
     let f = findings(dir.path());
     assert_eq!(f["usage"]["llmCalls"], json!(4), "{kind}");
-    assert_eq!(f["usage"]["inputTokens"], json!(900 + 1500 + 1600 + 5200), "{kind}");
-    assert_eq!(f["usage"]["outputTokens"], json!(20 + 15 + 18 + 160), "{kind}");
+    assert_eq!(
+        f["usage"]["inputTokens"],
+        json!(900 + 1500 + 1600 + 5200),
+        "{kind}"
+    );
+    assert_eq!(
+        f["usage"]["outputTokens"],
+        json!(20 + 15 + 18 + 160),
+        "{kind}"
+    );
     assert!(!stderr.contains("panicked"), "{kind}: {stderr}");
 }
 
@@ -161,7 +182,11 @@ async fn faults_on_every_call(kind: &str) {
     assert!(!dir.path().join("report.md").exists(), "{kind}");
     assert!(!dir.path().join("state/report.md").exists(), "{kind}");
     // Bounded: the first call's retries (1 + maxRetries) and nothing after the run failed.
-    assert!(model.request_count() <= 8, "{kind}: {}", model.request_count());
+    assert!(
+        model.request_count() <= 8,
+        "{kind}: {}",
+        model.request_count()
+    );
 }
 
 macro_rules! fault_cases {
@@ -215,7 +240,10 @@ async fn searx_down_for_the_whole_run_fails_honestly() {
     let out = quarry_run(dir.path(), &profile, &[], &[]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("quarry: the run failed (NoEvidence)"), "{stderr}");
+    assert!(
+        stderr.contains("quarry: the run failed (NoEvidence)"),
+        "{stderr}"
+    );
     let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(report.starts_with("# Unable to research"), "{report}");
     assert!(!report.contains("invented.example"), "{report}");
@@ -247,7 +275,10 @@ async fn searx_down_for_the_whole_run_completes_through_an_api_provider() {
     let Some(stack) = SearchStack::start_or_skip("searx_down_provider").await else {
         return;
     };
-    let json_url = format!("{}/python3.11-doc/html/library/json.html", stack.docs.base_url());
+    let json_url = format!(
+        "{}/python3.11-doc/html/library/json.html",
+        stack.docs.base_url()
+    );
     let brave = brave_api(json_url.clone()).await;
     let model = ScriptedModel::start(Script::new(good_steps(&json_url)))
         .await
@@ -277,7 +308,10 @@ async fn searx_down_for_the_whole_run_completes_through_an_api_provider() {
 #[tokio::test]
 async fn redis_down_mid_run_only_costs_the_cache() {
     if !redis_available() {
-        assert!(!running_in_ci(), "redis-server missing: run scripts/install-test-deps.sh");
+        assert!(
+            !running_in_ci(),
+            "redis-server missing: run scripts/install-test-deps.sh"
+        );
         eprintln!("SKIP redis_down_mid_run: redis-server is not installed");
         return;
     }
@@ -285,7 +319,10 @@ async fn redis_down_mid_run_only_costs_the_cache() {
         return;
     };
     let mut redis = RedisServer::start().unwrap();
-    let json_url = format!("{}/python3.11-doc/html/library/json.html", stack.docs.base_url());
+    let json_url = format!(
+        "{}/python3.11-doc/html/library/json.html",
+        stack.docs.base_url()
+    );
     let mut steps = good_steps(&json_url);
     // The scrape handshake answers late: Redis is stopped after the search, before the read.
     steps[1] = Step::delay(1_500, steps[1].clone());
@@ -300,7 +337,10 @@ async fn redis_down_mid_run_only_costs_the_cache() {
     };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while model.request_count() < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "the run never got to its second call");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run never got to its second call"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     redis.stop();
@@ -312,11 +352,19 @@ async fn redis_down_mid_run_only_costs_the_cache() {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|v| v["kind"] == "search" || v["kind"] == "fetch")
-        .map(|v| (v["kind"].as_str().unwrap().into(), v["cache"].as_str().unwrap().into()))
+        .map(|v| {
+            (
+                v["kind"].as_str().unwrap().into(),
+                v["cache"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     assert_eq!(
         caches,
-        vec![("search".into(), "miss".into()), ("fetch".into(), "error".into())]
+        vec![
+            ("search".into(), "miss".into()),
+            ("fetch".into(), "error".into())
+        ]
     );
 }
 
@@ -337,7 +385,9 @@ impl SmallDisk {
 
 impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(self.0.path()).status();
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
     }
 }
 
@@ -348,11 +398,17 @@ async fn a_full_disk_loses_nothing_paid_for() {
     };
     // Room for the first checkpoints, not for the page text and the report.
     let Some(disk) = SmallDisk::mount(24) else {
-        assert!(!running_in_ci(), "mounting a tmpfs needs root, which CI has");
+        assert!(
+            !running_in_ci(),
+            "mounting a tmpfs needs root, which CI has"
+        );
         eprintln!("SKIP disk_full: cannot mount a tmpfs here (not root)");
         return;
     };
-    let json_url = format!("{}/python3.11-doc/html/library/json.html", stack.docs.base_url());
+    let json_url = format!(
+        "{}/python3.11-doc/html/library/json.html",
+        stack.docs.base_url()
+    );
     let model = ScriptedModel::start(Script::new(good_steps(&json_url)))
         .await
         .unwrap();
@@ -369,6 +425,9 @@ async fn a_full_disk_loses_nothing_paid_for() {
     );
     // The report every model call paid for is on stdout, citing the page it read.
     assert!(stderr.contains("printed on stdout"), "{stderr}");
-    assert!(stdout.contains("json.loads") && stdout.contains(&json_url), "{stdout}");
+    assert!(
+        stdout.contains("json.loads") && stdout.contains(&json_url),
+        "{stdout}"
+    );
     assert_eq!(model.request_count(), 4);
 }

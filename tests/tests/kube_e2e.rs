@@ -11,6 +11,7 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -285,25 +286,7 @@ async fn scenario(
     namespace: &str,
     logs: &std::path::Path,
 ) -> TestResult {
-    // CRDs, straight from the types.
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in quarry::api::all_crds() {
-        let name = crd.name_any();
-        crds.patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .map_err(|e| format!("installing CRD {name}: {e}"))?;
-        tokio::time::timeout(
-            Duration::from_secs(30),
-            await_condition(crds.clone(), &name, conditions::is_crd_established()),
-        )
-        .await
-        .map_err(|_| format!("CRD {name} not established within 30s"))?
-        .map_err(|e| format!("waiting for CRD {name}: {e}"))?;
-    }
+    install_crds(client).await?;
     // Local services.
     let (web, _web_task) = start_web().await?;
     let mut steps = researcher_script(&web, "CEL validation");
@@ -331,47 +314,11 @@ async fn scenario(
     .await?;
 
     // The operator, restricted to this namespace.
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-        probe.local_addr().map_err(|e| e.to_string())?.port()
-    };
-    let log_file =
-        std::fs::File::create(logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
-    let mut operator = tokio::process::Command::new(operator_binary()?)
-        .arg("operator")
-        .env("KUBECONFIG", kubeconfig)
-        .env("QUARRY_BIND", format!("127.0.0.1:{port}"))
-        .env("QUARRY_NAMESPACE", namespace)
-        .env("RUST_LOG", "info,quarry=debug")
-        .stdin(Stdio::null())
-        .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
-        .stderr(log_file)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("starting the operator: {e}"))?;
+    let (mut operator, port) = start_operator(kubeconfig, namespace, logs).await?;
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(2))
         .build()
         .map_err(|e| e.to_string())?;
-    let ready_url = format!("http://127.0.0.1:{port}/readyz");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(Some(status)) = operator.try_wait() {
-            return Err(format!("the operator exited early with {status}"));
-        }
-        if http
-            .get(&ready_url)
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            break;
-        }
-        if tokio::time::Instant::now() > deadline {
-            return Err("the operator did not become ready within 60s".into());
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
 
     // A run with everything in place completes with its report ConfigMap.
     let runs: Api<ResearchRun> = Api::namespaced(client.clone(), namespace);
@@ -550,6 +497,78 @@ async fn scenario(
         .await
         .map_err(|e| format!("stopping the operator: {e}"))?;
     Ok(())
+}
+
+/// Installs Quarry's CRDs, straight from the types, and waits until they are established.
+async fn install_crds(client: &Client) -> TestResult {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in quarry::api::all_crds() {
+        let name = crd.name_any();
+        crds.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .map_err(|e| format!("installing CRD {name}: {e}"))?;
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            await_condition(crds.clone(), &name, conditions::is_crd_established()),
+        )
+        .await
+        .map_err(|_| format!("CRD {name} not established within 30s"))?
+        .map_err(|e| format!("waiting for CRD {name}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Starts `quarry operator` for `namespace` with `kubeconfig` and waits (60 s) for `/readyz`.
+async fn start_operator(
+    kubeconfig: &str,
+    namespace: &str,
+    logs: &std::path::Path,
+) -> Result<(tokio::process::Child, u16), String> {
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        probe.local_addr().map_err(|e| e.to_string())?.port()
+    };
+    let log_file =
+        std::fs::File::create(logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
+    let mut operator = tokio::process::Command::new(operator_binary()?)
+        .arg("operator")
+        .env("KUBECONFIG", kubeconfig)
+        .env("QUARRY_BIND", format!("127.0.0.1:{port}"))
+        .env("QUARRY_NAMESPACE", namespace)
+        .env("RUST_LOG", "info,quarry=debug")
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log_file)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("starting the operator: {e}"))?;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let ready_url = format!("http://127.0.0.1:{port}/readyz");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(Some(status)) = operator.try_wait() {
+            return Err(format!("the operator exited early with {status}"));
+        }
+        if http
+            .get(&ready_url)
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return Ok((operator, port));
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err("the operator did not become ready within 60s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// Polls `get` until `done` holds on its value, failing with the last value after `timeout`.
@@ -878,4 +897,333 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
     let (again, _) = launch(request).await;
     assert_eq!(again, state);
     assert_eq!(model.request_count(), calls);
+}
+
+/// A TCP proxy in front of the API server that can be taken down: while down it cuts every open
+/// connection and refuses new ones, like an API server that is restarting.
+struct ApiProxy {
+    port: u16,
+    down: Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ApiProxy {
+    async fn start(upstream: String) -> Result<Self, String> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| e.to_string())?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = down.clone();
+        let task = tokio::spawn(async move {
+            let mut open: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                open.retain(|t| !t.is_finished());
+                if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                    for t in open.drain(..) {
+                        t.abort();
+                    }
+                    drop(inbound);
+                    continue;
+                }
+                let upstream = upstream.clone();
+                let flag = flag.clone();
+                open.push(tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    let copy = tokio::io::copy_bidirectional(&mut inbound, &mut outbound);
+                    tokio::pin!(copy);
+                    // Open connections (watches) are cut as soon as the proxy goes down.
+                    loop {
+                        tokio::select! {
+                            _ = &mut copy => return,
+                            _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                                if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                }));
+            }
+        });
+        Ok(Self { port, down, task })
+    }
+
+    fn set_down(&self, down: bool) {
+        self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for ApiProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A copy of `kubeconfig` whose current cluster is reached through `127.0.0.1:0` (the
+/// caller puts in the proxy's port), still verifying the API server's certificate under its own
+/// name; returns (path, upstream `host:port`).
+fn proxied_kubeconfig(
+    kubeconfig: &str,
+    dir: &std::path::Path,
+) -> Result<(std::path::PathBuf, String), String> {
+    let text = std::fs::read_to_string(kubeconfig).map_err(|e| e.to_string())?;
+    let mut config: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
+    let context_name = config["current-context"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let cluster_name = config["contexts"]
+        .as_sequence()
+        .and_then(|c| c.iter().find(|c| c["name"].as_str() == Some(&context_name)))
+        .and_then(|c| c["context"]["cluster"].as_str())
+        .ok_or("kubeconfig has no current context")?
+        .to_string();
+    let clusters = config["clusters"]
+        .as_sequence_mut()
+        .ok_or("kubeconfig has no clusters")?;
+    let cluster = clusters
+        .iter_mut()
+        .find(|c| c["name"].as_str() == Some(&cluster_name))
+        .ok_or("current cluster not found")?;
+    let server = cluster["cluster"]["server"]
+        .as_str()
+        .ok_or("cluster has no server")?
+        .to_string();
+    let url = reqwest::Url::parse(&server).map_err(|e| e.to_string())?;
+    let host = url.host_str().ok_or("server has no host")?.to_string();
+    let bare = host.trim_matches(['[', ']']).to_string();
+    let port = url.port_or_known_default().unwrap_or(443);
+    let upstream = if bare.contains(':') {
+        format!("[{bare}]:{port}")
+    } else {
+        format!("{bare}:{port}")
+    };
+    cluster["cluster"]["server"] =
+        serde_yaml::Value::from(format!("{}://127.0.0.1:0", url.scheme()));
+    if url.scheme() == "https" && cluster["cluster"]["tls-server-name"].is_null() {
+        cluster["cluster"]["tls-server-name"] = serde_yaml::Value::from(bare);
+    }
+    let path = dir.join("proxied-kubeconfig.yaml");
+    std::fs::write(
+        &path,
+        serde_yaml::to_string(&config).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((path, upstream))
+}
+
+#[tokio::test]
+async fn a_run_survives_the_api_server_being_unavailable_for_30_seconds() {
+    let Ok(kubeconfig) = std::env::var("QUARRY_E2E_KUBECONFIG") else {
+        eprintln!("SKIPPED kube_e2e api outage: set QUARRY_E2E_KUBECONFIG to run it");
+        return;
+    };
+    let client = client_from(&kubeconfig).await.unwrap();
+    let namespace = format!("quarry-e2e-outage-{:08x}", rand::random::<u32>());
+    Api::<Namespace>::all(client.clone())
+        .patch(
+            &namespace,
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Apply(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let logs = std::env::temp_dir().join(format!("{namespace}-operator.log"));
+    let outcome =
+        std::panic::AssertUnwindSafe(api_outage_scenario(&client, &kubeconfig, &namespace, &logs))
+            .catch_unwind()
+            .await;
+    cleanup(&client, &namespace).await;
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(message)) => panic!("{message}\n--- operator log tail:\n{}", log_tail(&logs)),
+        Err(panic) => {
+            eprintln!("--- operator log tail:\n{}", log_tail(&logs));
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
+
+async fn api_outage_scenario(
+    client: &Client,
+    kubeconfig: &str,
+    namespace: &str,
+    logs: &std::path::Path,
+) -> TestResult {
+    install_crds(client).await?;
+    let (web, _web_task) = start_web().await?;
+    let mut steps = researcher_script(&web, "API outage");
+    // The report turn answers after the outage: the run is mid-research while the API is gone.
+    let last = steps.pop().ok_or("empty script")?;
+    steps.push(Step::delay(35_000, last));
+    let model = ScriptedModel::start(steps)
+        .await
+        .map_err(|e| format!("model server: {e}"))?;
+    apply(
+        client,
+        ("", "v1", "Secret"),
+        namespace,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"}, "stringData": {"apiKey": "sk-e2e"}}),
+    )
+    .await?;
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchProfile"),
+        namespace,
+        profile("default", &model.base_url(), &web),
+    )
+    .await?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (proxied, upstream) = proxied_kubeconfig(kubeconfig, dir.path())?;
+    let proxy = ApiProxy::start(upstream).await?;
+    // The kubeconfig names the proxy's port, known only now.
+    let text = std::fs::read_to_string(&proxied)
+        .map_err(|e| e.to_string())?
+        .replace("://127.0.0.1:0", &format!("://127.0.0.1:{}", proxy.port));
+    std::fs::write(&proxied, text).map_err(|e| e.to_string())?;
+    let proxied = proxied.to_string_lossy().into_owned();
+    let (mut operator, _port) = start_operator(&proxied, namespace, logs).await?;
+    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), namespace);
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchRun"),
+        namespace,
+        run(
+            "outage",
+            "default",
+            "What happens when the API server goes away?",
+        ),
+    )
+    .await?;
+    // The report turn has been asked for: take the API server away for 30 s.
+    let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
+    while model.request_count() < 4 {
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!(
+                "the run never reached its report turn ({} calls)",
+                model.request_count()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    proxy.set_down(true);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    proxy.set_down(false);
+    let done = wait_run(&runs, "outage", "Completed", RUN_TIMEOUT, |r| {
+        r.is_finished()
+    })
+    .await?;
+    if !condition_is(&done, "Succeeded", "True", "Completed") {
+        return Err(format!("run outage did not complete: {:?}", done.status));
+    }
+    let usage = done
+        .status
+        .clone()
+        .unwrap_or_default()
+        .usage
+        .ok_or("no usage")?;
+    if (usage.input_tokens, usage.output_tokens, usage.llm_calls) != (700, 80, 4) {
+        return Err(format!(
+            "usage lost or doubled across the outage: {usage:?}"
+        ));
+    }
+    if model.request_count() != 4 {
+        return Err(format!("calls were repeated: {}", model.request_count()));
+    }
+    Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .get("outage-report")
+        .await
+        .map_err(|e| format!("outage-report ConfigMap: {e}"))?;
+    if let Ok(Some(status)) = operator.try_wait() {
+        return Err(format!(
+            "the operator exited during the outage with {status}"
+        ));
+    }
+    operator.kill().await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+#[test]
+fn the_proxied_kubeconfig_points_at_the_proxy_and_verifies_the_real_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("config");
+    std::fs::write(
+        &original,
+        "apiVersion: v1\nkind: Config\ncurrent-context: e2e\ncontexts:\n- name: e2e\n  context: {cluster: c1, user: u1}\nclusters:\n- name: c0\n  cluster: {server: 'https://other:1'}\n- name: c1\n  cluster: {server: 'https://api.test.example:6443', certificate-authority-data: QUJD}\nusers:\n- name: u1\n  user: {token: t}\n",
+    )
+    .unwrap();
+    let (path, upstream) = proxied_kubeconfig(original.to_str().unwrap(), dir.path()).unwrap();
+    assert_eq!(upstream, "api.test.example:6443");
+    let config: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let c1 = &config["clusters"][1]["cluster"];
+    assert_eq!(c1["server"].as_str(), Some("https://127.0.0.1:0"));
+    assert_eq!(c1["tls-server-name"].as_str(), Some("api.test.example"));
+    assert_eq!(c1["certificate-authority-data"].as_str(), Some("QUJD"));
+    assert_eq!(
+        config["clusters"][0]["cluster"]["server"].as_str(),
+        Some("https://other:1")
+    );
+}
+
+#[tokio::test]
+async fn the_api_proxy_cuts_and_refuses_connections_while_down() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // An echo server stands for the API server.
+    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = upstream.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = upstream.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 64];
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let proxy = ApiProxy::start(addr.to_string()).await.unwrap();
+    let echo = |mut s: tokio::net::TcpStream| async move {
+        s.write_all(b"ping").await.ok()?;
+        let mut buf = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(2), s.read_exact(&mut buf))
+            .await
+            .ok()?
+            .ok()?;
+        Some((buf, s))
+    };
+    let conn = tokio::net::TcpStream::connect(("127.0.0.1", proxy.port))
+        .await
+        .unwrap();
+    let (buf, mut open) = echo(conn).await.unwrap();
+    assert_eq!(&buf, b"ping");
+    proxy.set_down(true);
+    // The open connection is cut.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut rest = Vec::new();
+    let n = tokio::time::timeout(Duration::from_secs(2), open.read_to_end(&mut rest))
+        .await
+        .unwrap()
+        .unwrap_or(0);
+    assert_eq!(n, 0, "the connection was closed");
+    // New connections are refused while down, and work again after.
+    let refused = tokio::net::TcpStream::connect(("127.0.0.1", proxy.port))
+        .await
+        .unwrap();
+    assert!(echo(refused).await.is_none());
+    proxy.set_down(false);
+    let conn = tokio::net::TcpStream::connect(("127.0.0.1", proxy.port))
+        .await
+        .unwrap();
+    assert_eq!(&echo(conn).await.unwrap().0, b"ping");
 }
