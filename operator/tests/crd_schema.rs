@@ -1,6 +1,9 @@
 //! Checks on the generated CRD schemas: bounds, enums, defaults, CEL rules (compiled and evaluated
 //! client-side with kube's `cel` feature), list-map semantics, printer columns and names.
 
+mod common;
+
+use common::{openapi_errors, prop, schema_of};
 use kube::CustomResourceExt;
 use kube::core::cel::{ScopeContext, Validator, analyze_rule, compile_schema};
 use quarry::api::profile::{
@@ -8,37 +11,11 @@ use quarry::api::profile::{
     SEARCH_EXACTLY_ONE_RULE,
 };
 use quarry::api::run::{
-    REPORT_PREFIX_MESSAGE, REPORT_PREFIX_RULE, SPEC_IMMUTABLE_MESSAGE, SPEC_IMMUTABLE_RULE,
+    QUERY_NOT_BLANK_RULE, REPORT_PREFIX_MESSAGE, REPORT_PREFIX_RULE, SPEC_IMMUTABLE_MESSAGE,
+    SPEC_IMMUTABLE_RULE,
 };
 use quarry::api::{ResearchProfile, ResearchRun, SearchEngine};
 use serde_json::{Value, json};
-
-/// The openAPIV3Schema of a CRD as JSON.
-fn schema_of(
-    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-) -> Value {
-    let version = &crd.spec.versions[0];
-    let schema = version
-        .schema
-        .as_ref()
-        .and_then(|s| s.open_api_v3_schema.as_ref())
-        .expect("CRD has an openAPIV3Schema");
-    serde_json::to_value(schema).expect("schema serializes")
-}
-
-/// Walks `properties` along a dotted path; `[]` steps into array items.
-fn prop<'a>(schema: &'a Value, path: &str) -> &'a Value {
-    let mut node = schema;
-    for part in path.split('.') {
-        node = if part == "[]" {
-            &node["items"]
-        } else {
-            &node["properties"][part]
-        };
-        assert!(!node.is_null(), "no schema at {path} (stuck at {part})");
-    }
-    node
-}
 
 fn run_schema() -> Value {
     schema_of(&ResearchRun::crd())
@@ -428,7 +405,14 @@ fn assert_compiles(node: &kube::core::cel::CompiledSchema) -> usize {
 #[test]
 fn every_cel_rule_compiles_in_scope_and_within_cost() {
     for (schema, expected) in [
-        (run_schema(), vec![SPEC_IMMUTABLE_RULE, REPORT_PREFIX_RULE]),
+        (
+            run_schema(),
+            vec![
+                SPEC_IMMUTABLE_RULE,
+                REPORT_PREFIX_RULE,
+                QUERY_NOT_BLANK_RULE,
+            ],
+        ),
         (
             profile_schema(),
             // One Azure rule per model tier: primary, fallback, budget and the five roles.
@@ -653,195 +637,6 @@ fn azure_tiers_need_an_api_version() {
     );
 }
 
-/// A small structural validator for the OpenAPI subset the CRDs use (type, enum, pattern, length,
-/// range, items, required, unknown fields), so examples and bad input are checked the way the API
-/// server checks them before CEL runs. Returns `path: problem` strings.
-fn openapi_errors(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
-    if value.is_null() {
-        if schema["nullable"] != json!(true) {
-            out.push(format!("{path}: must not be null"));
-        }
-        return;
-    }
-    let ty = schema["type"].as_str().unwrap_or("");
-    let type_ok = match ty {
-        "string" => value.is_string(),
-        "integer" => value.is_i64() || value.is_u64(),
-        "number" => value.is_number(),
-        "boolean" => value.is_boolean(),
-        "object" => value.is_object(),
-        "array" => value.is_array(),
-        _ => true,
-    };
-    if !type_ok {
-        out.push(format!("{path}: expected {ty}"));
-        return;
-    }
-    if let Some(allowed) = schema["enum"].as_array()
-        && !allowed.contains(value)
-    {
-        out.push(format!("{path}: {value} is not one of {allowed:?}"));
-    }
-    if let Some(s) = value.as_str() {
-        let chars = s.chars().count() as u64;
-        if schema["minLength"].as_u64().is_some_and(|m| chars < m) {
-            out.push(format!("{path}: shorter than {}", schema["minLength"]));
-        }
-        if schema["maxLength"].as_u64().is_some_and(|m| chars > m) {
-            out.push(format!("{path}: longer than {}", schema["maxLength"]));
-        }
-        if let Some(p) = schema["pattern"].as_str()
-            && !regex::Regex::new(p)
-                .expect("schema pattern compiles")
-                .is_match(s)
-        {
-            out.push(format!("{path}: does not match {p}"));
-        }
-    }
-    if let Some(n) = value.as_f64() {
-        if schema["minimum"].as_f64().is_some_and(|m| n < m) {
-            out.push(format!("{path}: below minimum {}", schema["minimum"]));
-        }
-        if schema["maximum"].as_f64().is_some_and(|m| n > m) {
-            out.push(format!("{path}: above maximum {}", schema["maximum"]));
-        }
-    }
-    if let Some(items) = value.as_array() {
-        if schema["minItems"]
-            .as_u64()
-            .is_some_and(|m| (items.len() as u64) < m)
-        {
-            out.push(format!("{path}: fewer than {} items", schema["minItems"]));
-        }
-        if schema["maxItems"]
-            .as_u64()
-            .is_some_and(|m| items.len() as u64 > m)
-        {
-            out.push(format!("{path}: more than {} items", schema["maxItems"]));
-        }
-        if schema["x-kubernetes-list-type"] == json!("set") {
-            for (i, item) in items.iter().enumerate() {
-                if items[..i].contains(item) {
-                    out.push(format!("{path}[{i}]: duplicate {item}"));
-                }
-            }
-        }
-        for (i, item) in items.iter().enumerate() {
-            openapi_errors(&schema["items"], item, &format!("{path}[{i}]"), out);
-        }
-    }
-    if let Some(fields) = value.as_object() {
-        for req in schema["required"].as_array().into_iter().flatten() {
-            if !fields.contains_key(req.as_str().unwrap_or_default()) {
-                out.push(format!(
-                    "{path}.{}: required",
-                    req.as_str().unwrap_or_default()
-                ));
-            }
-        }
-        if let Some(props) = schema["properties"].as_object() {
-            for (k, v) in fields {
-                match props.get(k) {
-                    Some(sub) => openapi_errors(sub, v, &format!("{path}.{k}"), out),
-                    None => out.push(format!("{path}.{k}: unknown field")),
-                }
-            }
-        }
-    }
-}
-
-/// Structural errors of a ResearchRun spec (CEL excluded).
-fn run_spec_errors(spec: Value) -> Vec<String> {
-    let mut out = Vec::new();
-    openapi_errors(prop(&run_schema(), "spec"), &spec, "spec", &mut out);
-    out
-}
-
-#[test]
-fn bad_run_input_is_rejected_by_the_schema() {
-    assert_eq!(
-        run_spec_errors(json!({"query": "abc"})),
-        Vec::<String>::new()
-    );
-    let cases = [
-        (json!({"query": "ab"}), "spec.query: shorter than 3"),
-        (
-            json!({"query": "x".repeat(4001)}),
-            "spec.query: longer than 4000",
-        ),
-        (json!({}), "spec.query: required"),
-        (
-            json!({"query": "abc", "mode": "fast"}),
-            "spec.mode: \"fast\" is not one of",
-        ),
-        (
-            json!({"query": "abc", "outputs": ["essay"]}),
-            "spec.outputs[0]: \"essay\" is not one of",
-        ),
-        (
-            json!({"query": "abc", "outputs": []}),
-            "spec.outputs: fewer than 1 items",
-        ),
-        (
-            json!({"query": "abc", "outputs": ["study", "study"]}),
-            "spec.outputs[1]: duplicate \"study\"",
-        ),
-        (
-            json!({"query": "abc", "topK": 21}),
-            "spec.topK: above maximum 20.0",
-        ),
-        (
-            json!({"query": "abc", "topK": 0}),
-            "spec.topK: below minimum 1.0",
-        ),
-        (
-            json!({"query": "abc", "profileRef": "My_Profile"}),
-            "spec.profileRef: does not match",
-        ),
-        (
-            json!({"query": "abc", "sources": ["reddit"]}),
-            "spec.sources[0]: \"reddit\" is not one of",
-        ),
-        (
-            json!({"query": "abc", "limits": {"maxConcurrentResearchers": 11}}),
-            "spec.limits.maxConcurrentResearchers: above maximum 10.0",
-        ),
-        (
-            json!({"query": "abc", "limits": {"maxRounds": 0}}),
-            "spec.limits.maxRounds: below minimum 1.0",
-        ),
-        (
-            json!({"query": "abc", "limits": {"maxCostUSD": "$2"}}),
-            "spec.limits.maxCostUSD: does not match",
-        ),
-        (
-            json!({"query": "abc", "limits": {"maxCostUSD": 2.5}}),
-            "spec.limits.maxCostUSD: expected string",
-        ),
-        (
-            json!({"query": "abc", "limits": {"timeout": "30 minutes"}}),
-            "spec.limits.timeout: does not match",
-        ),
-        (
-            json!({"query": "abc", "limits": {"maxTokens": 0}}),
-            "spec.limits.maxTokens: below minimum 1.0",
-        ),
-        (
-            json!({"query": "abc", "ttlSecondsAfterFinished": -1}),
-            "spec.ttlSecondsAfterFinished: below minimum 0.0",
-        ),
-        (
-            json!({"query": "abc", "report": {"kind": "s3"}}),
-            "spec.report.kind: \"s3\" is not one of",
-        ),
-    ];
-    for (spec, expected) in cases {
-        let errors = run_spec_errors(spec.clone());
-        assert_eq!(errors.len(), 1, "{spec}: {errors:?}");
-        assert!(errors[0].starts_with(expected), "{spec}: {errors:?}");
-    }
-}
-
 /// Every YAML document in `deploy/examples/`, with its file name.
 fn example_docs() -> Vec<(String, Value)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples");
@@ -976,32 +771,7 @@ fn search_engine_schema_bounds_and_columns() {
         prop(&schema, "spec.engines")["x-kubernetes-list-map-keys"],
         json!(["name"])
     );
-    let cases = [
-        (json!({"replicas": 0}), "spec.replicas: below minimum 1.0"),
-        (json!({"replicas": 21}), "spec.replicas: above maximum 20.0"),
-        (
-            json!({"idleTimeout": "10 minutes"}),
-            "spec.idleTimeout: does not match",
-        ),
-        (
-            json!({"engines": [{"name": "Bad!"}]}),
-            "spec.engines[0].name: does not match",
-        ),
-        (
-            json!({"engines": [{"disabled": true}]}),
-            "spec.engines[0].name: required",
-        ),
-        (
-            json!({"engines": [{"name": "bing", "timeout": 0.1}]}),
-            "spec.engines[0].timeout: below minimum 0.5",
-        ),
-        (json!({"image": ""}), "spec.image: shorter than 1"),
-    ];
-    for (spec, expected) in cases {
-        let errors = engine_spec_errors(spec.clone());
-        assert_eq!(errors.len(), 1, "{spec}: {errors:?}");
-        assert!(errors[0].starts_with(expected), "{spec}: {errors:?}");
-    }
+    // Bad input is in the admission matrix (tests/admission/cases.yaml).
     let crd = SearchEngine::crd();
     let columns: Vec<String> = crd.spec.versions[0]
         .additional_printer_columns

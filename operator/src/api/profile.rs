@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::ApiError;
 use super::run::RunLimits;
 use super::values::{
-    DNS1123_SUBDOMAIN_PATTERN, ENV_VAR_PATTERN, HTTP_URL_PATTERN, SECRET_KEY_PATTERN, USD_PATTERN,
-    parse_usd_micros,
+    DNS1123_SUBDOMAIN_PATTERN, ENV_VAR_PATTERN, HOST_PATTERN, HTTP_URL_PATTERN, SECRET_KEY_PATTERN,
+    USD_PATTERN, parse_usd_micros,
 };
 
 /// CEL rule on `spec.search`: exactly one of `searchEngineRef` and `url`, except that a block
@@ -582,21 +582,32 @@ pub struct FetchPolicy {
     /// Hosts (exact names or IP literals) exempt from the SSRF address guard, so they may be
     /// fetched even when they resolve to loopback/private/link-local addresses (an in-cluster
     /// service). This only lifts the guard; it does not restrict other hosts (see
-    /// allowedDomains).
+    /// allowedDomains). Entries are bare host names or IP literals: no scheme, port or path.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 256), inner(length(min = 1, max = 253)))]
+    #[schemars(
+        length(max = 256),
+        inner(length(min = 1, max = 253), regex(pattern = HOST_PATTERN))
+    )]
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub allowed_hosts: Vec<String>,
     /// When non-empty, the only domains (and their subdomains) fetched; every other host,
     /// redirect targets included, is refused. This restricts and never lifts the address
-    /// guard (see allowedHosts); deniedDomains wins over it.
+    /// guard (see allowedHosts); deniedDomains wins over it. Entries are bare domains such as
+    /// `example.org` (no scheme, port, path or wildcard).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 1024), inner(length(min = 1, max = 253)))]
+    #[schemars(
+        length(max = 1024),
+        inner(length(min = 1, max = 253), regex(pattern = HOST_PATTERN))
+    )]
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub allowed_domains: Vec<String>,
-    /// Domains (and their subdomains) never fetched, redirect targets included.
+    /// Domains (and their subdomains) never fetched, redirect targets included. Entries are bare
+    /// domains such as `example.org` (no scheme, port, path or wildcard).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 1024), inner(length(min = 1, max = 253)))]
+    #[schemars(
+        length(max = 1024),
+        inner(length(min = 1, max = 253), regex(pattern = HOST_PATTERN))
+    )]
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub denied_domains: Vec<String>,
     /// Honour robots.txt (user-agent token `quarry`): disallowed URLs are refused, and a

@@ -43,6 +43,12 @@ pub const SPEC_IMMUTABLE_RULE: &str = "self.query == oldSelf.query \
 pub const SPEC_IMMUTABLE_MESSAGE: &str =
     "spec is immutable except suspend and ttlSecondsAfterFinished";
 
+/// CEL rule on `spec.query`: at least one character that is not whitespace (`minLength` alone
+/// accepts three spaces, which would start a run researching nothing).
+pub const QUERY_NOT_BLANK_RULE: &str = r"self.matches('\\S')";
+/// Message for [`QUERY_NOT_BLANK_RULE`].
+pub const QUERY_NOT_BLANK_MESSAGE: &str = "query must contain text, not only whitespace";
+
 /// CEL rule on `spec.report`: a prefix only makes sense for the object store.
 pub const REPORT_PREFIX_RULE: &str = "self.kind == 'objectStore' || !has(self.prefix)";
 /// Message for [`REPORT_PREFIX_RULE`].
@@ -90,6 +96,7 @@ pub const REPORT_PREFIX_MESSAGE: &str = "prefix is only valid when kind is objec
 pub struct ResearchRunSpec {
     /// The research question.
     #[schemars(length(min = MIN_QUERY_CHARS, max = MAX_QUERY_CHARS))]
+    #[x_kube(validation = Rule::new(QUERY_NOT_BLANK_RULE).message(QUERY_NOT_BLANK_MESSAGE))]
     pub query: String,
     /// Optional conversation or background text that frames the query.
     #[serde(default, skip_serializing_if = "Option::is_none")]

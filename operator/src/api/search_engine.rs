@@ -7,7 +7,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use super::values::DURATION_PATTERN;
+use super::values::{DURATION_PATTERN, IMAGE_PATTERN};
 
 /// Default SearXNG image; pin a dated tag in production (`spec.image`).
 pub const DEFAULT_SEARXNG_IMAGE: &str = "docker.io/searxng/searxng:latest";
@@ -54,9 +54,9 @@ pub const ENGINE_NAME_PATTERN: &str = r"^[a-z0-9][a-z0-9 ._-]{0,62}$";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct SearchEngineSpec {
-    /// SearXNG container image.
+    /// SearXNG container image (no whitespace: the Deployment would be refused later).
     #[serde(default = "default_image")]
-    #[schemars(length(min = 1, max = 512))]
+    #[schemars(length(min = 1, max = 512), regex(pattern = IMAGE_PATTERN))]
     pub image: String,
     /// Replicas while at least one active run uses the engine (0 while idle).
     #[serde(default = "default_replicas")]

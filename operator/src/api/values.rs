@@ -24,6 +24,15 @@ pub const USD_PATTERN: &str = r"^[0-9]{1,9}(\.[0-9]{1,6})?$";
 /// Duration such as `30m`, `1h30m`, `90s` or `500ms` (a sequence of integer + unit pairs).
 pub const DURATION_PATTERN: &str = r"^([0-9]{1,7}(ms|s|m|h))+$";
 
+/// A host name (labels of letters, digits, `-` and `_`, optionally dot-terminated), an IPv4
+/// literal, or an IPv6 literal with or without brackets: what the fetch policy's host and domain
+/// lists compare against. No scheme, port, path or wildcard, so an entry cannot silently match
+/// nothing (a deny list that never denies) or normalize to empty (an allow list that lifts itself).
+pub const HOST_PATTERN: &str = r"^(\[?[0-9A-Fa-f]*:[0-9A-Fa-f:.]*\]?|[A-Za-z0-9]([-A-Za-z0-9_]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9_]*[A-Za-z0-9])?)*\.?)$";
+
+/// A container image reference: anything without whitespace (the registry checks the rest).
+pub const IMAGE_PATTERN: &str = r"^\S+$";
+
 /// An absolute http(s) URL without whitespace.
 pub const HTTP_URL_PATTERN: &str = r"^https?://[^\s/?#]+[^\s]*$";
 
@@ -200,5 +209,32 @@ mod tests {
         assert!(!dns.is_match("Default"));
         assert!(!dns.is_match("-x"));
         assert!(!dns.is_match("a_b"));
+        let host = regex::Regex::new(HOST_PATTERN).unwrap();
+        for v in [
+            "example.org",
+            "Docs.Example.org.",
+            "127.0.0.1",
+            "::1",
+            "[::1]",
+            "fe80::1",
+            "svc_a.ns",
+            "localhost",
+        ] {
+            assert!(host.is_match(v), "{v}");
+        }
+        for v in [
+            "",
+            " ",
+            " example.org",
+            "https://example.org",
+            "example.org/path",
+            "example.org:8080",
+            "cafe.be:80",
+            "*.example.org",
+            "-x.org",
+            "a..b",
+        ] {
+            assert!(!host.is_match(v), "{v:?}");
+        }
     }
 }

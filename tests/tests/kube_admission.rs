@@ -1,0 +1,240 @@
+//! The admission matrix against a real Kubernetes API server: every case of
+//! `operator/tests/admission/cases.yaml` is refused with its HTTP code and message.
+//!
+//! Skipped unless `QUARRY_E2E_KUBECONFIG` names a kubeconfig (a bare kube-apiserver is enough).
+//! The CRDs installed are `quarry::api::all_crds()`, the objects written to `crds/*.yaml`. Each
+//! case is sent as a create with `dryRun=All&fieldValidation=Strict`, so nothing is stored; a
+//! transition case first creates its `old` spec for real, then sends the update as a dry run.
+//! The client-side twin of this test is `operator/tests/admission_matrix.rs`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::FutureExt;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Api, Client, ResourceExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const CASES: &str = include_str!("../../operator/tests/admission/cases.yaml");
+const FIELD_MANAGER: &str = "quarry-e2e-admission";
+
+/// The table (see the header of cases.yaml; the operator test reads the same file).
+#[derive(Deserialize)]
+struct Matrix {
+    cases: Vec<Case>,
+}
+
+/// One row of the table.
+#[derive(Deserialize)]
+struct Case {
+    kind: String,
+    name: String,
+    expect: String,
+    #[serde(default = "unprocessable")]
+    code: u16,
+    spec: Value,
+    #[serde(default)]
+    old: Option<Value>,
+}
+
+fn unprocessable() -> u16 {
+    422
+}
+
+async fn client_from(path: &str) -> Result<Client, String> {
+    let kubeconfig =
+        Kubeconfig::read_from(path).map_err(|e| format!("reading kubeconfig {path}: {e}"))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| format!("kubeconfig {path}: {e}"))?;
+    Client::try_from(config).map_err(|e| format!("building client: {e}"))
+}
+
+fn plural(kind: &str) -> Result<&'static str, String> {
+    match kind {
+        "ResearchRun" => Ok("researchruns"),
+        "ResearchProfile" => Ok("researchprofiles"),
+        "SearchEngine" => Ok("searchengines"),
+        other => Err(format!("unknown kind {other}")),
+    }
+}
+
+fn object(case: &Case, spec: &Value, resource_version: Option<&str>) -> Value {
+    let mut metadata = json!({"name": case.name});
+    if let Some(rv) = resource_version {
+        metadata["resourceVersion"] = json!(rv);
+    }
+    json!({"apiVersion": "quarry.dev/v1alpha1", "kind": case.kind, "metadata": metadata, "spec": spec})
+}
+
+/// Sends `body` with `method` to `path`; the API server's answer as text, or its Status.
+async fn send(
+    client: &Client,
+    method: &str,
+    path: String,
+    body: &Value,
+) -> Result<String, kube::Error> {
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(body).unwrap_or_default())
+        .map_err(kube::Error::HttpError)?;
+    client.request_text(request).await
+}
+
+/// Why the API server's answer to one case is wrong, or `None` when it refused as expected.
+async fn run_case(client: &Client, namespace: &str, case: &Case) -> Result<Option<String>, String> {
+    let collection = format!(
+        "/apis/quarry.dev/v1alpha1/namespaces/{namespace}/{}",
+        plural(&case.kind)?
+    );
+    let dry_run = "dryRun=All&fieldValidation=Strict";
+    let answer = match &case.old {
+        None => {
+            send(
+                client,
+                "POST",
+                format!("{collection}?{dry_run}"),
+                &object(case, &case.spec, None),
+            )
+            .await
+        }
+        Some(old) => {
+            let created = send(client, "POST", collection.clone(), &object(case, old, None))
+                .await
+                .map_err(|e| format!("{}: creating its old spec: {e}", case.name))?;
+            let created: Value = serde_json::from_str(&created).map_err(|e| e.to_string())?;
+            let rv = created["metadata"]["resourceVersion"].as_str();
+            send(
+                client,
+                "PUT",
+                format!("{collection}/{}?{dry_run}", case.name),
+                &object(case, &case.spec, rv),
+            )
+            .await
+        }
+    };
+    Ok(match answer {
+        Ok(_) => Some("accepted, but must be refused".to_owned()),
+        Err(kube::Error::Api(status)) => {
+            if status.code != case.code {
+                Some(format!(
+                    "HTTP {} instead of {}: {}",
+                    status.code, case.code, status.message
+                ))
+            } else if !status.message.contains(&case.expect) {
+                Some(format!(
+                    "message lacks {:?}: {}",
+                    case.expect, status.message
+                ))
+            } else {
+                None
+            }
+        }
+        Err(other) => return Err(format!("{}: {other}", case.name)),
+    })
+}
+
+async fn install_crds(client: &Client) -> Result<(), String> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in quarry::api::all_crds() {
+        let name = crd.name_any();
+        crds.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .map_err(|e| format!("installing CRD {name}: {e}"))?;
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            await_condition(crds.clone(), &name, conditions::is_crd_established()),
+        )
+        .await
+        .map_err(|_| format!("CRD {name} not established within 30s"))?
+        .map_err(|e| format!("waiting for CRD {name}: {e}"))?;
+    }
+    Ok(())
+}
+
+async fn scenario(client: &Client, namespace: &str) -> Result<(), String> {
+    install_crds(client).await?;
+    let matrix: Matrix = serde_yaml::from_str(CASES).map_err(|e| format!("cases.yaml: {e}"))?;
+    let mut failures = Vec::new();
+    let mut per_kind: BTreeMap<&str, usize> = BTreeMap::new();
+    for case in &matrix.cases {
+        *per_kind.entry(case.kind.as_str()).or_default() += 1;
+        match run_case(client, namespace, case).await? {
+            None => println!("ok   {:<16} {}", case.kind, case.name),
+            Some(why) => {
+                println!("FAIL {} {}: {why}", case.kind, case.name);
+                failures.push(format!("{} ({}): {why}", case.name, case.kind));
+            }
+        }
+    }
+    println!("admission cases per kind: {per_kind:?}");
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} of {} admission cases failed on the API server:\n{}",
+            failures.len(),
+            matrix.cases.len(),
+            failures.join("\n")
+        ))
+    }
+}
+
+/// Deletes what the test created; a bare API server finalizes nothing, so objects go first.
+async fn cleanup(client: &Client, namespace: &str) {
+    let (params, list) = (DeleteParams::default(), ListParams::default());
+    let _ = Api::<quarry::api::ResearchRun>::namespaced(client.clone(), namespace)
+        .delete_collection(&params, &list)
+        .await;
+    let _ = Api::<quarry::api::ResearchProfile>::namespaced(client.clone(), namespace)
+        .delete_collection(&params, &list)
+        .await;
+    let _ = Api::<quarry::api::SearchEngine>::namespaced(client.clone(), namespace)
+        .delete_collection(&params, &list)
+        .await;
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(namespace, &params)
+        .await;
+}
+
+#[tokio::test]
+async fn api_server_refuses_every_admission_case_with_its_message() {
+    let Ok(kubeconfig) = std::env::var("QUARRY_E2E_KUBECONFIG") else {
+        eprintln!(
+            "SKIPPED kube_admission: set QUARRY_E2E_KUBECONFIG to a kubeconfig of a test cluster (a bare kube-apiserver is enough) to run it"
+        );
+        return;
+    };
+    let client = client_from(&kubeconfig).await.unwrap();
+    let namespace = format!("quarry-admission-{:08x}", rand::random::<u32>());
+    Api::<Namespace>::all(client.clone())
+        .patch(
+            &namespace,
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Apply(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let outcome = std::panic::AssertUnwindSafe(scenario(&client, &namespace))
+        .catch_unwind()
+        .await;
+    cleanup(&client, &namespace).await;
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(message)) => panic!("{message}"),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
