@@ -21,7 +21,7 @@ use crate::llm::{
     CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage,
 };
 use crate::scrape::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
-use crate::scrape::{Fetcher, truncate_head, truncate_page};
+use crate::scrape::{FetchError, Fetcher, truncate_head, truncate_page};
 use crate::sources::security::SecurityQuery;
 use crate::sources::{Gatherer, SearchHit, SpecialisedSources, ToolAnswer};
 
@@ -557,7 +557,14 @@ impl Session<'_> {
                     self.pages.push(body);
                     self.fetched.push(SourceRef::new(url.clone(), page.title));
                 }
-                Err(e) => out.push_str(&format!("{url}: could not be read ({e})\n")),
+                Err(e) => {
+                    // A URL the fetch policy refuses (an internal address, a denied domain) is
+                    // no source, read or not: it must not be cited as an unread search result.
+                    if matches!(e, FetchError::Refused { .. }) {
+                        self.seen.retain(|h| h.url != *url);
+                    }
+                    out.push_str(&format!("{url}: could not be read ({e})\n"));
+                }
             }
         }
         for s in skipped {

@@ -39,6 +39,9 @@ pub struct Extracted {
 
 /// Extracts the main content of `html` (fetched from `url`) as Markdown.
 pub fn extract_markdown(html: &str, url: &str) -> Extracted {
+    // Hostile nesting would overflow the recursive walks below (see `nesting`).
+    let limited = super::nesting::limit_depth(html, super::nesting::MAX_DEPTH);
+    let html: &str = &limited;
     let options = rs_trafilatura::Options {
         url: (!url.is_empty()).then(|| url.to_string()),
         ..rs_trafilatura::Options::default()
@@ -133,12 +136,13 @@ fn align_to_text(markdown: &str, text: &str) -> String {
     out
 }
 
-/// Converts the whole page to Markdown with htmd, skipping non-content tags.
+/// Converts the whole page to Markdown with htmd, skipping non-content tags (nesting bounded).
 pub fn whole_page_markdown(html: &str) -> String {
+    let html = super::nesting::limit_depth(html, super::nesting::MAX_DEPTH);
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(SKIPPED_TAGS.to_vec())
         .build();
-    converter.convert(html).unwrap_or_default()
+    converter.convert(&html).unwrap_or_default()
 }
 
 /// Number of `\w+` tokens in a text.

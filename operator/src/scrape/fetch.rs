@@ -25,7 +25,7 @@ use url::Url;
 
 use super::charset::{self, DocKind};
 use super::extract;
-use super::guard::{self, BlockedAddress, GuardedResolver, HostRules};
+use super::guard::{self, BlockedAddress, GuardedResolver, HostRules, Lookup};
 use super::pdf;
 use super::politeness::{HostLimiter, HostLimits, HostPermit};
 use super::robots::{self, ROBOTS_MAX_BYTES, RobotsCache, RobotsRules};
@@ -176,13 +176,36 @@ impl HttpFetcher {
 
     /// Builds a fetcher on shared per-host state (see [`FetchShared::process`]).
     pub fn with_shared(policy: FetchPolicy, shared: FetchShared) -> Result<Self, FetchError> {
+        Self::build(policy, shared, None)
+    }
+
+    /// Builds a fetcher whose names are looked up by `lookup` instead of the system resolver
+    /// (the address guard still judges every answer); tests use it to point names at
+    /// private addresses.
+    pub fn with_lookup(
+        policy: FetchPolicy,
+        shared: FetchShared,
+        lookup: Lookup,
+    ) -> Result<Self, FetchError> {
+        Self::build(policy, shared, Some(lookup))
+    }
+
+    fn build(
+        policy: FetchPolicy,
+        shared: FetchShared,
+        lookup: Option<Lookup>,
+    ) -> Result<Self, FetchError> {
         let rules = Arc::new(
             HostRules::new(&policy.allowed_hosts, &policy.denied_domains)
                 .with_allowed_domains(&policy.allowed_domains),
         );
+        let resolver = match lookup {
+            Some(lookup) => GuardedResolver::with_lookup(Arc::clone(&rules), lookup),
+            None => GuardedResolver::new(Arc::clone(&rules)),
+        };
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(GuardedResolver::new(Arc::clone(&rules)))
+            .dns_resolver(resolver)
             .no_proxy()
             .no_gzip()
             .no_brotli()

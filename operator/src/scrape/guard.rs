@@ -3,7 +3,8 @@
 //! Addresses are checked after DNS resolution by [`GuardedResolver`], which is installed as the
 //! HTTP client's resolver: the address that is checked is the address that is connected to, so
 //! a name that resolves differently on a second lookup (DNS rebinding) cannot slip through.
-//! IP-literal hosts never reach a resolver and are checked by [`check_host`].
+//! IP-literal hosts never reach a resolver and are checked by [`check_host`], which also refuses
+//! names only a cluster's or machine's own resolver answers (see [`internal_name`]).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -208,6 +209,37 @@ fn normalize_host(host: &str) -> String {
         .to_ascii_lowercase()
 }
 
+/// Suffixes of names that only the cluster's or the machine's own resolver answers.
+const INTERNAL_SUFFIXES: [(&str, &str); 7] = [
+    ("localhost", "loopback name"),
+    ("svc", "cluster-service name"),
+    ("cluster.local", "cluster-service name"),
+    ("internal", "private-use name"),
+    ("local", "link-local (mDNS) name"),
+    ("home.arpa", "private-use name"),
+    ("localdomain", "loopback name"),
+];
+
+/// Why a normalized host name is internal whatever it resolves to, or `None`.
+///
+/// The resolver's address check already refuses these when they resolve to private addresses;
+/// naming them refuses them even in a cluster whose service range is not a private one.
+/// Single-label names are only ever completed by a resolver's search domains (in a pod:
+/// `<svc>.<namespace>.svc.cluster.local`), so they are internal too.
+pub fn internal_name(host: &str) -> Option<&'static str> {
+    if !host.contains('.') {
+        return Some(if host == "localhost" {
+            "loopback name"
+        } else {
+            "single-label name (completed by the resolver's search domains)"
+        });
+    }
+    INTERNAL_SUFFIXES
+        .iter()
+        .find(|(suffix, _)| in_domain(host, suffix))
+        .map(|(_, reason)| *reason)
+}
+
 /// Checks a URL host before connecting: denied domains, and IP literals (which bypass DNS).
 ///
 /// Returns the reason for a refusal.
@@ -223,7 +255,12 @@ pub fn check_host(rules: &HostRules, host: &url::Host<&str>) -> Result<(), Strin
     let ip = match host {
         url::Host::Ipv4(v4) => IpAddr::V4(*v4),
         url::Host::Ipv6(v6) => IpAddr::V6(*v6),
-        url::Host::Domain(_) => return Ok(()),
+        url::Host::Domain(d) => {
+            return match internal_name(&normalize_host(d)) {
+                Some(reason) => Err(format!("{name} is a {reason}")),
+                None => Ok(()),
+            };
+        }
     };
     match blocked_reason(ip) {
         Some(reason) => Err(format!("{ip} is a {reason}")),
@@ -241,16 +278,44 @@ pub struct BlockedAddress {
     pub detail: String,
 }
 
+/// A replacement for the system's name lookup: the addresses of a host name, or an error.
+///
+/// Tests use it to make public-looking names resolve to private addresses without touching
+/// real DNS; production uses the system resolver.
+pub type Lookup = Arc<dyn Fn(&str) -> std::io::Result<Vec<IpAddr>> + Send + Sync>;
+
 /// A DNS resolver that drops non-public addresses unless the name is allow-listed.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GuardedResolver {
     rules: Arc<HostRules>,
+    /// Where addresses come from: the system resolver when `None`.
+    lookup: Option<Lookup>,
+}
+
+impl std::fmt::Debug for GuardedResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardedResolver")
+            .field("rules", &self.rules)
+            .field("lookup", &self.lookup.as_ref().map(|_| "custom"))
+            .finish()
+    }
 }
 
 impl GuardedResolver {
-    /// A resolver enforcing `rules`.
+    /// A resolver enforcing `rules` over the system resolver.
     pub fn new(rules: Arc<HostRules>) -> Self {
-        Self { rules }
+        Self {
+            rules,
+            lookup: None,
+        }
+    }
+
+    /// A resolver enforcing `rules` over `lookup` instead of the system resolver.
+    pub fn with_lookup(rules: Arc<HostRules>, lookup: Lookup) -> Self {
+        Self {
+            rules,
+            lookup: Some(lookup),
+        }
     }
 }
 
@@ -291,6 +356,7 @@ pub fn filter_addrs(
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let rules = Arc::clone(&self.rules);
+        let lookup = self.lookup.clone();
         let host = name.as_str().to_string();
         Box::pin(async move {
             if let Some(reason) = rules.refused_by_name(&host) {
@@ -301,8 +367,13 @@ impl Resolve for GuardedResolver {
                     as Box<dyn std::error::Error + Send + Sync>);
             }
             // Port 0 is a placeholder: the connector replaces it with the URL's port.
-            let addrs: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let addrs: Vec<SocketAddr> = match lookup {
+                Some(lookup) => lookup(&host)?
+                    .into_iter()
+                    .map(|ip| SocketAddr::new(ip, 0))
+                    .collect(),
+                None => tokio::net::lookup_host((host.as_str(), 0)).await?.collect(),
+            };
             let kept = filter_addrs(&rules, &host, addrs)?;
             Ok(Box::new(kept.into_iter()) as Addrs)
         })
@@ -408,6 +479,42 @@ mod tests {
         let rules = HostRules::new(&[], &[]).with_allowed_domains(&["10.0.0.1".into()]);
         assert!(check_host(&rules, &url::Host::Ipv4(Ipv4Addr::new(10, 0, 0, 1))).is_err());
         assert!(!HostRules::new(&[], &[]).outside_allowed_domains("anything.example"));
+    }
+
+    #[test]
+    fn cluster_and_machine_names_are_refused_unless_allow_listed() {
+        let rules = HostRules::new(&["docs.quarry.svc".into()], &[]);
+        for (host, reason) in [
+            ("kubernetes.default.svc", "cluster-service name"),
+            ("kubernetes.default.svc.", "cluster-service name"),
+            ("api.ns.svc.cluster.local", "cluster-service name"),
+            ("metadata.google.internal", "private-use name"),
+            ("printer.local", "link-local (mDNS) name"),
+            ("localhost", "loopback name"),
+            ("app.localhost", "loopback name"),
+            (
+                "kubernetes",
+                "single-label name (completed by the resolver's search domains)",
+            ),
+        ] {
+            assert_eq!(
+                check_host(&rules, &url::Host::Domain(host)),
+                Err(format!("{host} is a {reason}")),
+                "{host}"
+            );
+        }
+        assert!(check_host(&rules, &url::Host::Domain("docs.quarry.svc")).is_ok());
+        for public in [
+            "example.com",
+            "svc.example.com",
+            "internal.example.org",
+            "local.news",
+        ] {
+            assert!(
+                check_host(&rules, &url::Host::Domain(public)).is_ok(),
+                "{public}"
+            );
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod extract;
 pub mod fetch;
 pub mod guard;
 pub mod metric;
+pub mod nesting;
 pub mod pdf;
 pub mod politeness;
 pub mod robots;
