@@ -29,7 +29,10 @@ fn outcome(role: &str, output: &str) -> String {
                     .collect::<Vec<_>>()
                     .join(",")
             ),
-            Err(e) => format!("error: {}", e.to_string().chars().take(80).collect::<String>()),
+            Err(e) => format!(
+                "error: {}",
+                e.to_string().chars().take(80).collect::<String>()
+            ),
         },
         "evaluator" => match parse_decision(output, 3) {
             Decision::Synthesize => "synthesize".into(),
@@ -45,7 +48,11 @@ fn recorded_model_outputs_keep_their_parse_outcome() {
     let mut outcomes = BTreeMap::new();
     for entry in std::fs::read_dir(&dir).expect("fixture dir") {
         let path = entry.expect("entry").path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+        else {
             continue;
         };
         if !name.ends_with(".txt") {
@@ -67,9 +74,8 @@ fn recorded_model_outputs_keep_their_parse_outcome() {
         .expect("write expected.json");
         return;
     }
-    let expected: BTreeMap<String, String> = serde_json::from_str(
-        &std::fs::read_to_string(&expected_path).expect("expected.json"),
-    )
-    .expect("expected.json parses");
+    let expected: BTreeMap<String, String> =
+        serde_json::from_str(&std::fs::read_to_string(&expected_path).expect("expected.json"))
+            .expect("expected.json parses");
     assert_eq!(outcomes, expected);
 }

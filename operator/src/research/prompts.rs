@@ -34,15 +34,36 @@ pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
 
 /// Fences untrusted text so a model can tell evidence from instructions (DESIGN §6).
 pub fn fence_page(url: &str, title: &str, body: &str) -> String {
-    // A page cannot close the fence early: its own closing tags are defused.
-    let body = body.replace("</page>", "</ page>");
+    // A page cannot close the fence early: its own closing tags, in any case, are defused.
+    let body = defuse_closing_tag(body, "</page");
     let title = title.replace(['"', '\n'], " ");
     format!("<page url=\"{url}\" title=\"{title}\">\n{body}\n</page>")
+}
+
+/// Inserts a space after `<` of every case-insensitive occurrence of `tag` (ASCII) in `text`.
+fn defuse_closing_tag(text: &str, tag: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut last = 0;
+    for (at, _) in lower.match_indices(tag) {
+        out.push_str(&text[last..at]);
+        out.push_str("</ ");
+        last = at + 2;
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn closing_tags_are_defused_in_any_case() {
+        let f = fence_page("http://h/p", "t", "a </PAGE> b </Page > c </page>");
+        assert_eq!(f.matches("</page>").count(), 1, "{f}");
+        assert!(f.contains("a </ PAGE> b </ Page > c </ page>"), "{f}");
+    }
 
     #[test]
     fn render_fills_known_placeholders_and_keeps_json_braces() {
