@@ -52,6 +52,47 @@ pub fn extract_json_object(text: &str) -> Result<Value, JsonExtractError> {
     }
 }
 
+/// Closes a JSON value the model was cut off in the middle of (it hit its output cap): keeps
+/// every element complete before the last comma and closes what is still open. `None` when the
+/// text holds no open JSON value, or a complete one.
+pub fn close_truncated_json(text: &str) -> Option<String> {
+    let start = text.find(['{', '['])?;
+    let body = &text[start..];
+    let mut open: Vec<char> = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    // Byte offset of the last comma, with what was open there.
+    let mut last_comma: Option<(usize, Vec<char>)> = None;
+    for (i, c) in body.char_indices() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => open.push(c),
+            '}' | ']' => {
+                open.pop();
+                if open.is_empty() {
+                    return None;
+                }
+            }
+            ',' => last_comma = Some((i, open.clone())),
+            _ => {}
+        }
+    }
+    let (cut, still_open) = last_comma?;
+    let mut closed = body[..cut].to_string();
+    for c in still_open.iter().rev() {
+        closed.push(if *c == '{' { '}' } else { ']' });
+    }
+    Some(closed)
+}
+
 /// Removes `<think>...</think>` blocks (reasoning preambles of some models). The text of an
 /// unclosed `<think>` is kept (the model may have written its answer inside before running out
 /// of tokens), and text before a stray `</think>` is dropped (templates that open the block in
@@ -287,6 +328,26 @@ fn snippet_of(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_off_values_are_closed_after_their_last_complete_element() {
+        let cut = "```json\n{\"tool\": \"scrape\", \"arguments\": {\"urls\": [\"http://a/1\", \"http://a/2\", \"http://a:";
+        let closed = close_truncated_json(cut).unwrap();
+        let v: Value = serde_json::from_str(&closed).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"tool": "scrape", "arguments": {"urls": ["http://a/1", "http://a/2"]}})
+        );
+        // Escaped quotes and brackets inside strings do not confuse it.
+        let closed = close_truncated_json(r#"{"a": "x\"]}", "b": [1, 2], "c": "#).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&closed).unwrap(),
+            serde_json::json!({"a": "x\"]}", "b": [1, 2]})
+        );
+        assert_eq!(close_truncated_json(r#"{"complete": true}"#), None);
+        assert_eq!(close_truncated_json("no json here"), None);
+        assert_eq!(close_truncated_json(r#"{"nothing complete yet"#), None);
+    }
     use serde_json::json;
 
     #[test]

@@ -1003,8 +1003,34 @@ pub fn parse_json_action(text: &str) -> Result<Vec<ToolCall>, LlmError> {
     }
     match extract_json_object(text) {
         Ok(v) => Ok(action_to_call(&v, 0)?.into_iter().collect()),
-        Err(_) => Ok(Vec::new()),
+        Err(_) => cut_off_action(text),
     }
+}
+
+/// An answer that is no JSON value: plain text (the final answer), or an action the model was
+/// cut off in the middle of. The latter is closed after its last complete element when that
+/// still names a tool (a truncated URL list keeps its complete URLs), and is an error otherwise:
+/// half an action must never pass for a final report.
+fn cut_off_action(text: &str) -> Result<Vec<ToolCall>, LlmError> {
+    let looks_like_action = TOOL_KEYS.iter().any(|k| text.contains(&format!("\"{k}\"")))
+        && text
+            .trim_start()
+            .trim_start_matches("```json")
+            .trim_start()
+            .starts_with(['{', '[']);
+    if !looks_like_action {
+        return Ok(Vec::new());
+    }
+    if let Some(closed) = crate::llm::json_extract::close_truncated_json(text)
+        && let Ok(v) = serde_json::from_str::<Value>(&closed)
+        && let Some(call) = action_to_call(&v, 0)?
+    {
+        return Ok(vec![call]);
+    }
+    Err(LlmError::Malformed(format!(
+        "the JSON action was cut off before it named its tool and arguments: `{}`",
+        text.chars().take(200).collect::<String>()
+    )))
 }
 
 /// Keys naming the tool in an action object, in order of preference.
