@@ -21,6 +21,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -470,6 +471,11 @@ impl ScriptedModel {
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
+        // TCP_NODELAY, as production servers set it: without it, a reply streamed in pieces waits
+        // for the client's delayed ACK (40 ms on Linux), which benchmarks would count as latency.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 eprintln!("scripted model server stopped: {e}");

@@ -16,6 +16,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use serde_json::json;
 
 /// Results one search answers.
@@ -59,6 +60,11 @@ impl SlowWeb {
             .route("/page/{file}", get(page))
             .route("/robots.txt", get(robots))
             .with_state(shared.clone());
+        // TCP_NODELAY, as production servers set it: without it, a response written in pieces
+        // waits for the client's delayed ACK (40 ms on Linux) and the delays are no longer exact.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 eprintln!("slow web server stopped: {e}");
