@@ -180,7 +180,7 @@ impl HttpFetcher {
             HostRules::new(&policy.allowed_hosts, &policy.denied_domains)
                 .with_allowed_domains(&policy.allowed_domains),
         );
-        let client = reqwest::Client::builder()
+        let client = crate::tls::with_shared_tls(reqwest::Client::builder())
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(GuardedResolver::new(Arc::clone(&rules)))
             .no_proxy()

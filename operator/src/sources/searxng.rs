@@ -40,7 +40,7 @@ impl SearxngGatherer {
     /// (connect, send, read the whole body) is bounded by `timeout`.
     pub fn new(base_url: &str, timeout: Duration) -> Result<Self, SourceError> {
         let search_url = search_endpoint(base_url)?;
-        let client = reqwest::Client::builder()
+        let client = crate::tls::with_shared_tls(reqwest::Client::builder())
             .timeout(timeout)
             .connect_timeout(timeout)
             // searx answers 302 to the front page for some bad requests; following it would
