@@ -266,7 +266,7 @@ async fn bench() -> BenchResult<()> {
         mib(many.hwm_kib)
     );
     println!(
-        "| peak RSS per run in flight | | {:.1} KiB |",
+        "| peak RSS growth per run | | {:.1} KiB |",
         (many.hwm_kib.saturating_sub(single.hwm_kib)) as f64 / runs as f64
     );
     println!(
