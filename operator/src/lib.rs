@@ -14,4 +14,5 @@ pub mod sources;
 pub mod standalone;
 pub mod store;
 pub mod telemetry;
+pub mod tls;
 pub mod wiring;

@@ -317,6 +317,7 @@ impl CacheObserver for LookupRecorder {
             cache: lookup.cache,
             outcome: lookup.outcome,
             duration_ms: lookup.duration.as_millis() as u64,
+            task: crate::llm::router::current_task(),
         });
         if let Some(m) = &self.metrics {
             m.cache_lookup(lookup.kind, self.backend, lookup.cache);

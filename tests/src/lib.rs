@@ -1,5 +1,7 @@
 //! End-to-end harness for Quarry: local services the tests start on 127.0.0.1 and stop themselves.
 
+pub mod bench;
+pub mod critical_path;
 pub mod docs_server;
 pub mod model_server;
 pub mod profiles;
@@ -7,3 +9,4 @@ pub mod quarry_bin;
 pub mod real_model;
 pub mod redis_server;
 pub mod searx;
+pub mod slow_web;

@@ -21,6 +21,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -254,6 +255,11 @@ pub struct Route {
     /// Reply once `steps` are used up (HTTP 500 when absent).
     #[serde(default)]
     pub fallback: Option<Step>,
+    /// Answer by turn instead of consuming steps: a request gets `steps[n]`, where n is the
+    /// number of assistant messages it carries (then `fallback`). Any number of conversations
+    /// can so run the same script concurrently (benchmarks run a thousand at once).
+    #[serde(default)]
+    pub by_turn: bool,
 }
 
 impl Route {
@@ -264,11 +270,17 @@ impl Route {
             when: when.into(),
             steps,
             fallback: None,
+            by_turn: false,
         }
     }
     /// Sets the fallback step.
     pub fn with_fallback(mut self, step: Step) -> Route {
         self.fallback = Some(step);
+        self
+    }
+    /// Answers by turn (see [`Route::by_turn`]).
+    pub fn by_turn(mut self) -> Route {
+        self.by_turn = true;
         self
     }
 }
@@ -350,6 +362,7 @@ struct RouteState {
     when: String,
     steps: Mutex<VecDeque<Step>>,
     fallback: Option<Step>,
+    by_turn: bool,
 }
 
 /// The server side of a provider rate limit: a token bucket.
@@ -439,6 +452,7 @@ impl ScriptedModel {
                     when: r.when,
                     steps: Mutex::new(r.steps.into()),
                     fallback: r.fallback,
+                    by_turn: r.by_turn,
                 })
                 .collect(),
             requests: Mutex::new(Vec::new()),
@@ -457,6 +471,11 @@ impl ScriptedModel {
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
+        // TCP_NODELAY, as production servers set it: without it, a reply streamed in pieces waits
+        // for the client's delayed ACK (40 ms on Linux), which benchmarks would count as latency.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 eprintln!("scripted model server stopped: {e}");
@@ -577,6 +596,7 @@ async fn serve(
         return response;
     }
     let head = conversation_head(&body);
+    let turn = assistant_turns(&body);
     let route = inner.routes.iter().find(|r| head.contains(&r.when));
     let record = RecordedRequest {
         route: route.map(|r| r.name.clone()),
@@ -623,6 +643,10 @@ async fn serve(
         requests.len()
     };
     let next = match route {
+        Some(r) if r.by_turn => lock(&r.steps)
+            .get(turn)
+            .cloned()
+            .or_else(|| r.fallback.clone()),
         Some(r) => lock(&r.steps).pop_front().or_else(|| r.fallback.clone()),
         None => lock(&inner.steps)
             .pop_front()
@@ -781,6 +805,17 @@ fn conversation_head(body: &Value) -> String {
         );
     }
     parts.join("\n")
+}
+
+/// Assistant messages in a request: the turn a conversation is at.
+fn assistant_turns(body: &Value) -> usize {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .map_or(0, |m| {
+            m.iter()
+                .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+                .count()
+        })
 }
 
 /// The parts of a successful completion.
@@ -1084,6 +1119,19 @@ mod tests {
             serde_json::from_str(r#"{"steps": [{"kind": "text", "text": "a", "usage": {"prompt_tokens": 1, "completion_tokens": 2}}]}"#)
                 .unwrap();
         assert_eq!(parsed.steps, vec![Step::text("a").with_usage(1, 2)]);
+    }
+
+    #[test]
+    fn the_turn_is_the_number_of_assistant_messages() {
+        let body = json!({"messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": null, "tool_calls": []},
+            {"role": "tool", "content": "r"},
+            {"role": "assistant", "content": "a"},
+        ]});
+        assert_eq!(assistant_turns(&body), 2);
+        assert_eq!(assistant_turns(&json!({})), 0);
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub(crate) fn validated_http_client(config: &ModelConfig) -> Result<reqwest::Cli
             "api key is empty or contains characters not allowed in a header".into(),
         ));
     }
-    reqwest::Client::builder()
+    crate::tls::with_shared_tls(reqwest::Client::builder())
         .connect_timeout(CONNECT_TIMEOUT)
         .build()
         .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))

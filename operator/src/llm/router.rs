@@ -43,6 +43,18 @@ impl Role {
     }
 }
 
+tokio::task_local! {
+    /// The agenda task of the researcher running the current code. Parallel researchers' lines
+    /// interleave in the provenance log; this gives each line its branch (benchmarks derive the
+    /// run's critical path from it). Set by the executor around each researcher.
+    pub static RESEARCH_TASK: u32;
+}
+
+/// The agenda task of the researcher running this code, if any.
+pub fn current_task() -> Option<u32> {
+    RESEARCH_TASK.try_with(|t| *t).ok()
+}
+
 /// Calls kept in the provenance log at most (older ones are dropped, and counted).
 pub const MAX_CALL_RECORDS: usize = 10_000;
 
@@ -66,6 +78,9 @@ pub struct CallRecord {
     pub duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// The agenda task of the researcher that made the call (absent for lead calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<u32>,
 }
 
 /// One search or page read as the provenance log records it (one JSON line each).
@@ -83,6 +98,9 @@ pub struct SourceRecord {
     /// `ok`, `empty` or `error`.
     pub outcome: &'static str,
     pub duration_ms: u64,
+    /// The agenda task of the researcher that searched or read (absent outside researchers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -440,6 +458,7 @@ impl ChatModel for Router {
                 cost_usd: used.cost_usd_string(),
                 duration_ms: (seconds * 1000.0) as u64,
                 trace_id: trace_id.clone(),
+                task: current_task(),
             });
             match &result {
                 Ok(resp) => {
@@ -811,5 +830,32 @@ mod tests {
             router.chat(req(CallPurpose::Research)).await,
             Err(LlmError::BudgetExhausted { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn a_researchers_calls_carry_its_task_in_the_provenance_log() {
+        let guard = Arc::new(SpendGuard::default());
+        let router = Router::new(
+            tier(
+                "primary",
+                fake("primary", 0, unavailable),
+                "http://router-task.invalid/v1",
+            ),
+            None,
+            None,
+            vec![],
+            guard.clone(),
+        );
+        router.chat(req(CallPurpose::Plan)).await.unwrap();
+        RESEARCH_TASK
+            .scope(7, router.chat(req(CallPurpose::Research)))
+            .await
+            .unwrap();
+        let (calls, _) = guard.calls();
+        let tasks: Vec<Option<u32>> = calls.iter().map(|c| c.task).collect();
+        assert_eq!(tasks, vec![None, Some(7)]);
+        let line = serde_json::to_string(&calls[1]).unwrap();
+        assert!(line.contains("\"task\":7"), "{line}");
+        assert!(!serde_json::to_string(&calls[0]).unwrap().contains("task"));
     }
 }

@@ -16,7 +16,7 @@ use super::reducer::{Command, Event, reduce};
 use super::report;
 use super::researcher::{ResearcherDeps, ResearcherSettings, UrlPool, run_researcher};
 use super::state::{Failure, Phase, ResearcherReport, RunState, reasons};
-use crate::llm::router::SpendGuard;
+use crate::llm::router::{RESEARCH_TASK, SpendGuard};
 use crate::llm::{ChatModel, Usage};
 use crate::scrape::Fetcher;
 use crate::sources::{Gatherer, SpecialisedSources};
@@ -261,29 +261,33 @@ impl Runner {
                 let (steer_tx, steer_rx) = mpsc::unbounded_channel();
                 self.steering.insert(task_id, steer_tx);
                 let span = tracing::info_span!("researcher", task_id, round = self.state.round);
-                self.spawn_in(span, async move {
-                    let progress = move |units: u32, usage: Usage| {
-                        let _ = progress_tx.send(Event::ResearcherProgress {
+                // The task id marks the researcher's lines in the provenance log.
+                self.spawn_in(
+                    span,
+                    RESEARCH_TASK.scope(task_id, async move {
+                        let progress = move |units: u32, usage: Usage| {
+                            let _ = progress_tx.send(Event::ResearcherProgress {
+                                task_id,
+                                units,
+                                usage,
+                            });
+                        };
+                        match run_researcher(
+                            &deps,
+                            &input,
                             task_id,
-                            units,
-                            usage,
-                        });
-                    };
-                    match run_researcher(
-                        &deps,
-                        &input,
-                        task_id,
-                        &task,
-                        &injected,
-                        Some(steer_rx),
-                        &progress,
-                    )
-                    .await
-                    {
-                        Ok(report) => Event::ResearcherFinished { report },
-                        Err(failure) => Event::ResearcherFailed { task_id, failure },
-                    }
-                });
+                            &task,
+                            &injected,
+                            Some(steer_rx),
+                            &progress,
+                        )
+                        .await
+                        {
+                            Ok(report) => Event::ResearcherFinished { report },
+                            Err(failure) => Event::ResearcherFailed { task_id, failure },
+                        }
+                    }),
+                );
             }
             Command::Evaluate => {
                 let state = self.state.clone();

@@ -203,7 +203,7 @@ impl HttpFetcher {
             Some(lookup) => GuardedResolver::with_lookup(Arc::clone(&rules), lookup),
             None => GuardedResolver::new(Arc::clone(&rules)),
         };
-        let client = reqwest::Client::builder()
+        let client = crate::tls::with_shared_tls(reqwest::Client::builder())
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(resolver)
             .no_proxy()

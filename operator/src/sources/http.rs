@@ -98,7 +98,7 @@ impl HttpSource {
         max_body_bytes: usize,
         secrets: Vec<Secret>,
     ) -> Result<Self, SourceError> {
-        let client = reqwest::Client::builder()
+        let client = crate::tls::with_shared_tls(reqwest::Client::builder())
             .timeout(timeout)
             .connect_timeout(timeout)
             // APIs answer in place; a redirect would only send the key header somewhere else.

@@ -1,0 +1,145 @@
+//! Shared pieces of the benchmarks in `tests/benches/` (see BENCHMARKS.md): scripted
+//! conversations against [`crate::slow_web::SlowWeb`], and process figures from `/proc`.
+
+use serde_json::json;
+
+use crate::model_server::{Route, Step};
+use crate::slow_web::SlowWeb;
+
+/// Pages one scripted researcher reads (one batch, fetched at once).
+pub const PAGES_PER_RESEARCHER: usize = 3;
+
+/// A researcher's conversation, answered by turn after `latency_ms` each: search `query`, take
+/// the scrape handshake, read the first three results in one batch, report citing them.
+pub fn researcher_steps(web: &SlowWeb, query: &str, latency_ms: u64) -> Vec<Step> {
+    let urls: Vec<String> = (0..PAGES_PER_RESEARCHER)
+        .map(|i| web.result_url(query, i))
+        .collect();
+    let topic = query.to_lowercase();
+    let mut report = format!(
+        "## Summary\nThe {topic} module reads its input, validates every field and returns a structured value ([docs]({})).\n\n## Key findings\n",
+        urls[0]
+    );
+    for u in &urls {
+        report.push_str(&format!(
+            "- Errors carry the position of the problem so the caller can report it ([docs]({u})).\n"
+        ));
+    }
+    let slow = |s: Step| Step::delay(latency_ms, s);
+    vec![
+        slow(Step::tool_call("search", json!({"queries": [query]})).with_usage(1000, 10)),
+        slow(Step::tool_call("scrape", json!({"urls": [urls[0]]})).with_usage(1200, 10)),
+        slow(Step::tool_call("scrape", json!({"urls": urls})).with_usage(1400, 12)),
+        slow(Step::text(report).with_usage(3000, 120)),
+    ]
+}
+
+/// A by-turn route for the researcher of `task` (its first prompt names the task).
+pub fn researcher_route(name: &str, task: &str, web: &SlowWeb, latency_ms: u64) -> Route {
+    Route::new(
+        name,
+        format!("Research task: {task}\n"),
+        researcher_steps(web, task, latency_ms),
+    )
+    .by_turn()
+}
+
+/// User plus system CPU seconds of this process so far (`/proc/self/stat`).
+pub fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    cpu_seconds_of(&stat, clock_ticks())
+}
+
+/// utime + stime of a `/proc/<pid>/stat` text, in seconds.
+pub fn cpu_seconds_of(stat: &str, ticks_per_second: f64) -> Option<f64> {
+    // The command name (field 2) may hold spaces and parentheses: fields are counted after the
+    // last ')'; utime and stime are fields 14 and 15, so 12th and 13th after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / ticks_per_second)
+}
+
+/// Clock ticks per second of `/proc` times (`getconf CLK_TCK`; USER_HZ is 100 on Linux's
+/// mainstream architectures, the fallback).
+pub fn clock_ticks() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// A `kB` field of `/proc/self/status`, e.g. `VmHWM` (peak RSS) or `VmRSS`, in KiB.
+pub fn status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status_kib_of(&status, field)
+}
+
+/// A `kB` field of a `/proc/<pid>/status` text, in KiB.
+pub fn status_kib_of(status: &str, field: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// Median of a non-empty list (the mean of the middle two for an even count).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The first `model name` of `/proc/cpuinfo`, for the machine note.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_string())
+}
+
+/// One line describing the machine: CPU model, cores and the load average when the bench started
+/// (other work on the machine skews timings).
+pub fn machine_note() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_default();
+    format!("{} | {cores} cores | load average {load}", cpu_model())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_fields_are_read_after_the_command_name() {
+        let stat = "1234 (my (odd) prog) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 9 0 100";
+        assert_eq!(cpu_seconds_of(stat, 100.0), Some(3.0));
+        let status = "Name:\tx\nVmHWM:\t  123456 kB\nVmRSS:\t 1000 kB\n";
+        assert_eq!(status_kib_of(status, "VmHWM"), Some(123456));
+        assert_eq!(status_kib_of(status, "VmRSS"), Some(1000));
+        assert_eq!(status_kib_of(status, "VmPeak"), None);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+}
