@@ -3,13 +3,9 @@
 //! error (auth, rate limit, bad JSON, oversize body, throttle, backoff) mapped as promised.
 
 use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, Method, Uri};
-use axum::response::Response;
+use axum::http::Method;
 use serde_json::{Value, json};
 
 use quarry::api::{SearchProvider, SecretKeyRef};
@@ -23,89 +19,8 @@ use quarry::sources::{Gatherer, SearchHit, SourceError, normalize_and_dedup};
 
 const KEY: &str = "sk-test-0123456789";
 
-/// One request as the server saw it.
-#[derive(Debug, Clone)]
-struct Req {
-    method: Method,
-    path: String,
-    query: Vec<(String, String)>,
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Req {
-    fn q(&self, key: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-}
-
-/// What the server answers.
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-}
-
-fn reply(status: u16, body: impl Into<Vec<u8>>) -> Reply {
-    Reply {
-        status,
-        headers: vec![("content-type", "application/json".into())],
-        body: body.into(),
-    }
-}
-
-impl Reply {
-    fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, value.to_string()));
-        self
-    }
-}
-
-type Log = Arc<Mutex<Vec<Req>>>;
-
-/// Serves `answer` for every request on 127.0.0.1 and logs the requests.
-async fn serve(answer: impl Fn(&Req) -> Reply + Send + Sync + 'static) -> (String, Log) {
-    let log: Log = Arc::default();
-    let answer = Arc::new(answer);
-    let app = Router::new().fallback({
-        let log = log.clone();
-        move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
-            let log = log.clone();
-            let answer = answer.clone();
-            async move {
-                let req = Req {
-                    method,
-                    path: uri.path().to_string(),
-                    query: url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
-                        .into_owned()
-                        .collect(),
-                    headers,
-                    body: body.to_vec(),
-                };
-                let r = answer(&req);
-                log.lock().unwrap().push(req);
-                let mut response = Response::builder().status(r.status);
-                for (k, v) in r.headers {
-                    response = response.header(k, v);
-                }
-                response.body(Body::from(r.body)).unwrap()
-            }
-        }
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}"), log)
-}
+mod replay;
+use replay::{reply, serve};
 
 fn config(base: &str) -> ProviderConfig {
     ProviderConfig::new(Secret::new(KEY))

@@ -4,10 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, Method, Uri};
-use axum::response::Response;
+use axum::http::Method;
 use serde_json::{Value, json};
 
 use quarry::sources::SourceError;
@@ -17,83 +14,8 @@ use quarry::sources::security::{
 };
 use quarry::sources::specialised::SecurityLookup;
 
-#[derive(Debug, Clone)]
-struct Req {
-    method: Method,
-    path: String,
-    query: Vec<(String, String)>,
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Req {
-    fn q(&self, key: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-}
-
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-}
-
-fn reply(status: u16, body: impl Into<Vec<u8>>) -> Reply {
-    Reply {
-        status,
-        headers: vec![("content-type", "application/json".into())],
-        body: body.into(),
-    }
-}
-
-impl Reply {
-    fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, value.to_string()));
-        self
-    }
-}
-
-type Log = Arc<Mutex<Vec<Req>>>;
-
-async fn serve(answer: impl Fn(&Req) -> Reply + Send + Sync + 'static) -> (String, Log) {
-    let log: Log = Arc::default();
-    let answer = Arc::new(answer);
-    let app = Router::new().fallback({
-        let log = log.clone();
-        move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
-            let log = log.clone();
-            let answer = answer.clone();
-            async move {
-                let req = Req {
-                    method,
-                    path: uri.path().to_string(),
-                    query: url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
-                        .into_owned()
-                        .collect(),
-                    headers,
-                    body: body.to_vec(),
-                };
-                let r = answer(&req);
-                log.lock().unwrap().push(req);
-                let mut response = Response::builder().status(r.status);
-                for (k, v) in r.headers {
-                    response = response.header(k, v);
-                }
-                response.body(Body::from(r.body)).unwrap()
-            }
-        }
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}"), log)
-}
+mod replay;
+use replay::{Log, reply, serve};
 
 const T: Duration = Duration::from_secs(5);
 
