@@ -232,6 +232,10 @@ impl ProgressPrinter {
             Event::Suspend | Event::Resume | Event::Cancel | Event::Recover => {
                 format!("{event:?}").to_lowercase()
             }
+            Event::SpendRecovered { usage } => format!(
+                "resumed: {} model calls already paid for",
+                usage.llm_calls
+            ),
         };
         Some(format!(
             "[{:>9}] {:>9} | {} tok | ${} | {text}",

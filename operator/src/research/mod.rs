@@ -3,7 +3,9 @@
 //! Knows nothing about Kubernetes (DESIGN §1).
 
 pub mod budget;
+pub mod checkpoint;
 pub mod evidence;
+pub mod journal;
 pub mod executor;
 pub mod lead;
 pub mod outputs;
