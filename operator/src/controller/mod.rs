@@ -3,6 +3,7 @@
 //! apply — and never runs research itself: it hands runs to the [`registry::Registry`].
 
 pub mod engine;
+pub mod leader;
 pub mod registry;
 pub mod search_engine;
 pub mod status;
@@ -74,6 +75,12 @@ pub enum Error {
     /// No Kubernetes client could be configured.
     #[error("cannot configure a Kubernetes client (set KUBECONFIG or run in a cluster): {0}")]
     Config(String),
+    /// This replica does not hold the leader lease (any more).
+    #[error("not the leader: another replica owns the runs")]
+    NotLeader,
+    /// Leader election failed or leadership was lost.
+    #[error(transparent)]
+    Leader(#[from] leader::LeaderError),
 }
 
 impl Error {
@@ -85,6 +92,8 @@ impl Error {
             Error::Serialize { .. } => "Serialization",
             Error::Server(_) => "Server",
             Error::Config(_) => "Config",
+            Error::NotLeader => "NotLeader",
+            Error::Leader(_) => "LeaderElection",
         }
     }
 
@@ -173,6 +182,8 @@ pub struct Context {
     /// The latest run object of each active status writer, so status written during research
     /// carries the current `observedGeneration` (spec.suspend and the TTL may change mid-run).
     latest: std::sync::Mutex<LatestRuns>,
+    /// Open while this replica holds the leader lease: no status is written otherwise.
+    pub fence: leader::Fence,
 }
 
 impl Context {
@@ -190,7 +201,14 @@ impl Context {
             metrics,
             status_interval: STATUS_INTERVAL,
             latest: Default::default(),
+            fence: leader::Fence::leading(),
         }
+    }
+
+    /// The same context writing only while `fence` is open.
+    pub fn with_fence(mut self, fence: leader::Fence) -> Self {
+        self.fence = fence;
+        self
     }
 }
 
@@ -401,6 +419,10 @@ async fn apply_status(
     let desired = desired_status(run, view, &report_configmap_name(&name), &now());
     if run.status.as_ref() == Some(&desired) {
         return Ok(desired);
+    }
+    if !ctx.fence.is_open() {
+        // Leadership was lost: the new leader owns this run's status.
+        return Err(Error::NotLeader);
     }
     let body = serde_json::json!({
         "apiVersion": ResearchRun::api_version(&()),
@@ -840,6 +862,32 @@ pub struct OperatorConfig {
     pub namespace: Option<String>,
     /// Redis for the search and page cache shared by replicas (`None`: in-memory).
     pub redis_url: Option<String>,
+    /// Leader election: only the Lease holder runs research (`None`: a single replica).
+    pub leader: Option<LeaderSettings>,
+}
+
+/// Leader election settings of `quarry operator`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderSettings {
+    /// Lease name.
+    pub lease_name: String,
+    /// Namespace of the Lease (`None`: the operator's own namespace).
+    pub namespace: Option<String>,
+    /// Lease duration in seconds: a dead leader is replaced within it.
+    pub lease_seconds: u64,
+    /// Seconds before expiry the holder renews.
+    pub grace_seconds: u64,
+}
+
+impl Default for LeaderSettings {
+    fn default() -> Self {
+        Self {
+            lease_name: leader::DEFAULT_LEASE_NAME.into(),
+            namespace: None,
+            lease_seconds: leader::DEFAULT_LEASE_SECONDS,
+            grace_seconds: leader::DEFAULT_GRACE_SECONDS,
+        }
+    }
 }
 
 impl Default for OperatorConfig {
@@ -848,6 +896,7 @@ impl Default for OperatorConfig {
             listen: "0.0.0.0:8080".into(),
             namespace: None,
             redis_url: None,
+            leader: Some(LeaderSettings::default()),
         }
     }
 }
@@ -888,6 +937,84 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             let _ = server_stop.wait_for(|stop| *stop).await;
         },
     ));
+    // Standbys report ready (a rollout must not wait for the lease) but run nothing.
+    let mut leadership = match &config.leader {
+        Some(settings) => {
+            let namespace = settings
+                .namespace
+                .clone()
+                .unwrap_or_else(|| leader::operator_namespace(&client));
+            let mut lc = leader::LeaderConfig::new(namespace.clone());
+            lc.lease_name = settings.lease_name.clone();
+            lc.lease_seconds = settings.lease_seconds;
+            lc.grace_seconds = settings.grace_seconds;
+            let owner = leader::deployment_owner(&client, &namespace).await;
+            info!(lease = %format!("{namespace}/{}", lc.lease_name), identity = %lc.identity, owner = %leader::owner_name(&owner), "leader election");
+            leader::ensure_lease(&client, &lc, owner).await?;
+            readiness.set(true);
+            let mut leadership = leader::Leadership::start(client.clone(), &lc).await?;
+            metrics.set_leader(false);
+            tokio::select! {
+                acquired = leadership.acquired() => acquired?,
+                _ = tokio::signal::ctrl_c() => {
+                    let _ = stop_tx.send(true);
+                    leadership.release().await;
+                    return Ok(());
+                }
+            }
+            metrics.set_leader(true);
+            Some(leadership)
+        }
+        None => None,
+    };
+    let fence = leadership
+        .as_ref()
+        .map_or_else(leader::Fence::leading, leader::Leadership::fence);
+    let registry = Registry::new();
+    let work = run_controllers(client, config, metrics, readiness, fence, registry.clone());
+    let result = match leadership.as_mut() {
+        Some(l) => {
+            let outcome = l
+                .lead(work, move || {
+                    // Every executor stops at once; the new leader resumes from checkpoints.
+                    let aborted = registry.abort_all();
+                    warn!(aborted, "leadership lost: research stopped");
+                })
+                .await;
+            match outcome {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = stop_tx.send(true);
+                    return Err(e.into());
+                }
+            }
+        }
+        None => work.await,
+    };
+    let _ = stop_tx.send(true);
+    if let Some(l) = leadership {
+        l.release().await;
+    }
+    if let Err(e) = server
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()))
+    {
+        warn!(error = %e, "server ended abnormally");
+    }
+    result
+}
+
+/// The ResearchRun and SearchEngine controllers of the leader, until SIGINT/SIGTERM. Research
+/// tasks go to `registry`, which the caller aborts when the lease is lost.
+async fn run_controllers(
+    client: Client,
+    config: OperatorConfig,
+    metrics: Metrics,
+    readiness: Readiness,
+    fence: leader::Fence,
+    registry: Registry,
+) -> Result<(), Error> {
     let services = services(config.redis_url.as_deref(), Some(metrics.clone()))?;
     let engines_ctx = Arc::new(search_engine::EngineContext::new(
         client.clone(),
@@ -904,7 +1031,9 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             .with_metrics(metrics.clone())
             .with_services(services),
     );
-    let ctx = Arc::new(Context::new(client.clone(), launcher, metrics));
+    let mut ctx = Context::new(client.clone(), launcher, metrics).with_fence(fence);
+    ctx.registry = registry;
+    let ctx = Arc::new(ctx);
     let (runs, configmaps, profiles): (Api<ResearchRun>, Api<ConfigMap>, Api<ResearchProfile>) =
         match &config.namespace {
             Some(ns) => (
@@ -966,14 +1095,9 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             }
         })
         .await;
-    let _ = stop_tx.send(true);
     // Both controllers stop on the same signal.
     if let Err(e) = engines.await {
         warn!(error = %e, "SearchEngine controller ended abnormally");
-    }
-    match server.await {
-        Ok(result) => result?,
-        Err(e) => warn!(error = %e, "server task ended abnormally"),
     }
     Ok(())
 }

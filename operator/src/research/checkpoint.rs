@@ -82,7 +82,10 @@ fn corrupt(key: &str, message: impl Into<String>) -> StoreError {
     }
 }
 
-async fn read_slot(store: &dyn ArtifactStore, slot: &str) -> Result<Option<(RunState, u64)>, StoreError> {
+async fn read_slot(
+    store: &dyn ArtifactStore,
+    slot: &str,
+) -> Result<Option<(RunState, u64)>, StoreError> {
     match store.get(slot).await? {
         None => Ok(None),
         Some(bytes) => decode(&bytes).map(Some).map_err(|m| corrupt(slot, m)),
@@ -131,7 +134,9 @@ pub async fn load(store: &dyn ArtifactStore) -> Result<Option<Loaded>, StoreErro
     let chosen = match &pointer {
         // The pointer's slot when it verified, else the other (previous) one.
         Some(p) => {
-            let by_rank = found.iter().position(|(_, seq, rank)| *rank == 0 && *seq == p.sequence);
+            let by_rank = found
+                .iter()
+                .position(|(_, seq, rank)| *rank == 0 && *seq == p.sequence);
             match by_rank {
                 Some(i) => Some((found.swap_remove(i), false)),
                 None => found
@@ -140,7 +145,10 @@ pub async fn load(store: &dyn ArtifactStore) -> Result<Option<Loaded>, StoreErro
                     .map(|f| (f, true)),
             }
         }
-        None => found.into_iter().max_by_key(|(_, seq, _)| *seq).map(|f| (f, false)),
+        None => found
+            .into_iter()
+            .max_by_key(|(_, seq, _)| *seq)
+            .map(|f| (f, false)),
     };
     match chosen {
         Some(((state, sequence, _), fell_back)) => {
@@ -274,12 +282,19 @@ mod tests {
         let w = Writer::new();
         assert!(w.write(&store, &state(1)).await.unwrap());
         assert!(w.write(&store, &state(2)).await.unwrap());
-        assert!(!w.write(&store, &state(2)).await.unwrap(), "unchanged: not rewritten");
+        assert!(
+            !w.write(&store, &state(2)).await.unwrap(),
+            "unchanged: not rewritten"
+        );
         assert!(w.write(&store, &state(3)).await.unwrap());
-        let p: Pointer = serde_json::from_slice(&store.get(CHECKPOINT_KEY).await.unwrap().unwrap()).unwrap();
+        let p: Pointer =
+            serde_json::from_slice(&store.get(CHECKPOINT_KEY).await.unwrap().unwrap()).unwrap();
         assert_eq!((p.slot.as_str(), p.sequence), (SLOTS[0], 3));
         let loaded = load(&store).await.unwrap().unwrap();
-        assert_eq!((loaded.state.round, loaded.sequence, loaded.fell_back), (3, 3, false));
+        assert_eq!(
+            (loaded.state.round, loaded.sequence, loaded.fell_back),
+            (3, 3, false)
+        );
         // The other slot still holds the previous checkpoint.
         let (prev, seq) = decode(&store.get(SLOTS[1]).await.unwrap().unwrap()).unwrap();
         assert_eq!((prev.round, seq), (2, 2));
@@ -296,13 +311,25 @@ mod tests {
         bytes[last] ^= 0x20;
         store.put(SLOTS[1], &bytes).await.unwrap();
         let loaded = load(&store).await.unwrap().unwrap();
-        assert_eq!((loaded.state.round, loaded.sequence, loaded.fell_back), (1, 1, true));
+        assert_eq!(
+            (loaded.state.round, loaded.sequence, loaded.fell_back),
+            (1, 1, true)
+        );
         // A writer resuming after the fallback overwrites the corrupt slot, never the good one.
         let w = Writer::new();
         w.write(&store, &state(5)).await.unwrap();
         let loaded = load(&store).await.unwrap().unwrap();
-        assert_eq!((loaded.state.round, loaded.sequence, loaded.fell_back), (5, 3, false));
-        assert_eq!(decode(&store.get(SLOTS[0]).await.unwrap().unwrap()).unwrap().0.round, 1);
+        assert_eq!(
+            (loaded.state.round, loaded.sequence, loaded.fell_back),
+            (5, 3, false)
+        );
+        assert_eq!(
+            decode(&store.get(SLOTS[0]).await.unwrap().unwrap())
+                .unwrap()
+                .0
+                .round,
+            1
+        );
     }
 
     #[tokio::test]

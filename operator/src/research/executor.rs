@@ -136,6 +136,16 @@ struct Runner {
     steering: std::collections::BTreeMap<u32, mpsc::UnboundedSender<ResearcherReport>>,
 }
 
+impl Drop for Runner {
+    /// An executor dropped mid-run (its task aborted: leadership lost, shutdown) takes its work
+    /// down with it, so no orphaned researcher keeps calling models.
+    fn drop(&mut self) {
+        for h in self.work.drain(..) {
+            h.abort();
+        }
+    }
+}
+
 impl Runner {
     async fn apply(&mut self, event: Event) {
         self.steer(&event);
@@ -318,8 +328,13 @@ impl Runner {
             }
             Command::Checkpoint => {
                 // Losing a checkpoint costs redone work after a crash, not correctness.
-                if let Err(e) = self.checkpoints.write(engine.store.as_ref(), &self.state).await {
-                    warn!(error = %e, "checkpoint not written");
+                match self
+                    .checkpoints
+                    .write(engine.store.as_ref(), &self.state)
+                    .await
+                {
+                    Ok(_) => super::failpoint::after_checkpoint(&self.state),
+                    Err(e) => warn!(error = %e, "checkpoint not written"),
                 }
                 if let Err(e) = self.events.commit().await {
                     warn!(error = %e, "event log not written");
@@ -486,5 +501,6 @@ pub async fn run(
     while let Ok(event) = rx.try_recv() {
         runner.apply(event).await;
     }
-    runner.state
+    let placeholder = RunState::new(runner.state.input.clone());
+    std::mem::replace(&mut runner.state, placeholder)
 }

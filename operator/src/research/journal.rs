@@ -161,7 +161,10 @@ pub fn recovered_spend(log: &[u8]) -> Option<Recovered> {
         if let Some(t) = call.run_total {
             // The line's total is taken before its own call settles for failed calls and
             // after it for answered ones; the largest is the newest.
-            if total.is_none_or(|best| t.llm_calls > best.llm_calls || (t.llm_calls == best.llm_calls && t.cost_pico_usd > best.cost_pico_usd)) {
+            if total.is_none_or(|best| {
+                t.llm_calls > best.llm_calls
+                    || (t.llm_calls == best.llm_calls && t.cost_pico_usd > best.cost_pico_usd)
+            }) {
                 total = Some(t);
             }
         }

@@ -5,8 +5,9 @@
 pub mod budget;
 pub mod checkpoint;
 pub mod evidence;
-pub mod journal;
 pub mod executor;
+pub mod failpoint;
+pub mod journal;
 pub mod lead;
 pub mod outputs;
 pub mod prompts;

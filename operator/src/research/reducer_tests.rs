@@ -961,6 +961,11 @@ fn recovered_spend_raises_usage_to_the_journal_and_never_lowers_it() {
     assert_eq!(s.usage, journal);
     assert!(cmds.is_empty(), "recovery of spend does no work: {cmds:?}");
     // A journal behind the checkpoint (its write failed) changes nothing.
-    let (s, _) = reduce(s, Event::SpendRecovered { usage: usage(1, 1, 1) });
+    let (s, _) = reduce(
+        s,
+        Event::SpendRecovered {
+            usage: usage(1, 1, 1),
+        },
+    );
     assert_eq!(s.usage, journal);
 }

@@ -268,9 +268,12 @@ pub fn check(state: &RunState, draft: Draft) -> Checked {
 /// readable while the run goes on and kept if it never finishes. Citations here have not been
 /// through the evidence gate yet; the final report's have.
 pub fn progress_markdown(state: &RunState) -> String {
-    let mut md = format!("# {} (in progress)
+    let mut md = format!(
+        "# {} (in progress)
 
-", one_line(&state.input.query));
+",
+        one_line(&state.input.query)
+    );
     md.push_str(&format!(
         "_Phase {}, round {}: {} of {} tasks reported. Researcher reports as written; the final report checks every citation._\n",
         state.phase,
