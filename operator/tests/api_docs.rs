@@ -211,3 +211,48 @@ fn api_reference_names_every_spec_field() {
         assert!(md.contains(field), "{field} missing from the reference");
     }
 }
+
+/// Every `pub const NAME: &str = "Reason";` in a `reasons` module of `file`.
+fn reasons_in(file: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file))
+        .expect("source file");
+    let start = text.find("pub mod reasons").expect("reasons module");
+    let module = &text[start..];
+    let end = module.find("\n}").unwrap_or(module.len());
+    module[..end]
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub const "))
+        .filter_map(|l| l.split('"').nth(1))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn readme_troubleshooting_explains_every_condition_reason() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .expect("README");
+    let section = readme
+        .split("#### Troubleshooting")
+        .nth(1)
+        .and_then(|s| s.split("#### Upgrade").next())
+        .expect("README has a Troubleshooting section");
+    let mut all = Vec::new();
+    for file in [
+        "src/api/conditions.rs",
+        "src/research/state.rs",
+        "src/controller/search_engine.rs",
+    ] {
+        all.extend(reasons_in(file));
+    }
+    assert!(all.len() >= 30, "{all:?}");
+    let missing: Vec<&String> = all
+        .iter()
+        .filter(|r| !section.contains(&format!("`{r}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "reasons missing from README's Troubleshooting: {missing:?}"
+    );
+}
