@@ -38,7 +38,7 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct OperatorArgs {
-    /// Watch only this namespace (default: all namespaces).
+    /// Watch only these namespaces, comma-separated (default: all namespaces).
     #[arg(long, env = "QUARRY_NAMESPACE")]
     namespace: Option<String>,
     /// Redis URL for the search and page cache shared by replicas (env QUARRY_REDIS_URL).

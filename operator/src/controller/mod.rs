@@ -858,7 +858,7 @@ pub fn runs_using_profile(
 pub struct OperatorConfig {
     /// Address of the metrics and health server (`/metrics`, `/livez`, `/readyz`).
     pub listen: String,
-    /// Watch only this namespace (`None`: all namespaces).
+    /// Watch only these namespaces, comma-separated (`None`: all namespaces).
     pub namespace: Option<String>,
     /// Redis for the search and page cache shared by replicas (`None`: in-memory).
     pub redis_url: Option<String>,
@@ -914,6 +914,22 @@ pub fn services(
         None => Arc::new(crate::cache::MemoryCache::default()),
     };
     Ok(crate::wiring::Services::new(cache, metrics))
+}
+
+/// Pure: the watch scopes of a `--namespace` value: one per listed namespace (comma-separated,
+/// trimmed, first occurrence kept), or a single all-namespaces scope when none is given.
+pub fn watch_scopes(namespace: Option<&str>) -> Vec<Option<String>> {
+    let mut scopes: Vec<Option<String>> = Vec::new();
+    for ns in namespace.unwrap_or_default().split(',').map(str::trim) {
+        let scope = Some(ns.to_owned());
+        if !ns.is_empty() && !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    if scopes.is_empty() {
+        scopes.push(None);
+    }
+    scopes
 }
 
 /// Runs the operator: the HTTP server and the ResearchRun controller, until SIGINT/SIGTERM.
@@ -1021,11 +1037,17 @@ async fn run_controllers(
         metrics.clone(),
         services.health.clone(),
     ));
-    let engines = tokio::spawn(search_engine::run_controller(
-        client.clone(),
-        config.namespace.clone(),
-        engines_ctx,
-    ));
+    let scopes = watch_scopes(config.namespace.as_deref());
+    let engines: Vec<_> = scopes
+        .iter()
+        .map(|scope| {
+            tokio::spawn(search_engine::run_controller(
+                client.clone(),
+                scope.clone(),
+                engines_ctx.clone(),
+            ))
+        })
+        .collect();
     let launcher = Arc::new(
         engine::EngineLauncher::new(client.clone())
             .with_metrics(metrics.clone())
@@ -1034,49 +1056,64 @@ async fn run_controllers(
     let mut ctx = Context::new(client.clone(), launcher, metrics).with_fence(fence);
     ctx.registry = registry;
     let ctx = Arc::new(ctx);
-    let (runs, configmaps, profiles): (Api<ResearchRun>, Api<ConfigMap>, Api<ResearchProfile>) =
-        match &config.namespace {
-            Some(ns) => (
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client.clone(), ns),
-            ),
-            None => (
-                Api::all(client.clone()),
-                Api::all(client.clone()),
-                Api::all(client.clone()),
-            ),
-        };
-    let controller = Controller::new(runs, watcher::Config::default());
-    let store = controller.store();
-    let run_index = store.clone();
-    let controller = controller
-        .owns(
-            configmaps,
-            watcher::Config::default().labels(crate::store::configmap::RUN_LABEL),
-        )
-        // A profile applied after its runs (GitOps order) starts them at once, not at the next
-        // stall retry.
-        .watches(
-            profiles,
-            watcher::Config::default(),
-            move |profile: ResearchProfile| runs_using_profile(&run_index.state(), &profile),
-        )
-        .shutdown_on_signal();
+    // One controller per watched namespace (or one for all): each has its own run cache.
+    let mut stores = Vec::new();
+    let mut controllers = Vec::new();
+    for scope in &scopes {
+        let (runs, configmaps, profiles): (Api<ResearchRun>, Api<ConfigMap>, Api<ResearchProfile>) =
+            match scope {
+                Some(ns) => (
+                    Api::namespaced(client.clone(), ns),
+                    Api::namespaced(client.clone(), ns),
+                    Api::namespaced(client.clone(), ns),
+                ),
+                None => (
+                    Api::all(client.clone()),
+                    Api::all(client.clone()),
+                    Api::all(client.clone()),
+                ),
+            };
+        let controller = Controller::new(runs, watcher::Config::default());
+        let store = controller.store();
+        let run_index = store.clone();
+        stores.push(store);
+        controllers.push(
+            controller
+                .owns(
+                    configmaps,
+                    watcher::Config::default().labels(crate::store::configmap::RUN_LABEL),
+                )
+                // A profile applied after its runs (GitOps order) starts them at once, not at the
+                // next stall retry.
+                .watches(
+                    profiles,
+                    watcher::Config::default(),
+                    move |profile: ResearchProfile| {
+                        runs_using_profile(&run_index.state(), &profile)
+                    },
+                )
+                .shutdown_on_signal(),
+        );
+    }
     // Ready once the run cache has synced; a janitor cancels research of runs that were deleted.
     tokio::spawn({
-        let store = store.clone();
+        let stores = stores.clone();
         let ctx = ctx.clone();
         async move {
-            if store.wait_until_ready().await.is_err() {
-                return;
+            for store in &stores {
+                if store.wait_until_ready().await.is_err() {
+                    return;
+                }
             }
             readiness.set(true);
             info!("ResearchRun cache synced; ready");
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
-                let live: std::collections::HashSet<String> =
-                    store.state().iter().filter_map(|r| r.uid()).collect();
+                let live: std::collections::HashSet<String> = stores
+                    .iter()
+                    .flat_map(|store| store.state())
+                    .filter_map(|r| r.uid())
+                    .collect();
                 for uid in ctx.registry.uids() {
                     if !live.contains(&uid) {
                         info!(uid = %uid, "run deleted; cancelling its research");
@@ -1087,17 +1124,40 @@ async fn run_controllers(
             }
         }
     });
-    controller
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                debug!(error = %e, "controller event");
-            }
-        })
-        .await;
-    // Both controllers stop on the same signal.
-    if let Err(e) = engines.await {
-        warn!(error = %e, "SearchEngine controller ended abnormally");
+    futures::future::join_all(controllers.into_iter().map(|controller| {
+        controller
+            .run(reconcile, error_policy, ctx.clone())
+            .for_each(|result| async move {
+                if let Err(e) = result {
+                    debug!(error = %e, "controller event");
+                }
+            })
+    }))
+    .await;
+    // All controllers stop on the same signal.
+    for handle in engines {
+        if let Err(e) = handle.await {
+            warn!(error = %e, "SearchEngine controller ended abnormally");
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::watch_scopes;
+
+    #[test]
+    fn watch_scopes_split_a_namespace_list() {
+        assert_eq!(watch_scopes(None), vec![None]);
+        assert_eq!(watch_scopes(Some("")), vec![None]);
+        assert_eq!(
+            watch_scopes(Some("research")),
+            vec![Some("research".to_owned())]
+        );
+        assert_eq!(
+            watch_scopes(Some("research, team-b,research,")),
+            vec![Some("research".to_owned()), Some("team-b".to_owned())]
+        );
+    }
 }
