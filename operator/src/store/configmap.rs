@@ -5,7 +5,8 @@
 //!
 //! Values over [`GZIP_THRESHOLD`] bytes, or that are not UTF-8, are stored gzip-compressed in
 //! `binaryData` under `<key>.gz`. A ConfigMap over [`CONFIGMAP_LIMIT`] bytes is refused with an
-//! error that says so, before the API server rejects it less clearly.
+//! error that says so and names the object-store option, before the API server rejects it less
+//! clearly. [`super::routed`] sends such artifacts to object storage when one is configured.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -74,6 +75,11 @@ impl ConfigMapStore {
             owner,
             lock: Mutex::new(()),
         }
+    }
+
+    /// The name of the ConfigMap that holds artifact `key`.
+    pub fn configmap_of(&self, key: &str) -> Result<String, StoreError> {
+        self.locate(key).map(|(name, _)| name)
     }
 
     /// The ConfigMap name and the data key an artifact key maps to.
@@ -149,9 +155,24 @@ fn payload_size(data: &BTreeMap<String, String>, binary: &BTreeMap<String, ByteS
             .sum::<usize>()
 }
 
-#[async_trait]
-impl ArtifactStore for ConfigMapStore {
-    async fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError> {
+/// The error text for a ConfigMap that would outgrow the limit: it names the object-store option,
+/// the way out (DESIGN §4).
+pub fn too_large_message(configmap: &str, size: usize) -> String {
+    format!(
+        "ConfigMap {configmap} would hold {size} bytes, over the {CONFIGMAP_LIMIT}-byte ConfigMap limit even after gzip; configure object storage (spec.objectStore in the run's ResearchProfile, or the operator's --object-store-url) and large artifacts go there automatically, or set the run's spec.report.kind to objectStore"
+    )
+}
+
+impl ConfigMapStore {
+    /// Writes `bytes` under `key` if `decide` agrees, given the ConfigMap's name and the size it
+    /// would have after the write (keys plus values, gzip applied). Returns whether it wrote:
+    /// `Ok(false)` when `decide` declined, after no request but the read.
+    pub async fn put_if(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        decide: impl FnOnce(&str, usize) -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
         let (name, data_key) = self.locate(key)?;
         let gz_key = format!("{data_key}.gz");
         let _guard = self.lock.lock().await;
@@ -177,15 +198,21 @@ impl ArtifactStore for ConfigMapStore {
                 binary.insert(gz_key, ByteString(packed));
             }
         }
-        let size = payload_size(&data, &binary);
-        if size > CONFIGMAP_LIMIT {
-            return Err(StoreError::Io {
-                key: key.to_string(),
-                message: format!(
-                    "ConfigMap {name} would hold {size} bytes, over the {CONFIGMAP_LIMIT}-byte ConfigMap limit even after gzip; configure an object store for this run's reports"
-                ),
-            });
+        if !decide(&name, payload_size(&data, &binary))? {
+            return Ok(false);
         }
+        self.apply(&name, key, data, binary).await?;
+        Ok(true)
+    }
+
+    /// Server-side applies ConfigMap `name` with exactly these entries.
+    async fn apply(
+        &self,
+        name: &str,
+        key: &str,
+        data: BTreeMap<String, String>,
+        binary: BTreeMap<String, ByteString>,
+    ) -> Result<(), StoreError> {
         let mut labels = BTreeMap::new();
         labels.insert(RUN_LABEL.to_string(), self.run_name.clone());
         labels.insert(
@@ -194,7 +221,7 @@ impl ArtifactStore for ConfigMapStore {
         );
         let cm = ConfigMap {
             metadata: ObjectMeta {
-                name: Some(name.clone()),
+                name: Some(name.to_string()),
                 labels: Some(labels),
                 owner_references: Some(vec![self.owner.clone()]),
                 ..Default::default()
@@ -212,7 +239,7 @@ impl ArtifactStore for ConfigMapStore {
         value["kind"] = "ConfigMap".into();
         self.api
             .patch(
-                &name,
+                name,
                 &PatchParams::apply(FIELD_MANAGER).force(),
                 &Patch::Apply(value),
             )
@@ -223,24 +250,68 @@ impl ArtifactStore for ConfigMapStore {
             })?;
         Ok(())
     }
+}
+
+#[async_trait]
+impl ArtifactStore for ConfigMapStore {
+    async fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.put_if(key, bytes, |name, size| {
+            if size > CONFIGMAP_LIMIT {
+                Err(StoreError::TooLarge {
+                    key: key.to_string(),
+                    message: too_large_message(name, size),
+                })
+            } else {
+                Ok(true)
+            }
+        })
+        .await
+        .map(|_| ())
+    }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let (name, data_key) = self.locate(key)?;
         let Some(cm) = self.read(&name, key).await? else {
             return Ok(None);
         };
-        if let Some(text) = cm.data.as_ref().and_then(|d| d.get(&data_key)) {
-            return Ok(Some(text.clone().into_bytes()));
-        }
-        if let Some(packed) = cm
-            .binary_data
-            .as_ref()
-            .and_then(|d| d.get(&format!("{data_key}.gz")))
-        {
-            return gunzip(&packed.0, key).map(Some);
-        }
-        Ok(None)
+        configmap_value(&cm, &data_key, key)
     }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let (name, data_key) = self.locate(key)?;
+        let _guard = self.lock.lock().await;
+        let Some(cm) = self.read(&name, key).await? else {
+            return Ok(());
+        };
+        let mut data = cm.data.unwrap_or_default();
+        let mut binary = cm.binary_data.unwrap_or_default();
+        let had_text = data.remove(&data_key).is_some();
+        let had_packed = binary.remove(&format!("{data_key}.gz")).is_some();
+        if !had_text && !had_packed {
+            return Ok(());
+        }
+        self.apply(&name, key, data, binary).await
+    }
+}
+
+/// The value of artifact `key` (ConfigMap key `data_key`) in a ConfigMap this store wrote: text
+/// from `data`, or gunzipped from `binaryData` under `<data_key>.gz`.
+pub fn configmap_value(
+    cm: &ConfigMap,
+    data_key: &str,
+    key: &str,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    if let Some(text) = cm.data.as_ref().and_then(|d| d.get(data_key)) {
+        return Ok(Some(text.clone().into_bytes()));
+    }
+    if let Some(packed) = cm
+        .binary_data
+        .as_ref()
+        .and_then(|d| d.get(&format!("{data_key}.gz")))
+    {
+        return gunzip(&packed.0, key).map(Some);
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -406,7 +477,10 @@ mod tests {
         let err = store.put("events/log.jsonl", &noise).await.unwrap_err();
         let text = err.to_string();
         assert!(
-            text.contains("r1-state") && text.contains("over the 1000000-byte ConfigMap limit"),
+            text.contains("r1-state")
+                && text.contains("over the 1000000-byte ConfigMap limit")
+                && text.contains("spec.objectStore in the run's ResearchProfile")
+                && text.contains("--object-store-url"),
             "{text}"
         );
         server.await.unwrap();
