@@ -34,6 +34,9 @@ enum Command {
     Crd,
     /// Run the Kubernetes operator (uses KUBECONFIG or the in-cluster config).
     Operator(OperatorArgs),
+    /// Print a run's stored report: `quarry report NAME [-n NAMESPACE]`, or
+    /// `quarry report --state-dir DIR` for a standalone run.
+    Report(quarry::report_cli::ReportArgs),
 }
 
 #[derive(Args, Debug)]
@@ -44,6 +47,10 @@ struct OperatorArgs {
     /// Redis URL for the search and page cache shared by replicas (env QUARRY_REDIS_URL).
     #[arg(long)]
     redis_url: Option<String>,
+    /// Object store for runs whose profile configures none (s3://bucket/prefix, gs://..., az://...);
+    /// credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long, env = "QUARRY_OBJECT_STORE_URL")]
+    object_store_url: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -163,6 +170,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Report(args) => quarry::report_cli::main(args),
         Command::Operator(args) => {
             let _traces = init_tracing(&settings, true);
             run_operator(args, &settings)
@@ -183,6 +191,7 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
         listen: settings.bind.to_string(),
         namespace: args.namespace.clone(),
         redis_url: settings.redis_url.clone(),
+        object_store_url: args.object_store_url.clone(),
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;

@@ -836,6 +836,7 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
         api_keys: vec![(key_ref, ApiKey::new("sk-local"))],
         input,
         managed_search: None,
+        artifacts: Default::default(),
     };
     let launcher = EngineLauncher::new(client);
     let launch = |request: LaunchRequest| {

@@ -73,6 +73,25 @@ pub struct ObjectStoreConfig {
     pub origin: String,
 }
 
+impl ObjectStoreConfig {
+    /// A store configured by the process's environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`) alone:
+    /// the operator-wide default. `AWS_ALLOW_HTTP=true` or `AZURE_ALLOW_HTTP=true` allow a
+    /// plain-HTTP endpoint.
+    pub fn from_env(url: &str, origin: impl Into<String>) -> Self {
+        Self {
+            url: url.to_string(),
+            endpoint: None,
+            region: None,
+            allow_http: ["AWS_ALLOW_HTTP", "AZURE_ALLOW_HTTP"]
+                .iter()
+                .any(|v| std::env::var(v).is_ok_and(|v| v.eq_ignore_ascii_case("true"))),
+            options: Vec::new(),
+            from_env: true,
+            origin: origin.into(),
+        }
+    }
+}
+
 /// Errors of configuring or reaching an object store. Messages never hold credentials.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ObjectStoreError {
@@ -121,7 +140,8 @@ pub enum StoreKind {
 }
 
 impl StoreKind {
-    fn name(self) -> &'static str {
+    /// The URL scheme.
+    pub fn name(self) -> &'static str {
         match self {
             Self::S3 => "s3",
             Self::Gcs => "gs",
@@ -129,7 +149,8 @@ impl StoreKind {
         }
     }
 
-    fn examples(self) -> &'static str {
+    /// Typical credential option names.
+    pub fn examples(self) -> &'static str {
         match self {
             Self::S3 => "aws_access_key_id, aws_secret_access_key, aws_session_token",
             Self::Gcs => "google_service_account_key, google_application_credentials",
@@ -338,6 +359,37 @@ impl Bucket {
             dir: layout.dir(&self.root),
             report_name: layout.report_name(),
         }
+    }
+
+    /// Reads the object at `url` (`s3://bucket/key`), which must be in this bucket.
+    pub async fn read_url(&self, url: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let io = |message: String| StoreError::Io {
+            key: url.to_string(),
+            message,
+        };
+        let key = url
+            .strip_prefix(&self.base_url)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .ok_or_else(|| io(format!("not an object of {}", self.base_url)))?;
+        let path = Path::parse(key).map_err(|e| io(e.to_string()))?;
+        let work = async {
+            match self.store.get(&path).await {
+                Ok(result) if result.meta.size > MAX_DECOMPRESSED => Err(io(format!(
+                    "holds {} bytes, more than the {MAX_DECOMPRESSED} a report may",
+                    result.meta.size
+                ))),
+                Ok(result) => result
+                    .bytes()
+                    .await
+                    .map(|b| Some(b.to_vec()))
+                    .map_err(|e| io(self.describe(&e))),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(io(self.describe(&e))),
+            }
+        };
+        tokio::time::timeout(CALL_TIMEOUT, work)
+            .await
+            .map_err(|_| io(format!("no answer within {}s", CALL_TIMEOUT.as_secs())))?
     }
 
     fn url_of(&self, path: &Path) -> String {
