@@ -3,10 +3,12 @@
 pub mod bench;
 pub mod critical_path;
 pub mod docs_server;
+pub mod fake_kube;
 pub mod model_server;
 pub mod profiles;
 pub mod quarry_bin;
 pub mod real_model;
 pub mod redis_server;
+pub mod s3_server;
 pub mod searx;
 pub mod slow_web;

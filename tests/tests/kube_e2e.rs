@@ -745,52 +745,6 @@ async fn managed_search_engine(
     Ok(())
 }
 
-/// A fake of the ConfigMap part of the Kubernetes API: GET answers what the last apply stored.
-async fn fake_configmap_api(
-    mut handle: tower_test::mock::Handle<
-        http::Request<kube::client::Body>,
-        http::Response<kube::client::Body>,
-    >,
-    stored: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, Value>>>,
-) {
-    use kube::client::Body;
-    while let Some((req, send)) = handle.next_request().await {
-        let method = req.method().clone();
-        let path = req.uri().path().to_string();
-        let name = path.rsplit('/').next().unwrap_or_default().to_string();
-        let body = req.into_body().collect_bytes().await.unwrap_or_default();
-        let prefix = "/api/v1/namespaces/ns/configmaps/";
-        let response = if !path.starts_with(prefix) {
-            http::Response::builder()
-                .status(404)
-                .body(Body::from(b"{}".to_vec()))
-        } else if method == http::Method::GET {
-            match stored.lock().unwrap().get(&name) {
-                Some(object) => http::Response::builder()
-                    .status(200)
-                    .body(Body::from(serde_json::to_vec(object).unwrap())),
-                None => {
-                    let status = json!({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"not found"});
-                    http::Response::builder()
-                        .status(404)
-                        .body(Body::from(serde_json::to_vec(&status).unwrap()))
-                }
-            }
-        } else if method == http::Method::PATCH {
-            let object: Value = serde_json::from_slice(&body).unwrap();
-            stored.lock().unwrap().insert(name, object.clone());
-            http::Response::builder()
-                .status(200)
-                .body(Body::from(serde_json::to_vec(&object).unwrap()))
-        } else {
-            http::Response::builder()
-                .status(405)
-                .body(Body::from(b"{}".to_vec()))
-        };
-        send.send_response(response.unwrap());
-    }
-}
-
 /// The production launcher wired to local services: the scripted model, the search/docs stub and
 /// ConfigMaps on a fake API. Runs without a cluster; checks the engine wiring the e2e relies on.
 #[tokio::test]
@@ -799,15 +753,9 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
     use quarry::controller::registry::Signal;
     use quarry::controller::{ApiKey, LaunchRequest, Launcher};
     use quarry::research::state::Phase;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
-    let (service, handle) = tower_test::mock::pair::<
-        http::Request<kube::client::Body>,
-        http::Response<kube::client::Body>,
-    >();
-    let stored = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
-    tokio::spawn(fake_configmap_api(handle, stored.clone()));
-    let client = Client::new(service, "ns");
+    let (client, fake) = quarry_e2e::fake_kube::FakeKube::start("ns");
     let (web, _web_task) = start_web().await.unwrap();
     let model = ScriptedModel::start(researcher_script(&web, "CEL validation"))
         .await
@@ -873,13 +821,10 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
             .iter()
             .all(|r| r.authorization.as_deref() == Some("Bearer sk-local"))
     );
-    let (report, checkpoint_cm) = {
-        let stored = stored.lock().unwrap();
-        (
-            stored.get("cel-report").cloned().expect("report ConfigMap"),
-            stored.get("cel-state").cloned().expect("state ConfigMap"),
-        )
-    };
+    let report = fake
+        .configmap("ns", "cel-report")
+        .expect("report ConfigMap");
+    let checkpoint_cm = fake.configmap("ns", "cel-state").expect("state ConfigMap");
     let markdown = report["data"]["report.md"].as_str().unwrap();
     assert!(
         markdown.contains("## Sources") && markdown.contains(&format!("{web}/docs/cel.html")),

@@ -402,16 +402,59 @@ impl Bucket {
     }
 }
 
+/// What kind of failure an object-store error is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The credentials were refused (401/403).
+    Denied,
+    /// The object, bucket or container does not exist (404).
+    NotFound,
+    /// Anything else: unreachable, server errors.
+    Other,
+}
+
+/// Pure: the class of an object-store error. Listing errors arrive as `Generic`, so the status
+/// code and the S3/Azure/GCS error codes in the text count too.
+pub fn classify(e: &object_store::Error) -> ErrorClass {
+    match e {
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => {
+            return ErrorClass::Denied;
+        }
+        object_store::Error::NotFound { .. } => return ErrorClass::NotFound,
+        _ => {}
+    }
+    let text = e.to_string();
+    const DENIED: [&str; 9] = [
+        "401 Unauthorized",
+        "403 Forbidden",
+        "SignatureDoesNotMatch",
+        "InvalidAccessKeyId",
+        "AccessDenied",
+        "AuthorizationFailure",
+        "AuthenticationFailed",
+        "InvalidToken",
+        "ExpiredToken",
+    ];
+    const MISSING: [&str; 3] = ["NoSuchBucket", "ContainerNotFound", "404 Not Found"];
+    if DENIED.iter().any(|d| text.contains(d)) {
+        ErrorClass::Denied
+    } else if MISSING.iter().any(|m| text.contains(m)) {
+        ErrorClass::NotFound
+    } else {
+        ErrorClass::Other
+    }
+}
+
 /// Pure: a short, stable description of an object-store error (S3-style XML bodies reduced to
 /// their code and message, timings removed so repeated failures read the same), with every
 /// secret value replaced.
 pub fn describe_error(e: &object_store::Error, secrets: &[String]) -> String {
     let text = e.to_string();
-    let class = match e {
-        object_store::Error::NotFound { .. } => "not found",
-        object_store::Error::PermissionDenied { .. } => "access denied",
-        object_store::Error::Unauthenticated { .. } => "not authenticated",
-        _ => "request failed",
+    let class = match classify(e) {
+        ErrorClass::Denied => "access denied",
+        ErrorClass::NotFound => "not found",
+        ErrorClass::Other => "request failed",
     };
     let tag = |name: &str| {
         let open = format!("<{name}>");
@@ -553,15 +596,10 @@ impl ObjectArtifactStore {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => {
                 let message = self.bucket.describe(&e);
-                Err(match e {
-                    object_store::Error::PermissionDenied { .. }
-                    | object_store::Error::Unauthenticated { .. } => {
-                        ObjectStoreError::AccessDenied { url, message }
-                    }
-                    object_store::Error::NotFound { .. } => {
-                        ObjectStoreError::BucketNotFound { url, message }
-                    }
-                    _ => ObjectStoreError::Unavailable { url, message },
+                Err(match classify(&e) {
+                    ErrorClass::Denied => ObjectStoreError::AccessDenied { url, message },
+                    ErrorClass::NotFound => ObjectStoreError::BucketNotFound { url, message },
+                    ErrorClass::Other => ObjectStoreError::Unavailable { url, message },
                 })
             }
             Err(_) => Err(ObjectStoreError::Unavailable {
