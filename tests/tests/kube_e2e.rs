@@ -845,6 +845,145 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
     assert_eq!(model.request_count(), calls);
 }
 
+/// `spec.report.kind: objectStore` through the production launcher: every artifact goes to a real
+/// S3-compatible server (moto, on 127.0.0.1), the finalizer is added before the first object, no
+/// ConfigMap is written, and a relaunch resumes from the checkpoint in S3 without model calls.
+#[tokio::test]
+async fn engine_launcher_keeps_an_object_store_run_in_s3() {
+    use quarry::controller::artifacts::ArtifactTarget;
+    use quarry::controller::engine::EngineLauncher;
+    use quarry::controller::registry::Signal;
+    use quarry::controller::{ApiKey, LaunchRequest, Launcher};
+    use quarry::research::state::Phase;
+    use quarry::store::ArtifactStore;
+    use quarry::store::object::{Bucket, ObjectStoreConfig, SecretValue};
+    use quarry::store::routed::{ReportLocation, ReportSlot};
+    use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
+    use std::sync::Arc;
+
+    if !moto_available() {
+        eprintln!("SKIPPED: moto's server is not installed (scripts/install-test-deps.sh)");
+        return;
+    }
+    let s3 = S3Server::start().await.unwrap();
+    let (client, fake) = quarry_e2e::fake_kube::FakeKube::start("ns");
+    let (web, _web_task) = start_web().await.unwrap();
+    let model = ScriptedModel::start(researcher_script(&web, "CEL validation"))
+        .await
+        .unwrap();
+    let run_value = json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+        "metadata": {"name": "cel-s3", "namespace": "ns", "uid": "uid-cel-s3", "generation": 1},
+        "spec": {"query": "How do CEL validation rules work in CRDs?", "mode": "quick",
+                 "report": {"kind": "objectStore", "prefix": "team"}}
+    });
+    let runs_path = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns/cel-s3";
+    fake.insert(runs_path, run_value.clone());
+    let run: ResearchRun = serde_json::from_value(run_value).unwrap();
+    let profile: quarry::api::ResearchProfile =
+        serde_json::from_value(profile("default", &model.base_url(), &web)).unwrap();
+    let key_ref = profile
+        .spec
+        .models
+        .primary
+        .api_key_secret_ref
+        .clone()
+        .unwrap();
+    let config = ObjectStoreConfig {
+        url: format!("s3://{BUCKET}/quarry"),
+        endpoint: Some(s3.endpoint()),
+        region: Some("us-east-1".into()),
+        allow_http: true,
+        options: vec![
+            (
+                "aws_access_key_id".into(),
+                SecretValue::new(&s3.access_key_id),
+            ),
+            (
+                "aws_secret_access_key".into(),
+                SecretValue::new(&s3.secret_access_key),
+            ),
+        ],
+        from_env: false,
+        origin: "test".into(),
+    };
+    let slot = ReportSlot::default();
+    let request = LaunchRequest {
+        input: quarry::controller::run_input(&run.spec, &profile.spec).unwrap(),
+        run: Arc::new(run.clone()),
+        profile_name: "default".into(),
+        profile: profile.spec.clone(),
+        api_keys: vec![(key_ref, ApiKey::new("sk-local"))],
+        managed_search: None,
+        artifacts: ArtifactTarget {
+            object_store: Some(config.clone()),
+            report: slot.clone(),
+        },
+    };
+    let launcher = EngineLauncher::new(client);
+    launcher
+        .check(&request)
+        .await
+        .expect("the object store answers");
+    let launch = |request: LaunchRequest| {
+        let starter = launcher.prepare(request).unwrap();
+        let (control_tx, control_rx) = tokio::sync::watch::channel(Signal::Run);
+        let task = starter(control_rx, Arc::new(tokio::sync::watch::channel(None).0));
+        async move {
+            let state = tokio::time::timeout(Duration::from_secs(60), task)
+                .await
+                .expect("run finishes");
+            drop(control_tx);
+            state
+        }
+    };
+    let state = launch(request.clone()).await;
+    assert_eq!(state.phase, Phase::Completed, "{:?}", state.failure);
+    let layout = quarry::controller::artifacts::layout(&run).unwrap();
+    let store = Bucket::connect(&config).unwrap().for_run(&layout);
+    let report_name = layout.report_name();
+    let listed = store.list().await.unwrap();
+    for name in ["checkpoint.json", "findings.json", report_name.as_str()] {
+        assert!(listed.iter().any(|n| n == name), "{name} in {listed:?}");
+    }
+    let url = format!("s3://{BUCKET}/quarry/team/ns/cel-s3/{report_name}");
+    assert_eq!(slot.get(), Some(ReportLocation::Object(url)));
+    let markdown = String::from_utf8(store.get("report.md").await.unwrap().unwrap()).unwrap();
+    assert!(
+        markdown.contains(&format!("{web}/docs/cel.html")),
+        "{markdown}"
+    );
+    assert_eq!(
+        fake.get(runs_path).unwrap()["metadata"]["finalizers"],
+        json!(["quarry.dev/artifacts"])
+    );
+    let requests = fake.requests();
+    assert!(
+        requests
+            .iter()
+            .all(|(_, path)| !path.contains("/configmaps/")),
+        "no ConfigMap for an objectStore run: {requests:?}"
+    );
+    // The guard ran once: one read of the run, one finalizer patch.
+    assert_eq!(
+        requests,
+        vec![
+            ("GET".to_string(), runs_path.to_string()),
+            ("PATCH".to_string(), runs_path.to_string())
+        ]
+    );
+    // Relaunched (an operator restart): the checkpoint in S3 says Completed; nothing is redone
+    // and the report is found where it is.
+    let calls = model.request_count();
+    let relaunched_slot = ReportSlot::default();
+    let mut again = request;
+    again.artifacts.report = relaunched_slot.clone();
+    let resumed = launch(again).await;
+    assert_eq!(resumed, state);
+    assert_eq!(model.request_count(), calls);
+    assert_eq!(relaunched_slot.get(), slot.get());
+}
+
 /// A TCP proxy in front of the API server that can be taken down: while down it cuts every open
 /// connection and refuses new ones, like an API server that is restarting.
 struct ApiProxy {
