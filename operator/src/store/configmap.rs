@@ -486,6 +486,38 @@ mod tests {
         server.await.unwrap();
     }
 
+    #[tokio::test]
+    async fn delete_removes_one_key_and_skips_absent_ones() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-report"
+            );
+            send.send_response(ok_json(&serde_json::json!({
+                "apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r1-report"},
+                "data":{"findings.json":"{}"},"binaryData":{"report.md.gz":"H4sIAAAAAAAA/wMAAAAAAAAAAAA="}
+            })));
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::PATCH);
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
+            // Applied without the deleted key, every other one kept.
+            assert_eq!(body["data"], serde_json::json!({"findings.json": "{}"}));
+            assert_eq!(body["binaryData"], serde_json::json!({}));
+            send.send_response(ok_json(&body));
+            // Deleting a key that is not there reads and writes nothing more.
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            send.send_response(ok_json(&body));
+        });
+        store.delete("report.md").await.unwrap();
+        store.delete("report.md").await.unwrap();
+        server.await.unwrap();
+    }
+
     #[test]
     fn keys_are_sanitized() {
         assert_eq!(
