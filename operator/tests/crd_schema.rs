@@ -701,6 +701,9 @@ fn examples_are_valid_for_schema_cel_and_types() {
     }
     let expected = [
         ("profile-local.yaml", "ResearchProfile"),
+        ("profile-object-store.yaml", "Secret"),
+        ("profile-object-store.yaml", "ResearchProfile"),
+        ("profile-object-store.yaml", "ResearchRun"),
         ("profile-openai.yaml", "Secret"),
         ("profile-openai.yaml", "ResearchProfile"),
         ("profile-search-providers.yaml", "Secret"),
