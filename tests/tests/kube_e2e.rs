@@ -202,18 +202,22 @@ fn log_tail(path: &std::path::Path) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
-#[tokio::test]
-async fn operator_reconciles_runs_to_report_configmaps() {
+/// Runs `scenario` in a fresh namespace of the `QUARRY_E2E_KUBECONFIG` cluster (skipped without
+/// one), deletes what it made whatever happened, and fails with the operator log's tail.
+async fn in_test_namespace<F, Fut>(label: &str, scenario: F)
+where
+    F: FnOnce(Client, String, String, PathBuf) -> Fut,
+    Fut: std::future::Future<Output = TestResult>,
+{
     let Ok(kubeconfig) = std::env::var("QUARRY_E2E_KUBECONFIG") else {
         eprintln!(
-            "SKIPPED kube_e2e: set QUARRY_E2E_KUBECONFIG to a kubeconfig of a test cluster (kube-apiserver, no kubelet needed) to run it"
+            "SKIPPED kube_e2e {label}: set QUARRY_E2E_KUBECONFIG to a kubeconfig of a test cluster (kube-apiserver, no kubelet needed) to run it"
         );
         return;
     };
     let client = client_from(&kubeconfig).await.unwrap();
-    let namespace = format!("quarry-e2e-{:08x}", rand::random::<u32>());
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
+    let namespace = format!("quarry-e2e-{label}-{:08x}", rand::random::<u32>());
+    Api::<Namespace>::all(client.clone())
         .patch(
             &namespace,
             &PatchParams::apply(FIELD_MANAGER),
@@ -224,9 +228,14 @@ async fn operator_reconciles_runs_to_report_configmaps() {
         .await
         .unwrap();
     let logs = std::env::temp_dir().join(format!("{namespace}-operator.log"));
-    let outcome = std::panic::AssertUnwindSafe(scenario(&client, &kubeconfig, &namespace, &logs))
-        .catch_unwind()
-        .await;
+    let outcome = std::panic::AssertUnwindSafe(scenario(
+        client.clone(),
+        kubeconfig,
+        namespace.clone(),
+        logs.clone(),
+    ))
+    .catch_unwind()
+    .await;
     // Clean up whatever happened; the operator child was killed when the scenario dropped it.
     cleanup(&client, &namespace).await;
     match outcome {
@@ -245,6 +254,175 @@ async fn operator_reconciles_runs_to_report_configmaps() {
             std::panic::resume_unwind(panic)
         }
     }
+}
+
+#[tokio::test]
+async fn operator_reconciles_runs_to_report_configmaps() {
+    in_test_namespace("runs", |client, kubeconfig, namespace, logs| async move {
+        scenario(&client, &kubeconfig, &namespace, &logs).await
+    })
+    .await;
+}
+
+/// On a real API server: a run with `report.kind: objectStore` keeps its report in S3 (moto on
+/// 127.0.0.1), status points at it, `quarry report` reads it, and deleting the run deletes its
+/// objects through the finalizer.
+#[tokio::test]
+async fn operator_keeps_object_store_runs_in_s3_and_deletes_their_objects() {
+    if !quarry_e2e::s3_server::moto_available() {
+        eprintln!(
+            "SKIPPED kube_e2e s3: moto's server is not installed (scripts/install-test-deps.sh)"
+        );
+        return;
+    }
+    in_test_namespace("s3", |client, kubeconfig, namespace, logs| async move {
+        object_store_scenario(&client, &kubeconfig, &namespace, &logs).await
+    })
+    .await;
+}
+
+async fn object_store_scenario(
+    client: &Client,
+    kubeconfig: &str,
+    namespace: &str,
+    logs: &std::path::Path,
+) -> TestResult {
+    use quarry::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
+    use quarry_e2e::s3_server::{BUCKET, S3Server};
+    install_crds(client).await?;
+    let (web, _web_task) = start_web().await?;
+    let model = ScriptedModel::start(researcher_script(&web, "CEL validation"))
+        .await
+        .map_err(|e| format!("model server: {e}"))?;
+    let s3 = S3Server::start().await?;
+    for secret in [
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
+               "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds"},
+               "stringData": {"aws_access_key_id": s3.access_key_id, "aws_secret_access_key": s3.secret_access_key}}),
+    ] {
+        apply(client, ("", "v1", "Secret"), namespace, secret).await?;
+    }
+    let mut object_profile = profile("default", &model.base_url(), &web);
+    object_profile["spec"]["objectStore"] = json!({
+        "url": format!("s3://{BUCKET}/quarry"), "endpoint": s3.endpoint(), "region": "us-east-1",
+        "allowHttp": true, "credentialsSecretRef": {"name": "s3-creds"}
+    });
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchProfile"),
+        namespace,
+        object_profile,
+    )
+    .await?;
+    let (_operator, _port) = start_operator(kubeconfig, namespace, logs).await?;
+    let mut body = run(
+        "cel-s3",
+        "default",
+        "How do CEL validation rules work in CRDs?",
+    );
+    body["spec"]["report"] = json!({"kind": "objectStore"});
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchRun"),
+        namespace,
+        body,
+    )
+    .await?;
+    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), namespace);
+    let done = wait_run(&runs, "cel-s3", "Completed", RUN_TIMEOUT, |r| {
+        r.is_finished()
+    })
+    .await?;
+    if !condition_is(&done, "Succeeded", "True", "Completed") {
+        return Err(format!(
+            "run cel-s3 finished without success: {:?}",
+            done.status
+        ));
+    }
+    let report = done
+        .status
+        .clone()
+        .unwrap_or_default()
+        .report
+        .ok_or("no status.report")?;
+    let prefix = format!("s3://{BUCKET}/quarry/{namespace}/cel-s3/");
+    if report.config_map.is_some()
+        || !report
+            .object_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with(&prefix))
+    {
+        return Err(format!(
+            "status.report does not point into {prefix}: {report:?}"
+        ));
+    }
+    if !done
+        .finalizers()
+        .iter()
+        .any(|f| f == "quarry.dev/artifacts")
+    {
+        return Err(format!("no artifacts finalizer: {:?}", done.finalizers()));
+    }
+    let markdown = quarry::report_cli::cluster_report(client, Some(namespace), "cel-s3")
+        .await
+        .map_err(|e| format!("quarry report: {e}"))?;
+    if !markdown.contains(&format!("{web}/docs/cel.html")) {
+        return Err(format!("quarry report printed something else: {markdown}"));
+    }
+    let config = ObjectStoreConfig {
+        url: format!("s3://{BUCKET}/quarry"),
+        endpoint: Some(s3.endpoint()),
+        region: Some("us-east-1".into()),
+        allow_http: true,
+        options: vec![
+            (
+                "aws_access_key_id".into(),
+                SecretValue::new(&s3.access_key_id),
+            ),
+            (
+                "aws_secret_access_key".into(),
+                SecretValue::new(&s3.secret_access_key),
+            ),
+        ],
+        from_env: false,
+        origin: "test".into(),
+    };
+    let store = Bucket::connect(&config)
+        .map_err(|e| e.to_string())?
+        .for_run(&RunLayout {
+            prefix: None,
+            namespace: namespace.to_string(),
+            run: "cel-s3".into(),
+            uid: done.uid().unwrap_or_default(),
+            query: done.spec.query.clone(),
+        });
+    let before = store.list().await.map_err(|e| e.to_string())?;
+    if before.is_empty() {
+        return Err("no objects in the bucket".into());
+    }
+    runs.delete("cel-s3", &DeleteParams::default())
+        .await
+        .map_err(|e| format!("deleting the run: {e}"))?;
+    wait_for(
+        "the run to be gone",
+        Duration::from_secs(60),
+        || async {
+            match runs.get_opt("cel-s3").await {
+                Ok(found) => Some(found.is_none()),
+                Err(_) => None,
+            }
+        },
+        |gone: &bool| *gone,
+    )
+    .await?;
+    let after = store.list().await.map_err(|e| e.to_string())?;
+    if !after.is_empty() {
+        return Err(format!(
+            "objects left after deletion: {after:?} (were {before:?})"
+        ));
+    }
+    Ok(())
 }
 
 /// Deletes what the test created. Objects are deleted explicitly because a cluster without
@@ -1105,36 +1283,10 @@ fn proxied_kubeconfig(
 
 #[tokio::test]
 async fn a_run_survives_the_api_server_being_unavailable_for_30_seconds() {
-    let Ok(kubeconfig) = std::env::var("QUARRY_E2E_KUBECONFIG") else {
-        eprintln!("SKIPPED kube_e2e api outage: set QUARRY_E2E_KUBECONFIG to run it");
-        return;
-    };
-    let client = client_from(&kubeconfig).await.unwrap();
-    let namespace = format!("quarry-e2e-outage-{:08x}", rand::random::<u32>());
-    Api::<Namespace>::all(client.clone())
-        .patch(
-            &namespace,
-            &PatchParams::apply(FIELD_MANAGER),
-            &Patch::Apply(
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
-            ),
-        )
-        .await
-        .unwrap();
-    let logs = std::env::temp_dir().join(format!("{namespace}-operator.log"));
-    let outcome =
-        std::panic::AssertUnwindSafe(api_outage_scenario(&client, &kubeconfig, &namespace, &logs))
-            .catch_unwind()
-            .await;
-    cleanup(&client, &namespace).await;
-    match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(message)) => panic!("{message}\n--- operator log tail:\n{}", log_tail(&logs)),
-        Err(panic) => {
-            eprintln!("--- operator log tail:\n{}", log_tail(&logs));
-            std::panic::resume_unwind(panic)
-        }
-    }
+    in_test_namespace("outage", |client, kubeconfig, namespace, logs| async move {
+        api_outage_scenario(&client, &kubeconfig, &namespace, &logs).await
+    })
+    .await;
 }
 
 async fn api_outage_scenario(
