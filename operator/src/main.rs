@@ -34,6 +34,9 @@ enum Command {
     Crd,
     /// Run the Kubernetes operator (uses KUBECONFIG or the in-cluster config).
     Operator(OperatorArgs),
+    /// Print a run's stored report: `quarry report NAME [-n NAMESPACE]`, or
+    /// `quarry report --state-dir DIR` for a standalone run.
+    Report(quarry::report_cli::ReportArgs),
 }
 
 #[derive(Args, Debug)]
@@ -56,6 +59,10 @@ struct OperatorArgs {
     /// Seconds a lease lasts unrenewed: a dead leader is replaced within this.
     #[arg(long, default_value_t = quarry::controller::leader::DEFAULT_LEASE_SECONDS, value_parser = clap::value_parser!(u64).range(2..=300))]
     lease_duration_seconds: u64,
+    /// Object store for runs whose profile configures none (s3://bucket/prefix, gs://..., az://...);
+    /// credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long, env = "QUARRY_OBJECT_STORE_URL")]
+    object_store_url: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -175,6 +182,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Report(args) => quarry::report_cli::main(args),
         Command::Operator(args) => {
             let _traces = init_tracing(&settings, true);
             run_operator(args, &settings)
@@ -202,6 +210,7 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
             // Renew a third of the way before expiry (5 s of the default 15 s).
             grace_seconds: (args.lease_duration_seconds / 3).max(1),
         }),
+        object_store_url: args.object_store_url.clone(),
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;

@@ -140,18 +140,24 @@ pub fn report_dir(cwd: &Path, home: Option<&Path>, temp: &Path) -> PathBuf {
     cwd.to_path_buf()
 }
 
+/// The report file name of seed 000: `<sanitized-query>-<letter><digit>.md`. Standalone runs draw
+/// the suffix at random; object storage derives it from the run's UID (see
+/// [`crate::store::object::report_object_name`]).
+pub fn report_file_name(query: &str, letter: char, digit: u8) -> String {
+    format!("{}-{letter}{}.md", sanitize_query(query), digit % 10)
+}
+
 /// Creates `<sanitized-query>-<letter><digit>.md` exclusively in `dir`, redrawing the suffix on collision.
 pub fn create_report_file(
     dir: &Path,
     query: &str,
     rng: &mut impl Rng,
 ) -> std::io::Result<(PathBuf, std::fs::File)> {
-    let stem = sanitize_query(query);
     // 260 suffixes exist; after that many collisions the directory is hopeless.
     for _ in 0..1000 {
         let letter = (b'a' + rng.random_range(0..26u8)) as char;
         let digit = rng.random_range(0..10u8);
-        let path = dir.join(format!("{stem}-{letter}{digit}.md"));
+        let path = dir.join(report_file_name(query, letter, digit));
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -3,11 +3,13 @@
 pub mod bench;
 pub mod critical_path;
 pub mod docs_server;
+pub mod fake_kube;
 pub mod kube_tools;
 pub mod model_server;
 pub mod profiles;
 pub mod quarry_bin;
 pub mod real_model;
 pub mod redis_server;
+pub mod s3_server;
 pub mod searx;
 pub mod slow_web;
