@@ -13,6 +13,7 @@ pub mod server;
 pub mod sources;
 pub mod standalone;
 pub mod store;
+pub mod queue;
 pub mod telemetry;
 pub mod tls;
 pub mod wiring;

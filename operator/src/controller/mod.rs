@@ -840,6 +840,8 @@ pub struct OperatorConfig {
     pub namespace: Option<String>,
     /// Redis for the search and page cache shared by replicas (`None`: in-memory).
     pub redis_url: Option<String>,
+    /// Scale-out mode: researchers run on `quarry worker` processes through `redis_url`.
+    pub workers: bool,
 }
 
 impl Default for OperatorConfig {
@@ -848,6 +850,7 @@ impl Default for OperatorConfig {
             listen: "0.0.0.0:8080".into(),
             namespace: None,
             redis_url: None,
+            workers: false,
         }
     }
 }
@@ -888,6 +891,16 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             let _ = server_stop.wait_for(|stop| *stop).await;
         },
     ));
+    let workers = match (config.workers, &config.redis_url) {
+        (false, _) => None,
+        (true, Some(url)) => Some(url.clone()),
+        (true, None) => {
+            return Err(Error::Config(
+                "scale-out mode (--workers) needs Redis: pass --redis-url or set QUARRY_REDIS_URL"
+                    .into(),
+            ));
+        }
+    };
     let services = services(config.redis_url.as_deref(), Some(metrics.clone()))?;
     let engines_ctx = Arc::new(search_engine::EngineContext::new(
         client.clone(),
@@ -902,7 +915,8 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let launcher = Arc::new(
         engine::EngineLauncher::new(client.clone())
             .with_metrics(metrics.clone())
-            .with_services(services),
+            .with_services(services)
+            .with_workers(workers),
     );
     let ctx = Arc::new(Context::new(client.clone(), launcher, metrics));
     let (runs, configmaps, profiles): (Api<ResearchRun>, Api<ConfigMap>, Api<ResearchProfile>) =

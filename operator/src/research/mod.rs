@@ -3,6 +3,7 @@
 //! Knows nothing about Kubernetes (DESIGN §1).
 
 pub mod budget;
+pub mod dispatch;
 pub mod evidence;
 pub mod executor;
 pub mod lead;
