@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod critical_path;
+pub mod deep_script;
 pub mod docs_server;
 pub mod model_server;
 pub mod profiles;
@@ -10,3 +11,4 @@ pub mod real_model;
 pub mod redis_server;
 pub mod searx;
 pub mod slow_web;
+pub mod worker;

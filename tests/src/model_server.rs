@@ -108,6 +108,9 @@ pub enum Step {
         millis: u64,
         then: Box<Step>,
     },
+    /// Hold the request until the test releases `gate` (at most 120 s), then perform the inner
+    /// step: a call that is deterministically in flight while the test acts (kills its client).
+    Hold { gate: String, then: Box<Step> },
     /// A raw HTTP 200 body with the given content type (default `application/json`): malformed
     /// JSON, or a hand-written minimal completion.
     Raw {
@@ -201,6 +204,29 @@ impl Step {
             then: Box::new(then),
         }
     }
+    /// Holds the request until [`ScriptedModelHandle::release`] opens `gate`, then performs `then`.
+    pub fn hold(gate: impl Into<String>, then: Step) -> Step {
+        Step::Hold {
+            gate: gate.into(),
+            then: Box::new(then),
+        }
+    }
+    /// The usage the reply reports, if any.
+    pub fn usage(&self) -> Option<ReplyUsage> {
+        match self {
+            Step::Text { usage, .. }
+            | Step::ToolCalls { usage, .. }
+            | Step::JsonAction { usage, .. }
+            | Step::Repeat { usage, .. } => *usage,
+            Step::Delay { then, .. } | Step::AwaitRoute { then, .. } | Step::Hold { then, .. } => {
+                then.usage()
+            }
+            Step::Status { .. }
+            | Step::Raw { .. }
+            | Step::Truncated { .. }
+            | Step::Garbage { .. } => None,
+        }
+    }
     /// A raw JSON-typed 200 body.
     pub fn raw(body: impl Into<String>) -> Step {
         Step::Raw {
@@ -227,7 +253,7 @@ impl Step {
             | Step::ToolCalls { usage, .. }
             | Step::JsonAction { usage, .. }
             | Step::Repeat { usage, .. } => *usage = new,
-            Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => {
+            Step::Delay { then, .. } | Step::AwaitRoute { then, .. } | Step::Hold { then, .. } => {
                 let inner = std::mem::replace(then.as_mut(), Step::text(""));
                 **then = inner.with_usage(prompt_tokens, completion_tokens);
             }
@@ -355,6 +381,9 @@ pub struct RecordedRequest {
     pub headers: std::collections::BTreeMap<String, String>,
     /// The body as JSON (a JSON string holding the raw text when it was not JSON).
     pub body: Value,
+    /// The usage the answer reports (none for errors, or when the script was exhausted).
+    #[serde(default)]
+    pub usage: Option<ReplyUsage>,
 }
 
 struct RouteState {
@@ -397,6 +426,8 @@ struct Inner {
     routes: Vec<RouteState>,
     requests: Mutex<Vec<RecordedRequest>>,
     log: Option<Mutex<std::fs::File>>,
+    /// Gates of held requests: requests that reached each, and whether it is open.
+    gates: Mutex<std::collections::BTreeMap<String, (usize, bool)>>,
 }
 
 /// Starts scripted model servers.
@@ -457,6 +488,7 @@ impl ScriptedModel {
                 .collect(),
             requests: Mutex::new(Vec::new()),
             log,
+            gates: Mutex::default(),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
@@ -526,6 +558,14 @@ impl ScriptedModelHandle {
     /// Requests refused with 429 by the server's rate limit.
     pub fn rate_limited(&self) -> usize {
         self.inner.limit.as_ref().map_or(0, |l| lock(l).rejected)
+    }
+    /// Requests that reached [`Step::Hold`] gate `gate` so far.
+    pub fn held(&self, gate: &str) -> usize {
+        lock(&self.inner.gates).get(gate).map_or(0, |(n, _)| *n)
+    }
+    /// Opens gate `gate`: held requests (and later ones) go on.
+    pub fn release(&self, gate: &str) {
+        lock(&self.inner.gates).entry(gate.to_string()).or_default().1 = true;
     }
     /// Requests answered by the named route, in order.
     pub fn route_requests(&self, name: &str) -> Vec<Value> {
@@ -598,6 +638,16 @@ async fn serve(
     let head = conversation_head(&body);
     let turn = assistant_turns(&body);
     let route = inner.routes.iter().find(|r| head.contains(&r.when));
+    let next = match route {
+        Some(r) if r.by_turn => lock(&r.steps)
+            .get(turn)
+            .cloned()
+            .or_else(|| r.fallback.clone()),
+        Some(r) => lock(&r.steps).pop_front().or_else(|| r.fallback.clone()),
+        None => lock(&inner.steps)
+            .pop_front()
+            .or_else(|| inner.fallback.clone()),
+    };
     let record = RecordedRequest {
         route: route.map(|r| r.name.clone()),
         query: uri.query().map(str::to_string),
@@ -616,6 +666,7 @@ async fn serve(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
         body,
+        usage: next.as_ref().and_then(Step::usage),
     };
     if let Some(log) = &inner.log {
         let mut file = lock(log);
@@ -641,16 +692,6 @@ async fn serve(
         let mut requests = lock(&inner.requests);
         requests.push(record);
         requests.len()
-    };
-    let next = match route {
-        Some(r) if r.by_turn => lock(&r.steps)
-            .get(turn)
-            .cloned()
-            .or_else(|| r.fallback.clone()),
-        Some(r) => lock(&r.steps).pop_front().or_else(|| r.fallback.clone()),
-        None => lock(&inner.steps)
-            .pop_front()
-            .or_else(|| inner.fallback.clone()),
     };
     let Some(mut step) = next else {
         return (
@@ -684,6 +725,16 @@ async fn serve(
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
                 tokio::time::sleep(Duration::from_millis(millis)).await;
+                step = *then;
+            }
+            Step::Hold { gate, then } => {
+                lock(&inner.gates).entry(gate.clone()).or_default().0 += 1;
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+                while tokio::time::Instant::now() < deadline
+                    && !lock(&inner.gates).get(&gate).is_some_and(|(_, open)| *open)
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
                 step = *then;
             }
             other => {
@@ -727,7 +778,7 @@ fn render_anthropic(step: Step, model: &str, index: usize) -> Response {
             }
             (blocks, "tool_use", u)
         }
-        Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => {
+        Step::Delay { then, .. } | Step::AwaitRoute { then, .. } | Step::Hold { then, .. } => {
             return render_anthropic(*then, model, index);
         }
         // Statuses, raw and garbage bodies are the same on every wire.
@@ -911,7 +962,7 @@ fn render(step: Step, stream: bool, model: &str, index: usize) -> Response {
             }
             return response;
         }
-        Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => {
+        Step::Delay { then, .. } | Step::AwaitRoute { then, .. } | Step::Hold { then, .. } => {
             return render(*then, stream, model, index);
         }
         Step::Raw { body, content_type } => {

@@ -8,6 +8,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
+use quarry_e2e::deep_script::{contents, planner, study, summarizer};
 use quarry_e2e::model_server::{Route, Script, ScriptedModel, Step};
 use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::quarry_bin::quarry_bin;
@@ -73,41 +74,6 @@ fn researcher(
     )
     // A clean-context rewrite (should the named page not be among the results) gets the same report.
     .with_fallback(Step::text(report).with_usage(900, 100))
-}
-
-fn planner(tasks: &[&str]) -> Route {
-    // Seed 000: complexity 1, 2, 3 plans 2, 3, 5 tasks.
-    let complexity = match tasks.len() {
-        0..=2 => 1,
-        3 | 4 => 2,
-        _ => 3,
-    };
-    let plan = json!({"intent": "RESEARCH_REQUIRED", "complexity": complexity, "tasks": tasks})
-        .to_string();
-    Route::new(
-        "planner",
-        "You are the research coordinator",
-        vec![Step::text(plan).with_usage(300, 40)],
-    )
-}
-
-fn summarizer() -> Route {
-    Route::new("summarizer", "You condense one web page", vec![]).with_fallback(
-        Step::text("- The page documents a standard library module.").with_usage(800, 30),
-    )
-}
-
-fn study(text: &str) -> Route {
-    Route::new("study", "Mode: study", vec![]).with_fallback(Step::text(text).with_usage(5000, 400))
-}
-
-fn contents(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["content"].as_str().map(str::to_string))
-        .collect()
 }
 
 fn findings(dir: &Path) -> Value {
