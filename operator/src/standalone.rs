@@ -440,8 +440,7 @@ async fn scale_out(
         None
     };
     let run = match stored {
-        Some(key) if crate::queue::protocol::valid_run_key(&String::from_utf8_lossy(&key)) =>
-        {
+        Some(key) if crate::queue::protocol::valid_run_key(&String::from_utf8_lossy(&key)) => {
             String::from_utf8_lossy(&key).into_owned()
         }
         _ => {

@@ -565,7 +565,10 @@ impl ScriptedModelHandle {
     }
     /// Opens gate `gate`: held requests (and later ones) go on.
     pub fn release(&self, gate: &str) {
-        lock(&self.inner.gates).entry(gate.to_string()).or_default().1 = true;
+        lock(&self.inner.gates)
+            .entry(gate.to_string())
+            .or_default()
+            .1 = true;
     }
     /// Requests answered by the named route, in order.
     pub fn route_requests(&self, name: &str) -> Vec<Value> {

@@ -40,10 +40,28 @@ fn leader(
     mode: &str,
     extra: &[&str],
 ) -> tokio::task::JoinHandle<std::process::Output> {
+    leader_asking(
+        "How do Python's serialization modules compare?",
+        dir,
+        profile,
+        redis_url,
+        mode,
+        extra,
+    )
+}
+
+fn leader_asking(
+    query: &str,
+    dir: &Path,
+    profile: &Path,
+    redis_url: &str,
+    mode: &str,
+    extra: &[&str],
+) -> tokio::task::JoinHandle<std::process::Output> {
     let bin = quarry_bin().unwrap();
     let mut args: Vec<String> = vec![
         "run".into(),
-        "How do Python's serialization modules compare?".into(),
+        query.into(),
         "--mode".into(),
         mode.into(),
         "--workers".into(),
@@ -85,11 +103,7 @@ async fn pending(conn: &mut redis::aio::MultiplexedConnection) -> Vec<(String, S
         .query_async(conn)
         .await
         .unwrap();
-    reply
-        .ids
-        .into_iter()
-        .map(|p| (p.id, p.consumer))
-        .collect()
+    reply.ids.into_iter().map(|p| (p.id, p.consumer)).collect()
 }
 
 /// The `task` field of a tasks-stream entry.
@@ -149,9 +163,8 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
     let json_report = format!(
         "## Summary\nJSON-FINDINGS-MARKER: the json module decodes JSON text ([json]({json_url}))."
     );
-    let pickle_report = format!(
-        "## Summary\nPickle serializes Python object structures ([pickle]({pickle_url}))."
-    );
+    let pickle_report =
+        format!("## Summary\nPickle serializes Python object structures ([pickle]({pickle_url})).");
     // Researcher 0: search, handshake, read json, then its report call is held until the test
     // has killed the worker running it. The reclaiming worker's attempt gets the next four steps.
     let attempt = |report: Step| {
@@ -218,14 +231,8 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
             "5s",
         ]
     };
-    let mut w1 = WorkerProcess::start(
-        dir.path(),
-        &redis.url(),
-        "w1",
-        &worker_args("1"),
-        &[KEY],
-    )
-    .unwrap();
+    let mut w1 =
+        WorkerProcess::start(dir.path(), &redis.url(), "w1", &worker_args("1"), &[KEY]).unwrap();
     assert!(w1.wait_ready(Duration::from_secs(30)).await, "{}", w1.log());
     let run = leader(
         dir.path(),
@@ -248,14 +255,8 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
     let a_before_kill = model.route_requests("a").len();
     assert_eq!(a_before_kill, 4, "search, handshake, read, report (held)");
 
-    let w2 = WorkerProcess::start(
-        dir.path(),
-        &redis.url(),
-        "w2",
-        &worker_args("2"),
-        &[KEY],
-    )
-    .unwrap();
+    let w2 =
+        WorkerProcess::start(dir.path(), &redis.url(), "w2", &worker_args("2"), &[KEY]).unwrap();
     assert!(w2.wait_ready(Duration::from_secs(30)).await, "{}", w2.log());
     // w2 takes researcher 1 from the stream while w1 still heartbeats researcher 0.
     eventually("w2 taking task 1", Duration::from_secs(30), || {
@@ -336,7 +337,11 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
         diagnostics()
     );
     assert_eq!(cost, quarry::llm::format_pico_usd(pico));
-    assert_eq!(recorded.len(), answered.len() + 1, "only the held call went unanswered");
+    assert_eq!(
+        recorded.len(),
+        answered.len() + 1,
+        "only the held call went unanswered"
+    );
     // The per-model ledger holds the remote usage too.
     assert_eq!(
         f["usage"]["inputTokens"], f["usage"]["byModel"]["scripted"]["inputTokens"],
@@ -395,10 +400,21 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
     // w2 reclaimed one task and acknowledged both; nothing is left in the stream.
     let (status, body) = w2.get("metrics").await.unwrap();
     assert_eq!(status, 200);
-    assert_eq!(metric(&body, "quarry_worker_tasks_reclaimed_total"), Some(1.0), "{body}");
-    assert_eq!(metric(&body, "quarry_worker_tasks_taken_total"), Some(2.0), "{body}");
     assert_eq!(
-        metric(&body, r#"quarry_worker_tasks_acked_total{outcome="finished"}"#),
+        metric(&body, "quarry_worker_tasks_reclaimed_total"),
+        Some(1.0),
+        "{body}"
+    );
+    assert_eq!(
+        metric(&body, "quarry_worker_tasks_taken_total"),
+        Some(2.0),
+        "{body}"
+    );
+    assert_eq!(
+        metric(
+            &body,
+            r#"quarry_worker_tasks_acked_total{outcome="finished"}"#
+        ),
         Some(2.0),
         "{body}"
     );
@@ -416,14 +432,19 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
         .await
         .unwrap();
     assert!(
-        keys.iter().all(|k| k.ends_with(":done") || k.ends_with(":cancelled")),
+        keys.iter()
+            .all(|k| k.ends_with(":done") || k.ends_with(":cancelled")),
         "{keys:?}"
     );
 
     // SIGTERM: an idle worker stops at once, cleanly.
     let mut w2 = w2;
     let status = w2.terminate(Duration::from_secs(15));
-    assert!(status.is_some_and(|s| s.success()), "{status:?}\n{}", w2.log());
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}\n{}",
+        w2.log()
+    );
     assert!(w2.log().contains("worker stopped"), "{}", w2.log());
 }
 
@@ -449,7 +470,11 @@ async fn a_worker_without_the_api_key_fails_the_task_with_what_to_set() {
         &[],
     )
     .unwrap();
-    assert!(worker.wait_ready(Duration::from_secs(30)).await, "{}", worker.log());
+    assert!(
+        worker.wait_ready(Duration::from_secs(30)).await,
+        "{}",
+        worker.log()
+    );
     let out = tokio::time::timeout(
         Duration::from_secs(120),
         leader(dir.path(), &profile, &redis.url(), "quick", &[]),
@@ -467,8 +492,157 @@ async fn a_worker_without_the_api_key_fails_the_task_with_what_to_set() {
     assert_eq!(model.request_count(), 0, "no model call was made");
     let (_, body) = worker.get("metrics").await.unwrap();
     assert_eq!(
-        metric(&body, r#"quarry_worker_tasks_acked_total{outcome="failed"}"#),
+        metric(
+            &body,
+            r#"quarry_worker_tasks_acked_total{outcome="failed"}"#
+        ),
         Some(1.0),
         "{body}"
     );
+}
+
+#[tokio::test]
+async fn shutdown_hands_a_running_task_back_and_an_ended_run_stops_its_remote_task() {
+    let Some(redis) = redis_or_skip("shutdown_and_cancel") else {
+        return;
+    };
+    let Some(stack) = SearchStack::start_or_skip("shutdown_and_cancel").await else {
+        return;
+    };
+    let json_url = format!(
+        "{}/python3.11-doc/html/library/json.html",
+        stack.docs.base_url()
+    );
+    let handed_back = "How do I decode JSON in Python?";
+    let timed_out = "What does the marshal module do?";
+    let report =
+        format!("## Summary\nPython decodes JSON with the json module ([json]({json_url})).");
+    let script = Script::default()
+        .with_route(Route::new(
+            "handed-back",
+            format!("Research task: {handed_back}\n"),
+            vec![
+                Step::hold("term", Step::text("never delivered")),
+                Step::tool_call("search", json!({"queries": ["json decoder"]})).with_usage(900, 20),
+                Step::tool_call("scrape", json!({"urls": [json_url]})).with_usage(1000, 10),
+                Step::tool_call("scrape", json!({"urls": [json_url]})).with_usage(1500, 15),
+                Step::text(&report).with_usage(2000, 80),
+            ],
+        ))
+        .with_route(Route::new(
+            "timed-out",
+            format!("Research task: {timed_out}\n"),
+            vec![Step::hold("never", Step::text("never delivered"))],
+        ));
+    let model = ScriptedModel::start(script).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("profile.yaml");
+    std::fs::write(
+        &profile,
+        scripted_profile(&model.base_url(), stack.searx.base_url()),
+    )
+    .unwrap();
+    // A long visibility timeout: anything faster than a minute is a hand-back, not a reclaim.
+    let args = [
+        "--concurrency",
+        "1",
+        "--visibility-timeout",
+        "60s",
+        "--drain-timeout",
+        "1s",
+    ];
+    let mut w1 = WorkerProcess::start(dir.path(), &redis.url(), "w1", &args, &[KEY]).unwrap();
+    assert!(w1.wait_ready(Duration::from_secs(30)).await, "{}", w1.log());
+    let first = dir.path().join("first");
+    std::fs::create_dir_all(&first).unwrap();
+    let run = leader_asking(handed_back, &first, &profile, &redis.url(), "quick", &[]);
+    eventually("the held call", Duration::from_secs(120), || async {
+        model.held("term") == 1
+    })
+    .await;
+    let w2 = WorkerProcess::start(dir.path(), &redis.url(), "w2", &args, &[KEY]).unwrap();
+    assert!(w2.wait_ready(Duration::from_secs(30)).await, "{}", w2.log());
+    let started = std::time::Instant::now();
+    // SIGTERM mid-task: w1 stops taking tasks, waits its 1 s drain, hands the task back, exits 0.
+    let status = w1.terminate(Duration::from_secs(20));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}\n{}",
+        w1.log()
+    );
+    assert!(
+        w1.log().contains("task handed back to the queue"),
+        "{}",
+        w1.log()
+    );
+    let out = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the run finished")
+        .unwrap();
+    model.release("term");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        out.status.success(),
+        "{stderr}\n--- w1\n{}\n--- w2\n{}",
+        w1.log(),
+        w2.log()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "handed back, not reclaimed"
+    );
+    assert_eq!(model.route_requests("handed-back").len(), 5);
+    let (_, body) = w2.get("metrics").await.unwrap();
+    assert_eq!(
+        metric(&body, "quarry_worker_tasks_reclaimed_total"),
+        Some(0.0),
+        "{body}"
+    );
+    assert_eq!(
+        metric(
+            &body,
+            r#"quarry_worker_tasks_acked_total{outcome="finished"}"#
+        ),
+        Some(1.0),
+        "{body}"
+    );
+
+    // A run that ends (here at its time limit) while its researcher runs on a worker: the
+    // worker stops that researcher and drops the task.
+    let second = dir.path().join("second");
+    std::fs::create_dir_all(&second).unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        leader_asking(
+            timed_out,
+            &second,
+            &profile,
+            &redis.url(),
+            "quick",
+            &["--timeout", "3s"],
+        ),
+    )
+    .await
+    .expect("the run ended")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("TimeLimit"), "{stderr}");
+    eventually(
+        "the remote task dropped",
+        Duration::from_secs(10),
+        || async {
+            let Some((_, body)) = w2.get("metrics").await else {
+                return false;
+            };
+            metric(
+                &body,
+                r#"quarry_worker_tasks_acked_total{outcome="cancelled"}"#,
+            ) == Some(1.0)
+        },
+    )
+    .await;
+    let mut conn = redis_conn(&redis.url()).await;
+    assert!(pending(&mut conn).await.is_empty());
+    model.release("never");
 }

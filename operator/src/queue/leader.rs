@@ -259,7 +259,10 @@ impl Drop for CancelOnDrop {
         }
         {
             let mut waiters = lock(&self.state.waiters);
-            if waiters.get(&self.key).is_some_and(|w| w.attempt == self.attempt) {
+            if waiters
+                .get(&self.key)
+                .is_some_and(|w| w.attempt == self.attempt)
+            {
                 waiters.remove(&self.key);
             }
         }

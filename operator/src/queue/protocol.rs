@@ -330,7 +330,11 @@ impl ResultMessage {
 pub fn slim_report(report: &ResearcherReport) -> ResearcherReport {
     ResearcherReport {
         task_id: report.task_id,
-        markdown: report.markdown.chars().take(INJECTED_REPORT_CHARS).collect(),
+        markdown: report
+            .markdown
+            .chars()
+            .take(INJECTED_REPORT_CHARS)
+            .collect(),
         fetched: Vec::new(),
         seen: Vec::new(),
         pages: Vec::new(),
@@ -512,7 +516,9 @@ spec:
 "#;
 
     fn task(injected: Vec<ResearcherReport>) -> TaskMessage {
-        let profile = crate::api::ResearchProfile::from_yaml(PROFILE).unwrap().spec;
+        let profile = crate::api::ResearchProfile::from_yaml(PROFILE)
+            .unwrap()
+            .spec;
         TaskMessage {
             v: VERSION,
             header: RunHeader {
@@ -568,7 +574,11 @@ spec:
         let bytes = encode_task(&t).unwrap();
         let text = String::from_utf8(bytes.clone()).unwrap();
         // The reference travels, never a value (there is none to send).
-        assert!(text.contains(r#""apiKeySecretRef":{"key":"openai","name":"model-keys"}"#) || text.contains(r#""apiKeySecretRef":{"name":"model-keys","key":"openai"}"#), "{text}");
+        assert!(
+            text.contains(r#""apiKeySecretRef":{"key":"openai","name":"model-keys"}"#)
+                || text.contains(r#""apiKeySecretRef":{"name":"model-keys","key":"openai"}"#),
+            "{text}"
+        );
         let back = decode_task(&bytes).unwrap();
         assert_eq!(back.header, t.header);
         assert_eq!(back.task_id, 3);
@@ -576,7 +586,10 @@ spec:
         assert_eq!(back.spent.cost_pico_usd, 7);
         // Injection reads the task id and at most 50k characters of Markdown; pages stay home.
         assert_eq!(back.injected.len(), 1);
-        assert_eq!(back.injected[0].markdown.chars().count(), INJECTED_REPORT_CHARS);
+        assert_eq!(
+            back.injected[0].markdown.chars().count(),
+            INJECTED_REPORT_CHARS
+        );
         assert!(back.injected[0].pages.is_empty() && back.injected[0].fetched.is_empty());
     }
 
@@ -585,7 +598,10 @@ spec:
         let many = (0..100).map(|i| report(i, 60_000)).collect();
         assert!(matches!(
             encode_task(&task(many)),
-            Err(ProtocolError::TooLarge { limit: MAX_TASK_BYTES, .. })
+            Err(ProtocolError::TooLarge {
+                limit: MAX_TASK_BYTES,
+                ..
+            })
         ));
         assert!(matches!(
             decode_task(&vec![b' '; MAX_TASK_BYTES + 1]),
@@ -594,7 +610,10 @@ spec:
         let mut t = task(vec![]);
         t.v = 2;
         let bytes = serde_json::to_vec(&t).unwrap();
-        assert_eq!(decode_task(&bytes), Err(ProtocolError::Version { found: 2 }));
+        assert_eq!(
+            decode_task(&bytes),
+            Err(ProtocolError::Version { found: 2 })
+        );
         let mut t = task(vec![]);
         t.header.run = "x:*".into();
         let bytes = serde_json::to_vec(&t).unwrap();
@@ -705,19 +724,20 @@ spec:
     }
 
     #[test]
-    fn entries_are_reclaimed_only_after_the_visibility_timeout_and_given_up_after_max_deliveries()
-    {
+    fn entries_are_reclaimed_only_after_the_visibility_timeout_and_given_up_after_max_deliveries() {
         let vis = Duration::from_secs(300);
         assert_eq!(
             reclaim_decision(Duration::from_secs(299), 1, vis, MAX_DELIVERIES),
             Reclaim::NotYet
         );
+        assert_eq!(reclaim_decision(vis, 1, vis, MAX_DELIVERIES), Reclaim::Run);
         assert_eq!(
-            reclaim_decision(vis, 1, vis, MAX_DELIVERIES),
-            Reclaim::Run
-        );
-        assert_eq!(
-            reclaim_decision(Duration::from_secs(900), MAX_DELIVERIES - 1, vis, MAX_DELIVERIES),
+            reclaim_decision(
+                Duration::from_secs(900),
+                MAX_DELIVERIES - 1,
+                vis,
+                MAX_DELIVERIES
+            ),
             Reclaim::Run
         );
         assert_eq!(
@@ -740,9 +760,18 @@ spec:
             llm_calls: 1,
             ..Usage::default()
         };
-        let before = BTreeMap::from([("a".to_string(), u(10, 1, 5)), ("b".to_string(), u(3, 3, 3))]);
+        let before = BTreeMap::from([
+            ("a".to_string(), u(10, 1, 5)),
+            ("b".to_string(), u(3, 3, 3)),
+        ]);
         let now = BTreeMap::from([
-            ("a".to_string(), Usage { llm_calls: 2, ..u(25, 4, 11) }),
+            (
+                "a".to_string(),
+                Usage {
+                    llm_calls: 2,
+                    ..u(25, 4, 11)
+                },
+            ),
             ("b".to_string(), u(3, 3, 3)),
             ("c".to_string(), u(1, 1, 1)),
         ]);

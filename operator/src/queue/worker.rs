@@ -241,6 +241,8 @@ enum Ending {
     Released,
     /// Delivered too often: reported failed without running.
     GaveUp,
+    /// The result could not be published: left unacknowledged, for another worker to redo.
+    Unpublished,
 }
 
 /// Runs a worker until SIGTERM or SIGINT, then drains (see [`WorkerArgs::drain_timeout`]).
@@ -338,6 +340,10 @@ pub async fn run_worker(config: WorkerConfig) -> Result<(), QueueError> {
             Err(e) => {
                 warn!(error = %e, "cannot take tasks; retrying");
                 readiness.set(false);
+                // A Redis that restarted empty has no group: make it again.
+                if e.to_string().contains("NOGROUP") {
+                    let _ = ensure_group(&mut worker.conn()).await;
+                }
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
@@ -459,10 +465,7 @@ impl Worker {
                 .query_async(&mut self.conn()),
         )
         .await?;
-        Ok(reply
-            .ids
-            .first()
-            .map_or(1, |p| p.times_delivered as u64))
+        Ok(reply.ids.first().map_or(1, |p| p.times_delivered as u64))
     }
 
     async fn measure_lag(&self) {
@@ -531,8 +534,12 @@ impl Worker {
             .arg(TASKS_STREAM)
             .arg(id)
             .ignore();
-        let done: Result<(), QueueError> =
-            timed("release", COMMAND_TIMEOUT, pipe.query_async(&mut self.conn())).await;
+        let done: Result<(), QueueError> = timed(
+            "release",
+            COMMAND_TIMEOUT,
+            pipe.query_async(&mut self.conn()),
+        )
+        .await;
         match done {
             Ok(()) => self.metrics.queue.ack("released"),
             // Still pending under this consumer: reclaimed after the visibility timeout.
@@ -622,6 +629,9 @@ impl Worker {
                     warn!(deliveries, "task given up after too many deliveries");
                     self.ack(&id, "given_up").await;
                 }
+                Ending::Unpublished => {
+                    warn!("result not delivered; the task is left to be taken over and redone");
+                }
             }
         }
         .instrument(span)
@@ -668,8 +678,11 @@ impl Worker {
                     deliveries - 1
                 ),
             );
-            self.publish_terminal(&mut reporter, Err(failure)).await;
-            return Ending::GaveUp;
+            return if self.publish_terminal(&mut reporter, Err(failure)).await {
+                Ending::GaveUp
+            } else {
+                Ending::Unpublished
+            };
         }
         if self.run_ended(&keys, &task.attempt).await {
             return Ending::Cancelled;
@@ -678,8 +691,12 @@ impl Worker {
             Ok(engine) => engine,
             Err(failure) => {
                 warn!(reason = %failure.reason, message = %failure.message, "task cannot run here");
-                self.publish_terminal(&mut reporter, Err(failure.clone()))
-                    .await;
+                if !self
+                    .publish_terminal(&mut reporter, Err(failure.clone()))
+                    .await
+                {
+                    return Ending::Unpublished;
+                }
                 return Ending::Done(Err(failure));
             }
         };
@@ -721,11 +738,7 @@ impl Worker {
         ));
         // Spend is published as it happens, in order, by one publisher.
         let (progress_tx, progress_rx) = mpsc::unbounded_channel::<(u32, Usage)>();
-        let publisher = tokio::spawn(publish_progress(
-            self.conn(),
-            reporter,
-            progress_rx,
-        ));
+        let publisher = tokio::spawn(publish_progress(self.conn(), reporter, progress_rx));
         let progress = move |units: u32, usage: Usage| {
             let _ = progress_tx.send((units, usage));
         };
@@ -758,13 +771,15 @@ impl Worker {
             _ => {
                 warn!("spend of this task may not have reached the run");
                 return match ending {
-                    Ending::Done(_) => Ending::Lost,
+                    Ending::Done(_) => Ending::Unpublished,
                     other => other,
                 };
             }
         };
-        if let Ending::Done(result) = &ending {
-            self.publish_terminal(&mut reporter, result.clone()).await;
+        if let Ending::Done(result) = &ending
+            && !self.publish_terminal(&mut reporter, result.clone()).await
+        {
+            return Ending::Unpublished;
         }
         ending
     }
@@ -790,7 +805,7 @@ impl Worker {
         &self,
         reporter: &mut Reporter,
         result: Result<ResearcherReport, Failure>,
-    ) {
+    ) -> bool {
         let origin = reporter.next_origin();
         let message = match result {
             Ok(report) => ResultMessage::Finished {
@@ -816,8 +831,12 @@ impl Worker {
             }
             other => other,
         };
-        if let Err(e) = sent {
-            warn!(error = %e, "result not published; the task will be reclaimed and redone");
+        match sent {
+            Ok(()) => true,
+            Err(e) => {
+                warn!(error = %e, "result not published");
+                false
+            }
         }
     }
 
@@ -834,14 +853,17 @@ impl Worker {
             });
         let store: Arc<dyn crate::store::ArtifactStore> =
             Arc::new(crate::store::memory::MemoryStore::new());
-        let metrics = Some(
-            self.metrics
-                .for_run(h.namespace.as_deref().unwrap_or("standalone"), &h.profile_name),
-        );
+        let metrics = Some(self.metrics.for_run(
+            h.namespace.as_deref().unwrap_or("standalone"),
+            &h.profile_name,
+        ));
         let misconfigured = |e: String| {
             Failure::new(
                 WORKER_MISCONFIGURED,
-                format!("worker {consumer} cannot use ResearchProfile \"{}\": {e}", h.profile_name),
+                format!(
+                    "worker {consumer} cannot use ResearchProfile \"{}\": {e}",
+                    h.profile_name
+                ),
             )
         };
         match &h.namespace {
@@ -881,9 +903,8 @@ impl Worker {
                         ),
                     ));
                 }
-                let api_key = |tier: &crate::api::ModelTier| {
-                    tier.api_key_env.as_deref().and_then(|name| env(name))
-                };
+                let api_key =
+                    |tier: &crate::api::ModelTier| tier.api_key_env.as_deref().and_then(&env);
                 let secret = |r: &SecretKeyRef| env(&crate::standalone::secret_env_var(r));
                 let inputs = crate::wiring::Inputs {
                     api_key: &api_key,
@@ -990,11 +1011,7 @@ async fn poll_run(
         .await;
         match reply {
             Ok((reports, done, cancelled)) => {
-                for entry in reports
-                    .into_iter()
-                    .flat_map(|r| r.keys)
-                    .flat_map(|k| k.ids)
-                {
+                for entry in reports.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
                     last = entry.id.clone();
                     match field_bytes(&entry.map, "m").map(|b| protocol::decode_steer(&b)) {
                         Some(Ok(report)) => {
@@ -1031,8 +1048,9 @@ impl Reporter {
         self.base.clone()
     }
 
-    /// The next progress message, or `None` when there is nothing to report.
-    fn progress(&mut self, units: Option<u32>, usage: Usage) -> Option<ResultMessage> {
+    /// The next progress message, or `None` when there is nothing to report; `queued` says
+    /// the researcher reported since the last one.
+    fn progress(&mut self, units: u32, queued: bool, usage: Usage) -> Option<ResultMessage> {
         let (calls, _) = self.spend.calls();
         let sources = self.spend.sources();
         let by_model_now = self.spend.by_model();
@@ -1049,7 +1067,7 @@ impl Reporter {
             .take(protocol::MAX_LINES_PER_MESSAGE)
             .map(WireSource::from)
             .collect();
-        if units.is_none()
+        if !queued
             && usage == Usage::default()
             && by_model.is_empty()
             && new_calls.is_empty()
@@ -1062,7 +1080,7 @@ impl Reporter {
         self.sent_by_model = by_model_now;
         Some(ResultMessage::Progress {
             origin: self.next_origin(),
-            units: units.unwrap_or(0),
+            units,
             usage,
             by_model,
             calls: new_calls,
@@ -1095,10 +1113,7 @@ async fn publish_progress(
             any = true;
         }
         // Lines past one message's bound follow in further messages.
-        loop {
-            let Some(message) = reporter.progress(any.then_some(units), usage) else {
-                break;
-            };
+        while let Some(message) = reporter.progress(units, any, usage) {
             usage = Usage::default();
             any = false;
             if let Err(e) = send_result(&mut conn, &reporter.keys, &message).await {
@@ -1165,7 +1180,9 @@ spec:
 "#;
 
     fn profile() -> ResearchProfileSpec {
-        crate::api::ResearchProfile::from_yaml(PROFILE).unwrap().spec
+        crate::api::ResearchProfile::from_yaml(PROFILE)
+            .unwrap()
+            .spec
     }
 
     #[test]
@@ -1268,38 +1285,62 @@ spec:
         let p = profile();
         // "sk-live" and "brv" in base64.
         let client = secrets_api(vec![
-            ("model-keys", Ok(serde_json::json!({"openai": "c2stbGl2ZQ=="}))),
+            (
+                "model-keys",
+                Ok(serde_json::json!({"openai": "c2stbGl2ZQ=="})),
+            ),
             ("search-keys", Ok(serde_json::json!({"brave": "YnJ2"}))),
         ]);
-        let keys = cluster_keys(&client, "team-a", "p", &p, "w1").await.unwrap();
+        let keys = cluster_keys(&client, "team-a", "p", &p, "w1")
+            .await
+            .unwrap();
         let values: Vec<(&str, &str)> = keys
             .iter()
             .map(|(r, k)| (r.name.as_str(), k.expose()))
             .collect();
-        assert_eq!(values, vec![("model-keys", "sk-live"), ("search-keys", "brv")]);
+        assert_eq!(
+            values,
+            vec![("model-keys", "sk-live"), ("search-keys", "brv")]
+        );
 
         let client = secrets_api(vec![
-            ("model-keys", Ok(serde_json::json!({"openai": "c2stbGl2ZQ=="}))),
+            (
+                "model-keys",
+                Ok(serde_json::json!({"openai": "c2stbGl2ZQ=="})),
+            ),
             ("search-keys", Err(403)),
         ]);
-        let failure = cluster_keys(&client, "team-a", "p", &p, "w1").await.unwrap_err();
+        let failure = cluster_keys(&client, "team-a", "p", &p, "w1")
+            .await
+            .unwrap_err();
         assert_eq!(failure.reason, SECRET_UNAVAILABLE);
         assert_eq!(
             failure.message,
             "worker w1 may not read Secret \"search-keys\" in namespace \"team-a\" (ResearchProfile \"p\" search.providers[0].apiKeySecretRef): grant the worker's ServiceAccount `get` on secrets in namespace \"team-a\" (chart value workers.rbac)"
         );
 
-        let client = secrets_api(vec![("model-keys", Ok(serde_json::json!({"other": "eA=="})))]);
-        let failure = cluster_keys(&client, "team-a", "p", &p, "w1").await.unwrap_err();
+        let client = secrets_api(vec![(
+            "model-keys",
+            Ok(serde_json::json!({"other": "eA=="})),
+        )]);
+        let failure = cluster_keys(&client, "team-a", "p", &p, "w1")
+            .await
+            .unwrap_err();
         assert!(
-            failure.message.starts_with("Secret \"model-keys\" in namespace \"team-a\" has no key \"openai\""),
+            failure
+                .message
+                .starts_with("Secret \"model-keys\" in namespace \"team-a\" has no key \"openai\""),
             "{}",
             failure.message
         );
         let client = secrets_api(vec![]);
-        let failure = cluster_keys(&client, "team-a", "p", &p, "w1").await.unwrap_err();
+        let failure = cluster_keys(&client, "team-a", "p", &p, "w1")
+            .await
+            .unwrap_err();
         assert!(
-            failure.message.starts_with("worker w1 found no Secret \"model-keys\""),
+            failure
+                .message
+                .starts_with("worker w1 found no Secret \"model-keys\""),
             "{}",
             failure.message
         );
@@ -1307,12 +1348,15 @@ spec:
 
     #[test]
     fn an_unreadable_task_still_names_its_run_when_it_can() {
-        let bytes = br#"{"v": 9, "run": "abc", "taskId": 4, "round": 2, "attempt": "x1", "new": true}"#;
+        let bytes =
+            br#"{"v": 9, "run": "abc", "taskId": 4, "round": 2, "attempt": "x1", "new": true}"#;
         let (keys, origin) = origin_hint(bytes).unwrap();
         assert_eq!(keys.results, "quarry:run:abc:results");
         assert_eq!((origin.task_id, origin.round), (4, 2));
         assert_eq!(origin.attempt, "x1");
-        assert!(origin_hint(br#"{"run": "a b", "taskId": 1, "round": 1, "attempt": "x"}"#).is_none());
+        assert!(
+            origin_hint(br#"{"run": "a b", "taskId": 1, "round": 1, "attempt": "x"}"#).is_none()
+        );
         assert!(origin_hint(b"garbage").is_none());
     }
 }

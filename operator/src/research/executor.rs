@@ -11,10 +11,10 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 use tracing::{Instrument, info, warn};
 
+use super::dispatch::{self, ResearcherDispatch, ResearcherJob};
 use super::lead;
 use super::reducer::{Command, Event, reduce};
 use super::report;
-use super::dispatch::{self, ResearcherDispatch, ResearcherJob};
 use super::researcher::{ResearcherDeps, ResearcherSettings, UrlPool};
 use super::state::{Failure, Phase, ResearcherReport, RunState, reasons};
 use crate::llm::router::{RESEARCH_TASK, SpendGuard};

@@ -123,7 +123,9 @@ impl UrlPool {
                     return claimed;
                 }
                 // The shared pool saves duplicate reads; without it the research still goes on.
-                Err(e) => tracing::warn!(error = %e, "shared URL pool unavailable; using the local one"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "shared URL pool unavailable; using the local one")
+                }
             }
         }
         self.local().insert(url.to_string())
@@ -134,7 +136,9 @@ impl UrlPool {
         if let Some(shared) = &self.shared {
             match shared.taken().await {
                 Ok(urls) => all.extend(urls),
-                Err(e) => tracing::warn!(error = %e, "shared URL pool unavailable; using the local one"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "shared URL pool unavailable; using the local one")
+                }
             }
         }
         all
@@ -541,8 +545,7 @@ impl Session<'_> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 };
-                let clash: Vec<&String> =
-                    urls.iter().filter(|u| all.contains(*u)).collect();
+                let clash: Vec<&String> = urls.iter().filter(|u| all.contains(*u)).collect();
                 let clash = if clash.is_empty() {
                     String::new()
                 } else {
