@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use quarry_e2e::deep_script::{contents, planner, study, summarizer};
 use quarry_e2e::model_server::{Route, Script, ScriptedModel, Step};
-use quarry_e2e::profiles::scripted_profile;
-use quarry_e2e::quarry_bin::quarry_bin;
+use quarry_e2e::profiles::write_scripted_profile;
+use quarry_e2e::quarry_bin::{run_args, spawn_quarry};
 use quarry_e2e::searx::SearchStack;
 
 /// A scratch directory removed when the test ends (pass or fail).
@@ -20,29 +20,18 @@ fn scratch() -> tempfile::TempDir {
 }
 
 async fn quarry_deep(dir: &Path, model_url: &str, searx_url: &str, extra: &[&str]) -> Output {
-    let profile = dir.join("profile.yaml");
-    std::fs::write(&profile, scripted_profile(model_url, searx_url)).unwrap();
-    let bin = quarry_bin().unwrap();
-    let mut args: Vec<String> = vec![
-        "run".into(),
-        "How do Python's serialization modules compare?".into(),
-        "--mode".into(),
-        "deep".into(),
-        "--profile".into(),
-        profile.display().to_string(),
-        "--out".into(),
-        dir.join("report.md").display().to_string(),
-        "--state-dir".into(),
-        dir.join("state").display().to_string(),
-    ];
+    let profile = write_scripted_profile(dir, model_url, searx_url).unwrap();
+    let mut args = run_args(
+        "How do Python's serialization modules compare?",
+        "deep",
+        &profile,
+        dir,
+    );
     args.extend(extra.iter().map(|s| s.to_string()));
-    tokio::task::spawn_blocking(move || {
-        std::process::Command::new(bin)
-            .args(&args)
-            .env("QUARRY_TEST_KEY", "sk-test-secret-123")
-            .output()
-            .unwrap()
-    })
+    spawn_quarry(
+        args,
+        vec![("QUARRY_TEST_KEY".into(), "sk-test-secret-123".into())],
+    )
     .await
     .unwrap()
 }

@@ -12,25 +12,13 @@ use serde_json::{Value, json};
 
 use quarry_e2e::deep_script::{contents, planner, study, summarizer};
 use quarry_e2e::model_server::{Route, Script, ScriptedModel, Step};
-use quarry_e2e::profiles::scripted_profile;
-use quarry_e2e::quarry_bin::quarry_bin;
-use quarry_e2e::redis_server::{RedisServer, redis_available};
-use quarry_e2e::searx::{SearchStack, running_in_ci};
+use quarry_e2e::profiles::write_scripted_profile;
+use quarry_e2e::quarry_bin::{run_args, spawn_quarry};
+use quarry_e2e::redis_server::RedisServer;
+use quarry_e2e::searx::SearchStack;
 use quarry_e2e::worker::{WorkerProcess, metric};
 
 const KEY: (&str, &str) = ("QUARRY_TEST_KEY", "sk-test-secret-123");
-
-fn redis_or_skip(test: &str) -> Option<RedisServer> {
-    if !redis_available() {
-        assert!(
-            !running_in_ci(),
-            "redis-server missing: run scripts/install-test-deps.sh"
-        );
-        eprintln!("SKIP {test}: redis-server is not installed");
-        return None;
-    }
-    Some(RedisServer::start().unwrap())
-}
 
 /// `quarry run QUERY --workers` in the background; resolves to its output.
 fn leader(
@@ -58,30 +46,10 @@ fn leader_asking(
     mode: &str,
     extra: &[&str],
 ) -> tokio::task::JoinHandle<std::process::Output> {
-    let bin = quarry_bin().unwrap();
-    let mut args: Vec<String> = vec![
-        "run".into(),
-        query.into(),
-        "--mode".into(),
-        mode.into(),
-        "--workers".into(),
-        "--redis-url".into(),
-        redis_url.into(),
-        "--profile".into(),
-        profile.display().to_string(),
-        "--out".into(),
-        dir.join("report.md").display().to_string(),
-        "--state-dir".into(),
-        dir.join("state").display().to_string(),
-    ];
+    let mut args = run_args(query, mode, profile, dir);
+    args.extend(["--workers", "--redis-url", redis_url].map(String::from));
     args.extend(extra.iter().map(|s| s.to_string()));
-    tokio::task::spawn_blocking(move || {
-        std::process::Command::new(bin)
-            .args(&args)
-            .env(KEY.0, KEY.1)
-            .output()
-            .unwrap()
-    })
+    spawn_quarry(args, vec![(KEY.0.into(), KEY.1.into())])
 }
 
 async fn redis_conn(url: &str) -> redis::aio::MultiplexedConnection {
@@ -150,7 +118,7 @@ fn usage_line(stderr: &str) -> (u64, u64, u64, String) {
 
 #[tokio::test]
 async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
-    let Some(redis) = redis_or_skip("killed_worker_reclaimed") else {
+    let Some(redis) = RedisServer::start_or_skip("killed_worker_reclaimed") else {
         return;
     };
     let Some(stack) = SearchStack::start_or_skip("killed_worker_reclaimed").await else {
@@ -215,12 +183,8 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
         .with_route(study(&study_text));
     let model = ScriptedModel::start(script).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("profile.yaml");
-    std::fs::write(
-        &profile,
-        scripted_profile(&model.base_url(), stack.searx.base_url()),
-    )
-    .unwrap();
+    let profile =
+        write_scripted_profile(dir.path(), &model.base_url(), stack.searx.base_url()).unwrap();
     let worker_args = |concurrency: &'static str| {
         [
             "--concurrency",
@@ -450,18 +414,14 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
 
 #[tokio::test]
 async fn a_worker_without_the_api_key_fails_the_task_with_what_to_set() {
-    let Some(redis) = redis_or_skip("worker_without_key") else {
+    let Some(redis) = RedisServer::start_or_skip("worker_without_key") else {
         return;
     };
     let model = ScriptedModel::start(Script::default()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("profile.yaml");
     // No search is made: the task fails before the researcher starts.
-    std::fs::write(
-        &profile,
-        scripted_profile(&model.base_url(), "http://127.0.0.1:9"),
-    )
-    .unwrap();
+    let profile =
+        write_scripted_profile(dir.path(), &model.base_url(), "http://127.0.0.1:9").unwrap();
     let worker = WorkerProcess::start(
         dir.path(),
         &redis.url(),
@@ -503,7 +463,7 @@ async fn a_worker_without_the_api_key_fails_the_task_with_what_to_set() {
 
 #[tokio::test]
 async fn shutdown_hands_a_running_task_back_and_an_ended_run_stops_its_remote_task() {
-    let Some(redis) = redis_or_skip("shutdown_and_cancel") else {
+    let Some(redis) = RedisServer::start_or_skip("shutdown_and_cancel") else {
         return;
     };
     let Some(stack) = SearchStack::start_or_skip("shutdown_and_cancel").await else {
@@ -536,12 +496,8 @@ async fn shutdown_hands_a_running_task_back_and_an_ended_run_stops_its_remote_ta
         ));
     let model = ScriptedModel::start(script).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("profile.yaml");
-    std::fs::write(
-        &profile,
-        scripted_profile(&model.base_url(), stack.searx.base_url()),
-    )
-    .unwrap();
+    let profile =
+        write_scripted_profile(dir.path(), &model.base_url(), stack.searx.base_url()).unwrap();
     // A long visibility timeout: anything faster than a minute is a hand-back, not a reclaim.
     let args = [
         "--concurrency",

@@ -877,20 +877,15 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
         .map_err(|e| Error::Config(e.to_string()))?;
     let metrics = Metrics::new();
     let readiness = Readiness::new();
-    let listener = crate::server::bind(&config.listen).await?;
-    info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz");
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut server_stop = stop_rx.clone();
-    let server = tokio::spawn(crate::server::serve(
-        listener,
+    let server = crate::server::start(
+        &config.listen,
         ServerState {
             metrics: metrics.clone(),
             readiness: readiness.clone(),
         },
-        async move {
-            let _ = server_stop.wait_for(|stop| *stop).await;
-        },
-    ));
+    )
+    .await?;
+    info!(addr = %server.addr, "serving /metrics, /livez, /readyz");
     let workers = match (config.workers, &config.redis_url) {
         (false, _) => None,
         (true, Some(url)) => Some(url.clone()),
@@ -980,14 +975,10 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             }
         })
         .await;
-    let _ = stop_tx.send(true);
     // Both controllers stop on the same signal.
     if let Err(e) = engines.await {
         warn!(error = %e, "SearchEngine controller ended abnormally");
     }
-    match server.await {
-        Ok(result) => result?,
-        Err(e) => warn!(error = %e, "server task ended abnormally"),
-    }
+    server.stop().await?;
     Ok(())
 }

@@ -497,28 +497,34 @@ pub fn usage_delta(
         .collect()
 }
 
+/// A profile for the queue's tests: a model key by Secret and by environment variable, and a
+/// search provider key.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::research::state::Mode;
-
+pub(crate) fn test_profile() -> ResearchProfileSpec {
     const PROFILE: &str = r#"
 apiVersion: quarry.dev/v1alpha1
 kind: ResearchProfile
 metadata: {name: p}
 spec:
   models:
-    primary:
-      baseURL: "https://api.example.com/v1"
-      model: m
-      apiKeySecretRef: {name: model-keys, key: openai}
-  search: {url: "http://searx:8080"}
+    primary: {baseURL: "https://api.example.com/v1", model: m, apiKeyEnv: OPENAI_KEY, apiKeySecretRef: {name: model-keys, key: openai}}
+  search:
+    url: "http://searx:8080"
+    providers:
+      - {kind: brave, apiKeySecretRef: {name: search-keys, key: brave}}
 "#;
+    crate::api::ResearchProfile::from_yaml(PROFILE)
+        .map(|p| p.spec)
+        .unwrap_or_else(|e| panic!("test profile: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::research::state::Mode;
 
     fn task(injected: Vec<ResearcherReport>) -> TaskMessage {
-        let profile = crate::api::ResearchProfile::from_yaml(PROFILE)
-            .unwrap()
-            .spec;
+        let profile = test_profile();
         TaskMessage {
             v: VERSION,
             header: RunHeader {

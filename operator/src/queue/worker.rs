@@ -249,20 +249,15 @@ enum Ending {
 pub async fn run_worker(config: WorkerConfig) -> Result<(), QueueError> {
     let metrics = Metrics::worker();
     let readiness = Readiness::new();
-    let listener = crate::server::bind(&config.listen).await?;
-    info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), consumer = %config.consumer, "worker serving /metrics, /livez, /readyz");
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut server_stop = stop_rx.clone();
-    let server = tokio::spawn(crate::server::serve(
-        listener,
+    let server = crate::server::start(
+        &config.listen,
         ServerState {
             metrics: metrics.clone(),
             readiness: readiness.clone(),
         },
-        async move {
-            let _ = server_stop.wait_for(|s| *s).await;
-        },
-    ));
+    )
+    .await?;
+    info!(addr = %server.addr, consumer = %config.consumer, "worker serving /metrics, /livez, /readyz");
     let (shutdown_tx, mut shutdown) = watch::channel(false);
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -285,8 +280,7 @@ pub async fn run_worker(config: WorkerConfig) -> Result<(), QueueError> {
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs(2)) => {}
                     _ = shutdown.wait_for(|s| *s) => {
-                        let _ = stop_tx.send(true);
-                        let _ = server.await;
+                        server.stop().await?;
                         return Ok(());
                     }
                 }
@@ -368,11 +362,7 @@ pub async fn run_worker(config: WorkerConfig) -> Result<(), QueueError> {
         })
         .await;
     }
-    let _ = stop_tx.send(true);
-    match server.await {
-        Ok(r) => r?,
-        Err(e) => warn!(error = %e, "server task ended abnormally"),
-    }
+    server.stop().await?;
     info!("worker stopped");
     Ok(())
 }
@@ -489,43 +479,19 @@ impl Worker {
         }
     }
 
-    /// Acknowledges and deletes an entry (its work is done, or was never to be done).
-    async fn ack(&self, id: &str, outcome: &str) {
-        let done: Result<(), QueueError> = timed(
-            "XACK",
-            COMMAND_TIMEOUT,
-            redis::pipe()
-                .atomic()
-                .cmd("XACK")
-                .arg(TASKS_STREAM)
-                .arg(GROUP)
-                .arg(id)
-                .ignore()
-                .cmd("XDEL")
-                .arg(TASKS_STREAM)
-                .arg(id)
-                .ignore()
-                .query_async(&mut self.conn()),
-        )
-        .await;
-        match done {
-            Ok(()) => self.metrics.queue.ack(outcome),
-            // Unacknowledged, the entry is reclaimed and its result, published already, repeated:
-            // the leader keeps the first.
-            Err(e) => warn!(entry = %id, error = %e, "task not acknowledged"),
-        }
-    }
-
-    /// Hands an entry back: a copy goes to the end of the stream for any worker, atomically
-    /// with the acknowledgement of this one.
-    async fn release(&self, id: &str, fields: &[(&str, Vec<u8>)]) {
+    /// Acknowledges and deletes an entry (its work is done, or was never to be done); with
+    /// `copy`, a copy of it goes to the end of the stream first, atomically (a hand-back).
+    async fn ack(&self, id: &str, outcome: &str, copy: Option<&[(&str, Vec<u8>)]>) {
         let mut pipe = redis::pipe();
-        pipe.atomic().cmd("XADD").arg(TASKS_STREAM).arg("*");
-        for (k, v) in fields {
-            pipe.arg(*k).arg(v.as_slice());
+        pipe.atomic();
+        if let Some(fields) = copy {
+            pipe.cmd("XADD").arg(TASKS_STREAM).arg("*");
+            for (k, v) in fields {
+                pipe.arg(*k).arg(v.as_slice());
+            }
+            pipe.ignore();
         }
-        pipe.ignore()
-            .cmd("XACK")
+        pipe.cmd("XACK")
             .arg(TASKS_STREAM)
             .arg(GROUP)
             .arg(id)
@@ -534,16 +500,13 @@ impl Worker {
             .arg(TASKS_STREAM)
             .arg(id)
             .ignore();
-        let done: Result<(), QueueError> = timed(
-            "release",
-            COMMAND_TIMEOUT,
-            pipe.query_async(&mut self.conn()),
-        )
-        .await;
+        let done: Result<(), QueueError> =
+            timed("XACK", COMMAND_TIMEOUT, pipe.query_async(&mut self.conn())).await;
         match done {
-            Ok(()) => self.metrics.queue.ack("released"),
-            // Still pending under this consumer: reclaimed after the visibility timeout.
-            Err(e) => warn!(entry = %id, error = %e, "task not handed back"),
+            Ok(()) => self.metrics.queue.ack(outcome),
+            // Unacknowledged, the entry is reclaimed after the visibility timeout; a result
+            // already published is then repeated, and the leader keeps the first.
+            Err(e) => warn!(entry = %id, error = %e, "task not acknowledged"),
         }
     }
 
@@ -587,7 +550,7 @@ impl Worker {
                         warn!(error = %e, "failure not reported");
                     }
                 }
-                self.ack(&id, "invalid").await;
+                self.ack(&id, "invalid", None).await;
                 self.metrics.queue.running.dec();
                 return;
             }
@@ -611,11 +574,11 @@ impl Worker {
             match outcome {
                 Ending::Done(result) => {
                     let outcome = if result.is_ok() { "finished" } else { "failed" };
-                    self.ack(&id, outcome).await;
+                    self.ack(&id, outcome, None).await;
                 }
                 Ending::Cancelled => {
                     info!("the run no longer wants this task; dropped");
-                    self.ack(&id, "cancelled").await;
+                    self.ack(&id, "cancelled", None).await;
                 }
                 Ending::Lost => {
                     info!("another worker took this task over; stopped");
@@ -623,11 +586,11 @@ impl Worker {
                 }
                 Ending::Released => {
                     info!("task handed back to the queue");
-                    self.release(&id, &fields).await;
+                    self.ack(&id, "released", Some(&fields)).await;
                 }
                 Ending::GaveUp => {
                     warn!(deliveries, "task given up after too many deliveries");
-                    self.ack(&id, "given_up").await;
+                    self.ack(&id, "given_up", None).await;
                 }
                 Ending::Unpublished => {
                     warn!("result not delivered; the task is left to be taken over and redone");
@@ -1166,23 +1129,8 @@ async fn send_result(
 mod tests {
     use super::*;
 
-    const PROFILE: &str = r#"
-apiVersion: quarry.dev/v1alpha1
-kind: ResearchProfile
-metadata: {name: p}
-spec:
-  models:
-    primary: {baseURL: "https://api.example.com/v1", model: m, apiKeyEnv: OPENAI_KEY, apiKeySecretRef: {name: model-keys, key: openai}}
-  search:
-    url: "http://searx:8080"
-    providers:
-      - {kind: brave, apiKeySecretRef: {name: search-keys, key: brave}}
-"#;
-
     fn profile() -> ResearchProfileSpec {
-        crate::api::ResearchProfile::from_yaml(PROFILE)
-            .unwrap()
-            .spec
+        protocol::test_profile()
     }
 
     #[test]
