@@ -2,7 +2,9 @@
 # Installs what the end-to-end search tests need and builds the docs index. Idempotent.
 #
 #   Debian packages: searx (the metasearch engine), redis-server (the shared cache tests), python3.11-doc and postgresql-doc-15 (the HTML
-#   pages it searches, served from /usr/share/doc by the tests' docs server).
+#   pages it searches, served from /usr/share/doc by the tests' docs server), lua5.4 (runs the Argo CD
+#   health checks in deploy/argocd/).
+#   helm and kubectl (the chart and Kustomize tests): scripts/install-kube-tools.sh, from npm.
 #   Index: SQLite FTS5 over those pages, written to $QUARRY_WORK_DIR/docs-index.sqlite
 #   (default: <repo>/.work/docs-index.sqlite, gitignored); rebuilt only when missing or stale.
 #
@@ -17,7 +19,7 @@ case "$work" in
   /*) ;;
   *) work="$repo/$work" ;;
 esac
-packages=(searx python3.11-doc postgresql-doc-15 redis-server)
+packages=(searx python3.11-doc postgresql-doc-15 redis-server lua5.4)
 
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -42,3 +44,5 @@ fi
 # Debian's interpreter on purpose: a pyenv python3 may be first on PATH. Its sqlite3 has FTS5.
 echo "==> docs index in $work"
 /usr/bin/python3 "$repo/tests/tools/build_docs_index.py" --if-stale --out "$work/docs-index.sqlite"
+
+"$repo/scripts/install-kube-tools.sh"

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod critical_path;
 pub mod deep_script;
 pub mod docs_server;
+pub mod kube_tools;
 pub mod model_server;
 pub mod profiles;
 pub mod quarry_bin;

@@ -108,9 +108,6 @@ pub enum Step {
         millis: u64,
         then: Box<Step>,
     },
-    /// Hold the request until the test releases `gate` (at most 120 s), then perform the inner
-    /// step: a call that is deterministically in flight while the test acts (kills its client).
-    Hold { gate: String, then: Box<Step> },
     /// A raw HTTP 200 body with the given content type (default `application/json`): malformed
     /// JSON, or a hand-written minimal completion.
     Raw {
@@ -204,29 +201,6 @@ impl Step {
             then: Box::new(then),
         }
     }
-    /// Holds the request until [`ScriptedModelHandle::release`] opens `gate`, then performs `then`.
-    pub fn hold(gate: impl Into<String>, then: Step) -> Step {
-        Step::Hold {
-            gate: gate.into(),
-            then: Box::new(then),
-        }
-    }
-    /// The usage the reply reports, if any.
-    pub fn usage(&self) -> Option<ReplyUsage> {
-        match self {
-            Step::Text { usage, .. }
-            | Step::ToolCalls { usage, .. }
-            | Step::JsonAction { usage, .. }
-            | Step::Repeat { usage, .. } => *usage,
-            Step::Delay { then, .. } | Step::AwaitRoute { then, .. } | Step::Hold { then, .. } => {
-                then.usage()
-            }
-            Step::Status { .. }
-            | Step::Raw { .. }
-            | Step::Truncated { .. }
-            | Step::Garbage { .. } => None,
-        }
-    }
     /// A raw JSON-typed 200 body.
     pub fn raw(body: impl Into<String>) -> Step {
         Step::Raw {
@@ -253,7 +227,7 @@ impl Step {
             | Step::ToolCalls { usage, .. }
             | Step::JsonAction { usage, .. }
             | Step::Repeat { usage, .. } => *usage = new,
-            Step::Delay { then, .. } | Step::AwaitRoute { then, .. } | Step::Hold { then, .. } => {
+            Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => {
                 let inner = std::mem::replace(then.as_mut(), Step::text(""));
                 **then = inner.with_usage(prompt_tokens, completion_tokens);
             }
@@ -263,6 +237,21 @@ impl Step {
             | Step::Garbage { .. } => {}
         }
         self
+    }
+
+    /// The usage the reply reports, if any.
+    pub fn usage(&self) -> Option<ReplyUsage> {
+        match self {
+            Step::Text { usage, .. }
+            | Step::ToolCalls { usage, .. }
+            | Step::JsonAction { usage, .. }
+            | Step::Repeat { usage, .. } => *usage,
+            Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => then.usage(),
+            Step::Status { .. }
+            | Step::Raw { .. }
+            | Step::Truncated { .. }
+            | Step::Garbage { .. } => None,
+        }
     }
 }
 
@@ -381,9 +370,12 @@ pub struct RecordedRequest {
     pub headers: std::collections::BTreeMap<String, String>,
     /// The body as JSON (a JSON string holding the raw text when it was not JSON).
     pub body: Value,
-    /// The usage the answer reports (none for errors, or when the script was exhausted).
+    /// Whether a reply was sent (false while held, and for requests whose client died first).
     #[serde(default)]
-    pub usage: Option<ReplyUsage>,
+    pub answered: bool,
+    /// The usage the reply reported.
+    #[serde(default)]
+    pub reply_usage: Option<ReplyUsage>,
 }
 
 struct RouteState {
@@ -426,8 +418,8 @@ struct Inner {
     routes: Vec<RouteState>,
     requests: Mutex<Vec<RecordedRequest>>,
     log: Option<Mutex<std::fs::File>>,
-    /// Gates of held requests: requests that reached each, and whether it is open.
-    gates: Mutex<std::collections::BTreeMap<String, (usize, bool)>>,
+    /// (route, turn) pairs whose next request is held without an answer (see `hold_once`).
+    holds: Mutex<Vec<(String, usize)>>,
 }
 
 /// Starts scripted model servers.
@@ -488,7 +480,7 @@ impl ScriptedModel {
                 .collect(),
             requests: Mutex::new(Vec::new()),
             log,
-            gates: Mutex::default(),
+            holds: Mutex::new(Vec::new()),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
@@ -559,16 +551,16 @@ impl ScriptedModelHandle {
     pub fn rate_limited(&self) -> usize {
         self.inner.limit.as_ref().map_or(0, |l| lock(l).rejected)
     }
-    /// Requests that reached [`Step::Hold`] gate `gate` so far.
-    pub fn held(&self, gate: &str) -> usize {
-        lock(&self.inner.gates).get(gate).map_or(0, |(n, _)| *n)
+    /// Holds the next request of `route` at `turn` (assistant messages so far) unanswered for
+    /// ten minutes: a client can be killed mid-call at an exact point. Once only.
+    pub fn hold_once(&self, route: &str, turn: usize) {
+        lock(&self.inner.holds).push((route.to_string(), turn));
     }
-    /// Opens gate `gate`: held requests (and later ones) go on.
-    pub fn release(&self, gate: &str) {
-        lock(&self.inner.gates)
-            .entry(gate.to_string())
-            .or_default()
-            .1 = true;
+    /// Whether a request of `route` at `turn` (assistant messages so far) is held unanswered.
+    pub fn held(&self, route: &str, turn: usize) -> bool {
+        lock(&self.inner.requests).iter().any(|r| {
+            r.route.as_deref() == Some(route) && !r.answered && assistant_turns(&r.body) == turn
+        })
     }
     /// Requests answered by the named route, in order.
     pub fn route_requests(&self, name: &str) -> Vec<Value> {
@@ -641,16 +633,6 @@ async fn serve(
     let head = conversation_head(&body);
     let turn = assistant_turns(&body);
     let route = inner.routes.iter().find(|r| head.contains(&r.when));
-    let next = match route {
-        Some(r) if r.by_turn => lock(&r.steps)
-            .get(turn)
-            .cloned()
-            .or_else(|| r.fallback.clone()),
-        Some(r) => lock(&r.steps).pop_front().or_else(|| r.fallback.clone()),
-        None => lock(&inner.steps)
-            .pop_front()
-            .or_else(|| inner.fallback.clone()),
-    };
     let record = RecordedRequest {
         route: route.map(|r| r.name.clone()),
         query: uri.query().map(str::to_string),
@@ -669,7 +651,8 @@ async fn serve(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
         body,
-        usage: next.as_ref().and_then(Step::usage),
+        answered: false,
+        reply_usage: None,
     };
     if let Some(log) = &inner.log {
         let mut file = lock(log);
@@ -696,6 +679,32 @@ async fn serve(
         requests.push(record);
         requests.len()
     };
+    let next = match route {
+        Some(r) if r.by_turn => lock(&r.steps)
+            .get(turn)
+            .cloned()
+            .or_else(|| r.fallback.clone()),
+        Some(r) => lock(&r.steps).pop_front().or_else(|| r.fallback.clone()),
+        None => lock(&inner.steps)
+            .pop_front()
+            .or_else(|| inner.fallback.clone()),
+    };
+    let held = route.is_some_and(|r| {
+        let mut holds = lock(&inner.holds);
+        match holds
+            .iter()
+            .position(|(name, t)| *name == r.name && *t == turn)
+        {
+            Some(i) => {
+                holds.remove(i);
+                true
+            }
+            None => false,
+        }
+    });
+    if held {
+        tokio::time::sleep(Duration::from_secs(600)).await;
+    }
     let Some(mut step) = next else {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -730,21 +739,15 @@ async fn serve(
                 tokio::time::sleep(Duration::from_millis(millis)).await;
                 step = *then;
             }
-            Step::Hold { gate, then } => {
-                lock(&inner.gates).entry(gate.clone()).or_default().0 += 1;
-                let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-                while tokio::time::Instant::now() < deadline
-                    && !lock(&inner.gates).get(&gate).is_some_and(|(_, open)| *open)
-                {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                step = *then;
-            }
             other => {
                 step = other;
                 break;
             }
         }
+    }
+    if let Some(r) = lock(&inner.requests).get_mut(index - 1) {
+        r.answered = true;
+        r.reply_usage = step.usage();
     }
     match dialect {
         Dialect::OpenAi => render(step, stream, &model, index),
@@ -781,7 +784,7 @@ fn render_anthropic(step: Step, model: &str, index: usize) -> Response {
             }
             (blocks, "tool_use", u)
         }
-        Step::Delay { then, .. } | Step::AwaitRoute { then, .. } | Step::Hold { then, .. } => {
+        Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => {
             return render_anthropic(*then, model, index);
         }
         // Statuses, raw and garbage bodies are the same on every wire.
@@ -965,7 +968,7 @@ fn render(step: Step, stream: bool, model: &str, index: usize) -> Response {
             }
             return response;
         }
-        Step::Delay { then, .. } | Step::AwaitRoute { then, .. } | Step::Hold { then, .. } => {
+        Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => {
             return render(*then, stream, model, index);
         }
         Step::Raw { body, content_type } => {

@@ -133,8 +133,9 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
     );
     let pickle_report =
         format!("## Summary\nPickle serializes Python object structures ([pickle]({pickle_url})).");
-    // Researcher 0: search, handshake, read json, then its report call is held until the test
-    // has killed the worker running it. The reclaiming worker's attempt gets the next four steps.
+    // Researcher 0: search, handshake, read json, then its report call (turn 3) is held until
+    // the test has killed the worker running it. The reclaiming worker's attempt gets the next
+    // four steps.
     let attempt = |report: Step| {
         vec![
             Step::tool_call("search", json!({"queries": ["json decoder"]})).with_usage(1000, 10),
@@ -143,7 +144,7 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
             report,
         ]
     };
-    let mut a_steps = attempt(Step::hold("kill", Step::text("never delivered")));
+    let mut a_steps = attempt(Step::text("never delivered"));
     a_steps.extend(attempt(Step::text(&json_report).with_usage(3000, 120)));
     // Researcher 1 searches for both pages, then waits until researcher 0 is done: its next call
     // must carry 0's report (steering), and json must be refused to it (the run's URL pool).
@@ -182,6 +183,7 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
         .with_route(summarizer())
         .with_route(study(&study_text));
     let model = ScriptedModel::start(script).await.unwrap();
+    model.hold_once("a", 3);
     let dir = tempfile::tempdir().unwrap();
     let profile =
         write_scripted_profile(dir.path(), &model.base_url(), stack.searx.base_url()).unwrap();
@@ -208,7 +210,7 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
 
     // Mid-task, deterministically: w1's researcher 0 is inside its held report call.
     eventually("the held call", Duration::from_secs(120), || async {
-        model.held("kill") == 1
+        model.held("a", 3)
     })
     .await;
     let mut redis_conn = redis_conn(&redis.url()).await;
@@ -234,7 +236,6 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
         .await
         .expect("the run finished")
         .unwrap();
-    model.release("kill");
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     let diagnostics = || format!("{stderr}\n--- w1\n{}\n--- w2\n{}", w1.log(), w2.log());
     assert!(out.status.success(), "{}", diagnostics());
@@ -274,7 +275,6 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
     assert_eq!(model.route_requests("b").len(), 4);
     assert_eq!(model.route_requests("planner").len(), 1);
     assert_eq!(model.route_requests("evaluator").len(), 1);
-    assert_eq!(model.held("kill"), 1);
     // The reclaimed attempt started over from the task, with nothing of the dead one.
     let a = model.route_requests("a");
     assert_eq!(contents(&a[4])[..2], contents(&a[0])[..2]);
@@ -282,7 +282,11 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
     // Recorded cost = every answered call, the killed attempt's three included; the held call
     // was never answered, so it cost nothing.
     let recorded = model.recorded();
-    let answered: Vec<_> = recorded.iter().filter_map(|r| r.usage).collect();
+    let answered: Vec<_> = recorded
+        .iter()
+        .filter(|r| r.answered)
+        .filter_map(|r| r.reply_usage)
+        .collect();
     let input: u64 = answered.iter().map(|u| u.prompt_tokens).sum();
     let output: u64 = answered.iter().map(|u| u.completion_tokens).sum();
     let pico = input * 1_250_000 + output * 10_000_000;
@@ -290,7 +294,7 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
         .iter()
         .filter(|r| r.route.as_deref() == Some("a"))
         .take(3)
-        .map(|r| r.usage.unwrap().prompt_tokens)
+        .map(|r| r.reply_usage.unwrap().prompt_tokens)
         .sum();
     assert_eq!(killed, 3600);
     let (in_tokens, out_tokens, calls, cost) = usage_line(&stderr);
@@ -482,7 +486,7 @@ async fn shutdown_hands_a_running_task_back_and_an_ended_run_stops_its_remote_ta
             "handed-back",
             format!("Research task: {handed_back}\n"),
             vec![
-                Step::hold("term", Step::text("never delivered")),
+                Step::text("never delivered"),
                 Step::tool_call("search", json!({"queries": ["json decoder"]})).with_usage(900, 20),
                 Step::tool_call("scrape", json!({"urls": [json_url]})).with_usage(1000, 10),
                 Step::tool_call("scrape", json!({"urls": [json_url]})).with_usage(1500, 15),
@@ -492,9 +496,11 @@ async fn shutdown_hands_a_running_task_back_and_an_ended_run_stops_its_remote_ta
         .with_route(Route::new(
             "timed-out",
             format!("Research task: {timed_out}\n"),
-            vec![Step::hold("never", Step::text("never delivered"))],
+            vec![Step::text("never delivered")],
         ));
     let model = ScriptedModel::start(script).await.unwrap();
+    model.hold_once("handed-back", 0);
+    model.hold_once("timed-out", 0);
     let dir = tempfile::tempdir().unwrap();
     let profile =
         write_scripted_profile(dir.path(), &model.base_url(), stack.searx.base_url()).unwrap();
@@ -513,7 +519,7 @@ async fn shutdown_hands_a_running_task_back_and_an_ended_run_stops_its_remote_ta
     std::fs::create_dir_all(&first).unwrap();
     let run = leader_asking(handed_back, &first, &profile, &redis.url(), "quick", &[]);
     eventually("the held call", Duration::from_secs(120), || async {
-        model.held("term") == 1
+        model.held("handed-back", 0)
     })
     .await;
     let w2 = WorkerProcess::start(dir.path(), &redis.url(), "w2", &args, &[KEY]).unwrap();
@@ -535,7 +541,6 @@ async fn shutdown_hands_a_running_task_back_and_an_ended_run_stops_its_remote_ta
         .await
         .expect("the run finished")
         .unwrap();
-    model.release("term");
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(
         out.status.success(),
@@ -600,5 +605,4 @@ async fn shutdown_hands_a_running_task_back_and_an_ended_run_stops_its_remote_ta
     .await;
     let mut conn = redis_conn(&redis.url()).await;
     assert!(pending(&mut conn).await.is_empty());
-    model.release("never");
 }

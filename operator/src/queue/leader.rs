@@ -94,8 +94,8 @@ impl LeaderState {
         }
     }
 
-    /// Applies one message of the results stream.
-    fn apply(&self, message: ResultMessage) {
+    /// Applies one message of the results stream; true when it logged model calls.
+    fn apply(&self, message: ResultMessage) -> bool {
         match message {
             ResultMessage::Progress {
                 origin,
@@ -107,10 +107,12 @@ impl LeaderState {
             } => {
                 if !lock(&self.book).admit_progress(&origin) {
                     debug!(execution = %origin.execution, seq = origin.seq, "repeated progress ignored");
-                    return;
+                    return false;
                 }
-                // The ledger first: the executor copies it into the state when it applies the event.
+                // The ledger first: the executor copies it into the state when it applies the
+                // event, and call lines carry the run total that includes it.
                 self.spend.account_remote(&by_model);
+                let logged = !calls.is_empty();
                 for call in calls {
                     self.spend.log_call(call.into_record());
                 }
@@ -124,13 +126,16 @@ impl LeaderState {
                         usage,
                     });
                 }
+                logged
             }
             ResultMessage::Finished { origin, report } => {
                 self.terminal(&origin, Event::ResearcherFinished { report });
+                false
             }
             ResultMessage::Failed { origin, failure } => {
                 let task_id = origin.task_id;
                 self.terminal(&origin, Event::ResearcherFailed { task_id, failure });
+                false
             }
         }
     }
@@ -544,7 +549,12 @@ async fn read_results(mut conn: ConnectionManager, state: Arc<LeaderState>, from
                     continue;
                 };
                 match protocol::decode_result(&bytes) {
-                    Ok(message) => state.apply(message),
+                    Ok(message) => {
+                        // Remote calls are made durable in the run's cost journal like local ones.
+                        if state.apply(message) {
+                            state.spend.sync_journal().await;
+                        }
+                    }
                     Err(e) => warn!(entry = %entry.id, error = %e, "unreadable result entry"),
                 }
             }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::api::ResearchProfileSpec;
-use crate::llm::router::{CallRecord, SourceRecord};
+use crate::llm::router::{CallRecord, RunTotal, SourceRecord};
 use crate::llm::{CallPurpose, Usage};
 use crate::research::researcher::INJECTED_REPORT_CHARS;
 use crate::research::state::{Failure, ResearcherReport, RunInput};
@@ -162,6 +162,9 @@ pub struct WireCall {
     pub output_tokens: u64,
     #[serde(rename = "costUSD")]
     pub cost_usd: String,
+    /// The exact cost (`costUSD` is rounded).
+    #[serde(rename = "costPicoUSD", default)]
+    pub cost_pico_usd: u64,
     pub duration_ms: u64,
     pub trace_id: Option<String>,
     pub task: Option<u32>,
@@ -214,6 +217,7 @@ impl From<&CallRecord> for WireCall {
             cached_input_tokens: c.cached_input_tokens,
             output_tokens: c.output_tokens,
             cost_usd: c.cost_usd.clone(),
+            cost_pico_usd: c.cost_pico_usd,
             duration_ms: c.duration_ms,
             trace_id: c.trace_id.clone(),
             task: c.task,
@@ -222,7 +226,7 @@ impl From<&CallRecord> for WireCall {
 }
 
 impl WireCall {
-    /// The provenance record the leader logs.
+    /// The provenance record the leader logs (its run total is stamped when it is logged).
     pub fn into_record(self) -> CallRecord {
         CallRecord {
             time: self.time,
@@ -239,6 +243,8 @@ impl WireCall {
             duration_ms: self.duration_ms,
             trace_id: self.trace_id,
             task: self.task,
+            cost_pico_usd: self.cost_pico_usd,
+            run_total: RunTotal::default(),
         }
     }
 }
@@ -660,6 +666,7 @@ mod tests {
                 cached_input_tokens: 0,
                 output_tokens: 0,
                 cost_usd: "0.000000".into(),
+                cost_pico_usd: 0,
                 duration_ms: 5,
                 trace_id: None,
                 task: Some(1),

@@ -3,9 +3,12 @@
 //! Knows nothing about Kubernetes (DESIGN §1).
 
 pub mod budget;
+pub mod checkpoint;
 pub mod dispatch;
 pub mod evidence;
 pub mod executor;
+pub mod failpoint;
+pub mod journal;
 pub mod lead;
 pub mod outputs;
 pub mod prompts;
