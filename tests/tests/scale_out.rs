@@ -328,6 +328,13 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
         });
     assert_eq!(by_task.get(&0), Some(&7), "{by_task:?}");
     assert_eq!(by_task.get(&1), Some(&4), "{by_task:?}");
+    // As a cost journal, its newest run total is the whole run's cost, remote calls included.
+    let journal_total = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter_map(|v| v["runTotal"]["costPicoUSD"].as_u64())
+        .max();
+    assert_eq!(journal_total, Some(pico), "{log}");
 
     // The run's URL pool in Redis: researcher 1 (on w2) was refused json, which researcher 0
     // claimed; the reclaimed attempt of 0 was let read it again, as its dead predecessor's read

@@ -17,9 +17,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tracing::{debug, info, warn};
 
+use super::protocol::reasons::WORK_QUEUE_UNAVAILABLE;
 use super::protocol::{
     self, Origin, ResultBook, ResultMessage, RunHeader, RunKeys, TASKS_STREAM, TaskMessage,
-    WORK_QUEUE_UNAVAILABLE,
 };
 use super::{COMMAND_TIMEOUT, QueueError, connect, ensure_group, field_bytes, timed};
 use crate::llm::router::SpendGuard;

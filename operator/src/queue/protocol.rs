@@ -45,15 +45,18 @@ pub const RUN_KEY_TTL: Duration = Duration::from_secs(24 * 3600);
 /// Deliveries of one task entry before it is given up (a task that kills every worker).
 pub const MAX_DELIVERIES: u64 = 5;
 
-/// Failure reason: a worker could not read the API keys the profile references.
-pub const SECRET_UNAVAILABLE: &str = "SecretUnavailable";
-/// Failure reason: every worker that took the task stopped without finishing it.
-pub const WORKER_LOST: &str = "WorkerLost";
-/// Failure reason: the task could not be queued or its result not read (Redis down).
-pub const WORK_QUEUE_UNAVAILABLE: &str = "WorkQueueUnavailable";
-/// Failure reason: the worker could not build the researcher from the task (bad message,
-/// profile the worker cannot use).
-pub const WORKER_MISCONFIGURED: &str = "WorkerMisconfigured";
+/// Failure reasons of remote researchers (a run's condition reason when they end it).
+pub mod reasons {
+    /// A worker could not read the API keys the profile references.
+    pub const SECRET_UNAVAILABLE: &str = "SecretUnavailable";
+    /// Every worker that took the task stopped without finishing it.
+    pub const WORKER_LOST: &str = "WorkerLost";
+    /// The task could not be queued or its result not read (Redis down).
+    pub const WORK_QUEUE_UNAVAILABLE: &str = "WorkQueueUnavailable";
+    /// The worker could not build the researcher from the task (a message it cannot read, a
+    /// profile it cannot use).
+    pub const WORKER_MISCONFIGURED: &str = "WorkerMisconfigured";
+}
 
 /// Errors reading a message.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

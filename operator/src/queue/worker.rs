@@ -31,9 +31,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tracing::{Instrument, info, warn};
 
 use super::pool::RedisUrls;
+use super::protocol::reasons::{SECRET_UNAVAILABLE, WORKER_LOST, WORKER_MISCONFIGURED};
 use super::protocol::{
-    self, GROUP, MAX_DELIVERIES, Origin, Reclaim, ResultMessage, RunKeys, SECRET_UNAVAILABLE,
-    TASKS_STREAM, TaskMessage, WORKER_LOST, WORKER_MISCONFIGURED, WireCall, WireSource,
+    self, GROUP, MAX_DELIVERIES, Origin, Reclaim, ResultMessage, RunKeys, TASKS_STREAM,
+    TaskMessage, WireCall, WireSource,
 };
 use super::{COMMAND_TIMEOUT, QueueError, connect, ensure_group, field_bytes, timed};
 use crate::api::{ResearchProfileSpec, SecretKeyRef};
