@@ -7,6 +7,7 @@ pub mod cache;
 pub mod config;
 pub mod controller;
 pub mod llm;
+pub mod queue;
 pub mod report_cli;
 pub mod research;
 pub mod scrape;

@@ -37,6 +37,8 @@ enum Command {
     /// Print a run's stored report: `quarry report NAME [-n NAMESPACE]`, or
     /// `quarry report --state-dir DIR` for a standalone run.
     Report(quarry::report_cli::ReportArgs),
+    /// Run researcher tasks of scale-out mode from the Redis stream `quarry:tasks`.
+    Worker(quarry::queue::worker::WorkerArgs),
 }
 
 #[derive(Args, Debug)]
@@ -47,6 +49,9 @@ struct OperatorArgs {
     /// Redis URL for the search and page cache shared by replicas (env QUARRY_REDIS_URL).
     #[arg(long)]
     redis_url: Option<String>,
+    /// Scale-out mode: researchers run on `quarry worker` processes through Redis.
+    #[arg(long)]
+    workers: bool,
     /// Run without leader election (a single replica that needs no Lease permissions).
     #[arg(long, env = "QUARRY_NO_LEADER_ELECTION")]
     no_leader_election: bool,
@@ -93,6 +98,9 @@ struct RunArgs {
     /// Redis URL for the search and page cache shared with other runs (env QUARRY_REDIS_URL).
     #[arg(long)]
     redis_url: Option<String>,
+    /// Scale-out mode: researchers run on `quarry worker` processes through Redis.
+    #[arg(long)]
+    workers: bool,
     /// Outputs to produce, comma-separated: study, ideas, implementations (default study).
     #[arg(long, value_delimiter = ',', value_parser = parse_output)]
     outputs: Vec<OutputKind>,
@@ -148,6 +156,9 @@ fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
     if let Command::Operator(o) = &cli.command {
         flags.redis_url = o.redis_url.clone();
     }
+    if let Command::Worker(w) = &cli.command {
+        flags.redis_url = w.redis_url.clone();
+    }
     layers.push((Origin::Flag, flags));
     Settings::resolve(&layers)
 }
@@ -195,6 +206,34 @@ fn main() -> ExitCode {
             let _traces = (console || otlp).then(|| init_tracing(&settings, console));
             run_standalone(args, settings)
         }
+        Command::Worker(args) => {
+            let _traces = init_tracing(&settings, true);
+            run_worker(args, &settings)
+        }
+    }
+}
+
+fn run_worker(args: &quarry::queue::worker::WorkerArgs, settings: &Settings) -> ExitCode {
+    let config = match quarry::queue::worker::WorkerConfig::from_args(
+        args,
+        settings.redis_url.clone(),
+        settings.bind,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("quarry: configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(runtime) = runtime() else {
+        return ExitCode::FAILURE;
+    };
+    match runtime.block_on(quarry::queue::worker::run_worker(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("quarry: worker failed: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -203,6 +242,7 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
         listen: settings.bind.to_string(),
         namespace: args.namespace.clone(),
         redis_url: settings.redis_url.clone(),
+        workers: args.workers,
         leader: (!args.no_leader_election).then(|| quarry::controller::LeaderSettings {
             lease_name: args.lease_name.clone(),
             namespace: args.lease_namespace.clone(),
@@ -253,6 +293,7 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         limits,
         state_dir: settings.state_dir.clone(),
         redis_url: settings.redis_url.clone(),
+        workers: args.workers,
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;

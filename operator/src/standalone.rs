@@ -44,6 +44,9 @@ pub enum StandaloneError {
     NoEvidence { path: PathBuf, message: String },
     #[error("the run was cancelled")]
     Cancelled,
+    /// Scale-out mode (`--workers`) could not start.
+    #[error("scale-out mode (--workers): {message}")]
+    WorkQueue { message: String },
     /// The run's state directory could not take the report (disk full, read-only): the report
     /// was saved to `--out` or, failing that, printed on stdout, so nothing paid for is lost.
     #[error("the run failed (ReportStoreFailed): {message}; the report was {saved}")]
@@ -67,6 +70,8 @@ pub struct StandaloneOptions {
     pub state_dir: Option<PathBuf>,
     /// Redis for the search and page cache shared with other processes (`None`: in-memory).
     pub redis_url: Option<String>,
+    /// Scale-out mode: researchers run on `quarry worker` processes through `redis_url`.
+    pub workers: bool,
 }
 
 /// The environment variable standing in for a Secret key outside a cluster (search provider and
@@ -314,12 +319,11 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         managed_search: None,
         specialised_filter: None,
     };
-    let engine = wiring::build_engine_with(&profile.spec, &inputs, store.clone(), None).map_err(
-        |source| StandaloneError::Wiring {
+    let mut engine = wiring::build_engine_with(&profile.spec, &inputs, store.clone(), None)
+        .map_err(|source| StandaloneError::Wiring {
             path: path_text,
             source,
-        },
-    )?;
+        })?;
     let mut input = RunInput::new(opts.query.clone(), opts.mode);
     input.context = opts.context.clone();
     input.limits = opts.limits.clone();
@@ -345,16 +349,29 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
     let final_state = if finished {
         state
     } else {
+        let resuming = state.phase != Phase::Pending;
+        let dispatch = if opts.workers {
+            let dispatch =
+                Arc::new(scale_out(&opts, &profile, &engine, store.as_ref(), resuming).await?);
+            engine.dispatch = Some(dispatch.clone());
+            Some(dispatch)
+        } else {
+            None
+        };
         let (_control_tx, control_rx) = watch::channel(Control::Run);
         let span = tracing::info_span!("research_run", run = %sanitize_query(&opts.query));
-        executor::run(
+        let final_state = executor::run(
             Arc::new(engine),
             state,
             Arc::new(ProgressPrinter::default()),
             control_rx,
         )
         .instrument(span)
-        .await
+        .await;
+        if let Some(dispatch) = dispatch {
+            dispatch.finish().await;
+        }
+        final_state
     };
     // A rerun writes the same report file as the first attempt, never a second one.
     let out = match opts.out.clone() {
@@ -448,6 +465,59 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
             saved: save_or_print(None, &opts.query, &report.markdown),
         }),
     }
+}
+
+/// Artifact key of a standalone run's key in the work queue (kept so a resumed run keeps it).
+const RUN_KEY_ARTIFACT: &str = "work-queue-run-key";
+
+/// The Redis dispatcher of a standalone run in scale-out mode. Workers take API keys from their
+/// own environment, as this process does.
+async fn scale_out(
+    opts: &StandaloneOptions,
+    profile: &ResearchProfile,
+    engine: &crate::research::executor::Engine,
+    store: &dyn crate::store::ArtifactStore,
+    resuming: bool,
+) -> Result<crate::queue::leader::RedisDispatch, StandaloneError> {
+    let fail = |message: String| StandaloneError::WorkQueue { message };
+    let url = opts.redis_url.as_deref().ok_or_else(|| {
+        fail("it needs Redis: pass --redis-url redis://HOST:6379/0 or set QUARRY_REDIS_URL".into())
+    })?;
+    // A resumed run keeps its key (results of its running tasks still count); a new run in the
+    // same directory gets its own.
+    let stored = if resuming {
+        store.get(RUN_KEY_ARTIFACT).await.ok().flatten()
+    } else {
+        None
+    };
+    let run = match stored {
+        Some(key) if crate::queue::protocol::valid_run_key(&String::from_utf8_lossy(&key)) => {
+            String::from_utf8_lossy(&key).into_owned()
+        }
+        _ => {
+            let key = crate::queue::leader::new_run_key();
+            store
+                .put(RUN_KEY_ARTIFACT, key.as_bytes())
+                .await
+                .map_err(|e| fail(format!("cannot record the run's key: {e}")))?;
+            key
+        }
+    };
+    let header = crate::queue::protocol::RunHeader {
+        run,
+        namespace: None,
+        profile_name: profile
+            .metadata
+            .name
+            .clone()
+            .unwrap_or_else(|| "standalone".into()),
+        profile: profile.spec.clone(),
+        managed_search: None,
+        specialised: None,
+    };
+    crate::queue::leader::RedisDispatch::connect(url, header, engine.spend.clone())
+        .await
+        .map_err(|e| fail(e.to_string()))
 }
 
 /// Saves a report that could not be stored with the run: to `out` (or the default report

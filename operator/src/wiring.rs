@@ -550,6 +550,7 @@ pub fn build_engine_with(
         fetcher,
         store,
         settings: engine_settings(profile),
+        dispatch: None,
     })
 }
 

@@ -243,6 +243,7 @@ fn readme_troubleshooting_explains_every_condition_reason() {
         "src/api/conditions.rs",
         "src/research/state.rs",
         "src/controller/search_engine.rs",
+        "src/queue/protocol.rs",
     ] {
         all.extend(reasons_in(file));
     }

@@ -207,6 +207,7 @@ fn harness(model: Arc<FakeModel>, empty_search: bool) -> Harness {
         fetcher: fetcher.clone(),
         store: store.clone(),
         settings: EngineSettings::default(),
+        dispatch: None,
     });
     Harness {
         model,
@@ -845,6 +846,7 @@ async fn an_unusable_agenda_goes_to_the_budget_tier_before_failing() {
         fetcher: h.fetcher.clone(),
         store: h.store.clone(),
         settings: EngineSettings::default(),
+        dispatch: None,
     });
     let (_tx, rx) = watch::channel(Control::Run);
     let s = executor::run(
@@ -1043,6 +1045,7 @@ async fn the_model_judge_overrules_the_lexical_verdict_when_enabled() {
         fetcher: h.fetcher.clone(),
         store: h.store.clone(),
         settings,
+        dispatch: None,
     });
     let s = run(
         &h,

@@ -1820,6 +1820,7 @@ async fn run_obedient(
         fetcher: Arc::new(web.fetcher()),
         store: store.clone(),
         settings: EngineSettings::default(),
+        dispatch: None,
     });
     let (_tx, rx) = watch::channel(Control::Run);
     let state = RunState::new(RunInput::new("operator reconcile loops", Mode::Quick));

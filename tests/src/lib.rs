@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod critical_path;
+pub mod deep_script;
 pub mod docs_server;
 pub mod fake_kube;
 pub mod kube_tools;
@@ -13,3 +14,4 @@ pub mod redis_server;
 pub mod s3_server;
 pub mod searx;
 pub mod slow_web;
+pub mod worker;

@@ -556,6 +556,12 @@ impl ScriptedModelHandle {
     pub fn hold_once(&self, route: &str, turn: usize) {
         lock(&self.inner.holds).push((route.to_string(), turn));
     }
+    /// Whether a request of `route` at `turn` (assistant messages so far) is held unanswered.
+    pub fn held(&self, route: &str, turn: usize) -> bool {
+        lock(&self.inner.requests).iter().any(|r| {
+            r.route.as_deref() == Some(route) && !r.answered && assistant_turns(&r.body) == turn
+        })
+    }
     /// Requests answered by the named route, in order.
     pub fn route_requests(&self, name: &str) -> Vec<Value> {
         self.recorded()

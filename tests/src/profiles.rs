@@ -66,3 +66,14 @@ spec:
     );
     profile
 }
+
+/// Writes [`scripted_profile`] to `<dir>/profile.yaml` and returns its path.
+pub fn write_scripted_profile(
+    dir: &std::path::Path,
+    model_url: &str,
+    searx_url: &str,
+) -> std::io::Result<std::path::PathBuf> {
+    let path = dir.join("profile.yaml");
+    std::fs::write(&path, scripted_profile(model_url, searx_url))?;
+    Ok(path)
+}

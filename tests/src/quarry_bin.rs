@@ -45,3 +45,40 @@ pub fn quarry_bin() -> Result<PathBuf, String> {
     })
     .clone()
 }
+
+/// The arguments of a standalone run writing `<dir>/report.md` and keeping its state in
+/// `<dir>/state`: `run QUERY --mode MODE --profile PROFILE --out ... --state-dir ...`.
+pub fn run_args(
+    query: &str,
+    mode: &str,
+    profile: &std::path::Path,
+    dir: &std::path::Path,
+) -> Vec<String> {
+    vec![
+        "run".into(),
+        query.into(),
+        "--mode".into(),
+        mode.into(),
+        "--profile".into(),
+        profile.display().to_string(),
+        "--out".into(),
+        dir.join("report.md").display().to_string(),
+        "--state-dir".into(),
+        dir.join("state").display().to_string(),
+    ]
+}
+
+/// Runs `quarry ARGS` with `env` on a blocking thread; resolves to its output.
+pub fn spawn_quarry(
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+) -> tokio::task::JoinHandle<std::process::Output> {
+    tokio::task::spawn_blocking(move || {
+        let bin = quarry_bin().unwrap_or_else(|e| panic!("{e}"));
+        Command::new(bin)
+            .args(&args)
+            .envs(env)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run quarry: {e}"))
+    })
+}

@@ -56,6 +56,20 @@ impl RedisServer {
         ))
     }
 
+    /// Starts a server, or says why the test `test` is skipped when redis-server is not
+    /// installed (in CI that is a failure: the install script provides it).
+    pub fn start_or_skip(test: &str) -> Option<Self> {
+        if !redis_available() {
+            assert!(
+                !crate::searx::running_in_ci(),
+                "redis-server missing: run scripts/install-test-deps.sh"
+            );
+            eprintln!("SKIP {test}: redis-server is not installed");
+            return None;
+        }
+        Some(Self::start().unwrap_or_else(|e| panic!("redis-server: {e}")))
+    }
+
     /// `redis://127.0.0.1:<port>/0`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)

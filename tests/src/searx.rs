@@ -513,8 +513,9 @@ pub fn running_in_ci() -> bool {
         .unwrap_or(false)
 }
 
-/// Asks the OS for a free port; searx binds it itself a moment later (hence the retry above).
-fn free_port() -> std::io::Result<u16> {
+/// Asks the OS for a free port; the server binds it itself a moment later (searx: hence the
+/// retry above).
+pub fn free_port() -> std::io::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
 }

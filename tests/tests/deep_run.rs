@@ -8,9 +8,10 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
+use quarry_e2e::deep_script::{contents, planner, study, summarizer};
 use quarry_e2e::model_server::{Route, Script, ScriptedModel, Step};
-use quarry_e2e::profiles::scripted_profile;
-use quarry_e2e::quarry_bin::quarry_bin;
+use quarry_e2e::profiles::write_scripted_profile;
+use quarry_e2e::quarry_bin::{run_args, spawn_quarry};
 use quarry_e2e::searx::SearchStack;
 
 /// A scratch directory removed when the test ends (pass or fail).
@@ -19,29 +20,18 @@ fn scratch() -> tempfile::TempDir {
 }
 
 async fn quarry_deep(dir: &Path, model_url: &str, searx_url: &str, extra: &[&str]) -> Output {
-    let profile = dir.join("profile.yaml");
-    std::fs::write(&profile, scripted_profile(model_url, searx_url)).unwrap();
-    let bin = quarry_bin().unwrap();
-    let mut args: Vec<String> = vec![
-        "run".into(),
-        "How do Python's serialization modules compare?".into(),
-        "--mode".into(),
-        "deep".into(),
-        "--profile".into(),
-        profile.display().to_string(),
-        "--out".into(),
-        dir.join("report.md").display().to_string(),
-        "--state-dir".into(),
-        dir.join("state").display().to_string(),
-    ];
+    let profile = write_scripted_profile(dir, model_url, searx_url).unwrap();
+    let mut args = run_args(
+        "How do Python's serialization modules compare?",
+        "deep",
+        &profile,
+        dir,
+    );
     args.extend(extra.iter().map(|s| s.to_string()));
-    tokio::task::spawn_blocking(move || {
-        std::process::Command::new(bin)
-            .args(&args)
-            .env("QUARRY_TEST_KEY", "sk-test-secret-123")
-            .output()
-            .unwrap()
-    })
+    spawn_quarry(
+        args,
+        vec![("QUARRY_TEST_KEY".into(), "sk-test-secret-123".into())],
+    )
     .await
     .unwrap()
 }
@@ -73,41 +63,6 @@ fn researcher(
     )
     // A clean-context rewrite (should the named page not be among the results) gets the same report.
     .with_fallback(Step::text(report).with_usage(900, 100))
-}
-
-fn planner(tasks: &[&str]) -> Route {
-    // Seed 000: complexity 1, 2, 3 plans 2, 3, 5 tasks.
-    let complexity = match tasks.len() {
-        0..=2 => 1,
-        3 | 4 => 2,
-        _ => 3,
-    };
-    let plan = json!({"intent": "RESEARCH_REQUIRED", "complexity": complexity, "tasks": tasks})
-        .to_string();
-    Route::new(
-        "planner",
-        "You are the research coordinator",
-        vec![Step::text(plan).with_usage(300, 40)],
-    )
-}
-
-fn summarizer() -> Route {
-    Route::new("summarizer", "You condense one web page", vec![]).with_fallback(
-        Step::text("- The page documents a standard library module.").with_usage(800, 30),
-    )
-}
-
-fn study(text: &str) -> Route {
-    Route::new("study", "Mode: study", vec![]).with_fallback(Step::text(text).with_usage(5000, 400))
-}
-
-fn contents(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["content"].as_str().map(str::to_string))
-        .collect()
 }
 
 fn findings(dir: &Path) -> Value {

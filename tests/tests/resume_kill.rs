@@ -199,16 +199,6 @@ async fn wait_until(what: &str, child: &mut Child, mut done: impl FnMut() -> boo
     }
 }
 
-fn held(model: &ScriptedModelHandle, route: &str, turn: usize) -> bool {
-    model.recorded().iter().any(|r| {
-        r.route.as_deref() == Some(route)
-            && !r.answered
-            && r.body["messages"]
-                .as_array()
-                .is_some_and(|m| m.iter().filter(|m| m["role"] == "assistant").count() == turn)
-    })
-}
-
 /// Runs the first attempt until it dies at `kill`, then the second to completion.
 async fn kill_and_resume(run: &Run, kill: Kill) -> Output {
     match kill {
@@ -219,7 +209,7 @@ async fn kill_and_resume(run: &Run, kill: Kill) -> Output {
             let mut child = run.spawn(None);
             let progress = run.state_dir().join("progress.md");
             wait_until("the kill point", &mut child, || {
-                holds.iter().all(|(r, t)| held(&run.model, r, *t))
+                holds.iter().all(|(r, t)| run.model.held(r, *t))
                     && marker.is_none_or(|m| {
                         std::fs::read_to_string(&progress).is_ok_and(|p| p.contains(m))
                     })

@@ -24,6 +24,8 @@ pub struct EngineLauncher {
     client: Client,
     metrics: Option<Metrics>,
     services: crate::wiring::Services,
+    /// Redis URL of the work queue in scale-out mode (researchers run on workers).
+    workers: Option<String>,
 }
 
 impl EngineLauncher {
@@ -33,7 +35,14 @@ impl EngineLauncher {
             client,
             metrics: None,
             services: crate::wiring::Services::in_memory(),
+            workers: None,
         }
+    }
+
+    /// Sends researchers to `quarry worker` processes through the Redis at `url` (scale-out mode).
+    pub fn with_workers(mut self, url: Option<String>) -> Self {
+        self.workers = url;
+        self
     }
 
     /// Records every run's model calls, searches and fetches in `metrics`.
@@ -189,7 +198,7 @@ impl Launcher for EngineLauncher {
             .ok_or_else(|| LaunchError("the run has no namespace".into()))?;
         let routed = Arc::new(run_store(&self.client, &request)?);
         let store: Arc<dyn ArtifactStore> = routed.clone();
-        let engine = Arc::new(build_engine_with(
+        let mut engine = build_engine_with(
             &request.profile,
             &request.api_keys,
             &self.services,
@@ -202,7 +211,27 @@ impl Launcher for EngineLauncher {
             self.metrics
                 .as_ref()
                 .map(|m| m.for_run(&namespace, &request.profile_name)),
-        )?);
+        )?;
+        // Scale-out mode: the run's UID keys its work in Redis; workers read its Secrets themselves.
+        let scale_out = self.workers.clone().map(|url| {
+            let header = crate::queue::protocol::RunHeader {
+                run: run.uid().unwrap_or_default(),
+                namespace: Some(namespace.clone()),
+                profile_name: request.profile_name.clone(),
+                profile: request.profile.clone(),
+                managed_search: request.managed_search.as_ref().map(|m| {
+                    crate::queue::protocol::WireSearch {
+                        backend: m.backend.clone(),
+                        url: m.url.clone(),
+                    }
+                }),
+                specialised: Some((
+                    run.spec.uses(crate::api::SourceKind::Security),
+                    run.spec.uses(crate::api::SourceKind::Stackexchange),
+                )),
+            };
+            (url, header)
+        });
         let input = request.input.clone();
         let name = run.name_any();
         let span_namespace = namespace.clone();
@@ -237,9 +266,42 @@ impl Launcher for EngineLauncher {
                 }
                 let span =
                     tracing::info_span!("research_run", run = %name, namespace = %span_namespace);
-                executor::run(engine, state, Arc::new(ProgressObserver(progress)), control)
-                    .instrument(span)
-                    .await
+                let dispatch = match scale_out {
+                    Some((url, header)) => {
+                        match crate::queue::leader::RedisDispatch::connect(
+                            &url,
+                            header,
+                            engine.spend.clone(),
+                        )
+                        .await
+                        {
+                            Ok(d) => Some(Arc::new(d)),
+                            Err(e) => {
+                                // The run goes on in-process rather than stalling on Redis.
+                                warn!(run = %name, error = %e, "work queue unavailable; researchers run in the operator");
+                                None
+                            }
+                        }
+                    }
+                    None => None,
+                };
+                if let Some(d) = &dispatch {
+                    engine.dispatch = Some(d.clone());
+                }
+                let state = executor::run(
+                    Arc::new(engine),
+                    state,
+                    Arc::new(ProgressObserver(progress)),
+                    control,
+                )
+                .instrument(span)
+                .await;
+                if let Some(d) = dispatch
+                    && state.phase.is_terminal()
+                {
+                    d.finish().await;
+                }
+                state
             })
         }))
     }

@@ -964,6 +964,8 @@ pub struct OperatorConfig {
     pub object_store_url: Option<String>,
     /// Leader election: only the Lease holder runs research (`None`: a single replica).
     pub leader: Option<LeaderSettings>,
+    /// Scale-out mode: researchers run on `quarry worker` processes through `redis_url`.
+    pub workers: bool,
 }
 
 /// Leader election settings of `quarry operator`.
@@ -998,6 +1000,7 @@ impl Default for OperatorConfig {
             redis_url: None,
             leader: Some(LeaderSettings::default()),
             object_store_url: None,
+            workers: false,
         }
     }
 }
@@ -1143,6 +1146,16 @@ async fn run_controllers(
     fence: leader::Fence,
     registry: Registry,
 ) -> Result<(), Error> {
+    let workers = match (config.workers, &config.redis_url) {
+        (false, _) => None,
+        (true, Some(url)) => Some(url.clone()),
+        (true, None) => {
+            return Err(Error::Config(
+                "scale-out mode (--workers) needs Redis: pass --redis-url or set QUARRY_REDIS_URL"
+                    .into(),
+            ));
+        }
+    };
     let services = services(config.redis_url.as_deref(), Some(metrics.clone()))?;
     let engines_ctx = Arc::new(search_engine::EngineContext::new(
         client.clone(),
@@ -1163,7 +1176,8 @@ async fn run_controllers(
     let launcher = Arc::new(
         engine::EngineLauncher::new(client.clone())
             .with_metrics(metrics.clone())
-            .with_services(services),
+            .with_services(services)
+            .with_workers(workers),
     );
     let mut ctx = Context::new(client.clone(), launcher, metrics).with_fence(fence);
     ctx.registry = registry;

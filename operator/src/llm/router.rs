@@ -275,6 +275,19 @@ impl SpendGuard {
             .add(used);
     }
 
+    /// Accounts what this run's researchers spent on other processes (scale-out workers), per
+    /// model: it counts against the run's limits, in the per-model ledger and in the run total
+    /// that call lines logged after it carry.
+    pub fn account_remote(&self, by_model: &std::collections::BTreeMap<String, Usage>) {
+        let mut s = self.lock();
+        for (model, used) in by_model {
+            s.cost += used.cost_pico_usd;
+            s.tokens += used.input_tokens + used.output_tokens;
+            s.spent.add(used);
+            s.by_model.entry(model.clone()).or_default().add(used);
+        }
+    }
+
     /// Sets the run's limits and what it already spent (a resumed run keeps its spend).
     pub fn configure(
         &self,

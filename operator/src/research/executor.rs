@@ -11,11 +11,12 @@ use tokio::task::AbortHandle;
 use tracing::{Instrument, info, warn};
 
 use super::checkpoint::Writer as CheckpointWriter;
+use super::dispatch::{self, ResearcherDispatch, ResearcherJob};
 use super::journal::EventLog;
 use super::lead;
 use super::reducer::{Command, Event, reduce};
 use super::report;
-use super::researcher::{ResearcherDeps, ResearcherSettings, UrlPool, run_researcher};
+use super::researcher::{ResearcherDeps, ResearcherSettings, UrlPool};
 use super::state::{Failure, Phase, ResearcherReport, RunState, reasons};
 use crate::llm::router::{RESEARCH_TASK, SpendGuard};
 use crate::llm::{ChatModel, Usage};
@@ -81,6 +82,8 @@ pub struct Engine {
     pub fetcher: Arc<dyn Fetcher>,
     pub store: Arc<dyn ArtifactStore>,
     pub settings: EngineSettings,
+    /// Where researchers run; `None` runs them in this process.
+    pub dispatch: Option<Arc<dyn ResearcherDispatch>>,
 }
 
 /// What the owner of a run wants it to do.
@@ -227,57 +230,45 @@ impl Runner {
                 });
             }
             Command::StartResearcher { task_id } => {
-                let Some(task) = self
+                let Some((task, round)) = self
                     .state
                     .agenda
                     .iter()
                     .find(|t| t.id == task_id)
-                    .map(|t| t.query.clone())
+                    .map(|t| (t.query.clone(), t.round))
                 else {
                     return;
                 };
-                let input = self.state.input.clone();
-                // Reports of siblings that finished earlier are injected (seed 000).
-                let injected = self.state.reports.clone();
-                let deps = ResearcherDeps {
-                    model: engine.model.clone(),
-                    gatherer: engine.gatherer.clone(),
-                    fetcher: engine.fetcher.clone(),
-                    pool: self.pool.clone(),
-                    settings: engine.settings.researcher.clone(),
-                    specialised: engine.specialised.clone(),
+                let job = ResearcherJob {
+                    task_id,
+                    round,
+                    query: task,
+                    input: self.state.input.clone(),
+                    // Reports of siblings that finished earlier are injected (seed 000).
+                    injected: self.state.reports.clone(),
+                    spent: self.state.usage,
                 };
-                let progress_tx = self.tx.clone();
                 let (steer_tx, steer_rx) = mpsc::unbounded_channel();
                 self.steering.insert(task_id, steer_tx);
+                let events = self.tx.clone();
+                // Remote researchers (scale-out mode) or in-process ones (the default).
+                let work = match &engine.dispatch {
+                    Some(dispatch) => dispatch.start(job, steer_rx, events),
+                    None => {
+                        let deps = ResearcherDeps {
+                            model: engine.model.clone(),
+                            gatherer: engine.gatherer.clone(),
+                            fetcher: engine.fetcher.clone(),
+                            pool: self.pool.clone(),
+                            settings: engine.settings.researcher.clone(),
+                            specialised: engine.specialised.clone(),
+                        };
+                        dispatch::in_process(deps, job, steer_rx, events)
+                    }
+                };
                 let span = tracing::info_span!("researcher", task_id, round = self.state.round);
                 // The task id marks the researcher's lines in the provenance log.
-                self.spawn_in(
-                    span,
-                    RESEARCH_TASK.scope(task_id, async move {
-                        let progress = move |units: u32, usage: Usage| {
-                            let _ = progress_tx.send(Event::ResearcherProgress {
-                                task_id,
-                                units,
-                                usage,
-                            });
-                        };
-                        match run_researcher(
-                            &deps,
-                            &input,
-                            task_id,
-                            &task,
-                            &injected,
-                            Some(steer_rx),
-                            &progress,
-                        )
-                        .await
-                        {
-                            Ok(report) => Event::ResearcherFinished { report },
-                            Err(failure) => Event::ResearcherFailed { task_id, failure },
-                        }
-                    }),
-                );
+                self.spawn_in(span, RESEARCH_TASK.scope(task_id, work));
             }
             Command::Evaluate => {
                 let state = self.state.clone();

@@ -4,6 +4,7 @@
 
 pub mod budget;
 pub mod checkpoint;
+pub mod dispatch;
 pub mod evidence;
 pub mod executor;
 pub mod failpoint;

@@ -63,10 +63,30 @@ impl Default for ResearcherSettings {
     }
 }
 
+/// A URL pool kept outside this process, shared by the researchers of one run on every worker
+/// (Redis in scale-out mode, `crate::queue`).
+#[async_trait::async_trait]
+pub trait SharedUrls: Send + Sync {
+    /// Claims `url` for this researcher's task; false when another task of the run has it.
+    async fn claim(&self, url: &str) -> Result<bool, String>;
+    /// Every URL claimed in the run.
+    async fn taken(&self) -> Result<BTreeSet<String>, String>;
+}
+
 /// The per-run pool of URLs already read, shared by sibling researchers (seed 000).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct UrlPool {
     urls: Mutex<BTreeSet<String>>,
+    /// The run's pool on other processes; the local set then only backs it up.
+    shared: Option<Arc<dyn SharedUrls>>,
+}
+
+impl std::fmt::Debug for UrlPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UrlPool")
+            .field("shared", &self.shared.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl UrlPool {
@@ -74,29 +94,62 @@ impl UrlPool {
     pub fn with(urls: impl IntoIterator<Item = String>) -> Self {
         Self {
             urls: Mutex::new(urls.into_iter().collect()),
+            shared: None,
         }
+    }
+    /// A pool kept in `shared` (the run's researchers on other workers claim from it too).
+    pub fn shared(shared: Arc<dyn SharedUrls>) -> Self {
+        Self {
+            urls: Mutex::default(),
+            shared: Some(shared),
+        }
+    }
+    fn local(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.urls.lock().unwrap_or_else(|p| p.into_inner())
     }
     /// Claims a URL for reading; false when a sibling already did.
-    pub fn claim(&self, url: &str) -> bool {
-        match self.urls.lock() {
-            Ok(mut set) => set.insert(url.to_string()),
-            Err(poisoned) => poisoned.into_inner().insert(url.to_string()),
+    pub async fn claim(&self, url: &str) -> bool {
+        if let Some(shared) = &self.shared {
+            // The shared pool lets a task re-claim its own URLs (see `queue::pool`); this
+            // researcher still reads each URL once.
+            if self.local().contains(url) {
+                return false;
+            }
+            match shared.claim(url).await {
+                Ok(claimed) => {
+                    if claimed {
+                        self.local().insert(url.to_string());
+                    }
+                    return claimed;
+                }
+                // The shared pool saves duplicate reads; without it the research still goes on.
+                Err(e) => {
+                    tracing::warn!(error = %e, "shared URL pool unavailable; using the local one")
+                }
+            }
         }
+        self.local().insert(url.to_string())
+    }
+    /// Every claimed URL.
+    pub async fn taken(&self) -> BTreeSet<String> {
+        let mut all = self.local().clone();
+        if let Some(shared) = &self.shared {
+            match shared.taken().await {
+                Ok(urls) => all.extend(urls),
+                Err(e) => {
+                    tracing::warn!(error = %e, "shared URL pool unavailable; using the local one")
+                }
+            }
+        }
+        all
     }
     /// True when the URL was already claimed.
-    pub fn contains(&self, url: &str) -> bool {
-        match self.urls.lock() {
-            Ok(set) => set.contains(url),
-            Err(poisoned) => poisoned.into_inner().contains(url),
-        }
+    pub async fn contains(&self, url: &str) -> bool {
+        self.taken().await.contains(url)
     }
     /// Up to `limit` claimed URLs, in order.
-    pub fn snapshot(&self, limit: usize) -> Vec<String> {
-        let take = |set: &BTreeSet<String>| set.iter().take(limit).cloned().collect();
-        match self.urls.lock() {
-            Ok(set) => take(&set),
-            Err(poisoned) => take(&poisoned.into_inner()),
-        }
+    pub async fn snapshot(&self, limit: usize) -> Vec<String> {
+        self.taken().await.into_iter().take(limit).collect()
     }
 }
 
@@ -278,12 +331,13 @@ impl Session<'_> {
     }
 
     /// Unread search results, best score first.
-    fn best_unread(&self, n: usize) -> Vec<String> {
+    async fn best_unread(&self, n: usize) -> Vec<String> {
+        let taken = self.deps.pool.taken().await;
         let mut unread: Vec<(f64, usize, &SearchHit)> = self
             .seen
             .iter()
             .enumerate()
-            .filter(|(_, h)| !self.deps.pool.contains(&h.url))
+            .filter(|(_, h)| !taken.contains(&h.url))
             .map(|(i, h)| (self.scores.get(&h.url).copied().unwrap_or(0.0), i, h))
             .collect();
         unread.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -480,14 +534,18 @@ impl Session<'_> {
         match self.budget.take_scrape(self.context_used()) {
             ScrapeStep::Handshake => {
                 // Seed 000: the handshake returns what siblings took, with no network activity.
-                let taken = self.deps.pool.snapshot(HANDSHAKE_LIST);
+                let all = self.deps.pool.taken().await;
+                let taken: Vec<&String> = all.iter().take(HANDSHAKE_LIST).collect();
                 let list = if taken.is_empty() {
                     "none".to_string()
                 } else {
-                    taken.join(", ")
+                    taken
+                        .iter()
+                        .map(|u| u.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
-                let clash: Vec<&String> =
-                    urls.iter().filter(|u| self.deps.pool.contains(u)).collect();
+                let clash: Vec<&String> = urls.iter().filter(|u| all.contains(*u)).collect();
                 let clash = if clash.is_empty() {
                     String::new()
                 } else {
@@ -526,7 +584,7 @@ impl Session<'_> {
             } else if !self.may_read(u) {
                 // Reading only what gathering found keeps invented URLs out of reports (seed 000).
                 skipped.push(format!("{u} (not among your search results)"));
-            } else if !self.deps.pool.claim(u) {
+            } else if !self.deps.pool.claim(u).await {
                 skipped.push(format!("{u} (already read by a researcher)"));
             } else {
                 chosen.push(u.to_string());
@@ -536,9 +594,9 @@ impl Session<'_> {
         if chosen.is_empty() {
             // Weak models often name URLs they never saw; a batch is too precious to waste,
             // so the best unread search results are read instead, and the model is told.
-            let fallback = self.best_unread(max_urls);
+            let fallback = self.best_unread(max_urls).await;
             for u in fallback {
-                if self.deps.pool.claim(&u) {
+                if self.deps.pool.claim(&u).await {
                     chosen.push(u);
                 }
             }
@@ -584,7 +642,7 @@ impl Session<'_> {
     ) -> Result<ResearcherReport, Failure> {
         if self.fetched.is_empty() {
             // Searched but never read (weak models repeat searches): read the top results now.
-            let urls = self.best_unread(3);
+            let urls = self.best_unread(3).await;
             if !urls.is_empty() {
                 self.read_batch(0, 3, &urls).await;
             }
@@ -735,7 +793,7 @@ impl Session<'_> {
         }
         if !self.seen.is_empty() && !self.budget.scraping_exhausted() {
             // The handshake carries no network; take it, then read the best unread results.
-            let urls = self.best_unread(usize::MAX);
+            let urls = self.best_unread(usize::MAX).await;
             if urls.is_empty() {
                 return false;
             }

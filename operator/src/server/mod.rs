@@ -89,6 +89,46 @@ pub async fn serve(
         .map_err(ServerError::Serve)
 }
 
+/// The server serving in the background (operator, worker) until [`RunningServer::stop`].
+pub struct RunningServer {
+    /// The bound address.
+    pub addr: std::net::SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<(), ServerError>>,
+}
+
+/// Binds `addr` and serves `state` in the background.
+pub async fn start(addr: &str, state: ServerState) -> Result<RunningServer, ServerError> {
+    let listener = bind(addr).await?;
+    let bound = listener.local_addr().map_err(|source| ServerError::Bind {
+        addr: addr.to_string(),
+        source,
+    })?;
+    let (stop, mut stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(serve(listener, state, async move {
+        let _ = stopped.wait_for(|s| *s).await;
+    }));
+    Ok(RunningServer {
+        addr: bound,
+        stop,
+        task,
+    })
+}
+
+impl RunningServer {
+    /// Stops serving (open requests finish) and returns how serving ended.
+    pub async fn stop(self) -> Result<(), ServerError> {
+        let _ = self.stop.send(true);
+        match self.task.await {
+            Ok(result) => result,
+            Err(e) => {
+                tracing::warn!(error = %e, "server task ended abnormally");
+                Ok(())
+            }
+        }
+    }
+}
+
 async fn metrics(State(state): State<ServerState>) -> Response {
     match state.metrics.encode() {
         Ok(body) => ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], body).into_response(),

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::LogFormat;
 
+pub mod queue;
+
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::exemplar::HistogramWithExemplars;
@@ -268,6 +270,8 @@ pub struct Metrics {
     pub run_duration: Family<OutcomeLabels, HistogramWithExemplars<TraceLabels>>,
     /// `quarry_run_cost_usd{namespace,profile}`: what each finished run cost.
     pub run_cost: Family<RunLabels, Histogram>,
+    /// The `quarry worker` metrics (scale-out mode; exported by [`Metrics::worker`] only).
+    pub queue: queue::QueueMetrics,
     /// Phase each run is counted under in `runs`, keyed by UID, so moves are exact.
     phases: Arc<Mutex<HashMap<String, PhaseLabels>>>,
 }
@@ -306,6 +310,15 @@ fn reconcile_histogram() -> Histogram {
 impl Metrics {
     /// Creates every metric and registers it under its name (`quarry_` or controller-runtime's).
     pub fn new() -> Self {
+        Self::build(false)
+    }
+
+    /// The metrics of a `quarry worker`: these plus the worker's own (`quarry_worker_*`).
+    pub fn worker() -> Self {
+        Self::build(true)
+    }
+
+    fn build(worker: bool) -> Self {
         let mut root = Registry::default();
         let reconcile_total = Family::<ControllerResultLabels, Counter>::default();
         let reconcile_errors_total = Family::<ControllerLabels, Counter>::default();
@@ -331,6 +344,11 @@ impl Metrics {
             );
         }
         let registry = root.sub_registry_with_prefix("quarry");
+        let queue = if worker {
+            queue::QueueMetrics::register(registry)
+        } else {
+            queue::QueueMetrics::default()
+        };
         let reconciliations = Counter::default();
         registry.register(
             "reconciliations",
@@ -497,6 +515,7 @@ impl Metrics {
             leader,
             run_duration,
             run_cost,
+            queue,
             phases: Arc::default(),
         }
     }
