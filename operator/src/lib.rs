@@ -6,6 +6,7 @@ pub mod api;
 pub mod cache;
 pub mod config;
 pub mod controller;
+pub mod events;
 pub mod llm;
 pub mod research;
 pub mod scrape;
