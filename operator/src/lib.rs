@@ -8,6 +8,7 @@ pub mod config;
 pub mod controller;
 pub mod events;
 pub mod llm;
+pub mod logs;
 pub mod research;
 pub mod scrape;
 pub mod server;

@@ -34,6 +34,8 @@ enum Command {
     Crd,
     /// Run the Kubernetes operator (uses KUBECONFIG or the in-cluster config).
     Operator(OperatorArgs),
+    /// Print a run's events; with -f, follow them live until the run ends.
+    Logs(quarry::logs::LogsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -167,6 +169,7 @@ fn main() -> ExitCode {
             let _traces = init_tracing(&settings, true);
             run_operator(args, &settings)
         }
+        Command::Logs(args) => quarry::logs::main(args),
         Command::Run(args) => {
             // Standalone runs print progress lines; logs stay quiet unless asked for, while
             // spans still go to an OTLP endpoint when one is configured.

@@ -9,6 +9,8 @@ use tracing::{Instrument, info, warn};
 
 use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Starter};
 use crate::api::{ModelTier, ResearchProfileSpec, SecretKeyRef};
+use crate::events::publish::{Observers, StreamPublisher};
+use crate::events::{RunEvents, RunRef};
 use crate::research::executor::{self, Engine, RunObserver};
 use crate::research::reducer::Event;
 use crate::research::state::{Failure, Phase, RunState};
@@ -21,6 +23,7 @@ pub struct EngineLauncher {
     client: Client,
     metrics: Option<Metrics>,
     services: crate::wiring::Services,
+    events: Option<Arc<dyn RunEvents>>,
 }
 
 impl EngineLauncher {
@@ -30,7 +33,15 @@ impl EngineLauncher {
             client,
             metrics: None,
             services: crate::wiring::Services::in_memory(),
+            events: None,
         }
+    }
+
+    /// Publishes every run's events (phases, researchers, model calls, searches, reads) to
+    /// `events`, the stream the event endpoint serves.
+    pub fn with_events(mut self, events: Arc<dyn RunEvents>) -> Self {
+        self.events = Some(events);
+        self
     }
 
     /// Records every run's model calls, searches and fetches in `metrics`.
@@ -138,6 +149,14 @@ impl Launcher for EngineLauncher {
         )?);
         let input = request.input.clone();
         let name = run.name_any();
+        let publisher = self.events.clone().map(|events| {
+            let run = RunRef::new(
+                namespace.clone(),
+                name.clone(),
+                run.uid().unwrap_or_default(),
+            );
+            Arc::new(StreamPublisher::new(events, run))
+        });
         let span_namespace = namespace.clone();
         Ok(Box::new(move |control, progress| {
             Box::pin(async move {
@@ -156,6 +175,9 @@ impl Launcher for EngineLauncher {
                             "CheckpointUnreadable",
                             format!("the run's checkpoint could not be read: {e}"),
                         ));
+                        if let Some(publisher) = &publisher {
+                            publisher.finish(&state);
+                        }
                         return state;
                     }
                 };
@@ -164,9 +186,19 @@ impl Launcher for EngineLauncher {
                 }
                 let span =
                     tracing::info_span!("research_run", run = %name, namespace = %span_namespace);
-                executor::run(engine, state, Arc::new(ProgressObserver(progress)), control)
+                let mut observer: Arc<dyn RunObserver> = Arc::new(ProgressObserver(progress));
+                if let Some(publisher) = &publisher {
+                    // Model calls, searches and reads reach the stream as they are logged.
+                    engine.spend.set_tap(publisher.clone());
+                    observer = Arc::new(Observers(vec![observer, publisher.clone()]));
+                }
+                let state = executor::run(engine, state, observer, control)
                     .instrument(span)
-                    .await
+                    .await;
+                if let Some(publisher) = &publisher {
+                    publisher.finish(&state);
+                }
+                state
             })
         }))
     }

@@ -2,6 +2,7 @@
 //! status (DESIGN §1). Reconcile is a short pipeline — look up, validate, build desired status,
 //! apply — and never runs research itself: it hands runs to the [`registry::Registry`].
 
+pub mod directory;
 pub mod engine;
 pub mod registry;
 pub mod search_engine;
@@ -867,6 +868,28 @@ pub fn services(
     Ok(crate::wiring::Services::new(cache, metrics))
 }
 
+/// The live event stream of the process's runs: Redis Streams when Redis is configured (every
+/// replica serves every run), else in memory (this process's runs only).
+pub fn run_events(
+    redis_url: Option<&str>,
+    metrics: &Metrics,
+) -> Result<Arc<dyn crate::events::RunEvents>, Error> {
+    Ok(match redis_url {
+        Some(url) => Arc::new(
+            crate::events::redis::RedisEvents::start(
+                url,
+                crate::events::redis::RedisSettings::default(),
+                Some(metrics.clone()),
+            )
+            .map_err(|e| Error::Config(format!("redisUrl: {e}")))?,
+        ),
+        None => Arc::new(crate::events::memory::MemoryEvents::new(
+            crate::events::memory::MemoryLimits::default(),
+            Some(metrics.clone()),
+        )),
+    })
+}
+
 /// Runs the operator: the HTTP server and the ResearchRun controller, until SIGINT/SIGTERM.
 pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let client = Client::try_default()
@@ -875,14 +898,21 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let metrics = Metrics::new();
     let readiness = Readiness::new();
     let listener = crate::server::bind(&config.listen).await?;
-    info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz");
+    info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz and run events");
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut server_stop = stop_rx.clone();
+    let events = run_events(config.redis_url.as_deref(), &metrics)?;
+    let directory = Arc::new(directory::KubeDirectory::new(client.clone()));
     let server = tokio::spawn(crate::server::serve(
         listener,
         ServerState {
             metrics: metrics.clone(),
             readiness: readiness.clone(),
+            events: Some(crate::server::events::EventsApi::new(
+                events.clone(),
+                directory.clone(),
+                metrics.clone(),
+            )),
         },
         async move {
             let _ = server_stop.wait_for(|stop| *stop).await;
@@ -902,7 +932,8 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let launcher = Arc::new(
         engine::EngineLauncher::new(client.clone())
             .with_metrics(metrics.clone())
-            .with_services(services),
+            .with_services(services)
+            .with_events(events),
     );
     let ctx = Arc::new(Context::new(client.clone(), launcher, metrics));
     let (runs, configmaps, profiles): (Api<ResearchRun>, Api<ConfigMap>, Api<ResearchProfile>) =
@@ -920,6 +951,7 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
         };
     let controller = Controller::new(runs, watcher::Config::default());
     let store = controller.store();
+    directory.use_cache(store.clone());
     let run_index = store.clone();
     let controller = controller
         .owns(

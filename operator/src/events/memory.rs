@@ -209,6 +209,7 @@ impl RunDirectory for MemoryEvents {
                 phase: None,
                 terminal: log.finished.is_some(),
                 message: None,
+                totals: Default::default(),
             }))
     }
 

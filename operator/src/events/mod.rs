@@ -223,6 +223,22 @@ pub struct RunInfo {
     pub terminal: bool,
     /// Status message (why it failed), when known.
     pub message: Option<String>,
+    /// Totals from status (`inputTokens`, `costUSD`, ...), for a final event made from status.
+    pub totals: Map<String, Value>,
+}
+
+/// Pure: the final event of a run whose stream has none (expired, lost in a Redis outage, or
+/// never kept by this process), made from what its status says. Marked `synthesized`.
+pub fn synthesized_final(info: &RunInfo, time: &str) -> RunEvent {
+    let mut object = info.totals.clone();
+    if let Some(phase) = &info.phase {
+        object.insert("phase".into(), Value::from(phase.as_str()));
+    }
+    if let Some(message) = &info.message {
+        object.insert("message".into(), Value::from(message.as_str()));
+    }
+    object.insert("synthesized".into(), Value::Bool(true));
+    RunEvent::from_object(&info.run, RUN_FINISHED, object, time)
 }
 
 /// Finds runs and their stored provenance log: the Kubernetes API in the operator, the event
