@@ -3,6 +3,8 @@
 pub mod bench;
 pub mod critical_path;
 pub mod docs_server;
+pub mod event_stream;
+pub mod fake_api;
 pub mod model_server;
 pub mod profiles;
 pub mod quarry_bin;

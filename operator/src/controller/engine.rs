@@ -9,7 +9,7 @@ use tracing::{Instrument, info, warn};
 
 use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Starter};
 use crate::api::{ModelTier, ResearchProfileSpec, SecretKeyRef};
-use crate::events::publish::{Observers, StreamPublisher};
+use crate::events::publish::{StreamPublisher, run_published};
 use crate::events::{RunEvents, RunRef};
 use crate::research::executor::{self, Engine, RunObserver};
 use crate::research::reducer::Event;
@@ -186,19 +186,19 @@ impl Launcher for EngineLauncher {
                 }
                 let span =
                     tracing::info_span!("research_run", run = %name, namespace = %span_namespace);
-                let mut observer: Arc<dyn RunObserver> = Arc::new(ProgressObserver(progress));
-                if let Some(publisher) = &publisher {
-                    // Model calls, searches and reads reach the stream as they are logged.
-                    engine.spend.set_tap(publisher.clone());
-                    observer = Arc::new(Observers(vec![observer, publisher.clone()]));
+                let observer = Arc::new(ProgressObserver(progress));
+                match publisher {
+                    Some(publisher) => {
+                        run_published(engine, state, observer, control, publisher)
+                            .instrument(span)
+                            .await
+                    }
+                    None => {
+                        executor::run(engine, state, observer, control)
+                            .instrument(span)
+                            .await
+                    }
                 }
-                let state = executor::run(engine, state, observer, control)
-                    .instrument(span)
-                    .await;
-                if let Some(publisher) = &publisher {
-                    publisher.finish(&state);
-                }
-                state
             })
         }))
     }

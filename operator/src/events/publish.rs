@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use super::{EventBody, EventTracker, RunEvent, RunEvents, RunRef, now_rfc3339};
 use crate::llm::router::{CallRecord, RecordTap, SourceRecord};
-use crate::research::executor::RunObserver;
+use tokio::sync::watch;
+
+use crate::research::executor::{self, Control, Engine, RunObserver};
 use crate::research::reducer::Event;
 use crate::research::state::RunState;
 
@@ -70,6 +72,23 @@ impl RecordTap for StreamPublisher {
             self.events.publish(&self.run, event);
         }
     }
+}
+
+/// Drives a run (see [`executor::run`]) with its events published by `publisher`: model calls,
+/// searches and reads as they are logged, engine events after `observer` has seen them, and the
+/// final event once the run ends.
+pub async fn run_published(
+    engine: Arc<Engine>,
+    state: RunState,
+    observer: Arc<dyn RunObserver>,
+    control: watch::Receiver<Control>,
+    publisher: Arc<StreamPublisher>,
+) -> RunState {
+    engine.spend.set_tap(publisher.clone());
+    let observers = Arc::new(Observers(vec![observer, publisher.clone()]));
+    let state = executor::run(engine, state, observers, control).await;
+    publisher.finish(&state);
+    state
 }
 
 /// Several observers as one, called in order.
