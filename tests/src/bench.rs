@@ -73,8 +73,8 @@ pub fn scripted_run(web: &SlowWeb, mode: Mode, model_ms: u64) -> Script {
             model_ms,
         ));
     }
-    let plan = json!({"intent": "RESEARCH_REQUIRED", "complexity": 2, "tasks": DEEP_TASKS})
-        .to_string();
+    let plan =
+        json!({"intent": "RESEARCH_REQUIRED", "complexity": 2, "tasks": DEEP_TASKS}).to_string();
     let first_page = web.result_url(DEEP_TASKS[0], 0);
     let study = format!(
         "<research_result>\n# Serialization modules\n\n## Key Takeaways\n1. The json decoding in python module reads its input, validates every field and returns a structured value ([json]({first_page})).\n</research_result>"

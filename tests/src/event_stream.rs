@@ -45,7 +45,8 @@ pub async fn start_streamed_run(
     run: RunRef,
 ) -> Result<StreamedRun, Box<dyn std::error::Error>> {
     let model = ScriptedModel::start(scripted_run(web, mode, model_ms)).await?;
-    let profile = ResearchProfile::from_yaml(&scripted_profile(&model.base_url(), &web.base_url()))?;
+    let profile =
+        ResearchProfile::from_yaml(&scripted_profile(&model.base_url(), &web.base_url()))?;
     let store = Arc::new(MemoryStore::new());
     let key = |_: &quarry::api::ModelTier| Some("sk-stream-test".to_string());
     let engine = quarry::wiring::build_engine(&profile.spec, &key, store.clone(), None)?;

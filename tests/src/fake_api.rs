@@ -143,9 +143,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         proxies
             .iter()
             .find(|(prefix, _)| path.starts_with(prefix.as_str()))
-            .map(|(prefix, upstream)| {
-                format!("{upstream}{}", &path_and_query[prefix.len()..])
-            })
+            .map(|(prefix, upstream)| format!("{upstream}{}", &path_and_query[prefix.len()..]))
     });
     if let Some(target) = proxy {
         return forward(&target, request.headers()).await;

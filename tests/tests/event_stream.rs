@@ -100,7 +100,10 @@ async fn a_client_that_drops_and_resumes_with_last_event_id_misses_nothing() {
     let full = read_until(&mut full_conn, |_, _| false).await;
     let union: Vec<EventId> = before.iter().chain(&after).map(id).collect();
     let all: Vec<EventId> = full.iter().map(id).collect();
-    assert_eq!(union, all, "the two connections together are exactly the stream");
+    assert_eq!(
+        union, all,
+        "the two connections together are exactly the stream"
+    );
     assert!(all.windows(2).all(|w| w[0] < w[1]), "ids strictly increase");
     let unique: BTreeSet<EventId> = union.iter().copied().collect();
     assert_eq!(unique.len(), union.len(), "no event twice");
@@ -128,7 +131,11 @@ async fn a_client_that_drops_and_resumes_with_last_event_id_misses_nothing() {
     };
     assert_eq!(misses("search"), web.searches());
     assert_eq!(misses("fetch"), web.fetches());
-    assert_eq!(count(&values, "agendaPlanned"), 2, "the plan and the delegation");
+    assert_eq!(
+        count(&values, "agendaPlanned"),
+        2,
+        "the plan and the delegation"
+    );
     assert_eq!(count(&values, "researcherStarted"), 4);
     assert_eq!(count(&values, "researcherFinished"), 4);
     assert_eq!(count(&values, "evaluation"), 2);
@@ -205,7 +212,12 @@ async fn redis_streams_carry_a_run_to_other_replicas_and_a_redis_death_costs_onl
     let metrics = Metrics::new();
     // The replica running the research publishes; another replica (its own client) reads.
     let publishing: Arc<dyn RunEvents> = Arc::new(
-        RedisEvents::start(&redis.url(), RedisSettings::default(), Some(metrics.clone())).unwrap(),
+        RedisEvents::start(
+            &redis.url(),
+            RedisSettings::default(),
+            Some(metrics.clone()),
+        )
+        .unwrap(),
     );
     let reading = RedisEvents::start(&redis.url(), RedisSettings::default(), None).unwrap();
 
@@ -257,7 +269,11 @@ async fn redis_streams_carry_a_run_to_other_replicas_and_a_redis_death_costs_onl
     while early.len() < 3 {
         early.extend(
             reader
-                .next(early.last().map(|e: &StoredEvent| e.id), Duration::from_secs(1), 100)
+                .next(
+                    early.last().map(|e: &StoredEvent| e.id),
+                    Duration::from_secs(1),
+                    100,
+                )
                 .await
                 .unwrap(),
         );
@@ -279,12 +295,17 @@ async fn redis_streams_carry_a_run_to_other_replicas_and_a_redis_death_costs_onl
     tokio::time::sleep(Duration::from_millis(700)).await;
     let lost = published(&metrics, "error") + published(&metrics, "dropped");
     assert!(lost > 0, "no dropped events counted");
-    assert!(published(&metrics, "ok") > ok_before, "the early events were taken");
+    assert!(
+        published(&metrics, "ok") > ok_before,
+        "the early events were taken"
+    );
     // The reader sees the backend gone instead of hanging.
-    assert!(reader
-        .next(early.last().map(|e| e.id), Duration::from_secs(1), 10)
-        .await
-        .is_err());
+    assert!(
+        reader
+            .next(early.last().map(|e| e.id), Duration::from_secs(1), 10)
+            .await
+            .is_err()
+    );
 }
 
 fn published(metrics: &Metrics, outcome: &str) -> u64 {
@@ -295,4 +316,61 @@ fn published(metrics: &Metrics, outcome: &str) -> u64 {
             outcome: outcome.into(),
         })
         .get()
+}
+
+#[tokio::test]
+async fn a_standalone_run_publishes_to_the_in_memory_stream() {
+    use quarry_e2e::bench::{QUICK_QUESTION, scripted_run};
+    use quarry_e2e::model_server::ScriptedModel;
+    let web = web().await;
+    let model = ScriptedModel::start(scripted_run(&web, Mode::Quick, 20))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("profile.yaml");
+    // The scripted server takes any key: no key variable needed.
+    let yaml = quarry_e2e::profiles::scripted_profile(&model.base_url(), &web.base_url())
+        .replace("      apiKeyEnv: QUARRY_TEST_KEY\n", "");
+    std::fs::write(&profile, yaml).unwrap();
+    let events = Arc::new(MemoryEvents::default());
+    let opts = quarry::standalone::StandaloneOptions {
+        query: QUICK_QUESTION.to_string(),
+        context: None,
+        profile,
+        out: Some(dir.path().join("report.md")),
+        mode: Mode::Quick,
+        outputs: vec![],
+        top_k: 5,
+        limits: Default::default(),
+        state_dir: Some(dir.path().join("state")),
+        redis_url: None,
+    };
+    let report = quarry::standalone::run_with_events(opts, events.clone())
+        .await
+        .unwrap();
+    assert!(report.exists());
+    let name = quarry::standalone::sanitize_query(QUICK_QUESTION);
+    let info = quarry::events::RunDirectory::lookup(events.as_ref(), "local", &name)
+        .await
+        .unwrap()
+        .expect("the run is in the stream");
+    assert!(info.terminal);
+    let got = events
+        .reader(&info.run)
+        .await
+        .unwrap()
+        .next(None, Duration::ZERO, 10_000)
+        .await
+        .unwrap();
+    let values: Vec<Value> = got
+        .iter()
+        .map(|e| serde_json::from_str(&e.json).unwrap())
+        .collect();
+    assert_eq!(count(&values, "modelCall"), model.request_count());
+    assert_eq!(count(&values, "researcherStarted"), 1);
+    let last = values.last().unwrap();
+    assert_eq!(
+        (last["type"].as_str(), last["phase"].as_str()),
+        (Some(RUN_FINISHED), Some("Completed"))
+    );
 }

@@ -126,7 +126,14 @@ async fn logs_follow_prints_events_as_they_come_and_exits_when_the_run_ends() {
     assert!(wait_for_run(events.as_ref(), "team", "deep-run", WAIT).await);
     let cli = spawn(
         &[
-            "logs", "-f", "deep-run", "-n", "team", "--server", server.base_url(), "--output",
+            "logs",
+            "-f",
+            "deep-run",
+            "-n",
+            "team",
+            "--server",
+            server.base_url(),
+            "--output",
             "json",
         ],
         &[],
@@ -154,22 +161,47 @@ async fn logs_follow_prints_events_as_they_come_and_exits_when_the_run_ends() {
 
     // The finished run's history, for people, without -f.
     let cli = spawn(
-        &["logs", "deep-run", "-n", "team", "--server", server.base_url()],
+        &[
+            "logs",
+            "deep-run",
+            "-n",
+            "team",
+            "--server",
+            server.base_url(),
+        ],
         &[],
     );
     let (ok, lines, stderr) = cli.finish().await;
     assert!(ok, "{stderr}");
     let text: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
     assert_eq!(text.len(), full.len());
-    assert!(text[0].contains(" phase      None -> Planning"), "{}", text[0]);
-    assert!(text.iter().any(|l| l.contains(" agenda     3 tasks: #0 json decoding in Python")));
-    assert!(text.iter().any(|l| l.contains(" evaluator  another round: marshal internal format")));
+    assert!(
+        text[0].contains(" phase      None -> Planning"),
+        "{}",
+        text[0]
+    );
+    assert!(
+        text.iter()
+            .any(|l| l.contains(" agenda     3 tasks: #0 json decoding in Python"))
+    );
+    assert!(
+        text.iter()
+            .any(|l| l.contains(" evaluator  another round: marshal internal format"))
+    );
     let finished = text.last().unwrap();
     assert!(finished.contains(" finished   Completed; "), "{finished}");
 
     // An unknown run: a helpful error and a failing exit status.
     let cli = spawn(
-        &["logs", "-f", "nope", "-n", "team", "--server", server.base_url()],
+        &[
+            "logs",
+            "-f",
+            "nope",
+            "-n",
+            "team",
+            "--server",
+            server.base_url(),
+        ],
         &[],
     );
     let (ok, lines, stderr) = cli.finish().await;
@@ -240,8 +272,14 @@ async fn logs_reads_finished_runs_from_their_configmap_and_follows_running_ones_
     assert!(ok, "{stderr}");
     let text: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
     assert_eq!(text.len(), log_lines + 1, "{text:#?}");
-    let model_lines = log.lines().filter(|l| l.contains("\"kind\":\"modelCall\"")).count();
-    assert_eq!(text.iter().filter(|l| l.contains(" model      ")).count(), model_lines);
+    let model_lines = log
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"modelCall\""))
+        .count();
+    assert_eq!(
+        text.iter().filter(|l| l.contains(" model      ")).count(),
+        model_lines
+    );
     let finished = text.last().unwrap();
     assert!(
         finished.ends_with(
@@ -295,7 +333,13 @@ async fn logs_reads_finished_runs_from_their_configmap_and_follows_running_ones_
 
     // No such Service: the error says how to reach the operator instead.
     let cli = spawn(
-        &["logs", "-f", "live-run", "--operator-namespace", "elsewhere"],
+        &[
+            "logs",
+            "-f",
+            "live-run",
+            "--operator-namespace",
+            "elsewhere",
+        ],
         &env,
     );
     let (ok, _, stderr) = cli.finish().await;
@@ -330,7 +374,8 @@ async fn the_operator_serves_a_finished_runs_history_from_its_configmap() {
         "/api/v1/namespaces/team/configmaps/old-run-events",
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "old-run-events", "namespace": "team"}, "data": {"events.jsonl": log}}),
     );
-    let client = kube::Client::try_from(kube::Config::new(api.base_url().parse().unwrap())).unwrap();
+    let client =
+        kube::Client::try_from(kube::Config::new(api.base_url().parse().unwrap())).unwrap();
     let directory = Arc::new(quarry::controller::directory::KubeDirectory::new(client));
     let server = EventServer::start(
         Arc::new(MemoryEvents::default()),
@@ -361,9 +406,16 @@ async fn the_operator_serves_a_finished_runs_history_from_its_configmap() {
     let expected: Vec<Option<String>> = got[3..].iter().map(|m| m.id.clone()).collect();
     assert_eq!(rest, expected);
     // An unknown run is a 404 that says where it looked.
-    let response = reqwest::get(server.events_url("team", "missing")).await.unwrap();
+    let response = reqwest::get(server.events_url("team", "missing"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 404);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"], "NotFound");
-    assert!(body["message"].as_str().unwrap().contains("namespace \"team\""));
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("namespace \"team\"")
+    );
 }
