@@ -431,7 +431,7 @@ impl Transport {
 
     async fn open(&self, path: &str, last_id: Option<&str>) -> Result<ByteStream, OpenError> {
         let via = self.describe();
-        match self {
+        let (status, mut body): (u16, ByteStream) = match self {
             Transport::Direct { http, base } => {
                 let mut request = http
                     .get(format!("{base}{path}"))
@@ -439,22 +439,12 @@ impl Transport {
                 if let Some(id) = last_id {
                     request = request.header("Last-Event-ID", id);
                 }
-                let response = tokio::time::timeout(CONNECT_TIMEOUT, request.send())
-                    .await
-                    .map_err(|_| {
-                        OpenError::Retry(format!("{via} did not answer in {CONNECT_TIMEOUT:?}"))
-                    })?
-                    .map_err(|e| OpenError::Retry(format!("cannot reach {via}: {e}")))?;
+                let response = answered(&via, request.send()).await?;
                 let status = response.status().as_u16();
-                if status != 200 {
-                    let body = response.bytes().await.unwrap_or_default();
-                    return Err(classify(status, &body, &via));
-                }
-                Ok(Box::pin(
-                    response
-                        .bytes_stream()
-                        .map(|r| r.map_err(|e| e.to_string())),
-                ))
+                let body = response
+                    .bytes_stream()
+                    .map(|r| r.map_err(|e| e.to_string()));
+                (status, Box::pin(body))
             }
             Transport::Proxy { client, prefix, .. } => {
                 let mut request = axum::http::Request::get(format!("{prefix}{path}"))
@@ -465,27 +455,39 @@ impl Transport {
                 let request = request
                     .body(kube::client::Body::empty())
                     .map_err(|e| OpenError::Refused(e.to_string()))?;
-                let response = tokio::time::timeout(CONNECT_TIMEOUT, client.send(request))
-                    .await
-                    .map_err(|_| {
-                        OpenError::Retry(format!("{via} did not answer in {CONNECT_TIMEOUT:?}"))
-                    })?
-                    .map_err(|e| OpenError::Retry(format!("cannot reach {via}: {e}")))?;
+                let response = answered(&via, client.send(request)).await?;
                 let status = response.status().as_u16();
-                let body = axum::body::Body::new(response.into_body());
-                if status != 200 {
-                    let body = axum::body::to_bytes(body, 64 * 1024)
-                        .await
-                        .unwrap_or_default();
-                    return Err(classify(status, &body, &via));
-                }
-                Ok(Box::pin(
-                    body.into_data_stream()
-                        .map(|r| r.map_err(|e| e.to_string())),
-                ))
+                let body = axum::body::Body::new(response.into_body())
+                    .into_data_stream()
+                    .map(|r| r.map_err(|e| e.to_string()));
+                (status, Box::pin(body))
             }
+        };
+        if status != 200 {
+            // The problem's body, bounded.
+            let mut text = Vec::new();
+            while let Ok(Some(Ok(chunk))) = tokio::time::timeout(CONNECT_TIMEOUT, body.next()).await
+            {
+                text.extend_from_slice(&chunk);
+                if text.len() > 64 * 1024 {
+                    break;
+                }
+            }
+            return Err(classify(status, &text, &via));
         }
+        Ok(body)
     }
+}
+
+/// The answer to a request, within [`CONNECT_TIMEOUT`]; failures are worth another try.
+async fn answered<T, E: std::fmt::Display>(
+    via: &str,
+    send: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, OpenError> {
+    tokio::time::timeout(CONNECT_TIMEOUT, send)
+        .await
+        .map_err(|_| OpenError::Retry(format!("{via} did not answer in {CONNECT_TIMEOUT:?}")))?
+        .map_err(|e| OpenError::Retry(format!("cannot reach {via}: {e}")))
 }
 
 /// Writes one line and flushes (a follower shows events as they come).

@@ -30,6 +30,11 @@ struct Cli {
     stderr: std::thread::JoinHandle<String>,
 }
 
+/// Builds the binary before anything is timed (a build on 2 cores takes a while).
+fn build_cli() {
+    quarry_bin().unwrap();
+}
+
 fn spawn(args: &[&str], env: &[(&str, &str)]) -> Cli {
     let mut command = Command::new(quarry_bin().unwrap());
     command
@@ -105,8 +110,50 @@ async fn full_stream(server: &EventServer, namespace: &str, name: &str) -> Vec<V
     out
 }
 
+/// Starts a deep run `team/<name>` publishing to `events`, runs `quarry <args>` (which must
+/// print `--output json`) until it exits, and checks it printed exactly the run's stream, ending
+/// with the final event. Returns the printed events with when each arrived, and when the run
+/// ended.
+async fn follow_live_run(
+    web: &SlowWeb,
+    events: &Arc<MemoryEvents>,
+    server: &EventServer,
+    name: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Vec<(Instant, Value)>, Instant) {
+    let streamed = start_streamed_run(
+        web,
+        Mode::Deep,
+        MODEL_MS,
+        events.clone(),
+        RunRef::new("team", name, format!("uid-{name}")),
+    )
+    .await
+    .unwrap();
+    assert!(wait_for_run(events.as_ref(), "team", name, WAIT).await);
+    let (ok, lines, stderr) = spawn(args, env).finish().await;
+    assert!(ok, "quarry {args:?} failed: {stderr}");
+    let (state, run_ended) = streamed.task.await.unwrap();
+    assert_eq!(state.phase, Phase::Completed, "{:?}", state.failure);
+    let printed: Vec<(Instant, Value)> = lines
+        .into_iter()
+        .map(|(at, l)| (at, serde_json::from_str(&l).unwrap()))
+        .collect();
+    let values: Vec<Value> = printed.iter().map(|(_, v)| v.clone()).collect();
+    // Exactly the stream, every event once, in order, ending with the outcome.
+    let full = full_stream(server, "team", name).await;
+    assert_eq!(ids(&values), ids(&full));
+    assert_eq!(values.len(), full.len());
+    let last = values.last().unwrap();
+    assert_eq!(last["type"], RUN_FINISHED);
+    assert_eq!(last["phase"], "Completed");
+    (printed, run_ended)
+}
+
 #[tokio::test]
 async fn logs_follow_prints_events_as_they_come_and_exits_when_the_run_ends() {
+    build_cli();
     let web = SlowWeb::start(Duration::from_millis(30), Duration::from_millis(10))
         .await
         .unwrap();
@@ -114,17 +161,11 @@ async fn logs_follow_prints_events_as_they_come_and_exits_when_the_run_ends() {
     let server = EventServer::start(events.clone(), events.clone(), StreamSettings::default())
         .await
         .unwrap();
-    let streamed = start_streamed_run(
+    let (printed, run_ended) = follow_live_run(
         &web,
-        Mode::Deep,
-        MODEL_MS,
-        events.clone(),
-        RunRef::new("team", "deep-run", "uid-1"),
-    )
-    .await
-    .unwrap();
-    assert!(wait_for_run(events.as_ref(), "team", "deep-run", WAIT).await);
-    let cli = spawn(
+        &events,
+        &server,
+        "deep-run",
         &[
             "logs",
             "-f",
@@ -137,27 +178,14 @@ async fn logs_follow_prints_events_as_they_come_and_exits_when_the_run_ends() {
             "json",
         ],
         &[],
-    );
-    let (ok, lines, stderr) = cli.finish().await;
-    assert!(ok, "quarry logs -f failed: {stderr}");
-    let (state, run_ended) = streamed.task.await.unwrap();
-    assert_eq!(state.phase, Phase::Completed);
-    let printed: Vec<Value> = lines
-        .iter()
-        .map(|(_, l)| serde_json::from_str(l).unwrap())
-        .collect();
+    )
+    .await;
     // Printed as they came: the first lines were out long before the run ended.
     assert!(
-        lines[0].0 + Duration::from_millis(500) < run_ended,
+        printed[0].0 + Duration::from_millis(500) < run_ended,
         "the first event was printed only at the end"
     );
-    let last = printed.last().unwrap();
-    assert_eq!(last["type"], RUN_FINISHED);
-    assert_eq!(last["phase"], "Completed");
-    // Exactly the stream, every event once, in order.
     let full = full_stream(&server, "team", "deep-run").await;
-    assert_eq!(ids(&printed), ids(&full));
-    assert_eq!(printed.len(), full.len());
 
     // The finished run's history, for people, without -f.
     let cli = spawn(
@@ -227,9 +255,36 @@ fn research_run(name: &str, phase: &str) -> Value {
     })
 }
 
+/// Runs a quick scripted run to the end and puts it in `api` as a Completed ResearchRun `name`
+/// with its provenance log in the `<name>-events` ConfigMap; returns the log.
+async fn finished_run_in_api(web: &SlowWeb, api: &FakeApi, name: &str) -> String {
+    let done = start_streamed_run(
+        web,
+        Mode::Quick,
+        20,
+        Arc::new(MemoryEvents::default()),
+        RunRef::new("team", name, format!("uid-{name}")),
+    )
+    .await
+    .unwrap();
+    let (state, _) = done.task.await.unwrap();
+    assert_eq!(state.phase, Phase::Completed, "{:?}", state.failure);
+    let log = done.store.text(EVENTS_KEY).unwrap();
+    api.put(
+        &format!("/apis/quarry.dev/v1alpha1/namespaces/team/researchruns/{name}"),
+        research_run(name, "Completed"),
+    );
+    api.put(
+        &format!("/api/v1/namespaces/team/configmaps/{name}-events"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("{name}-events"), "namespace": "team"}, "data": {"events.jsonl": log}}),
+    );
+    log
+}
+
 #[tokio::test]
 async fn logs_reads_finished_runs_from_their_configmap_and_follows_running_ones_through_the_service_proxy()
  {
+    build_cli();
     let web = SlowWeb::start(Duration::from_millis(30), Duration::from_millis(10))
         .await
         .unwrap();
@@ -245,28 +300,9 @@ async fn logs_reads_finished_runs_from_their_configmap_and_follows_running_ones_
     let env = [("KUBECONFIG", kubeconfig.as_str())];
 
     // A run that finished: its provenance log is in its ConfigMap.
-    let done = start_streamed_run(
-        &web,
-        Mode::Quick,
-        20,
-        Arc::new(MemoryEvents::default()),
-        RunRef::new("team", "done-run", "uid-done-run"),
-    )
-    .await
-    .unwrap();
-    let (state, _) = done.task.await.unwrap();
-    assert_eq!(state.phase, Phase::Completed);
-    let log = done.store.text(EVENTS_KEY).unwrap();
+    let log = finished_run_in_api(&web, &api, "done-run").await;
     let log_lines = log.lines().count();
     assert!(log_lines >= 6, "{log}");
-    api.put(
-        "/apis/quarry.dev/v1alpha1/namespaces/team/researchruns/done-run",
-        research_run("done-run", "Completed"),
-    );
-    api.put(
-        "/api/v1/namespaces/team/configmaps/done-run-events",
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "done-run-events", "namespace": "team"}, "data": {"events.jsonl": log}}),
-    );
     let cli = spawn(&["logs", "-f", "done-run"], &env);
     let (ok, lines, stderr) = cli.finish().await;
     assert!(ok, "{stderr}");
@@ -300,28 +336,15 @@ async fn logs_reads_finished_runs_from_their_configmap_and_follows_running_ones_
         "/apis/quarry.dev/v1alpha1/namespaces/team/researchruns/live-run",
         research_run("live-run", "Researching"),
     );
-    let live = start_streamed_run(
+    follow_live_run(
         &web,
-        Mode::Deep,
-        MODEL_MS,
-        events.clone(),
-        RunRef::new("team", "live-run", "uid-live-run"),
+        &events,
+        &server,
+        "live-run",
+        &["logs", "-f", "live-run", "-o", "json"],
+        &env,
     )
-    .await
-    .unwrap();
-    assert!(wait_for_run(events.as_ref(), "team", "live-run", WAIT).await);
-    let cli = spawn(&["logs", "-f", "live-run", "-o", "json"], &env);
-    let (ok, lines, stderr) = cli.finish().await;
-    assert!(ok, "{stderr}");
-    let (state, _) = live.task.await.unwrap();
-    assert_eq!(state.phase, Phase::Completed);
-    let printed: Vec<Value> = lines
-        .iter()
-        .map(|(_, l)| serde_json::from_str(l).unwrap())
-        .collect();
-    let full = full_stream(&server, "team", "live-run").await;
-    assert_eq!(ids(&printed), ids(&full));
-    assert_eq!(printed.last().unwrap()["type"], RUN_FINISHED);
+    .await;
     assert!(
         api.requests().contains(
             &"GET /api/v1/namespaces/quarry-system/services/quarry:http/proxy/api/v1/namespaces/team/researchruns/live-run/events"
@@ -354,26 +377,7 @@ async fn the_operator_serves_a_finished_runs_history_from_its_configmap() {
         .unwrap();
     let api = FakeApi::start().await.unwrap();
     // The run's stream is gone (another replica, or expired): only the stored log is left.
-    let done = start_streamed_run(
-        &web,
-        Mode::Quick,
-        20,
-        Arc::new(MemoryEvents::default()),
-        RunRef::new("team", "old-run", "uid-old-run"),
-    )
-    .await
-    .unwrap();
-    let (state, _) = done.task.await.unwrap();
-    assert_eq!(state.phase, Phase::Completed);
-    let log = done.store.text(EVENTS_KEY).unwrap();
-    api.put(
-        "/apis/quarry.dev/v1alpha1/namespaces/team/researchruns/old-run",
-        research_run("old-run", "Completed"),
-    );
-    api.put(
-        "/api/v1/namespaces/team/configmaps/old-run-events",
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "old-run-events", "namespace": "team"}, "data": {"events.jsonl": log}}),
-    );
+    let log = finished_run_in_api(&web, &api, "old-run").await;
     let client =
         kube::Client::try_from(kube::Config::new(api.base_url().parse().unwrap())).unwrap();
     let directory = Arc::new(quarry::controller::directory::KubeDirectory::new(client));

@@ -353,6 +353,17 @@ fn the_final_event_carries_outcome_and_totals() {
     assert_eq!(json["report"], false);
 }
 
+/// Everything the memory stream holds for `run`.
+async fn all(events: &MemoryEvents, run: &RunRef) -> Vec<StoredEvent> {
+    events
+        .reader(run)
+        .await
+        .unwrap()
+        .next(None, Duration::ZERO, 100)
+        .await
+        .unwrap()
+}
+
 fn event(n: u32) -> RunEvent {
     RunEvent::from_object(
         &run_ref(),
@@ -420,13 +431,7 @@ async fn memory_stream_is_bounded_per_run_and_in_runs_evicting_finished_first() 
     for n in 0..5 {
         events.publish(&a, event(n));
     }
-    let kept = events
-        .reader(&a)
-        .await
-        .unwrap()
-        .next(None, Duration::ZERO, 10)
-        .await
-        .unwrap();
+    let kept = all(&events, &a).await;
     assert_eq!(kept.len(), 3, "oldest events go first");
     assert!(kept[0].json.contains("\"n\":2"));
     events.publish(&b, event(0));
@@ -452,13 +457,7 @@ async fn a_new_run_with_an_old_name_starts_a_fresh_stream() {
     events.publish(&old, event(1));
     events.publish(&new, event(2));
     assert!(!events.exists(&old).await.unwrap());
-    let got = events
-        .reader(&new)
-        .await
-        .unwrap()
-        .next(None, Duration::ZERO, 10)
-        .await
-        .unwrap();
+    let got = all(&events, &new).await;
     assert_eq!(got.len(), 1);
     assert!(got[0].json.contains("\"n\":2"));
     assert_eq!(
