@@ -289,7 +289,7 @@ impl Feed {
     }
 
     /// Serves a finished run from its stored provenance log.
-    async fn from_log(&mut self) {
+    async fn serve_stored_log(&mut self) {
         match self.api.directory.event_log(&self.info).await {
             Ok(Some(log)) => {
                 for event in log_events(&self.info.run, &log) {
@@ -311,7 +311,7 @@ impl Feed {
             None => {
                 match self.api.events.exists(&self.info.run).await {
                     Err(e) => return self.fail(&e),
-                    Ok(false) if self.info.terminal => return self.from_log().await,
+                    Ok(false) if self.info.terminal => return self.serve_stored_log().await,
                     Ok(_) => {}
                 }
                 match self.api.events.reader(&self.info.run).await {
