@@ -497,6 +497,23 @@ fn emit(out: &mut dyn Write, line: &str) -> Result<(), LogsError> {
     Ok(())
 }
 
+/// Pure: the request path of the stream. The resume position goes in `?after=` as well as in
+/// `Last-Event-ID`, in case a proxy on the way drops the header.
+pub fn request_path(path: &str, follow: bool, last_id: Option<&str>) -> String {
+    let mut query = Vec::new();
+    if !follow {
+        query.push("follow=false".to_string());
+    }
+    if let Some(id) = last_id {
+        query.push(format!("after={id}"));
+    }
+    if query.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", query.join("&"))
+    }
+}
+
 /// Reads the run's stream to its end (or, with `follow`, until `runFinished`), resuming after
 /// dropped connections.
 async fn stream(
@@ -506,15 +523,11 @@ async fn stream(
     format: OutputFormat,
     out: &mut dyn Write,
 ) -> Result<(), LogsError> {
-    let path = if follow {
-        path.to_string()
-    } else {
-        format!("{path}?follow=false")
-    };
     let mut last_id: Option<String> = None;
     let mut failures = 0u32;
     loop {
-        let outcome: Result<(), String> = match transport.open(&path, last_id.as_deref()).await {
+        let url = request_path(path, follow, last_id.as_deref());
+        let outcome: Result<(), String> = match transport.open(&url, last_id.as_deref()).await {
             Err(OpenError::NotFound(message)) => return Err(LogsError::NotFound(message)),
             Err(OpenError::Refused(message)) => return Err(LogsError::Refused(message)),
             Err(OpenError::Retry(message)) => Err(message),

@@ -289,7 +289,13 @@ async fn logs_reads_finished_runs_from_their_configmap_and_follows_running_ones_
         .await
         .unwrap();
     let events = Arc::new(MemoryEvents::default());
-    let server = EventServer::start(events.clone(), events.clone(), StreamSettings::default())
+    // The server ends every connection after 400 ms: the follower has to resume again and again.
+    let short_lived = StreamSettings {
+        follow_slice: Duration::from_millis(100),
+        max_age: Duration::from_millis(400),
+        ..StreamSettings::default()
+    };
+    let server = EventServer::start(events.clone(), events.clone(), short_lived)
         .await
         .unwrap();
     let api = FakeApi::start().await.unwrap();
@@ -345,14 +351,22 @@ async fn logs_reads_finished_runs_from_their_configmap_and_follows_running_ones_
         &env,
     )
     .await;
-    assert!(
-        api.requests().contains(
-            &"GET /api/v1/namespaces/quarry-system/services/quarry:http/proxy/api/v1/namespaces/team/researchruns/live-run/events"
-                .to_string()
-        ),
-        "{:?}",
-        api.requests()
+    let proxied: Vec<String> = api
+        .requests()
+        .into_iter()
+        .filter(|r| r.contains("/services/quarry:http/proxy/"))
+        .collect();
+    assert_eq!(
+        proxied[0],
+        "GET /api/v1/namespaces/quarry-system/services/quarry:http/proxy/api/v1/namespaces/team/researchruns/live-run/events"
     );
+    // It resumed after the last id it printed, every time (and printed nothing twice, above).
+    let resumed = proxied
+        .iter()
+        .filter(|r| r.contains("/events?after="))
+        .count();
+    assert!(resumed >= 2, "{proxied:#?}");
+    assert_eq!(resumed, proxied.len() - 1, "{proxied:#?}");
 
     // No such Service: the error says how to reach the operator instead.
     let cli = spawn(

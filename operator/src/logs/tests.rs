@@ -145,3 +145,21 @@ fn problems_are_told_apart_by_who_answered() {
         OpenError::Retry(_)
     ));
 }
+
+#[test]
+fn the_resume_position_travels_in_the_query_too() {
+    let path = "/api/v1/namespaces/ns/researchruns/r/events";
+    assert_eq!(request_path(path, true, None), path);
+    assert_eq!(
+        request_path(path, false, None),
+        format!("{path}?follow=false")
+    );
+    assert_eq!(
+        request_path(path, false, Some("17-2")),
+        format!("{path}?follow=false&after=17-2")
+    );
+    assert_eq!(
+        request_path(path, true, Some("17-2")),
+        format!("{path}?after=17-2")
+    );
+}
