@@ -98,6 +98,20 @@ async fn a_client_that_drops_and_resumes_with_last_event_id_misses_nothing() {
         .await
         .unwrap();
     let full = read_until(&mut full_conn, |_, _| false).await;
+    eprintln!(
+        "{} events in all: {} before the drop, {} after resuming ({} of them published while away)",
+        full.len(),
+        before.len(),
+        after.len(),
+        after
+            .iter()
+            .filter(|m| {
+                let time = json(m)["time"].as_str().unwrap().to_string();
+                let time = chrono::DateTime::parse_from_rfc3339(&time).unwrap();
+                time >= dropped_at && time < resumed_at
+            })
+            .count()
+    );
     let union: Vec<EventId> = before.iter().chain(&after).map(id).collect();
     let all: Vec<EventId> = full.iter().map(id).collect();
     assert_eq!(
@@ -294,6 +308,11 @@ async fn redis_streams_carry_a_run_to_other_replicas_and_a_redis_death_costs_onl
     // The events Redis could not take were dropped and counted.
     tokio::time::sleep(Duration::from_millis(700)).await;
     let lost = published(&metrics, "error") + published(&metrics, "dropped");
+    eprintln!(
+        "run with Redis up: {healthy_run:?} ({} events); with Redis killed after {} events: {degraded_run:?}, {lost} events dropped",
+        got.len(),
+        early.len()
+    );
     assert!(lost > 0, "no dropped events counted");
     assert!(
         published(&metrics, "ok") > ok_before,
