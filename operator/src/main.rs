@@ -39,6 +39,8 @@ enum Command {
     Report(quarry::report_cli::ReportArgs),
     /// Run researcher tasks of scale-out mode from the Redis stream `quarry:tasks`.
     Worker(quarry::queue::worker::WorkerArgs),
+    /// Print a run's events; with -f, follow them live until the run ends.
+    Logs(quarry::logs::LogsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -198,6 +200,7 @@ fn main() -> ExitCode {
             let _traces = init_tracing(&settings, true);
             run_operator(args, &settings)
         }
+        Command::Logs(args) => quarry::logs::main(args),
         Command::Run(args) => {
             // Standalone runs print progress lines; logs stay quiet unless asked for, while
             // spans still go to an OTLP endpoint when one is configured.

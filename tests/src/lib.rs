@@ -4,6 +4,8 @@ pub mod bench;
 pub mod critical_path;
 pub mod deep_script;
 pub mod docs_server;
+pub mod event_stream;
+pub mod fake_api;
 pub mod fake_kube;
 pub mod kube_tools;
 pub mod model_server;

@@ -10,6 +10,8 @@ use tracing::{Instrument, info, warn};
 use super::artifacts::{self, FinalizerGuard};
 use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Stall, Starter};
 use crate::api::{ModelTier, ReportKind, ResearchProfileSpec, SecretKeyRef};
+use crate::events::publish::{StreamPublisher, run_published};
+use crate::events::{RunEvents, RunRef};
 use crate::research::executor::{self, Engine, RunObserver};
 use crate::research::reducer::Event;
 use crate::research::state::{Failure, Phase, RunState};
@@ -26,6 +28,8 @@ pub struct EngineLauncher {
     services: crate::wiring::Services,
     /// Redis URL of the work queue in scale-out mode (researchers run on workers).
     workers: Option<String>,
+    /// The live event stream every run publishes to.
+    events: Option<Arc<dyn RunEvents>>,
 }
 
 impl EngineLauncher {
@@ -36,12 +40,20 @@ impl EngineLauncher {
             metrics: None,
             services: crate::wiring::Services::in_memory(),
             workers: None,
+            events: None,
         }
     }
 
     /// Sends researchers to `quarry worker` processes through the Redis at `url` (scale-out mode).
     pub fn with_workers(mut self, url: Option<String>) -> Self {
         self.workers = url;
+        self
+    }
+
+    /// Publishes every run's events (phases, researchers, model calls, searches, reads) to
+    /// `events`, the stream the event endpoint serves.
+    pub fn with_events(mut self, events: Arc<dyn RunEvents>) -> Self {
+        self.events = Some(events);
         self
     }
 
@@ -234,6 +246,14 @@ impl Launcher for EngineLauncher {
         });
         let input = request.input.clone();
         let name = run.name_any();
+        let publisher = self.events.clone().map(|events| {
+            let run = RunRef::new(
+                namespace.clone(),
+                name.clone(),
+                run.uid().unwrap_or_default(),
+            );
+            Arc::new(StreamPublisher::new(events, run))
+        });
         let span_namespace = namespace.clone();
         Ok(Box::new(move |control, progress| {
             Box::pin(async move {
@@ -252,6 +272,9 @@ impl Launcher for EngineLauncher {
                             "CheckpointUnreadable",
                             format!("the run's checkpoint could not be read: {e}"),
                         ));
+                        if let Some(publisher) = &publisher {
+                            publisher.finish(&state);
+                        }
                         return state;
                     }
                 };
@@ -288,14 +311,20 @@ impl Launcher for EngineLauncher {
                 if let Some(d) = &dispatch {
                     engine.dispatch = Some(d.clone());
                 }
-                let state = executor::run(
-                    Arc::new(engine),
-                    state,
-                    Arc::new(ProgressObserver(progress)),
-                    control,
-                )
-                .instrument(span)
-                .await;
+                let engine = Arc::new(engine);
+                let observer = Arc::new(ProgressObserver(progress));
+                let state = match publisher {
+                    Some(publisher) => {
+                        run_published(engine, state, observer, control, publisher)
+                            .instrument(span)
+                            .await
+                    }
+                    None => {
+                        executor::run(engine, state, observer, control)
+                            .instrument(span)
+                            .await
+                    }
+                };
                 if let Some(d) = dispatch
                     && state.phase.is_terminal()
                 {

@@ -3,6 +3,7 @@
 //! apply — and never runs research itself: it hands runs to the [`registry::Registry`].
 
 pub mod artifacts;
+pub mod directory;
 pub mod engine;
 pub mod leader;
 pub mod registry;
@@ -1047,6 +1048,28 @@ pub fn watch_scopes(namespace: Option<&str>) -> Vec<Option<String>> {
     scopes
 }
 
+/// The live event stream of the process's runs: Redis Streams when Redis is configured (every
+/// replica serves every run), else in memory (this process's runs only).
+pub fn run_events(
+    redis_url: Option<&str>,
+    metrics: &Metrics,
+) -> Result<Arc<dyn crate::events::RunEvents>, Error> {
+    Ok(match redis_url {
+        Some(url) => Arc::new(
+            crate::events::redis::RedisEvents::start(
+                url,
+                crate::events::redis::RedisSettings::default(),
+                Some(metrics.clone()),
+            )
+            .map_err(|e| Error::Config(format!("redisUrl: {e}")))?,
+        ),
+        None => Arc::new(crate::events::memory::MemoryEvents::new(
+            crate::events::memory::MemoryLimits::default(),
+            Some(metrics.clone()),
+        )),
+    })
+}
+
 /// Runs the operator: the HTTP server and the ResearchRun controller, until SIGINT/SIGTERM.
 pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let client = Client::try_default()
@@ -1055,14 +1078,21 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let metrics = Metrics::new();
     let readiness = Readiness::new();
     let listener = crate::server::bind(&config.listen).await?;
-    info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz");
+    info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz and run events");
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut server_stop = stop_rx.clone();
+    let events = run_events(config.redis_url.as_deref(), &metrics)?;
+    let directory = Arc::new(directory::KubeDirectory::new(client.clone()));
     let server = tokio::spawn(crate::server::serve(
         listener,
         ServerState {
             metrics: metrics.clone(),
             readiness: readiness.clone(),
+            events: Some(crate::server::events::EventsApi::new(
+                events.clone(),
+                directory.clone(),
+                metrics.clone(),
+            )),
         },
         async move {
             let _ = server_stop.wait_for(|stop| *stop).await;
@@ -1102,7 +1132,15 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
         .as_ref()
         .map_or_else(leader::Fence::leading, leader::Leadership::fence);
     let registry = Registry::new();
-    let work = run_controllers(client, config, metrics, readiness, fence, registry.clone());
+    let work = run_controllers(
+        client,
+        config,
+        metrics,
+        readiness,
+        fence,
+        registry.clone(),
+        (events, directory),
+    );
     let result = match leadership.as_mut() {
         Some(l) => {
             let outcome = l
@@ -1145,6 +1183,10 @@ async fn run_controllers(
     readiness: Readiness,
     fence: leader::Fence,
     registry: Registry,
+    (events, directory): (
+        Arc<dyn crate::events::RunEvents>,
+        Arc<directory::KubeDirectory>,
+    ),
 ) -> Result<(), Error> {
     let workers = match (config.workers, &config.redis_url) {
         (false, _) => None,
@@ -1177,7 +1219,8 @@ async fn run_controllers(
         engine::EngineLauncher::new(client.clone())
             .with_metrics(metrics.clone())
             .with_services(services)
-            .with_workers(workers),
+            .with_workers(workers)
+            .with_events(events),
     );
     let mut ctx = Context::new(client.clone(), launcher, metrics).with_fence(fence);
     ctx.registry = registry;
@@ -1207,6 +1250,10 @@ async fn run_controllers(
         let controller = Controller::new(runs, watcher::Config::default());
         let store = controller.store();
         let run_index = store.clone();
+        if scopes.len() == 1 {
+            // The event endpoint answers from this cache (one scope: one cache).
+            directory.use_cache(store.clone());
+        }
         stores.push(store);
         controllers.push(
             controller
