@@ -29,6 +29,8 @@ pub enum RunView<'a> {
     },
     /// `spec.suspend` is true and no research is running.
     Suspended,
+    /// `spec.cancel` is true and no research is running: the run ends `Cancelled` as it stands.
+    Cancelled,
     /// Research was just handed to an executor.
     Starting,
     /// The executor reported this engine state.
@@ -47,6 +49,9 @@ pub struct EventSpec {
     /// CamelCase action.
     pub action: String,
 }
+
+/// Message of a cancelled run's conditions, however it was cancelled.
+pub const CANCELLED_MESSAGE: &str = "the run was cancelled";
 
 /// Maps the engine's phase onto the API's.
 pub fn api_phase(phase: EnginePhase) -> Phase {
@@ -137,6 +142,17 @@ pub fn desired_status(
             status.message = Some(message.to_string());
         }
         RunView::Suspended => suspended(&mut status, waiting_phase, generation, now),
+        RunView::Cancelled => {
+            status.phase = Some(Phase::Cancelled);
+            finished(
+                &mut status,
+                ConditionStatus::False,
+                reasons::CANCELLED,
+                CANCELLED_MESSAGE,
+                generation,
+                now,
+            );
+        }
         RunView::Starting => {
             status.phase = Some(waiting_phase);
             running(&mut status, waiting_phase, generation, now);
@@ -229,7 +245,7 @@ pub fn desired_status(
                         &mut status,
                         ConditionStatus::False,
                         reasons::CANCELLED,
-                        "the run was cancelled",
+                        CANCELLED_MESSAGE,
                         generation,
                         now,
                     );
