@@ -66,6 +66,8 @@ pub struct StandaloneOptions {
     pub state_dir: Option<PathBuf>,
     /// Redis for the search and page cache shared with other processes (`None`: in-memory).
     pub redis_url: Option<String>,
+    /// `--output json`: the run's events go to these JSON lines instead of progress lines.
+    pub events: Option<Arc<crate::cli::events::JsonEvents>>,
 }
 
 /// The environment variable standing in for a Secret key outside a cluster (search provider and
@@ -323,14 +325,16 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
     };
     let (_control_tx, control_rx) = watch::channel(Control::Run);
     let span = tracing::info_span!("research_run", run = %sanitize_query(&opts.query));
-    let final_state = executor::run(
-        Arc::new(engine),
-        state,
-        Arc::new(ProgressPrinter::default()),
-        control_rx,
-    )
-    .instrument(span)
-    .await;
+    let observer: Arc<dyn RunObserver> = match &opts.events {
+        Some(events) => {
+            events.attach(engine.spend.clone());
+            events.clone()
+        }
+        None => Arc::new(ProgressPrinter::default()),
+    };
+    let final_state = executor::run(Arc::new(engine), state, observer, control_rx)
+        .instrument(span)
+        .await;
     eprintln!(
         "usage: {} input + {} output tokens in {} model calls, cost ${}, {} searches, {} pages read",
         final_state.usage.input_tokens,

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod critical_path;
 pub mod docs_server;
+pub mod fake_kube;
 pub mod model_server;
 pub mod profiles;
 pub mod quarry_bin;
