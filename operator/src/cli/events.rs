@@ -96,9 +96,10 @@ pub fn event_json(state: &RunState, event: &Event) -> Option<Value> {
 /// Pure: the JSON line of one model call (the provenance record, typed `model_call`).
 pub fn call_json(call: &CallRecord) -> Value {
     let mut line = json!({"type": "model_call"});
-    if let (Some(map), Ok(Value::Object(fields))) =
+    if let (Some(map), Ok(Value::Object(mut fields))) =
         (line.as_object_mut(), serde_json::to_value(call))
     {
+        fields.remove("kind");
         map.extend(fields);
     }
     line
