@@ -12,23 +12,6 @@ use quarry_e2e::quarry_bin::{kubectl_quarry_bin, quarry_bin};
 const RUNS: &str = "/apis/quarry.dev/v1alpha1/namespaces/team-a/researchruns";
 const PROFILES: &str = "/apis/quarry.dev/v1alpha1/namespaces/team-a/researchprofiles";
 
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("quarry-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Runs `program args` with a clean environment: HOME in the test directory, no in-cluster
 /// variables, and KUBECONFIG only when given.
 async fn run_program(
@@ -57,15 +40,15 @@ async fn run_program(
 
 struct Env {
     kube: FakeKube,
-    dir: Dir,
+    dir: tempfile::TempDir,
     kubeconfig: PathBuf,
 }
 
 impl Env {
-    async fn new(name: &str) -> Self {
+    async fn new() -> Self {
         let kube = FakeKube::start().await.unwrap();
-        let dir = Dir::new(name);
-        let kubeconfig = kube.write_kubeconfig(&dir.0, "team-a").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = kube.write_kubeconfig(dir.path(), "team-a").unwrap();
         Env {
             kube,
             dir,
@@ -76,7 +59,7 @@ impl Env {
     async fn quarry(&self, args: &[&str]) -> Output {
         run_program(
             &quarry_bin().unwrap(),
-            &self.dir.0,
+            self.dir.path(),
             Some(&self.kubeconfig),
             args,
         )
@@ -130,7 +113,7 @@ fn fixtures(kube: &FakeKube) {
 
 #[tokio::test]
 async fn list_prints_kubectl_tables_for_a_namespace_and_for_all() {
-    let env = Env::new("list").await;
+    let env = Env::new().await;
     fixtures(&env.kube);
     let out = env.quarry(&["list"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
@@ -176,7 +159,7 @@ async fn list_prints_kubectl_tables_for_a_namespace_and_for_all() {
 
 #[tokio::test]
 async fn get_prints_one_run_as_a_table_json_or_yaml() {
-    let env = Env::new("get").await;
+    let env = Env::new().await;
     fixtures(&env.kube);
     let out = env.quarry(&["get", "vacuum-full"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
@@ -211,7 +194,7 @@ async fn get_prints_one_run_as_a_table_json_or_yaml() {
 
 #[tokio::test]
 async fn unknown_runs_missing_crds_and_no_cluster_say_what_to_do() {
-    let env = Env::new("errors").await;
+    let env = Env::new().await;
     let out = env.quarry(&["get", "nope"]).await;
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
@@ -239,14 +222,14 @@ async fn unknown_runs_missing_crds_and_no_cluster_say_what_to_do() {
     );
 
     // No kubeconfig at all, and not in a pod.
-    let out = run_program(&quarry_bin().unwrap(), &env.dir.0, None, &["list"]).await;
+    let out = run_program(&quarry_bin().unwrap(), env.dir.path(), None, &["list"]).await;
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out),
         "quarry: no Kubernetes cluster is configured (KUBECONFIG is not set, ~/.kube/config does not exist and this is not a pod).\n  To use a cluster: point KUBECONFIG (or --kubeconfig) at its kubeconfig and check it with `kubectl cluster-info`.\n  To research without a cluster: quarry run \"QUESTION\" --profile PROFILE.yaml\n"
     );
     // An API server that is not there.
-    let dead = env.dir.0.join("dead-kubeconfig");
+    let dead = env.dir.path().join("dead-kubeconfig");
     std::fs::write(
         &dead,
         std::fs::read_to_string(&env.kubeconfig)
@@ -254,7 +237,13 @@ async fn unknown_runs_missing_crds_and_no_cluster_say_what_to_do() {
             .replace(&env.kube.url(), "http://127.0.0.1:1"),
     )
     .unwrap();
-    let out = run_program(&quarry_bin().unwrap(), &env.dir.0, Some(&dead), &["list"]).await;
+    let out = run_program(
+        &quarry_bin().unwrap(),
+        env.dir.path(),
+        Some(&dead),
+        &["list"],
+    )
+    .await;
     assert_eq!(out.status.code(), Some(1));
     let text = stderr(&out);
     assert!(
@@ -266,7 +255,7 @@ async fn unknown_runs_missing_crds_and_no_cluster_say_what_to_do() {
 
 #[tokio::test]
 async fn apply_creates_a_run_from_flags() {
-    let env = Env::new("apply").await;
+    let env = Env::new().await;
     env.kube.insert(profile("team-a", "default"));
     let out = env
         .quarry(&[
@@ -350,7 +339,7 @@ async fn apply_creates_a_run_from_flags() {
 
 #[tokio::test]
 async fn apply_with_a_missing_profile_names_the_existing_ones_and_creates_nothing() {
-    let env = Env::new("noprofile").await;
+    let env = Env::new().await;
     env.kube.insert(profile("team-a", "fast"));
     env.kube.insert(profile("team-a", "openai"));
     let out = env
@@ -375,7 +364,7 @@ async fn apply_with_a_missing_profile_names_the_existing_ones_and_creates_nothin
 
 #[tokio::test]
 async fn apply_dry_run_prints_the_manifest_without_any_request() {
-    let env = Env::new("dryrun").await;
+    let env = Env::new().await;
     let out = env
         .quarry(&[
             "apply",
@@ -415,7 +404,7 @@ fn progress_script(last: Value) -> Vec<Value> {
 
 #[tokio::test]
 async fn apply_wait_follows_the_run_to_its_end_with_progress_lines() {
-    let env = Env::new("wait").await;
+    let env = Env::new().await;
     env.kube.insert(profile("team-a", "default"));
     env.kube.script_watch(
         "vacuum",
@@ -463,8 +452,51 @@ async fn apply_wait_follows_the_run_to_its_end_with_progress_lines() {
 }
 
 #[tokio::test]
+async fn apply_wait_on_a_terminal_rewrites_one_live_line_per_phase() {
+    let env = Env::new().await;
+    env.kube.insert(profile("team-a", "default"));
+    env.kube.script_watch(
+        "vacuum",
+        progress_script(json!({
+            "phase": "Completed", "progress": "100%",
+            "usage": {"inputTokens": 9200, "outputTokens": 213, "costUSD": "0.013630", "llmCalls": 4, "searches": 1, "pagesFetched": 1},
+            "report": {"configMap": "vacuum-report", "bytes": 812, "sources": 3}
+        })),
+    );
+    // util-linux `script` gives the CLI a pseudo-terminal, as a person's shell would.
+    let command = format!(
+        "{} apply 'What does VACUUM FULL lock?' --name vacuum --wait",
+        quarry_bin().unwrap().display()
+    );
+    let out = run_program(
+        Path::new("script"),
+        env.dir.path(),
+        Some(&env.kubeconfig),
+        &["-qefc", &command, "/dev/null"],
+    )
+    .await;
+    let screen = stdout(&out);
+    assert!(out.status.success(), "{screen}");
+    // Each line is drawn over the previous one (carriage return, clear line) while the phase
+    // stays; a new phase keeps the last line of the previous one on screen.
+    let live = "\r\x1b[2K";
+    assert!(
+        screen.contains(&format!(
+            "{live}[Planning] 0% | 0 searches, 0 pages read | 0 tok | - | research in progress: Planning\r\n{live}[Researching] 40%"
+        )),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains(&format!(
+            "{live}[Completed] 100% | 1 searches, 1 pages read | 9413 tok | $0.013630\r\nresearchrun/vacuum Completed: 3 sources"
+        )),
+        "{screen:?}"
+    );
+}
+
+#[tokio::test]
 async fn apply_wait_exits_non_zero_when_the_run_fails_and_prints_the_final_object() {
-    let env = Env::new("waitfail").await;
+    let env = Env::new().await;
     env.kube.insert(profile("team-a", "default"));
     let failed = json!({
         "phase": "Failed", "progress": "100%", "message": "no usable sources were found",
@@ -495,7 +527,7 @@ async fn apply_wait_exits_non_zero_when_the_run_fails_and_prints_the_final_objec
 
 #[tokio::test]
 async fn cancel_sets_spec_cancel_and_waits_for_cancelled() {
-    let env = Env::new("cancel").await;
+    let env = Env::new().await;
     fixtures(&env.kube);
     env.kube.script_watch(
         "json-errors",
@@ -553,12 +585,12 @@ async fn cancel_sets_spec_cancel_and_waits_for_cancelled() {
 
 #[tokio::test]
 async fn kubectl_quarry_is_the_same_cli_as_a_kubectl_plugin() {
-    let env = Env::new("plugin").await;
+    let env = Env::new().await;
     fixtures(&env.kube);
     let plugin = kubectl_quarry_bin().unwrap();
     let out = run_program(
         &plugin,
-        &env.dir.0,
+        env.dir.path(),
         Some(&env.kubeconfig),
         &["get", "vacuum-full"],
     )
@@ -570,7 +602,7 @@ async fn kubectl_quarry_is_the_same_cli_as_a_kubectl_plugin() {
          vacuum-full   Completed   100%       $0.013630   3         3h\n"
     );
     // Usage reads the way kubectl users type it.
-    let out = run_program(&plugin, &env.dir.0, None, &["get"]).await;
+    let out = run_program(&plugin, env.dir.path(), None, &["get"]).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("Usage: kubectl quarry get <NAME>"),
@@ -595,7 +627,7 @@ async fn kubectl_quarry_is_the_same_cli_as_a_kubectl_plugin() {
     let mut command = std::process::Command::new(kubectl);
     command
         .args(["quarry", "list", "-A"])
-        .env("HOME", &env.dir.0)
+        .env("HOME", env.dir.path())
         .env("KUBECONFIG", &env.kubeconfig)
         .env("PATH", path);
     let out = tokio::task::spawn_blocking(move || command.output().unwrap())

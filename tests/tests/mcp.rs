@@ -14,19 +14,8 @@ use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::searx::SearchStack;
 
-struct Dir(PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn dir(name: &str) -> Dir {
-    let d = std::env::temp_dir().join(format!("quarry-mcp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    Dir(d)
+fn dir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
 }
 
 /// One Inspector call against `quarry mcp <server_args>`, off the async runtime.
@@ -65,10 +54,10 @@ async fn tools_are_listed_with_schemas_the_inspector_finds_portable() {
     let Some(launcher) = inspector_or_skip("mcp_tools_list") else {
         return;
     };
-    let home = dir("list");
+    let home = dir();
     let out = call(
         &launcher,
-        &home.0,
+        home.path(),
         &[],
         vec![],
         &["--method", "tools/list", "--strict"],
@@ -121,14 +110,14 @@ async fn research_runs_standalone_and_returns_the_cited_report() {
     ]))
     .await
     .unwrap();
-    let home = dir("standalone");
-    let profile = home.0.join("profile.yaml");
+    let home = dir();
+    let profile = home.path().join("profile.yaml");
     std::fs::write(
         &profile,
         scripted_profile(&model.base_url(), stack.searx.base_url()),
     )
     .unwrap();
-    let reports = home.0.join("reports");
+    let reports = home.path().join("reports");
     std::fs::create_dir_all(&reports).unwrap();
     let server_args = vec![
         "--profile".to_string(),
@@ -139,7 +128,7 @@ async fn research_runs_standalone_and_returns_the_cited_report() {
     let env = || vec![("QUARRY_TEST_KEY", "sk-test-secret-123".to_string())];
     let out = call(
         &launcher,
-        &home.0,
+        home.path(),
         &server_args,
         env(),
         &[
@@ -199,7 +188,7 @@ async fn research_runs_standalone_and_returns_the_cited_report() {
     // A new server process finds it again by name.
     let out = call(
         &launcher,
-        &home.0,
+        home.path(),
         &server_args,
         env(),
         &[
@@ -218,7 +207,7 @@ async fn research_runs_standalone_and_returns_the_cited_report() {
     // Bad arguments come back as a tool error that says what is wrong.
     let out = call(
         &launcher,
-        &home.0,
+        home.path(),
         &server_args,
         env(),
         &[
@@ -245,8 +234,8 @@ async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_con
         return;
     };
     let kube = FakeKube::start().await.unwrap();
-    let home = dir("cluster");
-    let kubeconfig = kube.write_kubeconfig(&home.0, "team-a").unwrap();
+    let home = dir();
+    let kubeconfig = kube.write_kubeconfig(home.path(), "team-a").unwrap();
     kube.insert(json!({
         "apiVersion": QUARRY_GV, "kind": "ResearchProfile",
         "metadata": {"name": "default", "namespace": "team-a"},
@@ -272,7 +261,7 @@ async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_con
     let env = || vec![("KUBECONFIG", kubeconfig.display().to_string())];
     let out = call(
         &launcher,
-        &home.0,
+        home.path(),
         &[],
         env(),
         &[
@@ -316,7 +305,7 @@ async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_con
     // list_runs shows it as a table; get_report returns the same report.
     let out = call(
         &launcher,
-        &home.0,
+        home.path(),
         &[],
         env(),
         &["--method", "tools/call", "--tool-name", "list_runs"],
@@ -336,7 +325,7 @@ async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_con
     );
     let out = call(
         &launcher,
-        &home.0,
+        home.path(),
         &[],
         env(),
         &[
@@ -354,7 +343,7 @@ async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_con
     // Without waiting: the run is created and named at once.
     let out = call(
         &launcher,
-        &home.0,
+        home.path(),
         &[],
         env(),
         &[
@@ -375,7 +364,7 @@ async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_con
     );
     let out = call(
         &launcher,
-        &home.0,
+        home.path(),
         &[],
         env(),
         &[
@@ -395,7 +384,7 @@ async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_con
     // An unknown run is a tool error with what to do.
     let out = call(
         &launcher,
-        &home.0,
+        home.path(),
         &[],
         env(),
         &[

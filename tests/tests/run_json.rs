@@ -1,8 +1,6 @@
 //! `quarry run --output json`: the run's events as JSON lines on stdout (seed 002's JSON mode),
 //! against real searx over the docs and a scripted model.
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 
 use quarry_e2e::model_server::{Script, ScriptedModel, Step};
@@ -10,19 +8,8 @@ use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::searx::SearchStack;
 
-struct Dir(PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn dir(name: &str) -> Dir {
-    let d = std::env::temp_dir().join(format!("quarry-runjson-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    Dir(d)
+fn dir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
 }
 
 #[tokio::test]
@@ -43,14 +30,14 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
     ]))
     .await
     .unwrap();
-    let dir = dir("events");
-    let profile = dir.0.join("profile.yaml");
+    let dir = dir();
+    let profile = dir.path().join("profile.yaml");
     std::fs::write(
         &profile,
         scripted_profile(&model.base_url(), stack.searx.base_url()),
     )
     .unwrap();
-    let out_file = dir.0.join("report.md");
+    let out_file = dir.path().join("report.md");
     let mut command = std::process::Command::new(quarry_bin().unwrap());
     command
         .args([
@@ -66,7 +53,7 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
         .arg("--out")
         .arg(&out_file)
         .arg("--state-dir")
-        .arg(dir.0.join("state"))
+        .arg(dir.path().join("state"))
         .env("QUARRY_TEST_KEY", "sk-test-secret-123");
     let out = tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
@@ -153,11 +140,11 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
 
 #[tokio::test]
 async fn json_mode_reports_a_run_that_cannot_start() {
-    let dir = dir("nostart");
+    let dir = dir();
     let mut command = std::process::Command::new(quarry_bin().unwrap());
     command
         .args(["run", "What is CEL?", "--output", "json", "--profile"])
-        .arg(dir.0.join("missing.yaml"));
+        .arg(dir.path().join("missing.yaml"));
     let out = tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
         .unwrap();
