@@ -420,9 +420,14 @@ impl QuarryMcp {
             let list: Vec<&str> = outputs.iter().map(|o| o.as_str()).collect();
             command.arg("--outputs").arg(list.join(","));
         }
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", self.inner.exe.display()))?;
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                // The reserved name would otherwise look like a run that never finishes.
+                let _ = std::fs::remove_file(&report);
+                return Err(format!("cannot start {}: {e}", self.inner.exe.display()));
+            }
+        };
         let (tx, rx) = watch::channel(LocalState::default());
         let stdout = child.stdout.take();
         tokio::spawn(follow_child(child, stdout, tx));
@@ -475,7 +480,12 @@ impl QuarryMcp {
         let cluster = self.cluster(None).await?;
         runs::check_profile(&cluster, &self.inner.cluster_profile)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| match e {
+                CliError::NoProfile { .. } => format!(
+                    "{e}\n  quarry mcp uses the profile named by --cluster-profile (default \"default\")."
+                ),
+                e => e.to_string(),
+            })?;
         let created = runs::create_run(&cluster, &run)
             .await
             .map_err(|e| e.to_string())?;
