@@ -3,7 +3,7 @@
 pub mod bench;
 pub mod critical_path;
 pub mod docs_server;
-pub mod fake_kube;
+pub mod fake_apiserver;
 pub mod mcp_inspector;
 pub mod model_server;
 pub mod profiles;

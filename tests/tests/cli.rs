@@ -6,7 +6,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use quarry_e2e::fake_kube::{FakeKube, QUARRY_GV, ago};
+use quarry_e2e::fake_apiserver::{FakeApiServer, QUARRY_GV, ago};
 use quarry_e2e::quarry_bin::{kubectl_quarry_bin, quarry_bin};
 
 const RUNS: &str = "/apis/quarry.dev/v1alpha1/namespaces/team-a/researchruns";
@@ -39,14 +39,14 @@ async fn run_program(
 }
 
 struct Env {
-    kube: FakeKube,
+    kube: FakeApiServer,
     dir: tempfile::TempDir,
     kubeconfig: PathBuf,
 }
 
 impl Env {
     async fn new() -> Self {
-        let kube = FakeKube::start().await.unwrap();
+        let kube = FakeApiServer::start().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = kube.write_kubeconfig(dir.path(), "team-a").unwrap();
         Env {
@@ -84,7 +84,7 @@ fn profile(namespace: &str, name: &str) -> Value {
 }
 
 /// Three runs of known ages in two namespaces.
-fn fixtures(kube: &FakeKube) {
+fn fixtures(kube: &FakeApiServer) {
     kube.insert(json!({
         "apiVersion": QUARRY_GV, "kind": "ResearchRun",
         "metadata": {"name": "vacuum-full", "namespace": "team-a", "creationTimestamp": ago(3 * 3600 + 30)},

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use quarry_e2e::fake_kube::{FakeKube, QUARRY_GV};
+use quarry_e2e::fake_apiserver::{FakeApiServer, QUARRY_GV};
 use quarry_e2e::mcp_inspector::{InspectorOutput, inspect, inspector_or_skip};
 use quarry_e2e::model_server::{Script, ScriptedModel, Step};
 use quarry_e2e::profiles::scripted_profile;
@@ -233,7 +233,7 @@ async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_con
     let Some(launcher) = inspector_or_skip("mcp_research_cluster") else {
         return;
     };
-    let kube = FakeKube::start().await.unwrap();
+    let kube = FakeApiServer::start().await.unwrap();
     let home = dir();
     let kubeconfig = kube.write_kubeconfig(home.path(), "team-a").unwrap();
     kube.insert(json!({

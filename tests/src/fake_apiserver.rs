@@ -1,5 +1,6 @@
-//! A small fake Kubernetes API server on 127.0.0.1 for driving the real `quarry` CLI (and
-//! `quarry mcp`) as a process: it serves the ResearchRun, ResearchProfile and ConfigMap paths the
+//! A small fake Kubernetes API server over HTTP on 127.0.0.1, for driving the real `quarry` CLI
+//! (and `quarry mcp`) as a process through a kubeconfig. (`fake_kube` is the in-process
+//! counterpart behind a `kube::Client`, for tests of the stores.) It serves the ResearchRun, ResearchProfile and ConfigMap paths the
 //! CLI uses (create with `generateName`, get, list, JSON merge patch, watch), records every
 //! request exactly, and writes a kubeconfig that points at it.
 //!
@@ -72,13 +73,13 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Inner> {
 }
 
 /// A running fake API server; stops when dropped.
-pub struct FakeKube {
+pub struct FakeApiServer {
     addr: SocketAddr,
     shared: Shared,
     task: JoinHandle<()>,
 }
 
-impl Drop for FakeKube {
+impl Drop for FakeApiServer {
     fn drop(&mut self) {
         self.task.abort();
     }
@@ -436,7 +437,7 @@ fn watch_response(
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-impl FakeKube {
+impl FakeApiServer {
     /// Starts on 127.0.0.1 on a free port, with the CRDs installed.
     pub async fn start() -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
