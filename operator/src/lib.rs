@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod controller;
 pub mod llm;
+pub mod report_cli;
 pub mod research;
 pub mod scrape;
 pub mod server;

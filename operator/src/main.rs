@@ -45,16 +45,35 @@ enum Command {
     Cancel(quarry::cli::runs::CancelArgs),
     /// Serve the Model Context Protocol on stdin/stdout for coding agents.
     Mcp(quarry::cli::mcp::McpArgs),
+    /// Print a run's stored report: `quarry report NAME [-n NAMESPACE]`, or
+    /// `quarry report --state-dir DIR` for a standalone run.
+    Report(quarry::report_cli::ReportArgs),
 }
 
 #[derive(Args, Debug)]
 struct OperatorArgs {
-    /// Watch only this namespace (default: all namespaces).
+    /// Watch only these namespaces, comma-separated (default: all namespaces).
     #[arg(long, env = "QUARRY_NAMESPACE")]
     namespace: Option<String>,
     /// Redis URL for the search and page cache shared by replicas (env QUARRY_REDIS_URL).
     #[arg(long)]
     redis_url: Option<String>,
+    /// Run without leader election (a single replica that needs no Lease permissions).
+    #[arg(long, env = "QUARRY_NO_LEADER_ELECTION")]
+    no_leader_election: bool,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = quarry::controller::leader::DEFAULT_LEASE_NAME)]
+    lease_name: String,
+    /// Namespace of the Lease (default: POD_NAMESPACE, else the kubeconfig's namespace).
+    #[arg(long, env = "POD_NAMESPACE")]
+    lease_namespace: Option<String>,
+    /// Seconds a lease lasts unrenewed: a dead leader is replaced within this.
+    #[arg(long, default_value_t = quarry::controller::leader::DEFAULT_LEASE_SECONDS, value_parser = clap::value_parser!(u64).range(2..=300))]
+    lease_duration_seconds: u64,
+    /// Object store for runs whose profile configures none (s3://bucket/prefix, gs://..., az://...);
+    /// credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long, env = "QUARRY_OBJECT_STORE_URL")]
+    object_store_url: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -189,6 +208,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Report(args) => quarry::report_cli::main(args),
         Command::Operator(args) => {
             let _traces = init_tracing(&settings, true);
             run_operator(args, &settings)
@@ -219,6 +239,14 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
         listen: settings.bind.to_string(),
         namespace: args.namespace.clone(),
         redis_url: settings.redis_url.clone(),
+        leader: (!args.no_leader_election).then(|| quarry::controller::LeaderSettings {
+            lease_name: args.lease_name.clone(),
+            namespace: args.lease_namespace.clone(),
+            lease_seconds: args.lease_duration_seconds,
+            // Renew a third of the way before expiry (5 s of the default 15 s).
+            grace_seconds: (args.lease_duration_seconds / 3).max(1),
+        }),
+        object_store_url: args.object_store_url.clone(),
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;

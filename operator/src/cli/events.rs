@@ -7,8 +7,8 @@
 //!
 //! Line types: `run_start`, `run_resume`, `plan`, `plan_failed`, `researcher_progress`,
 //! `researcher_end`, `researcher_failed`, `evaluation`, `report_written`, `synthesis_failed`,
-//! `report_stored`, `time_limit`, `suspended`, `resumed`, `cancelled`, `model_call`, `search`,
-//! `fetch`, and last `run_end`.
+//! `report_stored`, `time_limit`, `suspended`, `resumed`, `cancelled`, `spend_recovered` (a
+//! resumed run's earlier spend), `model_call`, `search`, `fetch`, and last `run_end`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -86,6 +86,10 @@ pub fn event_json(state: &RunState, event: &Event) -> Option<Value> {
         Event::Suspend => json!({"type": "suspended"}),
         Event::Resume => json!({"type": "resumed"}),
         Event::Cancel => json!({"type": "cancelled"}),
+        Event::SpendRecovered { usage } => json!({
+            "type": "spend_recovered",
+            "recovered": usage_json(usage),
+        }),
     };
     line["phase"] = json!(state.phase.to_string());
     line["progress"] = json!(state.progress());

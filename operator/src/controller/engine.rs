@@ -7,13 +7,16 @@ use kube::{Client, Resource, ResourceExt};
 use tokio::sync::watch;
 use tracing::{Instrument, info, warn};
 
-use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Starter};
-use crate::api::{ModelTier, ResearchProfileSpec, SecretKeyRef};
+use super::artifacts::{self, FinalizerGuard};
+use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Stall, Starter};
+use crate::api::{ModelTier, ReportKind, ResearchProfileSpec, SecretKeyRef};
 use crate::research::executor::{self, Engine, RunObserver};
 use crate::research::reducer::Event;
 use crate::research::state::{Failure, Phase, RunState};
 use crate::store::ArtifactStore;
 use crate::store::configmap::ConfigMapStore;
+use crate::store::object::Bucket;
+use crate::store::routed::{BeforeObjectWrite, RoutedStore};
 use crate::telemetry::{Metrics, RunMetrics};
 
 /// Launcher that runs the research engine in-process.
@@ -107,21 +110,85 @@ impl RunObserver for ProgressObserver {
     }
 }
 
+/// The object store of a run, when it has one (no I/O).
+fn run_object_store(
+    request: &LaunchRequest,
+) -> Result<Option<crate::store::object::ObjectArtifactStore>, LaunchError> {
+    let Some(config) = &request.artifacts.object_store else {
+        return Ok(None);
+    };
+    let bucket = Bucket::connect(config).map_err(|e| LaunchError(e.to_string()))?;
+    let layout = artifacts::layout(&request.run).map_err(|e| LaunchError(e.to_string()))?;
+    Ok(Some(bucket.for_run(&layout)))
+}
+
+/// The run's store: ConfigMaps with object-store overflow, or the object store alone.
+fn run_store(client: &Client, request: &LaunchRequest) -> Result<RoutedStore, LaunchError> {
+    let run = &request.run;
+    let namespace = run
+        .namespace()
+        .ok_or_else(|| LaunchError("the run has no namespace".into()))?;
+    let owner = run
+        .controller_owner_ref(&())
+        .ok_or_else(|| LaunchError("the run has no UID yet".into()))?;
+    let object = run_object_store(request)?;
+    let guard: Arc<dyn BeforeObjectWrite> = Arc::new(FinalizerGuard::new(
+        client.clone(),
+        &namespace,
+        &run.name_any(),
+    ));
+    let report = request.artifacts.report.clone();
+    Ok(match (run.spec.report.kind, object) {
+        (ReportKind::ObjectStore, Some(object)) => {
+            RoutedStore::object_only(object, Some(guard), report)
+        }
+        (ReportKind::ObjectStore, None) => {
+            return Err(LaunchError(
+                "spec.report.kind is objectStore but no object store is configured".into(),
+            ));
+        }
+        (ReportKind::ConfigMap, object) => RoutedStore::configmap_first(
+            ConfigMapStore::new(client.clone(), &namespace, &run.name_any(), owner),
+            object,
+            Some(guard),
+            report,
+        ),
+    })
+}
+
 impl Launcher for EngineLauncher {
+    fn check<'a>(
+        &'a self,
+        request: &'a LaunchRequest,
+    ) -> futures::future::BoxFuture<'a, Result<(), Stall>> {
+        Box::pin(async move {
+            let Some(config) = &request.artifacts.object_store else {
+                return Ok(());
+            };
+            let store = match Bucket::connect(config) {
+                Ok(bucket) => {
+                    let layout = artifacts::layout(&request.run).map_err(|e| Stall {
+                        reason: crate::api::reasons::OBJECT_STORE_INVALID,
+                        message: e.to_string(),
+                    })?;
+                    bucket.for_run(&layout)
+                }
+                Err(e) => return Err(artifacts::probe_stall(config, &e)),
+            };
+            store
+                .probe()
+                .await
+                .map_err(|e| artifacts::probe_stall(config, &e))
+        })
+    }
+
     fn prepare(&self, request: LaunchRequest) -> Result<Starter, LaunchError> {
         let run = &request.run;
         let namespace = run
             .namespace()
             .ok_or_else(|| LaunchError("the run has no namespace".into()))?;
-        let owner = run
-            .controller_owner_ref(&())
-            .ok_or_else(|| LaunchError("the run has no UID yet".into()))?;
-        let store: Arc<dyn ArtifactStore> = Arc::new(ConfigMapStore::new(
-            self.client.clone(),
-            &namespace,
-            &run.name_any(),
-            owner,
-        ));
+        let routed = Arc::new(run_store(&self.client, &request)?);
+        let store: Arc<dyn ArtifactStore> = routed.clone();
         let engine = Arc::new(build_engine_with(
             &request.profile,
             &request.api_keys,
@@ -160,6 +227,12 @@ impl Launcher for EngineLauncher {
                     }
                 };
                 if state.phase.is_terminal() {
+                    // Stored before a restart: find the report so status points at it.
+                    if state.published
+                        && let Err(e) = routed.locate_report().await
+                    {
+                        warn!(run = %name, error = %e, "stored report not found");
+                    }
                     return state;
                 }
                 let span =
