@@ -9,6 +9,9 @@
 #   the object-store tests (~140 MB, about a minute to install; skipped when already there).
 #   Index: SQLite FTS5 over those pages, written to $QUARRY_WORK_DIR/docs-index.sqlite
 #   (default: <repo>/.work/docs-index.sqlite, gitignored); rebuilt only when missing or stale.
+#   npm: the MCP Inspector (tools/mcp-inspector, pinned by its package-lock.json) into
+#   $QUARRY_WORK_DIR/mcp-inspector/node_modules; its CLI mode is the real MCP client that
+#   tests/tests/mcp.rs drives `quarry mcp` with. About 20 s and 77 MB; skipped when up to date.
 #
 # Env: QUARRY_WORK_DIR  where to write the index (relative paths are taken from the repo root,
 #                       as the tests do)
@@ -62,4 +65,19 @@ else
   # shellcheck disable=SC2086 # the spec is a list of requirements
   "$moto_venv/bin/pip" install --quiet --disable-pip-version-check $moto_spec
   echo "$moto_spec" > "$moto_venv/.quarry-spec"
+fi
+
+# The MCP Inspector for the `quarry mcp` test: `npm ci` from the checked-in lock file, optional
+# dependencies left out (the CLI mode needs none of them).
+inspector_src="$repo/tools/mcp-inspector"
+inspector_dir="$work/mcp-inspector"
+if [ -d "$inspector_dir/node_modules/@modelcontextprotocol/inspector" ] \
+    && cmp -s "$inspector_src/package-lock.json" "$inspector_dir/package-lock.json"; then
+  echo "==> MCP Inspector already installed in $inspector_dir"
+else
+  command -v npm >/dev/null || { echo "npm is not installed (need Node.js >= 20 with npm)" >&2; exit 1; }
+  echo "==> npm ci @modelcontextprotocol/inspector into $inspector_dir"
+  mkdir -p "$inspector_dir"
+  cp "$inspector_src/package.json" "$inspector_src/package-lock.json" "$inspector_dir/"
+  (cd "$inspector_dir" && npm ci --omit=dev --omit=optional --no-audit --no-fund --loglevel=error)
 fi

@@ -1,4 +1,5 @@
-//! The `quarry` binary: the operator, the standalone research CLI and the CRD generator.
+//! The `quarry` binary: the operator, the standalone research CLI, the cluster CLI (also run as
+//! `kubectl quarry`), the MCP server and the CRD generator.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,6 +35,16 @@ enum Command {
     Crd,
     /// Run the Kubernetes operator (uses KUBECONFIG or the in-cluster config).
     Operator(OperatorArgs),
+    /// Create a ResearchRun on the cluster from flags; --wait follows it to the end.
+    Apply(Box<quarry::cli::runs::ApplyArgs>),
+    /// Show one ResearchRun: phase, progress, cost, sources, age.
+    Get(quarry::cli::runs::GetArgs),
+    /// List ResearchRuns of a namespace (-A: all namespaces).
+    List(quarry::cli::runs::ListArgs),
+    /// Cancel a ResearchRun: its research stops and it ends Cancelled.
+    Cancel(quarry::cli::runs::CancelArgs),
+    /// Serve the Model Context Protocol on stdin/stdout for coding agents.
+    Mcp(quarry::cli::mcp::McpArgs),
     /// Print a run's stored report: `quarry report NAME [-n NAMESPACE]`, or
     /// `quarry report --state-dir DIR` for a standalone run.
     Report(quarry::report_cli::ReportArgs),
@@ -118,6 +129,18 @@ struct RunArgs {
     /// Token limit (input + output) for the whole run.
     #[arg(long)]
     max_tokens: Option<u64>,
+    /// `json`: stream the run's events to stdout as JSON lines (the last is `run_end`).
+    #[arg(short = 'o', long, value_enum, default_value_t = RunOutput::Text)]
+    output: RunOutput,
+}
+
+/// What `quarry run` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RunOutput {
+    /// Progress lines on stderr, the report path on stdout.
+    Text,
+    /// Event lines on stdout.
+    Json,
 }
 
 fn parse_output(s: &str) -> Result<OutputKind, String> {
@@ -161,6 +184,9 @@ fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
     if let Command::Worker(w) = &cli.command {
         flags.redis_url = w.redis_url.clone();
     }
+    if let Command::Mcp(m) = &cli.command {
+        flags.profile = m.profile.clone();
+    }
     layers.push((Origin::Flag, flags));
     Settings::resolve(&layers)
 }
@@ -201,6 +227,16 @@ fn main() -> ExitCode {
             run_operator(args, &settings)
         }
         Command::Logs(args) => quarry::logs::main(args),
+        Command::Apply(args) => quarry::cli::block_on(quarry::cli::runs::apply(*args.clone())),
+        Command::Get(args) => quarry::cli::block_on(quarry::cli::runs::get(args.clone())),
+        Command::List(args) => quarry::cli::block_on(quarry::cli::runs::list(args.clone())),
+        Command::Cancel(args) => quarry::cli::block_on(quarry::cli::runs::cancel(args.clone())),
+        Command::Mcp(args) => {
+            // stdout carries the protocol: logs (stderr) only when asked for.
+            let console = std::env::var_os("QUARRY_LOG_LEVEL").is_some() || cli.log_level.is_some();
+            let _traces = console.then(|| init_tracing(&settings, true));
+            quarry::cli::block_on(quarry::cli::mcp::serve(args.clone(), settings))
+        }
         Command::Run(args) => {
             // Standalone runs print progress lines; logs stay quiet unless asked for, while
             // spans still go to an OTLP endpoint when one is configured.
@@ -269,9 +305,11 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
 
 fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
     let Some(profile) = settings.profile.clone() else {
-        eprintln!(
-            "quarry: setting `profile` is required: pass --profile FILE or set QUARRY_PROFILE"
-        );
+        let message = "setting `profile` is required: pass --profile FILE or set QUARRY_PROFILE";
+        if args.output == RunOutput::Json {
+            println!("{}", quarry::cli::events::failure_json(message));
+        }
+        eprintln!("quarry: {message}");
         return ExitCode::from(2);
     };
     let limits = Limits {
@@ -297,13 +335,21 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         state_dir: settings.state_dir.clone(),
         redis_url: settings.redis_url.clone(),
         workers: args.workers,
+        events: (args.output == RunOutput::Json).then(quarry::cli::events::JsonEvents::stdout),
     };
+    let events = opts.events.clone();
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;
     };
-    match runtime.block_on(quarry::standalone::run(opts)) {
+    let result = runtime.block_on(quarry::standalone::run(opts));
+    if let Some(events) = events {
+        events.finish(&result);
+    }
+    match result {
         Ok(path) => {
-            println!("{}", path.display());
+            if args.output == RunOutput::Text {
+                println!("{}", path.display());
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -73,6 +73,8 @@ pub struct StandaloneOptions {
     pub redis_url: Option<String>,
     /// Scale-out mode: researchers run on `quarry worker` processes through `redis_url`.
     pub workers: bool,
+    /// `--output json`: the run's events go to these JSON lines instead of progress lines.
+    pub events: Option<Arc<crate::cli::events::JsonEvents>>,
 }
 
 /// The environment variable standing in for a Secret key outside a cluster (search provider and
@@ -383,10 +385,15 @@ pub async fn run_with_events(
         let span = tracing::info_span!("research_run", run = %sanitize_query(&opts.query));
         let publisher = Arc::new(StreamPublisher::new(events, run_ref(&opts.query)));
         engine.spend.set_tap(publisher.clone());
-        let observers = Observers(vec![
-            Arc::new(ProgressPrinter::default()),
-            publisher.clone(),
-        ]);
+        // `--output json` prints the run's events as JSON lines instead of progress lines.
+        let printer: Arc<dyn RunObserver> = match &opts.events {
+            Some(json) => {
+                json.attach(engine.spend.clone());
+                json.clone()
+            }
+            None => Arc::new(ProgressPrinter::default()),
+        };
+        let observers = Observers(vec![printer, publisher.clone()]);
         let final_state = executor::run(Arc::new(engine), state, Arc::new(observers), control_rx)
             .instrument(span)
             .await;

@@ -920,3 +920,130 @@ async fn a_finished_run_before_its_ttl_waits_without_any_request() {
     );
     expect_silence(&mut handle).await;
 }
+
+#[tokio::test]
+async fn cancelled_run_that_never_started_ends_cancelled_without_research() {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let mut cancelled = run(None);
+    cancelled.spec.cancel = true;
+    let server = tokio::spawn(async move {
+        // No profile lookup, no Secret: straight to the terminal status.
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(
+            scrubbed(&body),
+            json!({
+                "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+                "status": {
+                    "phase": "Cancelled", "observedGeneration": 1,
+                    "conditions": [
+                        {"type": "Reconciling", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 1, "lastTransitionTime": "<time>"},
+                        {"type": "Succeeded", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 1, "lastTransitionTime": "<time>"}
+                    ],
+                    "completionTime": "<time>",
+                    "message": "the run was cancelled"
+                }
+            })
+        );
+        answer_status(send, &body);
+        expect_event(
+            &mut handle,
+            "Normal",
+            "Cancelled",
+            "run entered phase Cancelled",
+        )
+        .await;
+        expect_silence(&mut handle).await;
+    });
+    let action = reconcile(Arc::new(cancelled), ctx).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    server.await.unwrap();
+    assert!(launcher.recorded.lock().unwrap().requests.is_empty());
+    assert_eq!(launcher.starts.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn cancelling_a_running_run_stops_its_executor_and_ends_cancelled() {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        send.send_response(ok(&profile(false)));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(body["status"]["phase"], "Pending");
+        answer_status(send, &body);
+        started_tx.send(()).unwrap();
+        // The cancel edit reaches the executor, which ends Cancelled; the writer reports it
+        // for the new generation.
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        let scrubbed = scrubbed(&body);
+        assert_eq!(scrubbed["status"]["phase"], "Cancelled");
+        assert_eq!(scrubbed["status"]["observedGeneration"], 2);
+        assert_eq!(scrubbed["status"]["completionTime"], "<time>");
+        assert_eq!(
+            scrubbed["status"]["conditions"],
+            json!([
+                {"type": "Reconciling", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 2, "lastTransitionTime": "<time>"},
+                {"type": "Succeeded", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 2, "lastTransitionTime": "<time>"}
+            ])
+        );
+        answer_status(send, &body);
+        expect_event(
+            &mut handle,
+            "Normal",
+            "Cancelled",
+            "run entered phase Cancelled",
+        )
+        .await;
+        expect_silence(&mut handle).await;
+    });
+    reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
+    started_rx.await.unwrap();
+    let mut control = launcher.recorded.lock().unwrap().controls[0].clone();
+    assert_eq!(*control.borrow_and_update(), Signal::Run);
+    // `quarry cancel` sets spec.cancel (generation 2); suspend set too does not win over it.
+    let mut cancelled = run(None);
+    cancelled.spec.cancel = true;
+    cancelled.spec.suspend = true;
+    cancelled.metadata.generation = Some(2);
+    let action = reconcile(Arc::new(cancelled), ctx.clone()).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(60)));
+    assert_eq!(*control.borrow_and_update(), Signal::Cancel);
+    server.await.unwrap();
+    assert_eq!(
+        ctx.registry.presence("uid-1"),
+        quarry::controller::registry::Presence::Finished
+    );
+    assert_eq!(launcher.starts.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[test]
+fn cancel_wins_over_suspend_in_the_control_signal() {
+    let mut spec: ResearchRunSpec = serde_yaml::from_str("query: q?!").unwrap();
+    assert_eq!(quarry::controller::control_signal(&spec), Signal::Run);
+    spec.suspend = true;
+    assert_eq!(quarry::controller::control_signal(&spec), Signal::Suspend);
+    spec.cancel = true;
+    assert_eq!(quarry::controller::control_signal(&spec), Signal::Cancel);
+}

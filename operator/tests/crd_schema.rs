@@ -11,8 +11,8 @@ use quarry::api::profile::{
     SEARCH_EXACTLY_ONE_RULE,
 };
 use quarry::api::run::{
-    QUERY_NOT_BLANK_RULE, REPORT_PREFIX_MESSAGE, REPORT_PREFIX_RULE, SPEC_IMMUTABLE_MESSAGE,
-    SPEC_IMMUTABLE_RULE,
+    CANCEL_FINAL_MESSAGE, CANCEL_FINAL_RULE, QUERY_NOT_BLANK_RULE, REPORT_PREFIX_MESSAGE,
+    REPORT_PREFIX_RULE, SPEC_IMMUTABLE_MESSAGE, SPEC_IMMUTABLE_RULE,
 };
 use quarry::api::{ResearchProfile, ResearchRun, SearchEngine};
 use serde_json::{Value, json};
@@ -251,17 +251,20 @@ fn run_cel_rules_are_present() {
         prop(&s, "spec.report")["x-kubernetes-validations"],
         json!([{"rule": REPORT_PREFIX_RULE, "message": REPORT_PREFIX_MESSAGE}])
     );
-    // Every spec field except the two mutable ones is compared with oldSelf.
+    // Every spec field except the three mutable ones is compared with oldSelf.
     let spec_fields: Vec<String> = prop(&s, "spec")["properties"]
         .as_object()
         .unwrap()
         .keys()
         .cloned()
         .collect();
-    assert_eq!(spec_fields.len(), 11);
+    assert_eq!(spec_fields.len(), 12);
     for field in &spec_fields {
         let compared = SPEC_IMMUTABLE_RULE.contains(&format!("self.{field} == oldSelf.{field}"));
-        let mutable = field == "suspend" || field == "ttlSecondsAfterFinished";
+        let mutable = matches!(
+            field.as_str(),
+            "suspend" | "cancel" | "ttlSecondsAfterFinished"
+        );
         assert_eq!(compared, !mutable, "{field}");
     }
 }
@@ -411,6 +414,7 @@ fn every_cel_rule_compiles_in_scope_and_within_cost() {
                 SPEC_IMMUTABLE_RULE,
                 REPORT_PREFIX_RULE,
                 QUERY_NOT_BLANK_RULE,
+                CANCEL_FINAL_RULE,
             ],
         ),
         (
@@ -448,7 +452,8 @@ fn run_update(old: Value, new: Value) -> Result<(), Vec<String>> {
         .map_err(|errs| errs.iter().map(|e| e.to_string()).collect())
 }
 
-const IMMUTABLE: &str = "spec: spec is immutable except suspend and ttlSecondsAfterFinished";
+const IMMUTABLE: &str =
+    "spec: spec is immutable except suspend, cancel and ttlSecondsAfterFinished";
 
 #[test]
 fn immutability_rule_rejects_spec_changes() {
@@ -476,10 +481,11 @@ fn immutability_rule_rejects_spec_changes() {
 }
 
 #[test]
-fn immutability_rule_allows_suspend_ttl_and_defaulted_fields() {
+fn immutability_rule_allows_suspend_cancel_ttl_and_defaulted_fields() {
     let base = json!({"query": "how does CEL work?", "mode": "quick"});
     let allowed = [
         json!({"query": "how does CEL work?", "mode": "quick", "suspend": true}),
+        json!({"query": "how does CEL work?", "mode": "quick", "cancel": true}),
         json!({"query": "how does CEL work?", "mode": "quick", "ttlSecondsAfterFinished": 30}),
         json!({"query": "how does CEL work?", "mode": "quick", "suspend": false}),
         // Spelling out a default is no change: defaults are applied before the rule runs.
@@ -496,6 +502,29 @@ fn immutability_rule_allows_suspend_ttl_and_defaulted_fields() {
             .map_err(|e| e.len()),
         Ok(())
     );
+}
+
+#[test]
+fn cancel_cannot_be_unset() {
+    let cancelled = json!({"query": "how does CEL work?", "cancel": true});
+    assert_eq!(
+        run_update(
+            cancelled.clone(),
+            json!({"query": "how does CEL work?", "cancel": false})
+        ),
+        Err(vec![format!("spec.cancel: {CANCEL_FINAL_MESSAGE}")])
+    );
+    assert_eq!(run_update(cancelled.clone(), cancelled.clone()), Ok(()));
+    // Leaving the field out is no way around it: the default false applies first.
+    assert_eq!(
+        run_update(cancelled, json!({"query": "how does CEL work?"})),
+        Err(vec![format!("spec.cancel: {CANCEL_FINAL_MESSAGE}")])
+    );
+    assert_eq!(
+        prop(&run_schema(), "spec.cancel")["x-kubernetes-validations"],
+        json!([{"rule": CANCEL_FINAL_RULE, "message": CANCEL_FINAL_MESSAGE}])
+    );
+    assert_eq!(prop(&run_schema(), "spec.cancel")["default"], json!(false));
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! Locates (building if needed) the `quarry` binary for subprocess tests.
+//! Locates (building if needed) the `quarry` and `kubectl-quarry` binaries for subprocess tests.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -28,6 +28,8 @@ pub fn quarry_bin() -> Result<PathBuf, String> {
                 "quarry",
                 "--bin",
                 "quarry",
+                "--bin",
+                "kubectl-quarry",
                 "--manifest-path",
                 manifest,
             ])
@@ -81,4 +83,15 @@ pub fn spawn_quarry(
             .output()
             .unwrap_or_else(|e| panic!("cannot run quarry: {e}"))
     })
+}
+
+/// Path of the `kubectl-quarry` plugin binary, built with `quarry` by [`quarry_bin`].
+pub fn kubectl_quarry_bin() -> Result<PathBuf, String> {
+    let quarry = quarry_bin()?;
+    let plugin = quarry.with_file_name("kubectl-quarry");
+    if plugin.exists() {
+        Ok(plugin)
+    } else {
+        Err(format!("kubectl-quarry not found at {}", plugin.display()))
+    }
 }

@@ -25,7 +25,8 @@ pub const DEFAULT_PROFILE: &str = "default";
 /// Built-in default of `limits.maxConcurrentResearchers` when neither run nor profile sets it.
 pub const DEFAULT_MAX_CONCURRENT_RESEARCHERS: u32 = 3;
 
-/// CEL rule on `spec`: every field except `suspend` and `ttlSecondsAfterFinished` is unchanged.
+/// CEL rule on `spec`: every field except `suspend`, `cancel` and `ttlSecondsAfterFinished` is
+/// unchanged.
 ///
 /// Each field is compared presence-aware (`has` on both sides) so that adding or removing an
 /// optional field is caught too, and no comparison can fail with "no such key".
@@ -41,7 +42,13 @@ pub const SPEC_IMMUTABLE_RULE: &str = "self.query == oldSelf.query \
 
 /// Message returned by the API server when [`SPEC_IMMUTABLE_RULE`] fails.
 pub const SPEC_IMMUTABLE_MESSAGE: &str =
-    "spec is immutable except suspend and ttlSecondsAfterFinished";
+    "spec is immutable except suspend, cancel and ttlSecondsAfterFinished";
+
+/// CEL transition rule on `spec.cancel`: a cancelled run stays cancelled (unsetting it would
+/// race with the cancellation already under way).
+pub const CANCEL_FINAL_RULE: &str = "self || !oldSelf";
+/// Message for [`CANCEL_FINAL_RULE`].
+pub const CANCEL_FINAL_MESSAGE: &str = "cancel cannot be unset once true";
 
 /// CEL rule on `spec.query`: at least one character that is not whitespace (`minLength` alone
 /// accepts three spaces, which would start a run researching nothing).
@@ -129,9 +136,14 @@ pub struct ResearchRunSpec {
     /// Where the report is stored.
     #[serde(default)]
     pub report: ReportTarget,
-    /// Pauses the run (no new model calls) while true; the only mutable field besides the TTL.
+    /// Pauses the run (no new model calls) while true; mutable, like `cancel` and the TTL.
     #[serde(default)]
     pub suspend: bool,
+    /// Stops the run for good when true: research stops, no report is written, and the run ends
+    /// `Cancelled`. Cannot be unset (`quarry cancel NAME` sets it).
+    #[serde(default)]
+    #[x_kube(validation = Rule::new(CANCEL_FINAL_RULE).message(CANCEL_FINAL_MESSAGE))]
+    pub cancel: bool,
     /// Delete the run this many seconds after it finished (like a Job's TTL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
@@ -670,6 +682,7 @@ mod tests {
             }
         );
         assert!(!s.suspend);
+        assert!(!s.cancel);
         assert_eq!(s.limits, None);
         assert_eq!(s.ttl_seconds_after_finished, None);
         assert!(s.wants(Output::Study) && !s.wants(Output::Ideas));
@@ -691,7 +704,7 @@ mod tests {
                 "profileRef": "p", "sources": ["stackexchange"],
                 "limits": {"maxConcurrentResearchers": 2, "maxCostUSD": "2.50", "timeout": "30m"},
                 "report": {"kind": "objectStore", "prefix": "runs/"}, "suspend": true,
-                "ttlSecondsAfterFinished": 60
+                "cancel": false, "ttlSecondsAfterFinished": 60
             })
         );
     }

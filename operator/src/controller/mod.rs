@@ -569,14 +569,8 @@ async fn reconcile_run(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Acti
     match ctx.registry.presence(&uid) {
         Presence::Active => {
             ctx.publish_latest(&uid, &run);
-            ctx.registry.signal(
-                &uid,
-                if run.spec.suspend {
-                    Signal::Suspend
-                } else {
-                    Signal::Run
-                },
-            );
+            // A cancelled run's executor stops and ends Cancelled; its status writer writes that.
+            ctx.registry.signal(&uid, control_signal(&run.spec));
             return Ok(Action::requeue(ACTIVE_RECHECK));
         }
         // The writer normally lands the final status; if it could not, write it from here.
@@ -587,6 +581,13 @@ async fn reconcile_run(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Acti
             return Ok(Action::requeue(Duration::from_secs(5)));
         }
         Presence::Absent | Presence::Stopped => {}
+    }
+    // Nothing runs for it here (not started, stalled, suspended, or after a restart): it ends
+    // Cancelled as it stands, keeping the usage already recorded.
+    if run.spec.cancel {
+        info!(run = %name, namespace = %namespace, "run cancelled before research ran in this process");
+        apply_status(ctx, &run, RunView::Cancelled).await?;
+        return Ok(Action::await_change());
     }
     if run.spec.suspend {
         apply_status(ctx, &run, RunView::Suspended).await?;
@@ -658,6 +659,17 @@ async fn reconcile_run(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Acti
         ));
     }
     Ok(Action::requeue(ACTIVE_RECHECK))
+}
+
+/// Pure: what the executor of a run with this spec should do (cancel wins over suspend).
+pub fn control_signal(spec: &ResearchRunSpec) -> Signal {
+    if spec.cancel {
+        Signal::Cancel
+    } else if spec.suspend {
+        Signal::Suspend
+    } else {
+        Signal::Run
+    }
 }
 
 fn model_labels(request: &LaunchRequest, namespace: &str) -> ModelLabels {

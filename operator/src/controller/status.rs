@@ -30,6 +30,8 @@ pub enum RunView<'a> {
     },
     /// `spec.suspend` is true and no research is running.
     Suspended,
+    /// `spec.cancel` is true and no research is running: the run ends `Cancelled` as it stands.
+    Cancelled,
     /// Research was just handed to an executor.
     Starting,
     /// The executor reported this engine state.
@@ -53,6 +55,9 @@ pub struct EventSpec {
     /// CamelCase action.
     pub action: String,
 }
+
+/// Message of a cancelled run's conditions, however it was cancelled.
+pub const CANCELLED_MESSAGE: &str = "the run was cancelled";
 
 /// Maps the engine's phase onto the API's.
 pub fn api_phase(phase: EnginePhase) -> Phase {
@@ -159,6 +164,17 @@ pub fn desired_status_at(
             status.message = Some(message.to_string());
         }
         RunView::Suspended => suspended(&mut status, waiting_phase, generation, now),
+        RunView::Cancelled => {
+            status.phase = Some(Phase::Cancelled);
+            finished(
+                &mut status,
+                ConditionStatus::False,
+                reasons::CANCELLED,
+                CANCELLED_MESSAGE,
+                generation,
+                now,
+            );
+        }
         RunView::CleanupFailed { message } => {
             // Only the deletion is stuck: the phase and the outcome stay as they were.
             set_condition(
@@ -269,7 +285,7 @@ pub fn desired_status_at(
                         &mut status,
                         ConditionStatus::False,
                         reasons::CANCELLED,
-                        "the run was cancelled",
+                        CANCELLED_MESSAGE,
                         generation,
                         now,
                     );
