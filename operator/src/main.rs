@@ -41,12 +41,24 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct OperatorArgs {
-    /// Watch only this namespace (default: all namespaces).
+    /// Watch only these namespaces, comma-separated (default: all namespaces).
     #[arg(long, env = "QUARRY_NAMESPACE")]
     namespace: Option<String>,
     /// Redis URL for the search and page cache shared by replicas (env QUARRY_REDIS_URL).
     #[arg(long)]
     redis_url: Option<String>,
+    /// Run without leader election (a single replica that needs no Lease permissions).
+    #[arg(long, env = "QUARRY_NO_LEADER_ELECTION")]
+    no_leader_election: bool,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = quarry::controller::leader::DEFAULT_LEASE_NAME)]
+    lease_name: String,
+    /// Namespace of the Lease (default: POD_NAMESPACE, else the kubeconfig's namespace).
+    #[arg(long, env = "POD_NAMESPACE")]
+    lease_namespace: Option<String>,
+    /// Seconds a lease lasts unrenewed: a dead leader is replaced within this.
+    #[arg(long, default_value_t = quarry::controller::leader::DEFAULT_LEASE_SECONDS, value_parser = clap::value_parser!(u64).range(2..=300))]
+    lease_duration_seconds: u64,
     /// Object store for runs whose profile configures none (s3://bucket/prefix, gs://..., az://...);
     /// credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
     #[arg(long, env = "QUARRY_OBJECT_STORE_URL")]
@@ -191,6 +203,13 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
         listen: settings.bind.to_string(),
         namespace: args.namespace.clone(),
         redis_url: settings.redis_url.clone(),
+        leader: (!args.no_leader_election).then(|| quarry::controller::LeaderSettings {
+            lease_name: args.lease_name.clone(),
+            namespace: args.lease_namespace.clone(),
+            lease_seconds: args.lease_duration_seconds,
+            // Renew a third of the way before expiry (5 s of the default 15 s).
+            grace_seconds: (args.lease_duration_seconds / 3).max(1),
+        }),
         object_store_url: args.object_store_url.clone(),
     };
     let Some(runtime) = runtime() else {

@@ -1,6 +1,7 @@
 //! Standalone mode: `quarry run "question"` runs the same engine with no cluster,
 //! stores artifacts on the local filesystem and writes the report to a file.
 
+use crate::store::ArtifactStore;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -238,6 +239,9 @@ impl ProgressPrinter {
             Event::Suspend | Event::Resume | Event::Cancel | Event::Recover => {
                 format!("{event:?}").to_lowercase()
             }
+            Event::SpendRecovered { usage } => {
+                format!("resumed: {} model calls already paid for", usage.llm_calls)
+            }
         };
         Some(format!(
             "[{:>9}] {:>9} | {} tok | ${} | {text}",
@@ -256,6 +260,10 @@ impl RunObserver for ProgressPrinter {
         }
     }
 }
+
+/// Key in the state directory recording where the report file went, so a rerun that resumes
+/// (or finds the run finished) writes that file again instead of a second one.
+pub const REPORT_PATH_KEY: &str = "report-path";
 
 /// Runs one research question to a report file and returns its path.
 pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
@@ -319,24 +327,56 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         input.outputs = opts.outputs.clone();
     }
     input.top_k = opts.top_k.clamp(1, 20);
-    // Same state directory, same question: resume instead of paying twice.
-    let state = match executor::load_checkpoint(store.as_ref()).await {
+    // Same state directory, same question: resume instead of paying twice. A run that already
+    // finished (killed after storing its report, before writing the file) only writes the file.
+    let (state, finished) = match executor::load_checkpoint(store.as_ref()).await {
         Ok(Some(s)) if s.input.query == input.query && !s.phase.is_terminal() => {
             eprintln!("resuming from {}", state_dir.display());
-            s
+            (s, false)
         }
-        _ => RunState::new(input),
+        Ok(Some(s))
+            if s.input.query == input.query && s.phase == Phase::Completed && s.published =>
+        {
+            eprintln!("already completed in {}", state_dir.display());
+            (s, true)
+        }
+        _ => (RunState::new(input), false),
     };
-    let (_control_tx, control_rx) = watch::channel(Control::Run);
-    let span = tracing::info_span!("research_run", run = %sanitize_query(&opts.query));
-    let final_state = executor::run(
-        Arc::new(engine),
-        state,
-        Arc::new(ProgressPrinter::default()),
-        control_rx,
-    )
-    .instrument(span)
-    .await;
+    let final_state = if finished {
+        state
+    } else {
+        let (_control_tx, control_rx) = watch::channel(Control::Run);
+        let span = tracing::info_span!("research_run", run = %sanitize_query(&opts.query));
+        executor::run(
+            Arc::new(engine),
+            state,
+            Arc::new(ProgressPrinter::default()),
+            control_rx,
+        )
+        .instrument(span)
+        .await
+    };
+    // A rerun writes the same report file as the first attempt, never a second one.
+    let out = match opts.out.clone() {
+        Some(out) => Some(out),
+        None => store
+            .get(REPORT_PATH_KEY)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok())
+            .map(PathBuf::from),
+    };
+    let opts = StandaloneOptions { out, ..opts };
+    let record_path = |path: &Path| {
+        let store = store.clone();
+        let text = path.display().to_string();
+        async move {
+            if let Err(e) = store.put(REPORT_PATH_KEY, text.as_bytes()).await {
+                tracing::warn!(error = %e, "report path not recorded");
+            }
+        }
+    };
     eprintln!(
         "usage: {} input + {} output tokens in {} model calls, cost ${}, {} searches, {} pages read",
         final_state.usage.input_tokens,
@@ -366,6 +406,7 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
                 .map(|r| r.markdown.clone())
                 .unwrap_or_default();
             let path = write_report(opts.out.as_deref(), &opts.query, &markdown)?;
+            record_path(&path).await;
             return Err(StandaloneError::NoEvidence { path, message });
         }
         Phase::Cancelled => return Err(StandaloneError::Cancelled),
@@ -398,7 +439,10 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         });
     };
     match write_report(opts.out.as_deref(), &opts.query, &report.markdown) {
-        Ok(path) => Ok(path),
+        Ok(path) => {
+            record_path(&path).await;
+            Ok(path)
+        }
         Err(e) => Err(StandaloneError::ReportNotStored {
             message: e.to_string(),
             saved: save_or_print(None, &opts.query, &report.markdown),

@@ -700,7 +700,9 @@ fn examples_are_valid_for_schema_cel_and_types() {
         );
     }
     let expected = [
+        ("profile-anthropic.yaml", "ResearchProfile"),
         ("profile-local.yaml", "ResearchProfile"),
+        ("profile-ollama.yaml", "ResearchProfile"),
         ("profile-object-store.yaml", "Secret"),
         ("profile-object-store.yaml", "ResearchProfile"),
         ("profile-object-store.yaml", "ResearchRun"),
@@ -708,10 +710,47 @@ fn examples_are_valid_for_schema_cel_and_types() {
         ("profile-openai.yaml", "ResearchProfile"),
         ("profile-search-providers.yaml", "Secret"),
         ("profile-search-providers.yaml", "ResearchProfile"),
+        ("profile-vllm.yaml", "ResearchProfile"),
+        ("run-deep-implementations.yaml", "ResearchRun"),
         ("run-deep.yaml", "ResearchRun"),
+        ("run-quick-ideas.yaml", "ResearchRun"),
         ("run-quick.yaml", "ResearchRun"),
+        ("run-suspended.yaml", "ResearchRun"),
         ("searchengine.yaml", "SearchEngine"),
     ];
+    // Runs for every mode and every output, profiles for every provider kind.
+    let runs: Vec<&Value> = docs
+        .iter()
+        .map(|(_, d)| d)
+        .filter(|d| d["kind"] == "ResearchRun")
+        .collect();
+    for mode in ["quick", "deep"] {
+        assert!(
+            runs.iter().any(|r| r["spec"]["mode"] == mode),
+            "no {mode} run"
+        );
+    }
+    for output in ["study", "ideas", "implementations"] {
+        assert!(
+            runs.iter().any(|r| r["spec"]["outputs"]
+                .as_array()
+                .is_some_and(|o| o.contains(&json!(output)))),
+            "no run with output {output}"
+        );
+    }
+    let providers: Vec<&str> = docs
+        .iter()
+        .filter(|(_, d)| d["kind"] == "ResearchProfile")
+        .map(|(_, d)| {
+            d["spec"]["models"]["primary"]["provider"]
+                .as_str()
+                .unwrap_or("openai")
+        })
+        .collect();
+    assert!(
+        providers.contains(&"anthropic") && providers.contains(&"openai"),
+        "{providers:?}"
+    );
     assert_eq!(
         kinds,
         expected

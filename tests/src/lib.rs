@@ -4,6 +4,7 @@ pub mod bench;
 pub mod critical_path;
 pub mod docs_server;
 pub mod fake_kube;
+pub mod kube_tools;
 pub mod model_server;
 pub mod profiles;
 pub mod quarry_bin;

@@ -238,6 +238,21 @@ impl Step {
         }
         self
     }
+
+    /// The usage the reply reports, if any.
+    pub fn usage(&self) -> Option<ReplyUsage> {
+        match self {
+            Step::Text { usage, .. }
+            | Step::ToolCalls { usage, .. }
+            | Step::JsonAction { usage, .. }
+            | Step::Repeat { usage, .. } => *usage,
+            Step::Delay { then, .. } | Step::AwaitRoute { then, .. } => then.usage(),
+            Step::Status { .. }
+            | Step::Raw { .. }
+            | Step::Truncated { .. }
+            | Step::Garbage { .. } => None,
+        }
+    }
 }
 
 /// A conversation of its own inside a script: requests whose system prompt or first user
@@ -355,6 +370,12 @@ pub struct RecordedRequest {
     pub headers: std::collections::BTreeMap<String, String>,
     /// The body as JSON (a JSON string holding the raw text when it was not JSON).
     pub body: Value,
+    /// Whether a reply was sent (false while held, and for requests whose client died first).
+    #[serde(default)]
+    pub answered: bool,
+    /// The usage the reply reported.
+    #[serde(default)]
+    pub reply_usage: Option<ReplyUsage>,
 }
 
 struct RouteState {
@@ -397,6 +418,8 @@ struct Inner {
     routes: Vec<RouteState>,
     requests: Mutex<Vec<RecordedRequest>>,
     log: Option<Mutex<std::fs::File>>,
+    /// (route, turn) pairs whose next request is held without an answer (see `hold_once`).
+    holds: Mutex<Vec<(String, usize)>>,
 }
 
 /// Starts scripted model servers.
@@ -457,6 +480,7 @@ impl ScriptedModel {
                 .collect(),
             requests: Mutex::new(Vec::new()),
             log,
+            holds: Mutex::new(Vec::new()),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
@@ -526,6 +550,11 @@ impl ScriptedModelHandle {
     /// Requests refused with 429 by the server's rate limit.
     pub fn rate_limited(&self) -> usize {
         self.inner.limit.as_ref().map_or(0, |l| lock(l).rejected)
+    }
+    /// Holds the next request of `route` at `turn` (assistant messages so far) unanswered for
+    /// ten minutes: a client can be killed mid-call at an exact point. Once only.
+    pub fn hold_once(&self, route: &str, turn: usize) {
+        lock(&self.inner.holds).push((route.to_string(), turn));
     }
     /// Requests answered by the named route, in order.
     pub fn route_requests(&self, name: &str) -> Vec<Value> {
@@ -616,6 +645,8 @@ async fn serve(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
         body,
+        answered: false,
+        reply_usage: None,
     };
     if let Some(log) = &inner.log {
         let mut file = lock(log);
@@ -652,6 +683,22 @@ async fn serve(
             .pop_front()
             .or_else(|| inner.fallback.clone()),
     };
+    let held = route.is_some_and(|r| {
+        let mut holds = lock(&inner.holds);
+        match holds
+            .iter()
+            .position(|(name, t)| *name == r.name && *t == turn)
+        {
+            Some(i) => {
+                holds.remove(i);
+                true
+            }
+            None => false,
+        }
+    });
+    if held {
+        tokio::time::sleep(Duration::from_secs(600)).await;
+    }
     let Some(mut step) = next else {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -691,6 +738,10 @@ async fn serve(
                 break;
             }
         }
+    }
+    if let Some(r) = lock(&inner.requests).get_mut(index - 1) {
+        r.answered = true;
+        r.reply_usage = step.usage();
     }
     match dialect {
         Dialect::OpenAi => render(step, stream, &model, index),

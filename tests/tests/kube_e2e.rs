@@ -706,6 +706,18 @@ async fn start_operator(
     namespace: &str,
     logs: &std::path::Path,
 ) -> Result<(tokio::process::Child, u16), String> {
+    start_operator_as(kubeconfig, namespace, logs, "quarry-e2e", &[]).await
+}
+
+/// [`start_operator`] with a replica identity (`POD_NAME`) and extra arguments. The leader Lease
+/// lives in the test's namespace, so concurrent tests never compete for one.
+async fn start_operator_as(
+    kubeconfig: &str,
+    namespace: &str,
+    logs: &std::path::Path,
+    identity: &str,
+    extra: &[&str],
+) -> Result<(tokio::process::Child, u16), String> {
     let port = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
         probe.local_addr().map_err(|e| e.to_string())?.port()
@@ -714,7 +726,10 @@ async fn start_operator(
         std::fs::File::create(logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
     let mut operator = tokio::process::Command::new(operator_binary()?)
         .arg("operator")
+        .args(extra)
         .env("KUBECONFIG", kubeconfig)
+        .env("POD_NAMESPACE", namespace)
+        .env("POD_NAME", identity)
         .env("QUARRY_BIND", format!("127.0.0.1:{port}"))
         .env("QUARRY_NAMESPACE", namespace)
         .env("RUST_LOG", "info,quarry=debug")
@@ -1463,4 +1478,175 @@ async fn the_api_proxy_cuts_and_refuses_connections_while_down() {
         .await
         .unwrap();
     assert_eq!(&echo(conn).await.unwrap().0, b"ping");
+}
+
+/// Two operator processes against one API server: only the Lease holder researches; when it is
+/// killed mid-researcher the other takes the lease within its duration, resumes the run from its
+/// checkpoint and completes it.
+#[tokio::test]
+async fn two_operators_one_leader_and_a_killed_leader_is_replaced() {
+    let Ok(kubeconfig) = std::env::var("QUARRY_E2E_KUBECONFIG") else {
+        eprintln!("SKIPPED kube_e2e leader election: set QUARRY_E2E_KUBECONFIG to run it");
+        return;
+    };
+    let client = client_from(&kubeconfig).await.unwrap();
+    let namespace = format!("quarry-e2e-le-{:08x}", rand::random::<u32>());
+    Api::<Namespace>::all(client.clone())
+        .patch(
+            &namespace,
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Apply(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let logs = |who: &str| std::env::temp_dir().join(format!("{namespace}-operator-{who}.log"));
+    let outcome =
+        std::panic::AssertUnwindSafe(leader_scenario(&client, &kubeconfig, &namespace, &logs))
+            .catch_unwind()
+            .await;
+    cleanup(&client, &namespace).await;
+    let tails = format!(
+        "--- operator a:\n{}\n--- operator b:\n{}",
+        log_tail(&logs("a")),
+        log_tail(&logs("b"))
+    );
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(message)) => panic!("{message}\n{tails}"),
+        Err(panic) => {
+            eprintln!("{tails}");
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
+
+async fn lease_holder(client: &Client, namespace: &str) -> Option<String> {
+    Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), namespace)
+        .get("quarry-operator")
+        .await
+        .ok()
+        .and_then(|l| l.spec.and_then(|s| s.holder_identity))
+}
+
+async fn leader_scenario(
+    client: &Client,
+    kubeconfig: &str,
+    namespace: &str,
+    logs: &dyn Fn(&str) -> PathBuf,
+) -> TestResult {
+    install_crds(client).await?;
+    let (web, _web_task) = start_web().await?;
+    let script = quarry_e2e::model_server::Script::default().with_route(
+        quarry_e2e::model_server::Route::new(
+            "researcher",
+            "Research task:",
+            researcher_script(&web, "CEL validation"),
+        )
+        .by_turn(),
+    );
+    let model = ScriptedModel::start(script)
+        .await
+        .map_err(|e| format!("model server: {e}"))?;
+    // The leader dies while the researcher's third call is held.
+    model.hold_once("researcher", 2);
+    apply(
+        client,
+        ("", "v1", "Secret"),
+        namespace,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"}, "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
+    )
+    .await?;
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchProfile"),
+        namespace,
+        profile("default", &model.base_url(), &web),
+    )
+    .await?;
+    let lease = ["--lease-duration-seconds", "6"];
+    let (mut a, _) = start_operator_as(kubeconfig, namespace, &logs("a"), "a", &lease).await?;
+    let (mut b, _) = start_operator_as(kubeconfig, namespace, &logs("b"), "b", &lease).await?;
+    let first = wait_for(
+        "a lease holder",
+        Duration::from_secs(30),
+        || lease_holder(client, namespace),
+        |_: &String| true,
+    )
+    .await?;
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchRun"),
+        namespace,
+        run(
+            "handover",
+            "default",
+            "How do CEL validation rules work in CRDs?",
+        ),
+    )
+    .await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while model.recorded().len() < 3 {
+        if tokio::time::Instant::now() > deadline {
+            return Err("the researcher never reached its held call".into());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let started = |who: &str| {
+        std::fs::read_to_string(logs(who))
+            .unwrap_or_default()
+            .contains("research started")
+    };
+    let standby = if first == "a" { "b" } else { "a" };
+    if !started(&first) || started(standby) {
+        return Err(format!("only the holder {first} may research"));
+    }
+    let killed_at = tokio::time::Instant::now();
+    if first == "a" {
+        a.start_kill()
+    } else {
+        b.start_kill()
+    }
+    .map_err(|e| e.to_string())?;
+    let next = wait_for(
+        "the standby to take the lease",
+        Duration::from_secs(30),
+        || lease_holder(client, namespace),
+        |h: &String| h == standby,
+    )
+    .await?;
+    let handover = killed_at.elapsed();
+    if handover > Duration::from_secs(6 + 6) {
+        return Err(format!(
+            "handover to {next:?} took {handover:?}, over the lease duration"
+        ));
+    }
+    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), namespace);
+    let done = wait_run(&runs, "handover", "Completed", RUN_TIMEOUT, |r| {
+        r.is_finished()
+    })
+    .await?;
+    if !condition_is(&done, "Succeeded", "True", "Completed") || !started(standby) {
+        return Err(format!(
+            "the new leader did not complete the run: {:?}",
+            done.status
+        ));
+    }
+    // Two answered turns and the held one before the kill, then the redone researcher's four.
+    let recorded = model.recorded();
+    let answered = recorded.iter().filter(|r| r.answered).count();
+    if (recorded.len(), answered) != (7, 6) {
+        return Err(format!(
+            "unexpected model calls: {} sent, {answered} answered",
+            recorded.len()
+        ));
+    }
+    let usage = done.status.unwrap_or_default().usage.unwrap_or_default();
+    if usage.llm_calls != 6 {
+        return Err(format!(
+            "recorded usage must count the killed leader's calls: {usage:?}"
+        ));
+    }
+    Ok(())
 }

@@ -4,6 +4,7 @@
 
 pub mod artifacts;
 pub mod engine;
+pub mod leader;
 pub mod registry;
 pub mod search_engine;
 pub mod status;
@@ -76,6 +77,12 @@ pub enum Error {
     /// No Kubernetes client could be configured.
     #[error("cannot configure a Kubernetes client (set KUBECONFIG or run in a cluster): {0}")]
     Config(String),
+    /// This replica does not hold the leader lease (any more).
+    #[error("not the leader: another replica owns the runs")]
+    NotLeader,
+    /// Leader election failed or leadership was lost.
+    #[error(transparent)]
+    Leader(#[from] leader::LeaderError),
     /// A deleted run's object-store artifacts could not be deleted yet.
     #[error("{0}")]
     ArtifactCleanup(String),
@@ -90,6 +97,8 @@ impl Error {
             Error::Serialize { .. } => "Serialization",
             Error::Server(_) => "Server",
             Error::Config(_) => "Config",
+            Error::NotLeader => "NotLeader",
+            Error::Leader(_) => "LeaderElection",
             Error::ArtifactCleanup(_) => "ArtifactCleanup",
         }
     }
@@ -190,6 +199,8 @@ pub struct Context {
     /// The latest run object of each active status writer, so status written during research
     /// carries the current `observedGeneration` (spec.suspend and the TTL may change mid-run).
     latest: std::sync::Mutex<LatestRuns>,
+    /// Open while this replica holds the leader lease: no status is written otherwise.
+    pub fence: leader::Fence,
     /// The operator-wide object store, for profiles that configure none.
     pub default_object_store: Option<crate::store::object::ObjectStoreConfig>,
     /// Where each started run's store put its report, by run UID.
@@ -211,9 +222,16 @@ impl Context {
             metrics,
             status_interval: STATUS_INTERVAL,
             latest: Default::default(),
+            fence: leader::Fence::leading(),
             default_object_store: None,
             report_slots: Default::default(),
         }
+    }
+
+    /// The same context writing only while `fence` is open.
+    pub fn with_fence(mut self, fence: leader::Fence) -> Self {
+        self.fence = fence;
+        self
     }
 }
 
@@ -451,6 +469,10 @@ async fn apply_status(
     let desired = desired_status_at(run, view, &ctx.report_location(run), &now());
     if run.status.as_ref() == Some(&desired) {
         return Ok(desired);
+    }
+    if !ctx.fence.is_open() {
+        // Leadership was lost: the new leader owns this run's status.
+        return Err(Error::NotLeader);
     }
     let body = serde_json::json!({
         "apiVersion": ResearchRun::api_version(&()),
@@ -933,13 +955,39 @@ pub fn runs_using_profile(
 pub struct OperatorConfig {
     /// Address of the metrics and health server (`/metrics`, `/livez`, `/readyz`).
     pub listen: String,
-    /// Watch only this namespace (`None`: all namespaces).
+    /// Watch only these namespaces, comma-separated (`None`: all namespaces).
     pub namespace: Option<String>,
     /// Redis for the search and page cache shared by replicas (`None`: in-memory).
     pub redis_url: Option<String>,
     /// Operator-wide object store for profiles without `objectStore`; credentials and options
     /// from the operator's environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`, filled from a Secret).
     pub object_store_url: Option<String>,
+    /// Leader election: only the Lease holder runs research (`None`: a single replica).
+    pub leader: Option<LeaderSettings>,
+}
+
+/// Leader election settings of `quarry operator`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderSettings {
+    /// Lease name.
+    pub lease_name: String,
+    /// Namespace of the Lease (`None`: the operator's own namespace).
+    pub namespace: Option<String>,
+    /// Lease duration in seconds: a dead leader is replaced within it.
+    pub lease_seconds: u64,
+    /// Seconds before expiry the holder renews.
+    pub grace_seconds: u64,
+}
+
+impl Default for LeaderSettings {
+    fn default() -> Self {
+        Self {
+            lease_name: leader::DEFAULT_LEASE_NAME.into(),
+            namespace: None,
+            lease_seconds: leader::DEFAULT_LEASE_SECONDS,
+            grace_seconds: leader::DEFAULT_GRACE_SECONDS,
+        }
+    }
 }
 
 impl Default for OperatorConfig {
@@ -948,6 +996,7 @@ impl Default for OperatorConfig {
             listen: "0.0.0.0:8080".into(),
             namespace: None,
             redis_url: None,
+            leader: Some(LeaderSettings::default()),
             object_store_url: None,
         }
     }
@@ -979,6 +1028,22 @@ pub fn services(
     Ok(crate::wiring::Services::new(cache, metrics))
 }
 
+/// Pure: the watch scopes of a `--namespace` value: one per listed namespace (comma-separated,
+/// trimmed, first occurrence kept), or a single all-namespaces scope when none is given.
+pub fn watch_scopes(namespace: Option<&str>) -> Vec<Option<String>> {
+    let mut scopes: Vec<Option<String>> = Vec::new();
+    for ns in namespace.unwrap_or_default().split(',').map(str::trim) {
+        let scope = Some(ns.to_owned());
+        if !ns.is_empty() && !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    if scopes.is_empty() {
+        scopes.push(None);
+    }
+    scopes
+}
+
 /// Runs the operator: the HTTP server and the ResearchRun controller, until SIGINT/SIGTERM.
 pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let client = Client::try_default()
@@ -1000,72 +1065,172 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             let _ = server_stop.wait_for(|stop| *stop).await;
         },
     ));
+    // Standbys report ready (a rollout must not wait for the lease) but run nothing.
+    let mut leadership = match &config.leader {
+        Some(settings) => {
+            let namespace = settings
+                .namespace
+                .clone()
+                .unwrap_or_else(|| leader::operator_namespace(&client));
+            let mut lc = leader::LeaderConfig::new(namespace.clone());
+            lc.lease_name = settings.lease_name.clone();
+            lc.lease_seconds = settings.lease_seconds;
+            lc.grace_seconds = settings.grace_seconds;
+            let owner = leader::deployment_owner(&client, &namespace).await;
+            info!(lease = %format!("{namespace}/{}", lc.lease_name), identity = %lc.identity, owner = %leader::owner_name(&owner), "leader election");
+            leader::ensure_lease(&client, &lc, owner).await?;
+            readiness.set(true);
+            let mut leadership = leader::Leadership::start(client.clone(), &lc).await?;
+            metrics.set_leader(false);
+            tokio::select! {
+                acquired = leadership.acquired() => acquired?,
+                _ = tokio::signal::ctrl_c() => {
+                    let _ = stop_tx.send(true);
+                    leadership.release().await;
+                    return Ok(());
+                }
+            }
+            metrics.set_leader(true);
+            Some(leadership)
+        }
+        None => None,
+    };
+    let fence = leadership
+        .as_ref()
+        .map_or_else(leader::Fence::leading, leader::Leadership::fence);
+    let registry = Registry::new();
+    let work = run_controllers(client, config, metrics, readiness, fence, registry.clone());
+    let result = match leadership.as_mut() {
+        Some(l) => {
+            let outcome = l
+                .lead(work, move || {
+                    // Every executor stops at once; the new leader resumes from checkpoints.
+                    let aborted = registry.abort_all();
+                    warn!(aborted, "leadership lost: research stopped");
+                })
+                .await;
+            match outcome {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = stop_tx.send(true);
+                    return Err(e.into());
+                }
+            }
+        }
+        None => work.await,
+    };
+    let _ = stop_tx.send(true);
+    if let Some(l) = leadership {
+        l.release().await;
+    }
+    if let Err(e) = server
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()))
+    {
+        warn!(error = %e, "server ended abnormally");
+    }
+    result
+}
+
+/// The ResearchRun and SearchEngine controllers of the leader, until SIGINT/SIGTERM. Research
+/// tasks go to `registry`, which the caller aborts when the lease is lost.
+async fn run_controllers(
+    client: Client,
+    config: OperatorConfig,
+    metrics: Metrics,
+    readiness: Readiness,
+    fence: leader::Fence,
+    registry: Registry,
+) -> Result<(), Error> {
     let services = services(config.redis_url.as_deref(), Some(metrics.clone()))?;
     let engines_ctx = Arc::new(search_engine::EngineContext::new(
         client.clone(),
         metrics.clone(),
         services.health.clone(),
     ));
-    let engines = tokio::spawn(search_engine::run_controller(
-        client.clone(),
-        config.namespace.clone(),
-        engines_ctx,
-    ));
+    let scopes = watch_scopes(config.namespace.as_deref());
+    let engines: Vec<_> = scopes
+        .iter()
+        .map(|scope| {
+            tokio::spawn(search_engine::run_controller(
+                client.clone(),
+                scope.clone(),
+                engines_ctx.clone(),
+            ))
+        })
+        .collect();
     let launcher = Arc::new(
         engine::EngineLauncher::new(client.clone())
             .with_metrics(metrics.clone())
             .with_services(services),
     );
-    let mut ctx = Context::new(client.clone(), launcher, metrics);
+    let mut ctx = Context::new(client.clone(), launcher, metrics).with_fence(fence);
+    ctx.registry = registry;
     ctx.default_object_store = config
         .object_store_url
         .as_deref()
         .map(default_object_store)
         .transpose()?;
     let ctx = Arc::new(ctx);
-    let (runs, configmaps, profiles): (Api<ResearchRun>, Api<ConfigMap>, Api<ResearchProfile>) =
-        match &config.namespace {
-            Some(ns) => (
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client.clone(), ns),
-            ),
-            None => (
-                Api::all(client.clone()),
-                Api::all(client.clone()),
-                Api::all(client.clone()),
-            ),
-        };
-    let controller = Controller::new(runs, watcher::Config::default());
-    let store = controller.store();
-    let run_index = store.clone();
-    let controller = controller
-        .owns(
-            configmaps,
-            watcher::Config::default().labels(crate::store::configmap::RUN_LABEL),
-        )
-        // A profile applied after its runs (GitOps order) starts them at once, not at the next
-        // stall retry.
-        .watches(
-            profiles,
-            watcher::Config::default(),
-            move |profile: ResearchProfile| runs_using_profile(&run_index.state(), &profile),
-        )
-        .shutdown_on_signal();
+    // One controller per watched namespace (or one for all): each has its own run cache.
+    let mut stores = Vec::new();
+    let mut controllers = Vec::new();
+    for scope in &scopes {
+        let (runs, configmaps, profiles): (Api<ResearchRun>, Api<ConfigMap>, Api<ResearchProfile>) =
+            match scope {
+                Some(ns) => (
+                    Api::namespaced(client.clone(), ns),
+                    Api::namespaced(client.clone(), ns),
+                    Api::namespaced(client.clone(), ns),
+                ),
+                None => (
+                    Api::all(client.clone()),
+                    Api::all(client.clone()),
+                    Api::all(client.clone()),
+                ),
+            };
+        let controller = Controller::new(runs, watcher::Config::default());
+        let store = controller.store();
+        let run_index = store.clone();
+        stores.push(store);
+        controllers.push(
+            controller
+                .owns(
+                    configmaps,
+                    watcher::Config::default().labels(crate::store::configmap::RUN_LABEL),
+                )
+                // A profile applied after its runs (GitOps order) starts them at once, not at the
+                // next stall retry.
+                .watches(
+                    profiles,
+                    watcher::Config::default(),
+                    move |profile: ResearchProfile| {
+                        runs_using_profile(&run_index.state(), &profile)
+                    },
+                )
+                .shutdown_on_signal(),
+        );
+    }
     // Ready once the run cache has synced; a janitor cancels research of runs that were deleted.
     tokio::spawn({
-        let store = store.clone();
+        let stores = stores.clone();
         let ctx = ctx.clone();
         async move {
-            if store.wait_until_ready().await.is_err() {
-                return;
+            for store in &stores {
+                if store.wait_until_ready().await.is_err() {
+                    return;
+                }
             }
             readiness.set(true);
             info!("ResearchRun cache synced; ready");
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
-                let live: std::collections::HashSet<String> =
-                    store.state().iter().filter_map(|r| r.uid()).collect();
+                let live: std::collections::HashSet<String> = stores
+                    .iter()
+                    .flat_map(|store| store.state())
+                    .filter_map(|r| r.uid())
+                    .collect();
                 for uid in ctx.registry.uids() {
                     if !live.contains(&uid) {
                         info!(uid = %uid, "run deleted; cancelling its research");
@@ -1077,22 +1242,40 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             }
         }
     });
-    controller
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                debug!(error = %e, "controller event");
-            }
-        })
-        .await;
-    let _ = stop_tx.send(true);
-    // Both controllers stop on the same signal.
-    if let Err(e) = engines.await {
-        warn!(error = %e, "SearchEngine controller ended abnormally");
-    }
-    match server.await {
-        Ok(result) => result?,
-        Err(e) => warn!(error = %e, "server task ended abnormally"),
+    futures::future::join_all(controllers.into_iter().map(|controller| {
+        controller
+            .run(reconcile, error_policy, ctx.clone())
+            .for_each(|result| async move {
+                if let Err(e) = result {
+                    debug!(error = %e, "controller event");
+                }
+            })
+    }))
+    .await;
+    // All controllers stop on the same signal.
+    for handle in engines {
+        if let Err(e) = handle.await {
+            warn!(error = %e, "SearchEngine controller ended abnormally");
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::watch_scopes;
+
+    #[test]
+    fn watch_scopes_split_a_namespace_list() {
+        assert_eq!(watch_scopes(None), vec![None]);
+        assert_eq!(watch_scopes(Some("")), vec![None]);
+        assert_eq!(
+            watch_scopes(Some("research")),
+            vec![Some("research".to_owned())]
+        );
+        assert_eq!(
+            watch_scopes(Some("research, team-b,research,")),
+            vec![Some("research".to_owned()), Some("team-b".to_owned())]
+        );
+    }
 }

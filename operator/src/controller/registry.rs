@@ -34,6 +34,8 @@ pub type ResearchTask = BoxFuture<'static, RunState>;
 
 struct Entry {
     control: watch::Sender<Signal>,
+    /// Aborts the task outright (leadership lost: not one more write).
+    abort: Option<tokio::task::AbortHandle>,
     presence: Presence,
     /// The state the task ended with, so reconcile can write the final status if the writer
     /// could not.
@@ -105,6 +107,7 @@ impl Registry {
                 uid.to_string(),
                 Entry {
                     control: tx,
+                    abort: None,
                     presence: Presence::Active,
                     last: None,
                 },
@@ -112,8 +115,9 @@ impl Registry {
         }
         let task = make_task(rx);
         let registry = self.clone();
-        let uid = uid.to_string();
-        tokio::spawn(async move {
+        let task_uid = uid.to_string();
+        let handle = tokio::spawn(async move {
+            let uid = task_uid;
             let state = task.await;
             let presence = if state.phase.is_terminal() {
                 Presence::Finished
@@ -126,7 +130,27 @@ impl Registry {
             }
             on_done(state);
         });
+        if let Some(entry) = self.lock().get_mut(uid) {
+            entry.abort = Some(handle.abort_handle());
+        }
         true
+    }
+
+    /// Aborts every running task at once, without a final checkpoint or status write (another
+    /// replica holds the lease now and owns the runs); returns how many were running.
+    pub fn abort_all(&self) -> usize {
+        let mut entries = self.lock();
+        let mut aborted = 0;
+        for entry in entries.values_mut() {
+            if entry.presence == Presence::Active {
+                if let Some(h) = entry.abort.take() {
+                    h.abort();
+                }
+                entry.presence = Presence::Stopped;
+                aborted += 1;
+            }
+        }
+        aborted
     }
 
     /// Sends `signal` to the active task of `uid`; returns whether there was one.
@@ -205,6 +229,34 @@ mod tests {
         ));
         registry.remove("u1");
         assert_eq!(registry.presence("u1"), Presence::Absent);
+    }
+
+    #[tokio::test]
+    async fn abort_all_stops_running_tasks_without_their_completion() {
+        let registry = Registry::new();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = done.clone();
+        registry.start(
+            "u1",
+            move |_| {
+                Box::pin(async move {
+                    // Holds the sender until aborted: the receiver then sees it dropped.
+                    let _tx = tx;
+                    std::future::pending::<()>().await;
+                    state(Phase::Completed)
+                })
+            },
+            move |_| seen.store(true, std::sync::atomic::Ordering::SeqCst),
+        );
+        assert_eq!(registry.abort_all(), 1);
+        assert!(rx.await.is_err(), "the task was dropped");
+        assert!(
+            !done.load(std::sync::atomic::Ordering::SeqCst),
+            "no completion ran"
+        );
+        assert_eq!(registry.presence("u1"), Presence::Stopped);
+        assert_eq!(registry.abort_all(), 0);
     }
 
     #[tokio::test]

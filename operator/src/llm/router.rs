@@ -81,6 +81,56 @@ pub struct CallRecord {
     /// The agenda task of the researcher that made the call (absent for lead calls).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<u32>,
+    /// The call's exact cost (`costUSD` is rounded to micro-dollars).
+    #[serde(rename = "costPicoUSD")]
+    pub cost_pico_usd: u64,
+    /// What the run had spent in all once this call settled, across restarts: a resumed run
+    /// recovers its exact spend from the newest line (calls after its last checkpoint included).
+    pub run_total: RunTotal,
+}
+
+/// The run's cumulative spend as each call line of the provenance log records it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunTotal {
+    pub input_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(rename = "costPicoUSD")]
+    pub cost_pico_usd: u64,
+    pub llm_calls: u64,
+}
+
+impl From<&Usage> for RunTotal {
+    fn from(u: &Usage) -> Self {
+        Self {
+            input_tokens: u.input_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+            output_tokens: u.output_tokens,
+            cost_pico_usd: u.cost_pico_usd,
+            llm_calls: u.llm_calls,
+        }
+    }
+}
+
+impl From<RunTotal> for Usage {
+    fn from(t: RunTotal) -> Self {
+        Self {
+            input_tokens: t.input_tokens,
+            cached_input_tokens: t.cached_input_tokens,
+            output_tokens: t.output_tokens,
+            cost_pico_usd: t.cost_pico_usd,
+            llm_calls: t.llm_calls,
+        }
+    }
+}
+
+/// Makes the provenance log durable; the router waits for it after each answered call, so no
+/// answer is used before its cost is on record (a crash loses no paid call that mattered).
+#[async_trait::async_trait]
+pub trait CallJournal: Send + Sync {
+    /// Persists every record logged so far (best effort: failures are the journal's to report).
+    async fn sync(&self);
 }
 
 /// One search or page read as the provenance log records it (one JSON line each).
@@ -119,12 +169,18 @@ struct Spend {
     tokens: u64,
     reserved_cost: u64,
     reserved_tokens: u64,
+    /// Everything spent so far, resumed runs included (the `runTotal` of call lines).
+    spent: Usage,
+    /// Records logged so far (calls and sources, dropped ones included): the journal's version.
+    logged: u64,
 }
 
 /// The run's budget as the router sees it: spend so far plus what calls in flight may still cost.
 #[derive(Debug, Default)]
 pub struct SpendGuard {
     inner: Mutex<Spend>,
+    /// Where answered calls are made durable (the run's provenance log), when there is one.
+    journal: Mutex<Option<std::sync::Weak<dyn CallJournal>>>,
 }
 
 /// The worst case of one call in flight, held against the budget until it settles.
@@ -149,14 +205,16 @@ impl SpendGuard {
         self.lock().by_model.clone()
     }
 
-    /// Appends a call to the provenance log.
-    pub fn log_call(&self, record: CallRecord) {
+    /// Appends a call to the provenance log, stamped with the run's total spend so far.
+    pub fn log_call(&self, mut record: CallRecord) {
         let mut s = self.lock();
+        record.run_total = RunTotal::from(&s.spent);
         if s.calls.len() >= MAX_CALL_RECORDS {
             s.calls.remove(0);
             s.calls_dropped += 1;
         }
         s.calls.push(record);
+        s.logged += 1;
     }
 
     /// Appends a search or page read to the provenance log.
@@ -166,6 +224,35 @@ impl SpendGuard {
             s.sources.remove(0);
         }
         s.sources.push(record);
+        s.logged += 1;
+    }
+
+    /// How many records were logged so far: changes whenever the log does.
+    pub fn logged(&self) -> u64 {
+        self.lock().logged
+    }
+
+    /// Everything the run spent so far (what it had before a restart included).
+    pub fn spent(&self) -> Usage {
+        self.lock().spent
+    }
+
+    /// Names the journal that makes answered calls durable.
+    pub fn set_journal(&self, journal: std::sync::Weak<dyn CallJournal>) {
+        *self.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(journal);
+    }
+
+    /// Waits until every call logged so far is durable (returns at once without a journal).
+    pub async fn sync_journal(&self) {
+        let journal = self
+            .journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .and_then(std::sync::Weak::upgrade);
+        if let Some(journal) = journal {
+            journal.sync().await;
+        }
     }
 
     /// The searches and page reads logged so far.
@@ -200,6 +287,7 @@ impl SpendGuard {
         s.max_tokens = max_tokens;
         s.cost = spent.cost_pico_usd;
         s.tokens = spent.input_tokens + spent.output_tokens;
+        s.spent = *spent;
     }
 
     /// Holds a call's worst case against the budget, or refuses the call.
@@ -240,6 +328,7 @@ impl SpendGuard {
         s.reserved_tokens = s.reserved_tokens.saturating_sub(r.tokens);
         s.cost += used.cost_pico_usd;
         s.tokens += used.input_tokens + used.output_tokens;
+        s.spent.add(used);
     }
 
     /// Drops a reservation of a call that failed without reported usage.
@@ -444,7 +533,7 @@ impl ChatModel for Router {
             let seconds = started.elapsed().as_secs_f64();
             let trace_id = crate::telemetry::trace_id_of(&span);
             let used = result.as_ref().map(|r| r.usage).unwrap_or_default();
-            self.guard.log_call(CallRecord {
+            let record = CallRecord {
                 time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                 kind: "modelCall",
                 tier: tier.name.clone(),
@@ -459,7 +548,9 @@ impl ChatModel for Router {
                 duration_ms: (seconds * 1000.0) as u64,
                 trace_id: trace_id.clone(),
                 task: current_task(),
-            });
+                cost_pico_usd: used.cost_pico_usd,
+                run_total: RunTotal::default(),
+            };
             match &result {
                 Ok(resp) => {
                     span.record("gen_ai.response.model", resp.model.as_str());
@@ -479,11 +570,15 @@ impl ChatModel for Router {
                     tier.endpoint.with_breaker(|b| b.on_success());
                     self.guard.settle(reservation, &resp.usage);
                     self.guard.record_model(&tier.model_name, &resp.usage);
+                    self.guard.log_call(record);
                     self.record(tier, "ok", Some(&resp.usage), Some(seconds), trace_id);
+                    // The answer is used only once its cost is on record.
+                    self.guard.sync_journal().await;
                     return Ok(resp);
                 }
                 Err(e) => {
                     self.guard.release(reservation);
+                    self.guard.log_call(record);
                     if let LlmError::Config(_) = e {
                         return Err(e);
                     }

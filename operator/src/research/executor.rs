@@ -6,11 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 use tracing::{Instrument, info, warn};
 
+use super::checkpoint::Writer as CheckpointWriter;
+use super::journal::EventLog;
 use super::lead;
 use super::reducer::{Command, Event, reduce};
 use super::report;
@@ -22,17 +23,15 @@ use crate::scrape::Fetcher;
 use crate::sources::{Gatherer, SpecialisedSources};
 use crate::store::{ArtifactStore, StoreError};
 
-/// Artifact key of the engine checkpoint.
-pub const CHECKPOINT_KEY: &str = "checkpoint.json";
+pub use super::checkpoint::CHECKPOINT_KEY;
+pub use super::journal::{EVENTS_KEY, MAX_EVENTS_BYTES};
 /// Artifact key of the final Markdown report.
 pub const REPORT_KEY: &str = "report.md";
 /// Artifact key of the machine-readable findings.
 pub const FINDINGS_KEY: &str = "findings.json";
-/// Artifact key of the provenance log: one JSON line per model call (DESIGN §4).
-pub const EVENTS_KEY: &str = "events.jsonl";
-/// Largest provenance log written, in bytes; older lines are dropped first (about 10k calls,
-/// a few hundred KB once the ConfigMap store gzips it).
-pub const MAX_EVENTS_BYTES: usize = 4 * 1024 * 1024;
+/// Artifact key of the progressive Markdown: finished researcher reports, readable before
+/// synthesis (seed 001's progressive Markdown).
+pub const PROGRESS_KEY: &str = "progress.md";
 
 /// Tunables of the engine.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,42 +104,20 @@ impl RunObserver for NoopObserver {
     fn on_change(&self, _state: &RunState, _event: &Event) {}
 }
 
-/// Serializes a checkpoint: the SHA-256 of the state JSON on the first line, the JSON after it.
+/// Serializes a checkpoint (see [`super::checkpoint`]), for stores written by hand.
 pub fn encode_checkpoint(state: &RunState) -> Result<Vec<u8>, serde_json::Error> {
-    let json = serde_json::to_vec(state)?;
-    let digest = hex::encode(Sha256::digest(&json));
-    let mut out = Vec::with_capacity(json.len() + 65);
-    out.extend_from_slice(digest.as_bytes());
-    out.push(b'\n');
-    out.extend_from_slice(&json);
-    Ok(out)
+    super::checkpoint::encode(state, 0).map(|(bytes, _)| bytes)
 }
 
-/// Parses and verifies a checkpoint written by [`encode_checkpoint`].
+/// Parses and verifies one checkpoint.
 pub fn decode_checkpoint(bytes: &[u8]) -> Result<RunState, String> {
-    let split = bytes
-        .iter()
-        .position(|b| *b == b'\n')
-        .ok_or("no digest line")?;
-    let (digest, json) = (&bytes[..split], &bytes[split + 1..]);
-    let actual = hex::encode(Sha256::digest(json));
-    if digest != actual.as_bytes() {
-        return Err("sha256 mismatch: the checkpoint was altered or truncated".to_string());
-    }
-    serde_json::from_slice(json).map_err(|e| format!("checkpoint JSON: {e}"))
+    super::checkpoint::decode(bytes).map(|(state, _)| state)
 }
 
-/// Loads the run's last checkpoint from its store, if there is one.
+/// Loads the run's latest usable checkpoint from its store, if there is one (falling back to the
+/// previous checkpoint when the latest fails its hash).
 pub async fn load_checkpoint(store: &dyn ArtifactStore) -> Result<Option<RunState>, StoreError> {
-    match store.get(CHECKPOINT_KEY).await? {
-        None => Ok(None),
-        Some(bytes) => decode_checkpoint(&bytes)
-            .map(Some)
-            .map_err(|message| StoreError::Corrupt {
-                key: CHECKPOINT_KEY.to_string(),
-                message,
-            }),
-    }
+    Ok(super::checkpoint::load(store).await?.map(|l| l.state))
 }
 
 struct Runner {
@@ -150,10 +127,23 @@ struct Runner {
     tx: mpsc::UnboundedSender<Event>,
     pool: Arc<UrlPool>,
     work: Vec<AbortHandle>,
-    /// The provenance log a resumed run found in its store.
-    earlier_events: Vec<u8>,
+    /// The provenance log (and cost journal) of the run.
+    events: Arc<EventLog>,
+    checkpoints: CheckpointWriter,
+    /// Researcher reports already in the progressive Markdown.
+    progress_written: usize,
     /// Steering channels of running researchers, by task id (seed 000).
     steering: std::collections::BTreeMap<u32, mpsc::UnboundedSender<ResearcherReport>>,
+}
+
+impl Drop for Runner {
+    /// An executor dropped mid-run (its task aborted: leadership lost, shutdown) takes its work
+    /// down with it, so no orphaned researcher keeps calling models.
+    fn drop(&mut self) {
+        for h in self.work.drain(..) {
+            h.abort();
+        }
+    }
 }
 
 impl Runner {
@@ -337,50 +327,23 @@ impl Runner {
                 self.steering.clear();
             }
             Command::Checkpoint => {
-                match encode_checkpoint(&self.state) {
-                    Ok(bytes) => {
-                        if let Err(e) = engine.store.put(CHECKPOINT_KEY, &bytes).await {
-                            // Losing a checkpoint costs redone work after a crash, not correctness.
-                            warn!(error = %e, "checkpoint not written");
-                        }
-                    }
-                    Err(e) => warn!(error = %e, "checkpoint not serialized"),
+                // Losing a checkpoint costs redone work after a crash, not correctness.
+                match self
+                    .checkpoints
+                    .write(engine.store.as_ref(), &self.state)
+                    .await
+                {
+                    Ok(_) => super::failpoint::after_checkpoint(&self.state),
+                    Err(e) => warn!(error = %e, "checkpoint not written"),
                 }
-                // The provenance log travels with the checkpoints (coalesced the same way).
-                let (calls, _) = engine.spend.calls();
-                let sources = engine.spend.sources();
-                if !calls.is_empty() || !sources.is_empty() {
-                    // A resumed run keeps the log of the calls made before the restart.
-                    let mut log = self.earlier_events.clone();
-                    // Model calls and searches/reads interleaved by time (RFC 3339 in UTC with
-                    // fixed precision sorts as text).
-                    let mut lines: Vec<(&str, serde_json::Result<Vec<u8>>)> = calls
-                        .iter()
-                        .map(|c| (c.time.as_str(), serde_json::to_vec(c)))
-                        .chain(
-                            sources
-                                .iter()
-                                .map(|r| (r.time.as_str(), serde_json::to_vec(r))),
-                        )
-                        .collect();
-                    lines.sort_by(|a, b| a.0.cmp(b.0));
-                    for (_, line) in lines {
-                        if let Ok(line) = line {
-                            log.extend_from_slice(&line);
-                            log.push(b'\n');
-                        }
-                    }
-                    if log.len() > MAX_EVENTS_BYTES {
-                        // Keep the newest lines, cut at a line boundary.
-                        let cut = log.len() - MAX_EVENTS_BYTES;
-                        let start = log[cut..]
-                            .iter()
-                            .position(|b| *b == b'\n')
-                            .map_or(log.len(), |p| cut + p + 1);
-                        log.drain(..start);
-                    }
-                    if let Err(e) = engine.store.put(EVENTS_KEY, &log).await {
-                        warn!(error = %e, "event log not written");
+                if let Err(e) = self.events.commit().await {
+                    warn!(error = %e, "event log not written");
+                }
+                if self.state.reports.len() != self.progress_written {
+                    let markdown = report::progress_markdown(&self.state);
+                    match engine.store.put(PROGRESS_KEY, markdown.as_bytes()).await {
+                        Ok(()) => self.progress_written = self.state.reports.len(),
+                        Err(e) => warn!(error = %e, "progress report not written"),
                     }
                 }
             }
@@ -390,6 +353,14 @@ impl Runner {
 
 /// Stores the report, retrying briefly: the report is written exactly once, by this step only.
 async fn publish(store: &dyn ArtifactStore, markdown: &str, findings: &str) -> Event {
+    // A resumed run that already stored this very report (crash after the write, before the
+    // checkpoint saying so) does not write it again.
+    if let (Ok(Some(r)), Ok(Some(f))) = (store.get(REPORT_KEY).await, store.get(FINDINGS_KEY).await)
+        && r == markdown.as_bytes()
+        && f == findings.as_bytes()
+    {
+        return Event::Published;
+    }
     let mut last = String::new();
     for attempt in 0..4u32 {
         if attempt > 0 {
@@ -429,14 +400,6 @@ pub async fn run(
     if let Some(trace_id) = crate::telemetry::trace_id_of(&tracing::Span::current()) {
         state.trace_id = Some(trace_id);
     }
-    // The router refuses calls whose worst case would pass the run's limits; a resumed run
-    // keeps what it already spent.
-    engine.spend.configure(
-        state.input.limits.max_cost_pico_usd,
-        state.input.limits.max_tokens,
-        &state.usage,
-    );
-    engine.spend.restore_by_model(&state.usage_by_model);
     let earlier_events = if state.phase == Phase::Pending {
         Vec::new()
     } else {
@@ -448,6 +411,25 @@ pub async fn run(
             .flatten()
             .unwrap_or_default()
     };
+    // Calls answered after the checkpoint (the killed attempt's) are in the journal: the run
+    // keeps paying for them, exactly once.
+    let recovered = super::journal::recovered_spend(&earlier_events);
+    if let Some(r) = &recovered {
+        let (next, _) = reduce(state, Event::SpendRecovered { usage: r.total });
+        state = next;
+    }
+    // The router refuses calls whose worst case would pass the run's limits; a resumed run
+    // keeps what it already spent.
+    engine.spend.configure(
+        state.input.limits.max_cost_pico_usd,
+        state.input.limits.max_tokens,
+        &state.usage,
+    );
+    match recovered.and_then(|r| r.by_model) {
+        Some(by_model) => engine.spend.restore_by_model(&by_model),
+        None => engine.spend.restore_by_model(&state.usage_by_model),
+    }
+    let events = EventLog::attach(engine.store.clone(), engine.spend.clone(), earlier_events);
     let pool = Arc::new(UrlPool::with(state.fetched_urls.iter().cloned()));
     let first = if state.phase == Phase::Pending {
         Event::Start
@@ -467,7 +449,9 @@ pub async fn run(
         pool,
         work: Vec::new(),
         steering: Default::default(),
-        earlier_events,
+        events,
+        checkpoints: CheckpointWriter::new(),
+        progress_written: 0,
     };
     let initial = *control.borrow_and_update();
     match initial {
@@ -517,5 +501,6 @@ pub async fn run(
     while let Ok(event) = rx.try_recv() {
         runner.apply(event).await;
     }
-    runner.state
+    let placeholder = RunState::new(runner.state.input.clone());
+    std::mem::replace(&mut runner.state, placeholder)
 }

@@ -3,8 +3,11 @@
 //! Knows nothing about Kubernetes (DESIGN §1).
 
 pub mod budget;
+pub mod checkpoint;
 pub mod evidence;
 pub mod executor;
+pub mod failpoint;
+pub mod journal;
 pub mod lead;
 pub mod outputs;
 pub mod prompts;

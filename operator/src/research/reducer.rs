@@ -51,6 +51,9 @@ pub enum Event {
     Cancel,
     /// The run was restored from a checkpoint after a restart: in-flight work is redone.
     Recover,
+    /// The provenance log of a restarted run records this much spend in all: calls answered
+    /// after the checkpoint (by work that is now redone) were paid for too.
+    SpendRecovered { usage: Usage },
 }
 
 /// Work the executor must do.
@@ -267,6 +270,7 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
                 continue_phase(state, cmds);
             }
         }
+        Event::SpendRecovered { usage } => recover_spend(state, &usage),
         Event::Recover => {
             requeue_running(state);
             if !state.suspended {
@@ -280,6 +284,17 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
             cmds.push(Command::StopAll);
             cmds.push(Command::Checkpoint);
         }
+    }
+}
+
+/// Raises the run's spend to what its journal recorded; the journal never undercounts (every
+/// answer is on record before it is used), the checkpoint may lag it.
+fn recover_spend(state: &mut RunState, journal: &Usage) {
+    if journal.llm_calls > state.usage.llm_calls
+        || (journal.llm_calls == state.usage.llm_calls
+            && journal.cost_pico_usd > state.usage.cost_pico_usd)
+    {
+        state.usage = *journal;
     }
 }
 

@@ -946,3 +946,26 @@ fn an_evaluator_answer_that_is_not_json_synthesizes() {
         vec![Command::Checkpoint, Command::Synthesize { partial: false }]
     );
 }
+
+#[test]
+fn recovered_spend_raises_usage_to_the_journal_and_never_lowers_it() {
+    let mut s = deep(2);
+    s.phase = Phase::Researching;
+    s.usage = usage(100, 10, 1_000);
+    // The killed attempt answered two more calls after the checkpoint.
+    let journal = Usage {
+        llm_calls: 3,
+        ..usage(400, 40, 4_000)
+    };
+    let (s, cmds) = reduce(s, Event::SpendRecovered { usage: journal });
+    assert_eq!(s.usage, journal);
+    assert!(cmds.is_empty(), "recovery of spend does no work: {cmds:?}");
+    // A journal behind the checkpoint (its write failed) changes nothing.
+    let (s, _) = reduce(
+        s,
+        Event::SpendRecovered {
+            usage: usage(1, 1, 1),
+        },
+    );
+    assert_eq!(s.usage, journal);
+}

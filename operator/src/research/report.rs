@@ -264,6 +264,36 @@ pub fn check(state: &RunState, draft: Draft) -> Checked {
     }
 }
 
+/// The progressive Markdown (seed 001): every finished researcher report in agenda order,
+/// readable while the run goes on and kept if it never finishes. Citations here have not been
+/// through the evidence gate yet; the final report's have.
+pub fn progress_markdown(state: &RunState) -> String {
+    let mut md = format!(
+        "# {} (in progress)
+
+",
+        one_line(&state.input.query)
+    );
+    md.push_str(&format!(
+        "_Phase {}, round {}: {} of {} tasks reported. Researcher reports as written; the final report checks every citation._\n",
+        state.phase,
+        state.round,
+        state.reports.len(),
+        state.agenda.len()
+    ));
+    let mut reports: Vec<_> = state.reports.iter().collect();
+    reports.sort_by_key(|r| r.task_id);
+    for r in reports {
+        let task = state
+            .agenda
+            .iter()
+            .find(|t| t.id == r.task_id)
+            .map_or_else(|| format!("Task {}", r.task_id), |t| one_line(&t.query));
+        md.push_str(&format!("\n## {task}\n\n{}\n", r.markdown.trim()));
+    }
+    md
+}
+
 /// Builds the final report from a body: the evidence gate, a Sources section, findings JSON.
 pub fn compose(state: &RunState, body: &str, partial: bool) -> FinalReport {
     render(state, check(state, Draft::study(body)), partial)

@@ -61,6 +61,11 @@ pub fn events_configmap_name(run_name: &str) -> String {
     format!("{run_name}-events")
 }
 
+/// Name of the ConfigMap holding a run's second checkpoint slot.
+pub fn checkpoint_b_configmap_name(run_name: &str) -> String {
+    format!("{run_name}-state-b")
+}
+
 /// Name of the ConfigMap holding a run's checkpoint and other artifacts.
 pub fn state_configmap_name(run_name: &str) -> String {
     format!("{run_name}-state")
@@ -89,6 +94,10 @@ impl ConfigMapStore {
             report_configmap_name(&self.run_name)
         } else if key == EVENTS_KEY {
             events_configmap_name(&self.run_name)
+        } else if key == crate::research::checkpoint::SLOTS[1] {
+            // Each checkpoint slot has a ConfigMap of its own: two full states side by side
+            // would halve the room a run's state may take.
+            checkpoint_b_configmap_name(&self.run_name)
         } else {
             state_configmap_name(&self.run_name)
         };
@@ -407,6 +416,8 @@ mod tests {
         assert_eq!(at("report.md"), "r1-report");
         assert_eq!(at("findings.json"), "r1-report");
         assert_eq!(at("checkpoint.json"), "r1-state");
+        assert_eq!(at("checkpoint-a.json"), "r1-state");
+        assert_eq!(at("checkpoint-b.json"), "r1-state-b");
         // The provenance log has its own ConfigMap: it can never crowd out a checkpoint.
         assert_eq!(at("events.jsonl"), "r1-events");
     }

@@ -262,6 +262,8 @@ pub struct Metrics {
     pub search_backend_breaker_state: Family<BackendLabels, Gauge>,
     /// `quarry_cache_requests_total{kind,backend,result}`: search and page cache lookups.
     pub cache_requests: Family<CacheLabels, Counter>,
+    /// `quarry_leader`: 1 while this replica holds the leader lease.
+    pub leader: Gauge,
     /// `quarry_run_duration_seconds{mode,outcome}`: start to terminal phase.
     pub run_duration: Family<OutcomeLabels, HistogramWithExemplars<TraceLabels>>,
     /// `quarry_run_cost_usd{namespace,profile}`: what each finished run cost.
@@ -434,6 +436,12 @@ impl Metrics {
             "Circuit breaker of each search backend: 0 closed, 1 half-open, 2 open",
             search_backend_breaker_state.clone(),
         );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this operator replica holds the leader lease (and runs research)",
+            leader.clone(),
+        );
         let cache_requests = Family::<CacheLabels, Counter>::default();
         registry.register(
             "cache_requests",
@@ -486,6 +494,7 @@ impl Metrics {
             search_backend_requests,
             search_backend_breaker_state,
             cache_requests,
+            leader,
             run_duration,
             run_cost,
             phases: Arc::default(),
@@ -559,6 +568,11 @@ impl Metrics {
         if !ok {
             self.reconcile_errors_total.get_or_create(&controller).inc();
         }
+    }
+
+    /// Exports whether this replica leads.
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
     }
 
     /// Exports an engine's new health state: 1 on its state's series, 0 on the others.

@@ -1,0 +1,152 @@
+//! The Dockerfile read as text (no Docker engine runs here, so the image cannot be built in CI):
+//! what the image holds and runs as, and that the dependency-caching stub step matches the
+//! workspace's Cargo targets, which is what would break the build first when a target is added.
+
+use std::collections::BTreeSet;
+
+use quarry_e2e::kube_tools::repo_root;
+
+fn dockerfile() -> String {
+    std::fs::read_to_string(repo_root().join("Dockerfile")).expect("Dockerfile")
+}
+
+/// Logical lines (continuations joined), comments dropped.
+fn instructions(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('#') || trimmed.is_empty() && current.is_empty() {
+            continue;
+        }
+        if let Some(part) = trimmed.strip_suffix('\\') {
+            current.push_str(part);
+            current.push(' ');
+        } else {
+            current.push_str(trimmed);
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    out
+}
+
+#[test]
+fn image_is_multi_stage_distroless_non_root_with_only_the_binary_and_config() {
+    let lines = instructions(&dockerfile());
+    let froms: Vec<&String> = lines.iter().filter(|l| l.starts_with("FROM ")).collect();
+    assert_eq!(froms.len(), 2, "{froms:?}");
+    assert!(froms[0].ends_with(" AS build"));
+    assert!(
+        froms[1].starts_with("FROM gcr.io/distroless/cc-debian12:nonroot"),
+        "{}",
+        froms[1]
+    );
+    let final_stage: Vec<&String> = lines
+        .iter()
+        .skip_while(|l| *l != froms[1])
+        .skip(1)
+        .collect();
+    let copies: Vec<&str> = final_stage
+        .iter()
+        .filter(|l| l.starts_with("COPY "))
+        .map(|l| l.as_str())
+        .collect();
+    assert_eq!(
+        copies,
+        vec![
+            "COPY --from=build /out/quarry /usr/local/bin/quarry",
+            "COPY config /etc/quarry"
+        ]
+    );
+    assert!(final_stage.contains(&&"USER 65532:65532".to_owned()));
+    assert!(
+        !final_stage.iter().any(|l| l.starts_with("RUN ")),
+        "no shell in distroless"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("cargo build --release --locked -p quarry --bin quarry"))
+    );
+    assert!(final_stage.contains(&&"ENTRYPOINT [\"/usr/local/bin/quarry\"]".to_owned()));
+}
+
+#[test]
+fn build_context_admits_what_the_dockerfile_copies() {
+    let ignore = std::fs::read_to_string(repo_root().join(".dockerignore")).expect(".dockerignore");
+    let admitted: Vec<&str> = ignore
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix('!'))
+        .collect();
+    assert!(
+        ignore.lines().any(|l| l.trim() == "*"),
+        "the context starts empty"
+    );
+    for line in instructions(&dockerfile()) {
+        let Some(rest) = line.strip_prefix("COPY ") else {
+            continue;
+        };
+        if rest.starts_with("--from") {
+            continue;
+        }
+        let parts: Vec<&str> = rest.split_whitespace().collect();
+        for source in &parts[..parts.len() - 1] {
+            assert!(
+                repo_root().join(source).exists(),
+                "COPY {source}: no such path"
+            );
+            assert!(
+                admitted.iter().any(|a| {
+                    let a = a.trim_end_matches('/');
+                    *source == a
+                        || source.starts_with(&format!("{a}/"))
+                        || a.starts_with(&format!("{source}/"))
+                }),
+                "COPY {source} is excluded by .dockerignore"
+            );
+        }
+    }
+}
+
+#[test]
+fn stub_step_covers_every_cargo_target_path() {
+    let text = dockerfile();
+    // Every explicit or conventional target path of the manifests the stub build reads.
+    let mut needed = BTreeSet::new();
+    for (dir, manifest) in [
+        ("operator", "operator/Cargo.toml"),
+        ("tests", "tests/Cargo.toml"),
+    ] {
+        let toml = std::fs::read_to_string(repo_root().join(manifest)).unwrap();
+        let mut section = String::new();
+        for line in toml.lines() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                section = line.to_owned();
+            }
+            if section == "[[bench]]"
+                && let Some(name) = line.strip_prefix("name = ")
+            {
+                needed.insert(format!("{dir}/benches/{}.rs", name.trim_matches('"')));
+            }
+            if (section == "[[bin]]" || section == "[lib]")
+                && let Some(path) = line.strip_prefix("path = ")
+            {
+                needed.insert(format!("{dir}/{}", path.trim_matches('"')));
+            }
+        }
+    }
+    let stub_run = instructions(&text)
+        .into_iter()
+        .find(|l| l.starts_with("RUN mkdir"))
+        .expect("stub step");
+    for path in &needed {
+        let file = path.rsplit('/').next().unwrap();
+        let stem = file.trim_end_matches(".rs");
+        assert!(
+            stub_run.contains(file) || stub_run.contains("for b in") && stub_run.contains(stem),
+            "the Dockerfile's stub step does not create {path}"
+        );
+    }
+    assert!(needed.len() >= 5, "{needed:?}");
+}
