@@ -176,11 +176,16 @@ pub async fn resolve_object_store(
 
 /// Pure: the stall for an object store that cannot be used with its configuration.
 pub fn probe_stall(config: &ObjectStoreConfig, error: &ObjectStoreError) -> Stall {
+    let fix = if config.from_env {
+        "fix the credentials in the operator's environment (AWS_*, GOOGLE_*, AZURE_*)"
+    } else {
+        "fix the keys of the credentials Secret"
+    };
     match error {
         ObjectStoreError::AccessDenied { url, message } => Stall {
             reason: reasons::OBJECT_STORE_ACCESS_DENIED,
             message: format!(
-                "the object store at {url} refused the credentials of {}: {message}; fix the keys of the credentials Secret and the run starts",
+                "the object store at {url} refused the credentials of {}: {message}; {fix} and the run starts",
                 config.origin
             ),
         },
@@ -351,4 +356,151 @@ async fn delete_objects(
         Ok(count) => Ok((count, url)),
         Err(e) => Err(format!("deleting the objects under {url} failed: {e}")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Request, Response};
+    use kube::client::Body;
+    use serde_json::json;
+
+    fn respond(value: &serde_json::Value) -> Response<Body> {
+        Response::builder()
+            .body(Body::from(serde_json::to_vec(value).unwrap()))
+            .unwrap()
+    }
+
+    fn run(metadata: serde_json::Value) -> serde_json::Value {
+        let mut meta =
+            json!({"name": "r1", "namespace": "ns", "uid": "u1", "resourceVersion": "3"});
+        for (k, v) in metadata.as_object().cloned().unwrap_or_default() {
+            meta[k] = v;
+        }
+        json!({"apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun", "metadata": meta,
+               "spec": {"query": "what is CEL?"}})
+    }
+
+    #[tokio::test]
+    async fn the_guard_adds_the_finalizer_once_with_a_tested_json_patch() {
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let guard = FinalizerGuard::new(Client::new(service, "ns"), "ns", "r1");
+        let server = tokio::spawn(async move {
+            let path = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns/r1";
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!((req.method().as_str(), req.uri().path()), ("GET", path));
+            send.send_response(respond(&run(json!({"finalizers": ["other.io/keep"]}))));
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::PATCH);
+            assert_eq!(req.uri().to_string(), format!("{path}?"));
+            assert_eq!(
+                req.headers().get("content-type").unwrap(),
+                "application/json-patch+json"
+            );
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
+            // Another controller's finalizer is kept: the list is tested, ours appended.
+            assert_eq!(
+                body,
+                json!([
+                    {"op": "test", "path": "/metadata/finalizers", "value": ["other.io/keep"]},
+                    {"op": "add", "path": "/metadata/finalizers/-", "value": "quarry.dev/artifacts"}
+                ])
+            );
+            send.send_response(respond(&run(
+                json!({"finalizers": ["other.io/keep", "quarry.dev/artifacts"]}),
+            )));
+            // A run that already carries it: one read, no patch.
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            send.send_response(respond(&run(
+                json!({"finalizers": ["quarry.dev/artifacts"]}),
+            )));
+            // A run being deleted: no object may be written any more.
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            send.send_response(respond(&run(
+                json!({"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["other.io/keep"]}),
+            )));
+        });
+        guard.before_first_object().await.unwrap();
+        guard.before_first_object().await.unwrap();
+        let err = guard.before_first_object().await.unwrap_err();
+        assert!(err.to_string().contains("is being deleted"), "{err}");
+        server.await.unwrap();
+    }
+
+    #[test]
+    fn a_profile_object_store_becomes_a_config_with_secret_options() {
+        let spec: ObjectStoreSpec = serde_json::from_value(json!({
+            "url": "s3://reports/quarry", "endpoint": "http://minio:9000", "allowHttp": true,
+            "credentialsSecretRef": {"name": "s3"}
+        }))
+        .unwrap();
+        let mut data = BTreeMap::new();
+        data.insert(
+            "AWS_ACCESS_KEY_ID".to_string(),
+            ByteString(b"AKID".to_vec()),
+        );
+        data.insert(
+            "aws_secret_access_key".to_string(),
+            ByteString(b"hunter2\n".to_vec()),
+        );
+        let config = object_store_config(&spec, Some(&data), "p").unwrap();
+        assert_eq!(config.url, "s3://reports/quarry");
+        assert_eq!(config.endpoint.as_deref(), Some("http://minio:9000"));
+        assert!(config.allow_http && !config.from_env);
+        assert_eq!(
+            config
+                .options
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.expose()))
+                .collect::<Vec<_>>(),
+            vec![
+                ("aws_access_key_id", "AKID"),
+                ("aws_secret_access_key", "hunter2")
+            ]
+        );
+        assert_eq!(config.origin, "ResearchProfile \"p\" objectStore");
+        data.insert("token".to_string(), ByteString(b"x".to_vec()));
+        data.insert("aws_secret_key".to_string(), ByteString(b"x".to_vec()));
+        let stall = object_store_config(&spec, Some(&data), "p").unwrap_err();
+        assert_eq!(stall.reason, reasons::OBJECT_STORE_INVALID);
+        assert!(
+            stall.message.contains("key \"aws_secret_key\""),
+            "{}",
+            stall.message
+        );
+        let bad_url: ObjectStoreSpec = serde_json::from_value(json!({"url": "s3://"})).unwrap();
+        assert_eq!(
+            object_store_config(&bad_url, None, "p").unwrap_err().reason,
+            reasons::OBJECT_STORE_INVALID
+        );
+    }
+
+    #[test]
+    fn probe_failures_map_to_reasons_that_say_what_to_fix() {
+        let config = ObjectStoreConfig::from_env("s3://b", "the operator's --object-store-url");
+        let denied = probe_stall(
+            &config,
+            &ObjectStoreError::AccessDenied {
+                url: "s3://b/ns/r/".into(),
+                message: "access denied: InvalidAccessKeyId".into(),
+            },
+        );
+        assert_eq!(denied.reason, reasons::OBJECT_STORE_ACCESS_DENIED);
+        assert_eq!(
+            denied.message,
+            "the object store at s3://b/ns/r/ refused the credentials of the operator's --object-store-url: access denied: InvalidAccessKeyId; fix the credentials in the operator's environment (AWS_*, GOOGLE_*, AZURE_*) and the run starts"
+        );
+        let missing = probe_stall(
+            &config,
+            &ObjectStoreError::BucketNotFound {
+                url: "s3://b/ns/r/".into(),
+                message: "not found: NoSuchBucket".into(),
+            },
+        );
+        assert_eq!(missing.reason, reasons::OBJECT_STORE_UNAVAILABLE);
+        assert!(missing.message.contains("does not exist"));
+    }
 }
