@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::api::ResearchProfile;
-use crate::events::publish::{Observers, StreamPublisher};
+use crate::events::publish::{StreamPublisher, run_published};
 use crate::llm::format_pico_usd;
 use crate::research::executor::{self, Control, RunObserver};
 use crate::research::reducer::Event;
@@ -382,15 +382,15 @@ pub async fn run_with_events(
         let (_control_tx, control_rx) = watch::channel(Control::Run);
         let span = tracing::info_span!("research_run", run = %sanitize_query(&opts.query));
         let publisher = Arc::new(StreamPublisher::new(events, run_ref(&opts.query)));
-        engine.spend.set_tap(publisher.clone());
-        let observers = Observers(vec![
+        let final_state = run_published(
+            Arc::new(engine),
+            state,
             Arc::new(ProgressPrinter::default()),
-            publisher.clone(),
-        ]);
-        let final_state = executor::run(Arc::new(engine), state, Arc::new(observers), control_rx)
-            .instrument(span)
-            .await;
-        publisher.finish(&final_state);
+            control_rx,
+            publisher,
+        )
+        .instrument(span)
+        .await;
         if let Some(dispatch) = dispatch {
             dispatch.finish().await;
         }

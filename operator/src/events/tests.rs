@@ -473,8 +473,11 @@ async fn a_follower_woken_at_its_deadline_still_gets_the_event_that_woke_it() {
     events.publish(&run, event(0));
     let first = all(&events, &run).await[0].id;
     let mut reader = events.reader(&run).await.unwrap();
-    let waiter =
-        tokio::spawn(async move { reader.next(Some(first), Duration::from_millis(100), 10).await });
+    let waiter = tokio::spawn(async move {
+        reader
+            .next(Some(first), Duration::from_millis(100), 10)
+            .await
+    });
     // The follower is waiting; an event comes just as its wait runs out (a busy machine runs it
     // only after its deadline).
     tokio::task::yield_now().await;
