@@ -21,7 +21,7 @@ pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Runs as the Kubernetes API knows them.
 pub struct KubeDirectory {
     client: Client,
-    cache: OnceLock<Store<ResearchRun>>,
+    caches: OnceLock<Vec<Store<ResearchRun>>>,
 }
 
 impl KubeDirectory {
@@ -29,13 +29,14 @@ impl KubeDirectory {
     pub fn new(client: Client) -> Self {
         Self {
             client,
-            cache: OnceLock::new(),
+            caches: OnceLock::new(),
         }
     }
 
-    /// Answers from the controller's run cache when it has the run (no API call).
-    pub fn use_cache(&self, store: Store<ResearchRun>) {
-        let _ = self.cache.set(store);
+    /// Answers from the controllers' run caches (one per watched namespace) when they have the
+    /// run (no API call). Set once, by the leader.
+    pub fn use_caches(&self, stores: Vec<Store<ResearchRun>>) {
+        let _ = self.caches.set(stores);
     }
 }
 
@@ -76,10 +77,11 @@ fn directory_error(message: impl std::fmt::Display) -> EventsError {
 #[async_trait]
 impl RunDirectory for KubeDirectory {
     async fn lookup(&self, namespace: &str, name: &str) -> Result<Option<RunInfo>, EventsError> {
+        let key = ObjectRef::new(name).within(namespace);
         if let Some(run) = self
-            .cache
+            .caches
             .get()
-            .and_then(|store| store.get(&ObjectRef::new(name).within(namespace)))
+            .and_then(|stores| stores.iter().find_map(|store| store.get(&key)))
         {
             return Ok(run_info(&run));
         }

@@ -1262,10 +1262,6 @@ async fn run_controllers(
         let controller = Controller::new(runs, watcher::Config::default());
         let store = controller.store();
         let run_index = store.clone();
-        if scopes.len() == 1 {
-            // The event endpoint answers from this cache (one scope: one cache).
-            directory.use_cache(store.clone());
-        }
         stores.push(store);
         controllers.push(
             controller
@@ -1285,6 +1281,8 @@ async fn run_controllers(
                 .shutdown_on_signal(),
         );
     }
+    // The event endpoint answers from these caches (one per watched namespace).
+    directory.use_caches(stores.clone());
     // Ready once the run cache has synced; a janitor cancels research of runs that were deleted.
     tokio::spawn({
         let stores = stores.clone();

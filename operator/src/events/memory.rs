@@ -271,26 +271,26 @@ impl EventReader for MemoryReader {
     ) -> Result<Vec<StoredEvent>, EventsError> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
-            match self.look(after, limit) {
-                Look::Events(events) => return Ok(events),
+            // Whatever woke us (a publish, `finish`, an eviction, or nothing), look first: an
+            // event that is there is returned even when the wait is over.
+            let look = self.look(after, limit);
+            if let Look::Events(events) = look {
+                return Ok(events);
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(Vec::new());
+            }
+            match look {
+                Look::Events(_) => {}
+                // Nothing published yet: look again shortly.
                 Look::NoLog => {
-                    // Nothing published yet: look again shortly, within the wait.
-                    let now = tokio::time::Instant::now();
-                    if now >= deadline {
-                        return Ok(Vec::new());
-                    }
                     tokio::time::sleep((deadline - now).min(Duration::from_millis(100))).await;
                 }
+                // Woken by a publish, by `finish`, or by the log being evicted (the sender
+                // dropped; the next look finds no log and sleeps).
                 Look::Wait(mut rx) => {
-                    // Woken by a publish, by `finish`, or by the log being evicted (the sender
-                    // dropped): look again, until the deadline.
-                    if tokio::time::timeout_at(deadline, rx.changed())
-                        .await
-                        .is_err()
-                        || tokio::time::Instant::now() >= deadline
-                    {
-                        return Ok(Vec::new());
-                    }
+                    let _ = tokio::time::timeout_at(deadline, rx.changed()).await;
                 }
             }
         }

@@ -465,3 +465,25 @@ async fn a_new_run_with_an_old_name_starts_a_fresh_stream() {
         "new-uid"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_woken_at_its_deadline_still_gets_the_event_that_woke_it() {
+    let events = Arc::new(MemoryEvents::default());
+    let run = run_ref();
+    events.publish(&run, event(0));
+    let first = all(&events, &run).await[0].id;
+    let mut reader = events.reader(&run).await.unwrap();
+    let waiter = tokio::spawn(async move {
+        reader
+            .next(Some(first), Duration::from_millis(100), 10)
+            .await
+    });
+    // The follower is waiting; an event comes just as its wait runs out (a busy machine runs it
+    // only after its deadline).
+    tokio::task::yield_now().await;
+    events.publish(&run, event(1));
+    tokio::time::advance(Duration::from_millis(100)).await;
+    let got = waiter.await.unwrap().unwrap();
+    assert_eq!(got.len(), 1, "the event that woke the follower was lost");
+    assert!(got[0].json.contains("\"n\":1"));
+}

@@ -305,6 +305,33 @@ impl Feed {
         self.done = true;
     }
 
+    /// Queues what the stream holds after the last event sent, without waiting; whether there
+    /// was anything (a run that just ended may have published its last events a moment ago).
+    async fn drain(&mut self) -> bool {
+        let Some(reader) = &mut self.reader else {
+            return false;
+        };
+        match reader.next(self.after, Duration::ZERO, BATCH).await {
+            Ok(batch) if !batch.is_empty() => {
+                self.queue(&batch);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Queues a batch, up to and including the final event.
+    fn queue(&mut self, batch: &[StoredEvent]) {
+        for event in batch {
+            self.after = Some(event.id);
+            self.pending.push_back(sse(event));
+            if event.kind == RUN_FINISHED {
+                self.done = true;
+                break;
+            }
+        }
+    }
+
     async fn fill(&mut self) {
         let reader = match &mut self.reader {
             Some(reader) => reader,
@@ -330,14 +357,7 @@ impl Feed {
             Err(e) => return self.fail(&e),
         };
         if !batch.is_empty() {
-            for event in &batch {
-                self.after = Some(event.id);
-                self.pending.push_back(sse(event));
-                if event.kind == RUN_FINISHED {
-                    self.done = true;
-                    break;
-                }
-            }
+            self.queue(&batch);
             return;
         }
         if !self.follow || self.started.elapsed() >= self.api.settings.max_age {
@@ -353,7 +373,8 @@ impl Feed {
                     if matches!(self.api.events.exists(&self.info.run).await, Ok(false)) {
                         // Nothing was streamed here: the stored log is the history.
                         self.reader = None;
-                    } else {
+                    } else if !self.drain().await {
+                        // The stream really has no final event (lost in an outage).
                         self.pending.push_back(self.synthesized_final());
                         self.done = true;
                     }
