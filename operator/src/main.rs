@@ -34,8 +34,13 @@ enum Command {
     Crd,
     /// Run the Kubernetes operator (uses KUBECONFIG or the in-cluster config).
     Operator(OperatorArgs),
+    /// Print a run's stored report: `quarry report NAME [-n NAMESPACE]`, or
+    /// `quarry report --state-dir DIR` for a standalone run.
+    Report(quarry::report_cli::ReportArgs),
     /// Run researcher tasks of scale-out mode from the Redis stream `quarry:tasks`.
     Worker(quarry::queue::worker::WorkerArgs),
+    /// Print a run's events; with -f, follow them live until the run ends.
+    Logs(quarry::logs::LogsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -61,6 +66,10 @@ struct OperatorArgs {
     /// Seconds a lease lasts unrenewed: a dead leader is replaced within this.
     #[arg(long, default_value_t = quarry::controller::leader::DEFAULT_LEASE_SECONDS, value_parser = clap::value_parser!(u64).range(2..=300))]
     lease_duration_seconds: u64,
+    /// Object store for runs whose profile configures none (s3://bucket/prefix, gs://..., az://...);
+    /// credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long, env = "QUARRY_OBJECT_STORE_URL")]
+    object_store_url: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -186,10 +195,12 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Report(args) => quarry::report_cli::main(args),
         Command::Operator(args) => {
             let _traces = init_tracing(&settings, true);
             run_operator(args, &settings)
         }
+        Command::Logs(args) => quarry::logs::main(args),
         Command::Run(args) => {
             // Standalone runs print progress lines; logs stay quiet unless asked for, while
             // spans still go to an OTLP endpoint when one is configured.
@@ -242,6 +253,7 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
             // Renew a third of the way before expiry (5 s of the default 15 s).
             grace_seconds: (args.lease_duration_seconds / 3).max(1),
         }),
+        object_store_url: args.object_store_url.clone(),
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;

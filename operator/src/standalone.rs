@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::api::ResearchProfile;
+use crate::events::publish::{Observers, StreamPublisher};
 use crate::llm::format_pico_usd;
 use crate::research::executor::{self, Control, RunObserver};
 use crate::research::reducer::Event;
@@ -145,18 +146,24 @@ pub fn report_dir(cwd: &Path, home: Option<&Path>, temp: &Path) -> PathBuf {
     cwd.to_path_buf()
 }
 
+/// The report file name of seed 000: `<sanitized-query>-<letter><digit>.md`. Standalone runs draw
+/// the suffix at random; object storage derives it from the run's UID (see
+/// [`crate::store::object::report_object_name`]).
+pub fn report_file_name(query: &str, letter: char, digit: u8) -> String {
+    format!("{}-{letter}{}.md", sanitize_query(query), digit % 10)
+}
+
 /// Creates `<sanitized-query>-<letter><digit>.md` exclusively in `dir`, redrawing the suffix on collision.
 pub fn create_report_file(
     dir: &Path,
     query: &str,
     rng: &mut impl Rng,
 ) -> std::io::Result<(PathBuf, std::fs::File)> {
-    let stem = sanitize_query(query);
     // 260 suffixes exist; after that many collisions the directory is hopeless.
     for _ in 0..1000 {
         let letter = (b'a' + rng.random_range(0..26u8)) as char;
         let digit = rng.random_range(0..10u8);
-        let path = dir.join(format!("{stem}-{letter}{digit}.md"));
+        let path = dir.join(report_file_name(query, letter, digit));
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -263,9 +270,29 @@ impl RunObserver for ProgressPrinter {
 /// Key in the state directory recording where the report file went, so a rerun that resumes
 /// (or finds the run finished) writes that file again instead of a second one.
 pub const REPORT_PATH_KEY: &str = "report-path";
+/// Namespace of standalone runs in the event stream.
+pub const LOCAL_NAMESPACE: &str = "local";
+
+/// The event stream name of a standalone run of `query`.
+pub fn run_ref(query: &str) -> crate::events::RunRef {
+    let uid: String = (0..16)
+        .map(|_| char::from_digit(rand::rng().random_range(0..16u32), 16).unwrap_or('0'))
+        .collect();
+    crate::events::RunRef::new(LOCAL_NAMESPACE, sanitize_query(query), uid)
+}
 
 /// Runs one research question to a report file and returns its path.
 pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
+    let events = Arc::new(crate::events::memory::MemoryEvents::default());
+    run_with_events(opts, events).await
+}
+
+/// [`run`], publishing the run's events (namespace [`LOCAL_NAMESPACE`], named after the
+/// question) to `events` as well as printing progress lines.
+pub async fn run_with_events(
+    opts: StandaloneOptions,
+    events: Arc<dyn crate::events::RunEvents>,
+) -> Result<PathBuf, StandaloneError> {
     let path_text = opts.profile.display().to_string();
     let text = std::fs::read_to_string(&opts.profile).map_err(|e| StandaloneError::Profile {
         path: path_text.clone(),
@@ -354,14 +381,16 @@ pub async fn run(opts: StandaloneOptions) -> Result<PathBuf, StandaloneError> {
         };
         let (_control_tx, control_rx) = watch::channel(Control::Run);
         let span = tracing::info_span!("research_run", run = %sanitize_query(&opts.query));
-        let final_state = executor::run(
-            Arc::new(engine),
-            state,
+        let publisher = Arc::new(StreamPublisher::new(events, run_ref(&opts.query)));
+        engine.spend.set_tap(publisher.clone());
+        let observers = Observers(vec![
             Arc::new(ProgressPrinter::default()),
-            control_rx,
-        )
-        .instrument(span)
-        .await;
+            publisher.clone(),
+        ]);
+        let final_state = executor::run(Arc::new(engine), state, Arc::new(observers), control_rx)
+            .instrument(span)
+            .await;
+        publisher.finish(&final_state);
         if let Some(dispatch) = dispatch {
             dispatch.finish().await;
         }

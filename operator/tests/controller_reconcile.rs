@@ -686,3 +686,237 @@ async fn final_status_lost_by_the_writer_is_written_by_the_next_reconcile() {
     assert_eq!(action, Action::requeue(Duration::from_secs(5)));
     server.await.unwrap();
 }
+
+/// A profile whose object store is an S3 endpoint that refuses connections (port 9).
+fn profile_with_object_store() -> Value {
+    let mut p = profile(false);
+    p["spec"]["objectStore"] = json!({
+        "url": "s3://reports/quarry", "endpoint": "http://127.0.0.1:9", "region": "us-east-1",
+        "allowHttp": true, "credentialsSecretRef": {"name": "s3-creds"}
+    });
+    p
+}
+
+fn s3_secret(data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "namespace": "ns"}, "data": data})
+}
+
+const PROFILE_PATH: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default";
+
+#[tokio::test]
+async fn an_object_store_run_without_an_object_store_stalls_naming_the_option() {
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let message = "spec.report.kind is objectStore, but ResearchProfile \"default\" has no objectStore and the operator has no default (--object-store-url); add spec.objectStore to the profile";
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(&mut handle, Method::GET, PROFILE_PATH).await;
+        send.send_response(ok(&profile(false)));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(
+            scrubbed(&body),
+            stalled_status_body("ObjectStoreNotConfigured", message)
+        );
+        answer_status(send, &body);
+        expect_event(&mut handle, "Warning", "ObjectStoreNotConfigured", message).await;
+        expect_silence(&mut handle).await;
+    });
+    let mut object_run = run(None);
+    object_run.spec.report.kind = quarry::api::ReportKind::ObjectStore;
+    let action = reconcile(Arc::new(object_run), ctx).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(15)));
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_misspelt_credentials_key_stalls_naming_the_key_not_the_value() {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let message = "Secret \"s3-creds\" key \"aws_secret_key\" (ResearchProfile \"default\" objectStore.credentialsSecretRef) is not an option of the s3 object store; rename it to one of its options, for example aws_access_key_id, aws_secret_access_key, aws_session_token";
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(&mut handle, Method::GET, PROFILE_PATH).await;
+        send.send_response(ok(&profile_with_object_store()));
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/api/v1/namespaces/ns/secrets/s3-creds",
+        )
+        .await;
+        // "aHVudGVyMi1zZWNyZXQ=" is base64 of "hunter2-secret".
+        send.send_response(ok(&s3_secret(
+            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_key": "aHVudGVyMi1zZWNyZXQ="}),
+        )));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert!(!body.to_string().contains("hunter2"));
+        assert_eq!(
+            scrubbed(&body),
+            stalled_status_body("ObjectStoreInvalid", message)
+        );
+        answer_status(send, &body);
+        expect_event(&mut handle, "Warning", "ObjectStoreInvalid", message).await;
+        expect_silence(&mut handle).await;
+    });
+    reconcile(Arc::new(run(None)), ctx).await.unwrap();
+    server.await.unwrap();
+    assert!(launcher.recorded.lock().unwrap().requests.is_empty());
+}
+
+#[tokio::test]
+async fn status_report_points_where_the_store_put_the_report() {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let url = "s3://reports/quarry/ns/r1/what-is-cel-k3.md";
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(&mut handle, Method::GET, PROFILE_PATH).await;
+        send.send_response(ok(&profile(false)));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        answer_status(send, &body);
+        started_tx.send(()).unwrap();
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        let message = format!("report stored at {url}");
+        assert_eq!(body["status"]["phase"], "Completed");
+        assert_eq!(body["status"]["message"], message.as_str());
+        use sha2::Digest;
+        let sha256 = hex::encode(sha2::Sha256::digest(b"# CEL\n\nDone."));
+        assert_eq!(
+            body["status"]["report"],
+            json!({"objectUrl": url, "bytes": 12, "sha256": sha256, "sources": 0})
+        );
+        answer_status(send, &body);
+        expect_event(&mut handle, "Normal", "Completed", &message).await;
+    });
+    reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
+    started_rx.await.unwrap();
+    let (slot, progress, input) = {
+        let rec = launcher.recorded.lock().unwrap();
+        (
+            rec.requests[0].artifacts.report.clone(),
+            rec.progress[0].clone(),
+            rec.requests[0].input.clone(),
+        )
+    };
+    // The run's store put the report in the object store (a ConfigMap overflow, say).
+    slot.set(quarry::store::routed::ReportLocation::Object(url.into()));
+    let mut state = RunState::new(input);
+    state.phase = Phase::Completed;
+    state.published = true;
+    state.final_report = Some(quarry::research::state::FinalReport {
+        markdown: "# CEL\n\nDone.".into(),
+        findings_json: "{}".into(),
+        sources: Vec::new(),
+        partial: false,
+        aborted: false,
+        claims_checked: 0,
+        claims_supported: 0,
+    });
+    progress.send_replace(Some(state));
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_failing_cleanup_keeps_the_run_stalled_with_a_warning_and_the_way_out() {
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let mut deleting = run(Some(json!({"phase": "Completed"})));
+    deleting.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            "2026-01-01T00:00:00Z".parse().unwrap(),
+        ));
+    deleting.metadata.finalizers = Some(vec!["quarry.dev/artifacts".into()]);
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(&mut handle, Method::GET, PROFILE_PATH).await;
+        send.send_response(ok(&profile_with_object_store()));
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/api/v1/namespaces/ns/secrets/s3-creds",
+        )
+        .await;
+        send.send_response(ok(&s3_secret(
+            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_access_key": "aHVudGVyMi1zZWNyZXQ="}),
+        )));
+        // The object store at port 9 refuses: status says so, the phase stays.
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(body["status"]["phase"], "Completed");
+        let condition = &body["status"]["conditions"][0];
+        assert_eq!(condition["type"], "Stalled");
+        assert_eq!(condition["status"], "True");
+        assert_eq!(condition["reason"], "ArtifactCleanupFailed");
+        let message = condition["message"].as_str().unwrap().to_string();
+        assert!(
+            message.starts_with("deleting the objects under s3://reports/quarry/ns/r1/ failed: ")
+                && message.ends_with("the run is kept until its object-store artifacts are deleted (retried every 10s). Fix the object store or its credentials, or delete the run and keep the objects with: kubectl patch researchrun r1 -n ns --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'"),
+            "{message}"
+        );
+        assert!(!message.contains("hunter2"));
+        answer_status(send, &body);
+        expect_event(&mut handle, "Warning", "ArtifactCleanupFailed", &message).await;
+        // No finalizer removal: the run stays.
+        expect_silence(&mut handle).await;
+    });
+    let err = reconcile(Arc::new(deleting), ctx).await.unwrap_err();
+    assert_eq!(err.metric_reason(), "ArtifactCleanup");
+    server.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_deleted_run_without_the_finalizer_is_let_go_without_any_request() {
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let mut deleting = run(Some(json!({"phase": "Completed"})));
+    deleting.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            "2026-01-01T00:00:00Z".parse().unwrap(),
+        ));
+    assert_eq!(
+        reconcile(Arc::new(deleting), ctx).await.unwrap(),
+        Action::await_change()
+    );
+    expect_silence(&mut handle).await;
+}
+
+#[tokio::test]
+async fn a_finished_run_before_its_ttl_waits_without_any_request() {
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let completion = k8s_openapi::jiff::Timestamp::now();
+    let mut finished = run(Some(
+        json!({"phase": "Completed", "completionTime": completion.to_string()}),
+    ));
+    finished.spec.ttl_seconds_after_finished = Some(3600);
+    let action = reconcile(Arc::new(finished.clone()), ctx).await.unwrap();
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(completion);
+    assert_eq!(
+        quarry::controller::ttl_wait(&finished, &now),
+        Some(Duration::from_secs(3600))
+    );
+    // Requeued for the rest of the hour (a second or two may have passed).
+    assert!(
+        action == Action::requeue(Duration::from_secs(3600))
+            || action == Action::requeue(Duration::from_secs(3599))
+            || action == Action::requeue(Duration::from_secs(3598)),
+        "{action:?}"
+    );
+    expect_silence(&mut handle).await;
+}

@@ -702,6 +702,9 @@ fn examples_are_valid_for_schema_cel_and_types() {
     let expected = [
         ("profile-anthropic.yaml", "ResearchProfile"),
         ("profile-local.yaml", "ResearchProfile"),
+        ("profile-object-store.yaml", "Secret"),
+        ("profile-object-store.yaml", "ResearchProfile"),
+        ("profile-object-store.yaml", "ResearchRun"),
         ("profile-ollama.yaml", "ResearchProfile"),
         ("profile-openai.yaml", "Secret"),
         ("profile-openai.yaml", "ResearchProfile"),

@@ -19,80 +19,16 @@ use quarry::research::executor::{self, Control, EVENTS_KEY, EngineSettings, Noop
 use quarry::research::state::{Mode, Phase, RunInput, RunState};
 use quarry::store::memory::MemoryStore;
 use quarry::wiring;
-use quarry_e2e::bench::{machine_note, median, researcher_route};
+use quarry_e2e::bench::{DEEP_QUESTION, QUICK_QUESTION, machine_note, median, scripted_run};
 use quarry_e2e::critical_path::{self, CriticalPath, Shape, Span};
-use quarry_e2e::model_server::{Route, Script, ScriptedModel, Step};
+use quarry_e2e::model_server::ScriptedModel;
 use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::slow_web::SlowWeb;
 
 const MODEL_MS: u64 = 200;
 const SEARCH_MS: u64 = 50;
 const FETCH_MS: u64 = 20;
-const QUICK_QUESTION: &str = "How does the json decoder report errors";
-const DEEP_QUESTION: &str = "How do Python's serialization modules compare";
-const DEEP_TASKS: [&str; 3] = [
-    "json decoding in Python",
-    "pickle serialization protocols",
-    "csv reader dialects",
-];
-const DELEGATED_TASK: &str = "marshal internal format";
-
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
-
-/// The scripted model of one run (a fresh server per run: the evaluator's answers are consumed).
-fn script(web: &SlowWeb, mode: Mode) -> Script {
-    let slow = |s: Step| Step::delay(MODEL_MS, s);
-    if mode == Mode::Quick {
-        return Script::default().with_route(researcher_route(
-            "quick",
-            QUICK_QUESTION,
-            web,
-            MODEL_MS,
-        ));
-    }
-    let plan =
-        serde_json::json!({"intent": "RESEARCH_REQUIRED", "complexity": 2, "tasks": DEEP_TASKS})
-            .to_string();
-    let first_page = web.result_url(DEEP_TASKS[0], 0);
-    let study = format!(
-        "<research_result>\n# Serialization modules\n\n## Key Takeaways\n1. The json decoding in python module reads its input, validates every field and returns a structured value ([json]({first_page})).\n</research_result>"
-    );
-    let mut script = Script::default()
-        .with_route(Route::new(
-            "planner",
-            "You are the research coordinator",
-            vec![slow(Step::text(plan).with_usage(300, 40))],
-        ))
-        .with_route(
-            Route::new(
-                "evaluator",
-                "You are the lead evaluator",
-                vec![slow(
-                    Step::text(format!(
-                        r#"{{"action": "delegate", "queries": ["{DELEGATED_TASK}"]}}"#
-                    ))
-                    .with_usage(2000, 20),
-                )],
-            )
-            .with_fallback(slow(
-                Step::text(r#"{"action": "synthesize"}"#).with_usage(2500, 10),
-            )),
-        )
-        .with_route(
-            Route::new("summarizer", "You condense one web page", vec![]).with_fallback(slow(
-                Step::text("- The page documents how the module validates its input.")
-                    .with_usage(800, 30),
-            )),
-        )
-        .with_route(
-            Route::new("study", "Mode: study", vec![])
-                .with_fallback(slow(Step::text(study).with_usage(5000, 400))),
-        );
-    for (i, task) in DEEP_TASKS.iter().chain([&DELEGATED_TASK]).enumerate() {
-        script = script.with_route(researcher_route(&format!("r{i}"), task, web, MODEL_MS));
-    }
-    script
-}
 
 /// One measured run.
 struct Measured {
@@ -109,7 +45,7 @@ struct Measured {
 }
 
 async fn one_run(web: &SlowWeb, mode: Mode) -> BenchResult<Measured> {
-    let model = ScriptedModel::start(script(web, mode)).await?;
+    let model = ScriptedModel::start(scripted_run(web, mode, MODEL_MS)).await?;
     let profile =
         ResearchProfile::from_yaml(&scripted_profile(&model.base_url(), &web.base_url()))?;
     let store = Arc::new(MemoryStore::new());

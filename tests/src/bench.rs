@@ -3,7 +3,9 @@
 
 use serde_json::json;
 
-use crate::model_server::{Route, Step};
+use quarry::research::state::Mode;
+
+use crate::model_server::{Route, Script, Step};
 use crate::slow_web::SlowWeb;
 
 /// Pages one scripted researcher reads (one batch, fetched at once).
@@ -42,6 +44,76 @@ pub fn researcher_route(name: &str, task: &str, web: &SlowWeb, latency_ms: u64) 
         researcher_steps(web, task, latency_ms),
     )
     .by_turn()
+}
+
+/// The question of [`scripted_run`]'s quick run.
+pub const QUICK_QUESTION: &str = "How does the json decoder report errors";
+/// The question of [`scripted_run`]'s deep run.
+pub const DEEP_QUESTION: &str = "How do Python's serialization modules compare";
+/// The deep run's planned tasks.
+pub const DEEP_TASKS: [&str; 3] = [
+    "json decoding in Python",
+    "pickle serialization protocols",
+    "csv reader dialects",
+];
+/// The task the deep run's evaluator delegates after the first round.
+pub const DELEGATED_TASK: &str = "marshal internal format";
+
+/// The scripted model of one run against `web`, every answer after `model_ms` (a fresh server
+/// per run: the evaluator's answers are consumed). Quick: one researcher. Deep: a plan of
+/// [`DEEP_TASKS`], an evaluation that delegates [`DELEGATED_TASK`], a second round, a final
+/// evaluation, page summaries and the written study.
+pub fn scripted_run(web: &SlowWeb, mode: Mode, model_ms: u64) -> Script {
+    let slow = |s: Step| Step::delay(model_ms, s);
+    if mode == Mode::Quick {
+        return Script::default().with_route(researcher_route(
+            "quick",
+            QUICK_QUESTION,
+            web,
+            model_ms,
+        ));
+    }
+    let plan =
+        json!({"intent": "RESEARCH_REQUIRED", "complexity": 2, "tasks": DEEP_TASKS}).to_string();
+    let first_page = web.result_url(DEEP_TASKS[0], 0);
+    let study = format!(
+        "<research_result>\n# Serialization modules\n\n## Key Takeaways\n1. The json decoding in python module reads its input, validates every field and returns a structured value ([json]({first_page})).\n</research_result>"
+    );
+    let mut script = Script::default()
+        .with_route(Route::new(
+            "planner",
+            "You are the research coordinator",
+            vec![slow(Step::text(plan).with_usage(300, 40))],
+        ))
+        .with_route(
+            Route::new(
+                "evaluator",
+                "You are the lead evaluator",
+                vec![slow(
+                    Step::text(format!(
+                        r#"{{"action": "delegate", "queries": ["{DELEGATED_TASK}"]}}"#
+                    ))
+                    .with_usage(2000, 20),
+                )],
+            )
+            .with_fallback(slow(
+                Step::text(r#"{"action": "synthesize"}"#).with_usage(2500, 10),
+            )),
+        )
+        .with_route(
+            Route::new("summarizer", "You condense one web page", vec![]).with_fallback(slow(
+                Step::text("- The page documents how the module validates its input.")
+                    .with_usage(800, 30),
+            )),
+        )
+        .with_route(
+            Route::new("study", "Mode: study", vec![])
+                .with_fallback(slow(Step::text(study).with_usage(5000, 400))),
+        );
+    for (i, task) in DEEP_TASKS.iter().chain([&DELEGATED_TASK]).enumerate() {
+        script = script.with_route(researcher_route(&format!("r{i}"), task, web, model_ms));
+    }
+    script
 }
 
 /// User plus system CPU seconds of this process so far (`/proc/self/stat`).

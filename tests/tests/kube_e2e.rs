@@ -202,18 +202,22 @@ fn log_tail(path: &std::path::Path) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
-#[tokio::test]
-async fn operator_reconciles_runs_to_report_configmaps() {
+/// Runs `scenario` in a fresh namespace of the `QUARRY_E2E_KUBECONFIG` cluster (skipped without
+/// one), deletes what it made whatever happened, and fails with the operator log's tail.
+async fn in_test_namespace<F, Fut>(label: &str, scenario: F)
+where
+    F: FnOnce(Client, String, String, PathBuf) -> Fut,
+    Fut: std::future::Future<Output = TestResult>,
+{
     let Ok(kubeconfig) = std::env::var("QUARRY_E2E_KUBECONFIG") else {
         eprintln!(
-            "SKIPPED kube_e2e: set QUARRY_E2E_KUBECONFIG to a kubeconfig of a test cluster (kube-apiserver, no kubelet needed) to run it"
+            "SKIPPED kube_e2e {label}: set QUARRY_E2E_KUBECONFIG to a kubeconfig of a test cluster (kube-apiserver, no kubelet needed) to run it"
         );
         return;
     };
     let client = client_from(&kubeconfig).await.unwrap();
-    let namespace = format!("quarry-e2e-{:08x}", rand::random::<u32>());
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
+    let namespace = format!("quarry-e2e-{label}-{:08x}", rand::random::<u32>());
+    Api::<Namespace>::all(client.clone())
         .patch(
             &namespace,
             &PatchParams::apply(FIELD_MANAGER),
@@ -224,9 +228,14 @@ async fn operator_reconciles_runs_to_report_configmaps() {
         .await
         .unwrap();
     let logs = std::env::temp_dir().join(format!("{namespace}-operator.log"));
-    let outcome = std::panic::AssertUnwindSafe(scenario(&client, &kubeconfig, &namespace, &logs))
-        .catch_unwind()
-        .await;
+    let outcome = std::panic::AssertUnwindSafe(scenario(
+        client.clone(),
+        kubeconfig,
+        namespace.clone(),
+        logs.clone(),
+    ))
+    .catch_unwind()
+    .await;
     // Clean up whatever happened; the operator child was killed when the scenario dropped it.
     cleanup(&client, &namespace).await;
     match outcome {
@@ -245,6 +254,175 @@ async fn operator_reconciles_runs_to_report_configmaps() {
             std::panic::resume_unwind(panic)
         }
     }
+}
+
+#[tokio::test]
+async fn operator_reconciles_runs_to_report_configmaps() {
+    in_test_namespace("runs", |client, kubeconfig, namespace, logs| async move {
+        scenario(&client, &kubeconfig, &namespace, &logs).await
+    })
+    .await;
+}
+
+/// On a real API server: a run with `report.kind: objectStore` keeps its report in S3 (moto on
+/// 127.0.0.1), status points at it, `quarry report` reads it, and deleting the run deletes its
+/// objects through the finalizer.
+#[tokio::test]
+async fn operator_keeps_object_store_runs_in_s3_and_deletes_their_objects() {
+    if !quarry_e2e::s3_server::moto_available() {
+        eprintln!(
+            "SKIPPED kube_e2e s3: moto's server is not installed (scripts/install-test-deps.sh)"
+        );
+        return;
+    }
+    in_test_namespace("s3", |client, kubeconfig, namespace, logs| async move {
+        object_store_scenario(&client, &kubeconfig, &namespace, &logs).await
+    })
+    .await;
+}
+
+async fn object_store_scenario(
+    client: &Client,
+    kubeconfig: &str,
+    namespace: &str,
+    logs: &std::path::Path,
+) -> TestResult {
+    use quarry::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
+    use quarry_e2e::s3_server::{BUCKET, S3Server};
+    install_crds(client).await?;
+    let (web, _web_task) = start_web().await?;
+    let model = ScriptedModel::start(researcher_script(&web, "CEL validation"))
+        .await
+        .map_err(|e| format!("model server: {e}"))?;
+    let s3 = S3Server::start().await?;
+    for secret in [
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
+               "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds"},
+               "stringData": {"aws_access_key_id": s3.access_key_id, "aws_secret_access_key": s3.secret_access_key}}),
+    ] {
+        apply(client, ("", "v1", "Secret"), namespace, secret).await?;
+    }
+    let mut object_profile = profile("default", &model.base_url(), &web);
+    object_profile["spec"]["objectStore"] = json!({
+        "url": format!("s3://{BUCKET}/quarry"), "endpoint": s3.endpoint(), "region": "us-east-1",
+        "allowHttp": true, "credentialsSecretRef": {"name": "s3-creds"}
+    });
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchProfile"),
+        namespace,
+        object_profile,
+    )
+    .await?;
+    let (_operator, _port) = start_operator(kubeconfig, namespace, logs).await?;
+    let mut body = run(
+        "cel-s3",
+        "default",
+        "How do CEL validation rules work in CRDs?",
+    );
+    body["spec"]["report"] = json!({"kind": "objectStore"});
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchRun"),
+        namespace,
+        body,
+    )
+    .await?;
+    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), namespace);
+    let done = wait_run(&runs, "cel-s3", "Completed", RUN_TIMEOUT, |r| {
+        r.is_finished()
+    })
+    .await?;
+    if !condition_is(&done, "Succeeded", "True", "Completed") {
+        return Err(format!(
+            "run cel-s3 finished without success: {:?}",
+            done.status
+        ));
+    }
+    let report = done
+        .status
+        .clone()
+        .unwrap_or_default()
+        .report
+        .ok_or("no status.report")?;
+    let prefix = format!("s3://{BUCKET}/quarry/{namespace}/cel-s3/");
+    if report.config_map.is_some()
+        || !report
+            .object_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with(&prefix))
+    {
+        return Err(format!(
+            "status.report does not point into {prefix}: {report:?}"
+        ));
+    }
+    if !done
+        .finalizers()
+        .iter()
+        .any(|f| f == "quarry.dev/artifacts")
+    {
+        return Err(format!("no artifacts finalizer: {:?}", done.finalizers()));
+    }
+    let markdown = quarry::report_cli::cluster_report(client, Some(namespace), "cel-s3")
+        .await
+        .map_err(|e| format!("quarry report: {e}"))?;
+    if !markdown.contains(&format!("{web}/docs/cel.html")) {
+        return Err(format!("quarry report printed something else: {markdown}"));
+    }
+    let config = ObjectStoreConfig {
+        url: format!("s3://{BUCKET}/quarry"),
+        endpoint: Some(s3.endpoint()),
+        region: Some("us-east-1".into()),
+        allow_http: true,
+        options: vec![
+            (
+                "aws_access_key_id".into(),
+                SecretValue::new(&s3.access_key_id),
+            ),
+            (
+                "aws_secret_access_key".into(),
+                SecretValue::new(&s3.secret_access_key),
+            ),
+        ],
+        from_env: false,
+        origin: "test".into(),
+    };
+    let store = Bucket::connect(&config)
+        .map_err(|e| e.to_string())?
+        .for_run(&RunLayout {
+            prefix: None,
+            namespace: namespace.to_string(),
+            run: "cel-s3".into(),
+            uid: done.uid().unwrap_or_default(),
+            query: done.spec.query.clone(),
+        });
+    let before = store.list().await.map_err(|e| e.to_string())?;
+    if before.is_empty() {
+        return Err("no objects in the bucket".into());
+    }
+    runs.delete("cel-s3", &DeleteParams::default())
+        .await
+        .map_err(|e| format!("deleting the run: {e}"))?;
+    wait_for(
+        "the run to be gone",
+        Duration::from_secs(60),
+        || async {
+            match runs.get_opt("cel-s3").await {
+                Ok(found) => Some(found.is_none()),
+                Err(_) => None,
+            }
+        },
+        |gone: &bool| *gone,
+    )
+    .await?;
+    let after = store.list().await.map_err(|e| e.to_string())?;
+    if !after.is_empty() {
+        return Err(format!(
+            "objects left after deletion: {after:?} (were {before:?})"
+        ));
+    }
+    Ok(())
 }
 
 /// Deletes what the test created. Objects are deleted explicitly because a cluster without
@@ -760,52 +938,6 @@ async fn managed_search_engine(
     Ok(())
 }
 
-/// A fake of the ConfigMap part of the Kubernetes API: GET answers what the last apply stored.
-async fn fake_configmap_api(
-    mut handle: tower_test::mock::Handle<
-        http::Request<kube::client::Body>,
-        http::Response<kube::client::Body>,
-    >,
-    stored: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, Value>>>,
-) {
-    use kube::client::Body;
-    while let Some((req, send)) = handle.next_request().await {
-        let method = req.method().clone();
-        let path = req.uri().path().to_string();
-        let name = path.rsplit('/').next().unwrap_or_default().to_string();
-        let body = req.into_body().collect_bytes().await.unwrap_or_default();
-        let prefix = "/api/v1/namespaces/ns/configmaps/";
-        let response = if !path.starts_with(prefix) {
-            http::Response::builder()
-                .status(404)
-                .body(Body::from(b"{}".to_vec()))
-        } else if method == http::Method::GET {
-            match stored.lock().unwrap().get(&name) {
-                Some(object) => http::Response::builder()
-                    .status(200)
-                    .body(Body::from(serde_json::to_vec(object).unwrap())),
-                None => {
-                    let status = json!({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"not found"});
-                    http::Response::builder()
-                        .status(404)
-                        .body(Body::from(serde_json::to_vec(&status).unwrap()))
-                }
-            }
-        } else if method == http::Method::PATCH {
-            let object: Value = serde_json::from_slice(&body).unwrap();
-            stored.lock().unwrap().insert(name, object.clone());
-            http::Response::builder()
-                .status(200)
-                .body(Body::from(serde_json::to_vec(&object).unwrap()))
-        } else {
-            http::Response::builder()
-                .status(405)
-                .body(Body::from(b"{}".to_vec()))
-        };
-        send.send_response(response.unwrap());
-    }
-}
-
 /// The production launcher wired to local services: the scripted model, the search/docs stub and
 /// ConfigMaps on a fake API. Runs without a cluster; checks the engine wiring the e2e relies on.
 #[tokio::test]
@@ -814,15 +946,9 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
     use quarry::controller::registry::Signal;
     use quarry::controller::{ApiKey, LaunchRequest, Launcher};
     use quarry::research::state::Phase;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
-    let (service, handle) = tower_test::mock::pair::<
-        http::Request<kube::client::Body>,
-        http::Response<kube::client::Body>,
-    >();
-    let stored = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
-    tokio::spawn(fake_configmap_api(handle, stored.clone()));
-    let client = Client::new(service, "ns");
+    let (client, fake) = quarry_e2e::fake_kube::FakeKube::start("ns");
     let (web, _web_task) = start_web().await.unwrap();
     let model = ScriptedModel::start(researcher_script(&web, "CEL validation"))
         .await
@@ -851,6 +977,7 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
         api_keys: vec![(key_ref, ApiKey::new("sk-local"))],
         input,
         managed_search: None,
+        artifacts: Default::default(),
     };
     let launcher = EngineLauncher::new(client);
     let launch = |request: LaunchRequest| {
@@ -887,13 +1014,10 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
             .iter()
             .all(|r| r.authorization.as_deref() == Some("Bearer sk-local"))
     );
-    let (report, checkpoint_cm) = {
-        let stored = stored.lock().unwrap();
-        (
-            stored.get("cel-report").cloned().expect("report ConfigMap"),
-            stored.get("cel-state").cloned().expect("state ConfigMap"),
-        )
-    };
+    let report = fake
+        .configmap("ns", "cel-report")
+        .expect("report ConfigMap");
+    let checkpoint_cm = fake.configmap("ns", "cel-state").expect("state ConfigMap");
     let markdown = report["data"]["report.md"].as_str().unwrap();
     assert!(
         markdown.contains("## Sources") && markdown.contains(&format!("{web}/docs/cel.html")),
@@ -912,6 +1036,145 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
     let (again, _) = launch(request).await;
     assert_eq!(again, state);
     assert_eq!(model.request_count(), calls);
+}
+
+/// `spec.report.kind: objectStore` through the production launcher: every artifact goes to a real
+/// S3-compatible server (moto, on 127.0.0.1), the finalizer is added before the first object, no
+/// ConfigMap is written, and a relaunch resumes from the checkpoint in S3 without model calls.
+#[tokio::test]
+async fn engine_launcher_keeps_an_object_store_run_in_s3() {
+    use quarry::controller::artifacts::ArtifactTarget;
+    use quarry::controller::engine::EngineLauncher;
+    use quarry::controller::registry::Signal;
+    use quarry::controller::{ApiKey, LaunchRequest, Launcher};
+    use quarry::research::state::Phase;
+    use quarry::store::ArtifactStore;
+    use quarry::store::object::{Bucket, ObjectStoreConfig, SecretValue};
+    use quarry::store::routed::{ReportLocation, ReportSlot};
+    use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
+    use std::sync::Arc;
+
+    if !moto_available() {
+        eprintln!("SKIPPED: moto's server is not installed (scripts/install-test-deps.sh)");
+        return;
+    }
+    let s3 = S3Server::start().await.unwrap();
+    let (client, fake) = quarry_e2e::fake_kube::FakeKube::start("ns");
+    let (web, _web_task) = start_web().await.unwrap();
+    let model = ScriptedModel::start(researcher_script(&web, "CEL validation"))
+        .await
+        .unwrap();
+    let run_value = json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+        "metadata": {"name": "cel-s3", "namespace": "ns", "uid": "uid-cel-s3", "generation": 1},
+        "spec": {"query": "How do CEL validation rules work in CRDs?", "mode": "quick",
+                 "report": {"kind": "objectStore", "prefix": "team"}}
+    });
+    let runs_path = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns/cel-s3";
+    fake.insert(runs_path, run_value.clone());
+    let run: ResearchRun = serde_json::from_value(run_value).unwrap();
+    let profile: quarry::api::ResearchProfile =
+        serde_json::from_value(profile("default", &model.base_url(), &web)).unwrap();
+    let key_ref = profile
+        .spec
+        .models
+        .primary
+        .api_key_secret_ref
+        .clone()
+        .unwrap();
+    let config = ObjectStoreConfig {
+        url: format!("s3://{BUCKET}/quarry"),
+        endpoint: Some(s3.endpoint()),
+        region: Some("us-east-1".into()),
+        allow_http: true,
+        options: vec![
+            (
+                "aws_access_key_id".into(),
+                SecretValue::new(&s3.access_key_id),
+            ),
+            (
+                "aws_secret_access_key".into(),
+                SecretValue::new(&s3.secret_access_key),
+            ),
+        ],
+        from_env: false,
+        origin: "test".into(),
+    };
+    let slot = ReportSlot::default();
+    let request = LaunchRequest {
+        input: quarry::controller::run_input(&run.spec, &profile.spec).unwrap(),
+        run: Arc::new(run.clone()),
+        profile_name: "default".into(),
+        profile: profile.spec.clone(),
+        api_keys: vec![(key_ref, ApiKey::new("sk-local"))],
+        managed_search: None,
+        artifacts: ArtifactTarget {
+            object_store: Some(config.clone()),
+            report: slot.clone(),
+        },
+    };
+    let launcher = EngineLauncher::new(client);
+    launcher
+        .check(&request)
+        .await
+        .expect("the object store answers");
+    let launch = |request: LaunchRequest| {
+        let starter = launcher.prepare(request).unwrap();
+        let (control_tx, control_rx) = tokio::sync::watch::channel(Signal::Run);
+        let task = starter(control_rx, Arc::new(tokio::sync::watch::channel(None).0));
+        async move {
+            let state = tokio::time::timeout(Duration::from_secs(60), task)
+                .await
+                .expect("run finishes");
+            drop(control_tx);
+            state
+        }
+    };
+    let state = launch(request.clone()).await;
+    assert_eq!(state.phase, Phase::Completed, "{:?}", state.failure);
+    let layout = quarry::controller::artifacts::layout(&run).unwrap();
+    let store = Bucket::connect(&config).unwrap().for_run(&layout);
+    let report_name = layout.report_name();
+    let listed = store.list().await.unwrap();
+    for name in ["checkpoint.json", "findings.json", report_name.as_str()] {
+        assert!(listed.iter().any(|n| n == name), "{name} in {listed:?}");
+    }
+    let url = format!("s3://{BUCKET}/quarry/team/ns/cel-s3/{report_name}");
+    assert_eq!(slot.get(), Some(ReportLocation::Object(url)));
+    let markdown = String::from_utf8(store.get("report.md").await.unwrap().unwrap()).unwrap();
+    assert!(
+        markdown.contains(&format!("{web}/docs/cel.html")),
+        "{markdown}"
+    );
+    assert_eq!(
+        fake.get(runs_path).unwrap()["metadata"]["finalizers"],
+        json!(["quarry.dev/artifacts"])
+    );
+    let requests = fake.requests();
+    assert!(
+        requests
+            .iter()
+            .all(|(_, path)| !path.contains("/configmaps/")),
+        "no ConfigMap for an objectStore run: {requests:?}"
+    );
+    // The guard ran once: one read of the run, one finalizer patch.
+    assert_eq!(
+        requests,
+        vec![
+            ("GET".to_string(), runs_path.to_string()),
+            ("PATCH".to_string(), runs_path.to_string())
+        ]
+    );
+    // Relaunched (an operator restart): the checkpoint in S3 says Completed; nothing is redone
+    // and the report is found where it is.
+    let calls = model.request_count();
+    let relaunched_slot = ReportSlot::default();
+    let mut again = request;
+    again.artifacts.report = relaunched_slot.clone();
+    let resumed = launch(again).await;
+    assert_eq!(resumed, state);
+    assert_eq!(model.request_count(), calls);
+    assert_eq!(relaunched_slot.get(), slot.get());
 }
 
 /// A TCP proxy in front of the API server that can be taken down: while down it cuts every open
@@ -1035,36 +1298,10 @@ fn proxied_kubeconfig(
 
 #[tokio::test]
 async fn a_run_survives_the_api_server_being_unavailable_for_30_seconds() {
-    let Ok(kubeconfig) = std::env::var("QUARRY_E2E_KUBECONFIG") else {
-        eprintln!("SKIPPED kube_e2e api outage: set QUARRY_E2E_KUBECONFIG to run it");
-        return;
-    };
-    let client = client_from(&kubeconfig).await.unwrap();
-    let namespace = format!("quarry-e2e-outage-{:08x}", rand::random::<u32>());
-    Api::<Namespace>::all(client.clone())
-        .patch(
-            &namespace,
-            &PatchParams::apply(FIELD_MANAGER),
-            &Patch::Apply(
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
-            ),
-        )
-        .await
-        .unwrap();
-    let logs = std::env::temp_dir().join(format!("{namespace}-operator.log"));
-    let outcome =
-        std::panic::AssertUnwindSafe(api_outage_scenario(&client, &kubeconfig, &namespace, &logs))
-            .catch_unwind()
-            .await;
-    cleanup(&client, &namespace).await;
-    match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(message)) => panic!("{message}\n--- operator log tail:\n{}", log_tail(&logs)),
-        Err(panic) => {
-            eprintln!("--- operator log tail:\n{}", log_tail(&logs));
-            std::panic::resume_unwind(panic)
-        }
-    }
+    in_test_namespace("outage", |client, kubeconfig, namespace, logs| async move {
+        api_outage_scenario(&client, &kubeconfig, &namespace, &logs).await
+    })
+    .await;
 }
 
 async fn api_outage_scenario(

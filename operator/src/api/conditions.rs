@@ -38,6 +38,18 @@ pub mod reasons {
     pub const SECRET_KEY_MISSING: &str = "SecretKeyMissing";
     /// The SearchEngine named by the profile's `search.searchEngineRef` does not exist.
     pub const SEARCH_ENGINE_NOT_FOUND: &str = "SearchEngineNotFound";
+    /// `spec.report.kind` is objectStore but no object store is configured.
+    pub const OBJECT_STORE_NOT_CONFIGURED: &str = "ObjectStoreNotConfigured";
+    /// The profile's `objectStore` (or its credentials Secret) cannot be used as written.
+    pub const OBJECT_STORE_INVALID: &str = "ObjectStoreInvalid";
+    /// The object store refused the credentials.
+    pub const OBJECT_STORE_ACCESS_DENIED: &str = "ObjectStoreAccessDenied";
+    /// The object store could not be reached, or its bucket does not exist.
+    pub const OBJECT_STORE_UNAVAILABLE: &str = "ObjectStoreUnavailable";
+    /// The run is being deleted but its object-store artifacts could not be deleted yet.
+    pub const ARTIFACT_CLEANUP_FAILED: &str = "ArtifactCleanupFailed";
+    /// The run's object-store artifacts were deleted (an Event).
+    pub const ARTIFACTS_DELETED: &str = "ArtifactsDeleted";
     /// The run waits for its managed SearchEngine to scale up from zero.
     pub const WAITING_FOR_SEARCH_ENGINE: &str = "WaitingForSearchEngine";
     /// The search endpoint could not be reached.

@@ -17,10 +17,10 @@ pub use conditions::{
     types as condition_types,
 };
 pub use profile::{
-    FetchPolicy, ModelPrice, ModelTier, ModelTiers, Provider, ResearchProfile, ResearchProfileSpec,
-    ResearchProfileStatus, RoleModels, SearchEndpoint, SearchEngineRef, SearchProvider,
-    SearchProviderKind, SearchTarget, SecretKeyRef, SecuritySourcesSpec, SourcesSpec,
-    StackExchangeSpec, TierName, ToolMode,
+    FetchPolicy, ModelPrice, ModelTier, ModelTiers, ObjectStoreSpec, Provider, ResearchProfile,
+    ResearchProfileSpec, ResearchProfileStatus, RoleModels, SearchEndpoint, SearchEngineRef,
+    SearchProvider, SearchProviderKind, SearchTarget, SecretKeyRef, SecretRef, SecuritySourcesSpec,
+    SourcesSpec, StackExchangeSpec, TierName, ToolMode,
 };
 pub use run::{
     AgendaTask, EffectiveLimits, Mode, ModelUsage, Output, Phase, ReportKind, ReportRef,

@@ -93,6 +93,50 @@ pub struct ResearchProfileSpec {
     /// How synthesis weighs evidence: per-source summaries and the optional model judge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<EvidencePolicy>,
+    /// Object storage for reports and artifacts: used by runs with `report.kind: objectStore`,
+    /// and by any run for an artifact too large for a ConfigMap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_store: Option<ObjectStoreSpec>,
+}
+
+/// Object-store URL: `s3://`, `gs://` or `az://` followed by a bucket (container) and an optional
+/// key prefix.
+pub const OBJECT_STORE_URL_PATTERN: &str = r"^(s3|gs|az)://[A-Za-z0-9][-A-Za-z0-9._]*(/[^\s]*)?$";
+
+/// Where a profile's runs keep reports and artifacts in object storage (S3 and S3-compatible
+/// servers, GCS, Azure Blob Storage).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectStoreSpec {
+    /// `s3://bucket/prefix`, `gs://bucket/prefix` or `az://container/prefix`. A run's objects are
+    /// `<prefix>/<run report prefix>/<namespace>/<run>/`.
+    #[schemars(length(min = 6, max = 1024), regex(pattern = OBJECT_STORE_URL_PATTERN))]
+    pub url: String,
+    /// Endpoint of an S3-compatible server (MinIO, Ceph RGW, Garage) or of an Azure-compatible one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048), regex(pattern = HTTP_URL_PATTERN))]
+    pub endpoint: Option<String>,
+    /// Region (S3); S3-compatible servers usually accept any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub region: Option<String>,
+    /// Allow a plain-HTTP `endpoint` (an S3-compatible server inside the cluster).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_http: bool,
+    /// Secret in the profile's namespace whose keys are `object_store` options, e.g.
+    /// `aws_access_key_id` and `aws_secret_access_key`, `google_service_account_key`, or
+    /// `azure_storage_account_name` and `azure_storage_account_key`. Without it the store is
+    /// reached without credentials (workload identity is not supported yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_secret_ref: Option<SecretRef>,
+}
+
+/// Reference to a whole Secret in the profile's namespace.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+pub struct SecretRef {
+    /// Secret name.
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS1123_SUBDOMAIN_PATTERN))]
+    pub name: String,
 }
 
 /// How synthesis treats evidence (seed 004's compressor; the evidence gate's model judge).

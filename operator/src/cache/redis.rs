@@ -1,6 +1,6 @@
 //! The Redis cache backend: `GET` and `SET key value EX ttl`, shared by every operator replica.
 //!
-//! The connection is made lazily and remade by redis-rs's `ConnectionManager` after a drop. Every
+//! The connection ([`RedisConnector`]) is made lazily and remade by redis-rs's `ConnectionManager` after a drop. Every
 //! command has a short deadline: the cache is an optimisation, so a slow or absent Redis turns
 //! into misses (and a retry at most every [`RECONNECT_EVERY`]) instead of stalling a run.
 
@@ -18,33 +18,36 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
 /// How long after a failed connect the next attempt is made.
 pub const RECONNECT_EVERY: Duration = Duration::from_secs(5);
 
-/// A [`Cache`] in Redis.
-pub struct RedisCache {
+/// A lazily made, shared Redis connection: connected on first use, remade by redis-rs after a
+/// drop, and after a failed connect not tried again for [`RECONNECT_EVERY`], so callers fail
+/// fast while Redis is down. Shared by the cache and the event stream.
+pub struct RedisConnector {
     client: redis::Client,
     /// The live connection, or when the last connect failed.
     conn: Mutex<Result<ConnectionManager, Option<Instant>>>,
 }
 
-impl RedisCache {
-    /// A cache at `url` (`redis://host:6379/0`); no connection is made until first use.
-    pub fn new(url: &str) -> Result<Self, CacheError> {
-        let client = redis::Client::open(url).map_err(|e| backend_error(&e))?;
+impl RedisConnector {
+    /// A connector for `url` (`redis://host:6379/0`); no connection is made until first use.
+    pub fn new(url: &str) -> Result<Self, redis::RedisError> {
         Ok(Self {
-            client,
+            client: redis::Client::open(url)?,
             conn: Mutex::new(Err(None)),
         })
     }
 
+    /// The client, for connections of one's own (blocking reads must not share the connection).
+    pub fn client(&self) -> &redis::Client {
+        &self.client
+    }
+
     /// The connection, connecting when none was made or the last failure is old enough.
-    async fn connection(&self) -> Result<ConnectionManager, CacheError> {
+    pub async fn connection(&self) -> Result<ConnectionManager, String> {
         let mut slot = self.conn.lock().await;
         match &*slot {
             Ok(conn) => return Ok(conn.clone()),
             Err(Some(failed)) if failed.elapsed() < RECONNECT_EVERY => {
-                return Err(CacheError::Backend {
-                    backend: "redis",
-                    message: "unreachable; retrying shortly".into(),
-                });
+                return Err("unreachable; retrying shortly".into());
             }
             Err(_) => {}
         }
@@ -64,16 +67,37 @@ impl RedisCache {
             }
             Ok(Err(e)) => {
                 *slot = Err(Some(Instant::now()));
-                Err(backend_error(&e))
+                Err(e.to_string())
             }
             Err(_) => {
                 *slot = Err(Some(Instant::now()));
-                Err(CacheError::Backend {
-                    backend: "redis",
-                    message: "connect timed out".into(),
-                })
+                Err("connect timed out".into())
             }
         }
+    }
+}
+
+/// A [`Cache`] in Redis.
+pub struct RedisCache {
+    conn: RedisConnector,
+}
+
+impl RedisCache {
+    /// A cache at `url` (`redis://host:6379/0`); no connection is made until first use.
+    pub fn new(url: &str) -> Result<Self, CacheError> {
+        Ok(Self {
+            conn: RedisConnector::new(url).map_err(|e| backend_error(&e))?,
+        })
+    }
+
+    async fn connection(&self) -> Result<ConnectionManager, CacheError> {
+        self.conn
+            .connection()
+            .await
+            .map_err(|message| CacheError::Backend {
+                backend: "redis",
+                message,
+            })
     }
 }
 

@@ -7,13 +7,18 @@ use kube::{Client, Resource, ResourceExt};
 use tokio::sync::watch;
 use tracing::{Instrument, info, warn};
 
-use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Starter};
-use crate::api::{ModelTier, ResearchProfileSpec, SecretKeyRef};
+use super::artifacts::{self, FinalizerGuard};
+use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Stall, Starter};
+use crate::api::{ModelTier, ReportKind, ResearchProfileSpec, SecretKeyRef};
+use crate::events::publish::{StreamPublisher, run_published};
+use crate::events::{RunEvents, RunRef};
 use crate::research::executor::{self, Engine, RunObserver};
 use crate::research::reducer::Event;
 use crate::research::state::{Failure, Phase, RunState};
 use crate::store::ArtifactStore;
 use crate::store::configmap::ConfigMapStore;
+use crate::store::object::Bucket;
+use crate::store::routed::{BeforeObjectWrite, RoutedStore};
 use crate::telemetry::{Metrics, RunMetrics};
 
 /// Launcher that runs the research engine in-process.
@@ -23,6 +28,8 @@ pub struct EngineLauncher {
     services: crate::wiring::Services,
     /// Redis URL of the work queue in scale-out mode (researchers run on workers).
     workers: Option<String>,
+    /// The live event stream every run publishes to.
+    events: Option<Arc<dyn RunEvents>>,
 }
 
 impl EngineLauncher {
@@ -33,12 +40,20 @@ impl EngineLauncher {
             metrics: None,
             services: crate::wiring::Services::in_memory(),
             workers: None,
+            events: None,
         }
     }
 
     /// Sends researchers to `quarry worker` processes through the Redis at `url` (scale-out mode).
     pub fn with_workers(mut self, url: Option<String>) -> Self {
         self.workers = url;
+        self
+    }
+
+    /// Publishes every run's events (phases, researchers, model calls, searches, reads) to
+    /// `events`, the stream the event endpoint serves.
+    pub fn with_events(mut self, events: Arc<dyn RunEvents>) -> Self {
+        self.events = Some(events);
         self
     }
 
@@ -116,21 +131,85 @@ impl RunObserver for ProgressObserver {
     }
 }
 
+/// The object store of a run, when it has one (no I/O).
+fn run_object_store(
+    request: &LaunchRequest,
+) -> Result<Option<crate::store::object::ObjectArtifactStore>, LaunchError> {
+    let Some(config) = &request.artifacts.object_store else {
+        return Ok(None);
+    };
+    let bucket = Bucket::connect(config).map_err(|e| LaunchError(e.to_string()))?;
+    let layout = artifacts::layout(&request.run).map_err(|e| LaunchError(e.to_string()))?;
+    Ok(Some(bucket.for_run(&layout)))
+}
+
+/// The run's store: ConfigMaps with object-store overflow, or the object store alone.
+fn run_store(client: &Client, request: &LaunchRequest) -> Result<RoutedStore, LaunchError> {
+    let run = &request.run;
+    let namespace = run
+        .namespace()
+        .ok_or_else(|| LaunchError("the run has no namespace".into()))?;
+    let owner = run
+        .controller_owner_ref(&())
+        .ok_or_else(|| LaunchError("the run has no UID yet".into()))?;
+    let object = run_object_store(request)?;
+    let guard: Arc<dyn BeforeObjectWrite> = Arc::new(FinalizerGuard::new(
+        client.clone(),
+        &namespace,
+        &run.name_any(),
+    ));
+    let report = request.artifacts.report.clone();
+    Ok(match (run.spec.report.kind, object) {
+        (ReportKind::ObjectStore, Some(object)) => {
+            RoutedStore::object_only(object, Some(guard), report)
+        }
+        (ReportKind::ObjectStore, None) => {
+            return Err(LaunchError(
+                "spec.report.kind is objectStore but no object store is configured".into(),
+            ));
+        }
+        (ReportKind::ConfigMap, object) => RoutedStore::configmap_first(
+            ConfigMapStore::new(client.clone(), &namespace, &run.name_any(), owner),
+            object,
+            Some(guard),
+            report,
+        ),
+    })
+}
+
 impl Launcher for EngineLauncher {
+    fn check<'a>(
+        &'a self,
+        request: &'a LaunchRequest,
+    ) -> futures::future::BoxFuture<'a, Result<(), Stall>> {
+        Box::pin(async move {
+            let Some(config) = &request.artifacts.object_store else {
+                return Ok(());
+            };
+            let store = match Bucket::connect(config) {
+                Ok(bucket) => {
+                    let layout = artifacts::layout(&request.run).map_err(|e| Stall {
+                        reason: crate::api::reasons::OBJECT_STORE_INVALID,
+                        message: e.to_string(),
+                    })?;
+                    bucket.for_run(&layout)
+                }
+                Err(e) => return Err(artifacts::probe_stall(config, &e)),
+            };
+            store
+                .probe()
+                .await
+                .map_err(|e| artifacts::probe_stall(config, &e))
+        })
+    }
+
     fn prepare(&self, request: LaunchRequest) -> Result<Starter, LaunchError> {
         let run = &request.run;
         let namespace = run
             .namespace()
             .ok_or_else(|| LaunchError("the run has no namespace".into()))?;
-        let owner = run
-            .controller_owner_ref(&())
-            .ok_or_else(|| LaunchError("the run has no UID yet".into()))?;
-        let store: Arc<dyn ArtifactStore> = Arc::new(ConfigMapStore::new(
-            self.client.clone(),
-            &namespace,
-            &run.name_any(),
-            owner,
-        ));
+        let routed = Arc::new(run_store(&self.client, &request)?);
+        let store: Arc<dyn ArtifactStore> = routed.clone();
         let mut engine = build_engine_with(
             &request.profile,
             &request.api_keys,
@@ -167,6 +246,14 @@ impl Launcher for EngineLauncher {
         });
         let input = request.input.clone();
         let name = run.name_any();
+        let publisher = self.events.clone().map(|events| {
+            let run = RunRef::new(
+                namespace.clone(),
+                name.clone(),
+                run.uid().unwrap_or_default(),
+            );
+            Arc::new(StreamPublisher::new(events, run))
+        });
         let span_namespace = namespace.clone();
         Ok(Box::new(move |control, progress| {
             Box::pin(async move {
@@ -185,10 +272,19 @@ impl Launcher for EngineLauncher {
                             "CheckpointUnreadable",
                             format!("the run's checkpoint could not be read: {e}"),
                         ));
+                        if let Some(publisher) = &publisher {
+                            publisher.finish(&state);
+                        }
                         return state;
                     }
                 };
                 if state.phase.is_terminal() {
+                    // Stored before a restart: find the report so status points at it.
+                    if state.published
+                        && let Err(e) = routed.locate_report().await
+                    {
+                        warn!(run = %name, error = %e, "stored report not found");
+                    }
                     return state;
                 }
                 let span =
@@ -215,14 +311,20 @@ impl Launcher for EngineLauncher {
                 if let Some(d) = &dispatch {
                     engine.dispatch = Some(d.clone());
                 }
-                let state = executor::run(
-                    Arc::new(engine),
-                    state,
-                    Arc::new(ProgressObserver(progress)),
-                    control,
-                )
-                .instrument(span)
-                .await;
+                let engine = Arc::new(engine);
+                let observer = Arc::new(ProgressObserver(progress));
+                let state = match publisher {
+                    Some(publisher) => {
+                        run_published(engine, state, observer, control, publisher)
+                            .instrument(span)
+                            .await
+                    }
+                    None => {
+                        executor::run(engine, state, observer, control)
+                            .instrument(span)
+                            .await
+                    }
+                };
                 if let Some(d) = dispatch
                     && state.phase.is_terminal()
                 {

@@ -2,6 +2,8 @@
 //! status (DESIGN §1). Reconcile is a short pipeline — look up, validate, build desired status,
 //! apply — and never runs research itself: it hands runs to the [`registry::Registry`].
 
+pub mod artifacts;
+pub mod directory;
 pub mod engine;
 pub mod leader;
 pub mod registry;
@@ -24,15 +26,16 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use crate::api::{
-    ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec, ResearchRunStatus,
-    SearchEngine, SearchTarget, SecretKeyRef, reasons,
+    ReportKind, ReportRef, ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec,
+    ResearchRunStatus, SearchEngine, SearchTarget, SecretKeyRef, reasons,
 };
 use crate::research::state::{Mode, OutputKind, RunInput, RunState};
 use crate::server::{Readiness, ServerState};
 use crate::store::configmap::{FIELD_MANAGER, report_configmap_name};
+use crate::store::routed::{ReportLocation, ReportSlot};
 use crate::telemetry::{ErrorLabels, Metrics, ModelLabels, PhaseLabel, RunLabels};
 use registry::{Presence, Registry, ResearchTask, Signal};
-use status::{RunView, desired_status, transition_events};
+use status::{RunView, desired_status_at, transition_events};
 
 /// Name the operator reports Events under.
 pub const CONTROLLER_NAME: &str = "quarry-operator";
@@ -81,6 +84,9 @@ pub enum Error {
     /// Leader election failed or leadership was lost.
     #[error(transparent)]
     Leader(#[from] leader::LeaderError),
+    /// A deleted run's object-store artifacts could not be deleted yet.
+    #[error("{0}")]
+    ArtifactCleanup(String),
 }
 
 impl Error {
@@ -94,6 +100,7 @@ impl Error {
             Error::Config(_) => "Config",
             Error::NotLeader => "NotLeader",
             Error::Leader(_) => "LeaderElection",
+            Error::ArtifactCleanup(_) => "ArtifactCleanup",
         }
     }
 
@@ -143,6 +150,8 @@ pub struct LaunchRequest {
     pub input: RunInput,
     /// The managed SearchEngine the profile names, resolved to its Service.
     pub managed_search: Option<crate::wiring::ManagedSearch>,
+    /// Where the run's artifacts go (object store, report location).
+    pub artifacts: artifacts::ArtifactTarget,
 }
 
 /// Why a launch is impossible with the given profile; shown as `Stalled` with reason ProfileInvalid.
@@ -160,6 +169,15 @@ pub type Starter = Box<
 pub trait Launcher: Send + Sync {
     /// Checks the request and prepares its task (no I/O); errors are profile problems.
     fn prepare(&self, request: LaunchRequest) -> Result<Starter, LaunchError>;
+
+    /// Checks, with I/O, what the run will need before anything is paid for (the object store
+    /// answers with its credentials); a stall says what to fix. Doubles need not check.
+    fn check<'a>(
+        &'a self,
+        _request: &'a LaunchRequest,
+    ) -> futures::future::BoxFuture<'a, Result<(), Stall>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Status writers by run UID: writer id and the sender of the latest run object.
@@ -184,6 +202,10 @@ pub struct Context {
     latest: std::sync::Mutex<LatestRuns>,
     /// Open while this replica holds the leader lease: no status is written otherwise.
     pub fence: leader::Fence,
+    /// The operator-wide object store, for profiles that configure none.
+    pub default_object_store: Option<crate::store::object::ObjectStoreConfig>,
+    /// Where each started run's store put its report, by run UID.
+    report_slots: std::sync::Mutex<std::collections::HashMap<String, ReportSlot>>,
 }
 
 impl Context {
@@ -202,6 +224,8 @@ impl Context {
             status_interval: STATUS_INTERVAL,
             latest: Default::default(),
             fence: leader::Fence::leading(),
+            default_object_store: None,
+            report_slots: Default::default(),
         }
     }
 
@@ -213,6 +237,33 @@ impl Context {
 }
 
 impl Context {
+    fn slots(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, ReportSlot>> {
+        self.report_slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Drops what is kept about a run's report location (the run is gone).
+    pub fn forget_report(&self, uid: &str) {
+        self.slots().remove(uid);
+    }
+
+    /// Where the run's report is, or will be: what its store recorded, else what status says,
+    /// else its report ConfigMap.
+    pub fn report_location(&self, run: &ResearchRun) -> ReportLocation {
+        let recorded = run
+            .uid()
+            .and_then(|uid| self.slots().get(&uid).and_then(ReportSlot::get));
+        if let Some(location) = recorded {
+            return location;
+        }
+        match run.status.as_ref().and_then(|s| s.report.as_ref()) {
+            Some(ReportRef {
+                object_url: Some(url),
+                ..
+            }) => ReportLocation::Object(url.clone()),
+            _ => ReportLocation::ConfigMap(report_configmap_name(&run.name_any())),
+        }
+    }
+
     fn latest_map(&self) -> std::sync::MutexGuard<'_, LatestRuns> {
         // The map stays consistent even if a holder panicked.
         self.latest.lock().unwrap_or_else(|p| p.into_inner())
@@ -416,7 +467,7 @@ async fn apply_status(
 ) -> Result<ResearchRunStatus, Error> {
     let name = run.name_any();
     let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
-    let desired = desired_status(run, view, &report_configmap_name(&name), &now());
+    let desired = desired_status_at(run, view, &ctx.report_location(run), &now());
     if run.status.as_ref() == Some(&desired) {
         return Ok(desired);
     }
@@ -474,11 +525,36 @@ pub async fn reconcile(run: Arc<ResearchRun>, ctx: Arc<Context>) -> Result<Actio
 }
 
 async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Error> {
+    // Runs with object-store artifacts go through the finalizer helper: cleanup on deletion.
+    if artifacts::has_finalizer(&run) {
+        let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
+        let api: Api<ResearchRun> = Api::namespaced(ctx.client.clone(), &namespace);
+        return kube::runtime::finalizer::finalizer(
+            &api,
+            artifacts::ARTIFACTS_FINALIZER,
+            run,
+            |event| async move {
+                match event {
+                    kube::runtime::finalizer::Event::Apply(run) => reconcile_run(run, ctx).await,
+                    kube::runtime::finalizer::Event::Cleanup(run) => {
+                        artifacts::cleanup(run, ctx).await
+                    }
+                }
+            },
+        )
+        .await
+        .map_err(artifacts::finalizer_error);
+    }
+    reconcile_run(run, ctx).await
+}
+
+async fn reconcile_run(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Error> {
     let uid = run.uid().ok_or(Error::MissingMetadata("uid"))?;
     let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let name = run.name_any();
     if run.metadata.deletion_timestamp.is_some() {
         ctx.registry.remove(&uid);
+        ctx.forget_report(&uid);
         return Ok(Action::await_change());
     }
     // Look up: where the run stands.
@@ -533,6 +609,9 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
         }
         Err(stall) => return stalled(ctx, &run, &stall).await,
     };
+    if let Err(stall) = ctx.launcher.check(&request).await {
+        return stalled(ctx, &run, &stall).await;
+    }
     // Build the task, then apply: status first, so a failed patch leaves nothing running.
     let starter = match ctx.launcher.prepare(request.clone()) {
         Ok(starter) => starter,
@@ -563,6 +642,8 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
         },
     );
     if started {
+        ctx.slots()
+            .insert(uid.clone(), request.artifacts.report.clone());
         info!(run = %name, namespace = %namespace, profile = %request.profile_name, "research started");
         static WRITER_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let writer_id = WRITER_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -658,6 +739,18 @@ async fn resolve(
             Err(stall) => return Ok(Err(stall)),
         }
     }
+    let object_store = match artifacts::resolve_object_store(ctx, &profile, namespace).await? {
+        Ok(object_store) => object_store,
+        Err(stall) => return Ok(Err(stall)),
+    };
+    if run.spec.report.kind == ReportKind::ObjectStore && object_store.is_none() {
+        return Ok(Err(Stall {
+            reason: reasons::OBJECT_STORE_NOT_CONFIGURED,
+            message: format!(
+                "spec.report.kind is objectStore, but ResearchProfile \"{profile_name}\" has no objectStore and the operator has no default (--object-store-url); add spec.objectStore to the profile"
+            ),
+        }));
+    }
     let input = match run_input(&run.spec, &profile.spec) {
         Ok(input) => input,
         Err(stall) => return Ok(Err(stall)),
@@ -696,6 +789,10 @@ async fn resolve(
         api_keys,
         input,
         managed_search,
+        artifacts: artifacts::ArtifactTarget {
+            object_store,
+            report: ReportSlot::default(),
+        },
     }))
 }
 
@@ -783,6 +880,7 @@ async fn status_writer(
                 Err(e) if e.is_not_found() => {
                     info!(run = %base.name_any(), "run deleted; cancelling its research");
                     ctx.registry.remove(&uid);
+                    ctx.forget_report(&uid);
                     ctx.metrics.set_run_phase(&uid, &namespace, None);
                     ctx.unsubscribe_latest(&uid, writer_id);
                     return;
@@ -862,6 +960,9 @@ pub struct OperatorConfig {
     pub namespace: Option<String>,
     /// Redis for the search and page cache shared by replicas (`None`: in-memory).
     pub redis_url: Option<String>,
+    /// Operator-wide object store for profiles without `objectStore`; credentials and options
+    /// from the operator's environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`, filled from a Secret).
+    pub object_store_url: Option<String>,
     /// Leader election: only the Lease holder runs research (`None`: a single replica).
     pub leader: Option<LeaderSettings>,
     /// Scale-out mode: researchers run on `quarry worker` processes through `redis_url`.
@@ -899,9 +1000,21 @@ impl Default for OperatorConfig {
             namespace: None,
             redis_url: None,
             leader: Some(LeaderSettings::default()),
+            object_store_url: None,
             workers: false,
         }
     }
+}
+
+/// The operator-wide object store of `url`; credentials, endpoint and region come from the
+/// environment (see [`crate::store::object::ObjectStoreConfig::from_env`]).
+pub fn default_object_store(url: &str) -> Result<crate::store::object::ObjectStoreConfig, Error> {
+    crate::store::object::parse_url(url)
+        .map_err(|e| Error::Config(format!("--object-store-url {url:?}: {e}")))?;
+    Ok(crate::store::object::ObjectStoreConfig::from_env(
+        url,
+        "the operator's --object-store-url",
+    ))
 }
 
 /// The shared services of an operator or standalone process: Redis cache when a URL is given.
@@ -935,6 +1048,28 @@ pub fn watch_scopes(namespace: Option<&str>) -> Vec<Option<String>> {
     scopes
 }
 
+/// The live event stream of the process's runs: Redis Streams when Redis is configured (every
+/// replica serves every run), else in memory (this process's runs only).
+pub fn run_events(
+    redis_url: Option<&str>,
+    metrics: &Metrics,
+) -> Result<Arc<dyn crate::events::RunEvents>, Error> {
+    Ok(match redis_url {
+        Some(url) => Arc::new(
+            crate::events::redis::RedisEvents::start(
+                url,
+                crate::events::redis::RedisSettings::default(),
+                Some(metrics.clone()),
+            )
+            .map_err(|e| Error::Config(format!("redisUrl: {e}")))?,
+        ),
+        None => Arc::new(crate::events::memory::MemoryEvents::new(
+            crate::events::memory::MemoryLimits::default(),
+            Some(metrics.clone()),
+        )),
+    })
+}
+
 /// Runs the operator: the HTTP server and the ResearchRun controller, until SIGINT/SIGTERM.
 pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let client = Client::try_default()
@@ -943,14 +1078,21 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let metrics = Metrics::new();
     let readiness = Readiness::new();
     let listener = crate::server::bind(&config.listen).await?;
-    info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz");
+    info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz and run events");
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut server_stop = stop_rx.clone();
+    let events = run_events(config.redis_url.as_deref(), &metrics)?;
+    let directory = Arc::new(directory::KubeDirectory::new(client.clone()));
     let server = tokio::spawn(crate::server::serve(
         listener,
         ServerState {
             metrics: metrics.clone(),
             readiness: readiness.clone(),
+            events: Some(crate::server::events::EventsApi::new(
+                events.clone(),
+                directory.clone(),
+                metrics.clone(),
+            )),
         },
         async move {
             let _ = server_stop.wait_for(|stop| *stop).await;
@@ -990,7 +1132,15 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
         .as_ref()
         .map_or_else(leader::Fence::leading, leader::Leadership::fence);
     let registry = Registry::new();
-    let work = run_controllers(client, config, metrics, readiness, fence, registry.clone());
+    let work = run_controllers(
+        client,
+        config,
+        metrics,
+        readiness,
+        fence,
+        registry.clone(),
+        (events, directory),
+    );
     let result = match leadership.as_mut() {
         Some(l) => {
             let outcome = l
@@ -1033,6 +1183,10 @@ async fn run_controllers(
     readiness: Readiness,
     fence: leader::Fence,
     registry: Registry,
+    (events, directory): (
+        Arc<dyn crate::events::RunEvents>,
+        Arc<directory::KubeDirectory>,
+    ),
 ) -> Result<(), Error> {
     let workers = match (config.workers, &config.redis_url) {
         (false, _) => None,
@@ -1065,10 +1219,16 @@ async fn run_controllers(
         engine::EngineLauncher::new(client.clone())
             .with_metrics(metrics.clone())
             .with_services(services)
-            .with_workers(workers),
+            .with_workers(workers)
+            .with_events(events),
     );
     let mut ctx = Context::new(client.clone(), launcher, metrics).with_fence(fence);
     ctx.registry = registry;
+    ctx.default_object_store = config
+        .object_store_url
+        .as_deref()
+        .map(default_object_store)
+        .transpose()?;
     let ctx = Arc::new(ctx);
     // One controller per watched namespace (or one for all): each has its own run cache.
     let mut stores = Vec::new();
@@ -1090,6 +1250,10 @@ async fn run_controllers(
         let controller = Controller::new(runs, watcher::Config::default());
         let store = controller.store();
         let run_index = store.clone();
+        if scopes.len() == 1 {
+            // The event endpoint answers from this cache (one scope: one cache).
+            directory.use_cache(store.clone());
+        }
         stores.push(store);
         controllers.push(
             controller
@@ -1132,6 +1296,7 @@ async fn run_controllers(
                     if !live.contains(&uid) {
                         info!(uid = %uid, "run deleted; cancelling its research");
                         ctx.registry.remove(&uid);
+                        ctx.forget_report(&uid);
                     }
                 }
                 ctx.metrics.retain_runs(|uid| live.contains(uid));

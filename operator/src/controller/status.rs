@@ -9,6 +9,7 @@ use crate::api::{
     TaskState, condition_types as types, find_condition, reasons, set_condition,
 };
 use crate::research::state::{Phase as EnginePhase, RunState, TaskState as EngineTaskState};
+use crate::store::routed::ReportLocation;
 
 /// What the controller knows about a run, from which its status follows.
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +34,11 @@ pub enum RunView<'a> {
     Starting,
     /// The executor reported this engine state.
     Progress(&'a RunState),
+    /// The run is being deleted and its object-store artifacts could not be deleted yet.
+    CleanupFailed {
+        /// What failed and the way out.
+        message: &'a str,
+    },
 }
 
 /// An Event the controller should publish.
@@ -85,12 +91,28 @@ fn clear_stalled(status: &mut ResearchRunStatus, generation: Option<i64>, now: &
     }
 }
 
-/// The status the run should have given `view`. Starts from the current status so transition
-/// times and start time are kept; equal to the current status when nothing changed.
+/// [`desired_status_at`] for a report stored in ConfigMap `report_configmap`.
 pub fn desired_status(
     run: &ResearchRun,
     view: RunView<'_>,
     report_configmap: &str,
+    now: &Time,
+) -> ResearchRunStatus {
+    desired_status_at(
+        run,
+        view,
+        &ReportLocation::ConfigMap(report_configmap.to_string()),
+        now,
+    )
+}
+
+/// The status the run should have given `view`, its report being at `report` once stored.
+/// Starts from the current status so transition times and start time are kept; equal to the
+/// current status when nothing changed.
+pub fn desired_status_at(
+    run: &ResearchRun,
+    view: RunView<'_>,
+    report: &ReportLocation,
     now: &Time,
 ) -> ResearchRunStatus {
     let generation = run.metadata.generation;
@@ -137,6 +159,19 @@ pub fn desired_status(
             status.message = Some(message.to_string());
         }
         RunView::Suspended => suspended(&mut status, waiting_phase, generation, now),
+        RunView::CleanupFailed { message } => {
+            // Only the deletion is stuck: the phase and the outcome stay as they were.
+            set_condition(
+                &mut status.conditions,
+                types::STALLED,
+                ConditionStatus::True,
+                reasons::ARTIFACT_CLEANUP_FAILED,
+                message,
+                generation,
+                now,
+            );
+            status.message = Some(message.to_string());
+        }
         RunView::Starting => {
             status.phase = Some(waiting_phase);
             running(&mut status, waiting_phase, generation, now);
@@ -189,15 +224,20 @@ pub fn desired_status(
                 );
             }
             // A stored report is referenced whatever the outcome (NoEvidence stores one too).
-            if let Some(report) = state.final_report.as_ref().filter(|_| state.published) {
-                status.report = Some(report_ref(report, report_configmap));
+            if let Some(stored) = state.final_report.as_ref().filter(|_| state.published) {
+                status.report = Some(report_ref(stored, report));
             }
             match phase {
                 Phase::Completed => {
                     status.phase = Some(phase);
                     let message = match &state.final_report {
                         Some(r) if r.aborted => "no usable sources were found; an honest \"unable to research\" report was stored".to_string(),
-                        _ => format!("report stored in ConfigMap {report_configmap}"),
+                        _ => match report {
+                            ReportLocation::ConfigMap(name) => {
+                                format!("report stored in ConfigMap {name}")
+                            }
+                            ReportLocation::Object(url) => format!("report stored at {url}"),
+                        },
                     };
                     finished(
                         &mut status,
@@ -373,11 +413,15 @@ pub fn transition_events(
 }
 
 /// Where a stored report is, with its size, digest and the evidence gate's figures.
-fn report_ref(report: &crate::research::state::FinalReport, configmap: &str) -> ReportRef {
+fn report_ref(report: &crate::research::state::FinalReport, at: &ReportLocation) -> ReportRef {
     use sha2::Digest;
+    let (config_map, object_url) = match at {
+        ReportLocation::ConfigMap(name) => (Some(name.clone()), None),
+        ReportLocation::Object(url) => (None, Some(url.clone())),
+    };
     ReportRef {
-        config_map: Some(configmap.to_string()),
-        object_url: None,
+        config_map,
+        object_url,
         bytes: report.markdown.len() as u64,
         sha256: Some(hex::encode(sha2::Sha256::digest(
             report.markdown.as_bytes(),

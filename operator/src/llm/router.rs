@@ -153,7 +153,16 @@ pub struct SourceRecord {
     pub task: Option<u32>,
 }
 
-#[derive(Debug, Default)]
+/// Receives every provenance record as it is logged (the live event stream). Called outside the
+/// guard's lock; implementations must return at once (queue, never wait).
+pub trait RecordTap: Send + Sync {
+    /// A model call was logged.
+    fn on_call(&self, record: &CallRecord);
+    /// A search or page read was logged.
+    fn on_source(&self, record: &SourceRecord);
+}
+
+#[derive(Default)]
 struct Spend {
     /// Usage per model that answered.
     by_model: std::collections::BTreeMap<String, Usage>,
@@ -173,6 +182,19 @@ struct Spend {
     spent: Usage,
     /// Records logged so far (calls and sources, dropped ones included): the journal's version.
     logged: u64,
+    /// Where records go as they are logged, besides the log.
+    tap: Option<Arc<dyn RecordTap>>,
+}
+
+impl std::fmt::Debug for Spend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spend")
+            .field("calls", &self.calls.len())
+            .field("sources", &self.sources.len())
+            .field("cost", &self.cost)
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The run's budget as the router sees it: spend so far plus what calls in flight may still cost.
@@ -205,26 +227,43 @@ impl SpendGuard {
         self.lock().by_model.clone()
     }
 
+    /// Sends every record logged from now on to `tap` as well (the run's live event stream).
+    pub fn set_tap(&self, tap: Arc<dyn RecordTap>) {
+        self.lock().tap = Some(tap);
+    }
+
     /// Appends a call to the provenance log, stamped with the run's total spend so far.
     pub fn log_call(&self, mut record: CallRecord) {
-        let mut s = self.lock();
-        record.run_total = RunTotal::from(&s.spent);
-        if s.calls.len() >= MAX_CALL_RECORDS {
-            s.calls.remove(0);
-            s.calls_dropped += 1;
+        let tap = {
+            let mut s = self.lock();
+            record.run_total = RunTotal::from(&s.spent);
+            if s.calls.len() >= MAX_CALL_RECORDS {
+                s.calls.remove(0);
+                s.calls_dropped += 1;
+            }
+            s.calls.push(record.clone());
+            s.logged += 1;
+            s.tap.clone()
+        };
+        if let Some(tap) = tap {
+            tap.on_call(&record);
         }
-        s.calls.push(record);
-        s.logged += 1;
     }
 
     /// Appends a search or page read to the provenance log.
     pub fn log_source(&self, record: SourceRecord) {
-        let mut s = self.lock();
-        if s.sources.len() >= MAX_CALL_RECORDS {
-            s.sources.remove(0);
+        let tap = {
+            let mut s = self.lock();
+            if s.sources.len() >= MAX_CALL_RECORDS {
+                s.sources.remove(0);
+            }
+            s.sources.push(record.clone());
+            s.logged += 1;
+            s.tap.clone()
+        };
+        if let Some(tap) = tap {
+            tap.on_source(&record);
         }
-        s.sources.push(record);
-        s.logged += 1;
     }
 
     /// How many records were logged so far: changes whenever the log does.

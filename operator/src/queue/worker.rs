@@ -255,6 +255,8 @@ pub async fn run_worker(config: WorkerConfig) -> Result<(), QueueError> {
         ServerState {
             metrics: metrics.clone(),
             readiness: readiness.clone(),
+            // Workers serve no run events: the leader's operator does.
+            events: None,
         },
     )
     .await?;

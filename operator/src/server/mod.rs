@@ -1,4 +1,14 @@
-//! The operator's HTTP server: `/metrics` (OpenMetrics), `/livez` and `/readyz` on one port.
+//! The operator's HTTP server: `/metrics` (OpenMetrics), `/livez`, `/readyz` and the run event
+//! stream ([`events`]) on one port.
+//!
+//! Who may read run events: the port is meant for in-cluster and API-server-proxied access only
+//! (the chart's NetworkPolicy limits ingress). `quarry logs` reaches it through the Kubernetes API
+//! server's service proxy, so the API server authenticates the caller and RBAC decides (`get` on
+//! `services/proxy` of the operator's Service). The operator does not check bearer tokens itself:
+//! the service proxy strips the caller's `Authorization` header, so a TokenReview here would
+//! lock out exactly that path.
+
+pub mod events;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -40,6 +50,8 @@ pub struct ServerState {
     pub metrics: Metrics,
     /// The flag `/readyz` reports.
     pub readiness: Readiness,
+    /// The run event stream, when served.
+    pub events: Option<events::EventsApi>,
 }
 
 /// Errors of the server.
@@ -63,6 +75,7 @@ pub fn router(state: ServerState) -> Router {
         .route("/metrics", get(metrics))
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
+        .route(events::EVENTS_ROUTE, get(events::run_events))
         .with_state(state)
 }
 
@@ -167,6 +180,7 @@ mod tests {
         ServerState {
             metrics: Metrics::new(),
             readiness: Readiness::new(),
+            events: None,
         }
     }
 

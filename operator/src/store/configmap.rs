@@ -5,7 +5,8 @@
 //!
 //! Values over [`GZIP_THRESHOLD`] bytes, or that are not UTF-8, are stored gzip-compressed in
 //! `binaryData` under `<key>.gz`. A ConfigMap over [`CONFIGMAP_LIMIT`] bytes is refused with an
-//! error that says so, before the API server rejects it less clearly.
+//! error that says so and names the object-store option, before the API server rejects it less
+//! clearly. [`super::routed`] sends such artifacts to object storage when one is configured.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -60,6 +61,11 @@ pub fn events_configmap_name(run_name: &str) -> String {
     format!("{run_name}-events")
 }
 
+/// Name of the ConfigMap holding a run's second checkpoint slot.
+pub fn checkpoint_b_configmap_name(run_name: &str) -> String {
+    format!("{run_name}-state-b")
+}
+
 /// Name of the ConfigMap holding a run's checkpoint and other artifacts.
 pub fn state_configmap_name(run_name: &str) -> String {
     format!("{run_name}-state")
@@ -76,6 +82,11 @@ impl ConfigMapStore {
         }
     }
 
+    /// The name of the ConfigMap that holds artifact `key`.
+    pub fn configmap_of(&self, key: &str) -> Result<String, StoreError> {
+        self.locate(key).map(|(name, _)| name)
+    }
+
     /// The ConfigMap name and the data key an artifact key maps to.
     fn locate(&self, key: &str) -> Result<(String, String), StoreError> {
         let data_key = sanitize_key(key)?;
@@ -83,6 +94,10 @@ impl ConfigMapStore {
             report_configmap_name(&self.run_name)
         } else if key == EVENTS_KEY {
             events_configmap_name(&self.run_name)
+        } else if key == crate::research::checkpoint::SLOTS[1] {
+            // Each checkpoint slot has a ConfigMap of its own: two full states side by side
+            // would halve the room a run's state may take.
+            checkpoint_b_configmap_name(&self.run_name)
         } else {
             state_configmap_name(&self.run_name)
         };
@@ -149,9 +164,24 @@ fn payload_size(data: &BTreeMap<String, String>, binary: &BTreeMap<String, ByteS
             .sum::<usize>()
 }
 
-#[async_trait]
-impl ArtifactStore for ConfigMapStore {
-    async fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError> {
+/// The error text for a ConfigMap that would outgrow the limit: it names the object-store option,
+/// the way out (DESIGN §4).
+pub fn too_large_message(configmap: &str, size: usize) -> String {
+    format!(
+        "ConfigMap {configmap} would hold {size} bytes, over the {CONFIGMAP_LIMIT}-byte ConfigMap limit even after gzip; configure object storage (spec.objectStore in the run's ResearchProfile, or the operator's --object-store-url) and large artifacts go there automatically, or set the run's spec.report.kind to objectStore"
+    )
+}
+
+impl ConfigMapStore {
+    /// Writes `bytes` under `key` if `decide` agrees, given the ConfigMap's name and the size it
+    /// would have after the write (keys plus values, gzip applied). Returns whether it wrote:
+    /// `Ok(false)` when `decide` declined, after no request but the read.
+    pub async fn put_if(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        decide: impl FnOnce(&str, usize) -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
         let (name, data_key) = self.locate(key)?;
         let gz_key = format!("{data_key}.gz");
         let _guard = self.lock.lock().await;
@@ -177,15 +207,21 @@ impl ArtifactStore for ConfigMapStore {
                 binary.insert(gz_key, ByteString(packed));
             }
         }
-        let size = payload_size(&data, &binary);
-        if size > CONFIGMAP_LIMIT {
-            return Err(StoreError::Io {
-                key: key.to_string(),
-                message: format!(
-                    "ConfigMap {name} would hold {size} bytes, over the {CONFIGMAP_LIMIT}-byte ConfigMap limit even after gzip; configure an object store for this run's reports"
-                ),
-            });
+        if !decide(&name, payload_size(&data, &binary))? {
+            return Ok(false);
         }
+        self.apply(&name, key, data, binary).await?;
+        Ok(true)
+    }
+
+    /// Server-side applies ConfigMap `name` with exactly these entries.
+    async fn apply(
+        &self,
+        name: &str,
+        key: &str,
+        data: BTreeMap<String, String>,
+        binary: BTreeMap<String, ByteString>,
+    ) -> Result<(), StoreError> {
         let mut labels = BTreeMap::new();
         labels.insert(RUN_LABEL.to_string(), self.run_name.clone());
         labels.insert(
@@ -194,7 +230,7 @@ impl ArtifactStore for ConfigMapStore {
         );
         let cm = ConfigMap {
             metadata: ObjectMeta {
-                name: Some(name.clone()),
+                name: Some(name.to_string()),
                 labels: Some(labels),
                 owner_references: Some(vec![self.owner.clone()]),
                 ..Default::default()
@@ -212,7 +248,7 @@ impl ArtifactStore for ConfigMapStore {
         value["kind"] = "ConfigMap".into();
         self.api
             .patch(
-                &name,
+                name,
                 &PatchParams::apply(FIELD_MANAGER).force(),
                 &Patch::Apply(value),
             )
@@ -223,24 +259,68 @@ impl ArtifactStore for ConfigMapStore {
             })?;
         Ok(())
     }
+}
+
+#[async_trait]
+impl ArtifactStore for ConfigMapStore {
+    async fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.put_if(key, bytes, |name, size| {
+            if size > CONFIGMAP_LIMIT {
+                Err(StoreError::TooLarge {
+                    key: key.to_string(),
+                    message: too_large_message(name, size),
+                })
+            } else {
+                Ok(true)
+            }
+        })
+        .await
+        .map(|_| ())
+    }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let (name, data_key) = self.locate(key)?;
         let Some(cm) = self.read(&name, key).await? else {
             return Ok(None);
         };
-        if let Some(text) = cm.data.as_ref().and_then(|d| d.get(&data_key)) {
-            return Ok(Some(text.clone().into_bytes()));
-        }
-        if let Some(packed) = cm
-            .binary_data
-            .as_ref()
-            .and_then(|d| d.get(&format!("{data_key}.gz")))
-        {
-            return gunzip(&packed.0, key).map(Some);
-        }
-        Ok(None)
+        configmap_value(&cm, &data_key, key)
     }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let (name, data_key) = self.locate(key)?;
+        let _guard = self.lock.lock().await;
+        let Some(cm) = self.read(&name, key).await? else {
+            return Ok(());
+        };
+        let mut data = cm.data.unwrap_or_default();
+        let mut binary = cm.binary_data.unwrap_or_default();
+        let had_text = data.remove(&data_key).is_some();
+        let had_packed = binary.remove(&format!("{data_key}.gz")).is_some();
+        if !had_text && !had_packed {
+            return Ok(());
+        }
+        self.apply(&name, key, data, binary).await
+    }
+}
+
+/// The value of artifact `key` (ConfigMap key `data_key`) in a ConfigMap this store wrote: text
+/// from `data`, or gunzipped from `binaryData` under `<data_key>.gz`.
+pub fn configmap_value(
+    cm: &ConfigMap,
+    data_key: &str,
+    key: &str,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    if let Some(text) = cm.data.as_ref().and_then(|d| d.get(data_key)) {
+        return Ok(Some(text.clone().into_bytes()));
+    }
+    if let Some(packed) = cm
+        .binary_data
+        .as_ref()
+        .and_then(|d| d.get(&format!("{data_key}.gz")))
+    {
+        return gunzip(&packed.0, key).map(Some);
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -336,6 +416,8 @@ mod tests {
         assert_eq!(at("report.md"), "r1-report");
         assert_eq!(at("findings.json"), "r1-report");
         assert_eq!(at("checkpoint.json"), "r1-state");
+        assert_eq!(at("checkpoint-a.json"), "r1-state");
+        assert_eq!(at("checkpoint-b.json"), "r1-state-b");
         // The provenance log has its own ConfigMap: it can never crowd out a checkpoint.
         assert_eq!(at("events.jsonl"), "r1-events");
     }
@@ -406,9 +488,44 @@ mod tests {
         let err = store.put("events/log.jsonl", &noise).await.unwrap_err();
         let text = err.to_string();
         assert!(
-            text.contains("r1-state") && text.contains("over the 1000000-byte ConfigMap limit"),
+            text.contains("r1-state")
+                && text.contains("over the 1000000-byte ConfigMap limit")
+                && text.contains("spec.objectStore in the run's ResearchProfile")
+                && text.contains("--object-store-url"),
             "{text}"
         );
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn delete_removes_one_key_and_skips_absent_ones() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-report"
+            );
+            send.send_response(ok_json(&serde_json::json!({
+                "apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r1-report"},
+                "data":{"findings.json":"{}"},"binaryData":{"report.md.gz":"H4sIAAAAAAAA/wMAAAAAAAAAAAA="}
+            })));
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::PATCH);
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
+            // Applied without the deleted key, every other one kept.
+            assert_eq!(body["data"], serde_json::json!({"findings.json": "{}"}));
+            assert_eq!(body["binaryData"], serde_json::json!({}));
+            send.send_response(ok_json(&body));
+            // Deleting a key that is not there reads and writes nothing more.
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            send.send_response(ok_json(&body));
+        });
+        store.delete("report.md").await.unwrap();
+        store.delete("report.md").await.unwrap();
         server.await.unwrap();
     }
 

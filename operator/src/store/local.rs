@@ -73,6 +73,18 @@ impl ArtifactStore for LocalStore {
             }),
         }
     }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        match tokio::fs::remove_file(&path).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::Io {
+                key: key.to_string(),
+                message: e.to_string(),
+            }),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -88,6 +100,10 @@ mod tests {
         store.put("a.json", b"two").await.unwrap();
         assert_eq!(store.get("a.json").await.unwrap(), Some(b"two".to_vec()));
         assert!(store.put("../x", b"no").await.is_err());
+        store.delete("a.json").await.unwrap();
+        assert_eq!(store.get("a.json").await.unwrap(), None);
+        // Deleting what is not there is not an error.
+        store.delete("a.json").await.unwrap();
         let _ = std::fs::remove_dir_all(dir);
     }
 }

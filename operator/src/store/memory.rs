@@ -58,4 +58,15 @@ impl ArtifactStore for MemoryStore {
         })?;
         Ok(items.get(key).cloned())
     }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.items
+            .lock()
+            .map_err(|_| StoreError::Io {
+                key: key.to_string(),
+                message: "store lock poisoned".into(),
+            })?
+            .remove(key);
+        Ok(())
+    }
 }

@@ -1,9 +1,14 @@
-//! Artifact and report stores behind the `ArtifactStore` port.
+//! Artifact and report stores behind the `ArtifactStore` port (DESIGN §4): ConfigMaps (the
+//! default), object storage (S3, GCS, Azure) and local files (standalone mode). [`routed`] picks
+//! between the first two for each write.
 
 use async_trait::async_trait;
 
+pub mod configmap;
 pub mod local;
 pub mod memory;
+pub mod object;
+pub mod routed;
 
 /// Errors of a store.
 #[derive(Debug, thiserror::Error)]
@@ -12,6 +17,9 @@ pub enum StoreError {
     Io { key: String, message: String },
     #[error("artifact {key} is corrupt: {message}")]
     Corrupt { key: String, message: String },
+    /// The artifact does not fit where it was meant to go; the message names the way out.
+    #[error("artifact {key} is too large: {message}")]
+    TooLarge { key: String, message: String },
 }
 
 /// The port through which the engine persists checkpoints, artifacts and reports.
@@ -21,5 +29,6 @@ pub trait ArtifactStore: Send + Sync {
     async fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError>;
     /// Reads one artifact; `None` when it does not exist.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Deletes one artifact; deleting one that does not exist succeeds.
+    async fn delete(&self, key: &str) -> Result<(), StoreError>;
 }
-pub mod configmap;

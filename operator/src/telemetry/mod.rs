@@ -189,6 +189,15 @@ pub struct CacheLabels {
     pub result: String,
 }
 
+/// Labels of event stream publications.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StreamPublishLabels {
+    /// `memory` or `redis`.
+    pub backend: String,
+    /// `ok`, `dropped` (the publish queue was full) or `error` (the backend failed; dropped).
+    pub outcome: String,
+}
+
 /// Labels of the run duration histogram.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
@@ -272,6 +281,11 @@ pub struct Metrics {
     pub run_cost: Family<RunLabels, Histogram>,
     /// The `quarry worker` metrics (scale-out mode; exported by [`Metrics::worker`] only).
     pub queue: queue::QueueMetrics,
+    /// `quarry_event_stream_publish_total{backend,outcome}`: run events published to the live
+    /// stream, by outcome.
+    pub event_stream_publish: Family<StreamPublishLabels, Counter>,
+    /// `quarry_event_stream_clients`: event stream (SSE) clients connected now.
+    pub event_stream_clients: Gauge,
     /// Phase each run is counted under in `runs`, keyed by UID, so moves are exact.
     phases: Arc<Mutex<HashMap<String, PhaseLabels>>>,
 }
@@ -483,6 +497,18 @@ impl Metrics {
             "Cost in USD of finished ResearchRuns",
             run_cost.clone(),
         );
+        let event_stream_publish = Family::<StreamPublishLabels, Counter>::default();
+        registry.register(
+            "event_stream_publish",
+            "Run events published to the live event stream, by backend and outcome",
+            event_stream_publish.clone(),
+        );
+        let event_stream_clients = Gauge::default();
+        registry.register(
+            "event_stream_clients",
+            "Clients following a run's event stream now",
+            event_stream_clients.clone(),
+        );
         // Errors are rare; the series exists at zero so alerts on its rate work from the start.
         reconcile_errors_total
             .get_or_create(&ControllerLabels {
@@ -516,6 +542,8 @@ impl Metrics {
             run_duration,
             run_cost,
             queue,
+            event_stream_publish,
+            event_stream_clients,
             phases: Arc::default(),
         }
     }
@@ -605,6 +633,16 @@ impl Metrics {
                 })
                 .set(i64::from(candidate.as_str() == state));
         }
+    }
+
+    /// Counts `n` run events published to the live stream with `outcome` (`ok`, `dropped`, `error`).
+    pub fn stream_published(&self, backend: &str, outcome: &str, n: u64) {
+        self.event_stream_publish
+            .get_or_create(&StreamPublishLabels {
+                backend: backend.to_string(),
+                outcome: outcome.to_string(),
+            })
+            .inc_by(n);
     }
 
     /// Records a cache lookup.
