@@ -363,6 +363,7 @@ async fn a_standalone_run_publishes_to_the_in_memory_stream() {
         limits: Default::default(),
         state_dir: Some(dir.path().join("state")),
         redis_url: None,
+        workers: false,
     };
     let report = quarry::standalone::run_with_events(opts, events.clone())
         .await
