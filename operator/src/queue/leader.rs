@@ -160,14 +160,14 @@ pub struct RedisDispatch {
     header: RunHeader,
     outgoing: mpsc::UnboundedSender<Outgoing>,
     state: Arc<LeaderState>,
-    background: Vec<AbortHandle>,
+    reader: AbortHandle,
 }
 
 impl Drop for RedisDispatch {
+    // The reader stops with the run. The publisher is left to drain: it ends once the last
+    // abandoned task's work has been dropped and its cancellation written.
     fn drop(&mut self) {
-        for h in &self.background {
-            h.abort();
-        }
+        self.reader.abort();
     }
 }
 
@@ -219,13 +219,13 @@ impl RedisDispatch {
             steered: Mutex::default(),
         });
         let (outgoing, rx) = mpsc::unbounded_channel();
-        let publisher = tokio::spawn(publish(conn, rx, state.clone()));
+        tokio::spawn(publish(conn, rx, state.clone()));
         let reader = tokio::spawn(read_results(reader_conn, state.clone(), from));
         Ok(Self {
             header,
             outgoing,
             state,
-            background: vec![publisher.abort_handle(), reader.abort_handle()],
+            reader: reader.abort_handle(),
         })
     }
 

@@ -722,11 +722,11 @@ impl Worker {
         );
         let ending = tokio::select! {
             result = research => Ending::Done(result),
-            stop = stop_rx.wait_for(Option::is_some) => match stop.ok().and_then(|s| *s) {
+            Ok(stop) = stop_rx.wait_for(Option::is_some) => match *stop {
                 Some(Stop::Lost) => Ending::Lost,
                 _ => Ending::Cancelled,
             },
-            _ = release.wait_for(|r| *r) => Ending::Released,
+            Ok(_) = release.wait_for(|r| *r) => Ending::Released,
         };
         heartbeat.abort();
         poller.abort();
