@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::api::ResearchProfile;
-use crate::events::publish::{StreamPublisher, run_published};
+use crate::events::publish::{Observers, StreamPublisher};
 use crate::llm::format_pico_usd;
 use crate::research::executor::{self, Control, RunObserver};
 use crate::research::reducer::Event;
