@@ -9,8 +9,9 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY operator/Cargo.toml operator/Cargo.toml
 COPY tests/Cargo.toml tests/Cargo.toml
-RUN mkdir -p operator/src tests/src operator/benches tests/benches tests/src/bin \
+RUN mkdir -p operator/src/bin tests/src operator/benches tests/benches tests/src/bin \
     && echo 'fn main() {}' > operator/src/main.rs && touch operator/src/lib.rs \
+    && echo 'fn main() {}' > operator/src/bin/kubectl-quarry.rs \
     && touch tests/src/lib.rs && echo 'fn main() {}' > operator/benches/extraction.rs \
     && for b in orchestration scale; do echo 'fn main() {}' > tests/benches/$b.rs; done \
     && for b in scripted-model demo-services; do echo 'fn main() {}' > tests/src/bin/$b.rs; done \
