@@ -1,7 +1,9 @@
 //! End-to-end against a real Kubernetes API server: the operator binary reconciles ResearchRuns
 //! to report ConfigMaps.
 //!
-//! Skipped unless `QUARRY_E2E_KUBECONFIG` names a kubeconfig. The cluster needs no kubelet:
+//! Each test starts its own control plane (`quarry_e2e::control_plane`: etcd and the real
+//! kube-apiserver on loopback) and is `#[ignore]`d without one, so it shows as skipped;
+//! `scripts/test.sh` runs them whenever the apiserver is present. No kubelet is needed:
 //! nothing here runs in a pod. The operator runs as a process on this host, so the scripted model
 //! server and the search/docs stub listen on 127.0.0.1 (the profile's fetch allow-list names it).
 //!
@@ -19,13 +21,11 @@ use axum::extract::{Query, State};
 use axum::response::Html;
 use axum::routing::get;
 use futures::FutureExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client, ResourceExt};
 use quarry::api::{ResearchRun, find_condition};
+use quarry_e2e::control_plane::ControlPlane;
 use quarry_e2e::model_server::{ScriptedModel, Step};
 use serde_json::{Value, json};
 
@@ -41,15 +41,6 @@ fn operator_binary() -> Result<PathBuf, String> {
         // Built (or found fresh) by cargo, so the operator under test is this checkout's.
         Err(_) => quarry_e2e::quarry_bin::quarry_bin(),
     }
-}
-
-async fn client_from(path: &str) -> Result<Client, String> {
-    let kubeconfig =
-        Kubeconfig::read_from(path).map_err(|e| format!("reading kubeconfig {path}: {e}"))?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .map_err(|e| format!("kubeconfig {path}: {e}"))?;
-    Client::try_from(config).map_err(|e| format!("building client: {e}"))
 }
 
 /// The search and docs stub: `/search?q=..&format=json` over two pages served under `/docs/`.
@@ -202,31 +193,17 @@ fn log_tail(path: &std::path::Path) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
-/// Runs `scenario` in a fresh namespace of the `QUARRY_E2E_KUBECONFIG` cluster (skipped without
-/// one), deletes what it made whatever happened, and fails with the operator log's tail.
+/// Runs `scenario` in a fresh namespace of a control plane of its own, and fails with the
+/// operator log's tail. The control plane (and everything in it) goes when the test ends.
 async fn in_test_namespace<F, Fut>(label: &str, scenario: F)
 where
     F: FnOnce(Client, String, String, PathBuf) -> Fut,
     Fut: std::future::Future<Output = TestResult>,
 {
-    let Ok(kubeconfig) = std::env::var("QUARRY_E2E_KUBECONFIG") else {
-        eprintln!(
-            "SKIPPED kube_e2e {label}: set QUARRY_E2E_KUBECONFIG to a kubeconfig of a test cluster (kube-apiserver, no kubelet needed) to run it"
-        );
-        return;
-    };
-    let client = client_from(&kubeconfig).await.unwrap();
-    let namespace = format!("quarry-e2e-{label}-{:08x}", rand::random::<u32>());
-    Api::<Namespace>::all(client.clone())
-        .patch(
-            &namespace,
-            &PatchParams::apply(FIELD_MANAGER),
-            &Patch::Apply(
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
-            ),
-        )
-        .await
-        .unwrap();
+    let plane = ControlPlane::start().await.expect("test control plane");
+    let client = plane.client();
+    let kubeconfig = plane.kubeconfig().display().to_string();
+    let namespace = plane.namespace(label).await.unwrap();
     let logs = std::env::temp_dir().join(format!("{namespace}-operator.log"));
     let outcome = std::panic::AssertUnwindSafe(scenario(
         client.clone(),
@@ -236,8 +213,8 @@ where
     ))
     .catch_unwind()
     .await;
-    // Clean up whatever happened; the operator child was killed when the scenario dropped it.
-    cleanup(&client, &namespace).await;
+    // The operator child was killed when the scenario dropped it.
+    drop(client);
     match outcome {
         Ok(Ok(())) => {}
         Ok(Err(message)) => panic!(
@@ -257,6 +234,7 @@ where
 }
 
 #[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
 async fn operator_reconciles_runs_to_report_configmaps() {
     in_test_namespace("runs", |client, kubeconfig, namespace, logs| async move {
         scenario(&client, &kubeconfig, &namespace, &logs).await
@@ -268,6 +246,7 @@ async fn operator_reconciles_runs_to_report_configmaps() {
 /// 127.0.0.1), status points at it, `quarry report` reads it, and deleting the run deletes its
 /// objects through the finalizer.
 #[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
 async fn operator_keeps_object_store_runs_in_s3_and_deletes_their_objects() {
     if !quarry_e2e::s3_server::moto_available() {
         eprintln!(
@@ -423,39 +402,6 @@ async fn object_store_scenario(
         ));
     }
     Ok(())
-}
-
-/// Deletes what the test created. Objects are deleted explicitly because a cluster without
-/// kube-controller-manager neither garbage-collects owned objects nor finalizes namespaces (the
-/// namespace may then stay Terminating, empty).
-async fn cleanup(client: &Client, namespace: &str) {
-    let params = DeleteParams::default();
-    let list = ListParams::default();
-    let _ = Api::<ResearchRun>::namespaced(client.clone(), namespace)
-        .delete_collection(&params, &list)
-        .await;
-    let _ = Api::<quarry::api::ResearchProfile>::namespaced(client.clone(), namespace)
-        .delete_collection(&params, &list)
-        .await;
-    let _ = Api::<ConfigMap>::namespaced(client.clone(), namespace)
-        .delete_collection(&params, &list)
-        .await;
-    let _ = Api::<quarry::api::SearchEngine>::namespaced(client.clone(), namespace)
-        .delete_collection(&params, &list)
-        .await;
-    let _ = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), namespace)
-        .delete_collection(&params, &list)
-        .await;
-    // Services have no deletecollection: delete the one the SearchEngine made.
-    let _ = Api::<k8s_openapi::api::core::v1::Service>::namespaced(client.clone(), namespace)
-        .delete("managed-searxng", &params)
-        .await;
-    let _ = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
-        .delete_collection(&params, &list)
-        .await;
-    let _ = Api::<Namespace>::all(client.clone())
-        .delete(namespace, &params)
-        .await;
 }
 
 async fn scenario(
@@ -677,27 +623,10 @@ async fn scenario(
     Ok(())
 }
 
-/// Installs Quarry's CRDs, straight from the types, and waits until they are established.
+/// Installs Quarry's CRDs as shipped in `crds/` (idempotent: the control plane installed them
+/// at start; scenarios call it so they also run against a server set up elsewhere).
 async fn install_crds(client: &Client) -> TestResult {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in quarry::api::all_crds() {
-        let name = crd.name_any();
-        crds.patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .map_err(|e| format!("installing CRD {name}: {e}"))?;
-        tokio::time::timeout(
-            Duration::from_secs(30),
-            await_condition(crds.clone(), &name, conditions::is_crd_established()),
-        )
-        .await
-        .map_err(|_| format!("CRD {name} not established within 30s"))?
-        .map_err(|e| format!("waiting for CRD {name}: {e}"))?;
-    }
-    Ok(())
+    quarry_e2e::control_plane::install_crds(client).await
 }
 
 /// Starts `quarry operator` for `namespace` with `kubeconfig` and waits (60 s) for `/readyz`.
@@ -1297,6 +1226,7 @@ fn proxied_kubeconfig(
 }
 
 #[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
 async fn a_run_survives_the_api_server_being_unavailable_for_30_seconds() {
     in_test_namespace("outage", |client, kubeconfig, namespace, logs| async move {
         api_outage_scenario(&client, &kubeconfig, &namespace, &logs).await
@@ -1484,29 +1414,17 @@ async fn the_api_proxy_cuts_and_refuses_connections_while_down() {
 /// killed mid-researcher the other takes the lease within its duration, resumes the run from its
 /// checkpoint and completes it.
 #[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
 async fn two_operators_one_leader_and_a_killed_leader_is_replaced() {
-    let Ok(kubeconfig) = std::env::var("QUARRY_E2E_KUBECONFIG") else {
-        eprintln!("SKIPPED kube_e2e leader election: set QUARRY_E2E_KUBECONFIG to run it");
-        return;
-    };
-    let client = client_from(&kubeconfig).await.unwrap();
-    let namespace = format!("quarry-e2e-le-{:08x}", rand::random::<u32>());
-    Api::<Namespace>::all(client.clone())
-        .patch(
-            &namespace,
-            &PatchParams::apply(FIELD_MANAGER),
-            &Patch::Apply(
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
-            ),
-        )
-        .await
-        .unwrap();
+    let plane = ControlPlane::start().await.expect("test control plane");
+    let client = plane.client();
+    let kubeconfig = plane.kubeconfig().display().to_string();
+    let namespace = plane.namespace("le").await.unwrap();
     let logs = |who: &str| std::env::temp_dir().join(format!("{namespace}-operator-{who}.log"));
     let outcome =
         std::panic::AssertUnwindSafe(leader_scenario(&client, &kubeconfig, &namespace, &logs))
             .catch_unwind()
             .await;
-    cleanup(&client, &namespace).await;
     let tails = format!(
         "--- operator a:\n{}\n--- operator b:\n{}",
         log_tail(&logs("a")),
