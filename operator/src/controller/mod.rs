@@ -91,6 +91,21 @@ pub enum Error {
 
 impl Error {
     /// Short, bounded label for the error metric.
+    /// Every value [`Error::metric_reason`] returns: the `reason` series of
+    /// `quarry_reconcile_errors_total` are created at zero from this list at start, so dashboards
+    /// and alerts find the family before the first error.
+    pub const METRIC_REASONS: [&'static str; 8] = [
+        "KubeApi",
+        "MissingMetadata",
+        "Serialization",
+        "Server",
+        "Config",
+        "NotLeader",
+        "LeaderElection",
+        "ArtifactCleanup",
+    ];
+
+    /// The bounded `reason` label of `quarry_reconcile_errors_total` for this error.
     pub fn metric_reason(&self) -> &'static str {
         match self {
             Error::Kube { .. } => "KubeApi",
@@ -1088,6 +1103,7 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
         .await
         .map_err(|e| Error::Config(e.to_string()))?;
     let metrics = Metrics::new();
+    metrics.zero_reconcile_errors(&Error::METRIC_REASONS);
     let readiness = Readiness::new();
     let listener = crate::server::bind(&config.listen).await?;
     info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz and run events");
@@ -1335,6 +1351,32 @@ async fn run_controllers(
 #[cfg(test)]
 mod tests {
     use super::watch_scopes;
+    use super::{Error, leader};
+
+    #[test]
+    fn every_metric_reason_is_zeroed_at_start() {
+        let serde = serde_json::from_str::<u8>("x").unwrap_err();
+        let errors = [
+            Error::MissingMetadata("uid"),
+            Error::Serialize {
+                what: "status",
+                source: serde,
+            },
+            Error::Config("none".into()),
+            Error::NotLeader,
+            Error::Leader(leader::LeaderError::Lost("l".into())),
+            Error::ArtifactCleanup("x".into()),
+        ];
+        for error in &errors {
+            assert!(
+                Error::METRIC_REASONS.contains(&error.metric_reason()),
+                "{} missing from METRIC_REASONS",
+                error.metric_reason()
+            );
+        }
+        assert!(Error::METRIC_REASONS.contains(&"KubeApi"));
+        assert!(Error::METRIC_REASONS.contains(&"Server"));
+    }
 
     #[test]
     fn watch_scopes_split_a_namespace_list() {

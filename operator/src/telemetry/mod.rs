@@ -959,9 +959,44 @@ pub fn init_tracing(
     Ok(guard)
 }
 
+impl Metrics {
+    /// Creates `quarry_reconcile_errors_total{reason}` at zero for each of `reasons`: a family
+    /// with no series is absent from `/metrics`, and the dashboard and alerts query it.
+    pub fn zero_reconcile_errors(&self, reasons: &[&str]) {
+        for reason in reasons {
+            self.reconcile_errors
+                .get_or_create(&ErrorLabels {
+                    reason: (*reason).to_string(),
+                })
+                .inc_by(0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zeroed_reconcile_error_reasons_are_exported_before_any_error() {
+        let metrics = Metrics::new();
+        assert!(
+            !metrics
+                .encode()
+                .unwrap()
+                .contains("quarry_reconcile_errors_total")
+        );
+        metrics.zero_reconcile_errors(&["KubeApi", "Config"]);
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.contains("quarry_reconcile_errors_total{reason=\"KubeApi\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("quarry_reconcile_errors_total{reason=\"Config\"} 0"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn encodes_openmetrics_with_expected_names() {
