@@ -13,6 +13,7 @@ use quarry::llm::{
 use quarry::research::executor::{
     self, CHECKPOINT_KEY, Control, Engine, EngineSettings, FINDINGS_KEY, NoopObserver, REPORT_KEY,
 };
+use quarry::research::journal::EVENTS_KEY;
 use quarry::research::reducer::{Event, reduce};
 use quarry::research::state::{Mode, Phase, RunInput, RunState, TaskState};
 use quarry::scrape::{FetchError, Fetcher, Page};
@@ -281,6 +282,47 @@ async fn quick_run_completes_with_a_verified_report() {
         assert_eq!(r.purpose, CallPurpose::Research);
         assert!(r.max_tokens > 0);
     }
+}
+
+/// An attempt killed before its first checkpoint (quick mode checkpoints after its researcher)
+/// leaves only the cost journal: the next attempt starts from Pending and still pays for the
+/// killed attempt's calls.
+#[tokio::test]
+async fn calls_journaled_before_the_first_checkpoint_are_recovered() {
+    // The killed attempt's two answered calls, as the router journals them.
+    let line = |n: u64| {
+        json!({
+            "time": format!("2026-01-01T00:00:0{n}.000Z"), "kind": "modelCall", "tier": "primary",
+            "provider": "openai", "model": "fake", "purpose": "research", "outcome": "ok",
+            "inputTokens": 100, "cachedInputTokens": 0, "outputTokens": 10, "costUSD": "0",
+            "durationMs": 5, "task": 1, "costPicoUSD": 1200,
+            "runTotal": {"inputTokens": 100 * n, "cachedInputTokens": 0, "outputTokens": 10 * n,
+                         "costPicoUSD": 1200 * n, "llmCalls": n},
+        })
+        .to_string()
+    };
+    let h = harness(FakeModel::new(good_researcher), false);
+    h.store
+        .put(EVENTS_KEY, format!("{}\n{}\n", line(1), line(2)).as_bytes())
+        .await
+        .unwrap();
+    let s = run(
+        &h,
+        RunState::new(RunInput::new("json decoding", Mode::Quick)),
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    assert_eq!(h.model.requests().len(), 4);
+    assert_eq!(
+        (
+            s.usage.llm_calls,
+            s.usage.input_tokens,
+            s.usage.cost_pico_usd
+        ),
+        (6, 600, 6 * 1200),
+        "the killed attempt's 2 calls are paid once: {:?}",
+        s.usage
+    );
 }
 
 #[tokio::test]

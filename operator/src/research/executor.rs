@@ -391,17 +391,16 @@ pub async fn run(
     if let Some(trace_id) = crate::telemetry::trace_id_of(&tracing::Span::current()) {
         state.trace_id = Some(trace_id);
     }
-    let earlier_events = if state.phase == Phase::Pending {
-        Vec::new()
-    } else {
-        engine
-            .store
-            .get(EVENTS_KEY)
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-    };
+    // Read even for a run with no checkpoint: quick mode writes its first checkpoint only after
+    // its researcher, so an attempt killed mid-researcher leaves paid calls in the journal and
+    // no checkpoint (seen on a real API server: a killed leader's calls vanished from usage).
+    let earlier_events = engine
+        .store
+        .get(EVENTS_KEY)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     // Calls answered after the checkpoint (the killed attempt's) are in the journal: the run
     // keeps paying for them, exactly once.
     let recovered = super::journal::recovered_spend(&earlier_events);
