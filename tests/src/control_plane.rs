@@ -27,7 +27,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::wait::{await_condition, conditions};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -624,37 +624,35 @@ pub fn strip_newer_crd_fields(crd: &mut Value) {
 /// Installs the CRDs of `crds/` (as shipped, with fields newer than this server stripped) and
 /// waits until they are established.
 pub async fn install_crds(client: &Client) -> Result<(), String> {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in shipped_crds()? {
-        let name = crd["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let mut crd = crd;
-        strip_newer_crd_fields(&mut crd);
-        crds.patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .map_err(|e| format!("installing CRD {name}: {e}"))?;
-        tokio::time::timeout(
-            Duration::from_secs(30),
-            await_condition(crds.clone(), &name, conditions::is_crd_established()),
-        )
-        .await
-        .map_err(|_| format!("CRD {name} not established within 30s"))?
-        .map_err(|e| format!("waiting for CRD {name}: {e}"))?;
+        apply_crd(client, crd).await?;
     }
-    // Discovery of the new kinds lags establishment by a moment on a loaded machine.
-    for crd in crds
-        .list(&Default::default())
-        .await
-        .map_err(|e| e.to_string())?
-    {
-        let _ = crd.name_any();
-    }
+    Ok(())
+}
+
+/// Applies one CRD (given as JSON, with fields newer than this server stripped) and waits until
+/// it is established. Tests use it to install an older or changed version of a shipped CRD.
+pub async fn apply_crd(client: &Client, mut crd: Value) -> Result<(), String> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = crd["metadata"]["name"]
+        .as_str()
+        .ok_or("a CRD without metadata.name")?
+        .to_string();
+    strip_newer_crd_fields(&mut crd);
+    crds.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .map_err(|e| format!("installing CRD {name}: {e}"))?;
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        await_condition(crds.clone(), &name, conditions::is_crd_established()),
+    )
+    .await
+    .map_err(|_| format!("CRD {name} not established within 30s"))?
+    .map_err(|e| format!("waiting for CRD {name}: {e}"))?;
     Ok(())
 }
 

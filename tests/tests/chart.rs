@@ -863,6 +863,36 @@ fn crds_follow_crds_enabled_and_keep() {
     assert!(!repo_root().join(CHART).join("crds").exists());
 }
 
+/// `selectableFields` (1.30+) makes older API servers refuse the CRD: the chart keeps it only
+/// where the cluster knows it, and refuses clusters older than its declared minimum (1.25).
+#[test]
+fn crds_carry_selectable_fields_only_on_clusters_that_know_them() {
+    let Some(helm) = tool("helm") else { return };
+    let selectable = |version: &str| -> usize {
+        let docs = helm_template(&helm, &["--kube-version", version]).unwrap();
+        of_kind(&docs, "CustomResourceDefinition")
+            .iter()
+            .flat_map(|c| {
+                c["spec"]["versions"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter(|v| v.get("selectableFields").is_some())
+            .count()
+    };
+    assert_eq!(selectable("1.25.0"), 0);
+    assert_eq!(selectable("1.29.4"), 0);
+    assert_eq!(
+        selectable("1.30.0"),
+        1,
+        "ResearchRun selects by profileRef and phase"
+    );
+    assert_eq!(selectable("1.33.1"), 1);
+    let too_old = helm_template(&helm, &["--kube-version", "1.24.9"]).unwrap_err();
+    assert!(too_old.contains("kubeVersion"), "{too_old}");
+}
+
 // ---------------------------------------------------------------- values schema
 
 /// Paths of the values schema that take a Kubernetes object verbatim (validated when rendered).

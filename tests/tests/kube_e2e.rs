@@ -197,7 +197,7 @@ fn log_tail(path: &std::path::Path) -> String {
 /// operator log's tail. The control plane (and everything in it) goes when the test ends.
 async fn in_test_namespace<F, Fut>(label: &str, scenario: F)
 where
-    F: FnOnce(Client, String, String, PathBuf) -> Fut,
+    F: FnOnce(Client, String, String, PathBuf, PathBuf) -> Fut,
     Fut: std::future::Future<Output = TestResult>,
 {
     let plane = ControlPlane::start().await.expect("test control plane");
@@ -210,6 +210,7 @@ where
         kubeconfig,
         namespace.clone(),
         logs.clone(),
+        plane.audit_log(),
     ))
     .catch_unwind()
     .await;
@@ -236,9 +237,12 @@ where
 #[tokio::test]
 #[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
 async fn operator_reconciles_runs_to_report_configmaps() {
-    in_test_namespace("runs", |client, kubeconfig, namespace, logs| async move {
-        scenario(&client, &kubeconfig, &namespace, &logs).await
-    })
+    in_test_namespace(
+        "runs",
+        |client, kubeconfig, namespace, logs, _audit| async move {
+            scenario(&client, &kubeconfig, &namespace, &logs).await
+        },
+    )
     .await;
 }
 
@@ -254,9 +258,12 @@ async fn operator_keeps_object_store_runs_in_s3_and_deletes_their_objects() {
         );
         return;
     }
-    in_test_namespace("s3", |client, kubeconfig, namespace, logs| async move {
-        object_store_scenario(&client, &kubeconfig, &namespace, &logs).await
-    })
+    in_test_namespace(
+        "s3",
+        |client, kubeconfig, namespace, logs, _audit| async move {
+            object_store_scenario(&client, &kubeconfig, &namespace, &logs).await
+        },
+    )
     .await;
 }
 
@@ -1233,7 +1240,7 @@ fn proxied_kubeconfig(
 async fn a_leader_rides_out_an_api_outage_shorter_than_its_lease() {
     in_test_namespace(
         "outage-short",
-        |client, kubeconfig, namespace, logs| async move {
+        |client, kubeconfig, namespace, logs, _audit| async move {
             api_outage_scenario(&client, &kubeconfig, &namespace, &logs, Outage::Short).await
         },
     )
@@ -1250,7 +1257,7 @@ async fn a_leader_rides_out_an_api_outage_shorter_than_its_lease() {
 async fn an_operator_that_steps_down_in_a_long_api_outage_is_restarted_and_finishes_the_run() {
     in_test_namespace(
         "outage-long",
-        |client, kubeconfig, namespace, logs| async move {
+        |client, kubeconfig, namespace, logs, _audit| async move {
             api_outage_scenario(&client, &kubeconfig, &namespace, &logs, Outage::Long).await
         },
     )
@@ -1516,6 +1523,133 @@ async fn api_outage_scenario(
         kubelet.starts
     );
     Ok(())
+}
+
+/// An upgrade that tightens validation, on a server without ratcheting: a run stored while its
+/// whitespace-only query was still allowed can have no status written (422). The operator says so
+/// once with a Warning Event and stops; it does not retry every 10 s forever.
+#[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+async fn a_run_stored_before_a_stricter_rule_gets_an_event_not_a_retry_loop() {
+    in_test_namespace(
+        "ratchet",
+        |client, kubeconfig, namespace, logs, audit| async move {
+            stricter_rule_scenario(&client, &kubeconfig, &namespace, &logs, &audit).await
+        },
+    )
+    .await;
+}
+
+async fn stricter_rule_scenario(
+    client: &Client,
+    kubeconfig: &str,
+    namespace: &str,
+    logs: &std::path::Path,
+    audit: &std::path::Path,
+) -> TestResult {
+    use quarry_e2e::control_plane::{apply_crd, shipped_crds};
+    // The "previous release": the ResearchRun CRD without the non-blank query rule.
+    let mut older = shipped_crds()?
+        .into_iter()
+        .find(|c| c["metadata"]["name"] == "researchruns.quarry.dev")
+        .ok_or("no researchruns CRD in crds/")?;
+    fn drop_rule(v: &mut Value, rule: &str) -> usize {
+        match v {
+            Value::Object(map) => {
+                let mut n = 0;
+                if let Some(Value::Array(rules)) = map.get_mut("x-kubernetes-validations") {
+                    let before = rules.len();
+                    rules.retain(|r| r["rule"] != rule);
+                    n += before - rules.len();
+                }
+                n + map.values_mut().map(|c| drop_rule(c, rule)).sum::<usize>()
+            }
+            Value::Array(items) => items.iter_mut().map(|c| drop_rule(c, rule)).sum(),
+            _ => 0,
+        }
+    }
+    if drop_rule(&mut older, r"self.matches('\\S')") == 0 {
+        return Err("the shipped CRD has no non-blank query rule to drop".into());
+    }
+    apply_crd(client, older).await?;
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchRun"),
+        namespace,
+        run("blank", "default", "    "),
+    )
+    .await?;
+    // The upgrade: the shipped CRD, rule included.
+    install_crds(client).await?;
+    let started = tokio::time::Instant::now();
+    let (mut operator, _) = start_operator(kubeconfig, namespace, logs).await?;
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), namespace);
+    let event = wait_for(
+        "a StoredSpecInvalid Event on run blank",
+        Duration::from_secs(30),
+        || async {
+            events
+                .list(&ListParams::default())
+                .await
+                .ok()
+                .and_then(|l| {
+                    l.items.into_iter().find(|e| {
+                        e.reason.as_deref() == Some("StoredSpecInvalid")
+                            && e.involved_object.name.as_deref() == Some("blank")
+                    })
+                })
+        },
+        |_| true,
+    )
+    .await?;
+    let note = event.message.unwrap_or_default();
+    if !note.contains("kubectl delete researchrun blank")
+        || event.type_.as_deref() != Some("Warning")
+    {
+        return Err(format!("the Event does not say what to do: {note}"));
+    }
+    // Long enough for three rounds of the old 10 s retry.
+    tokio::time::sleep(Duration::from_secs(32).saturating_sub(started.elapsed())).await;
+    let writes = count_status_writes(audit, namespace, "blank");
+    if writes == 0 || writes > 2 {
+        return Err(format!(
+            "{writes} status writes in 32 s: the operator retries in a loop"
+        ));
+    }
+    let metrics_ok = std::fs::read_to_string(logs)
+        .unwrap_or_default()
+        .matches("stored spec fails the current validation")
+        .count();
+    if metrics_ok == 0 || metrics_ok > 2 {
+        return Err(format!(
+            "expected one or two give-up log lines, saw {metrics_ok}"
+        ));
+    }
+    let run = Api::<ResearchRun>::namespaced(client.clone(), namespace)
+        .get("blank")
+        .await
+        .map_err(|e| e.to_string())?;
+    if run.status.is_some() {
+        return Err(format!("no status can have been written: {:?}", run.status));
+    }
+    operator.kill().await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Status writes (`patch`/`update` on `researchruns/status`) for run `name` in the audit log.
+fn count_status_writes(path: &std::path::Path, namespace: &str, name: &str) -> usize {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| {
+            e["stage"] == "ResponseComplete"
+                && matches!(e["verb"].as_str(), Some("patch" | "update"))
+                && e["objectRef"]["resource"] == "researchruns"
+                && e["objectRef"]["subresource"] == "status"
+                && e["objectRef"]["namespace"] == namespace
+                && e["objectRef"]["name"] == name
+        })
+        .count()
 }
 
 #[test]

@@ -30,6 +30,9 @@ pub mod reasons {
 
     /// The referenced ResearchProfile does not exist (yet).
     pub const PROFILE_NOT_FOUND: &str = "ProfileNotFound";
+    /// The run's stored spec fails validation added after it was stored: no status can be
+    /// written (Event only).
+    pub const STORED_SPEC_INVALID: &str = "StoredSpecInvalid";
     /// The ResearchProfile exists but is invalid.
     pub const PROFILE_INVALID: &str = "ProfileInvalid";
     /// The Secret named by a model tier's `apiKeySecretRef` does not exist.

@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::watch;
@@ -87,14 +87,21 @@ pub enum Error {
     /// A deleted run's object-store artifacts could not be deleted yet.
     #[error("{0}")]
     ArtifactCleanup(String),
+    /// The API server refuses every write to the run (422): its stored spec fails validation
+    /// added after it was stored (no validation ratcheting before Kubernetes 1.28).
+    #[error("ResearchRun {namespace}/{name} cannot be written: {message}")]
+    StoredSpecInvalid {
+        namespace: String,
+        name: String,
+        message: String,
+    },
 }
 
 impl Error {
-    /// Short, bounded label for the error metric.
     /// Every value [`Error::metric_reason`] returns: the `reason` series of
     /// `quarry_reconcile_errors_total` are created at zero from this list at start, so dashboards
     /// and alerts find the family before the first error.
-    pub const METRIC_REASONS: [&'static str; 8] = [
+    pub const METRIC_REASONS: [&'static str; 9] = [
         "KubeApi",
         "MissingMetadata",
         "Serialization",
@@ -103,6 +110,7 @@ impl Error {
         "NotLeader",
         "LeaderElection",
         "ArtifactCleanup",
+        "StoredSpecInvalid",
     ];
 
     /// The bounded `reason` label of `quarry_reconcile_errors_total` for this error.
@@ -116,6 +124,7 @@ impl Error {
             Error::NotLeader => "NotLeader",
             Error::Leader(_) => "LeaderElection",
             Error::ArtifactCleanup(_) => "ArtifactCleanup",
+            Error::StoredSpecInvalid { .. } => "StoredSpecInvalid",
         }
     }
 
@@ -502,9 +511,17 @@ async fn apply_status(
         &Patch::Apply(body),
     )
     .await
-    .map_err(kube_err(format!(
-        "patching status of ResearchRun {namespace}/{name}"
-    )))?;
+    .map_err(|source| match source {
+        kube::Error::Api(status) if status.code == 422 => Error::StoredSpecInvalid {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            message: status.message.clone(),
+        },
+        source => Error::Kube {
+            action: format!("patching status of ResearchRun {namespace}/{name}"),
+            source,
+        },
+    })?;
     if let (Some(uid), Some(phase)) = (run.uid(), desired.phase) {
         ctx.metrics.set_run_phase(
             &uid,
@@ -564,6 +581,51 @@ async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
 }
 
 async fn reconcile_run(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Error> {
+    match reconcile_steps(run.clone(), ctx).await {
+        Err(Error::StoredSpecInvalid { message, .. }) => {
+            stored_spec_invalid(ctx, &run, &message).await;
+            Ok(Action::await_change())
+        }
+        other => other,
+    }
+}
+
+/// A run whose stored spec fails validation added after it was stored (a CRD upgrade that
+/// tightened a rule, on a server without validation ratcheting) can have no status written.
+/// Retrying would loop forever: the run is left alone until it changes, with a Warning Event
+/// that says what to do. Nothing was started for it (status is written before research starts).
+async fn stored_spec_invalid(ctx: &Context, run: &ResearchRun, message: &str) {
+    let name = run.name_any();
+    warn!(run = %name, error = %message, "stored spec fails the current validation; not retrying");
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&ErrorLabels {
+            reason: "StoredSpecInvalid".into(),
+        })
+        .inc();
+    let event = Event {
+        type_: EventType::Warning,
+        reason: reasons::STORED_SPEC_INVALID.into(),
+        note: Some(stored_spec_invalid_note(&name, message)),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &run.object_ref(&())).await {
+        warn!(run = %name, error = %e, "publishing event failed");
+    }
+}
+
+/// Pure: the Event note for [`stored_spec_invalid`] (Events are bounded at 1 KiB by the API).
+pub fn stored_spec_invalid_note(name: &str, server_message: &str) -> String {
+    let message: String = server_message.chars().take(600).collect();
+    format!(
+        "The stored spec fails this Quarry version's validation, so the API server refuses every \
+         status write and the run cannot start: {message}. Recreate it with a valid spec \
+         (kubectl delete researchrun {name}; fix the spec; kubectl apply)."
+    )
+}
+
+async fn reconcile_steps(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Error> {
     let uid = run.uid().ok_or(Error::MissingMetadata("uid"))?;
     let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let name = run.name_any();
