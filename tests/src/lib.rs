@@ -9,6 +9,7 @@ pub mod event_stream;
 pub mod fake_api;
 pub mod fake_apiserver;
 pub mod fake_kube;
+pub mod kube_operator;
 pub mod kube_tools;
 pub mod mcp_inspector;
 pub mod model_server;
