@@ -608,11 +608,12 @@ fn a_profile_maps_to_the_unfinished_runs_that_use_it() {
 }
 
 #[tokio::test]
-async fn final_status_lost_by_the_writer_is_written_by_the_next_reconcile() {
+async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once() {
     let launcher = FakeLauncher::default();
     let (ctx, mut handle) = context(launcher.clone());
     let (written_tx, written_rx) = tokio::sync::oneshot::channel::<Value>();
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
+    let (final_tx, final_rx) = tokio::sync::oneshot::channel::<Value>();
     let server = tokio::spawn(async move {
         let (_, send) = expect(
             &mut handle,
@@ -645,7 +646,7 @@ async fn final_status_lost_by_the_writer_is_written_by_the_next_reconcile() {
                 .unwrap(),
         );
         failed_tx.send(()).unwrap();
-        // The next reconcile writes it from the registry, with its Event.
+        // The writer tries again one interval later, with its Event.
         let (body, send) = expect(
             &mut handle,
             Method::PATCH,
@@ -669,10 +670,11 @@ async fn final_status_lost_by_the_writer_is_written_by_the_next_reconcile() {
             "run entered phase Cancelled",
         )
         .await;
+        final_tx.send(body).unwrap();
         expect_silence(&mut handle).await;
     });
     reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
-    let written = written_rx.await.unwrap();
+    let _written = written_rx.await.unwrap();
     ctx.registry.signal("uid-1", Signal::Cancel);
     // The task ends and the writer's final patch fails.
     failed_rx.await.unwrap();
@@ -680,10 +682,21 @@ async fn final_status_lost_by_the_writer_is_written_by_the_next_reconcile() {
         ctx.registry.presence("uid-1"),
         quarry::controller::registry::Presence::Finished
     );
+    // The writer leaves once its retry landed; the reconcile that follows (the watch shows the
+    // final status) writes nothing.
+    let final_body = final_rx.await.unwrap();
+    for _ in 0..200 {
+        if !ctx.has_status_writer("uid-1") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!ctx.has_status_writer("uid-1"), "the writer did not exit");
     let mut current = run(None);
-    current.status = Some(serde_json::from_value(written["status"].clone()).unwrap());
+    current.status = Some(serde_json::from_value(final_body["status"].clone()).unwrap());
+    // A finished run waits for changes (or its TTL); nothing more is written.
     let action = reconcile(Arc::new(current), ctx).await.unwrap();
-    assert_eq!(action, Action::requeue(Duration::from_secs(5)));
+    assert_eq!(action, Action::await_change());
     server.await.unwrap();
 }
 

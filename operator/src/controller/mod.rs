@@ -305,6 +305,11 @@ impl Context {
         rx
     }
 
+    /// Whether a status writer is registered for the run with `uid`.
+    pub fn has_status_writer(&self, uid: &str) -> bool {
+        self.latest_map().contains_key(uid)
+    }
+
     /// Unregisters status writer `id` (not a newer writer of the same run).
     fn unsubscribe_latest(&self, uid: &str, id: u64) {
         let mut map = self.latest_map();
@@ -650,9 +655,12 @@ async fn reconcile_steps(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
             ctx.registry.signal(&uid, control_signal(&run.spec));
             return Ok(Action::requeue(ACTIVE_RECHECK));
         }
-        // The writer normally lands the final status; if it could not, write it from here.
+        // The writer lands the final status (within one status interval); only when it is gone
+        // without having done so is it written from here: two writers would write it twice.
         Presence::Finished => {
-            if let Some(last) = ctx.registry.final_state(&uid) {
+            if !ctx.has_status_writer(&uid)
+                && let Some(last) = ctx.registry.final_state(&uid)
+            {
                 apply_status(ctx, &run, RunView::Progress(&last)).await?;
             }
             return Ok(Action::requeue(Duration::from_secs(5)));
@@ -951,11 +959,20 @@ async fn status_writer(
     };
     let mut last: Option<RunState> = None;
     let mut latest_open = true;
+    // The reconcile wrote the Starting status just now: pacing starts from that write, so a
+    // run never gets two status writes within one interval.
+    tokio::time::sleep(ctx.status_interval).await;
+    // A final status whose write failed is retried by this writer (a few times, one interval
+    // apart); once it is written the writer is done, so nothing writes it twice.
+    let mut final_retries = 0u32;
     loop {
         let mut closed = false;
-        tokio::select! {
-            changed = rx.changed() => closed = changed.is_err(),
-            changed = latest.changed(), if latest_open => latest_open = changed.is_ok(),
+        let retrying = final_retries > 0;
+        if !retrying {
+            tokio::select! {
+                changed = rx.changed() => closed = changed.is_err(),
+                changed = latest.changed(), if latest_open => latest_open = changed.is_ok(),
+            }
         }
         {
             let run = latest.borrow_and_update();
@@ -964,8 +981,11 @@ async fn status_writer(
         }
         let state = rx.borrow_and_update().clone().or_else(|| last.clone());
         if let Some(state) = state {
-            match apply_status(&ctx, &base, RunView::Progress(&state)).await {
-                Ok(status) => base.status = Some(status),
+            let written = match apply_status(&ctx, &base, RunView::Progress(&state)).await {
+                Ok(status) => {
+                    base.status = Some(status);
+                    true
+                }
                 Err(e) if e.is_not_found() => {
                     info!(run = %base.name_any(), "run deleted; cancelling its research");
                     ctx.registry.remove(&uid);
@@ -975,9 +995,10 @@ async fn status_writer(
                     return;
                 }
                 Err(e) => {
-                    warn!(run = %base.name_any(), error = %e, "status update failed; will retry with the next progress")
+                    warn!(run = %base.name_any(), error = %e, "status update failed; will retry");
+                    false
                 }
-            }
+            };
             if state.phase.is_terminal()
                 && !last.as_ref().is_some_and(|l| l.phase.is_terminal())
                 && let Some(outcome) =
@@ -1005,15 +1026,34 @@ async fn status_writer(
                     );
                 }
             }
+            let terminal = state.phase.is_terminal();
             last = Some(state);
+            if terminal && written {
+                ctx.unsubscribe_latest(&uid, writer_id);
+                return;
+            }
+            final_retries = if terminal && !written {
+                final_retries + 1
+            } else {
+                0
+            };
+            if final_retries > MAX_FINAL_STATUS_RETRIES {
+                // The reconcile writes it from the registry once this writer is gone.
+                ctx.unsubscribe_latest(&uid, writer_id);
+                return;
+            }
         }
-        if closed {
+        if closed && final_retries == 0 {
             ctx.unsubscribe_latest(&uid, writer_id);
             return;
         }
         tokio::time::sleep(ctx.status_interval).await;
     }
 }
+
+/// Attempts of a status writer at a final status whose write failed, before it leaves that to
+/// the reconcile.
+const MAX_FINAL_STATUS_RETRIES: u32 = 5;
 
 /// Requeue policy after a reconcile error.
 pub fn error_policy(run: Arc<ResearchRun>, error: &Error, ctx: Arc<Context>) -> Action {

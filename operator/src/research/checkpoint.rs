@@ -229,6 +229,18 @@ impl Writer {
         store: &dyn ArtifactStore,
         state: &RunState,
     ) -> Result<bool, StoreError> {
+        self.write_with(store, state, &[]).await
+    }
+
+    /// [`Checkpoints::write`], then `extra` artifacts in the same [`ArtifactStore::put_many`]
+    /// (a store may write them with the pointer in one request). `extra` is written even when
+    /// the state did not change.
+    pub async fn write_with(
+        &self,
+        store: &dyn ArtifactStore,
+        state: &RunState,
+        extra: &[(&str, &[u8])],
+    ) -> Result<bool, StoreError> {
         let mut guard = self.inner.lock().await;
         if guard.is_none() {
             *guard = Some(Self::init(store).await?);
@@ -242,10 +254,12 @@ impl Writer {
             message: format!("serializing the state: {e}"),
         })?;
         if w.last_digest.as_deref() == Some(digest.as_str()) {
+            if !extra.is_empty() {
+                store.put_many(extra).await?;
+            }
             return Ok(false);
         }
         let slot = w.next;
-        store.put(SLOTS[slot], &bytes).await?;
         let pointer = Pointer {
             slot: SLOTS[slot].to_string(),
             sequence,
@@ -255,7 +269,12 @@ impl Writer {
             key: CHECKPOINT_KEY.to_string(),
             message: e.to_string(),
         })?;
-        store.put(CHECKPOINT_KEY, &pointer).await?;
+        // In order: the slot, then the pointer that names it (a crash between them leaves the
+        // pointer on the previous complete checkpoint), then the rest. A store that writes the
+        // slot and the pointer in one request makes the switch atomic.
+        let mut items: Vec<(&str, &[u8])> = vec![(SLOTS[slot], &bytes), (CHECKPOINT_KEY, &pointer)];
+        items.extend_from_slice(extra);
+        store.put_many(&items).await?;
         w.sequence = sequence;
         w.next = 1 - slot;
         w.last_digest = Some(digest);

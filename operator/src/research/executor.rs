@@ -318,24 +318,30 @@ impl Runner {
                 self.steering.clear();
             }
             Command::Checkpoint => {
+                // The progress report travels with the checkpoint (one request where the store
+                // can): it changes exactly when a researcher's report joins the state.
+                let progress = (self.state.reports.len() != self.progress_written)
+                    .then(|| report::progress_markdown(&self.state));
+                let extra: Vec<(&str, &[u8])> = progress
+                    .as_deref()
+                    .map(|m| vec![(PROGRESS_KEY, m.as_bytes())])
+                    .unwrap_or_default();
                 // Losing a checkpoint costs redone work after a crash, not correctness.
                 match self
                     .checkpoints
-                    .write(engine.store.as_ref(), &self.state)
+                    .write_with(engine.store.as_ref(), &self.state, &extra)
                     .await
                 {
-                    Ok(_) => super::failpoint::after_checkpoint(&self.state),
+                    Ok(_) => {
+                        if progress.is_some() {
+                            self.progress_written = self.state.reports.len();
+                        }
+                        super::failpoint::after_checkpoint(&self.state)
+                    }
                     Err(e) => warn!(error = %e, "checkpoint not written"),
                 }
                 if let Err(e) = self.events.commit().await {
                     warn!(error = %e, "event log not written");
-                }
-                if self.state.reports.len() != self.progress_written {
-                    let markdown = report::progress_markdown(&self.state);
-                    match engine.store.put(PROGRESS_KEY, markdown.as_bytes()).await {
-                        Ok(()) => self.progress_written = self.state.reports.len(),
-                        Err(e) => warn!(error = %e, "progress report not written"),
-                    }
                 }
             }
         }
@@ -357,11 +363,13 @@ async fn publish(store: &dyn ArtifactStore, markdown: &str, findings: &str) -> E
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(250 * 2u64.pow(attempt))).await;
         }
-        let result = async {
-            store.put(FINDINGS_KEY, findings.as_bytes()).await?;
-            store.put(REPORT_KEY, markdown.as_bytes()).await
-        }
-        .await;
+        // Findings first, then the report (one request where both share a ConfigMap).
+        let result = store
+            .put_many(&[
+                (FINDINGS_KEY, findings.as_bytes()),
+                (REPORT_KEY, markdown.as_bytes()),
+            ])
+            .await;
         match result {
             Ok(()) => return Event::Published,
             Err(e) => last = e.to_string(),

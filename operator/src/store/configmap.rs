@@ -182,10 +182,22 @@ impl ConfigMapStore {
         bytes: &[u8],
         decide: impl FnOnce(&str, usize) -> Result<bool, StoreError>,
     ) -> Result<bool, StoreError> {
-        let (name, data_key) = self.locate(key)?;
-        let gz_key = format!("{data_key}.gz");
+        self.put_group_if(&[(key, bytes)], decide).await
+    }
+
+    /// [`ConfigMapStore::put_if`] for several artifacts of one ConfigMap, written in one apply
+    /// (so all or none of them): one read and one write for the group.
+    pub async fn put_group_if(
+        &self,
+        items: &[(&str, &[u8])],
+        decide: impl FnOnce(&str, usize) -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
+        let Some((first, _)) = items.first() else {
+            return Ok(true);
+        };
+        let (name, _) = self.locate(first)?;
         let _guard = self.lock.lock().await;
-        let existing = self.read(&name, key).await?;
+        let existing = self.read(&name, first).await?;
         let (mut data, mut binary) = match existing {
             Some(cm) => (
                 cm.data.unwrap_or_default(),
@@ -193,25 +205,51 @@ impl ConfigMapStore {
             ),
             None => Default::default(),
         };
-        data.remove(&data_key);
-        binary.remove(&gz_key);
-        match std::str::from_utf8(bytes) {
-            Ok(text) if bytes.len() <= GZIP_THRESHOLD => {
-                data.insert(data_key, text.to_string());
-            }
-            _ => {
-                let packed = gzip(bytes).map_err(|e| StoreError::Io {
+        for (key, bytes) in items {
+            let (item_cm, data_key) = self.locate(key)?;
+            if item_cm != name {
+                return Err(StoreError::Io {
                     key: key.to_string(),
-                    message: format!("gzip: {e}"),
-                })?;
-                binary.insert(gz_key, ByteString(packed));
+                    message: format!("belongs to ConfigMap {item_cm}, not {name}"),
+                });
+            }
+            let gz_key = format!("{data_key}.gz");
+            data.remove(&data_key);
+            binary.remove(&gz_key);
+            match std::str::from_utf8(bytes) {
+                Ok(text) if bytes.len() <= GZIP_THRESHOLD => {
+                    data.insert(data_key, text.to_string());
+                }
+                _ => {
+                    let packed = gzip(bytes).map_err(|e| StoreError::Io {
+                        key: key.to_string(),
+                        message: format!("gzip: {e}"),
+                    })?;
+                    binary.insert(gz_key, ByteString(packed));
+                }
             }
         }
         if !decide(&name, payload_size(&data, &binary))? {
             return Ok(false);
         }
-        self.apply(&name, key, data, binary).await?;
+        self.apply(&name, first, data, binary).await?;
         Ok(true)
+    }
+
+    /// Splits `items` into runs of neighbours that live in the same ConfigMap, in order.
+    pub fn groups<'a>(
+        &self,
+        items: &[(&'a str, &'a [u8])],
+    ) -> Result<Vec<Vec<(&'a str, &'a [u8])>>, StoreError> {
+        let mut groups: Vec<(String, Vec<(&'a str, &'a [u8])>)> = Vec::new();
+        for (key, bytes) in items {
+            let (name, _) = self.locate(key)?;
+            match groups.last_mut() {
+                Some((last, group)) if *last == name => group.push((key, bytes)),
+                _ => groups.push((name, vec![(key, bytes)])),
+            }
+        }
+        Ok(groups.into_iter().map(|(_, g)| g).collect())
     }
 
     /// Server-side applies ConfigMap `name` with exactly these entries.
@@ -276,6 +314,26 @@ impl ArtifactStore for ConfigMapStore {
         })
         .await
         .map(|_| ())
+    }
+
+    async fn put_many(&self, items: &[(&str, &[u8])]) -> Result<(), StoreError> {
+        for group in self.groups(items)? {
+            self.put_group_if(&group, |name, size| {
+                if size > CONFIGMAP_LIMIT {
+                    Err(StoreError::TooLarge {
+                        key: group
+                            .first()
+                            .map(|(k, _)| k.to_string())
+                            .unwrap_or_default(),
+                        message: too_large_message(name, size),
+                    })
+                } else {
+                    Ok(true)
+                }
+            })
+            .await?;
+        }
+        Ok(())
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -407,6 +465,59 @@ mod tests {
         });
         store.put("findings.json", b"{\"a\":1}").await.unwrap();
         server.await.unwrap();
+    }
+
+    /// A checkpoint in slot A, its pointer and the progress report share `r1-state`: one read
+    /// and one apply. Slot B lives in `r1-state-b`: two of each, slot before pointer.
+    #[tokio::test]
+    async fn put_many_writes_neighbours_of_one_configmap_in_one_apply() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            for _ in 0..6 {
+                let (req, send) = handle.next_request().await.unwrap();
+                let (method, uri) = (req.method().clone(), req.uri().path().to_string());
+                if method == http::Method::GET {
+                    send.send_response(not_found());
+                } else {
+                    let body: serde_json::Value =
+                        serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap())
+                            .unwrap();
+                    let mut keys: Vec<String> =
+                        body["data"].as_object().unwrap().keys().cloned().collect();
+                    keys.sort();
+                    seen.push(format!(
+                        "{} {}",
+                        uri.rsplit('/').next().unwrap(),
+                        keys.join(",")
+                    ));
+                    send.send_response(ok_json(&body));
+                }
+                let _ = method;
+            }
+            seen
+        });
+        store
+            .put_many(&[
+                ("checkpoint-a.json", b"A"),
+                ("checkpoint.json", b"P"),
+                ("progress.md", b"# progress"),
+            ])
+            .await
+            .unwrap();
+        store
+            .put_many(&[("checkpoint-b.json", b"B"), ("checkpoint.json", b"P2")])
+            .await
+            .unwrap();
+        let seen = server.await.unwrap();
+        assert_eq!(
+            seen,
+            [
+                "r1-state checkpoint-a.json,checkpoint.json,progress.md",
+                "r1-state-b checkpoint-b.json",
+                "r1-state checkpoint.json",
+            ]
+        );
     }
 
     #[tokio::test]

@@ -27,6 +27,16 @@ pub enum StoreError {
 pub trait ArtifactStore: Send + Sync {
     /// Writes (replaces) one artifact atomically.
     async fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError>;
+    /// Writes several artifacts in order: an item is written only after those before it. A store
+    /// may write neighbouring items that share a container in one request (then atomically):
+    /// the ConfigMap store writes a checkpoint slot, its pointer and the progress report in one
+    /// apply, which keeps a run's API writes down.
+    async fn put_many(&self, items: &[(&str, &[u8])]) -> Result<(), StoreError> {
+        for (key, bytes) in items {
+            self.put(key, bytes).await?;
+        }
+        Ok(())
+    }
     /// Reads one artifact; `None` when it does not exist.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
     /// Deletes one artifact; deleting one that does not exist succeeds.

@@ -219,6 +219,39 @@ impl ArtifactStore for RoutedStore {
         Ok(())
     }
 
+    /// Neighbours that share a ConfigMap and fit there are written in one apply; a group that
+    /// would not fit goes key by key through [`RoutedStore::put`]'s placement.
+    async fn put_many(&self, items: &[(&str, &[u8])]) -> Result<(), StoreError> {
+        let cms = match &self.configmaps {
+            Some(cms) if self.routing != Routing::ObjectStore => cms,
+            _ => {
+                for (key, bytes) in items {
+                    self.put(key, bytes).await?;
+                }
+                return Ok(());
+            }
+        };
+        let routing = self.routing;
+        for group in cms.groups(items)? {
+            let written = cms
+                .put_group_if(&group, |_, size| {
+                    Ok(matches!(place(routing, size), Ok(Placement::ConfigMap)))
+                })
+                .await?;
+            if written {
+                if group.iter().any(|(k, _)| *k == REPORT_KEY) {
+                    self.report
+                        .set(ReportLocation::ConfigMap(cms.configmap_of(REPORT_KEY)?));
+                }
+            } else {
+                for (key, bytes) in &group {
+                    self.put(key, bytes).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         if let Some(cms) = &self.configmaps
             && let Some(bytes) = cms.get(key).await?
