@@ -112,6 +112,9 @@ impl ConfigMapStore {
     }
 }
 
+/// One artifact to write: its key and bytes.
+pub type Item<'a> = (&'a str, &'a [u8]);
+
 /// Maps an artifact key onto a valid ConfigMap key (`[-._a-zA-Z0-9]+`): `/` becomes `__`.
 fn sanitize_key(key: &str) -> Result<String, StoreError> {
     let mapped = key.replace('/', "__");
@@ -237,11 +240,8 @@ impl ConfigMapStore {
     }
 
     /// Splits `items` into runs of neighbours that live in the same ConfigMap, in order.
-    pub fn groups<'a>(
-        &self,
-        items: &[(&'a str, &'a [u8])],
-    ) -> Result<Vec<Vec<(&'a str, &'a [u8])>>, StoreError> {
-        let mut groups: Vec<(String, Vec<(&'a str, &'a [u8])>)> = Vec::new();
+    pub fn groups<'a>(&self, items: &[Item<'a>]) -> Result<Vec<Vec<Item<'a>>>, StoreError> {
+        let mut groups: Vec<(String, Vec<Item<'a>>)> = Vec::new();
         for (key, bytes) in items {
             let (name, _) = self.locate(key)?;
             match groups.last_mut() {
