@@ -624,6 +624,12 @@ impl HttpFetcher {
                     what: format!("body over the {max_wire} byte wire limit"),
                 })
             }
+            // The client's own deadline can fire inside the body stream, where it arrives
+            // wrapped as a decode error: it is still the policy's timeout.
+            Err(e) if timed_out(&e) => Err(FetchError::Timeout {
+                url: url.to_string(),
+                after: self.policy.timeout,
+            }),
             Err(e) => Err(FetchError::Network {
                 url: url.to_string(),
                 message: format!("reading body: {}", error_chain(&e)),
@@ -708,6 +714,32 @@ fn sniff(body: &[u8]) -> Option<DocKind> {
 }
 
 /// An error with its sources, joined, so a log line says what actually failed.
+/// Whether an error, or any error it wraps, is a timeout (reqwest's or an I/O one).
+fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = current {
+        if err
+            .downcast_ref::<reqwest::Error>()
+            .is_some_and(reqwest::Error::is_timeout)
+        {
+            return true;
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                return true;
+            }
+            // An I/O error's `source` skips the error it wraps: look at that one itself.
+            if let Some(inner) = io.get_ref()
+                && timed_out(inner)
+            {
+                return true;
+            }
+        }
+        current = err.source();
+    }
+    false
+}
+
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
@@ -769,5 +801,19 @@ impl Fetcher for HttpFetcher {
             markdown,
             bytes: wire_bytes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timed_out;
+
+    #[test]
+    fn a_timeout_wrapped_in_a_body_error_is_a_timeout() {
+        let inner = std::io::Error::new(std::io::ErrorKind::TimedOut, "operation timed out");
+        let wrapped = std::io::Error::other(inner);
+        assert!(timed_out(&wrapped));
+        let other = std::io::Error::other(std::io::Error::other("reset by peer"));
+        assert!(!timed_out(&other));
     }
 }
