@@ -11,6 +11,7 @@ pub mod failpoint;
 pub mod journal;
 pub mod lead;
 pub mod outputs;
+pub mod passages;
 pub mod prompts;
 pub mod reducer;
 pub mod report;

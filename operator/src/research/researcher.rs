@@ -609,7 +609,24 @@ impl Session<'_> {
         for (url, res) in chosen.iter().zip(results) {
             match res {
                 Ok(page) => {
-                    let body = truncate_chars(&page.markdown, self.deps.settings.page_chars);
+                    // The passages that bear on the task, not the page's first N characters: the
+                    // answer is rarely in a page's opening (a reference page opens with its
+                    // table of contents).
+                    let selection = super::passages::select(
+                        &page.markdown,
+                        &self.task,
+                        self.deps.settings.page_chars,
+                    );
+                    if selection.best_score == 0.0 && !self.task.trim().is_empty() {
+                        // Read, and on the record as read, but nothing on it bears on the task:
+                        // it is not put before the model and cannot stand in a fallback report.
+                        out.push_str(&format!(
+                            "{url}: read; nothing on this page matches the task, so it is left out\n"
+                        ));
+                        self.fetched.push(SourceRef::new(url.clone(), page.title));
+                        continue;
+                    }
+                    let body = selection.text;
                     out.push_str(&prompts::fence_page(url, &page.title, &body));
                     out.push('\n');
                     self.pages.push(body);

@@ -41,7 +41,8 @@ pub struct Extracted {
 pub fn extract_markdown(html: &str, url: &str) -> Extracted {
     // Hostile nesting would overflow the recursive walks below (see `nesting`).
     let limited = super::nesting::limit_depth(html, super::nesting::MAX_DEPTH);
-    let html: &str = &limited;
+    let terms = definition_terms_as_headings(&limited);
+    let html: &str = &terms;
     let options = rs_trafilatura::Options {
         url: (!url.is_empty()).then(|| url.to_string()),
         ..rs_trafilatura::Options::default()
@@ -117,8 +118,17 @@ fn align_to_text(markdown: &str, text: &str) -> String {
     for block in markdown.split("\n\n") {
         let stripped = strip_markdown(block);
         let toks = super::metric::tokens(&stripped);
+        let trimmed = block.trim();
+        // A definition term turned into a bold line (see `definition_terms_as_headings`): the
+        // extractor's text leaves it out, its HTML keeps it, and it names what follows.
+        let term = trimmed.starts_with("**")
+            && trimmed.ends_with("**")
+            && !trimmed.contains('\n')
+            && trimmed.chars().count() <= 90;
         let keep = if toks.is_empty() {
             false
+        } else if term {
+            true
         } else if toks.len() < 4 {
             toks.iter().all(|t| words.contains(t))
         } else {
@@ -227,6 +237,48 @@ fn decode_entities(s: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A definition term that is an anchor target (`<dt id=...>`): Sphinx's API entries
+/// (`dl.function`, `dl.class`: `json.loads(s, *, cls=None, ...)`) and PostgreSQL's settings
+/// (`<dt id="GUC-SHARED-BUFFERS">`). Their `headerlink` pilcrows go with them.
+static ANCHORED_DT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?s)<dt(\s[^>]*?\bid="[^"]*"[^>]*)>(.*?)</dt>"#).expect("valid regex")
+});
+/// `<dl ...>`, `</dl>`, `<dd ...>`, `</dd>`.
+static DL_DD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)<(/?)(dl|dd)(\s[^>]*)?>").expect("valid regex"));
+static TAG: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"<[^>]*>").expect("valid regex"));
+static HEADERLINK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(?s)<a class="headerlink"[^>]*>.*?</a>"#).expect("valid regex"));
+
+/// Turns anchored definition terms into headings before extraction: main-content extraction
+/// drops `<dt>` signatures, which left "Deserialize s ... to a Python object" with no
+/// `json.loads` anywhere near it. As headings they survive and name the passages below them.
+pub fn definition_terms_as_headings(html: &str) -> std::borrow::Cow<'_, str> {
+    if !html.contains("<dt") {
+        return std::borrow::Cow::Borrowed(html);
+    }
+    if !ANCHORED_DT.is_match(html) {
+        return std::borrow::Cow::Borrowed(html);
+    }
+    let headed = ANCHORED_DT.replace_all(html, |c: &regex::Captures<'_>| {
+        let inner = HEADERLINK.replace_all(&c[2], "");
+        // Plain, short text: extraction drops long headings full of inline markup (a whole
+        // signature with every default value).
+        let text = collapse_ws(&decode_entities(&TAG.replace_all(&inner, "")));
+        let short: String = if text.chars().count() > 80 {
+            let cut: String = text.chars().take(76).collect();
+            format!("{cut}…)")
+        } else {
+            text
+        };
+        format!("<p><strong>{short}</strong></p>")
+    });
+    // A heading is no valid child of <dl>: extraction would drop it with the list's structure.
+    // The lists become plain blocks, the descriptions stay below their headings.
+    let blocks = DL_DD.replace_all(&headed, "<${1}div>");
+    std::borrow::Cow::Owned(blocks.into_owned())
 }
 
 /// Runs of whitespace replaced by one space, ends trimmed.

@@ -1,0 +1,559 @@
+//! Query-focused reading: a page's Markdown split into passages along its structure, ranked
+//! against the researcher's task with BM25, and the best of them, in page order with their
+//! heading breadcrumbs, are what the model reads (instead of the page's first N characters).
+//!
+//! Pure: no I/O. BM25 is computed over the page's own passages (document frequencies from the
+//! page), which is what "which part of this page answers the question" needs.
+
+use std::collections::{BTreeSet, HashMap};
+
+/// What a passage is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassageKind {
+    /// A paragraph (or a piece of a long one).
+    Prose,
+    /// A fenced code block or a run of interpreter lines (`>>>`), kept whole or not at all.
+    Code,
+    /// One row of a table.
+    TableRow,
+    /// A run of list items.
+    List,
+}
+
+/// A unit of a page the model may be shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Passage {
+    /// Position in the page (0-based), so selections keep page order.
+    pub index: usize,
+    /// The headings above it, outermost first (API entries such as `json.loads(s, ...)` are
+    /// headings too: see `scrape::extract`).
+    pub heading_path: Vec<String>,
+    /// The passage's Markdown.
+    pub text: String,
+    /// What it is.
+    pub kind: PassageKind,
+}
+
+/// Longest prose passage; longer paragraphs are cut at sentence ends.
+const MAX_PROSE_CHARS: usize = 900;
+
+/// Splits a page's Markdown into passages: headings set the breadcrumb, fenced code blocks and
+/// interpreter sessions are one passage each, table rows one each, list runs and paragraphs one
+/// each (long paragraphs cut at sentence boundaries).
+pub fn split(markdown: &str) -> Vec<Passage> {
+    let mut out = Vec::new();
+    let mut headings: Vec<(usize, String)> = Vec::new();
+    let mut block: Vec<&str> = Vec::new();
+    let mut block_kind = PassageKind::Prose;
+    let mut in_fence = false;
+    let path = |headings: &[(usize, String)]| headings.iter().map(|(_, h)| h.clone()).collect();
+
+    fn flush(
+        out: &mut Vec<Passage>,
+        block: &mut Vec<&str>,
+        kind: PassageKind,
+        heading_path: Vec<String>,
+    ) {
+        let text = block.join("\n").trim().to_string();
+        block.clear();
+        if text.is_empty() {
+            return;
+        }
+        let pieces = if kind == PassageKind::Prose && text.chars().count() > MAX_PROSE_CHARS {
+            cut_sentences(&text, MAX_PROSE_CHARS)
+        } else {
+            vec![text]
+        };
+        for text in pieces {
+            out.push(Passage {
+                index: out.len(),
+                heading_path: heading_path.clone(),
+                text,
+                kind,
+            });
+        }
+    }
+
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        if in_fence {
+            block.push(line);
+            if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+                in_fence = false;
+                flush(&mut out, &mut block, PassageKind::Code, path(&headings));
+            }
+            continue;
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            flush(&mut out, &mut block, block_kind, path(&headings));
+            in_fence = true;
+            block.push(line);
+            continue;
+        }
+        // Only an unindented `#` starts a heading: indented ones are comments in code.
+        if let Some((level, title)) = heading(line) {
+            flush(&mut out, &mut block, block_kind, path(&headings));
+            headings.retain(|(l, _)| *l < level);
+            headings.push((level, title));
+            continue;
+        }
+        let kind = if trimmed.starts_with('|') {
+            PassageKind::TableRow
+        } else if trimmed.starts_with(">>>")
+            || trimmed.starts_with("...") && block_kind == PassageKind::Code
+        {
+            PassageKind::Code
+        } else if is_list_item(trimmed)
+            || (block_kind == PassageKind::List && line.starts_with("  ") && !trimmed.is_empty())
+        {
+            PassageKind::List
+        } else {
+            PassageKind::Prose
+        };
+        if trimmed.is_empty() {
+            flush(&mut out, &mut block, block_kind, path(&headings));
+            block_kind = PassageKind::Prose;
+            continue;
+        }
+        if kind == PassageKind::TableRow {
+            flush(&mut out, &mut block, block_kind, path(&headings));
+            // Separator rows (|---|---|) carry no text.
+            if trimmed.chars().any(|c| c.is_alphanumeric()) {
+                block.push(line);
+                flush(&mut out, &mut block, PassageKind::TableRow, path(&headings));
+            }
+            block_kind = PassageKind::Prose;
+            continue;
+        }
+        // Interpreter output lines follow `>>>` lines inside the same Code passage.
+        let kind = if block_kind == PassageKind::Code && !block.is_empty() {
+            PassageKind::Code
+        } else {
+            kind
+        };
+        if kind != block_kind && !block.is_empty() {
+            flush(&mut out, &mut block, block_kind, path(&headings));
+        }
+        block_kind = kind;
+        block.push(line);
+    }
+    let kind = if in_fence {
+        PassageKind::Code
+    } else {
+        block_kind
+    };
+    flush(&mut out, &mut block, kind, path(&headings));
+    out
+}
+
+/// `## Title` as (2, "Title"); a line that is all bold (`**json.loads(s, ...)**`, how the
+/// extractor renders a definition term such as an API signature) as a heading below level 6.
+fn heading(line: &str) -> Option<(usize, String)> {
+    let t = line.trim_end();
+    if t.len() > 4 && t.starts_with("**") && t.ends_with("**") && !t[2..t.len() - 2].contains("**")
+    {
+        let title = t[2..t.len() - 2].replace("\\_", "_").replace("\\*", "*");
+        return (!title.trim().is_empty()).then(|| (7, title.trim().to_string()));
+    }
+    let level = line.chars().take_while(|c| *c == '#').count();
+    if !(1..=6).contains(&level) {
+        return None;
+    }
+    let rest = &line[level..];
+    if !rest.starts_with(' ') {
+        return None;
+    }
+    let title = rest.trim().trim_end_matches('#').trim();
+    (!title.is_empty()).then(|| (level, title.to_string()))
+}
+
+fn is_list_item(line: &str) -> bool {
+    if line.starts_with("- ") || line.starts_with("* ") || line.starts_with("+ ") {
+        return true;
+    }
+    let digits = line.chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && line[digits..].starts_with(". ")
+}
+
+/// Cuts `text` into pieces of at most about `max` characters at sentence ends.
+fn cut_sentences(text: &str, max: usize) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    for sentence in text.split_inclusive(['.', '!', '?']) {
+        if !current.is_empty() && current.chars().count() + sentence.chars().count() > max {
+            pieces.push(current.trim().to_string());
+            current.clear();
+        }
+        current.push_str(sentence);
+    }
+    if !current.trim().is_empty() {
+        pieces.push(current.trim().to_string());
+    }
+    pieces
+}
+
+/// Words that carry no topic (English function words and question words).
+const STOP_WORDS: [&str; 96] = [
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "being", "between", "both", "but", "by", "can", "could", "did", "do", "does",
+    "doing", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her",
+    "here", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "me", "more", "most",
+    "my", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "our", "out",
+    "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their",
+    "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under",
+    "until", "up", "very", "was", "we", "were", "what", "when", "where", "which",
+];
+
+/// More question words (kept apart so the table above stays a round, sorted list).
+const QUESTION_WORDS: [&str; 8] = [
+    "while", "who", "whom", "why", "will", "with", "would", "you",
+];
+
+fn is_stop(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok() || QUESTION_WORDS.contains(&word)
+}
+
+/// A light stemmer: plural, verb and agent endings, then a final `e`, so "decode", "decodes",
+/// "decoding", "decoded" and "decoder" all become "decod".
+fn stem(word: &str) -> String {
+    let mut w = word.to_string();
+    for (suffix, keep) in [
+        ("ies", "y"),
+        ("ing", ""),
+        ("ers", ""),
+        ("er", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+    ] {
+        if w.len() > suffix.len() + 2 && w.ends_with(suffix) && !w.ends_with("ss") {
+            w = format!("{}{keep}", &w[..w.len() - suffix.len()]);
+            break;
+        }
+    }
+    if w.len() > 4 && w.ends_with('e') {
+        w.pop();
+    }
+    w
+}
+
+/// Query words and the words documentation uses for the same act: a question asks how to
+/// "decode" JSON, the reference says `loads` "deserializes" it. Expanding the query (never the
+/// page) closes that gap for the verbs technical questions use most.
+const SYNONYMS: [(&str, &[&str]); 8] = [
+    ("decod", &["deserializ", "pars", "load"]),
+    ("encod", &["serializ", "dump"]),
+    ("pars", &["decod", "load"]),
+    ("deserializ", &["decod", "load"]),
+    ("serializ", &["encod", "dump"]),
+    ("default", &["defaults"]),
+    ("remov", &["delet", "drop"]),
+    ("delet", &["remov", "drop"]),
+];
+
+/// The query's terms with their synonyms.
+fn query_terms(query: &str) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = terms(query).into_iter().collect();
+    let extra: Vec<String> = out
+        .iter()
+        .flat_map(|t| {
+            SYNONYMS
+                .iter()
+                .filter(move |(w, _)| w == t)
+                .flat_map(|(_, s)| s.iter().map(|x| x.to_string()))
+        })
+        .collect();
+    out.extend(extra);
+    out
+}
+
+/// Terms of a text: lower-cased words (letters, digits, `_`), stop words dropped, stemmed; a
+/// dotted name such as `json.loads` gives `json`, `loads` and `json.loads`.
+pub fn terms(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let mut out = Vec::new();
+    for token in lower.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
+        let token = token.trim_matches('.');
+        if token.is_empty() {
+            continue;
+        }
+        if token.contains('.') {
+            out.push(token.to_string());
+        }
+        for part in token.split('.') {
+            if part.len() > 1 && !is_stop(part) {
+                out.push(stem(part));
+            }
+        }
+    }
+    out
+}
+
+/// The keyword form of a question: its terms in order, each once, unstemmed words kept as
+/// written (what a search engine should be given).
+pub fn keyword_query(question: &str) -> String {
+    let lower = question.to_lowercase();
+    let mut seen = BTreeSet::new();
+    let mut words = Vec::new();
+    for token in lower.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
+        let token = token.trim_matches('.');
+        if token.len() > 1 && !is_stop(token) && seen.insert(token.to_string()) {
+            words.push(token.to_string());
+        }
+    }
+    words.join(" ")
+}
+
+/// BM25 (k1 = 1.2, b = 0.75) of every passage for `query`, with document frequencies from the
+/// passages themselves. A passage's headings count as part of it, twice: a heading that names
+/// the asked-for API marks the passage that documents it.
+pub fn rank(passages: &[Passage], query: &str) -> Vec<f64> {
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
+    let query_terms = query_terms(query);
+    let docs: Vec<Vec<String>> = passages
+        .iter()
+        .map(|p| {
+            let headings = p.heading_path.join(" ");
+            let mut t = terms(&p.text);
+            let h = terms(&headings);
+            t.extend(h.iter().cloned());
+            t.extend(h);
+            t
+        })
+        .collect();
+    let n = docs.len() as f64;
+    if docs.is_empty() || query_terms.is_empty() {
+        return vec![0.0; docs.len()];
+    }
+    let avg_len = docs.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    // Lengths below half the average count as half the average: a table cell or a one-line
+    // item must not outrank the paragraph that explains the matter just for being short.
+    let floor = avg_len / 2.0;
+    let mut df: HashMap<&str, usize> = HashMap::new();
+    for doc in &docs {
+        let unique: BTreeSet<&str> = doc.iter().map(String::as_str).collect();
+        for term in unique {
+            if query_terms.contains(term) {
+                *df.entry(term).or_insert(0) += 1;
+            }
+        }
+    }
+    docs.iter()
+        .map(|doc| {
+            let len = (doc.len() as f64).max(floor);
+            query_terms
+                .iter()
+                .map(|q| {
+                    let tf = doc.iter().filter(|t| *t == q).count() as f64;
+                    if tf == 0.0 {
+                        return 0.0;
+                    }
+                    let df = *df.get(q.as_str()).unwrap_or(&0) as f64;
+                    let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+                    idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len.max(1.0)))
+                })
+                .sum()
+        })
+        .collect()
+}
+
+/// What the model reads of one page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selection {
+    /// The text: the kept passages in page order, each under its breadcrumb when it changes.
+    pub text: String,
+    /// Indices of the kept passages.
+    pub kept: Vec<usize>,
+    /// The best passage score on the page (0 when nothing on it matches the query).
+    pub best_score: f64,
+}
+
+/// The breadcrumb line of a passage.
+fn breadcrumb(path: &[String]) -> String {
+    format!("§ {}", path.join(" › "))
+}
+
+/// Chooses what the model reads of a page: the whole page when it fits in `max_chars`;
+/// otherwise the best-scoring passages for `query` up to `max_chars`, in page order, each under
+/// its heading breadcrumb. Code passages are kept whole or not at all; passages that match no
+/// query term are only used when nothing does (then the page's opening).
+pub fn select(markdown: &str, query: &str, max_chars: usize) -> Selection {
+    let passages = split(markdown);
+    let scores = rank(&passages, query);
+    let best_score = scores.iter().cloned().fold(0.0, f64::max);
+    if markdown.chars().count() <= max_chars {
+        return Selection {
+            text: markdown.to_string(),
+            kept: (0..passages.len()).collect(),
+            best_score,
+        };
+    }
+    let mut order: Vec<usize> = (0..passages.len()).collect();
+    if best_score > 0.0 {
+        order.retain(|i| scores[*i] > 0.0);
+        order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+    }
+    let mut kept: Vec<usize> = Vec::new();
+    let mut used = 0usize;
+    for i in order {
+        let p = &passages[i];
+        let cost = p.text.chars().count() + breadcrumb(&p.heading_path).chars().count() + 3;
+        if used + cost > max_chars {
+            if p.kind == PassageKind::Code || !kept.is_empty() {
+                continue;
+            }
+            // The single best passage is larger than the room: its first part, cut at a
+            // character boundary (prose only: code is never cut).
+            let room = max_chars.saturating_sub(breadcrumb(&p.heading_path).chars().count() + 3);
+            kept.push(i);
+            let cut: String = p.text.chars().take(room).collect();
+            return Selection {
+                text: render(&passages, &[(i, cut)]),
+                kept,
+                best_score,
+            };
+        }
+        used += cost;
+        kept.push(i);
+    }
+    kept.sort_unstable();
+    let chosen: Vec<(usize, String)> = kept
+        .iter()
+        .map(|i| (*i, passages[*i].text.clone()))
+        .collect();
+    Selection {
+        text: render(&passages, &chosen),
+        kept,
+        best_score,
+    }
+}
+
+fn render(passages: &[Passage], chosen: &[(usize, String)]) -> String {
+    let mut out = String::new();
+    let mut last_path: Option<&[String]> = None;
+    for (i, text) in chosen {
+        let path = passages[*i].heading_path.as_slice();
+        if !path.is_empty() && last_path != Some(path) {
+            out.push_str(&breadcrumb(path));
+            out.push('\n');
+        }
+        last_path = Some(path);
+        out.push_str(text);
+        out.push_str("\n\n");
+    }
+    out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: &str = "# `json` — JSON encoder and decoder\n\nJSON is a lightweight data interchange format.\n\n```\n>>> import json\n>>> json.dumps(['foo'])\n'[\"foo\"]'\n```\n\n## Basic Usage\n\n### json.dump(obj, fp, *, skipkeys=False)\n\nSerialize *obj* as a JSON formatted stream to *fp*.\n\n### json.loads(s, *, cls=None, object_hook=None)\n\nDeserialize *s* (a `str`, `bytes` or `bytearray` instance containing a JSON document) to a Python object using this conversion table.\n\n| JSON | Python |\n|---|---|\n| object | dict |\n| array | list |\n\n- first item\n- second item\n";
+
+    #[test]
+    fn split_follows_headings_code_tables_and_lists() {
+        let p = split(PAGE);
+        let kinds: Vec<PassageKind> = p.iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                PassageKind::Prose,
+                PassageKind::Code,
+                PassageKind::Prose,
+                PassageKind::Prose,
+                PassageKind::TableRow,
+                PassageKind::TableRow,
+                PassageKind::TableRow,
+                PassageKind::List,
+            ]
+        );
+        assert!(p[1].text.starts_with("```") && p[1].text.ends_with("```"));
+        assert_eq!(
+            p[3].heading_path,
+            [
+                "`json` — JSON encoder and decoder",
+                "Basic Usage",
+                "json.loads(s, *, cls=None, object_hook=None)"
+            ]
+        );
+        assert_eq!(p[7].text, "- first item\n- second item");
+        assert!(p.iter().enumerate().all(|(i, p)| p.index == i));
+    }
+
+    #[test]
+    fn long_paragraphs_are_cut_at_sentences() {
+        let para = "This sentence is about twenty-five chars. ".repeat(60);
+        let p = split(&para);
+        assert!(p.len() > 1);
+        assert!(
+            p.iter()
+                .all(|p| p.text.chars().count() <= MAX_PROSE_CHARS + 50)
+        );
+        assert!(p.iter().all(|p| p.text.ends_with('.')));
+    }
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn terms_drop_stop_words_stem_and_split_dotted_names() {
+        assert_eq!(
+            terms("How do I decode JSON with json.loads?"),
+            ["decod", "json", "json.loads", "json", "load"]
+        );
+        assert_eq!(
+            keyword_query("How do I decode JSON with the json module in Python?"),
+            "decode json module python"
+        );
+    }
+
+    #[test]
+    fn the_passage_documenting_the_asked_api_ranks_first() {
+        let p = split(PAGE);
+        let scores = rank(&p, "How do I decode JSON with the json module in Python?");
+        let best = (0..p.len())
+            .max_by(|a, b| scores[*a].total_cmp(&scores[*b]))
+            .unwrap();
+        assert!(p[best].text.starts_with("Deserialize *s*"), "{:?}", p[best]);
+    }
+
+    #[test]
+    fn selection_keeps_page_order_breadcrumbs_and_whole_code() {
+        let filler = "Unrelated text about encoders and streams. ".repeat(40);
+        let page = format!("{PAGE}\n\n## Other\n\n{filler}\n");
+        let s = select(&page, "How do I decode JSON with json.loads?", 600);
+        assert!(s.text.contains("Deserialize *s*"), "{}", s.text);
+        assert!(
+            s.text
+                .contains("§ `json` — JSON encoder and decoder › Basic Usage › json.loads("),
+            "{}",
+            s.text
+        );
+        assert!(s.text.chars().count() <= 600, "{}", s.text.len());
+        assert!(s.best_score > 0.0);
+        // Page order.
+        let mut sorted = s.kept.clone();
+        sorted.sort_unstable();
+        assert_eq!(s.kept, sorted);
+        // A code block is all there or not at all.
+        if s.text.contains(">>> import json") {
+            assert!(s.text.contains("'[\"foo\"]'\n```"));
+        }
+    }
+
+    #[test]
+    fn a_page_that_fits_is_read_whole_and_a_page_with_no_match_scores_zero() {
+        let s = select(PAGE, "decode json", 10_000);
+        assert_eq!(s.text, PAGE);
+        let s = select(PAGE, "vacuum autovacuum postgres", 200);
+        assert_eq!(s.best_score, 0.0);
+        assert!(
+            s.text.starts_with("§ `json`") || s.text.starts_with("JSON is"),
+            "{}",
+            s.text
+        );
+    }
+}
