@@ -558,6 +558,14 @@ async fn only_the_lease_holder_writes_status_and_a_killed_holder_is_replaced_wit
                 })
                 .count()
         };
+        // The leader's status writer is paced (one write per interval): give it that interval.
+        wait_for(
+            "a status write by the leader",
+            Duration::from_secs(20),
+            || async { Some(status_writes(&a_user)) },
+            |n| *n > 0,
+        )
+        .await?;
         if status_writes(&a_user) == 0 || status_writes(&b_user) != 0 {
             return Err(format!(
                 "while a leads, only a writes status: a {}, b {}",
@@ -575,9 +583,11 @@ async fn only_the_lease_holder_writes_status_and_a_killed_holder_is_replaced_wit
         )
         .await?;
         let handover = killed_at.elapsed();
-        if handover > Duration::from_secs(6 + 3) {
+        // The lease must lapse (6 s), then the standby's next try (every 2 s) takes it; on a
+        // loaded 2-core CI machine the API server and the process add a few seconds more.
+        if handover > Duration::from_secs(6 + 6) {
             return Err(format!(
-                "handover took {handover:?}, more than the 6 s lease (+3 s: the standby retries every few seconds)"
+                "handover took {handover:?}, more than the 6 s lease (+6 s: the standby's retry period and a busy machine)"
             ));
         }
         let done = s.wait_finished("handover").await;
