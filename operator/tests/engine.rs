@@ -538,6 +538,8 @@ async fn a_recovered_run_does_not_redo_finished_researchers() {
                 )],
                 seen: vec![],
                 pages: vec![],
+                irrelevant: vec![],
+                queries: vec![],
                 searches: 1,
                 usage: usage(1, 1),
             },

@@ -238,7 +238,7 @@ async fn json_action_unknown_tool_is_malformed() {
         .chat(request(vec![search_tool()], 50))
         .await
         .unwrap_err();
-    match &err {
+    match err.unbilled() {
         LlmError::Malformed(m) => {
             assert_eq!(
                 m,
@@ -247,6 +247,13 @@ async fn json_action_unknown_tool_is_malformed() {
         }
         other => panic!("unexpected {other:?}"),
     }
+    // The server answered in full: the unusable answer is billed as reported.
+    let billed = err.billed();
+    assert_eq!(billed.llm_calls, 1, "{err:?}");
+    assert!(
+        billed.input_tokens > 0 && billed.output_tokens > 0,
+        "{err:?}"
+    );
     assert_eq!(
         server.request_count(),
         1,
@@ -506,13 +513,19 @@ async fn streaming_degenerate_answer_is_stopped() {
         .chat(request(vec![], 4000))
         .await
         .unwrap_err();
-    match err {
+    match err.unbilled() {
         // Stopped after ~600 characters of loop (about 160 estimated tokens), not 39,000 characters.
         LlmError::Degenerate { tokens } => {
-            assert!((150..=200).contains(&tokens), "stopped at {tokens} tokens")
+            assert!((150..=200).contains(tokens), "stopped at {tokens} tokens")
         }
         other => panic!("unexpected {other:?}"),
     }
+    // A provider bills the prompt and every token streamed before the stop: so does Quarry
+    // (estimated here, as the stream was cut before its usage chunk).
+    let billed = err.billed();
+    assert_eq!(billed.llm_calls, 1, "{err:?}");
+    assert!(billed.input_tokens > 0, "{err:?}");
+    assert!((150..=200).contains(&billed.output_tokens), "{err:?}");
     assert_eq!(
         server.request_count(),
         1,

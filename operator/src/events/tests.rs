@@ -33,6 +33,8 @@ fn report(task_id: u32) -> ResearcherReport {
         fetched: vec![SourceRef::new(format!("http://x/{task_id}"), "t")],
         seen: vec![],
         pages: vec![],
+        irrelevant: vec![],
+        queries: vec![],
         searches: 2,
         usage: usage(100, 10),
     }

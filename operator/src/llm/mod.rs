@@ -182,12 +182,44 @@ pub enum LlmError {
     /// Every tier's circuit breaker is open; no call was made.
     #[error("every model endpoint is unavailable (circuit open): {endpoints}")]
     CircuitOpen { endpoints: String },
+    /// A call the server answered (and a provider bills) whose output was unusable: stopped as
+    /// degenerate or not understood. `usage` is what it cost, so spend is never under-reported.
+    #[error("{source}")]
+    Billed {
+        usage: Usage,
+        #[source]
+        source: Box<LlmError>,
+    },
 }
 
 impl LlmError {
+    /// What a failed call still cost (zero when the server answered nothing billable).
+    pub fn billed(&self) -> Usage {
+        match self {
+            LlmError::Billed { usage, .. } => *usage,
+            _ => Usage::default(),
+        }
+    }
+
+    /// The failure itself, without its bill.
+    pub fn unbilled(&self) -> &LlmError {
+        match self {
+            LlmError::Billed { source, .. } => source.unbilled(),
+            other => other,
+        }
+    }
+
+    /// The failure itself, its bill dropped (the caller accounted for it).
+    pub fn into_unbilled(self) -> LlmError {
+        match self {
+            LlmError::Billed { source, .. } => source.into_unbilled(),
+            other => other,
+        }
+    }
+
     /// True when a retry may succeed (timeouts, 429, 5xx, connection errors, garbled answers).
     pub fn is_retryable(&self) -> bool {
-        match self {
+        match self.unbilled() {
             LlmError::Unreachable { .. } | LlmError::Timeout { .. } | LlmError::Garbled(_) => true,
             LlmError::Status { status, .. } => *status == 429 || *status >= 500,
             _ => false,

@@ -250,7 +250,17 @@ impl OpenAiClient {
         let is_sse = content_type.contains("event-stream")
             || (self.config.stream && !content_type.contains("json"));
         let raw = if is_sse {
-            self.read_stream(response).await?
+            match self.read_stream(response).await {
+                // Stopped mid-stream: the prompt and every token streamed so far are billed.
+                Err(LlmError::Degenerate { tokens }) => {
+                    let usage = self.usage_of(request, None, tokens, 0);
+                    return Err(LlmError::Billed {
+                        usage,
+                        source: Box::new(LlmError::Degenerate { tokens }),
+                    });
+                }
+                other => other?,
+            }
         } else {
             let bytes = read_limited(response, MAX_BODY_BYTES + 1)
                 .await
@@ -333,52 +343,75 @@ impl OpenAiClient {
 
     /// Turns the raw answer into a `ChatResponse`: tool calls, usage and cost.
     fn finish(&self, request: &ChatRequest, raw: RawAnswer) -> Result<ChatResponse, LlmError> {
-        if let Some(rep) = repetition::detect(&raw.content) {
-            tracing::warn!(model = %self.config.model, period = rep.period, span = rep.span, "degenerate answer");
-            return Err(LlmError::Degenerate {
-                tokens: estimate_tokens(raw.content.chars().count()),
-            });
-        }
-        let content = strip_think(&raw.content).trim().to_string();
         let output_chars = raw.content.chars().count()
             + raw
                 .tool_calls
                 .iter()
                 .map(|c| c.arguments.to_string().chars().count())
                 .sum::<usize>();
-
+        let usage = self.usage_of(
+            request,
+            raw.usage,
+            estimate_tokens(output_chars),
+            raw.cached,
+        );
+        // An answer the server completed is paid for even when it cannot be used.
+        let billed = |source: LlmError| LlmError::Billed {
+            usage,
+            source: Box::new(source),
+        };
+        if let Some(rep) = repetition::detect(&raw.content) {
+            tracing::warn!(model = %self.config.model, period = rep.period, span = rep.span, "degenerate answer");
+            return Err(billed(LlmError::Degenerate {
+                tokens: estimate_tokens(raw.content.chars().count()),
+            }));
+        }
+        let content = strip_think(&raw.content).trim().to_string();
         let tool_calls = if request.tools.is_empty() {
             Vec::new()
         } else {
             let calls = match self.config.tool_mode {
-                ToolMode::Native if !raw.tool_calls.is_empty() => native_calls(raw.tool_calls)?,
+                ToolMode::Native if !raw.tool_calls.is_empty() => native_calls(raw.tool_calls),
                 // Some servers leave Hermes/Qwen-style `<tool_call>` tags in the content.
-                ToolMode::Native => tagged_calls(&content)?,
-                ToolMode::JsonAction => parse_json_action(&content)?,
-            };
+                ToolMode::Native => tagged_calls(&content),
+                ToolMode::JsonAction => parse_json_action(&content),
+            }
+            .map_err(billed)?;
             for call in &calls {
                 if !request.tools.iter().any(|t| t.name == call.name) {
                     let available: Vec<&str> =
                         request.tools.iter().map(|t| t.name.as_str()).collect();
-                    return Err(LlmError::Malformed(format!(
+                    return Err(billed(LlmError::Malformed(format!(
                         "the model asked for unknown tool `{}` (available: {})",
                         call.name,
                         available.join(", ")
-                    )));
+                    ))));
                 }
             }
             calls
         };
+        Ok(ChatResponse {
+            content,
+            tool_calls,
+            usage,
+            model: raw.model.unwrap_or_else(|| self.config.model.clone()),
+            finish_reason: raw.finish_reason,
+        })
+    }
 
-        let (input_tokens, output_tokens) = match raw.usage {
-            Some(u) => u,
-            None => (
-                estimate_tokens(request_chars(request)),
-                estimate_tokens(output_chars),
-            ),
-        };
-        let cached = raw.cached.min(input_tokens);
-        let usage = Usage {
+    /// Usage and cost of one call: the server's counts when it sent them, otherwise the
+    /// prompt's size and `estimated_output` tokens (estimates at four characters per token).
+    fn usage_of(
+        &self,
+        request: &ChatRequest,
+        reported: Option<(u64, u64)>,
+        estimated_output: u64,
+        cached: u64,
+    ) -> Usage {
+        let (input_tokens, output_tokens) =
+            reported.unwrap_or((estimate_tokens(request_chars(request)), estimated_output));
+        let cached = cached.min(input_tokens);
+        Usage {
             input_tokens,
             cached_input_tokens: cached,
             output_tokens,
@@ -388,14 +421,7 @@ impl OpenAiClient {
                 output_tokens,
             ),
             llm_calls: 1,
-        };
-        Ok(ChatResponse {
-            content,
-            tool_calls,
-            usage,
-            model: raw.model.unwrap_or_else(|| self.config.model.clone()),
-            finish_reason: raw.finish_reason,
-        })
+        }
     }
 
     fn transport_error(&self, source: reqwest::Error) -> LlmError {
@@ -418,6 +444,10 @@ impl OpenAiClient {
     fn redact_err(&self, err: LlmError) -> LlmError {
         match err {
             LlmError::Malformed(m) => LlmError::Malformed(self.redact(m)),
+            LlmError::Billed { usage, source } => LlmError::Billed {
+                usage,
+                source: Box::new(self.redact_err(*source)),
+            },
             LlmError::Garbled(m) => LlmError::Garbled(self.redact(m)),
             LlmError::Status {
                 status,

@@ -511,7 +511,7 @@ fn is_outage(e: &LlmError) -> bool {
 
 /// The `outcome` label of a failed request.
 pub fn outcome_of(e: &LlmError) -> &'static str {
-    match e {
+    match e.unbilled() {
         LlmError::Status { status: 429, .. } => "rate_limited",
         LlmError::Status { status, .. } if *status >= 500 => "unavailable",
         LlmError::Unreachable { .. } => "unavailable",
@@ -522,6 +522,7 @@ pub fn outcome_of(e: &LlmError) -> &'static str {
         LlmError::Status { .. } | LlmError::Config(_) => "rejected",
         LlmError::BudgetExhausted { .. } => "budget_refused",
         LlmError::CircuitOpen { .. } => "circuit_open",
+        LlmError::Billed { source, .. } => outcome_of(source),
     }
 }
 
@@ -532,6 +533,8 @@ impl ChatModel for Router {
         let output = u64::from(request.max_tokens);
         let mut last: Option<LlmError> = None;
         let mut refused: Option<LlmError> = None;
+        // What unusable answers of tiers tried before cost (providers bill them).
+        let mut billed = Usage::default();
         let mut open = Vec::new();
         for tier in self.order(request.purpose) {
             let now = tokio::time::Instant::now().into_std();
@@ -584,7 +587,8 @@ impl ChatModel for Router {
                 .await;
             let seconds = started.elapsed().as_secs_f64();
             let trace_id = crate::telemetry::trace_id_of(&span);
-            let used = result.as_ref().map(|r| r.usage).unwrap_or_default();
+            // An unusable answer is still paid for: its bill is recorded like any other call.
+            let used = result.as_ref().map_or_else(LlmError::billed, |r| r.usage);
             let record = CallRecord {
                 time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                 kind: "modelCall",
@@ -626,10 +630,20 @@ impl ChatModel for Router {
                     self.record(tier, "ok", Some(&resp.usage), Some(seconds), trace_id);
                     // The answer is used only once its cost is on record.
                     self.guard.sync_journal().await;
+                    let mut resp = resp;
+                    resp.usage.add(&billed);
                     return Ok(resp);
                 }
                 Err(e) => {
-                    self.guard.release(reservation);
+                    if used.llm_calls > 0 {
+                        // An unusable answer is still paid for: on record like any other call.
+                        self.guard.settle(reservation, &used);
+                        self.guard.record_model(&tier.model_name, &used);
+                        self.guard.sync_journal().await;
+                        billed.add(&used);
+                    } else {
+                        self.guard.release(reservation);
+                    }
                     self.guard.log_call(record);
                     if let LlmError::Config(_) = e {
                         return Err(e);
@@ -641,19 +655,29 @@ impl ChatModel for Router {
                         // The endpoint answered, just not usefully: it is up.
                         tier.endpoint.with_breaker(|b| b.on_success());
                     }
-                    self.record(tier, outcome_of(&e), None, Some(seconds), trace_id);
+                    let paid = (used.llm_calls > 0).then_some(&used);
+                    self.record(tier, outcome_of(&e), paid, Some(seconds), trace_id);
                     if let Some(m) = &self.metrics {
                         m.fallback(&tier.provider, &tier.model_name);
                     }
                     tracing::warn!(tier = %tier.name, error = %e, "model tier failed; trying the next");
-                    last = Some(e);
+                    last = Some(e.into_unbilled());
                 }
             }
         }
         // A budget refusal wins: the run must stop at its limit, not fail for a spare tier.
-        Err(refused.or(last).unwrap_or(LlmError::CircuitOpen {
+        let err = refused.or(last).unwrap_or(LlmError::CircuitOpen {
             endpoints: open.join(", "),
-        }))
+        });
+        // The caller learns everything the failed attempts cost.
+        Err(if billed.llm_calls > 0 {
+            LlmError::Billed {
+                usage: billed,
+                source: Box::new(err),
+            }
+        } else {
+            err
+        })
     }
 
     fn context_window(&self) -> u64 {

@@ -347,6 +347,8 @@ pub fn slim_report(report: &ResearcherReport) -> ResearcherReport {
         fetched: Vec::new(),
         seen: Vec::new(),
         pages: Vec::new(),
+        irrelevant: vec![],
+        queries: vec![],
         searches: report.searches,
         usage: Usage::default(),
     }
@@ -568,6 +570,8 @@ mod tests {
                 title: "A".into(),
                 text: "page text".repeat(1000),
             }],
+            irrelevant: vec![],
+            queries: vec![],
             searches: 2,
             usage: Usage::default(),
         }

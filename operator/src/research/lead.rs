@@ -212,7 +212,10 @@ async fn plan_with(
                 CallPurpose::Plan,
             ))
             .await
-            .map_err(|e| PlanError::Model(failure_from_llm(&e)))?;
+            .map_err(|e| {
+                usage.add(&e.billed());
+                PlanError::Model(failure_from_llm(&e))
+            })?;
         usage.add(&resp.usage);
         // The retry is judged leniently: a short agenda beats no agenda.
         let parsed = if attempt == 0 {
@@ -267,9 +270,9 @@ pub async fn evaluate(model: &dyn ChatModel, state: &RunState, max_tokens: u32) 
             usage: resp.usage,
         },
         // An evaluator that cannot answer must not strand the run: synthesize what exists.
-        Err(_) => Event::Evaluated {
+        Err(e) => Event::Evaluated {
             decision: Decision::Synthesize,
-            usage: Usage::default(),
+            usage: e.billed(),
         },
     }
 }
@@ -350,6 +353,7 @@ pub async fn summarize_sources(
                 (!text.is_empty()).then_some(text)
             }
             Err(e) => {
+                usage.add(&e.billed());
                 tracing::warn!(url = %page.url, error = %e, "page summary failed; using its opening text");
                 None
             }
@@ -474,6 +478,7 @@ async fn output_call(
     kind: OutputKind,
     material: &str,
     max_tokens: u32,
+    billed: &mut Usage,
 ) -> Result<(ParsedOutput, Usage), Failure> {
     let (mode, instructions) = match kind {
         OutputKind::Study => ("study", prompts::STUDY),
@@ -498,7 +503,10 @@ async fn output_call(
             CallPurpose::Synthesize,
         ))
         .await
-        .map_err(|e| failure_from_llm(&e))?;
+        .map_err(|e| {
+            billed.add(&e.billed());
+            failure_from_llm(&e)
+        })?;
     let parsed = outputs::parse(
         &strip_think(&resp.content),
         kind,
@@ -536,7 +544,16 @@ pub async fn synthesize(
         }
         calls += 1;
         tracing::info!(output = ?kind, material_chars = material.len(), "writing output");
-        match output_call(model, state, kind, &material, settings.synthesis_max_tokens).await {
+        match output_call(
+            model,
+            state,
+            kind,
+            &material,
+            settings.synthesis_max_tokens,
+            &mut usage,
+        )
+        .await
+        {
             Ok((parsed, u)) => {
                 usage.add(&u);
                 let echoed = parsed
@@ -654,7 +671,13 @@ pub async fn judge_claims(
     });
     let results = join_all(calls).await;
     for (claim, result) in claims.iter_mut().zip(results) {
-        let Ok(resp) = result else { continue };
+        let resp = match result {
+            Ok(resp) => resp,
+            Err(e) => {
+                usage.add(&e.billed());
+                continue;
+            }
+        };
         usage.add(&resp.usage);
         let verdict = extract_json_object(&resp.content)
             .ok()
@@ -757,6 +780,8 @@ mod tests {
                 fetched: vec![],
                 seen: vec![],
                 pages: vec![],
+                irrelevant: vec![],
+                queries: vec![],
                 searches: 1,
                 usage: Usage::default(),
             });

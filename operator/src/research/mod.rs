@@ -13,6 +13,7 @@ pub mod lead;
 pub mod outputs;
 pub mod passages;
 pub mod prompts;
+pub mod queries;
 pub mod reducer;
 pub mod report;
 pub mod researcher;

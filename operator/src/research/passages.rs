@@ -396,20 +396,43 @@ pub fn select(markdown: &str, query: &str, max_chars: usize) -> Selection {
     }
     let mut kept: Vec<usize> = Vec::new();
     let mut used = 0usize;
+    let mut lead_kept = None;
+    // The page's lead paragraph says what the page is about (a module's one-line purpose); it is
+    // kept when short, so a reader of the passages knows their subject.
+    if best_score > 0.0
+        && let Some(lead) = passages.iter().position(|p| p.kind == PassageKind::Prose)
+    {
+        let p = &passages[lead];
+        let cost = p.text.chars().count() + breadcrumb(&p.heading_path).chars().count() + 3;
+        if cost <= max_chars / 5 {
+            kept.push(lead);
+            lead_kept = Some(lead);
+            used += cost;
+            order.retain(|i| *i != lead);
+        }
+    }
     for i in order {
         let p = &passages[i];
         let cost = p.text.chars().count() + breadcrumb(&p.heading_path).chars().count() + 3;
         if used + cost > max_chars {
-            if p.kind == PassageKind::Code || !kept.is_empty() {
+            if p.kind == PassageKind::Code || kept.iter().any(|k| Some(*k) != lead_kept) {
                 continue;
             }
             // The single best passage is larger than the room: its first part, cut at a
-            // character boundary (prose only: code is never cut).
-            let room = max_chars.saturating_sub(breadcrumb(&p.heading_path).chars().count() + 3);
-            kept.push(i);
+            // character boundary (prose only: code is never cut), after the lead if it fits.
+            let room =
+                max_chars.saturating_sub(used + breadcrumb(&p.heading_path).chars().count() + 3);
             let cut: String = p.text.chars().take(room).collect();
+            let mut chosen: Vec<(usize, String)> = lead_kept
+                .map(|l| (l, passages[l].text.clone()))
+                .into_iter()
+                .collect();
+            chosen.push((i, cut));
+            chosen.sort_by_key(|(k, _)| *k);
+            kept.push(i);
+            kept.sort_unstable();
             return Selection {
-                text: render(&passages, &[(i, cut)]),
+                text: render(&passages, &chosen),
                 kept,
                 best_score,
             };
@@ -542,6 +565,29 @@ mod tests {
         if s.text.contains(">>> import json") {
             assert!(s.text.contains("'[\"foo\"]'\n```"));
         }
+    }
+
+    #[test]
+    fn a_short_lead_paragraph_is_kept_with_the_best_passages() {
+        let filler = "Unrelated text about encoders and streams. ".repeat(40);
+        let page = format!("{PAGE}\n\n## Other\n\n{filler}\n");
+        let s = select(&page, "json.loads deserialize", 600);
+        assert!(
+            s.text
+                .contains("JSON is a lightweight data interchange format."),
+            "{}",
+            s.text
+        );
+        assert!(s.text.contains("Deserialize *s*"), "{}", s.text);
+        assert!(s.text.chars().count() <= 600, "{}", s.text.len());
+        // Not when the lead would take more than a fifth of the room.
+        let long_lead = format!(
+            "# T\n\n{}\n\n## loads\n\njson.loads deserializes.\n\n{filler}",
+            "Lead. ".repeat(30)
+        );
+        let s = select(&long_lead, "json.loads deserialize", 300);
+        assert!(!s.text.contains("Lead. Lead."), "{}", s.text);
+        assert!(s.text.contains("json.loads deserializes."), "{}", s.text);
     }
 
     #[test]

@@ -241,13 +241,19 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
                 if state.final_report.as_ref().is_some_and(|r| r.aborted) {
                     // The honest report is stored, but the run found nothing: it did not succeed.
                     state.phase = Phase::Failed;
-                    state.failure = Some(Failure::new(
-                        reasons::NO_EVIDENCE,
+                    let message = if state.fetched_urls.is_empty() {
                         format!(
                             "no usable source was found after {} search(es); an honest \"unable to research\" report was stored instead of an invented one",
                             state.searches
-                        ),
-                    ));
+                        )
+                    } else {
+                        format!(
+                            "none of the {} page(s) read answers the question (after {} search(es)); an honest \"unable to research\" report listing what was searched and read was stored instead of an invented one",
+                            state.fetched_urls.len(),
+                            state.searches
+                        )
+                    };
+                    state.failure = Some(Failure::new(reasons::NO_EVIDENCE, message));
                 } else {
                     state.phase = Phase::Completed;
                 }
@@ -447,13 +453,23 @@ fn after_round(state: &mut RunState, cmds: &mut Vec<Command>) {
 /// Enters Synthesizing; with no usable source the honest abort report replaces synthesis (seed 004).
 fn synthesize(state: &mut RunState, cmds: &mut Vec<Command>, partial: bool) {
     state.phase = Phase::Synthesizing;
-    if state.fetched_urls.is_empty() {
+    if state.fetched_urls.is_empty() || nothing_relevant_read(state) {
         state.final_report = Some(report::abort_report(state));
         cmds.push(Command::Checkpoint);
         cmds.push(Command::Publish);
     } else {
         cmds.push(Command::Synthesize { partial });
     }
+}
+
+/// True when researchers read pages but every one of them missed the task: a report made of
+/// them would answer nothing (issue 14), so the run ends with the honest report instead.
+fn nothing_relevant_read(state: &RunState) -> bool {
+    !state.reports.is_empty()
+        && state
+            .reports
+            .iter()
+            .all(|r| r.pages.is_empty() && r.fetched.iter().all(|f| r.irrelevant.contains(&f.url)))
 }
 
 fn fail(state: &mut RunState, cmds: &mut Vec<Command>, failure: Failure) {

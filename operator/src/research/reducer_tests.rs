@@ -23,6 +23,8 @@ fn report(task_id: u32, urls: &[&str], u: Usage) -> ResearcherReport {
             .collect(),
         seen: vec![],
         pages: vec![],
+        irrelevant: vec![],
+        queries: vec![],
         searches: 2,
         usage: u,
     }
@@ -213,6 +215,81 @@ fn quick_run_without_any_source_writes_the_honest_abort_report() {
         "{}",
         failure.message
     );
+}
+
+#[test]
+fn pages_read_that_all_miss_the_question_end_in_the_honest_report_not_a_synthesis() {
+    let mut off_topic = report(
+        0,
+        &["https://docs/pickle.html", "https://docs/hstore.html"],
+        usage(10, 5, 1),
+    );
+    off_topic.irrelevant = vec![
+        "https://docs/pickle.html".into(),
+        "https://docs/hstore.html".into(),
+    ];
+    off_topic.queries = vec!["sqlalchemy create_engine pool_size".into()];
+    let (s, cmds) = run(
+        quick(),
+        vec![
+            Event::Start,
+            Event::ResearcherFinished { report: off_topic },
+        ],
+    );
+    assert_eq!(cmds, vec![Command::Checkpoint, Command::Publish]);
+    let r = s.final_report.as_ref().unwrap();
+    assert!(r.aborted);
+    assert!(r.sources.is_empty());
+    // The reader learns what was searched and what was read, and that none of it answers.
+    assert!(
+        r.markdown.contains("read 2 page(s), and no passage"),
+        "{}",
+        r.markdown
+    );
+    assert!(
+        r.markdown
+            .contains("- `sqlalchemy create_engine pool_size`"),
+        "{}",
+        r.markdown
+    );
+    assert!(
+        r.markdown.contains("<https://docs/pickle.html>"),
+        "{}",
+        r.markdown
+    );
+    let (s, _) = reduce(s, Event::Published);
+    assert_eq!(s.phase, Phase::Failed);
+    let failure = s.failure.unwrap();
+    assert_eq!(failure.reason, reasons::NO_EVIDENCE);
+    assert!(
+        failure
+            .message
+            .starts_with("none of the 2 page(s) read answers the question"),
+        "{}",
+        failure.message
+    );
+
+    // One relevant page among them is enough to synthesise.
+    let mut mixed = report(
+        0,
+        &["https://docs/json.html", "https://docs/pickle.html"],
+        usage(1, 1, 1),
+    );
+    mixed.irrelevant = vec!["https://docs/pickle.html".into()];
+    mixed.pages = vec![crate::research::state::PageExtract {
+        url: "https://docs/json.html".into(),
+        title: "json".into(),
+        text: "json.loads(s) deserializes s".into(),
+    }];
+    let (s, cmds) = run(
+        quick(),
+        vec![Event::Start, Event::ResearcherFinished { report: mixed }],
+    );
+    assert_eq!(
+        cmds,
+        vec![Command::Checkpoint, Command::Synthesize { partial: false }]
+    );
+    assert!(s.final_report.is_none());
 }
 
 #[test]

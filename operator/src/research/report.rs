@@ -437,18 +437,59 @@ pub fn demote(md: &str, levels: usize) -> String {
 pub fn abort_report(state: &RunState) -> FinalReport {
     let q = one_line(&state.input.query);
     let searched = state.searches;
-    let md = format!(
+    let mut queries: Vec<&str> = Vec::new();
+    let mut read: Vec<(&str, &str)> = Vec::new();
+    for r in &state.reports {
+        for query in &r.queries {
+            if !queries.contains(&query.as_str()) {
+                queries.push(query);
+            }
+        }
+        for s in &r.fetched {
+            if !read.iter().any(|(u, _)| *u == s.url) {
+                read.push((&s.url, &s.title));
+            }
+        }
+    }
+    let finding = if read.is_empty() {
+        "found no source it could read for this question".to_string()
+    } else {
+        format!(
+            "read {} page(s), and no passage of any of them matches the question",
+            read.len()
+        )
+    };
+    let mut md = format!(
         "# Unable to research: {q}\n\n\
          ## Research limitations\n\n\
-         After {searched} search(es) in {rounds} round(s), this run found no source it could read for this question, \
-         so it wrote no findings rather than inventing them.\n\n\
+         After {searched} search(es) in {rounds} round(s), this run {finding}, \
+         so it wrote no findings rather than inventing them. The sources searched do not answer the question.\n\n\
          ## What this means\n\n\
-         Nothing in this report is an answer to the question. No claims were made and no sources are cited.\n\n\
-         ## Suggestions\n\n\
-         - Rephrase the question with more common terms, or split it into narrower questions.\n\
-         - Check that the search engine the profile names is reachable and has engines enabled.\n\
-         - Check the profile's fetch policy: pages on denied or non-allow-listed hosts are not read.\n",
+         Nothing in this report is an answer to the question. No claims were made and no sources are cited.\n",
         rounds = state.round.max(1),
+    );
+    if !queries.is_empty() {
+        md.push_str("\n## What was searched\n\n");
+        for query in queries.iter().take(20) {
+            md.push_str(&format!("- `{}`\n", one_line(query).replace('`', "'")));
+        }
+    }
+    if !read.is_empty() {
+        md.push_str("\n## What was read (none of it answers the question)\n\n");
+        for (url, title) in read.iter().take(20) {
+            let title = if title.trim().is_empty() {
+                "(untitled)"
+            } else {
+                title.trim()
+            };
+            md.push_str(&format!("- {} — <{url}>\n", one_line(title)));
+        }
+    }
+    md.push_str(
+        "\n## Suggestions\n\n\
+         - Rephrase the question with more common terms, or split it into narrower questions.\n\
+         - Check that the search engine the profile names is reachable and covers this topic.\n\
+         - Check the profile's fetch policy: pages on denied or non-allow-listed hosts are not read.\n",
     );
     let empty = Checked {
         draft: Draft::default(),
@@ -611,6 +652,8 @@ mod tests {
             fetched: vec![SourceRef::new("http://h/json.html", "json — JSON encoder")],
             seen: vec![],
             pages: vec![],
+            irrelevant: vec![],
+            queries: vec![],
             searches: 1,
             usage: Default::default(),
         });

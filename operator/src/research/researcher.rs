@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::budget::{GATHER_CALLS, ScrapeStep, ToolBudget};
 use super::prompts;
+use super::queries;
 use super::report;
 use super::scoring::{
     MIN_PASSING_SOURCES, Reformulation, adaptive_threshold, reformulate, score, social_ratio,
@@ -167,7 +168,7 @@ pub struct ResearcherDeps {
 
 /// Maps a model error onto the reason a person sees on the run.
 pub fn failure_from_llm(err: &LlmError) -> Failure {
-    let reason = match err {
+    let reason = match err.unbilled() {
         LlmError::Unreachable { .. } | LlmError::Timeout { .. } => reasons::MODEL_UNREACHABLE,
         LlmError::Status { status, .. } if *status == 429 || *status >= 500 => {
             reasons::MODEL_UNREACHABLE
@@ -179,6 +180,7 @@ pub fn failure_from_llm(err: &LlmError) -> Failure {
         LlmError::CircuitOpen { .. } => reasons::MODEL_UNREACHABLE,
         LlmError::BudgetExhausted { tokens: false, .. } => reasons::COST_LIMIT,
         LlmError::BudgetExhausted { tokens: true, .. } => reasons::TOKEN_LIMIT,
+        LlmError::Billed { .. } => reasons::MODEL_OUTPUT_INVALID,
     };
     Failure::new(reason, err.to_string())
 }
@@ -267,8 +269,18 @@ struct Session<'a> {
     usage: Usage,
     seen: Vec<SearchHit>,
     fetched: Vec<SourceRef>,
-    /// The text of each page read, as shown to the model, for the reporting fallbacks.
-    pages: Vec<String>,
+    /// The pages read that bear on the task, as shown to the model (the evidence the gate
+    /// checks claims against and the reporting fallbacks quote).
+    pages: Vec<PageExtract>,
+    /// Pages read whose passages match nothing of the task: read, on the record, never shown.
+    irrelevant: Vec<String>,
+    /// Normalised queries already run, so a repeat does not spend the search budget.
+    queries: Vec<String>,
+    /// True once the task itself was searched (the first search call of the conversation).
+    seeded: bool,
+    /// The last call failed on the model's own output (degenerate, unparsable), not on the
+    /// server: the engine may go on without it.
+    model_fault: bool,
     searches: u32,
     /// URLs the user named in the question or context: readable without a search.
     known_urls: Vec<String>,
@@ -371,24 +383,71 @@ impl Session<'_> {
                 (self.progress)(self.budget.units(), resp.usage);
                 Ok(resp)
             }
-            Err(e) => Err(failure_from_llm(&e)),
+            Err(e) => {
+                // The model answered, but unusably (degenerate, unparsable): not a broken server.
+                self.model_fault = matches!(
+                    e.unbilled(),
+                    LlmError::Degenerate { .. } | LlmError::Malformed(_)
+                );
+                // An unusable answer is still paid for: it counts in this researcher's usage.
+                let billed = e.billed();
+                if billed.llm_calls > 0 {
+                    self.usage.add(&billed);
+                    (self.progress)(self.budget.units(), billed);
+                }
+                Err(failure_from_llm(&e))
+            }
         }
     }
 
     async fn search(&mut self, queries: &[String]) -> String {
+        // The task is searched first, as written and as keywords, whatever the model asks for;
+        // the model's queries are added to it, screened so a placeholder or a repeat never
+        // spends the budget (issue 14: a 0.5B model searched `example1` twelve times).
+        let seeds: Vec<String> = if self.seeded {
+            vec![]
+        } else {
+            queries::seed_queries(&self.task)
+                .into_iter()
+                .filter(|q| !self.queries.contains(&queries::normalise(q)))
+                .collect()
+        };
+        let mut planned: Vec<String> = self.queries.clone();
+        planned.extend(seeds.iter().map(|q| queries::normalise(q)));
+        let mut notes = String::new();
+        let mut accepted: Vec<String> = Vec::new();
+        for q in queries.iter().take(3) {
+            match queries::screen(q, &planned) {
+                Ok(q) => {
+                    planned.push(queries::normalise(&q));
+                    accepted.push(q);
+                }
+                Err(why) => {
+                    notes.push_str(&format!("Query \"{}\" was not run: {why}.\n", q.trim()))
+                }
+            }
+        }
+        if seeds.is_empty() && accepted.is_empty() {
+            return format!(
+                "{notes}No search was run and no search call was used. Search for words of the task itself: {}",
+                self.task.trim()
+            );
+        }
         if !self.budget.take_gather() {
             return format!(
                 "Gathering budget exhausted ({GATHER_CALLS} calls). Read pages with `scrape` or write your report."
             );
         }
+        self.seeded = true;
+        let to_run: Vec<String> = seeds.into_iter().chain(accepted).collect();
         let mut results: Vec<(String, Result<Vec<SearchHit>, String>)> = Vec::new();
-        for q in queries.iter().take(3) {
+        for q in &to_run {
             let r = self.run_query(q).await;
             results.push((q.clone(), r));
         }
+        let queries = to_run.as_slice();
         // Seed 004's sufficiency check: too few results above the adaptive threshold means the
         // query is reformulated (broaden, narrow, synonyms) with one more gathering call.
-        let mut notes = String::new();
         let passing = |s: &Self, results: &[(String, Result<Vec<SearchHit>, String>)]| {
             let hits: Vec<SearchHit> = results
                 .iter()
@@ -410,6 +469,7 @@ impl Session<'_> {
             && self.reformulations < 3
             && let Some(first) = queries.first()
             && let Some(next) = reformulate(first, Reformulation::nth(self.reformulations))
+            && !self.queries.contains(&queries::normalise(&next))
             && self.budget.take_gather()
         {
             let strategy = Reformulation::nth(self.reformulations);
@@ -463,6 +523,7 @@ impl Session<'_> {
     /// Runs one query, scores its results and records them as seen.
     async fn run_query(&mut self, q: &str) -> Result<Vec<SearchHit>, String> {
         self.searches += 1;
+        self.queries.push(queries::normalise(q));
         let hits = self
             .deps
             .gatherer
@@ -623,13 +684,18 @@ impl Session<'_> {
                         out.push_str(&format!(
                             "{url}: read; nothing on this page matches the task, so it is left out\n"
                         ));
+                        self.irrelevant.push(url.clone());
                         self.fetched.push(SourceRef::new(url.clone(), page.title));
                         continue;
                     }
                     let body = selection.text;
                     out.push_str(&prompts::fence_page(url, &page.title, &body));
                     out.push('\n');
-                    self.pages.push(body);
+                    self.pages.push(PageExtract {
+                        url: url.clone(),
+                        title: page.title.clone(),
+                        text: body,
+                    });
                     self.fetched.push(SourceRef::new(url.clone(), page.title));
                 }
                 Err(e) => {
@@ -657,6 +723,10 @@ impl Session<'_> {
         task_id: u32,
         task: &str,
     ) -> Result<ResearcherReport, Failure> {
+        if self.fetched.is_empty() && self.seen.is_empty() && !self.budget.gathering_exhausted() {
+            // The model never searched usefully: the engine searches the task itself.
+            self.search(&[]).await;
+        }
         if self.fetched.is_empty() {
             // Searched but never read (weak models repeat searches): read the top results now.
             let urls = self.best_unread(3).await;
@@ -670,15 +740,21 @@ impl Session<'_> {
                 "the model wrote no usable report (only empty answers or tool calls as text) and read no page",
             ));
         }
+        if self.pages.is_empty() {
+            // Everything read was off the task: say so, and quote nothing (a page opening that
+            // does not answer is no finding). The run-level NoEvidence check sees `pages` empty.
+            let md = nothing_relevant_report(task, &self.fetched);
+            return Ok(finish(self, task_id, md));
+        }
         // Half the context window for the evidence, at four characters per token.
         let budget = (self.deps.model.context_window() as usize * 2).max(4000);
         let per_page = (budget / self.pages.len().max(1)).max(500);
         let mut evidence = String::new();
-        for (source, text) in self.fetched.iter().zip(&self.pages) {
+        for page in &self.pages {
             evidence.push_str(&prompts::fence_page(
-                &source.url,
-                &source.title,
-                &truncate_chars(text, per_page),
+                &page.url,
+                &page.title,
+                &super::passages::select(&page.text, task, per_page).text,
             ));
             evidence.push('\n');
         }
@@ -694,21 +770,7 @@ impl Session<'_> {
                 return Ok(finish(self, task_id, text));
             }
         }
-        let mut md = String::from(
-            "## Summary\n\nThe model did not write a usable report, so this section lists the opening text of each page it read, unedited.\n\n## Key findings\n",
-        );
-        for (source, text) in self.fetched.iter().zip(&self.pages) {
-            let title = if source.title.trim().is_empty() {
-                source.url.as_str()
-            } else {
-                source.title.trim()
-            };
-            md.push_str(&format!(
-                "\n### [{title}]({})\n\n{}\n",
-                source.url,
-                report::demote(truncate_chars(text, EXCERPT_CHARS).trim(), 3)
-            ));
-        }
+        let md = extractive_report(task, &self.pages);
         Ok(finish(self, task_id, md))
     }
 
@@ -717,8 +779,11 @@ impl Session<'_> {
         if self.fetched.is_empty() {
             return true;
         }
+        if self.pages.is_empty() {
+            return true;
+        }
         let read: std::collections::BTreeSet<String> =
-            self.fetched.iter().map(|s| s.url.clone()).collect();
+            self.pages.iter().map(|p| p.url.clone()).collect();
         !report::verify_citations(text, &read).cited.is_empty()
     }
 
@@ -906,6 +971,10 @@ pub async fn run_researcher(
         seen: vec![],
         fetched: vec![],
         pages: vec![],
+        irrelevant: vec![],
+        queries: vec![],
+        seeded: false,
+        model_fault: false,
         task: task.to_string(),
         scores: Default::default(),
         reformulations: 0,
@@ -921,9 +990,28 @@ pub async fn run_researcher(
     };
     let mut groundings = 0;
     let mut unusable_answers = 0;
+    let mut invalid_turns = 0;
     for _turn in 0..deps.settings.max_turns {
         let out_of_tools = s.budget.gathering_exhausted() && s.budget.scraping_exhausted();
-        let resp = s.call(!out_of_tools).await?;
+        let resp = match s.call(!out_of_tools).await {
+            Ok(resp) => resp,
+            // One bad output is not the end of a run: ask once more, briefly; after a second,
+            // the engine goes on without the model's tool calls (search the task, read the best
+            // results, report from them) and fails only if that yields nothing.
+            Err(f) if s.model_fault => {
+                invalid_turns += 1;
+                tracing::info!(invalid_turns, error = %f.message, "unusable model turn");
+                if invalid_turns >= 2 {
+                    return s.fallback_report(task_id, task).await;
+                }
+                s.messages.push(Message::user(
+                    "Your last answer could not be used (it repeated itself or was not valid). Answer again, briefly: call exactly one tool, or write your report.",
+                ));
+                continue;
+            }
+            Err(f) => return Err(f),
+        };
+        s.model_fault = false;
         if resp.tool_calls.is_empty() {
             let text = strip_think(&resp.content).trim().to_string();
             if groundings < 2 && s.ground_if_needed(task).await {
@@ -966,12 +1054,59 @@ pub async fn run_researcher(
     s.messages.push(Message::user(
         "Stop using tools. Write your report now from what you have read.",
     ));
-    let resp = s.call(false).await?;
+    let resp = match s.call(false).await {
+        Ok(resp) => resp,
+        Err(_) if s.model_fault => {
+            return s.fallback_report(task_id, task).await;
+        }
+        Err(f) => return Err(f),
+    };
     let text = strip_think(&resp.content).trim().to_string();
     if text.is_empty() || looks_like_tool_call(&text) || !s.cites_a_read_page(&text) {
         return s.fallback_report(task_id, task).await;
     }
     Ok(finish(s, task_id, text))
+}
+
+/// The extractive fallback: for each relevant page read, the passages that best match the task
+/// (never a page's opening), quoted under the page's link.
+fn extractive_report(task: &str, pages: &[PageExtract]) -> String {
+    let mut md = String::from(
+        "## Summary\n\nThe model did not write a usable report, so this section quotes, unedited, the passages of each page read that best match the task.\n\n## Key findings\n",
+    );
+    for page in pages {
+        let title = if page.title.trim().is_empty() {
+            page.url.as_str()
+        } else {
+            page.title.trim()
+        };
+        let best = super::passages::select(&page.text, task, EXCERPT_CHARS).text;
+        md.push_str(&format!(
+            "\n### [{title}]({})\n\n{}\n",
+            page.url,
+            report::demote(best.trim(), 3)
+        ));
+    }
+    md
+}
+
+/// The report of a researcher whose pages all missed the task: what it read, and that none of
+/// it answers. It cites nothing.
+fn nothing_relevant_report(task: &str, read: &[SourceRef]) -> String {
+    let mut md = format!(
+        "## Summary\n\nNone of the {} page(s) read for this task bears on it: no passage of them matches the task \"{}\", so nothing here answers it.\n\n## Pages read\n",
+        read.len(),
+        task.trim()
+    );
+    for s in read {
+        let title = if s.title.trim().is_empty() {
+            "(untitled)"
+        } else {
+            s.title.trim()
+        };
+        md.push_str(&format!("- {title} — {}\n", s.url));
+    }
+    md
 }
 
 /// True when an answer is a tool call written as JSON rather than a report (weak models do this
@@ -993,21 +1128,13 @@ fn looks_like_tool_call(text: &str) -> bool {
 }
 
 fn finish(s: Session<'_>, task_id: u32, markdown: String) -> ResearcherReport {
-    let pages = s
-        .fetched
-        .iter()
-        .zip(&s.pages)
-        .map(|(src, text)| PageExtract {
-            url: src.url.clone(),
-            title: src.title.clone(),
-            text: text.clone(),
-        })
-        .collect();
     ResearcherReport {
         task_id,
         markdown: report::tidy_model_markdown(&markdown),
         fetched: s.fetched,
-        pages,
+        pages: s.pages,
+        irrelevant: s.irrelevant,
+        queries: s.queries,
         seen: s
             .seen
             .into_iter()
@@ -1263,6 +1390,217 @@ mod tests {
         assert_eq!(
             names(Some(&SpecialisedSources::default())),
             vec!["search", "scrape"]
+        );
+    }
+
+    /// Answers each turn with what `turn` returns for its index, and keeps the requests.
+    struct Turns {
+        turn: fn(usize) -> Result<ChatResponse, LlmError>,
+        requests: Mutex<Vec<ChatRequest>>,
+    }
+
+    #[async_trait]
+    impl ChatModel for Turns {
+        async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+            let mut requests = self.requests.lock().unwrap();
+            let n = requests.len();
+            requests.push(request);
+            (self.turn)(n)
+        }
+        fn context_window(&self) -> u64 {
+            8192
+        }
+    }
+
+    /// Every query finds the json page; the queries are kept.
+    #[derive(Default)]
+    struct JsonSearch(Mutex<Vec<String>>);
+
+    const JSON_PAGE: &str = "https://docs.example/library/json.html";
+
+    #[async_trait]
+    impl Gatherer for JsonSearch {
+        async fn search(&self, q: &str, _: usize) -> Result<Vec<SearchHit>, SourceError> {
+            self.0.lock().unwrap().push(q.to_string());
+            Ok(vec![SearchHit {
+                url: JSON_PAGE.into(),
+                title: "json — JSON encoder and decoder".into(),
+                snippet: "json.loads decodes JSON".into(),
+                engine: "searx".into(),
+            }])
+        }
+    }
+
+    struct JsonPage;
+
+    #[async_trait]
+    impl Fetcher for JsonPage {
+        async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
+            Ok(Page {
+                url: url.into(),
+                final_url: url.into(),
+                title: "json — JSON encoder and decoder".into(),
+                markdown: "# json\n\n**json.loads(s)**\n\nDeserialize s (a str instance containing a JSON document) to a Python object.".into(),
+                bytes: 100,
+            })
+        }
+    }
+
+    fn degenerate() -> LlmError {
+        LlmError::Billed {
+            usage: Usage {
+                input_tokens: 900,
+                output_tokens: 165,
+                cost_pico_usd: 7,
+                llm_calls: 1,
+                ..Usage::default()
+            },
+            source: Box::new(LlmError::Degenerate { tokens: 165 }),
+        }
+    }
+
+    fn assert_no_repeats(searched: &[String]) {
+        let distinct: BTreeSet<String> = searched.iter().map(|q| queries::normalise(q)).collect();
+        assert_eq!(distinct.len(), searched.len(), "{searched:?}");
+    }
+
+    fn json_deps(model: Arc<dyn ChatModel>, search: Arc<JsonSearch>) -> ResearcherDeps {
+        ResearcherDeps {
+            model,
+            gatherer: search,
+            fetcher: Arc::new(JsonPage),
+            pool: Arc::default(),
+            settings: ResearcherSettings::default(),
+            specialised: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn degenerate_turns_are_billed_and_the_engine_searches_and_reads_for_the_model() {
+        let model = Arc::new(Turns {
+            // Two degenerate turns, then the clean-context reporter degenerates as well.
+            turn: |_| Err(degenerate()),
+            requests: Mutex::default(),
+        });
+        let search = Arc::new(JsonSearch::default());
+        let deps = json_deps(model.clone(), search.clone());
+        let task = "How do I decode JSON with the json module in Python?";
+        let input = RunInput::new(task, Mode::Quick);
+        let reported = Mutex::new(Usage::default());
+        let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, u| {
+            reported.lock().unwrap().add(&u)
+        })
+        .await
+        .expect("a bad output is not the end of the run");
+
+        // Asked twice in the conversation, once in a clean context: three calls, all billed.
+        assert_eq!(model.requests.lock().unwrap().len(), 3);
+        assert_eq!(report.usage.llm_calls, 3);
+        assert_eq!(report.usage.input_tokens, 2700);
+        assert_eq!(report.usage.output_tokens, 495);
+        assert_eq!(*reported.lock().unwrap(), report.usage);
+        // The engine searched the task as written and as keywords (then perhaps reformulated,
+        // seed 004), and read the result.
+        let searched = search.0.lock().unwrap().clone();
+        assert_eq!(
+            searched[..2],
+            [task.to_string(), "decode json module python".to_string()]
+        );
+        assert_no_repeats(&searched);
+        assert_eq!(report.fetched.len(), 1);
+        assert_eq!(report.pages.len(), 1);
+        // The extractive report quotes the passage that answers, not the page's opening.
+        assert!(
+            report.markdown.contains("json.loads(s)"),
+            "{}",
+            report.markdown
+        );
+        assert!(report.markdown.contains(JSON_PAGE), "{}", report.markdown);
+    }
+
+    #[tokio::test]
+    async fn placeholder_and_repeated_queries_do_not_spend_the_search_budget() {
+        let model = Arc::new(Turns {
+            turn: |n| {
+                Ok(match n {
+                    0 => call(
+                        "search",
+                        json!({"queries": ["example1", "example2", "example3"]}),
+                    ),
+                    1 => call(
+                        "search",
+                        json!({"queries": ["example1", "  ", "python json decode"]}),
+                    ),
+                    2 => call("search", json!({"queries": ["Python JSON decode."]})),
+                    3 => call("search", json!({"queries": ["json.loads object_hook"]})),
+                    _ => text(&format!(
+                        "## Summary\nUse json.loads ([json]({JSON_PAGE}))."
+                    )),
+                })
+            },
+            requests: Mutex::default(),
+        });
+        let search = Arc::new(JsonSearch::default());
+        let deps = json_deps(model.clone(), search.clone());
+        let task = "decode JSON in Python";
+        let input = RunInput::new(task, Mode::Quick);
+        let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
+            .await
+            .unwrap();
+        // Turn 0: the task's own searches run, the placeholders do not. Turn 1: one new query.
+        // Turn 2: a repeat, refused without a search call. Turn 3: one more. (Seed 004's
+        // reformulations may follow a search; they are never repeats either.)
+        let searched = search.0.lock().unwrap().clone();
+        assert_eq!(
+            searched[..2],
+            [
+                "decode JSON in Python".to_string(),
+                "decode json python".to_string()
+            ]
+        );
+        assert!(
+            searched.contains(&"python json decode".to_string()),
+            "{searched:?}"
+        );
+        assert!(
+            searched.contains(&"json.loads object_hook".to_string()),
+            "{searched:?}"
+        );
+        assert!(
+            !searched.iter().any(|q| q.contains("example")),
+            "{searched:?}"
+        );
+        assert_no_repeats(&searched);
+        assert_eq!(report.searches as usize, searched.len());
+        let requests = model.requests.lock().unwrap();
+        let results: Vec<&str> = requests
+            .last()
+            .unwrap()
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| m.content.as_str())
+            .collect();
+        assert!(
+            results[0].contains("Query \"example1\" was not run: a placeholder"),
+            "{}",
+            results[0]
+        );
+        assert!(
+            results[1].contains("Query \"\" was not run: empty"),
+            "{}",
+            results[1]
+        );
+        assert!(
+            results[2].starts_with("Query \"Python JSON decode.\" was not run: already searched.\nNo search was run and no search call was used."),
+            "{}",
+            results[2]
+        );
+        // Turn 2 spent no gathering call, so turn 3's query still ran.
+        assert!(
+            results[3].contains("Query \"json.loads object_hook\""),
+            "{}",
+            results[3]
         );
     }
 }

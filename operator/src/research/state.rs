@@ -169,9 +169,15 @@ pub struct ResearcherReport {
     pub fetched: Vec<SourceRef>,
     /// Search results the researcher saw.
     pub seen: Vec<SourceRef>,
-    /// The text of every page in `fetched`, as shown to the model.
+    /// The text of every page in `fetched` that bears on the task, as shown to the model.
     #[serde(default)]
     pub pages: Vec<PageExtract>,
+    /// Pages in `fetched` whose passages match nothing of the task (read, never shown).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub irrelevant: Vec<String>,
+    /// The queries searched, as run (the honest no-evidence report lists them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queries: Vec<String>,
     pub searches: u32,
     pub usage: Usage,
 }
