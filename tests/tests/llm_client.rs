@@ -663,3 +663,68 @@ async fn scripted_model_binary_serves_a_script_file_and_logs_requests() {
     assert_eq!(lines[0]["body"]["model"], "bin-model");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Characters of all message contents of a request body the server received.
+fn prompt_chars(body: &Value) -> usize {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().chars().count())
+        .sum()
+}
+
+#[tokio::test]
+async fn prompts_are_trimmed_to_the_context_window_and_a_length_refusal_is_retried_smaller() {
+    let server = ScriptedModel::start(vec![
+        Step::Status {
+            status: 400,
+            retry_after: None,
+            body: Some(
+                r#"{"error":{"code":"context_length_exceeded","message":"prompt is 8192 tokens, the context holds 8192"}}"#
+                    .into(),
+            ),
+        },
+        Step::text("an answer from the smaller prompt"),
+    ])
+    .await
+    .unwrap();
+    let model = client(ModelConfig {
+        context_window: 8192,
+        ..config(&server, false)
+    });
+    let page = "Deserialize s to a Python object. ".repeat(2000);
+    let request = ChatRequest {
+        messages: vec![
+            Message::system("You are a researcher."),
+            Message::user("Research task: json"),
+            Message::tool("call-1", page.clone()),
+            Message::user("Write your report now."),
+        ],
+        tools: vec![],
+        json_mode: false,
+        max_tokens: 1024,
+        purpose: CallPurpose::Research,
+    };
+    let answer = model.chat(request).await.expect("never the end of a run");
+    assert_eq!(answer.content, "an answer from the smaller prompt");
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2, "one refusal, one smaller retry");
+    // The first prompt was already cut to the window (minus the output cap and per-message
+    // overhead, at a conservative three characters per token), the second 40% smaller still.
+    let budget = (8192 - 1024 - 4 * 8) * 3;
+    let (first, second) = (prompt_chars(&sent[0]), prompt_chars(&sent[1]));
+    assert!(first < page.len() && first <= budget, "{first} of {budget}");
+    assert!(second <= first * 6 / 10 + 100, "{second} after {first}");
+    for body in &sent {
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages[0]["content"], "You are a researcher.");
+        assert_eq!(messages[3]["content"], "Write your report now.");
+        assert!(
+            messages[2]["content"]
+                .as_str()
+                .unwrap()
+                .contains("trimmed to fit the model's context window")
+        );
+    }
+}

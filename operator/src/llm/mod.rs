@@ -244,6 +244,7 @@ pub mod openai;
 pub mod pricing;
 pub mod repetition;
 pub mod router;
+pub mod window;
 
 /// How tools are offered to a model.
 #[derive(

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::json_extract::{extract_json, extract_json_object, strip_think};
 use super::repetition::{self, StreamGuard};
+use super::window;
 use super::{
     ChatModel, ChatRequest, ChatResponse, LlmError, Message, ModelConfig, Role, ToolCall, ToolMode,
     ToolSpec, Usage,
@@ -472,9 +473,28 @@ impl ChatModel for OpenAiClient {
                 "max_tokens must be greater than zero".into(),
             ));
         }
+        // The context window is a hard limit: the prompt is measured and trimmed to fit
+        // before it is sent (issue 14: a conversation grew to 8192 of 8192 tokens).
+        let budget = window::prompt_budget_chars(&request, self.config.context_window);
+        let (request, cut) = window::fit(request, budget);
+        if cut > 0 {
+            tracing::info!(model = %self.config.model, cut_chars = cut, budget_chars = budget, "prompt trimmed to fit the context window");
+        }
         let body = self.request_body(&request);
         let started = Instant::now();
-        let result = with_retries(&self.config, || self.attempt_inner(&body, &request)).await;
+        let mut result = with_retries(&self.config, || self.attempt_inner(&body, &request)).await;
+        if let Err(LlmError::Status {
+            status, body: msg, ..
+        }) = &result
+            && window::is_context_overflow(*status, msg)
+        {
+            // The server counts denser than the estimate: once more, with a prompt 40% smaller.
+            let smaller = request_chars(&request) * 6 / 10;
+            let (request, cut) = window::fit(request.clone(), smaller);
+            tracing::warn!(model = %self.config.model, cut_chars = cut, "the server refused the prompt as too long for its context; retrying once with a smaller one");
+            let body = self.request_body(&request);
+            result = with_retries(&self.config, || self.attempt_inner(&body, &request)).await;
+        }
         match &result {
             Ok(r) => tracing::debug!(
                 model = %self.config.model,
