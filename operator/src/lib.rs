@@ -7,6 +7,7 @@ pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod controller;
+pub mod eval;
 pub mod events;
 pub mod llm;
 pub mod logs;

@@ -52,6 +52,8 @@ enum Command {
     Worker(quarry::queue::worker::WorkerArgs),
     /// Print a run's events; with -f, follow them live until the run ends.
     Logs(quarry::logs::LogsArgs),
+    /// Run a JSONL question set through the standalone engine and score the reports.
+    Eval(quarry::eval::EvalArgs),
 }
 
 #[derive(Args, Debug)]
@@ -178,6 +180,12 @@ fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
         flags.state_dir = r.state_dir.clone();
         flags.redis_url = r.redis_url.clone();
     }
+    if let Command::Eval(e) = &cli.command {
+        flags.profile = e.profile.clone();
+        flags.mode = e.mode.clone();
+        flags.timeout = e.timeout.clone();
+        flags.max_cost_usd = e.max_cost_usd.clone();
+    }
     if let Command::Operator(o) = &cli.command {
         flags.redis_url = o.redis_url.clone();
     }
@@ -248,6 +256,13 @@ fn main() -> ExitCode {
         Command::Worker(args) => {
             let _traces = init_tracing(&settings, true);
             run_worker(args, &settings)
+        }
+        Command::Eval(args) => {
+            // As `quarry run`: one line per question on stderr, logs only when asked for.
+            let console = std::env::var_os("QUARRY_LOG_LEVEL").is_some() || cli.log_level.is_some();
+            let otlp = std::env::var_os(quarry::telemetry::OTLP_ENDPOINT_ENV).is_some();
+            let _traces = (console || otlp).then(|| init_tracing(&settings, console));
+            quarry::eval::main(args, settings.clone())
         }
     }
 }

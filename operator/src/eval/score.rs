@@ -1,0 +1,1085 @@
+//! The pure part of `quarry eval`: parse a question set, score one finished run, totals, the
+//! table, and what to resume.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::llm::format_pico_usd;
+use crate::research::report::normalize_url;
+use crate::research::state::{Phase, RunState, reasons};
+use crate::standalone::StandaloneError;
+
+/// What a question expects from a faithful report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expect {
+    /// The corpus answers it: the key facts should be in the report.
+    #[default]
+    Answer,
+    /// The corpus does not: the report should say so instead of inventing an answer.
+    NoAnswer,
+}
+
+/// One key fact of an answerable question.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct KeyFact {
+    /// The fact in words.
+    pub fact: String,
+    /// Strings any of which, found in the normalised report, counts the fact as covered.
+    #[serde(rename = "match", default)]
+    pub matches: Vec<String>,
+    /// URL path of the page stating it.
+    #[serde(default)]
+    pub page: Option<String>,
+    /// The supporting quote from that page.
+    #[serde(default)]
+    pub quote: Option<String>,
+}
+
+/// One line of the question set. Unknown fields are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    pub id: String,
+    #[serde(default)]
+    pub kind: Option<String>,
+    pub question: String,
+    /// Missing: `no-answer` when `kind` is `no-answer`, else `answer`.
+    #[serde(default)]
+    pub expect: Option<Expect>,
+    #[serde(default)]
+    pub key_facts: Vec<KeyFact>,
+    #[serde(default)]
+    pub pages: Vec<String>,
+    #[serde(default)]
+    pub absent_terms: Vec<String>,
+}
+
+impl Question {
+    /// The expectation, defaulted from `kind`.
+    pub fn expects(&self) -> Expect {
+        self.expect
+            .unwrap_or(if self.kind.as_deref() == Some("no-answer") {
+                Expect::NoAnswer
+            } else {
+                Expect::Answer
+            })
+    }
+}
+
+/// Pure: the questions of a JSONL text. Blank lines and `//` or `#` comment lines are skipped;
+/// every error names its line.
+pub fn parse_questions(text: &str) -> Result<Vec<Question>, String> {
+    let mut out: Vec<Question> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with("//") || line.starts_with('#') {
+            continue;
+        }
+        let q: Question = serde_json::from_str(line).map_err(|e| format!("line {n}: {e}"))?;
+        let id_ok = !q.id.is_empty()
+            && !q.id.starts_with('.')
+            && q.id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !id_ok {
+            return Err(format!(
+                "line {n}: id {:?} must be letters, digits, '-', '_' or '.' (it names a file)",
+                q.id
+            ));
+        }
+        if !seen.insert(q.id.clone()) {
+            return Err(format!("line {n}: id {:?} is used twice", q.id));
+        }
+        if q.question.trim().is_empty() {
+            return Err(format!("line {n} ({}): the question is empty", q.id));
+        }
+        if q.expects() == Expect::Answer {
+            if q.key_facts.is_empty() {
+                return Err(format!(
+                    "line {n} ({}): an answerable question needs keyFacts",
+                    q.id
+                ));
+            }
+            if let Some(f) = q
+                .key_facts
+                .iter()
+                .find(|f| f.matches.iter().all(|m| normalise(m).is_empty()))
+            {
+                return Err(format!(
+                    "line {n} ({}): key fact {:?} has no match strings",
+                    q.id, f.fact
+                ));
+            }
+        }
+        out.push(q);
+    }
+    if out.is_empty() {
+        return Err("the question set holds no questions".into());
+    }
+    Ok(out)
+}
+
+/// Pure: the questions `--only` names (in file order; an unknown id is an error), then the first
+/// `limit` of them.
+pub fn select(
+    questions: Vec<Question>,
+    only: &[String],
+    limit: Option<usize>,
+) -> Result<Vec<Question>, String> {
+    let wanted: BTreeSet<&str> = only
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let unknown: Vec<&str> = wanted
+        .iter()
+        .copied()
+        .filter(|w| !questions.iter().any(|q| q.id == *w))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "--only names ids not in the question set: {}",
+            unknown.join(", ")
+        ));
+    }
+    let mut picked: Vec<Question> = questions
+        .into_iter()
+        .filter(|q| wanted.is_empty() || wanted.contains(q.id.as_str()))
+        .collect();
+    if let Some(limit) = limit {
+        picked.truncate(limit);
+    }
+    Ok(picked)
+}
+
+/// Pure: lowercase with every run of whitespace collapsed to one space, trimmed.
+pub fn normalise(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// Pure: the part of a stored report that the run's model wrote: the generated title line
+/// (`# <question>`) and everything from the generated `## Sources` section on (source titles,
+/// citation-check notes) are cut, so they cannot count as facts.
+pub fn report_body(report: &str, question: &str) -> String {
+    let mut body = report;
+    if let Some(i) = body.rfind("\n## Sources\n") {
+        body = &body[..i];
+    }
+    if let Some(first) = body.lines().next()
+        && let Some(title) = first.strip_prefix("# ")
+        && normalise(title) == normalise(question)
+    {
+        body = &body[first.len()..];
+    }
+    body.to_string()
+}
+
+/// Phrases (normalised) by which a report says its sources do not answer the question.
+pub const NO_ANSWER_PHRASES: [&str; 20] = [
+    "do not answer",
+    "does not answer",
+    "don't answer",
+    "doesn't answer",
+    "not answered by",
+    "do not mention",
+    "does not mention",
+    "don't mention",
+    "doesn't mention",
+    "not mentioned in",
+    "do not cover",
+    "does not cover",
+    "do not contain",
+    "does not contain",
+    "no information about",
+    "no information on",
+    "could not find",
+    "did not find",
+    "unable to find",
+    "unable to research",
+];
+
+/// Pure: whether a (normalised) text says the sources do not answer.
+pub fn states_no_answer(normalised: &str) -> bool {
+    let text = normalised.replace(['\u{2019}', '`'], "'");
+    NO_ANSWER_PHRASES.iter().any(|p| text.contains(p))
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// `Completed`, `Failed` or `Cancelled` (or the phase a run stopped in).
+    pub phase: String,
+    /// The failure's reason (`NoEvidence`, `ModelUnreachable`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The failure's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Outcome {
+    /// A completed run.
+    pub fn completed() -> Self {
+        Self {
+            phase: Phase::Completed.to_string(),
+            reason: None,
+            message: None,
+        }
+    }
+
+    /// A failed run.
+    pub fn failed(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            phase: Phase::Failed.to_string(),
+            reason: Some(reason.to_string()),
+            message: Some(message.into()),
+        }
+    }
+
+    /// True for Completed.
+    pub fn is_completed(&self) -> bool {
+        self.phase == "Completed"
+    }
+
+    /// True for Failed(NoEvidence): the honest "unable to research" report.
+    pub fn is_no_evidence(&self) -> bool {
+        self.phase == "Failed" && self.reason.as_deref() == Some(reasons::NO_EVIDENCE)
+    }
+
+    /// `Completed`, `Failed(NoEvidence)`, `Failed(ModelUnreachable)`, `Cancelled`.
+    pub fn label(&self) -> String {
+        match &self.reason {
+            Some(r) if !self.is_completed() && *r != self.phase => format!("{}({r})", self.phase),
+            _ => self.phase.clone(),
+        }
+    }
+
+    /// Pure: the outcome from the run's last checkpoint, or from the error when it has none.
+    pub fn of(state: Option<&RunState>, result: &Result<PathBuf, StandaloneError>) -> Self {
+        if let Some(s) = state.filter(|s| s.phase.is_terminal()) {
+            let failure = s.failure.as_ref().filter(|_| s.phase != Phase::Completed);
+            return Self {
+                phase: s.phase.to_string(),
+                reason: failure.map(|f| f.reason.clone()),
+                message: failure.map(|f| f.message.clone()),
+            };
+        }
+        match result {
+            Ok(_) => Self::completed(),
+            Err(StandaloneError::NoEvidence { message, .. }) => {
+                Self::failed(reasons::NO_EVIDENCE, message.clone())
+            }
+            Err(StandaloneError::RunFailed { reason, message }) => {
+                Self::failed(reason, message.clone())
+            }
+            Err(StandaloneError::Cancelled) => Self {
+                phase: Phase::Cancelled.to_string(),
+                reason: Some(reasons::CANCELLED.into()),
+                message: None,
+            },
+            Err(e @ StandaloneError::ReportNotStored { .. }) => {
+                Self::failed(reasons::REPORT_STORE_FAILED, e.to_string())
+            }
+            Err(e) => {
+                let phase = state.map_or("Failed".to_string(), |s| s.phase.to_string());
+                Self {
+                    phase,
+                    reason: Some("Error".into()),
+                    message: Some(e.to_string()),
+                }
+            }
+        }
+    }
+}
+
+/// Tokens and cost of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Spend {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_pico_usd: u64,
+}
+
+impl Spend {
+    /// The `usage` of a findings.json (cost from its six-decimal `costUSD`).
+    pub fn from_findings(findings: &Value) -> Self {
+        let u = &findings["usage"];
+        let cost_pico_usd = u["costUSD"]
+            .as_str()
+            .and_then(|v| crate::api::values::parse_usd_micros(v).ok())
+            .map_or(0, |m| m.saturating_mul(1_000_000));
+        Self {
+            input_tokens: u["inputTokens"].as_u64().unwrap_or(0),
+            output_tokens: u["outputTokens"].as_u64().unwrap_or(0),
+            cost_pico_usd,
+        }
+    }
+}
+
+/// What one finished run left behind, as scored.
+#[derive(Debug, Clone, Default)]
+pub struct FinishedRun<'a> {
+    pub outcome: Option<Outcome>,
+    /// The stored report (`report.md` of the state directory).
+    pub report: Option<&'a str>,
+    /// The stored `findings.json`.
+    pub findings: Option<&'a Value>,
+    pub spend: Spend,
+    pub wall_seconds: f64,
+    /// Where the report file was written.
+    pub report_path: Option<String>,
+}
+
+/// Whether one key fact was found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactResult {
+    pub fact: String,
+    pub found: bool,
+    /// The match string found first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<String>,
+}
+
+/// The score of one question (`DIR/results/<id>.json`, and a row of `eval.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionResult {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    pub question: String,
+    pub expect: Expect,
+    pub outcome: Outcome,
+    /// Key facts whose match strings occur in the report body (answerable questions).
+    pub key_facts_found: u32,
+    pub key_facts: u32,
+    #[serde(default)]
+    pub facts: Vec<FactResult>,
+    /// No-answer questions: the run ended NoEvidence or its report says the sources do not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub honest: Option<bool>,
+    /// No-answer questions: the run completed with cited claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invented: Option<bool>,
+    /// The report was cut short by a limit.
+    #[serde(default)]
+    pub partial: bool,
+    /// Cited claims checked against the text of the page they cite.
+    pub claims: u32,
+    pub supported_claims: u32,
+    pub unsupported_claims: u32,
+    /// `supportedClaims / claims`, as findings.json states it; `null` without claims.
+    pub citation_precision: Option<f64>,
+    /// URLs the report cites.
+    pub cited_urls: u32,
+    /// Of those, pages the run fetched (not only saw in search results).
+    pub cited_fetched: u32,
+    /// Citations of pages the run neither read nor saw, removed from the report.
+    pub removed_citations: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(rename = "costUSD")]
+    pub cost_usd: String,
+    pub cost_pico_usd: u64,
+    pub wall_seconds: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+}
+
+fn count(v: &Value) -> u32 {
+    v.as_array()
+        .map_or(0, |a| u32::try_from(a.len()).unwrap_or(u32::MAX))
+}
+
+/// Pure: scores one finished run of `q`.
+pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
+    let outcome = run
+        .outcome
+        .clone()
+        .unwrap_or_else(|| Outcome::failed("NoReport", "the run left no checkpoint"));
+    let null = Value::Null;
+    let findings = run.findings.unwrap_or(&null);
+    let aborted = findings["aborted"].as_bool().unwrap_or(false) || outcome.is_no_evidence();
+    // The honest "unable to research" report restates the question and the searches: no facts.
+    let body = match run.report {
+        Some(report) if !aborted => normalise(&report_body(report, &q.question)),
+        _ => String::new(),
+    };
+    let expect = q.expects();
+    let facts: Vec<FactResult> = if expect == Expect::Answer {
+        q.key_facts
+            .iter()
+            .map(|f| {
+                let matched = f
+                    .matches
+                    .iter()
+                    .map(|m| normalise(m))
+                    .find(|m| !m.is_empty() && body.contains(m.as_str()));
+                FactResult {
+                    fact: f.fact.clone(),
+                    found: matched.is_some(),
+                    matched,
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let claims = findings["claims"].as_array().cloned().unwrap_or_default();
+    let supported = claims
+        .iter()
+        .filter(|c| c["supported"].as_bool() == Some(true))
+        .count();
+    let fetched: BTreeSet<String> = findings["researcherReports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["fetched"].as_array().into_iter().flatten())
+        .filter_map(|s| s["url"].as_str().map(normalize_url))
+        .collect();
+    let cited: Vec<String> = findings["citedUrls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|u| u.as_str().map(str::to_string))
+        .collect();
+    let cited_fetched = cited
+        .iter()
+        .filter(|u| fetched.contains(&normalize_url(u)))
+        .count();
+    let precision = findings["citationPrecision"]
+        .as_f64()
+        .or_else(|| (!claims.is_empty()).then(|| supported as f64 / claims.len() as f64));
+    let (honest, invented) = if expect == Expect::NoAnswer {
+        let said = run
+            .report
+            .is_some_and(|r| states_no_answer(&normalise(&report_body(r, &q.question))));
+        (
+            Some(outcome.is_no_evidence() || said),
+            Some(outcome.is_completed() && !claims.is_empty()),
+        )
+    } else {
+        (None, None)
+    };
+    let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+    QuestionResult {
+        id: q.id.clone(),
+        kind: q.kind.clone(),
+        question: q.question.clone(),
+        expect,
+        outcome,
+        key_facts_found: n(facts.iter().filter(|f| f.found).count()),
+        key_facts: n(facts.len()),
+        facts,
+        honest,
+        invented,
+        partial: findings["partial"].as_bool().unwrap_or(false),
+        claims: n(claims.len()),
+        supported_claims: n(supported),
+        unsupported_claims: n(claims.len() - supported),
+        citation_precision: precision,
+        cited_urls: n(cited.len()),
+        cited_fetched: n(cited_fetched),
+        removed_citations: count(&findings["unverifiedReferences"]),
+        input_tokens: run.spend.input_tokens,
+        output_tokens: run.spend.output_tokens,
+        cost_usd: format_pico_usd(run.spend.cost_pico_usd),
+        cost_pico_usd: run.spend.cost_pico_usd,
+        wall_seconds: (run.wall_seconds * 10.0).round() / 10.0,
+        report: run.report_path.clone(),
+    }
+}
+
+/// Totals over every scored question.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub questions: u32,
+    pub completed: u32,
+    pub no_evidence: u32,
+    /// Failed for another reason, or cancelled.
+    pub failed: u32,
+    pub answerable: u32,
+    /// Answerable questions whose report has every key fact.
+    pub all_facts_found: u32,
+    /// `allFactsFound / answerable`.
+    pub all_facts_share: Option<f64>,
+    /// Mean over answerable questions of `keyFactsFound / keyFacts`.
+    pub mean_fact_share: Option<f64>,
+    pub key_facts_found: u32,
+    pub key_facts: u32,
+    pub no_answer: u32,
+    pub honest: u32,
+    pub invented: u32,
+    pub claims: u32,
+    pub supported_claims: u32,
+    pub unsupported_claims: u32,
+    /// `supportedClaims / claims` over all questions.
+    pub citation_precision: Option<f64>,
+    pub cited_urls: u32,
+    pub cited_fetched: u32,
+    /// Citations removed as pages the runs neither read nor saw: invented URLs.
+    pub invented_urls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(rename = "costUSD")]
+    pub cost_usd: String,
+    pub cost_pico_usd: u64,
+    pub wall_seconds: f64,
+}
+
+fn ratio(a: u32, b: u32) -> Option<f64> {
+    (b > 0).then(|| round3(f64::from(a) / f64::from(b)))
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Pure: the totals of `results`.
+pub fn totals(results: &[QuestionResult]) -> Totals {
+    let mut t = Totals::default();
+    let mut share_sum = 0.0;
+    for r in results {
+        t.questions += 1;
+        if r.outcome.is_completed() {
+            t.completed += 1;
+        } else if r.outcome.is_no_evidence() {
+            t.no_evidence += 1;
+        } else {
+            t.failed += 1;
+        }
+        match r.expect {
+            Expect::Answer => {
+                t.answerable += 1;
+                t.key_facts_found += r.key_facts_found;
+                t.key_facts += r.key_facts;
+                if r.key_facts > 0 {
+                    share_sum += f64::from(r.key_facts_found) / f64::from(r.key_facts);
+                    if r.key_facts_found == r.key_facts {
+                        t.all_facts_found += 1;
+                    }
+                }
+            }
+            Expect::NoAnswer => {
+                t.no_answer += 1;
+                t.honest += u32::from(r.honest == Some(true));
+                t.invented += u32::from(r.invented == Some(true));
+            }
+        }
+        t.claims += r.claims;
+        t.supported_claims += r.supported_claims;
+        t.unsupported_claims += r.unsupported_claims;
+        t.cited_urls += r.cited_urls;
+        t.cited_fetched += r.cited_fetched;
+        t.invented_urls += r.removed_citations;
+        t.input_tokens += r.input_tokens;
+        t.output_tokens += r.output_tokens;
+        t.cost_pico_usd += r.cost_pico_usd;
+        t.wall_seconds += r.wall_seconds;
+    }
+    t.all_facts_share = ratio(t.all_facts_found, t.answerable);
+    t.mean_fact_share = (t.answerable > 0).then(|| round3(share_sum / f64::from(t.answerable)));
+    t.citation_precision = ratio(t.supported_claims, t.claims);
+    t.cost_usd = format_pico_usd(t.cost_pico_usd);
+    t.wall_seconds = (t.wall_seconds * 10.0).round() / 10.0;
+    t
+}
+
+/// Pure: the FACTS cell: `2/3` for answerable questions; `honest`, `invented` or `answered`
+/// (neither said it cannot answer nor cited anything) for no-answer ones.
+pub fn facts_cell(r: &QuestionResult) -> String {
+    match r.expect {
+        Expect::Answer => format!("{}/{}", r.key_facts_found, r.key_facts),
+        Expect::NoAnswer if r.invented == Some(true) => "invented".into(),
+        Expect::NoAnswer if r.honest == Some(true) => "honest".into(),
+        Expect::NoAnswer => "answered".into(),
+    }
+}
+
+fn precision_cell(p: Option<f64>) -> String {
+    p.map_or_else(|| "-".to_string(), |p| format!("{p:.2}"))
+}
+
+/// Pure: the results table with the totals under it.
+pub fn render_table(results: &[QuestionResult], t: &Totals) -> String {
+    let headers = [
+        "ID",
+        "OUTCOME",
+        "FACTS",
+        "PRECISION",
+        "CITED-READ",
+        "UNSUPPORTED",
+        "REMOVED",
+        "TOKENS(IN/OUT)",
+        "COST",
+        "SECONDS",
+    ];
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.clone(),
+                r.outcome.label(),
+                facts_cell(r),
+                precision_cell(r.citation_precision),
+                format!("{}/{}", r.cited_fetched, r.cited_urls),
+                r.unsupported_claims.to_string(),
+                r.removed_citations.to_string(),
+                format!("{}/{}", r.input_tokens, r.output_tokens),
+                format!("${}", r.cost_usd),
+                format!("{:.0}", r.wall_seconds),
+            ]
+        })
+        .collect();
+    let mut out = crate::cli::table::render(&headers, &rows);
+    let pct = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| format!("{:.0}%", x * 100.0));
+    out.push_str(&format!(
+        "\n{} questions: {} completed, {} NoEvidence, {} failed otherwise\n",
+        t.questions, t.completed, t.no_evidence, t.failed
+    ));
+    out.push_str(&format!(
+        "answerable: {}/{} with every key fact ({}), mean share of facts found {}, {}/{} facts\n",
+        t.all_facts_found,
+        t.answerable,
+        pct(t.all_facts_share),
+        pct(t.mean_fact_share),
+        t.key_facts_found,
+        t.key_facts
+    ));
+    out.push_str(&format!(
+        "no-answer: {}/{} honest, {} invented an answer with citations\n",
+        t.honest, t.no_answer, t.invented
+    ));
+    out.push_str(&format!(
+        "citations: precision {} ({}/{} claims supported), {}/{} cited pages read, {} invented URLs removed\n",
+        precision_cell(t.citation_precision),
+        t.supported_claims,
+        t.claims,
+        t.cited_fetched,
+        t.cited_urls,
+        t.invented_urls
+    ));
+    out.push_str(&format!(
+        "spend: {} input + {} output tokens, ${}, {:.0} s\n",
+        t.input_tokens, t.output_tokens, t.cost_usd, t.wall_seconds
+    ));
+    out
+}
+
+/// Pure: the stderr line for a finished question, e.g. `[3/58] py-json-decode … 41 s, 2/2 facts`.
+pub fn progress_line(index: usize, of: usize, r: &QuestionResult) -> String {
+    let score = match r.expect {
+        Expect::Answer => format!("{} facts", facts_cell(r)),
+        Expect::NoAnswer => facts_cell(r),
+    };
+    format!(
+        "[{index}/{of}] {} … {:.0} s, {score}, {}",
+        r.id,
+        r.wall_seconds,
+        r.outcome.label()
+    )
+}
+
+/// What to do with one selected question.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Its result is on disk already: reuse it.
+    Skip(Box<QuestionResult>),
+    /// Run it.
+    Run,
+}
+
+/// Pure: resume. A question whose result is in `done` is skipped unless `fresh`.
+pub fn plan(
+    questions: &[Question],
+    done: &BTreeMap<String, QuestionResult>,
+    fresh: bool,
+) -> Vec<Plan> {
+    questions
+        .iter()
+        .map(|q| match done.get(&q.id) {
+            Some(r) if !fresh && r.id == q.id => Plan::Skip(Box::new(r.clone())),
+            _ => Plan::Run,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SET: &str = r#"
+{"id": "py-json-decode", "kind": "fact", "question": "How do I decode JSON?", "expect": "answer", "keyFacts": [{"fact": "json.loads decodes", "match": ["json.loads", "loads("], "page": "p/json.html", "quote": "q"}, {"fact": "errors raise", "match": ["JSONDecodeError"], "page": "p/json.html", "quote": "q"}], "pages": ["p/json.html"], "reviewer": "extra fields are fine"}
+
+{"id": "sqlalchemy-pool", "kind": "no-answer", "question": "What is SQLAlchemy's default pool size?", "expect": "no-answer", "keyFacts": [], "pages": [], "absentTerms": ["sqlalchemy"]}
+"#;
+
+    fn questions() -> Vec<Question> {
+        parse_questions(SET).unwrap()
+    }
+
+    fn findings(claims: &[bool], cited: &[&str], fetched: &[&str], removed: usize) -> Value {
+        let claims: Vec<Value> = claims
+            .iter()
+            .map(|s| json!({"claim": "c", "url": "http://h/a", "supported": s}))
+            .collect();
+        let precision = (!claims.is_empty()).then(|| {
+            claims
+                .iter()
+                .filter(|c| c["supported"] == json!(true))
+                .count() as f64
+                / claims.len() as f64
+        });
+        json!({
+            "aborted": false,
+            "partial": false,
+            "claims": claims,
+            "citationPrecision": precision,
+            "citedUrls": cited,
+            "researcherReports": [{"taskId": 0, "fetched": fetched.iter().map(|u| json!({"url": u, "title": "t"})).collect::<Vec<_>>()}],
+            "unverifiedReferences": (0..removed).map(|i| format!("http://x/{i}")).collect::<Vec<_>>(),
+            "usage": {"inputTokens": 10, "outputTokens": 2, "costUSD": "0.000125"},
+        })
+    }
+
+    fn finished<'a>(outcome: Outcome, report: &'a str, f: &'a Value) -> FinishedRun<'a> {
+        FinishedRun {
+            outcome: Some(outcome),
+            report: Some(report),
+            findings: Some(f),
+            spend: Spend::from_findings(f),
+            wall_seconds: 41.26,
+            report_path: None,
+        }
+    }
+
+    #[test]
+    fn question_lines_parse_with_extra_fields_blank_lines_and_defaults() {
+        let qs = questions();
+        assert_eq!(qs.len(), 2);
+        assert_eq!(qs[0].expects(), Expect::Answer);
+        assert_eq!(qs[0].key_facts[0].matches, vec!["json.loads", "loads("]);
+        assert_eq!(qs[1].expects(), Expect::NoAnswer);
+        // expect defaults from kind.
+        let q = parse_questions(r#"{"id": "a", "kind": "no-answer", "question": "q?"}"#).unwrap();
+        assert_eq!(q[0].expects(), Expect::NoAnswer);
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        let dup = format!("{}\n{}", SET.trim(), SET.trim().lines().next().unwrap());
+        assert!(parse_questions(&dup).unwrap_err().contains("used twice"));
+        let err = parse_questions("{\"id\": \"a\", \"question\": \"q\", \"expect\": \"maybe\"}")
+            .unwrap_err();
+        assert!(err.starts_with("line 1:"), "{err}");
+        let err = parse_questions(r#"{"id": "../x", "question": "q", "expect": "no-answer"}"#)
+            .unwrap_err();
+        assert!(err.contains("names a file"), "{err}");
+        let err = parse_questions(
+            r#"{"id": "a", "question": "q", "keyFacts": [{"fact": "f", "match": [" "]}]}"#,
+        )
+        .unwrap_err();
+        assert!(err.contains("no match strings"), "{err}");
+        assert!(parse_questions(r#"{"id": "a", "question": "q"}"#).is_err());
+        assert!(parse_questions("\n\n").is_err());
+    }
+
+    #[test]
+    fn the_real_question_set_parses() {
+        let text = include_str!("../../../tests/eval/questions.jsonl");
+        let qs = parse_questions(text).unwrap();
+        assert!(qs.len() >= 40);
+        assert!(
+            qs.iter()
+                .filter(|q| q.expects() == Expect::NoAnswer)
+                .count()
+                >= 4
+        );
+    }
+
+    #[test]
+    fn only_and_limit_select_in_file_order() {
+        let picked = select(questions(), &["sqlalchemy-pool".into()], None).unwrap();
+        assert_eq!(picked.len(), 1);
+        assert_eq!(picked[0].id, "sqlalchemy-pool");
+        let picked = select(questions(), &[], Some(1)).unwrap();
+        assert_eq!(picked[0].id, "py-json-decode");
+        let err = select(questions(), &["nope".into()], None).unwrap_err();
+        assert!(err.contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn facts_match_after_lowercasing_and_collapsing_whitespace() {
+        assert_eq!(normalise("  Read\n\tCommitted  IS "), "read committed is");
+        let qs = questions();
+        let f = findings(&[true], &["http://h/a"], &["http://h/a"], 0);
+        let report = "# How do I decode JSON?\n\nUse `JSON.loads` to parse.\n\n## Sources\n\n1. [JSONDecodeError docs](http://h/a)\n";
+        let r = score(&qs[0], &finished(Outcome::completed(), report, &f));
+        assert_eq!((r.key_facts_found, r.key_facts), (1, 2));
+        assert_eq!(r.facts[0].matched.as_deref(), Some("json.loads"));
+        // The generated Sources section does not count.
+        assert!(!r.facts[1].found);
+        let report = "Bad input raises\n   JSONDecodeError; loads(s) parses.";
+        let r = score(&qs[0], &finished(Outcome::completed(), report, &f));
+        assert_eq!((r.key_facts_found, r.key_facts), (2, 2));
+        assert_eq!(r.facts[0].matched.as_deref(), Some("loads("));
+        assert_eq!(r.honest, None);
+    }
+
+    #[test]
+    fn the_generated_title_does_not_count_but_the_body_does() {
+        let q = &parse_questions(
+            r#"{"id": "t", "question": "Is lru_cache(maxsize=None) unbounded?", "keyFacts": [{"fact": "f", "match": ["lru_cache(maxsize=none)"]}]}"#,
+        )
+        .unwrap()[0];
+        let f = findings(&[], &[], &[], 0);
+        let r = score(
+            q,
+            &finished(
+                Outcome::completed(),
+                "# Is lru_cache(maxsize=None)   unbounded?\n\nYes.",
+                &f,
+            ),
+        );
+        assert_eq!(r.key_facts_found, 0);
+        let r = score(
+            q,
+            &finished(
+                Outcome::completed(),
+                "# Caching\n\n`lru_cache(maxsize=None)` grows without bound.",
+                &f,
+            ),
+        );
+        assert_eq!(r.key_facts_found, 1);
+    }
+
+    #[test]
+    fn an_aborted_report_scores_no_facts_even_if_it_restates_the_question() {
+        let qs = questions();
+        let f = json!({"aborted": true, "claims": [], "citedUrls": []});
+        let report = "# Unable to research: json.loads JSONDecodeError\n\n## What was searched\n\n- `json.loads`\n";
+        let r = score(
+            &qs[0],
+            &finished(Outcome::failed("NoEvidence", "none"), report, &f),
+        );
+        assert_eq!((r.key_facts_found, r.key_facts), (0, 2));
+        assert_eq!(r.outcome.label(), "Failed(NoEvidence)");
+    }
+
+    #[test]
+    fn no_answer_questions_are_honest_when_no_evidence_or_said_and_invented_when_cited() {
+        let q = &questions()[1];
+        let empty = json!({"aborted": true, "claims": []});
+        let r = score(
+            q,
+            &finished(Outcome::failed("NoEvidence", "none"), "# Unable", &empty),
+        );
+        assert_eq!((r.honest, r.invented), (Some(true), Some(false)));
+        assert_eq!(facts_cell(&r), "honest");
+
+        let f = findings(&[], &[], &["http://h/a"], 0);
+        let said = "The sources I read DON’T  mention SQLAlchemy at all.";
+        let r = score(q, &finished(Outcome::completed(), said, &f));
+        assert_eq!((r.honest, r.invented), (Some(true), Some(false)));
+
+        let f = findings(&[true, false], &["http://h/a"], &["http://h/a"], 1);
+        let made_up = "The default pool size is 5 ([docs](http://h/a)).";
+        let r = score(q, &finished(Outcome::completed(), made_up, &f));
+        assert_eq!((r.honest, r.invented), (Some(false), Some(true)));
+        assert_eq!(facts_cell(&r), "invented");
+        assert_eq!(r.key_facts, 0);
+
+        let r = score(
+            q,
+            &finished(
+                Outcome::failed("ModelUnreachable", "down"),
+                "",
+                &Value::Null,
+            ),
+        );
+        assert_eq!((r.honest, r.invented), (Some(false), Some(false)));
+        assert_eq!(facts_cell(&r), "answered");
+    }
+
+    #[test]
+    fn citation_counts_come_from_findings_json() {
+        let qs = questions();
+        let f = findings(
+            &[true, true, false],
+            &["http://h/a", "http://h/seen/"],
+            &["http://h/a/", "http://h/b"],
+            2,
+        );
+        let r = score(&qs[0], &finished(Outcome::completed(), "json.loads", &f));
+        assert_eq!(
+            (r.claims, r.supported_claims, r.unsupported_claims),
+            (3, 2, 1)
+        );
+        assert!((r.citation_precision.unwrap() - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!((r.cited_fetched, r.cited_urls), (1, 2));
+        assert_eq!(r.removed_citations, 2);
+        assert_eq!((r.input_tokens, r.output_tokens), (10, 2));
+        assert_eq!(r.cost_usd, "0.000125");
+        assert_eq!(r.cost_pico_usd, 125_000_000);
+        assert_eq!(r.wall_seconds, 41.3);
+    }
+
+    #[test]
+    fn totals_pool_claims_and_average_fact_shares() {
+        let qs = questions();
+        let a = score(
+            &qs[0],
+            &finished(
+                Outcome::completed(),
+                "json.loads",
+                &findings(&[true, false], &[], &[], 1),
+            ),
+        );
+        let b = score(
+            &qs[0],
+            &finished(
+                Outcome::completed(),
+                "json.loads jsondecodeerror",
+                &findings(&[true, true, true, true], &[], &[], 0),
+            ),
+        );
+        let c = score(
+            &qs[1],
+            &finished(
+                Outcome::failed("NoEvidence", "none"),
+                "",
+                &json!({"aborted": true}),
+            ),
+        );
+        let mut d = c.clone();
+        d.outcome = Outcome::failed("ModelUnreachable", "down");
+        d.honest = Some(false);
+        let t = totals(&[a, b, c, d]);
+        assert_eq!(
+            (t.questions, t.completed, t.no_evidence, t.failed),
+            (4, 2, 1, 1)
+        );
+        assert_eq!((t.answerable, t.all_facts_found), (2, 1));
+        assert_eq!(t.all_facts_share, Some(0.5));
+        assert_eq!(t.mean_fact_share, Some(0.75));
+        assert_eq!((t.key_facts_found, t.key_facts), (3, 4));
+        assert_eq!((t.no_answer, t.honest, t.invented), (2, 1, 0));
+        // Pooled over claims (5/6), not the mean of per-question precisions (0.75).
+        assert_eq!((t.supported_claims, t.claims), (5, 6));
+        assert_eq!(t.citation_precision, Some(0.833));
+        assert_eq!(t.invented_urls, 1);
+        assert_eq!(t.input_tokens, 20);
+        assert_eq!(t.cost_usd, "0.000250");
+        assert_eq!(t.wall_seconds, 165.2);
+        let table = render_table(&[], &t);
+        assert!(table.contains("answerable: 1/2 with every key fact (50%), mean share of facts found 75%, 3/4 facts"), "{table}");
+        assert!(
+            table.contains("no-answer: 1/2 honest, 0 invented"),
+            "{table}"
+        );
+        assert!(
+            table.contains("precision 0.83 (5/6 claims supported)"),
+            "{table}"
+        );
+        assert_eq!(totals(&[]).citation_precision, None);
+    }
+
+    #[test]
+    fn table_rows_and_progress_lines() {
+        let qs = questions();
+        let r = score(
+            &qs[0],
+            &finished(
+                Outcome::completed(),
+                "json.loads",
+                &findings(&[true], &["http://h/a"], &["http://h/a"], 0),
+            ),
+        );
+        let table = render_table(std::slice::from_ref(&r), &totals(std::slice::from_ref(&r)));
+        let mut lines = table.lines();
+        let header = lines.next().unwrap();
+        assert!(header.starts_with("ID   "), "{header}");
+        assert!(header.contains("OUTCOME") && header.contains("SECONDS"));
+        let row = lines.next().unwrap();
+        for cell in [
+            "py-json-decode",
+            "Completed",
+            "1/2",
+            "1.00",
+            "10/2",
+            "$0.000125",
+            "41",
+        ] {
+            assert!(row.contains(cell), "{cell} in {row}");
+        }
+        assert_eq!(
+            progress_line(3, 58, &r),
+            "[3/58] py-json-decode … 41 s, 1/2 facts, Completed"
+        );
+    }
+
+    #[test]
+    fn resume_skips_ids_with_results_unless_fresh() {
+        let qs = questions();
+        let r = score(
+            &qs[0],
+            &finished(
+                Outcome::completed(),
+                "json.loads",
+                &findings(&[], &[], &[], 0),
+            ),
+        );
+        // Results survive the round trip through results/<id>.json.
+        let back: QuestionResult =
+            serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        let done = BTreeMap::from([(r.id.clone(), back)]);
+        let plans = plan(&qs, &done, false);
+        assert_eq!(plans, vec![Plan::Skip(Box::new(r)), Plan::Run]);
+        assert_eq!(plan(&qs, &done, true), vec![Plan::Run, Plan::Run]);
+        assert_eq!(
+            plan(&qs, &BTreeMap::new(), false),
+            vec![Plan::Run, Plan::Run]
+        );
+    }
+
+    #[test]
+    fn outcomes_come_from_the_checkpoint_else_the_error() {
+        use crate::research::state::{Failure, Mode, RunInput};
+        let mut s = RunState::new(RunInput::new("q", Mode::Quick));
+        s.phase = Phase::Failed;
+        s.failure = Some(Failure::new("NoEvidence", "nothing"));
+        let err = Err(StandaloneError::Cancelled);
+        assert_eq!(Outcome::of(Some(&s), &err).label(), "Failed(NoEvidence)");
+        s.phase = Phase::Completed;
+        assert_eq!(
+            Outcome::of(Some(&s), &Ok(PathBuf::new())),
+            Outcome::completed()
+        );
+        let err = Err(StandaloneError::RunFailed {
+            reason: "ModelOutputInvalid".into(),
+            message: "garbage".into(),
+        });
+        assert_eq!(
+            Outcome::of(None, &err).label(),
+            "Failed(ModelOutputInvalid)"
+        );
+        assert_eq!(
+            Outcome::of(None, &Err(StandaloneError::Cancelled)).label(),
+            "Cancelled"
+        );
+    }
+}
