@@ -637,11 +637,9 @@ async fn a_model_that_never_writes_a_report_gets_an_honest_extractive_one() {
         2,
         "the clean report call carries no tool history"
     );
-    assert!(
-        clean.messages[1]
-            .content
-            .contains("<page url=\"http://docs/stubborn/a.html\"")
-    );
+    assert!(clean.messages[1].content.contains(
+        "[1] (Title of http://docs/stubborn/a.html)\nContent of http://docs/stubborn/a.html"
+    ));
     assert!(clean.tools.is_empty());
 }
 
@@ -651,11 +649,9 @@ async fn a_clean_context_rescues_a_model_lost_in_its_tool_history() {
         FakeModel::new(|req| {
             if req.messages[0]
                 .content
-                .starts_with("You write the report of one research task")
+                .starts_with("You answer one research task from numbered passages")
             {
-                Ok(text(
-                    "## Summary\nRescued ([a](http://docs/rescued/a.html)).",
-                ))
+                Ok(text("Rescued [1]."))
             } else if tool_turns(req) < 3 {
                 good_researcher(req)
             } else {
@@ -670,7 +666,9 @@ async fn a_clean_context_rescues_a_model_lost_in_its_tool_history() {
     assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
     let report = h.store.text(REPORT_KEY).unwrap();
     assert!(
-        report.contains("## Summary\nRescued ([a](http://docs/rescued/a.html))."),
+        report.contains(
+            "Rescued ([Title of http://docs/rescued/a.html](http://docs/rescued/a.html))."
+        ),
         "{report}"
     );
     assert_eq!(h.model.requests().len(), 6);
@@ -711,11 +709,9 @@ async fn a_report_that_cites_nothing_it_read_is_rewritten_from_the_pages() {
         FakeModel::new(|req| {
             if req.messages[0]
                 .content
-                .starts_with("You write the report of one research task")
+                .starts_with("You answer one research task from numbered passages")
             {
-                Ok(text(
-                    "## Summary\nGrounded ([a](http://docs/uncited/a.html)).",
-                ))
+                Ok(text("Grounded [1]."))
             } else if tool_turns(req) < 3 {
                 good_researcher(req)
             } else {
@@ -728,7 +724,9 @@ async fn a_report_that_cites_nothing_it_read_is_rewritten_from_the_pages() {
     assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
     let report = h.store.text(REPORT_KEY).unwrap();
     assert!(
-        report.contains("Grounded ([a](http://docs/uncited/a.html))."),
+        report.contains(
+            "Grounded ([Title of http://docs/uncited/a.html](http://docs/uncited/a.html))."
+        ),
         "{report}"
     );
     assert!(!report.contains("trust me"));
@@ -741,11 +739,9 @@ async fn a_model_that_only_ever_searches_still_gets_its_top_results_read() {
         FakeModel::new(|req| {
             if req.messages[0]
                 .content
-                .starts_with("You write the report of one research task")
+                .starts_with("You answer one research task from numbered passages")
             {
-                Ok(text(
-                    "## Summary\nFound ([a](http://docs/searcher/a.html)).",
-                ))
+                Ok(text("Found [1]."))
             } else if req.tools.is_empty() {
                 Ok(text(
                     "{\"tool\": \"search\", \"arguments\": {\"queries\": [\"searcher\"]}}",
@@ -764,7 +760,9 @@ async fn a_model_that_only_ever_searches_still_gets_its_top_results_read() {
     );
     let report = h.store.text(REPORT_KEY).unwrap();
     assert!(
-        report.contains("Found ([a](http://docs/searcher/a.html))."),
+        report.contains(
+            "Found ([Title of http://docs/searcher/a.html](http://docs/searcher/a.html))."
+        ),
         "{report}"
     );
 }

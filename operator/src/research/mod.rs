@@ -8,6 +8,7 @@ pub mod dispatch;
 pub mod evidence;
 pub mod executor;
 pub mod failpoint;
+pub mod grounded;
 pub mod journal;
 pub mod lead;
 pub mod outputs;

@@ -400,7 +400,7 @@ pub fn select(markdown: &str, query: &str, max_chars: usize) -> Selection {
     // The page's lead paragraph says what the page is about (a module's one-line purpose); it is
     // kept when short, so a reader of the passages knows their subject.
     if best_score > 0.0
-        && let Some(lead) = passages.iter().position(|p| p.kind == PassageKind::Prose)
+        && let Some(lead) = passages.iter().take(4).position(is_lead)
     {
         let p = &passages[lead];
         let cost = p.text.chars().count() + breadcrumb(&p.heading_path).chars().count() + 3;
@@ -450,6 +450,16 @@ pub fn select(markdown: &str, query: &str, max_chars: usize) -> Selection {
         kept,
         best_score,
     }
+}
+
+/// A passage that can stand as a page's lead: prose of a sentence or more, not a label
+/// ("Author:", "**Source code:** Lib/pickle.py").
+fn is_lead(p: &Passage) -> bool {
+    let text = p.text.trim();
+    p.kind == PassageKind::Prose
+        && text.split_whitespace().count() >= 6
+        && !text.ends_with(':')
+        && !text.starts_with("**Source code")
 }
 
 fn render(passages: &[Passage], chosen: &[(usize, String)]) -> String {

@@ -6,6 +6,8 @@ pub const RESEARCHER: &str = include_str!("../../../config/prompts/researcher.md
 pub const RESEARCHER_TASK: &str = include_str!("../../../config/prompts/researcher_task.md");
 /// The clean-context reporting prompt, used when a researcher's own answer was unusable.
 pub const REPORTER: &str = include_str!("../../../config/prompts/reporter.md");
+/// The grounded-answer prompt: numbered passages in, sentences ending in `[n]` out.
+pub const GROUNDED: &str = include_str!("../../../config/prompts/grounded.md");
 /// The coordinator's planning prompt.
 pub const PLANNER: &str = include_str!("../../../config/prompts/planner.md");
 /// The lead evaluator's prompt.

@@ -10,6 +10,7 @@ use futures::future::join_all;
 use serde_json::json;
 
 use super::budget::{GATHER_CALLS, ScrapeStep, ToolBudget};
+use super::grounded;
 use super::prompts;
 use super::queries;
 use super::report;
@@ -746,28 +747,26 @@ impl Session<'_> {
             let md = nothing_relevant_report(task, &self.fetched);
             return Ok(finish(self, task_id, md));
         }
-        // Half the context window for the evidence, at four characters per token.
-        let budget = (self.deps.model.context_window() as usize * 2).max(4000);
-        let per_page = (budget / self.pages.len().max(1)).max(500);
-        let mut evidence = String::new();
-        for page in &self.pages {
-            evidence.push_str(&prompts::fence_page(
-                &page.url,
-                &page.title,
-                &super::passages::select(&page.text, task, per_page).text,
-            ));
-            evidence.push('\n');
-        }
-        self.messages = vec![
-            Message::system(prompts::REPORTER),
-            Message::user(format!(
-                "Research task: {task}\n\n{evidence}\nWrite the report now."
-            )),
-        ];
-        if let Ok(resp) = self.call(false).await {
-            let text = strip_think(&resp.content).trim().to_string();
-            if !looks_like_tool_call(&text) && self.cites_a_read_page(&text) {
-                return Ok(finish(self, task_id, text));
+        // Grounded answer (issue 14): the best passages for the task, numbered; the model writes
+        // a few sentences ending in `[n]` and the engine makes the citations. A quarter of the
+        // context window for the passages (at three characters per token), at most 6000 chars.
+        let budget = (self.deps.model.context_window() as usize * 3 / 4).clamp(1500, 6000);
+        let items = grounded::number_passages(&self.pages, task, budget);
+        if !items.is_empty() {
+            self.messages = vec![
+                Message::system(prompts::GROUNDED),
+                Message::user(format!(
+                    "Research task: {task}\n\nPassages:\n{}Answer the task now, ending every sentence with its passage number like [1].",
+                    grounded::render_passages(&items)
+                )),
+            ];
+            if let Ok(resp) = self.call(false).await {
+                let text = strip_think(&resp.content).trim().to_string();
+                if !looks_like_tool_call(&text)
+                    && let Some(md) = grounded::assemble(&text, &items)
+                {
+                    return Ok(finish(self, task_id, md));
+                }
             }
         }
         let md = extractive_report(task, &self.pages);
@@ -991,6 +990,7 @@ pub async fn run_researcher(
     let mut groundings = 0;
     let mut unusable_answers = 0;
     let mut invalid_turns = 0;
+    let mut idle_turns = 0;
     for _turn in 0..deps.settings.max_turns {
         let out_of_tools = s.budget.gathering_exhausted() && s.budget.scraping_exhausted();
         let resp = match s.call(!out_of_tools).await {
@@ -1039,11 +1039,32 @@ pub async fn run_researcher(
             resp.content.clone(),
             resp.tool_calls.clone(),
         ));
+        let before = (s.seen.len(), s.fetched.len(), s.budget.units());
         for call in &resp.tool_calls {
             let result = s.run_tool(call).await;
             s.messages.push(Message::tool(call.id.clone(), result));
         }
         progress(s.budget.units(), Usage::default());
+        // A turn that found nothing new and used no budget (a refused or repeated call) is idle.
+        // Weak models repeat one call for a dozen turns (issue 14: 13 identical turns, 48k
+        // tokens); after two idle turns the engine moves on for them: it reads the best results
+        // when nothing was read yet, and otherwise asks for the answer from what was read.
+        if (s.seen.len(), s.fetched.len(), s.budget.units()) == before {
+            idle_turns += 1;
+        } else {
+            idle_turns = 0;
+        }
+        if idle_turns >= 2 {
+            idle_turns = 0;
+            if s.fetched.is_empty() && s.ground_if_needed(task).await {
+                progress(s.budget.units(), Usage::default());
+                continue;
+            }
+            if !s.fetched.is_empty() {
+                tracing::info!("the model repeats itself; answering from the pages read");
+                return s.fallback_report(task_id, task).await;
+            }
+        }
         if s.budget.gathering_exhausted() && s.budget.scraping_exhausted() {
             s.messages.push(Message::user(
                 "All tool budgets are used. Write your report now, without calling tools.",
@@ -1360,12 +1381,13 @@ mod tests {
             "{}",
             tool_results[5]
         );
-        // The specialised hits were readable and read.
-        assert_eq!(
-            *fetcher.0.lock().unwrap(),
-            vec![NVD.to_string(), SF.to_string()]
-        );
-        let fetched: Vec<&str> = report.fetched.iter().map(|s| s.url.as_str()).collect();
+        // The specialised hits were readable and read (after two turns refused for budget, the
+        // engine reads the best of them itself, in score order; the model's scrapes follow).
+        let mut read = fetcher.0.lock().unwrap().clone();
+        read.sort();
+        assert_eq!(read, vec![NVD.to_string(), SF.to_string()]);
+        let mut fetched: Vec<&str> = report.fetched.iter().map(|s| s.url.as_str()).collect();
+        fetched.sort_unstable();
         assert_eq!(fetched, vec![NVD, SF]);
         let seen: Vec<&str> = report.seen.iter().map(|s| s.url.as_str()).collect();
         assert_eq!(seen, vec![NVD, SF]);
