@@ -651,7 +651,7 @@ async fn a_clean_context_rescues_a_model_lost_in_its_tool_history() {
                 .content
                 .starts_with("You answer one research task from numbered passages")
             {
-                Ok(text("Rescued [1]."))
+                Ok(text("Content of the rescued docs [1]."))
             } else if tool_turns(req) < 3 {
                 good_researcher(req)
             } else {
@@ -667,7 +667,7 @@ async fn a_clean_context_rescues_a_model_lost_in_its_tool_history() {
     let report = h.store.text(REPORT_KEY).unwrap();
     assert!(
         report.contains(
-            "Rescued ([Title of http://docs/rescued/a.html](http://docs/rescued/a.html))."
+            "Content of the rescued docs ([Title of http://docs/rescued/a.html](http://docs/rescued/a.html))."
         ),
         "{report}"
     );
@@ -711,7 +711,7 @@ async fn a_report_that_cites_nothing_it_read_is_rewritten_from_the_pages() {
                 .content
                 .starts_with("You answer one research task from numbered passages")
             {
-                Ok(text("Grounded [1]."))
+                Ok(text("Content of the uncited docs [1]."))
             } else if tool_turns(req) < 3 {
                 good_researcher(req)
             } else {
@@ -725,7 +725,7 @@ async fn a_report_that_cites_nothing_it_read_is_rewritten_from_the_pages() {
     let report = h.store.text(REPORT_KEY).unwrap();
     assert!(
         report.contains(
-            "Grounded ([Title of http://docs/uncited/a.html](http://docs/uncited/a.html))."
+            "Content of the uncited docs ([Title of http://docs/uncited/a.html](http://docs/uncited/a.html))."
         ),
         "{report}"
     );
@@ -741,7 +741,7 @@ async fn a_model_that_only_ever_searches_still_gets_its_top_results_read() {
                 .content
                 .starts_with("You answer one research task from numbered passages")
             {
-                Ok(text("Found [1]."))
+                Ok(text("Content of the searcher docs [1]."))
             } else if req.tools.is_empty() {
                 Ok(text(
                     "{\"tool\": \"search\", \"arguments\": {\"queries\": [\"searcher\"]}}",
@@ -761,7 +761,7 @@ async fn a_model_that_only_ever_searches_still_gets_its_top_results_read() {
     let report = h.store.text(REPORT_KEY).unwrap();
     assert!(
         report.contains(
-            "Found ([Title of http://docs/searcher/a.html](http://docs/searcher/a.html))."
+            "Content of the searcher docs ([Title of http://docs/searcher/a.html](http://docs/searcher/a.html))."
         ),
         "{report}"
     );

@@ -5,13 +5,17 @@
 //!
 //! Pure functions; the researcher makes the call.
 
+use super::evidence::{SUPPORT_THRESHOLD, support};
 use super::passages::{rank, split};
 use super::state::PageExtract;
 
 /// Longest passage shown (longer ones are cut at a character boundary).
 const PASSAGE_CHARS: usize = 700;
 /// Most passages numbered.
-const MAX_PASSAGES: usize = 8;
+const MAX_PASSAGES: usize = 6;
+/// Passages scoring below this share of the best one are not shown (they add noise a small
+/// model copies).
+const MIN_SHARE_OF_BEST: f64 = 0.5;
 
 /// One numbered passage.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +44,10 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         }
     }
     let scores = rank(&all, task);
-    let mut order: Vec<usize> = (0..all.len()).filter(|i| scores[*i] > 0.0).collect();
+    let best = scores.iter().cloned().fold(0.0, f64::max);
+    let mut order: Vec<usize> = (0..all.len())
+        .filter(|i| scores[*i] > 0.0 && scores[*i] >= best * MIN_SHARE_OF_BEST)
+        .collect();
     order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
     let mut out = Vec::new();
     let mut used = 0;
@@ -50,7 +57,13 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         }
         let page = &pages[owner[i]];
         let heading = all[i].heading_path.join(" › ");
-        let text: String = all[i].text.chars().take(PASSAGE_CHARS).collect();
+        // An API entry's description ("Deserialize s ...") names its function only in its
+        // heading: the signature goes in front, so an answer copied from it says what to call.
+        let text = match all[i].heading_path.last() {
+            Some(sig) if looks_like_signature(sig) => format!("{}: {}", sig.trim(), all[i].text),
+            _ => all[i].text.clone(),
+        };
+        let text: String = text.chars().take(PASSAGE_CHARS).collect();
         let cost = text.chars().count() + heading.chars().count() + 16;
         if used + cost > budget && !out.is_empty() {
             continue;
@@ -65,6 +78,17 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         });
     }
     out
+}
+
+/// True for a heading that is an API signature: `json.loads(s, *, cls=None)`, `len(s)`.
+fn looks_like_signature(heading: &str) -> bool {
+    let h = heading.trim().trim_matches('`');
+    let name_end = h.find('(').unwrap_or(0);
+    name_end > 0
+        && h.len() < 160
+        && h[..name_end]
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
 }
 
 /// A selection's breadcrumb lines (`§ a › b`) as the Markdown headings they stand for, so the
@@ -95,56 +119,123 @@ fn breadcrumbs_as_headings(text: &str) -> String {
 pub fn render_passages(items: &[Numbered]) -> String {
     let mut out = String::new();
     for n in items {
-        let place = if n.heading.is_empty() {
-            n.title.trim().to_string()
-        } else {
-            format!("{} › {}", n.title.trim(), n.heading)
+        out.push_str(&format!(
+            "[{}] ({})\n{}\n\n",
+            n.number,
+            place(n),
+            n.text.trim()
+        ));
+    }
+    out
+}
+
+/// How a numbered passage is labelled for the model (and recognised when a model copies it).
+fn place(n: &Numbered) -> String {
+    if n.heading.is_empty() {
+        n.title.trim().to_string()
+    } else {
+        format!("{} › {}", n.title.trim(), n.heading)
+    }
+}
+
+/// The answer cut at its passage numbers: each piece of text with the passage it cites.
+/// Both "sentence [2]." and the label form small models copy from the prompt ("[2] (place)
+/// sentence") are understood; a number that names no passage cites nothing.
+fn segments(answer: &str, items: &[Numbered]) -> Vec<(String, Option<usize>)> {
+    let mut out: Vec<(String, Option<usize>)> = Vec::new();
+    let mut current = String::new();
+    let mut label: Option<usize> = None;
+    let mut rest = answer.trim();
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        let number = after.find(']').and_then(|c| {
+            after[..c]
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=items.len()).contains(n))
+                .map(|n| (n, c))
+        });
+        let Some((n, close)) = number else {
+            current.push_str(&rest[..=open]);
+            rest = after;
+            continue;
         };
-        out.push_str(&format!("[{}] ({place})\n{}\n\n", n.number, n.text.trim()));
+        current.push_str(&rest[..open]);
+        rest = &after[close + 1..];
+        if current.trim().is_empty() {
+            // "[n] text": a label for what follows.
+            label = Some(n);
+        } else if let Some(l) = label {
+            // Label form throughout: the text belongs to the previous label, `n` starts the next.
+            out.push((std::mem::take(&mut current), Some(l)));
+            label = Some(n);
+        } else {
+            out.push((std::mem::take(&mut current), Some(n)));
+        }
+    }
+    current.push_str(rest);
+    if !current.trim().is_empty() {
+        out.push((current, label));
     }
     out
 }
 
 /// The report made from the model's numbered answer, or `None` when it cites no passage
-/// shown (then the caller falls back). Each `[n]` becomes a link to the passage's page; the
-/// cited passages are quoted under "Evidence", so a reader sees what each sentence rests on.
+/// shown (then the caller falls back). Each passage number becomes a link to the passage's
+/// page; the cited passages are quoted under "Evidence", so a reader sees what each sentence
+/// rests on. Passage labels a model copied from its prompt are removed.
 pub fn assemble(answer: &str, items: &[Numbered]) -> Option<String> {
+    let labels: Vec<String> = items.iter().map(|n| format!("({})", place(n))).collect();
     let mut cited: Vec<usize> = Vec::new();
-    let mut text = String::new();
-    let mut rest = answer.trim();
-    while let Some(open) = rest.find('[') {
-        text.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let close = after.find(']');
-        let number = close
-            .and_then(|c| after[..c].trim().parse::<usize>().ok())
-            .filter(|n| (1..=items.len()).contains(n));
-        match (number, close) {
-            (Some(n), Some(c)) => {
+    // (text, stop): the stop after a citation may come in the next segment ("object [1].").
+    let mut sentences: Vec<(String, String)> = Vec::new();
+    for (text, cite) in segments(answer, items) {
+        let mut text = text;
+        for l in &labels {
+            text = text.replace(l.as_str(), " ");
+        }
+        let mut text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let lead: String = text.chars().take_while(|c| ".,;:!?".contains(*c)).collect();
+        if !lead.is_empty() {
+            if let Some(last) = sentences.last_mut() {
+                last.1 = lead.clone();
+            }
+            text = text[lead.len()..].to_string();
+        }
+        let text = text.trim_start_matches(['*', '-', ' ']).to_string();
+        if text.is_empty() {
+            continue;
+        }
+        match cite {
+            Some(n) => {
                 let item = &items[n - 1];
-                let title = link_text(&item.title);
-                // "sentence [2]." reads as "sentence ([title](url))."
-                let trimmed = text.trim_end().len();
-                text.truncate(trimmed);
-                text.push_str(&format!(" ([{title}]({}))", item.url));
+                // A sentence its passage does not support (an invented number, other words
+                // than the passage's) is dropped: the engine vouches for every citation it makes.
+                let (overlap, missing_numbers) = support(&text, &item.text);
+                if overlap < SUPPORT_THRESHOLD || !missing_numbers.is_empty() {
+                    continue;
+                }
+                let (body, stop) = match text.strip_suffix(['.', '!', '?']) {
+                    Some(body) => (body.trim_end(), &text[body.len()..]),
+                    None => (text.as_str(), "."),
+                };
+                sentences.push((
+                    format!("{body} ([{}]({}))", link_text(&item.title), item.url),
+                    stop.to_string(),
+                ));
                 if !cited.contains(&n) {
                     cited.push(n);
                 }
-                rest = &after[c + 1..];
             }
-            // Not a passage number (a Markdown link, an index that does not exist): kept as
-            // written minus the bracket, which cannot be a citation.
-            _ => {
-                text.push('[');
-                rest = after;
-            }
+            None => sentences.push((text, String::new())),
         }
     }
-    text.push_str(rest);
+    let sentences: Vec<String> = sentences.into_iter().map(|(t, s)| t + &s).collect();
     if cited.is_empty() {
         return None;
     }
-    let mut md = format!("## Summary\n\n{}\n\n## Evidence\n", text.trim());
+    let mut md = format!("## Summary\n\n{}\n\n## Evidence\n", sentences.join(" "));
     for n in &cited {
         let item = &items[n - 1];
         let place = if item.heading.is_empty() {
@@ -197,7 +288,10 @@ mod tests {
         assert!(items.len() >= 2, "{items:#?}");
         assert_eq!(items[0].number, 1);
         assert_eq!(items[0].url, "http://docs/json.html");
-        assert!(items[0].text.starts_with("Deserialize"), "{items:#?}");
+        assert!(
+            items[0].text.starts_with("json.loads(s): Deserialize"),
+            "{items:#?}"
+        );
         assert!(items.iter().all(|i| !i.text.starts_with('§')));
         let shown = render_passages(&items);
         assert!(
@@ -223,7 +317,39 @@ mod tests {
         // [9] names no passage: no citation is made of it.
         assert!(!md.contains("[9]("), "{md}");
         assert!(md.contains("## Evidence"), "{md}");
-        assert!(md.contains("> Deserialize s"), "{md}");
+        assert!(md.contains("> json.loads(s): Deserialize s"), "{md}");
+    }
+
+    #[test]
+    fn a_copied_passage_list_becomes_cited_sentences_without_its_labels() {
+        let items = number_passages(&pages(), "decode a JSON document", 4000);
+        let copied = render_passages(&items);
+        let md = assemble(&copied, &items).unwrap();
+        let summary = md.split("## Evidence").next().unwrap();
+        assert!(!summary.contains("› json.loads(s))"), "{md}");
+        assert!(!summary.contains("[1]") && !summary.contains("[2]"), "{md}");
+        assert!(
+            summary.contains(
+                "to a Python object ([json — JSON encoder and decoder](http://docs/json.html))."
+            ),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_sentence_its_passage_does_not_support_is_dropped() {
+        let items = number_passages(&pages(), "decode a JSON document", 4000);
+        let md = assemble(
+            "json.loads deserializes a str containing a JSON document to a Python object [1]. SQLAlchemy's create_engine has a default pool_size of 10 [1].",
+            &items,
+        )
+        .unwrap();
+        assert!(!md.contains("pool_size"), "{md}");
+        assert!(md.contains("json.loads deserializes"), "{md}");
+        assert_eq!(
+            assemble("The default pool_size of create_engine is 10 [1].", &items),
+            None
+        );
     }
 
     #[test]

@@ -304,6 +304,66 @@ pub fn keyword_query(question: &str) -> String {
     words.join(" ")
 }
 
+/// The words of a question that a page answering it must contain: identifiers
+/// (`create_engine`, `functools.lru_cache`, `TaskGroup`) when it names any, otherwise the
+/// names it capitalises (`PostgreSQL`, `Serializable`). Lower-cased; empty when it has neither.
+pub fn key_terms(question: &str) -> Vec<String> {
+    let words: Vec<&str> = question
+        .split(|c: char| c.is_whitespace() || "\"'`?!,;:()[]{}".contains(c))
+        .map(|w| w.trim_end_matches(['.', '\'']).trim_end_matches("'s"))
+        .filter(|w| w.len() > 1)
+        .collect();
+    let identifiers: Vec<String> = words
+        .iter()
+        .filter(|w| {
+            let inner_upper =
+                w.chars().skip(1).any(|c| c.is_uppercase()) && w.chars().any(|c| c.is_lowercase());
+            w.contains('_')
+                || (w.contains('.') && w.chars().next().is_some_and(char::is_alphabetic))
+                || inner_upper
+        })
+        .map(|w| w.to_lowercase())
+        .collect();
+    if !identifiers.is_empty() {
+        return identifiers;
+    }
+    words
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            *i > 0
+                && w.chars().next().is_some_and(char::is_uppercase)
+                && !is_stop(&w.to_lowercase())
+        })
+        .map(|(_, w)| w.to_lowercase())
+        .collect()
+}
+
+/// True when `text` names at least one of the question's key terms (see [`key_terms`]); a
+/// dotted name also counts by its last part (`lru_cache` for `functools.lru_cache`). A page
+/// that names none of them does not answer the question, however many common words it shares.
+pub fn mentions_key_terms(text: &str, question: &str) -> bool {
+    let keys = key_terms(question);
+    if keys.is_empty() {
+        return true;
+    }
+    let lower = text.to_lowercase();
+    let has_word = |needle: &str| {
+        lower.match_indices(needle).any(|(at, _)| {
+            let before = lower[..at].chars().next_back();
+            let after = lower[at + needle.len()..].chars().next();
+            let boundary = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            boundary(before) && boundary(after)
+        })
+    };
+    keys.iter().any(|k| {
+        has_word(k)
+            || k.rsplit('.')
+                .next()
+                .is_some_and(|last| last != k && last.len() > 2 && has_word(last))
+    })
+}
+
 /// BM25 (k1 = 1.2, b = 0.75) of every passage for `query`, with document frequencies from the
 /// passages themselves. A passage's headings count as part of it, twice: a heading that names
 /// the asked-for API marks the passage that documents it.
@@ -598,6 +658,57 @@ mod tests {
         let s = select(&long_lead, "json.loads deserialize", 300);
         assert!(!s.text.contains("Lead. Lead."), "{}", s.text);
         assert!(s.text.contains("json.loads deserializes."), "{}", s.text);
+    }
+
+    #[test]
+    fn key_terms_are_identifiers_first_then_capitalised_names() {
+        assert_eq!(
+            key_terms(
+                "What is the default pool_size of the connection pool created by SQLAlchemy's create_engine()?"
+            ),
+            ["pool_size", "sqlalchemy", "create_engine"]
+        );
+        assert_eq!(
+            key_terms("In Python 3.11, what is the default maxsize of functools.lru_cache?"),
+            ["functools.lru_cache"]
+        );
+        assert_eq!(
+            key_terms("How does asyncio.TaskGroup handle exceptions raised by its child tasks?"),
+            ["asyncio.taskgroup"]
+        );
+        assert_eq!(
+            key_terms(
+                "What isolation levels does PostgreSQL support and how does Serializable differ from Repeatable Read?"
+            ),
+            ["postgresql"]
+        );
+        assert_eq!(
+            key_terms("How does Serializable differ from Repeatable Read?"),
+            ["serializable", "repeatable", "read"]
+        );
+        assert_eq!(
+            key_terms("How do I decode JSON with the json module in Python?"),
+            ["json", "python"]
+        );
+        assert!(key_terms("how do i decode json").is_empty());
+    }
+
+    #[test]
+    fn a_page_naming_none_of_the_key_terms_does_not_answer() {
+        let q = "What is the default pool_size of the connection pool created by SQLAlchemy's create_engine()?";
+        assert!(!mentions_key_terms(
+            "The default executor creates a pool of threads; connections are created lazily.",
+            q
+        ));
+        // Word boundaries: geqo_pool_size is not pool_size.
+        assert!(!mentions_key_terms("geqo_pool_size (integer)", q));
+        assert!(mentions_key_terms(
+            "engine = create_engine(url, pool_size=5)",
+            q
+        ));
+        let q = "In Python 3.11, what is the default maxsize of functools.lru_cache?";
+        assert!(mentions_key_terms("@lru_cache(maxsize=128)", q));
+        assert!(mentions_key_terms("anything", "how do i decode json"));
     }
 
     #[test]

@@ -679,7 +679,9 @@ impl Session<'_> {
                         &self.task,
                         self.deps.settings.page_chars,
                     );
-                    if selection.best_score == 0.0 && !self.task.trim().is_empty() {
+                    let off_task = selection.best_score == 0.0
+                        || !super::passages::mentions_key_terms(&page.markdown, &self.task);
+                    if off_task && !self.task.trim().is_empty() {
                         // Read, and on the record as read, but nothing on it bears on the task:
                         // it is not put before the model and cannot stand in a fallback report.
                         out.push_str(&format!(
