@@ -316,8 +316,9 @@ pub fn key_terms(question: &str) -> Vec<String> {
     let identifiers: Vec<String> = words
         .iter()
         .filter(|w| {
-            let inner_upper =
-                w.chars().skip(1).any(|c| c.is_uppercase()) && w.chars().any(|c| c.is_lowercase());
+            // CamelCase (TaskGroup, SQLAlchemy), not an acronym's plural (CRDs, APIs).
+            let inner_upper = w.chars().skip(1).any(|c| c.is_uppercase())
+                && w.chars().filter(|c| c.is_lowercase()).count() >= 2;
             w.contains('_')
                 || (w.contains('.') && w.chars().next().is_some_and(char::is_alphabetic))
                 || inner_upper
@@ -357,7 +358,9 @@ pub fn mentions_key_terms(text: &str, question: &str) -> bool {
         })
     };
     keys.iter().any(|k| {
+        let singular = k.strip_suffix('s').filter(|s| s.len() > 2);
         has_word(k)
+            || singular.is_some_and(has_word)
             || k.rsplit('.')
                 .next()
                 .is_some_and(|last| last != k && last.len() > 2 && has_word(last))
@@ -691,6 +694,15 @@ mod tests {
             ["json", "python"]
         );
         assert!(key_terms("how do i decode json").is_empty());
+        // An acronym's plural is a name, not an identifier, and matches its singular.
+        assert_eq!(
+            key_terms("How do CEL validation rules work in CRDs?"),
+            ["cel", "crds"]
+        );
+        assert!(mentions_key_terms(
+            "CEL declares validation rules of a CRD",
+            "How do validation rules work in CRDs?"
+        ));
     }
 
     #[test]
