@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end search tests need and builds the docs index. Idempotent.
 #
+# Usage: scripts/install-test-deps.sh [--demo]
+#   --demo  only what scripts/demo.sh uses: searx, python3.11-doc and postgresql-doc-15, and the
+#           docs index (the model comes from scripts/install-real-model.sh). None of the rest:
+#           redis, lua, openssl, xz-utils, curl, helm/kubectl, etcd, moto, the MCP Inspector.
+#
 #   Debian packages: searx (the metasearch engine), redis-server (the shared cache tests), python3.11-doc and postgresql-doc-15 (the HTML
 #   pages it searches, served from /usr/share/doc by the tests' docs server), lua5.4 (runs the Argo CD
 #   health checks in deploy/argocd/).
@@ -27,7 +32,17 @@ case "$work" in
   /*) ;;
   *) work="$repo/$work" ;;
 esac
-packages=(searx python3.11-doc postgresql-doc-15 redis-server lua5.4 openssl xz-utils curl)
+demo=0
+case "${1:-}" in
+  --demo) demo=1 ;;
+  "") ;;
+  *) echo "usage: scripts/install-test-deps.sh [--demo]" >&2; exit 2 ;;
+esac
+# The demo's packages first; the tests need the rest as well.
+packages=(searx python3.11-doc postgresql-doc-15)
+if [ "$demo" = 0 ]; then
+  packages+=(redis-server lua5.4 openssl xz-utils curl)
+fi
 
 sudo=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -52,6 +67,10 @@ fi
 # Debian's interpreter on purpose: a pyenv python3 may be first on PATH. Its sqlite3 has FTS5.
 echo "==> docs index in $work"
 /usr/bin/python3 "$repo/tests/tools/build_docs_index.py" --if-stale --out "$work/docs-index.sqlite"
+
+if [ "$demo" = 1 ]; then
+  exit 0
+fi
 
 "$repo/scripts/install-kube-tools.sh"
 

@@ -4,7 +4,8 @@
 use crate::store::ArtifactStore;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rand::Rng;
 use tokio::sync::watch;
@@ -13,6 +14,7 @@ use tracing::Instrument;
 use crate::api::ResearchProfile;
 use crate::events::publish::{Observers, StreamPublisher};
 use crate::llm::format_pico_usd;
+use crate::llm::router::SpendGuard;
 use crate::research::executor::{self, Control, RunObserver};
 use crate::research::reducer::Event;
 use crate::research::state::{Decision, Limits, Mode, OutputKind, Phase, RunInput, RunState};
@@ -182,16 +184,126 @@ pub fn create_report_file(
     ))
 }
 
-/// Prints one progress line per meaningful event to stderr.
-#[derive(Default)]
+/// How long `quarry run` stays quiet at most: after this long without a line, it prints a
+/// heartbeat saying it is still working (a small model on 2 cores can take minutes per call).
+pub const HEARTBEAT_AFTER: Duration = Duration::from_secs(15);
+
+/// Decides when a heartbeat is due. Pure: the caller passes the time and the provenance log's
+/// version ([`crate::llm::router::SpendGuard::logged`], bumped by every model answer, search and
+/// page read).
+#[derive(Debug, Clone, Copy)]
+pub struct Heartbeat {
+    /// When the last line (progress or heartbeat) was printed.
+    last_line: Instant,
+    /// When the run last showed a sign of life: an event, or a record logged.
+    last_activity: Instant,
+    /// The provenance log's version at `last_activity`.
+    logged: u64,
+}
+
+impl Heartbeat {
+    pub fn new(now: Instant) -> Self {
+        Self {
+            last_line: now,
+            last_activity: now,
+            logged: 0,
+        }
+    }
+
+    /// A progress line was printed.
+    pub fn printed(&mut self, now: Instant) {
+        self.last_line = now;
+        self.last_activity = now;
+    }
+
+    /// The run moved on without a line worth printing (a per-call usage update).
+    pub fn activity(&mut self, now: Instant) {
+        self.last_activity = now;
+    }
+
+    /// Called about every second: when nothing was printed for [`HEARTBEAT_AFTER`], returns how
+    /// long the run has been waiting on its current step (and counts the heartbeat as a line).
+    pub fn tick(&mut self, now: Instant, logged: u64) -> Option<Duration> {
+        if logged != self.logged {
+            self.logged = logged;
+            self.last_activity = now;
+        }
+        if now.saturating_duration_since(self.last_line) < HEARTBEAT_AFTER {
+            return None;
+        }
+        self.last_line = now;
+        Some(now.saturating_duration_since(self.last_activity))
+    }
+}
+
+/// The text of a heartbeat line, after the run's status. `waiting` is how long ago the last model
+/// call, search or page read ended: the step in flight since then is nearly always a model call
+/// (the only slow one on a local model), but the log cannot tell.
+pub fn heartbeat_text(waiting: Duration) -> String {
+    let secs = waiting.as_secs();
+    if waiting >= HEARTBEAT_AFTER {
+        format!("still working: a model call (or a search or page read) in flight for {secs} s")
+    } else {
+        format!("still working: the last model call, search or page read ended {secs} s ago")
+    }
+}
+
+/// The status every progress line starts with: `[Researching]       10% | 1520 tok | $0.000000 | `.
+fn status_prefix(state: &RunState) -> String {
+    format!(
+        "[{:>9}] {:>9} | {} tok | ${} | ",
+        state.phase.to_string(),
+        state.progress(),
+        state.usage.input_tokens + state.usage.output_tokens,
+        format_pico_usd(state.usage.cost_pico_usd)
+    )
+}
+
+/// Prints one progress line per meaningful event to stderr, and a heartbeat when the run has
+/// been quiet for [`HEARTBEAT_AFTER`] (see [`spawn_heartbeat`]).
 pub struct ProgressPrinter {
-    printed_units: std::sync::Mutex<std::collections::BTreeMap<u32, u32>>,
+    printed_units: Mutex<std::collections::BTreeMap<u32, u32>>,
+    /// The status of the last event's state, for heartbeat lines (none before the first event).
+    status: Mutex<Option<String>>,
+    heartbeat: Mutex<Heartbeat>,
+}
+
+impl Default for ProgressPrinter {
+    fn default() -> Self {
+        Self {
+            printed_units: Mutex::default(),
+            status: Mutex::default(),
+            heartbeat: Mutex::new(Heartbeat::new(Instant::now())),
+        }
+    }
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl ProgressPrinter {
+    /// Records an event at `now` and returns its progress line, if it deserves one.
+    pub fn observe(&self, state: &RunState, event: &Event, now: Instant) -> Option<String> {
+        let line = self.line(state, event);
+        *locked(&self.status) = Some(status_prefix(state));
+        let mut heartbeat = locked(&self.heartbeat);
+        match line {
+            Some(_) => heartbeat.printed(now),
+            None => heartbeat.activity(now),
+        }
+        line
+    }
+
+    /// The heartbeat line due at `now`, if any; `logged` is the provenance log's version.
+    pub fn heartbeat(&self, now: Instant, logged: u64) -> Option<String> {
+        let status = locked(&self.status).clone()?;
+        let waiting = locked(&self.heartbeat).tick(now, logged)?;
+        Some(format!("{status}{}", heartbeat_text(waiting)))
+    }
+
     /// The progress line for an event, if it deserves one.
     pub fn line(&self, state: &RunState, event: &Event) -> Option<String> {
-        let p = state.progress();
         let text = match event {
             Event::Start => match state.phase {
                 Phase::Planning => "planning the agenda".to_string(),
@@ -208,10 +320,7 @@ impl ProgressPrinter {
             }
             Event::PlanFailed { failure, .. } => format!("planning failed: {}", failure.message),
             Event::ResearcherProgress { task_id, units, .. } => {
-                let mut printed = match self.printed_units.lock() {
-                    Ok(p) => p,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
+                let mut printed = locked(&self.printed_units);
                 // One line per tool call; per-call usage updates alone are not worth a line.
                 if printed.insert(*task_id, *units) == Some(*units) {
                     return None;
@@ -251,22 +360,40 @@ impl ProgressPrinter {
                 format!("resumed: {} model calls already paid for", usage.llm_calls)
             }
         };
-        Some(format!(
-            "[{:>9}] {:>9} | {} tok | ${} | {text}",
-            state.phase.to_string(),
-            p,
-            state.usage.input_tokens + state.usage.output_tokens,
-            format_pico_usd(state.usage.cost_pico_usd)
-        ))
+        Some(format!("{}{text}", status_prefix(state)))
     }
 }
 
 impl RunObserver for ProgressPrinter {
     fn on_change(&self, state: &RunState, event: &Event) {
-        if let Some(line) = self.line(state, event) {
+        if let Some(line) = self.observe(state, event, Instant::now()) {
             eprintln!("{line}");
         }
     }
+}
+
+/// Stops the heartbeat task when the run is over (or its future dropped).
+struct HeartbeatTask(tokio::task::JoinHandle<()>);
+
+impl Drop for HeartbeatTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Checks every second whether `printer` is due a heartbeat and prints it to stderr, so a long
+/// model call never leaves the terminal silent for more than [`HEARTBEAT_AFTER`].
+fn spawn_heartbeat(printer: Arc<ProgressPrinter>, spend: Arc<SpendGuard>) -> HeartbeatTask {
+    HeartbeatTask(tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(1));
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            if let Some(line) = printer.heartbeat(Instant::now(), spend.logged()) {
+                eprintln!("{line}");
+            }
+        }
+    }))
 }
 
 /// Key in the state directory recording where the report file went, so a rerun that resumes
@@ -386,17 +513,23 @@ pub async fn run_with_events(
         let publisher = Arc::new(StreamPublisher::new(events, run_ref(&opts.query)));
         engine.spend.set_tap(publisher.clone());
         // `--output json` prints the run's events as JSON lines instead of progress lines.
+        let mut heartbeat = None;
         let printer: Arc<dyn RunObserver> = match &opts.events {
             Some(json) => {
                 json.attach(engine.spend.clone());
                 json.clone()
             }
-            None => Arc::new(ProgressPrinter::default()),
+            None => {
+                let progress = Arc::new(ProgressPrinter::default());
+                heartbeat = Some(spawn_heartbeat(progress.clone(), engine.spend.clone()));
+                progress
+            }
         };
         let observers = Observers(vec![printer, publisher.clone()]);
         let final_state = executor::run(Arc::new(engine), state, Arc::new(observers), control_rx)
             .instrument(span)
             .await;
+        drop(heartbeat);
         publisher.finish(&final_state);
         if let Some(dispatch) = dispatch {
             dispatch.finish().await;
@@ -640,6 +773,74 @@ mod tests {
         std::fs::write(cwd.join("research"), "a file, not a directory").unwrap();
         assert_eq!(report_dir(&cwd, None, Path::new("/tmp")), cwd.join("DOCS"));
         let _ = std::fs::remove_dir_all(cwd);
+    }
+
+    #[test]
+    fn a_heartbeat_is_due_after_fifteen_quiet_seconds_and_every_fifteen_after() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut hb = Heartbeat::new(t0);
+        assert_eq!(hb.tick(at(1), 0), None);
+        assert_eq!(hb.tick(at(14), 0), None);
+        assert_eq!(hb.tick(at(15), 0), Some(Duration::from_secs(15)));
+        // Not again until another 15 s have passed; the wait keeps counting from the last step.
+        assert_eq!(hb.tick(at(16), 0), None);
+        assert_eq!(hb.tick(at(29), 0), None);
+        assert_eq!(hb.tick(at(30), 0), Some(Duration::from_secs(30)));
+        assert_eq!(hb.tick(at(45), 0), Some(Duration::from_secs(45)));
+    }
+
+    #[test]
+    fn a_progress_line_resets_the_heartbeat_and_quiet_activity_resets_the_wait() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut hb = Heartbeat::new(t0);
+        hb.printed(at(10));
+        assert_eq!(hb.tick(at(24), 0), None);
+        assert_eq!(hb.tick(at(25), 0), Some(Duration::from_secs(15)));
+        // An event without a line: the heartbeat still comes (nothing was printed), but the wait
+        // is counted from that event.
+        hb.activity(at(33));
+        assert_eq!(hb.tick(at(40), 0), Some(Duration::from_secs(7)));
+        // A search or page read logged (the log's version moved) counts the same way.
+        assert_eq!(hb.tick(at(50), 3), None);
+        assert_eq!(hb.tick(at(55), 3), Some(Duration::from_secs(5)));
+        assert_eq!(hb.tick(at(70), 3), Some(Duration::from_secs(20)));
+    }
+
+    #[test]
+    fn heartbeat_text_says_how_long_the_step_in_flight_has_run() {
+        assert_eq!(
+            heartbeat_text(Duration::from_millis(30_900)),
+            "still working: a model call (or a search or page read) in flight for 30 s"
+        );
+        assert_eq!(
+            heartbeat_text(Duration::from_secs(3)),
+            "still working: the last model call, search or page read ended 3 s ago"
+        );
+    }
+
+    #[test]
+    fn heartbeat_lines_carry_the_status_of_the_last_event() {
+        let printer = ProgressPrinter::default();
+        let t0 = Instant::now();
+        // Before any event there is no status to show.
+        assert_eq!(printer.heartbeat(t0 + Duration::from_secs(60), 0), None);
+        let mut state = RunState::new(RunInput::new("how?", Mode::Quick));
+        state.phase = Phase::Researching;
+        let line = printer.observe(&state, &Event::Start, t0).unwrap();
+        assert!(line.ends_with("| researching with 1 researcher"), "{line}");
+        assert_eq!(printer.heartbeat(t0 + Duration::from_secs(14), 0), None);
+        let beat = printer.heartbeat(t0 + Duration::from_secs(15), 0).unwrap();
+        assert_eq!(
+            beat,
+            format!(
+                "{}still working: a model call (or a search or page read) in flight for 15 s",
+                status_prefix(&state)
+            )
+        );
+        assert!(beat.starts_with("[Researching] "), "{beat}");
+        assert!(line.starts_with(&status_prefix(&state)), "{line}");
     }
 
     #[test]
