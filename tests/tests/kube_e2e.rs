@@ -533,7 +533,11 @@ async fn scenario(
         client,
         ("quarry.dev", "v1alpha1", "ResearchRun"),
         namespace,
-        run("late", "late-profile", "What does a late profile do?"),
+        run(
+            "late",
+            "late-profile",
+            "What do CEL validation rules check in CRDs?",
+        ),
     )
     .await?;
     let stalled = wait_run(
