@@ -359,9 +359,9 @@ async fn redis_down_mid_run_only_costs_the_cache() {
             )
         })
         .collect();
-    // Three searches (the question as written and as keywords, then the model's query) before
-    // Redis died, the page read after.
-    let mut expected: Vec<(String, String)> = vec![("search".into(), "miss".into()); 3];
+    // Four searches (the question as written, as keywords and its key terms, then the model's
+    // query) before Redis died, the page read after.
+    let mut expected: Vec<(String, String)> = vec![("search".into(), "miss".into()); 4];
     expected.push(("fetch".into(), "error".into()));
     assert_eq!(caches, expected);
 }

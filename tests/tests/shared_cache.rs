@@ -178,10 +178,11 @@ async fn a_redis_that_is_down_only_costs_the_cache() {
     assert_eq!(source_lines(&dir.path().join("state")), lookups("error"));
 }
 
-/// The cache lookups of one scripted run: three searches (the question as written and as
-/// keywords, which the engine always runs first, then the model's query) and one page read.
+/// The cache lookups of one scripted run: four searches (the question as written, as keywords
+/// and its key terms, which the engine always runs first, then the model's query) and one
+/// page read.
 fn lookups(cache: &str) -> Vec<(String, String)> {
-    let mut out = vec![("search".to_string(), cache.to_string()); 3];
+    let mut out = vec![("search".to_string(), cache.to_string()); 4];
     out.push(("fetch".to_string(), cache.to_string()));
     out
 }

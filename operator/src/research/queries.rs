@@ -4,7 +4,7 @@
 //!
 //! Pure functions; the researcher applies them.
 
-use super::passages::keyword_query;
+use super::passages::{key_terms, keyword_query};
 
 /// Why a model-written query was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +123,12 @@ pub fn seed_queries(task: &str) -> Vec<String> {
     if !keywords.is_empty() && normalise(&keywords) != normalise(whole) {
         out.push(keywords);
     }
+    // The names a page must mention (`asyncio.TaskGroup`), alone: full-text engines rank the
+    // page that documents an API first for its bare name, not for a sentence around it.
+    let keys = key_terms(whole).join(" ");
+    if !keys.is_empty() && !out.iter().any(|q| normalise(q) == normalise(&keys)) {
+        out.push(keys);
+    }
     out
 }
 
@@ -181,8 +187,13 @@ mod tests {
             seed_queries("How do I decode JSON with the json module in Python?"),
             vec![
                 "How do I decode JSON with the json module in Python?".to_string(),
-                "decode json module python".to_string()
+                "decode json module python".to_string(),
+                "json python".to_string()
             ]
+        );
+        assert_eq!(
+            seed_queries("How does asyncio.TaskGroup handle exceptions?")[2],
+            "asyncio.taskgroup"
         );
         // A task that is already keywords is searched once.
         assert_eq!(

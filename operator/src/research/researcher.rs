@@ -593,7 +593,16 @@ impl Session<'_> {
                 "There are no search results to read yet: gathering comes before scraping. The task was searched for you:\n{results}\nCall `scrape` with URLs from these results."
             );
         }
-        match self.budget.take_scrape(self.context_used()) {
+        // Seed 000's 55% gate protects room for the report; before anything was read there is
+        // nothing to report from, so the first batch is never skipped (a 0.5B model's search
+        // results alone filled 64% of an 8k window and every batch was skipped). The window
+        // itself is enforced when each prompt is sent (llm::window).
+        let used = if self.fetched.is_empty() {
+            0.0
+        } else {
+            self.context_used()
+        };
+        match self.budget.take_scrape(used) {
             ScrapeStep::Handshake => {
                 // Seed 000: the handshake returns what siblings took, with no network activity.
                 let all = self.deps.pool.taken().await;
@@ -666,9 +675,36 @@ impl Session<'_> {
                 out.push_str("None of the requested URLs could be read, so the top unread search results were read instead.\n");
             }
         }
-        let fetches = chosen.iter().map(|u| self.deps.fetcher.fetch(u));
+        let relevant_before = self.pages.len();
+        let off_task_before = self.irrelevant.len();
+        self.fetch_into(&chosen, &mut out).await;
+        // Every page of the batch was off the task: the batch goes to the next candidates
+        // instead, once (issue 14: the search engine ranked three unrelated pages first).
+        let off_task = self.irrelevant.len() - off_task_before;
+        if self.pages.len() == relevant_before && off_task > 0 {
+            let mut next = Vec::new();
+            for u in self.best_unread(off_task).await {
+                if self.deps.pool.claim(&u).await {
+                    next.push(u);
+                }
+            }
+            if !next.is_empty() {
+                out.push_str("None of those pages bears on the task, so the next search results were read instead.\n");
+                self.fetch_into(&next, &mut out).await;
+            }
+        }
+        for s in skipped {
+            out.push_str(&format!("Skipped {s}\n"));
+        }
+        out
+    }
+
+    /// Fetches `urls` and records each page: shown (the passages that bear on the task), off
+    /// the task (read, never shown) or failed.
+    async fn fetch_into(&mut self, urls: &[String], out: &mut String) {
+        let fetches = urls.iter().map(|u| self.deps.fetcher.fetch(u));
         let results = join_all(fetches).await;
-        for (url, res) in chosen.iter().zip(results) {
+        for (url, res) in urls.iter().zip(results) {
             match res {
                 Ok(page) => {
                     // The passages that bear on the task, not the page's first N characters: the
@@ -711,10 +747,6 @@ impl Session<'_> {
                 }
             }
         }
-        for s in skipped {
-            out.push_str(&format!("Skipped {s}\n"));
-        }
-        out
     }
 
     /// When the model cannot write a usable report in its conversation, it is asked once more in
@@ -880,9 +912,10 @@ impl Session<'_> {
             if urls.is_empty() {
                 return false;
             }
-            let mut step = self.budget.take_scrape(self.context_used());
+            // Nothing is read yet (this grounds a researcher with no page): never gated.
+            let mut step = self.budget.take_scrape(0.0);
             if step == ScrapeStep::Handshake {
-                step = self.budget.take_scrape(self.context_used());
+                step = self.budget.take_scrape(0.0);
             }
             let result = match step {
                 ScrapeStep::Batch { index, max_urls } => {
@@ -1085,7 +1118,12 @@ pub async fn run_researcher(
         Err(f) => return Err(f),
     };
     let text = strip_think(&resp.content).trim().to_string();
-    if text.is_empty() || looks_like_tool_call(&text) || !s.cites_a_read_page(&text) {
+    // A report written without reading anything is not grounded: the fallback reads first.
+    if text.is_empty()
+        || looks_like_tool_call(&text)
+        || s.fetched.is_empty()
+        || !s.cites_a_read_page(&text)
+    {
         return s.fallback_report(task_id, task).await;
     }
     Ok(finish(s, task_id, text))
