@@ -84,7 +84,9 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
 fn looks_like_signature(heading: &str) -> bool {
     let h = heading.trim().trim_matches('`');
     let name_end = h.find('(').unwrap_or(0);
+    // One call shape: "search() vs. match()" is a heading about two functions, not a signature.
     name_end > 0
+        && h.matches('(').count() == 1
         && h.len() < 160
         && h[..name_end]
             .chars()
@@ -334,6 +336,15 @@ mod tests {
             ),
             "{md}"
         );
+    }
+
+    #[test]
+    fn only_a_call_shape_is_a_signature() {
+        assert!(looks_like_signature("json.loads(s, *, cls=None)"));
+        assert!(looks_like_signature("`len(s)`"));
+        assert!(!looks_like_signature("search() vs. match()"));
+        assert!(!looks_like_signature("Basic Usage"));
+        assert!(!looks_like_signature("What (not) to do"));
     }
 
     #[test]

@@ -1580,6 +1580,97 @@ mod tests {
         assert!(report.markdown.contains(JSON_PAGE), "{}", report.markdown);
     }
 
+    /// Finds an off-topic page first, then the one that answers.
+    struct TwoResults;
+
+    const OFF_TOPIC: &str = "https://docs.example/library/pickle.html";
+
+    #[async_trait]
+    impl Gatherer for TwoResults {
+        async fn search(&self, _: &str, _: usize) -> Result<Vec<SearchHit>, SourceError> {
+            Ok(vec![hit(OFF_TOPIC, "searx"), hit(JSON_PAGE, "searx")])
+        }
+    }
+
+    struct TwoPages(Mutex<Vec<String>>);
+
+    #[async_trait]
+    impl Fetcher for TwoPages {
+        async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
+            self.0.lock().unwrap().push(url.to_string());
+            let markdown = if url == OFF_TOPIC {
+                "# pickle\n\nThe pickle module implements binary protocols for object structures."
+            } else {
+                "# json\n\n**json.loads(s)**\n\nDeserialize s (a str instance containing a JSON document) to a Python object."
+            };
+            Ok(Page {
+                url: url.into(),
+                final_url: url.into(),
+                title: url.into(),
+                markdown: markdown.into(),
+                bytes: 100,
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_batch_of_off_task_pages_is_spent_on_the_next_candidates() {
+        let model = Arc::new(Turns {
+            turn: |n| {
+                Ok(match n {
+                    0 => call("search", json!({"queries": ["json loads"]})),
+                    1 => call("scrape", json!({"urls": [OFF_TOPIC]})),
+                    2 => call("scrape", json!({"urls": [OFF_TOPIC]})),
+                    _ => text(&format!(
+                        "## Summary\njson.loads deserializes a JSON document ([json]({JSON_PAGE}))."
+                    )),
+                })
+            },
+            requests: Mutex::default(),
+        });
+        let fetcher = Arc::new(TwoPages(Mutex::default()));
+        let deps = ResearcherDeps {
+            model: model.clone(),
+            gatherer: Arc::new(TwoResults),
+            fetcher: fetcher.clone(),
+            pool: Arc::default(),
+            settings: ResearcherSettings::default(),
+            specialised: None,
+        };
+        let task = "How do I decode a JSON document with json.loads?";
+        let input = RunInput::new(task, Mode::Quick);
+        let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
+            .await
+            .unwrap();
+        // The model asked for the off-topic page only; its batch went on to the next result.
+        assert_eq!(
+            *fetcher.0.lock().unwrap(),
+            vec![OFF_TOPIC.to_string(), JSON_PAGE.to_string()]
+        );
+        assert_eq!(report.irrelevant, vec![OFF_TOPIC.to_string()]);
+        assert_eq!(report.pages.len(), 1);
+        assert_eq!(report.pages[0].url, JSON_PAGE);
+        let requests = model.requests.lock().unwrap();
+        let batch = requests[3]
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Tool)
+            .unwrap();
+        assert!(
+            batch
+                .content
+                .contains("None of those pages bears on the task, so the next search results were read instead."),
+            "{}",
+            batch.content
+        );
+        assert!(
+            !batch.content.contains("binary protocols"),
+            "{}",
+            batch.content
+        );
+    }
+
     #[tokio::test]
     async fn placeholder_and_repeated_queries_do_not_spend_the_search_budget() {
         let model = Arc::new(Turns {
