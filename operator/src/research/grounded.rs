@@ -47,6 +47,7 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
     let best = scores.iter().cloned().fold(0.0, f64::max);
     let mut order: Vec<usize> = (0..all.len())
         .filter(|i| scores[*i] > 0.0 && scores[*i] >= best * MIN_SHARE_OF_BEST)
+        .filter(|i| prose_words(&all[*i].text) >= MIN_PROSE_WORDS)
         .collect();
     order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
     let mut out = Vec::new();
@@ -78,6 +79,34 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         });
     }
     out
+}
+
+/// Fewest words of prose (links removed) a passage needs to be evidence: a page's navigation
+/// ("[Next](plpython-envar.html ...)") is not, however well it matches.
+const MIN_PROSE_WORDS: usize = 2;
+
+/// Words of `text` outside Markdown links and URLs.
+fn prose_words(text: &str) -> usize {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open..];
+        match after
+            .find("](")
+            .and_then(|m| after[m..].find(')').map(|c| m + c))
+        {
+            Some(end) => rest = &after[end + 1..],
+            None => {
+                out.push_str(after);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out.split_whitespace()
+        .filter(|w| !w.contains("://") && w.chars().any(char::is_alphabetic))
+        .count()
 }
 
 /// True for a heading that is an API signature: `json.loads(s, *, cls=None)`, `len(s)`.
@@ -336,6 +365,21 @@ mod tests {
             ),
             "{md}"
         );
+    }
+
+    #[test]
+    fn navigation_links_are_not_evidence() {
+        assert_eq!(
+            prose_words("[Next](plpython-envar.html \"46.11. Environment Variables\")"),
+            0
+        );
+        assert_eq!(prose_words("See [json](x.html) for how loads works."), 5);
+        let pages = vec![PageExtract {
+            url: "http://docs/plpython.html".into(),
+            title: "Python 2 vs. Python 3".into(),
+            text: "[Next](plpython-envar.html \"Python Environment Variables\")\n\n[Prev](a.html \"Python\")".into(),
+        }];
+        assert!(number_passages(&pages, "Which pickle protocol does Python use?", 4000).is_empty());
     }
 
     #[test]
