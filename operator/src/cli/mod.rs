@@ -198,20 +198,27 @@ pub enum Resolved {
     Quiet,
 }
 
+/// A multi-threaded runtime for one command; `None` (the reason printed) when it cannot start.
+pub fn command_runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("quarry: cannot start the async runtime: {e}");
+            None
+        }
+    }
+}
+
 /// Runs an async command on a fresh runtime and turns its error into an exit status.
 pub fn block_on<F>(fut: F) -> ExitCode
 where
     F: std::future::Future<Output = Result<(), CliError>>,
 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("quarry: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = command_runtime() else {
+        return ExitCode::FAILURE;
     };
     match runtime.block_on(fut) {
         Ok(()) => ExitCode::SUCCESS,

@@ -121,15 +121,8 @@ fn load_done(dir: &Path) -> BTreeMap<String, QuestionResult> {
 
 /// `quarry eval`: exit 0 when every selected question has a result, 2 for usage errors.
 pub fn main(args: &EvalArgs, settings: Settings) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("quarry: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::cli::command_runtime() else {
+        return ExitCode::FAILURE;
     };
     match runtime.block_on(eval(args, settings)) {
         Ok(table) => {
