@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Extraction benchmark: Quarry's extractor and trafilatura 2.0.0 (Python) on the same labelled
-# pages, scored by the same metric code in one run (operator/benches/extraction.rs).
+# pages, scored by the same metric code in one run (crates/engine/benches/extraction.rs).
 #
 # Creates its own venv (.work/bench-venv, gitignored) with trafilatura from PyPI, extracts every
 # page with it (timed inside Python, single-threaded, extraction calls only), then runs the Rust
@@ -51,4 +51,4 @@ PASSES="${QUARRY_BENCH_PASSES:-3}"
 
 cd "$ROOT"
 QUARRY_EXTRACTION_BENCH="$BENCH" QUARRY_PYTHON_EXTRACTION="$OUT" QUARRY_BENCH_PASSES="$PASSES" \
-    cargo bench -p quarry --bench extraction -- "$@"
+    cargo bench -p quarry-engine --bench extraction -- "$@"

@@ -5,7 +5,7 @@
 //! server after 20 ms (all on 127.0.0.1, in this process). A quick run and a deep run (plan of
 //! three tasks, three researchers at once, an evaluation that delegates a fourth task, a second
 //! round, a final evaluation, page summaries, the written study) run in-process through
-//! `quarry::wiring::build_engine` and `quarry::research::executor::run`. The critical path, the
+//! `quarry_operator::wiring::build_engine` and `quarry_engine::research::executor::run`. The critical path, the
 //! baseline, is derived from each run's own `events.jsonl` (see `quarry_e2e::critical_path`),
 //! so it is measured in the same run as the wall time it is compared with.
 
@@ -14,16 +14,17 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use quarry::api::ResearchProfile;
-use quarry::research::executor::{self, Control, EVENTS_KEY, EngineSettings, NoopObserver};
-use quarry::research::state::{Mode, Phase, RunInput, RunState};
-use quarry::store::memory::MemoryStore;
-use quarry::wiring;
+use quarry_api::ResearchProfile;
 use quarry_e2e::bench::{DEEP_QUESTION, QUICK_QUESTION, machine_note, median, scripted_run};
 use quarry_e2e::critical_path::{self, CriticalPath, Shape, Span};
 use quarry_e2e::model_server::ScriptedModel;
 use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::slow_web::SlowWeb;
+use quarry_engine::research::executor::{self, Control, EVENTS_KEY, NoopObserver};
+use quarry_engine::research::settings::EngineSettings;
+use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::store::memory::MemoryStore;
+use quarry_operator::wiring;
 
 const MODEL_MS: u64 = 200;
 const SEARCH_MS: u64 = 50;
@@ -49,7 +50,7 @@ async fn one_run(web: &SlowWeb, mode: Mode) -> BenchResult<Measured> {
     let profile =
         ResearchProfile::from_yaml(&scripted_profile(&model.base_url(), &web.base_url()))?;
     let store = Arc::new(MemoryStore::new());
-    let key = |_: &quarry::api::ModelTier| Some("sk-bench".to_string());
+    let key = |_: &quarry_api::ModelTier| Some("sk-bench".to_string());
     let built = Instant::now();
     let engine = wiring::build_engine(&profile.spec, &key, store.clone(), None)?;
     let build_ms = built.elapsed().as_secs_f64() * 1000.0;

@@ -15,15 +15,15 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use quarry::api::ResearchProfile;
-use quarry::research::executor::{self, Control, NoopObserver};
-use quarry::research::state::{Mode, Phase, RunInput, RunState};
-use quarry::store::memory::MemoryStore;
-use quarry::wiring;
+use quarry_api::ResearchProfile;
 use quarry_e2e::bench::{cpu_seconds, machine_note, researcher_route, status_kib};
 use quarry_e2e::model_server::{Script, ScriptedModel};
 use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::slow_web::SlowWeb;
+use quarry_engine::research::executor::{self, Control, NoopObserver};
+use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::store::memory::MemoryStore;
+use quarry_operator::wiring;
 
 const MODEL_MS: u64 = 100;
 const SEARCH_MS: u64 = 50;
@@ -109,7 +109,7 @@ struct RunOutcome {
 
 async fn one_run(profile: Arc<ResearchProfile>) -> RunOutcome {
     let store = Arc::new(MemoryStore::new());
-    let key = |_: &quarry::api::ModelTier| Some("sk-bench".to_string());
+    let key = |_: &quarry_api::ModelTier| Some("sk-bench".to_string());
     let engine = match wiring::build_engine(&profile.spec, &key, store.clone(), None) {
         Ok(e) => e,
         Err(e) => {

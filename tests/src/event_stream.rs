@@ -9,16 +9,16 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt};
 use tokio::sync::watch;
 
-use quarry::api::ResearchProfile;
-use quarry::events::publish::{StreamPublisher, run_published};
-use quarry::events::{RunDirectory, RunEvents, RunRef};
 use quarry::logs::{SseMessage, SseParser};
-use quarry::research::executor::{Control, NoopObserver};
-use quarry::research::state::{Mode, RunInput, RunState};
-use quarry::server::events::{EventsApi, StreamSettings, events_path};
-use quarry::server::{Readiness, ServerState};
-use quarry::store::memory::MemoryStore;
-use quarry::telemetry::Metrics;
+use quarry_api::ResearchProfile;
+use quarry_engine::events::publish::{StreamPublisher, run_published};
+use quarry_engine::events::{RunDirectory, RunEvents, RunRef};
+use quarry_engine::research::executor::{Control, NoopObserver};
+use quarry_engine::research::state::{Mode, RunInput, RunState};
+use quarry_engine::store::memory::MemoryStore;
+use quarry_engine::telemetry::Metrics;
+use quarry_operator::server::events::{EventsApi, StreamSettings, events_path};
+use quarry_operator::server::{Readiness, ServerState};
 
 use crate::bench::{DEEP_QUESTION, QUICK_QUESTION, scripted_run};
 use crate::model_server::{ScriptedModel, ScriptedModelHandle};
@@ -48,8 +48,8 @@ pub async fn start_streamed_run(
     let profile =
         ResearchProfile::from_yaml(&scripted_profile(&model.base_url(), &web.base_url()))?;
     let store = Arc::new(MemoryStore::new());
-    let key = |_: &quarry::api::ModelTier| Some("sk-stream-test".to_string());
-    let engine = quarry::wiring::build_engine(&profile.spec, &key, store.clone(), None)?;
+    let key = |_: &quarry_api::ModelTier| Some("sk-stream-test".to_string());
+    let engine = quarry_operator::wiring::build_engine(&profile.spec, &key, store.clone(), None)?;
     let question = if mode == Mode::Quick {
         QUICK_QUESTION
     } else {
@@ -94,7 +94,7 @@ impl EventServer {
         settings: StreamSettings,
     ) -> std::io::Result<EventServer> {
         let metrics = Metrics::new();
-        let listener = quarry::server::bind("127.0.0.1:0")
+        let listener = quarry_operator::server::bind("127.0.0.1:0")
             .await
             .map_err(std::io::Error::other)?;
         let base = format!("http://{}", listener.local_addr()?);
@@ -109,7 +109,7 @@ impl EventServer {
             )),
         };
         let task = tokio::spawn(async move {
-            let _ = quarry::server::serve(listener, state, std::future::pending()).await;
+            let _ = quarry_operator::server::serve(listener, state, std::future::pending()).await;
         });
         Ok(EventServer {
             base,

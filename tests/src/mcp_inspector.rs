@@ -7,8 +7,6 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::searx::running_in_ci;
-
 /// The launcher script inside the installed package.
 const LAUNCHER: &str =
     "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
@@ -32,22 +30,16 @@ pub fn inspector_dir() -> PathBuf {
     work.join("mcp-inspector")
 }
 
-/// The Inspector's launcher, or `None` after saying the test is skipped (a panic in CI, where
-/// the install script always runs).
-pub fn inspector_or_skip(test: &str) -> Option<PathBuf> {
+/// The Inspector's launcher, or a panic saying how to install it (tests that need it are
+/// `#[ignore = "needs the MCP Inspector ..."]` and run only when asked).
+pub fn inspector_for(test: &str) -> PathBuf {
     let launcher = inspector_dir().join(LAUNCHER);
-    if launcher.is_file() {
-        return Some(launcher);
-    }
-    let hint = "run scripts/install-test-deps.sh";
-    if running_in_ci() {
-        panic!(
-            "{test}: the MCP Inspector is not installed at {}; {hint}",
-            launcher.display()
-        );
-    }
-    eprintln!("SKIPPED {test}: the MCP Inspector is not installed; {hint} to run it");
-    None
+    assert!(
+        launcher.is_file(),
+        "{test}: the MCP Inspector is not installed at {}; run scripts/install-test-deps.sh",
+        launcher.display()
+    );
+    launcher
 }
 
 /// What one Inspector invocation printed.

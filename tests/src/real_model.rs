@@ -24,9 +24,6 @@ pub const MODEL_FILE_1_5B: &str = "qwen2.5-coder-1.5b-instruct.gguf";
 /// Name the server reports for the larger model.
 pub const MODEL_NAME_1_5B: &str = "qwen2.5-coder-1.5b-instruct";
 
-/// Environment variable that forces the real-model tests to run (`1`) or skip (`0`).
-pub const ENV_GATE: &str = "QUARRY_REAL_MODEL";
-
 /// Default wait for the model to load; a 2-core machine under load needs tens of seconds.
 const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -143,20 +140,6 @@ impl RealModelConfig {
 pub fn repo_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().unwrap_or(manifest).to_path_buf()
-}
-
-/// Whether the real-model tests should run: `Ok(())` to run, `Err(reason)` to skip.
-///
-/// `QUARRY_REAL_MODEL=1` forces a run (a missing install then fails the test instead of skipping),
-/// `QUARRY_REAL_MODEL=0` forces a skip, otherwise they run when everything is installed.
-pub fn gate() -> Result<(), String> {
-    match std::env::var(ENV_GATE).ok().as_deref().map(str::trim) {
-        Some("1") | Some("true") => Ok(()),
-        Some("0") | Some("false") => Err(format!("{ENV_GATE}=0")),
-        _ => RealModelConfig::from_env()
-            .check_installed()
-            .map_err(|e| format!("{e} (or set {ENV_GATE}=1 to make a missing install an error)")),
-    }
 }
 
 /// A running model server; the child process is killed when this is dropped.

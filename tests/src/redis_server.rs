@@ -56,18 +56,14 @@ impl RedisServer {
         ))
     }
 
-    /// Starts a server, or says why the test `test` is skipped when redis-server is not
-    /// installed (in CI that is a failure: the install script provides it).
-    pub fn start_or_skip(test: &str) -> Option<Self> {
-        if !redis_available() {
-            assert!(
-                !crate::searx::running_in_ci(),
-                "redis-server missing: run scripts/install-test-deps.sh"
-            );
-            eprintln!("SKIP {test}: redis-server is not installed");
-            return None;
-        }
-        Some(Self::start().unwrap_or_else(|e| panic!("redis-server: {e}")))
+    /// Starts a server for the test `test`, or panics saying redis-server is not installed
+    /// (tests that need it are `#[ignore = "needs redis-server ..."]` and run only when asked).
+    pub fn start_for(test: &str) -> Self {
+        assert!(
+            redis_available(),
+            "{test}: redis-server is not installed; run scripts/install-test-deps.sh"
+        );
+        Self::start().unwrap_or_else(|e| panic!("{test}: redis-server: {e}"))
     }
 
     /// `redis://127.0.0.1:<port>/0`.

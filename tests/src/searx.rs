@@ -153,21 +153,16 @@ pub fn missing_doc_trees() -> Vec<String> {
         .collect()
 }
 
-/// For tests: `true` when the test must be skipped because `missing` is not empty and `CI` is not
-/// set (after printing why); panics when something is missing under CI.
-pub fn skip_for_missing(test: &str, missing: &[String]) -> bool {
-    if missing.is_empty() {
-        return false;
+/// Panics, naming what is missing and how to install it, when `missing` is not empty. Tests that
+/// need the local search stack are `#[ignore = "needs searx ..."]`: they run only when asked for
+/// (`scripts/test.sh` asks), and then a missing install is a failure, never a silent pass.
+pub fn require_installed(test: &str, missing: &[String]) {
+    if !missing.is_empty() {
+        panic!(
+            "{test}: the local search stack is not installed ({} missing); {INSTALL_HINT}",
+            missing.join(", ")
+        );
     }
-    let what = missing.join(", ");
-    if running_in_ci() {
-        panic!("{test}: the local search stack is not installed ({what} missing); {INSTALL_HINT}");
-    }
-    eprintln!(
-        "SKIPPED {test}: the local search stack is not installed ({what} missing); \
-         {INSTALL_HINT} to run it"
-    );
-    true
 }
 
 /// The engine's SQL. searx binds the user's query as `:query` and appends
@@ -486,20 +481,18 @@ impl SearchStack {
         Ok(Self { docs, searx })
     }
 
-    /// For tests: starts the stack, or returns `None` after printing why the test is skipped when
-    /// the Debian packages or the index are missing and `CI` is not set. Under CI a missing
-    /// dependency is a failure (panic), as is any other start error anywhere.
-    pub async fn start_or_skip(test: &str) -> Option<Self> {
-        Self::start_with_engines_or_skip(test, Vec::new()).await
+    /// For tests: starts the stack, or panics naming what is missing (see [`require_installed`]).
+    pub async fn start_for(test: &str) -> Self {
+        Self::start_with_engines_for(test, Vec::new()).await
     }
 
-    /// [`SearchStack::start_or_skip`] with extra searx engines.
-    pub async fn start_with_engines_or_skip(test: &str, extra_engines: Vec<Value>) -> Option<Self> {
+    /// [`SearchStack::start_for`] with extra searx engines.
+    pub async fn start_with_engines_for(test: &str, extra_engines: Vec<Value>) -> Self {
         match Self::start_with_engines(extra_engines).await {
-            Ok(stack) => Some(stack),
+            Ok(stack) => stack,
             Err(SearxError::Missing { what }) => {
-                skip_for_missing(test, &[what]);
-                None
+                require_installed(test, &[what]);
+                unreachable!("require_installed panics on a missing dependency")
             }
             Err(e) => panic!("{test}: cannot start the local search stack: {e}"),
         }

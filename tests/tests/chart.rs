@@ -5,7 +5,7 @@
 //!
 //! Without helm or kubectl the tests skip with a message; under CI=true they fail instead.
 
-#[path = "../../operator/tests/common/mod.rs"]
+#[path = "../../crates/api/tests/common/mod.rs"]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -143,7 +143,7 @@ fn builtin_schemas() -> BTreeMap<&'static str, Value> {
 }
 
 fn quarry_schemas() -> BTreeMap<String, Value> {
-    quarry::api::all_crds()
+    quarry_api::all_crds()
         .into_iter()
         .map(|crd| (crd.spec.names.kind.clone(), common::schema_of(&crd)))
         .collect()
@@ -168,7 +168,7 @@ fn normalize_numbers(v: &Value) -> Value {
 fn validate(docs: &[Value]) -> Vec<String> {
     let builtin = builtin_schemas();
     let quarry = quarry_schemas();
-    let generated: BTreeMap<String, Value> = quarry::api::all_crds()
+    let generated: BTreeMap<String, Value> = quarry_api::all_crds()
         .into_iter()
         .map(|crd| {
             let name = crd.metadata.name.clone().unwrap_or_default();

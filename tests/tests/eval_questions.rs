@@ -10,7 +10,7 @@
 //!
 //! The last two need `scripts/install-test-deps.sh` (the `python3.11-doc` and `postgresql-doc-15`
 //! packages); without them each prints why it is skipped, unless `CI` is set, where the missing
-//! packages fail the test (the convention of the other docs-corpus tests, `searx::skip_for_missing`).
+//! packages fail the test (the convention of the other docs-corpus tests, `searx::require_installed`).
 //!
 //! Every check collects all its failures first and asserts once, so one run lists every bad line,
 //! quote or term.
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use quarry_e2e::docs_server::DEFAULT_DOC_ROOT;
-use quarry_e2e::searx::{DOC_TREES, missing_doc_trees, skip_for_missing};
+use quarry_e2e::searx::{DOC_TREES, missing_doc_trees, require_installed};
 use regex::{Captures, Regex};
 use serde::Deserialize;
 
@@ -388,12 +388,11 @@ fn visible_text_strips_markup_and_decodes_entities() {
 }
 
 #[test]
+#[ignore = "needs the docs corpus (scripts/install-test-deps.sh)"]
 fn quotes_and_matches_are_on_the_cited_pages() {
     let test = "quotes_and_matches_are_on_the_cited_pages";
     let questions = load_valid();
-    if skip_for_missing(test, &missing_doc_trees()) {
-        return;
-    }
+    require_installed(test, &missing_doc_trees());
     let mut texts: HashMap<String, Result<String, String>> = HashMap::new();
     let mut failures = Vec::new();
     let mut checked = 0;
@@ -462,12 +461,11 @@ fn html_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 #[test]
+#[ignore = "needs the docs corpus (scripts/install-test-deps.sh)"]
 fn no_answer_terms_are_absent_from_the_corpus() {
     let test = "no_answer_terms_are_absent_from_the_corpus";
     let questions = load_valid();
-    if skip_for_missing(test, &missing_doc_trees()) {
-        return;
-    }
+    require_installed(test, &missing_doc_trees());
     // Term -> ids of the questions relying on its absence.
     let mut terms: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for q in questions.iter().filter(|q| q.expect == "no-answer") {

@@ -9,17 +9,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use quarry::events::memory::MemoryEvents;
-use quarry::events::redis::{RedisEvents, RedisSettings, stream_key};
-use quarry::events::{EventId, RUN_FINISHED, RunEvents, RunRef, StoredEvent};
 use quarry::logs::SseMessage;
-use quarry::research::state::{Mode, Phase};
-use quarry::server::events::StreamSettings;
-use quarry::telemetry::Metrics;
 use quarry_e2e::event_stream::{EventServer, SseConnection, start_streamed_run, wait_for_run};
 use quarry_e2e::redis_server::{RedisServer, redis_available};
 use quarry_e2e::searx::running_in_ci;
 use quarry_e2e::slow_web::SlowWeb;
+use quarry_engine::events::memory::MemoryEvents;
+use quarry_engine::events::{EventId, RUN_FINISHED, RunEvents, RunRef, StoredEvent};
+use quarry_engine::research::state::{Mode, Phase};
+use quarry_engine::telemetry::Metrics;
+use quarry_operator::redis::events::{RedisEvents, RedisSettings, stream_key};
+use quarry_operator::server::events::StreamSettings;
 
 /// Every model answer takes this long: a deep run lasts a few seconds, time to drop and resume.
 const MODEL_MS: u64 = 150;
@@ -212,6 +212,7 @@ async fn redis_cmd(url: &str, args: &[&str]) -> redis::Value {
 }
 
 #[tokio::test]
+#[ignore = "needs redis-server (scripts/install-test-deps.sh)"]
 async fn redis_streams_carry_a_run_to_other_replicas_and_a_redis_death_costs_only_events() {
     if !redis_available() {
         assert!(
@@ -330,7 +331,7 @@ async fn redis_streams_carry_a_run_to_other_replicas_and_a_redis_death_costs_onl
 fn published(metrics: &Metrics, outcome: &str) -> u64 {
     metrics
         .event_stream_publish
-        .get_or_create(&quarry::telemetry::StreamPublishLabels {
+        .get_or_create(&quarry_engine::telemetry::StreamPublishLabels {
             backend: "redis".into(),
             outcome: outcome.into(),
         })
@@ -370,8 +371,8 @@ async fn a_standalone_run_publishes_to_the_in_memory_stream() {
         .await
         .unwrap();
     assert!(report.exists());
-    let name = quarry::standalone::sanitize_query(QUICK_QUESTION);
-    let info = quarry::events::RunDirectory::lookup(events.as_ref(), "local", &name)
+    let name = quarry_engine::store::sanitize_query(QUICK_QUESTION);
+    let info = quarry_engine::events::RunDirectory::lookup(events.as_ref(), "local", &name)
         .await
         .unwrap()
         .expect("the run is in the stream");

@@ -20,7 +20,7 @@ use quarry_e2e::model_server::{Script, ScriptedModel, Step};
 use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::redis_server::{RedisServer, redis_available};
-use quarry_e2e::searx::{SearchStack, running_in_ci};
+use quarry_e2e::searx::SearchStack;
 use serde_json::{Value, json};
 
 const QUERY: &str = "How do I decode JSON in Python?";
@@ -117,9 +117,7 @@ fn findings(dir: &Path) -> Value {
 }
 
 async fn faults_on_a_third_of_calls(kind: &str) {
-    let Some(stack) = SearchStack::start_or_skip("faults_on_a_third").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("faults_on_a_third").await;
     let (_, fault, _) = faults().into_iter().find(|(k, _, _)| *k == kind).unwrap();
     let json_url = format!(
         "{}/python3.11-doc/html/library/json.html",
@@ -161,9 +159,7 @@ async fn faults_on_a_third_of_calls(kind: &str) {
 }
 
 async fn faults_on_every_call(kind: &str) {
-    let Some(stack) = SearchStack::start_or_skip("faults_on_every_call").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("faults_on_every_call").await;
     let (_, fault, reason) = faults().into_iter().find(|(k, _, _)| *k == kind).unwrap();
     let model = ScriptedModel::start(Script::default().with_fallback(fault))
         .await
@@ -193,12 +189,14 @@ macro_rules! fault_cases {
     ($($name:ident => $kind:expr),* $(,)?) => {
         mod a_third_of_calls_fail {
             $(#[tokio::test]
+            #[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
             async fn $name() {
                 super::faults_on_a_third_of_calls($kind).await;
             })*
         }
         mod every_call_fails {
             $(#[tokio::test]
+            #[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
             async fn $name() {
                 super::faults_on_every_call($kind).await;
             })*
@@ -224,10 +222,9 @@ fn closed_port_url() -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn searx_down_for_the_whole_run_fails_honestly() {
-    let Some(stack) = SearchStack::start_or_skip("searx_down_whole_run").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("searx_down_whole_run").await;
     let model = ScriptedModel::start(Script::new(vec![
         Step::tool_call("search", json!({"queries": ["json decoder"]})).with_usage(900, 20),
         Step::text("JSON is decoded with json.loads ([docs](https://invented.example/json)).")
@@ -271,10 +268,9 @@ async fn brave_api(result_url: String) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn searx_down_for_the_whole_run_completes_through_an_api_provider() {
-    let Some(stack) = SearchStack::start_or_skip("searx_down_provider").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("searx_down_provider").await;
     let json_url = format!(
         "{}/python3.11-doc/html/library/json.html",
         stack.docs.base_url()
@@ -306,18 +302,13 @@ async fn searx_down_for_the_whole_run_completes_through_an_api_provider() {
 }
 
 #[tokio::test]
+#[ignore = "needs redis-server and searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn redis_down_mid_run_only_costs_the_cache() {
-    if !redis_available() {
-        assert!(
-            !running_in_ci(),
-            "redis-server missing: run scripts/install-test-deps.sh"
-        );
-        eprintln!("SKIP redis_down_mid_run: redis-server is not installed");
-        return;
-    }
-    let Some(stack) = SearchStack::start_or_skip("redis_down_mid_run").await else {
-        return;
-    };
+    assert!(
+        redis_available(),
+        "redis-server is not installed: run scripts/install-test-deps.sh"
+    );
+    let stack = SearchStack::start_for("redis_down_mid_run").await;
     let mut redis = RedisServer::start().unwrap();
     let json_url = format!(
         "{}/python3.11-doc/html/library/json.html",
@@ -390,19 +381,11 @@ impl Drop for SmallDisk {
 }
 
 #[tokio::test]
+#[ignore = "needs root (a tmpfs mount) and searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn a_full_disk_loses_nothing_paid_for() {
-    let Some(stack) = SearchStack::start_or_skip("disk_full").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("disk_full").await;
     // Room for the first checkpoints, not for the page text and the report.
-    let Some(disk) = SmallDisk::mount(24) else {
-        assert!(
-            !running_in_ci(),
-            "mounting a tmpfs needs root, which CI has"
-        );
-        eprintln!("SKIP disk_full: cannot mount a tmpfs here (not root)");
-        return;
-    };
+    let disk = SmallDisk::mount(24).expect("mounting a tmpfs (this test needs root)");
     let json_url = format!(
         "{}/python3.11-doc/html/library/json.html",
         stack.docs.base_url()

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
-use quarry::api::ResearchRun;
+use quarry_api::ResearchRun;
 use quarry_e2e::control_plane::{ControlPlane, client_for};
 use serde_json::json;
 

@@ -24,7 +24,7 @@ use futures::FutureExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
-use quarry::api::{ResearchRun, find_condition};
+use quarry_api::{ResearchRun, find_condition};
 use quarry_e2e::control_plane::ControlPlane;
 use quarry_e2e::model_server::{ScriptedModel, Step};
 use serde_json::{Value, json};
@@ -252,12 +252,10 @@ async fn operator_reconciles_runs_to_report_configmaps() {
 #[tokio::test]
 #[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
 async fn operator_keeps_object_store_runs_in_s3_and_deletes_their_objects() {
-    if !quarry_e2e::s3_server::moto_available() {
-        eprintln!(
-            "SKIPPED kube_e2e s3: moto's server is not installed (scripts/install-test-deps.sh)"
-        );
-        return;
-    }
+    assert!(
+        quarry_e2e::s3_server::moto_available(),
+        "moto's server is not installed (scripts/install-test-deps.sh)"
+    );
     in_test_namespace(
         "s3",
         |client, kubeconfig, namespace, logs, _audit| async move {
@@ -273,8 +271,8 @@ async fn object_store_scenario(
     namespace: &str,
     logs: &std::path::Path,
 ) -> TestResult {
-    use quarry::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
     use quarry_e2e::s3_server::{BUCKET, S3Server};
+    use quarry_operator::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
     install_crds(client).await?;
     let (web, _web_task) = start_web().await?;
     let model = ScriptedModel::start(researcher_script(&web, "CEL validation"))
@@ -740,7 +738,7 @@ async fn managed_search_engine(
     web: &str,
 ) -> TestResult {
     use k8s_openapi::api::apps::v1::Deployment;
-    use quarry::api::SearchEngine;
+    use quarry_api::SearchEngine;
     apply(
         client,
         ("quarry.dev", "v1alpha1", "SearchEngine"),
@@ -882,10 +880,10 @@ async fn managed_search_engine(
 /// ConfigMaps on a fake API. Runs without a cluster; checks the engine wiring the e2e relies on.
 #[tokio::test]
 async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_checkpoint() {
-    use quarry::controller::engine::EngineLauncher;
-    use quarry::controller::registry::Signal;
-    use quarry::controller::{ApiKey, LaunchRequest, Launcher};
-    use quarry::research::state::Phase;
+    use quarry_engine::research::state::Phase;
+    use quarry_operator::controller::engine::EngineLauncher;
+    use quarry_operator::controller::registry::Signal;
+    use quarry_operator::controller::{ApiKey, LaunchRequest, Launcher};
     use std::sync::Arc;
 
     let (client, fake) = quarry_e2e::fake_kube::FakeKube::start("ns");
@@ -900,7 +898,7 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
         "spec": {"query": "How do CEL validation rules work in CRDs?", "mode": "quick"}
     }))
     .unwrap();
-    let profile: quarry::api::ResearchProfile =
+    let profile: quarry_api::ResearchProfile =
         serde_json::from_value(profile("default", &model.base_url(), &web)).unwrap();
     let key_ref = profile
         .spec
@@ -909,7 +907,7 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
         .api_key_secret_ref
         .clone()
         .unwrap();
-    let input = quarry::controller::run_input(&run.spec, &profile.spec).unwrap();
+    let input = quarry_operator::controller::run_input(&run.spec, &profile.spec).unwrap();
     let request = LaunchRequest {
         run: Arc::new(run),
         profile_name: "default".into(),
@@ -982,22 +980,23 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
 /// S3-compatible server (moto, on 127.0.0.1), the finalizer is added before the first object, no
 /// ConfigMap is written, and a relaunch resumes from the checkpoint in S3 without model calls.
 #[tokio::test]
+#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
 async fn engine_launcher_keeps_an_object_store_run_in_s3() {
-    use quarry::controller::artifacts::ArtifactTarget;
-    use quarry::controller::engine::EngineLauncher;
-    use quarry::controller::registry::Signal;
-    use quarry::controller::{ApiKey, LaunchRequest, Launcher};
-    use quarry::research::state::Phase;
-    use quarry::store::ArtifactStore;
-    use quarry::store::object::{Bucket, ObjectStoreConfig, SecretValue};
-    use quarry::store::routed::{ReportLocation, ReportSlot};
     use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
+    use quarry_engine::research::state::Phase;
+    use quarry_engine::store::ArtifactStore;
+    use quarry_operator::controller::artifacts::ArtifactTarget;
+    use quarry_operator::controller::engine::EngineLauncher;
+    use quarry_operator::controller::registry::Signal;
+    use quarry_operator::controller::{ApiKey, LaunchRequest, Launcher};
+    use quarry_operator::store::object::{Bucket, ObjectStoreConfig, SecretValue};
+    use quarry_operator::store::routed::{ReportLocation, ReportSlot};
     use std::sync::Arc;
 
-    if !moto_available() {
-        eprintln!("SKIPPED: moto's server is not installed (scripts/install-test-deps.sh)");
-        return;
-    }
+    assert!(
+        moto_available(),
+        "moto's server is not installed (scripts/install-test-deps.sh)"
+    );
     let s3 = S3Server::start().await.unwrap();
     let (client, fake) = quarry_e2e::fake_kube::FakeKube::start("ns");
     let (web, _web_task) = start_web().await.unwrap();
@@ -1013,7 +1012,7 @@ async fn engine_launcher_keeps_an_object_store_run_in_s3() {
     let runs_path = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns/cel-s3";
     fake.insert(runs_path, run_value.clone());
     let run: ResearchRun = serde_json::from_value(run_value).unwrap();
-    let profile: quarry::api::ResearchProfile =
+    let profile: quarry_api::ResearchProfile =
         serde_json::from_value(profile("default", &model.base_url(), &web)).unwrap();
     let key_ref = profile
         .spec
@@ -1042,7 +1041,7 @@ async fn engine_launcher_keeps_an_object_store_run_in_s3() {
     };
     let slot = ReportSlot::default();
     let request = LaunchRequest {
-        input: quarry::controller::run_input(&run.spec, &profile.spec).unwrap(),
+        input: quarry_operator::controller::run_input(&run.spec, &profile.spec).unwrap(),
         run: Arc::new(run.clone()),
         profile_name: "default".into(),
         profile: profile.spec.clone(),
@@ -1072,7 +1071,7 @@ async fn engine_launcher_keeps_an_object_store_run_in_s3() {
     };
     let state = launch(request.clone()).await;
     assert_eq!(state.phase, Phase::Completed, "{:?}", state.failure);
-    let layout = quarry::controller::artifacts::layout(&run).unwrap();
+    let layout = quarry_operator::controller::artifacts::layout(&run).unwrap();
     let store = Bucket::connect(&config).unwrap().for_run(&layout);
     let report_name = layout.report_name();
     let listed = store.list().await.unwrap();

@@ -16,8 +16,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::ListParams;
 use kube::{Api, Client, Resource, ResourceExt};
-use quarry::api::ResearchRun;
-use quarry::store::ArtifactStore;
+use quarry_api::ResearchRun;
 use quarry_e2e::control_plane::ControlPlane;
 use quarry_e2e::kube_operator::{
     Operator, OperatorOptions, RELEASE_NAMESPACE, apply, audit_requests, forbidden,
@@ -25,6 +24,7 @@ use quarry_e2e::kube_operator::{
 };
 use quarry_e2e::model_server::{Route, Script, ScriptedModel, ScriptedModelHandle, Step};
 use quarry_e2e::searx::SearchStack;
+use quarry_engine::store::ArtifactStore;
 use serde_json::{Value, json};
 
 const QUERY: &str = "How do Python's JSON and pickle modules differ?";
@@ -225,14 +225,14 @@ impl Setup {
         let owner = run
             .controller_owner_ref(&())
             .ok_or("run without owner ref data")?;
-        let store = quarry::store::configmap::ConfigMapStore::new(
+        let store = quarry_operator::store::configmap::ConfigMapStore::new(
             self.client(),
             &self.namespace,
             &run.name_any(),
             owner,
         );
         let bytes = store
-            .get(quarry::research::journal::EVENTS_KEY)
+            .get(quarry_engine::research::journal::EVENTS_KEY)
             .await
             .map_err(|e| e.to_string())?
             .ok_or("no events.jsonl")?;
@@ -282,7 +282,7 @@ impl Setup {
             .filter_map(|r| r.reply_usage)
             .map(|u| u.completion_tokens)
             .sum();
-        let paid = quarry::llm::format_pico_usd(input * 1_250_000 + output * 10_000_000);
+        let paid = quarry_engine::llm::format_pico_usd(input * 1_250_000 + output * 10_000_000);
         let usage = status.usage.clone().unwrap_or_default();
         if (
             usage.llm_calls as usize,
@@ -304,7 +304,7 @@ impl Setup {
             .filter_map(|v| v["runTotal"]["costPicoUSD"].as_u64())
             .max()
             .ok_or("no call in the journal")?;
-        if quarry::llm::format_pico_usd(newest) != paid {
+        if quarry_engine::llm::format_pico_usd(newest) != paid {
             return Err(format!("journal total {newest} pico-USD vs status ${paid}"));
         }
         Ok(())

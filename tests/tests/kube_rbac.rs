@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
-use quarry::api::ResearchRun;
+use quarry_api::ResearchRun;
 use quarry_e2e::control_plane::ControlPlane;
 use quarry_e2e::kube_operator::{
     Operator, OperatorOptions, RELEASE_NAMESPACE, apply, forbidden, install_chart_rbac,
@@ -427,8 +427,8 @@ fn bucket_of(
     s3: &quarry_e2e::s3_server::S3Server,
     namespace: &str,
     run: &ResearchRun,
-) -> Result<quarry::store::object::ObjectArtifactStore, String> {
-    use quarry::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
+) -> Result<quarry_operator::store::object::ObjectArtifactStore, String> {
+    use quarry_operator::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
     let config = ObjectStoreConfig {
         url: format!("s3://{}/quarry", quarry_e2e::s3_server::BUCKET),
         endpoint: Some(s3.endpoint()),

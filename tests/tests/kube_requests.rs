@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kube::Api;
-use quarry::api::ResearchRun;
+use quarry_api::ResearchRun;
 use quarry_e2e::control_plane::ControlPlane;
 use quarry_e2e::kube_operator::{
     Operator, OperatorOptions, RELEASE_NAMESPACE, Request, apply, audit_requests,

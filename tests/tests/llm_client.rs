@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use quarry::llm::openai::OpenAiClient;
-use quarry::llm::pricing::Price;
-use quarry::llm::{
-    CallPurpose, ChatModel, ChatRequest, LlmError, Message, ModelConfig, ToolCall, ToolMode,
-    ToolSpec, Usage,
-};
 use quarry_e2e::model_server::{
     ReplyUsage, Script, ScriptedCall, ScriptedModel, ScriptedModelHandle, Step,
+};
+use quarry_engine::llm::openai::OpenAiClient;
+use quarry_engine::llm::pricing::Price;
+use quarry_engine::llm::{
+    CallPurpose, ChatModel, ChatRequest, LlmError, Message, ModelConfig, ToolCall, ToolMode,
+    ToolSpec, Usage,
 };
 use serde_json::{Value, json};
 
@@ -281,7 +281,7 @@ async fn json_mode_sends_response_format_only_when_supported() {
             assert!(body.get("response_format").is_none());
         }
         assert_eq!(
-            quarry::llm::json_extract::extract_json(&answer.content).unwrap(),
+            quarry_engine::llm::json_extract::extract_json(&answer.content).unwrap(),
             json!({"tasks": ["a"]})
         );
     }

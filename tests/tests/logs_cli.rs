@@ -10,15 +10,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use quarry::events::memory::MemoryEvents;
-use quarry::events::{EventId, RUN_FINISHED, RunRef};
-use quarry::research::executor::EVENTS_KEY;
-use quarry::research::state::{Mode, Phase};
-use quarry::server::events::StreamSettings;
 use quarry_e2e::event_stream::{EventServer, SseConnection, start_streamed_run, wait_for_run};
 use quarry_e2e::fake_api::FakeApi;
 use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::slow_web::SlowWeb;
+use quarry_engine::events::memory::MemoryEvents;
+use quarry_engine::events::{EventId, RUN_FINISHED, RunRef};
+use quarry_engine::research::executor::EVENTS_KEY;
+use quarry_engine::research::state::{Mode, Phase};
+use quarry_operator::server::events::StreamSettings;
 
 const MODEL_MS: u64 = 150;
 const WAIT: Duration = Duration::from_secs(60);
@@ -394,7 +394,9 @@ async fn the_operator_serves_a_finished_runs_history_from_its_configmap() {
     let log = finished_run_in_api(&web, &api, "old-run").await;
     let client =
         kube::Client::try_from(kube::Config::new(api.base_url().parse().unwrap())).unwrap();
-    let directory = Arc::new(quarry::controller::directory::KubeDirectory::new(client));
+    let directory = Arc::new(quarry_operator::controller::directory::KubeDirectory::new(
+        client,
+    ));
     let server = EventServer::start(
         Arc::new(MemoryEvents::default()),
         directory,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use quarry_e2e::fake_apiserver::{FakeApiServer, QUARRY_GV};
-use quarry_e2e::mcp_inspector::{InspectorOutput, inspect, inspector_or_skip};
+use quarry_e2e::mcp_inspector::{InspectorOutput, inspect, inspector_for};
 use quarry_e2e::model_server::{Script, ScriptedModel, Step};
 use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::quarry_bin::quarry_bin;
@@ -50,10 +50,9 @@ fn text_of(out: &InspectorOutput) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs the MCP Inspector (scripts/install-test-deps.sh)"]
 async fn tools_are_listed_with_schemas_the_inspector_finds_portable() {
-    let Some(launcher) = inspector_or_skip("mcp_tools_list") else {
-        return;
-    };
+    let launcher = inspector_for("mcp_tools_list");
     let home = dir();
     let out = call(
         &launcher,
@@ -90,13 +89,10 @@ async fn tools_are_listed_with_schemas_the_inspector_finds_portable() {
 }
 
 #[tokio::test]
+#[ignore = "needs the MCP Inspector and searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn research_runs_standalone_and_returns_the_cited_report() {
-    let Some(launcher) = inspector_or_skip("mcp_research_standalone") else {
-        return;
-    };
-    let Some(stack) = SearchStack::start_or_skip("mcp_research_standalone").await else {
-        return;
-    };
+    let launcher = inspector_for("mcp_research_standalone");
+    let stack = SearchStack::start_for("mcp_research_standalone").await;
     let docs = stack.docs.base_url();
     let json_url = format!("{docs}/python3.11-doc/html/library/json.html");
     let model = ScriptedModel::start(Script::new(vec![
@@ -229,10 +225,9 @@ async fn research_runs_standalone_and_returns_the_cited_report() {
 }
 
 #[tokio::test]
+#[ignore = "needs the MCP Inspector (scripts/install-test-deps.sh)"]
 async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_configmap() {
-    let Some(launcher) = inspector_or_skip("mcp_research_cluster") else {
-        return;
-    };
+    let launcher = inspector_for("mcp_research_cluster");
     let kube = FakeApiServer::start().await.unwrap();
     let home = dir();
     let kubeconfig = kube.write_kubeconfig(home.path(), "team-a").unwrap();

@@ -11,19 +11,19 @@ use http::Method;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Resource;
 use kube::runtime::controller::Action;
-use quarry::api::ResearchRun;
-use quarry::controller::Context;
-use quarry::controller::artifacts::{FinalizerGuard, layout};
-use quarry::controller::engine::EngineLauncher;
-use quarry::controller::status::{RunView, desired_status_at};
-use quarry::research::state::{FinalReport, Mode, Phase, RunInput, RunState};
-use quarry::store::ArtifactStore;
-use quarry::store::configmap::ConfigMapStore;
-use quarry::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
-use quarry::store::routed::{ReportLocation, ReportSlot, RoutedStore};
-use quarry::telemetry::Metrics;
+use quarry_api::ResearchRun;
 use quarry_e2e::fake_kube::{FakeKube, expect_request, mock_client, ok};
 use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
+use quarry_engine::research::state::{FinalReport, Mode, Phase, RunInput, RunState};
+use quarry_engine::store::ArtifactStore;
+use quarry_engine::telemetry::Metrics;
+use quarry_operator::controller::Context;
+use quarry_operator::controller::artifacts::{FinalizerGuard, layout};
+use quarry_operator::controller::engine::EngineLauncher;
+use quarry_operator::controller::status::{RunView, desired_status_at};
+use quarry_operator::store::configmap::ConfigMapStore;
+use quarry_operator::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
+use quarry_operator::store::routed::{ReportLocation, ReportSlot, RoutedStore};
 use serde_json::{Value, json};
 
 const RUNS: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns";
@@ -31,15 +31,13 @@ const PROFILE: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/
 const SECRET: &str = "/api/v1/namespaces/ns/secrets/s3-creds";
 const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events?";
 
-/// Starts moto, or says why the test is skipped.
-async fn s3() -> Option<S3Server> {
-    if !moto_available() {
-        eprintln!(
-            "SKIPPED: moto's server is not installed (scripts/install-test-deps.sh installs it into .work/moto)"
-        );
-        return None;
-    }
-    Some(S3Server::start().await.expect("moto starts"))
+/// Starts moto, or panics saying how to install it (these tests run only when asked for).
+async fn s3() -> S3Server {
+    assert!(
+        moto_available(),
+        "moto's server is not installed (scripts/install-test-deps.sh installs it into .work/moto)"
+    );
+    S3Server::start().await.expect("moto starts")
 }
 
 fn config(s3: &S3Server, secret_access_key: &str) -> ObjectStoreConfig {
@@ -130,8 +128,9 @@ fn incompressible_markdown() -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
 async fn a_runs_artifacts_are_written_read_listed_and_deleted_in_s3() {
-    let Some(s3) = s3().await else { return };
+    let s3 = s3().await;
     let bucket = Bucket::connect(&config(&s3, &s3.secret_access_key)).unwrap();
     let store = bucket.for_run(&layout_of("vacuum"));
     let neighbour = bucket.for_run(&layout_of("other"));
@@ -172,8 +171,9 @@ async fn a_runs_artifacts_are_written_read_listed_and_deleted_in_s3() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
 async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_point_there() {
-    let Some(s3) = s3().await else { return };
+    let s3 = s3().await;
     let (client, fake) = FakeKube::start("ns");
     let run_value = run("big", json!({}), json!({}));
     fake.insert(&format!("{RUNS}/big"), run_value.clone());
@@ -283,8 +283,9 @@ async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_
 }
 
 #[tokio::test]
+#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
 async fn deleting_a_run_deletes_its_objects_then_releases_it() {
-    let Some(s3) = s3().await else { return };
+    let s3 = s3().await;
     let cfg = config(&s3, &s3.secret_access_key);
     let bucket = Bucket::connect(&cfg).unwrap();
     let doomed = bucket.for_run(&layout_of("r1"));
@@ -332,7 +333,7 @@ async fn deleting_a_run_deletes_its_objects_then_releases_it() {
         );
         send.send_response(ok(&run("r1", json!({}), json!({}))));
     });
-    let action = quarry::controller::reconcile(Arc::new(deleting), ctx)
+    let action = quarry_operator::controller::reconcile(Arc::new(deleting), ctx)
         .await
         .unwrap();
     assert_eq!(action, Action::await_change());
@@ -343,8 +344,9 @@ async fn deleting_a_run_deletes_its_objects_then_releases_it() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
 async fn credentials_come_from_the_secret_and_a_wrong_one_stalls_the_run() {
-    let Some(s3) = s3().await else { return };
+    let s3 = s3().await;
     let (client, mut handle) = mock_client("ns");
     let ctx = Arc::new(Context::new(
         client.clone(),
@@ -399,7 +401,7 @@ async fn credentials_come_from_the_secret_and_a_wrong_one_stalls_the_run() {
         send.send_response(ok(&event));
         message
     });
-    let action = quarry::controller::reconcile(Arc::new(object_run), ctx)
+    let action = quarry_operator::controller::reconcile(Arc::new(object_run), ctx)
         .await
         .unwrap();
     assert_eq!(action, Action::requeue(std::time::Duration::from_secs(15)));

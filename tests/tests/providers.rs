@@ -8,19 +8,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use quarry::api::ResearchProfile;
-use quarry::llm::{CallPurpose, ChatRequest, Message, ToolSpec};
-use quarry::research::executor::Engine;
-use quarry::store::memory::MemoryStore;
-use quarry::wiring;
+use quarry_api::ResearchProfile;
 use quarry_e2e::model_server::{Script, ScriptedModel, Step};
 use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::searx::SearchStack;
+use quarry_engine::llm::{CallPurpose, ChatRequest, Message, ToolSpec};
+use quarry_engine::research::executor::Engine;
+use quarry_engine::store::memory::MemoryStore;
+use quarry_operator::wiring;
 
 fn engine(yaml: &str, key: &str) -> Engine {
     let profile = ResearchProfile::from_yaml(yaml).unwrap();
     let key = key.to_string();
-    let key_for = move |_: &quarry::api::ModelTier| Some(key.clone());
+    let key_for = move |_: &quarry_api::ModelTier| Some(key.clone());
     wiring::build_engine(&profile.spec, &key_for, Arc::new(MemoryStore::new()), None).unwrap()
 }
 
@@ -186,7 +186,7 @@ async fn azure_openai_uses_the_deployment_path_api_version_and_api_key_header() 
     // Without apiVersion the profile is refused, naming the field.
     let bad = yaml.replace("      apiVersion: \"2024-10-21\"\n", "");
     let profile = ResearchProfile::from_yaml(&bad).unwrap();
-    let no_key = |_: &quarry::api::ModelTier| None;
+    let no_key = |_: &quarry_api::ModelTier| None;
     let err = wiring::build_engine(&profile.spec, &no_key, Arc::new(MemoryStore::new()), None)
         .err()
         .unwrap();
@@ -198,10 +198,9 @@ async fn azure_openai_uses_the_deployment_path_api_version_and_api_key_header() 
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn a_quick_run_on_anthropic_cites_what_it_read() {
-    let Some(stack) = SearchStack::start_or_skip("anthropic_quick_run").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("anthropic_quick_run").await;
     let json_url = format!(
         "{}/python3.11-doc/html/library/json.html",
         stack.docs.base_url()

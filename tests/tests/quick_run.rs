@@ -76,10 +76,9 @@ fn regex_lite(text: &str) -> Vec<String> {
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn quick_run_on_python_docs_cites_only_fetched_pages_and_accounts_usage_exactly() {
-    let Some(stack) = SearchStack::start_or_skip("quick_run_on_python_docs").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("quick_run_on_python_docs").await;
     let docs = stack.docs.base_url();
     let json_url = format!("{docs}/python3.11-doc/html/library/json.html");
     let invented = "https://docs.example.invalid/made-up.html";
@@ -168,10 +167,9 @@ async fn quick_run_on_python_docs_cites_only_fetched_pages_and_accounts_usage_ex
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn garbage_from_the_model_fails_with_a_clear_reason_and_no_report() {
-    let Some(stack) = SearchStack::start_or_skip("garbage_from_the_model").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("garbage_from_the_model").await;
     let model = ScriptedModel::start(Script::default().with_fallback(Step::raw(
         "<html>502 Bad Gateway: upstream sent garbage</html>",
     )))
@@ -191,10 +189,9 @@ async fn garbage_from_the_model_fails_with_a_clear_reason_and_no_report() {
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn no_search_results_give_the_honest_unable_to_research_report() {
-    let Some(stack) = SearchStack::start_or_skip("no_search_results").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("no_search_results").await;
     let model = ScriptedModel::start(Script::new(vec![
         Step::tool_call("search", json!({"queries": ["zzqxv wqqz"]})).with_usage(800, 10),
         Step::text("Python's zzqxv module is widely used ([docs](https://invented.example/zz)).")

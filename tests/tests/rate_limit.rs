@@ -4,11 +4,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use quarry::api::ResearchProfile;
-use quarry::llm::{CallPurpose, ChatRequest, Message};
-use quarry::store::memory::MemoryStore;
-use quarry::wiring;
+use quarry_api::ResearchProfile;
 use quarry_e2e::model_server::{Script, ScriptedModel, Step};
+use quarry_engine::llm::{CallPurpose, ChatRequest, Message};
+use quarry_engine::store::memory::MemoryStore;
+use quarry_operator::wiring;
 
 const RUNS: usize = 50;
 const CALLS_PER_RUN: usize = 4;
@@ -44,8 +44,8 @@ async fn fifty_concurrent_runs_stay_under_the_endpoints_rate_limit() {
     .await
     .unwrap();
     let profile = profile(&model.base_url());
-    let no_key = |_: &quarry::api::ModelTier| None;
-    let metrics = quarry::telemetry::Metrics::new();
+    let no_key = |_: &quarry_api::ModelTier| None;
+    let metrics = quarry_engine::telemetry::Metrics::new();
     // One engine per run, as the operator builds them; they share the endpoint's limiter.
     let engines: Vec<_> = (0..RUNS)
         .map(|i| {
@@ -124,7 +124,7 @@ async fn without_the_shared_limit_the_same_load_meets_429s() {
         model.base_url()
     );
     let profile = ResearchProfile::from_yaml(&yaml).unwrap();
-    let no_key = |_: &quarry::api::ModelTier| None;
+    let no_key = |_: &quarry_api::ModelTier| None;
     let engines: Vec<_> = (0..RUNS)
         .map(|_| {
             wiring::build_engine(&profile.spec, &no_key, Arc::new(MemoryStore::new()), None)

@@ -31,21 +31,9 @@ async fn post(model: &RealModel, body: Value) -> (reqwest::StatusCode, String) {
     (status, resp.text().await.expect("response body"))
 }
 
-fn skip_unless_enabled(test: &str) -> bool {
-    match real_model::gate() {
-        Ok(()) => false,
-        Err(reason) => {
-            eprintln!("SKIPPED {test}: real model not enabled: {reason}");
-            true
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real model (scripts/install-real-model.sh)"]
 async fn real_model_serves_openai_chat_completions() {
-    if skip_unless_enabled("real_model_serves_openai_chat_completions") {
-        return;
-    }
     let t0 = Instant::now();
     let model = RealModel::start()
         .await
@@ -293,10 +281,8 @@ async fn start_reports_missing_node_modules_clearly() {
 }
 
 #[tokio::test]
+#[ignore = "needs the real model (scripts/install-real-model.sh)"]
 async fn a_server_that_cannot_load_the_model_fails_fast_with_its_reason() {
-    if skip_unless_enabled("a_server_that_cannot_load_the_model_fails_fast_with_its_reason") {
-        return;
-    }
     // A file that exists but is no GGUF: the server must exit with its reason, not hang.
     let mut cfg = RealModelConfig::from_env();
     cfg.model_path = real_model::repo_root().join("Cargo.toml");

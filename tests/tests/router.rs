@@ -5,15 +5,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use quarry::api::ResearchProfile;
-use quarry::llm::{CallPurpose, ChatRequest, LlmError, Message};
-use quarry::research::executor::Engine;
-use quarry::research::reducer::Event;
-use quarry::research::state::{Mode, RunInput, RunState};
-use quarry::store::memory::MemoryStore;
-use quarry::telemetry::Metrics;
-use quarry::wiring;
+use quarry_api::ResearchProfile;
 use quarry_e2e::model_server::{Script, ScriptedModel, Step};
+use quarry_engine::llm::{CallPurpose, ChatRequest, LlmError, Message};
+use quarry_engine::research::executor::Engine;
+use quarry_engine::research::reducer::Event;
+use quarry_engine::research::state::{Mode, RunInput, RunState};
+use quarry_engine::store::memory::MemoryStore;
+use quarry_engine::telemetry::Metrics;
+use quarry_operator::wiring;
 
 fn tier(name: &str, url: &str, model: &str, extra: &str) -> String {
     format!(
@@ -27,7 +27,7 @@ fn engine(tiers: &[String], metrics: Option<&Metrics>) -> Engine {
         tiers.join("\n")
     );
     let profile = ResearchProfile::from_yaml(&yaml).unwrap();
-    let no_key = |_: &quarry::api::ModelTier| None;
+    let no_key = |_: &quarry_api::ModelTier| None;
     wiring::build_engine(
         &profile.spec,
         &no_key,
@@ -180,9 +180,13 @@ async fn an_unusable_agenda_is_repaired_once_then_the_budget_tier_plans() {
         None,
     );
     let state = RunState::new(RunInput::new("compare json and pickle", Mode::Deep));
-    let event =
-        quarry::research::lead::plan(e.model.as_ref(), e.budget_model.as_deref(), &state, 256)
-            .await;
+    let event = quarry_engine::research::lead::plan(
+        e.model.as_ref(),
+        e.budget_model.as_deref(),
+        &state,
+        256,
+    )
+    .await;
     match event {
         Event::PlanReady { tasks, .. } => assert_eq!(tasks, vec!["json module", "pickle module"]),
         other => panic!("expected an agenda, got {other:?}"),

@@ -13,10 +13,9 @@ fn dir() -> tempfile::TempDir {
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn json_mode_streams_every_event_and_ends_with_the_report() {
-    let Some(stack) = SearchStack::start_or_skip("json_mode_streams_every_event").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("json_mode_streams_every_event").await;
     let docs = stack.docs.base_url();
     let json_url = format!("{docs}/python3.11-doc/html/library/json.html");
     let model = ScriptedModel::start(Script::new(vec![

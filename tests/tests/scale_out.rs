@@ -117,13 +117,10 @@ fn usage_line(stderr: &str) -> (u64, u64, u64, String) {
 }
 
 #[tokio::test]
+#[ignore = "needs redis-server and searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
-    let Some(redis) = RedisServer::start_or_skip("killed_worker_reclaimed") else {
-        return;
-    };
-    let Some(stack) = SearchStack::start_or_skip("killed_worker_reclaimed").await else {
-        return;
-    };
+    let redis = RedisServer::start_for("killed_worker_reclaimed");
+    let stack = SearchStack::start_for("killed_worker_reclaimed").await;
     let docs = stack.docs.base_url();
     let page = |name: &str| format!("{docs}/python3.11-doc/html/library/{name}.html");
     let (json_url, pickle_url) = (page("json"), page("pickle"));
@@ -304,7 +301,7 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
         "{}",
         diagnostics()
     );
-    assert_eq!(cost, quarry::llm::format_pico_usd(pico));
+    assert_eq!(cost, quarry_engine::llm::format_pico_usd(pico));
     assert_eq!(
         recorded.len(),
         answered.len() + 1,
@@ -424,10 +421,9 @@ async fn a_task_of_a_killed_worker_is_reclaimed_and_every_call_is_paid_for() {
 }
 
 #[tokio::test]
+#[ignore = "needs redis-server (scripts/install-test-deps.sh)"]
 async fn a_worker_without_the_api_key_fails_the_task_with_what_to_set() {
-    let Some(redis) = RedisServer::start_or_skip("worker_without_key") else {
-        return;
-    };
+    let redis = RedisServer::start_for("worker_without_key");
     let model = ScriptedModel::start(Script::default()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     // No search is made: the task fails before the researcher starts.
@@ -473,13 +469,10 @@ async fn a_worker_without_the_api_key_fails_the_task_with_what_to_set() {
 }
 
 #[tokio::test]
+#[ignore = "needs redis-server and searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn shutdown_hands_a_running_task_back_and_an_ended_run_stops_its_remote_task() {
-    let Some(redis) = RedisServer::start_or_skip("shutdown_and_cancel") else {
-        return;
-    };
-    let Some(stack) = SearchStack::start_or_skip("shutdown_and_cancel").await else {
-        return;
-    };
+    let redis = RedisServer::start_for("shutdown_and_cancel");
+    let stack = SearchStack::start_for("shutdown_and_cancel").await;
     let json_url = format!(
         "{}/python3.11-doc/html/library/json.html",
         stack.docs.base_url()

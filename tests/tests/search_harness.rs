@@ -1,6 +1,6 @@
 //! The local search stack end to end: Debian's searx over the FTS5 index of Debian's Python and
 //! PostgreSQL docs, with result URLs served by the docs server, queried raw and through
-//! `quarry::sources::searxng::SearxngGatherer`.
+//! `quarry_engine::sources::searxng::SearxngGatherer`.
 //!
 //! Needs `scripts/install-test-deps.sh`; without it each test prints why it is skipped, unless
 //! `CI` is set, where a missing dependency fails the test.
@@ -9,13 +9,13 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use quarry::sources::Gatherer;
-use quarry::sources::searxng::SearxngGatherer;
 use quarry_e2e::docs_server::DocsServer;
 use quarry_e2e::searx::{
     ENGINE_NAME, PAGE_SIZE, SYSTEM_PYTHON, SearchStack, SearxError, SearxInstance,
-    missing_dependencies, skip_for_missing,
+    missing_dependencies, require_installed,
 };
+use quarry_engine::sources::Gatherer;
+use quarry_engine::sources::searxng::SearxngGatherer;
 use serde_json::Value;
 
 const NONSENSE: &str = "xqzvfjw blorptangle";
@@ -48,10 +48,9 @@ fn urls(answer: &Value) -> Vec<String> {
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn searx_answers_in_its_json_shape_with_fetchable_doc_urls() {
-    let Some(stack) = SearchStack::start_or_skip("searx_answers_in_its_json_shape").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("searx_answers_in_its_json_shape").await;
     let client = reqwest::Client::new();
     let docs = stack.docs.base_url();
     // (query, a page that must be among the first three results)
@@ -121,10 +120,9 @@ async fn searx_answers_in_its_json_shape_with_fetchable_doc_urls() {
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn nonsense_and_syntax_laden_queries_are_answered_not_failed() {
-    let Some(stack) = SearchStack::start_or_skip("nonsense_and_syntax_laden_queries").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("nonsense_and_syntax_laden_queries").await;
     let client = reqwest::Client::new();
     let answer = raw_search(&client, &stack, NONSENSE).await;
     assert_eq!(answer["results"], Value::Array(vec![]));
@@ -147,10 +145,9 @@ async fn nonsense_and_syntax_laden_queries_are_answered_not_failed() {
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn searxng_gatherer_returns_hits_from_the_real_instance() {
-    let Some(stack) = SearchStack::start_or_skip("searxng_gatherer_returns_hits").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("searxng_gatherer_returns_hits").await;
     let docs = stack.docs.base_url();
     let gatherer = SearxngGatherer::new(stack.searx.base_url(), Duration::from_secs(10)).unwrap();
 
@@ -194,10 +191,9 @@ async fn searxng_gatherer_returns_hits_from_the_real_instance() {
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn dropping_the_stack_stops_searx() {
-    let Some(stack) = SearchStack::start_or_skip("dropping_the_stack_stops_searx").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("dropping_the_stack_stops_searx").await;
     let pid = stack.searx.pid();
     let base = stack.searx.base_url().to_string();
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
@@ -209,11 +205,10 @@ async fn dropping_the_stack_stops_searx() {
 }
 
 #[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
 async fn a_broken_index_fails_start_with_searx_stderr() {
     // Needs searx itself but not the real index; reuse the stack's skip rule.
-    let Some(stack) = SearchStack::start_or_skip("a_broken_index_fails_start").await else {
-        return;
-    };
+    let stack = SearchStack::start_for("a_broken_index_fails_start").await;
     let dir = tempfile::tempdir().unwrap();
     let broken = dir.path().join("broken.sqlite");
     std::fs::write(
@@ -252,6 +247,7 @@ fn build_index(doc_root: &Path, tree: &str, out: &Path) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs the docs corpus (scripts/install-test-deps.sh)"]
 async fn index_builder_indexes_page_text_without_chrome() {
     let dir = tempfile::tempdir().unwrap();
     let index = dir.path().join("index.sqlite");
@@ -284,9 +280,7 @@ async fn index_builder_indexes_page_text_without_chrome() {
         .into_iter()
         .filter(|m| !m.starts_with("docs index"))
         .collect::<Vec<_>>();
-    if skip_for_missing("index_builder_indexes_page_text_without_chrome", &missing) {
-        return;
-    }
+    require_installed("index_builder_indexes_page_text_without_chrome", &missing);
     let first = build_index(&root, "pkg/html", &index);
     assert!(first.starts_with("indexed 2 pages ("), "{first}");
     let second = build_index(&root, "pkg/html", &index);
@@ -303,7 +297,7 @@ async fn index_builder_indexes_page_text_without_chrome() {
     let page_url = format!("{}/pkg/html/guide/my%20page.html", docs.base_url());
     assert_eq!(
         hits,
-        vec![quarry::sources::SearchHit {
+        vec![quarry_engine::sources::SearchHit {
             url: page_url.clone(),
             title: "Frobnicator".into(),
             snippet: "Frobnicator The quuxification of widgets. Second line".into(),

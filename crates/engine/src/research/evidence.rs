@@ -1,0 +1,556 @@
+//! The evidence gate: every citation of a report is checked against what the run actually saw.
+//!
+//! Pure. A cited URL must be a page the run fetched (its text is stored) or a search result it
+//! saw (its snippet is stored); anything else is removed. Each sentence that cites a source is then
+//! checked for lexical support in the cited text: the share of its content words (crudely stemmed)
+//! that occur there, with every number it states required verbatim. An optional model judge
+//! (`lead::judge_claims`) can overrule the lexical verdicts.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+use super::links::{LINK_RE, normalize_url};
+use super::state::RunState;
+
+/// Share of a claim's content words that must occur in the cited text.
+pub const SUPPORT_THRESHOLD: f64 = 0.5;
+/// Sentences with fewer content words are references ("see [the docs](...)"), not claims.
+pub const MIN_CLAIM_TERMS: usize = 3;
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static NUMBER_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b\d+(?:[.,]\d+)*\b").expect("valid regex"));
+
+const STOPWORDS: &[&str] = &[
+    "the",
+    "and",
+    "for",
+    "are",
+    "but",
+    "not",
+    "you",
+    "all",
+    "any",
+    "can",
+    "had",
+    "her",
+    "was",
+    "one",
+    "our",
+    "out",
+    "has",
+    "have",
+    "him",
+    "his",
+    "how",
+    "its",
+    "may",
+    "new",
+    "now",
+    "old",
+    "see",
+    "two",
+    "way",
+    "who",
+    "did",
+    "get",
+    "let",
+    "say",
+    "she",
+    "too",
+    "use",
+    "used",
+    "uses",
+    "using",
+    "with",
+    "this",
+    "that",
+    "from",
+    "they",
+    "will",
+    "would",
+    "there",
+    "their",
+    "what",
+    "about",
+    "which",
+    "when",
+    "where",
+    "your",
+    "into",
+    "than",
+    "then",
+    "them",
+    "these",
+    "those",
+    "some",
+    "such",
+    "also",
+    "each",
+    "other",
+    "more",
+    "most",
+    "only",
+    "over",
+    "very",
+    "just",
+    "like",
+    "been",
+    "being",
+    "were",
+    "does",
+    "doing",
+    "should",
+    "could",
+    "while",
+    "because",
+    "both",
+    "between",
+    "through",
+    "during",
+    "before",
+    "after",
+    "above",
+    "below",
+    "under",
+    "again",
+    "further",
+    "once",
+    "here",
+    "why",
+    "own",
+    "same",
+    "so",
+    "than",
+    "is",
+    "it",
+    "in",
+    "on",
+    "of",
+    "to",
+    "a",
+    "an",
+    "as",
+    "at",
+    "be",
+    "by",
+    "or",
+    "if",
+    "no",
+    "do",
+    "we",
+    "he",
+    "via",
+    "per",
+    "etc",
+    "according",
+    "page",
+    "source",
+    "sources",
+    "docs",
+    "documentation",
+];
+
+/// Crude English stemming: enough to match "parses" with "parse" and "objects" with "object".
+fn stem(word: &str) -> String {
+    let mut w = word.trim_end_matches("'s").to_string();
+    for (suffix, replacement) in [
+        ("ies", "y"),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("ly", ""),
+        ("s", ""),
+    ] {
+        if w.len() > suffix.len() + 3 && w.ends_with(suffix) {
+            w.truncate(w.len() - suffix.len());
+            w.push_str(replacement);
+            break;
+        }
+    }
+    w.chars().take(7).collect()
+}
+
+/// Content words of a text: lowercase, stemmed, without stopwords and one- or two-letter words.
+pub fn terms(text: &str) -> BTreeSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 3 || w.chars().all(|c| c.is_ascii_digit()) && !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .map(|w| stem(&w))
+        .collect()
+}
+
+/// What the run can cite: fetched pages with their text, seen search results with their snippet.
+#[derive(Debug, Clone, Default)]
+pub struct EvidenceBase {
+    /// Normalized URL → (URL, title, text).
+    pages: BTreeMap<String, (String, String, String)>,
+    /// Normalized URL → (URL, title, snippet), for results that were seen but not read.
+    seen: BTreeMap<String, (String, String, String)>,
+}
+
+impl EvidenceBase {
+    /// Everything the run's researchers read or saw.
+    pub fn from_state(state: &RunState) -> Self {
+        let mut base = Self::default();
+        for r in &state.reports {
+            for p in &r.pages {
+                base.add_page(&p.url, &p.title, &p.text);
+            }
+            // Pages read before page texts were recorded still count as fetched.
+            for s in &r.fetched {
+                base.add_page(&s.url, &s.title, "");
+            }
+        }
+        for r in &state.reports {
+            for s in &r.seen {
+                base.add_seen(&s.url, &s.title, &s.snippet);
+            }
+        }
+        base
+    }
+
+    /// Records a fetched page (the first text recorded for a URL wins).
+    pub fn add_page(&mut self, url: &str, title: &str, text: &str) {
+        let entry = self
+            .pages
+            .entry(normalize_url(url))
+            .or_insert_with(|| (url.to_string(), title.to_string(), String::new()));
+        if entry.2.is_empty() {
+            entry.2 = text.to_string();
+        }
+        self.seen.remove(&normalize_url(url));
+    }
+
+    /// Records a search result, unless the page was fetched.
+    pub fn add_seen(&mut self, url: &str, title: &str, snippet: &str) {
+        let key = normalize_url(url);
+        if !self.pages.contains_key(&key) {
+            self.seen
+                .entry(key)
+                .or_insert_with(|| (url.to_string(), title.to_string(), snippet.to_string()));
+        }
+    }
+
+    /// The original URL a citation resolves to, if the run fetched or saw it.
+    pub fn resolve(&self, url: &str) -> Option<&str> {
+        let key = normalize_url(url);
+        self.pages
+            .get(&key)
+            .or_else(|| self.seen.get(&key))
+            .map(|(u, _, _)| u.as_str())
+    }
+
+    /// True when the URL was fetched (not merely seen in search results).
+    pub fn was_fetched(&self, url: &str) -> bool {
+        self.pages.contains_key(&normalize_url(url))
+    }
+
+    /// Title of a fetched or seen URL.
+    pub fn title(&self, url: &str) -> Option<&str> {
+        let key = normalize_url(url);
+        self.pages
+            .get(&key)
+            .or_else(|| self.seen.get(&key))
+            .map(|(_, t, _)| t.as_str())
+    }
+
+    /// The text a claim citing `url` is checked against: the page text, or title and snippet.
+    pub fn evidence_text(&self, url: &str) -> Option<String> {
+        let key = normalize_url(url);
+        if let Some((_, title, text)) = self.pages.get(&key) {
+            return Some(format!("{title}\n{text}"));
+        }
+        self.seen
+            .get(&key)
+            .map(|(_, title, snippet)| format!("{title}\n{snippet}"))
+    }
+}
+
+/// The verdict on one cited claim.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimCheck {
+    /// The sentence, with link targets removed.
+    pub claim: String,
+    /// The cited URL.
+    pub url: String,
+    /// Share of the claim's content words found in the cited text (0..=1).
+    pub overlap: f64,
+    /// Numbers the claim states that the cited text does not contain.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_numbers: Vec<String>,
+    /// The verdict.
+    pub supported: bool,
+    /// Who decided: `lexical` or `model`.
+    pub judged_by: &'static str,
+}
+
+/// Result of gating one Markdown text.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GatedText {
+    /// The Markdown with every unverifiable link removed (link text kept).
+    pub markdown: String,
+    /// Verified URLs the text cites, in order of first citation.
+    pub cited: Vec<String>,
+    /// Cited URLs the run neither fetched nor saw, removed from the text (normalized).
+    pub unverified: Vec<String>,
+}
+
+/// Removes citations of URLs the run neither fetched nor saw; bare unverifiable URLs are dropped,
+/// links keep their text.
+pub fn gate_links(markdown: &str, base: &EvidenceBase) -> GatedText {
+    let mut cited: Vec<String> = Vec::new();
+    let mut unverified: Vec<String> = Vec::new();
+    let out = LINK_RE.replace_all(markdown, |caps: &regex::Captures<'_>| {
+        let (text, raw) = match (caps.get(1), caps.get(2), caps.get(3)) {
+            (Some(t), Some(u), _) => (Some(t.as_str()), u.as_str()),
+            (_, _, Some(u)) => (None, u.as_str()),
+            _ => return caps[0].to_string(),
+        };
+        let trailing: String = {
+            let trimmed = raw.trim_end_matches(['.', ',', ';', ':', '!', '?']);
+            raw[trimmed.len()..].to_string()
+        };
+        match base.resolve(raw) {
+            Some(original) => {
+                if !cited.iter().any(|c| c == original) {
+                    cited.push(original.to_string());
+                }
+                caps[0].to_string()
+            }
+            None => {
+                let key = normalize_url(raw);
+                if !unverified.contains(&key) {
+                    unverified.push(key);
+                }
+                match text {
+                    Some(t) => t.to_string(),
+                    None => trailing,
+                }
+            }
+        }
+    });
+    GatedText {
+        markdown: out.into_owned(),
+        cited,
+        unverified,
+    }
+}
+
+/// Splits Markdown into sentence-sized units: lines, then sentences within a line. Links are
+/// protected so the dots in URLs do not split sentences.
+fn sentences(markdown: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in markdown.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with("```") {
+            continue;
+        }
+        let mut current = String::new();
+        let mut depth = 0i32;
+        let chars: Vec<char> = line.chars().collect();
+        for (i, &c) in chars.iter().enumerate() {
+            current.push(c);
+            match c {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                _ => {}
+            }
+            let ends = matches!(c, '.' | '!' | '?')
+                && depth <= 0
+                && chars.get(i + 1).is_none_or(|n| n.is_whitespace());
+            if ends {
+                out.push(std::mem::take(&mut current).trim().to_string());
+            }
+        }
+        if !current.trim().is_empty() {
+            out.push(current.trim().to_string());
+        }
+    }
+    // A citation standing alone after its sentence ("... objects. ([json](url))") belongs to it.
+    let mut merged: Vec<String> = Vec::new();
+    for s in out {
+        let without_links = LINK_RE.replace_all(&s, "");
+        let bare = without_links
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .is_empty();
+        match merged.last_mut() {
+            Some(prev) if bare && LINK_RE.is_match(&s) => {
+                prev.push(' ');
+                prev.push_str(&s);
+            }
+            _ => merged.push(s),
+        }
+    }
+    merged
+}
+
+/// The claim a sentence makes: link targets and list markers removed, link texts kept.
+fn claim_text(sentence: &str) -> String {
+    let text = LINK_RE.replace_all(sentence, |caps: &regex::Captures<'_>| {
+        caps.get(1)
+            .map(|t| t.as_str().to_string())
+            .unwrap_or_default()
+    });
+    let text = text.trim_start_matches(['-', '*', '+', ' ']);
+    let text = text.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ' ');
+    text.replace("()", "")
+        .replace("( )", "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Checks one claim against one text: term overlap and verbatim numbers.
+pub fn support(claim: &str, evidence: &str) -> (f64, Vec<String>) {
+    let claim_terms = terms(claim);
+    if claim_terms.is_empty() {
+        return (0.0, vec![]);
+    }
+    let evidence_terms = terms(evidence);
+    let found = claim_terms.intersection(&evidence_terms).count();
+    let missing_numbers: Vec<String> = NUMBER_RE
+        .find_iter(claim)
+        .map(|m| m.as_str().to_string())
+        .filter(|n| !evidence.contains(n.as_str()))
+        .collect();
+    (found as f64 / claim_terms.len() as f64, missing_numbers)
+}
+
+/// Checks every sentence of a (gated) text that cites a source the run holds.
+pub fn check_claims(markdown: &str, base: &EvidenceBase) -> Vec<ClaimCheck> {
+    let mut checks = Vec::new();
+    let mut cache: BTreeMap<String, String> = BTreeMap::new();
+    for sentence in sentences(markdown) {
+        let urls: Vec<String> = LINK_RE
+            .captures_iter(&sentence)
+            .filter_map(|c| c.get(2).or_else(|| c.get(3)))
+            .filter_map(|m| base.resolve(m.as_str()).map(str::to_string))
+            .collect();
+        if urls.is_empty() {
+            continue;
+        }
+        let claim = claim_text(&sentence);
+        if terms(&claim).len() < MIN_CLAIM_TERMS {
+            continue;
+        }
+        let mut seen_urls = BTreeSet::new();
+        for url in urls {
+            if !seen_urls.insert(url.clone()) {
+                continue;
+            }
+            let evidence = cache
+                .entry(url.clone())
+                .or_insert_with(|| base.evidence_text(&url).unwrap_or_default());
+            let (overlap, missing_numbers) = support(&claim, evidence);
+            checks.push(ClaimCheck {
+                supported: overlap >= SUPPORT_THRESHOLD && missing_numbers.is_empty(),
+                claim: claim.clone(),
+                url,
+                overlap: (overlap * 1000.0).round() / 1000.0,
+                missing_numbers,
+                judged_by: "lexical",
+            });
+        }
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> EvidenceBase {
+        let mut b = EvidenceBase::default();
+        b.add_page(
+            "http://h/json.html",
+            "json — JSON encoder and decoder",
+            "json.loads(s) deserializes s (a str, bytes or bytearray instance containing a JSON document) to a Python object. Added in version 3.6.",
+        );
+        b.add_seen(
+            "http://h/pickle.html",
+            "pickle — Python object serialization",
+            "The pickle module implements binary protocols for serializing a Python object structure.",
+        );
+        b
+    }
+
+    #[test]
+    fn stemming_and_stopwords() {
+        let t = terms("The objects are parsed by json.loads, which parses strings");
+        assert!(
+            t.contains("object") && t.contains("pars") && t.contains("json"),
+            "{t:?}"
+        );
+        assert!(t.contains("load") && t.contains("string"), "{t:?}");
+        assert!(!t.contains("the") && !t.contains("are") && !t.contains("which"));
+    }
+
+    #[test]
+    fn links_resolve_to_fetched_pages_and_seen_results_only() {
+        let g = gate_links(
+            "A [json](http://h/json.html#loads) B [pickle](http://h/pickle.html/) C [x](http://made.up/x) http://bare.example/y.",
+            &base(),
+        );
+        assert_eq!(
+            g.markdown,
+            "A [json](http://h/json.html#loads) B [pickle](http://h/pickle.html/) C x ."
+        );
+        assert_eq!(g.cited, vec!["http://h/json.html", "http://h/pickle.html"]);
+        assert_eq!(
+            g.unverified,
+            vec!["http://made.up/x", "http://bare.example/y"]
+        );
+    }
+
+    #[test]
+    fn claims_are_checked_against_the_cited_text() {
+        let md = "## Key findings\n- `json.loads` deserializes a str into a Python object ([json](http://h/json.html)).\n- It is the fastest parser on earth and was added in version 2.1 ([json](http://h/json.html)).\n- See [json](http://h/json.html).\n- Pickle serializes Python object structures in binary protocols ([pickle](http://h/pickle.html)).";
+        let checks = check_claims(md, &base());
+        let verdicts: Vec<(bool, &str)> = checks
+            .iter()
+            .map(|c| (c.supported, c.url.as_str()))
+            .collect();
+        assert_eq!(
+            verdicts,
+            vec![
+                (true, "http://h/json.html"),
+                (false, "http://h/json.html"),
+                (true, "http://h/pickle.html"),
+            ],
+            "{checks:#?}"
+        );
+        assert_eq!(checks[1].missing_numbers, vec!["2.1"]);
+        assert!(
+            checks[0].claim.starts_with("`json.loads` deserializes"),
+            "{}",
+            checks[0].claim
+        );
+        assert!(!checks[0].claim.contains("http"));
+    }
+
+    #[test]
+    fn a_trailing_citation_on_its_own_belongs_to_the_sentence_before() {
+        let s = sentences(
+            "JSON text is decoded by json.loads into objects. ([json](http://h/json.html))",
+        );
+        assert_eq!(s.len(), 1, "{s:?}");
+        let s = sentences("First claim here. Second claim (see [a](http://h/a.b)) ends. Third.");
+        assert_eq!(s.len(), 3, "{s:?}");
+    }
+
+    #[test]
+    fn a_numbers_mismatch_is_unsupported_even_with_word_overlap() {
+        let (overlap, missing) = support(
+            "JSON documents added in version 3.9 to a Python object",
+            "Added in version 3.6. JSON documents become a Python object.",
+        );
+        assert!(overlap > 0.8);
+        assert_eq!(missing, vec!["3.9"]);
+    }
+}

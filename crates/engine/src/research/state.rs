@@ -1,0 +1,341 @@
+//! The serializable state of one research run and the vocabulary of the reducer.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::Usage;
+use quarry_vocab::reasons;
+
+/// Orchestration mode (seed 000): one researcher, or planner + rounds + evaluator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Quick,
+    #[default]
+    Deep,
+}
+
+/// Requested outputs (seed 003).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputKind {
+    Study,
+    Ideas,
+    Implementations,
+}
+
+/// Hard limits of a run; `None` means unlimited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    pub max_concurrent_researchers: u32,
+    /// Hard cap on rounds, including the evaluator's bonus rounds.
+    pub max_rounds: u32,
+    pub max_cost_pico_usd: Option<u64>,
+    pub max_tokens: Option<u64>,
+    pub timeout_secs: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_concurrent_researchers: 3,
+            max_rounds: TARGET_ROUNDS + MAX_EXTRA_ROUNDS,
+            max_cost_pico_usd: None,
+            max_tokens: None,
+            timeout_secs: None,
+        }
+    }
+}
+
+/// Rounds the planner's agenda is expected to take (seed 000: `targetRounds`).
+pub const TARGET_ROUNDS: u32 = 1;
+/// Bonus rounds the evaluator may add beyond the target (seed 000: hard limit `targetRounds + 2`).
+pub const MAX_EXTRA_ROUNDS: u32 = 2;
+/// Progress units budgeted per researcher (seed 000).
+pub const UNITS_PER_RESEARCHER: u32 = 10;
+
+/// What the user asked for, fixed for the life of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunInput {
+    pub query: String,
+    #[serde(default)]
+    pub context: Option<String>,
+    #[serde(default)]
+    pub mode: Mode,
+    pub outputs: Vec<OutputKind>,
+    pub top_k: u32,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+impl RunInput {
+    /// A run with default outputs, top-k and limits.
+    pub fn new(query: impl Into<String>, mode: Mode) -> Self {
+        Self {
+            query: query.into(),
+            context: None,
+            mode,
+            outputs: vec![OutputKind::Study],
+            top_k: 5,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Phase of a run as people see it (DESIGN §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    Pending,
+    Planning,
+    Researching,
+    Synthesizing,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Phase {
+    /// True for Completed, Failed and Cancelled.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Phase::Completed | Phase::Failed | Phase::Cancelled)
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
+/// State of one agenda task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskState {
+    Pending,
+    Running,
+    Done,
+    Failed,
+}
+
+/// One agenda task; each round's researchers take one task each.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: u32,
+    pub query: String,
+    pub round: u32,
+    pub state: TaskState,
+    /// Progress units used by the researcher working on it.
+    #[serde(default)]
+    pub units: u32,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// A page or search result a report may cite.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SourceRef {
+    pub url: String,
+    pub title: String,
+    /// The search snippet (search results only): the evidence a seen-but-unread result offers.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub snippet: String,
+}
+
+impl SourceRef {
+    /// A source without snippet.
+    pub fn new(url: impl Into<String>, title: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            title: title.into(),
+            snippet: String::new(),
+        }
+    }
+}
+
+/// The text of a page a researcher read, as the model saw it: what the evidence gate checks
+/// claims against and what per-document summaries are made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageExtract {
+    pub url: String,
+    pub title: String,
+    pub text: String,
+}
+
+/// What a finished researcher hands back to the orchestrator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResearcherReport {
+    pub task_id: u32,
+    pub markdown: String,
+    /// Pages the researcher fetched successfully.
+    pub fetched: Vec<SourceRef>,
+    /// Search results the researcher saw.
+    pub seen: Vec<SourceRef>,
+    /// The text of every page in `fetched` that bears on the task, as shown to the model.
+    #[serde(default)]
+    pub pages: Vec<PageExtract>,
+    /// Pages in `fetched` whose passages match nothing of the task (read, never shown).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub irrelevant: Vec<String>,
+    /// The queries searched, as run (the honest no-evidence report lists them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queries: Vec<String>,
+    pub searches: u32,
+    pub usage: Usage,
+}
+
+/// The lead evaluator's decision (seed 000).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Decision {
+    Synthesize,
+    Delegate { queries: Vec<String> },
+}
+
+/// The stored result of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinalReport {
+    pub markdown: String,
+    pub findings_json: String,
+    pub sources: Vec<SourceRef>,
+    /// True when limits stopped the run before the evaluator chose to synthesize.
+    pub partial: bool,
+    /// True for seed 004's honest "unable to research" report.
+    pub aborted: bool,
+    /// Cited claims checked against the cited page's text by the evidence gate.
+    #[serde(default)]
+    pub claims_checked: u32,
+    /// Of those, the claims the cited text supports.
+    #[serde(default)]
+    pub claims_supported: u32,
+}
+
+impl FinalReport {
+    /// Share of checked citations that the cited text supports; `None` when nothing was checked.
+    pub fn citation_precision(&self) -> Option<f64> {
+        (self.claims_checked > 0)
+            .then(|| f64::from(self.claims_supported) / f64::from(self.claims_checked))
+    }
+}
+
+/// Why a run failed: a machine reason (CamelCase, used in conditions) and a human message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub reason: String,
+    pub message: String,
+}
+
+impl Failure {
+    /// Builds a failure from a reason constant and a message.
+    pub fn new(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Which limit stopped a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LimitHit {
+    Cost,
+    Tokens,
+    Time,
+}
+
+impl LimitHit {
+    /// The condition reason for this limit.
+    pub fn reason(self) -> &'static str {
+        match self {
+            LimitHit::Cost => reasons::COST_LIMIT,
+            LimitHit::Tokens => reasons::TOKEN_LIMIT,
+            LimitHit::Time => reasons::TIME_LIMIT,
+        }
+    }
+}
+
+/// The whole serializable state of a run: what the reducer reads and writes, what a checkpoint holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunState {
+    pub input: RunInput,
+    pub phase: Phase,
+    pub suspended: bool,
+    /// Current round, 1-based once researching started.
+    pub round: u32,
+    pub agenda: Vec<Task>,
+    pub reports: Vec<ResearcherReport>,
+    /// Usage of the whole run, including failed calls.
+    pub usage: Usage,
+    /// Usage per model that answered: the model router's ledger, copied in by the executor.
+    #[serde(default)]
+    pub usage_by_model: std::collections::BTreeMap<String, Usage>,
+    pub searches: u32,
+    pub pages_fetched: u32,
+    /// Every URL fetched by any researcher of this run (the shared URL pool).
+    pub fetched_urls: BTreeSet<String>,
+    /// Planned progress units (seed 000: 10 per researcher, grows on delegation).
+    pub budget_units: u32,
+    pub limit_hit: Option<LimitHit>,
+    pub final_report: Option<FinalReport>,
+    pub failure: Option<Failure>,
+    /// True once the final report has been stored (written exactly once).
+    pub published: bool,
+    /// The run's OpenTelemetry trace id when traces are exported (the exemplar of its duration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+}
+
+impl RunState {
+    /// A fresh run in phase Pending.
+    pub fn new(input: RunInput) -> Self {
+        Self {
+            input,
+            phase: Phase::Pending,
+            suspended: false,
+            round: 0,
+            agenda: Vec::new(),
+            reports: Vec::new(),
+            usage: Usage::default(),
+            usage_by_model: Default::default(),
+            searches: 0,
+            pages_fetched: 0,
+            fetched_urls: BTreeSet::new(),
+            budget_units: 0,
+            limit_hit: None,
+            final_report: None,
+            failure: None,
+            published: false,
+            trace_id: None,
+        }
+    }
+
+    /// Progress for people (seed 000): `"NN%"` of planned units, or `"exploring"` past the planned rounds.
+    pub fn progress(&self) -> String {
+        match self.phase {
+            Phase::Completed => return "100%".to_string(),
+            Phase::Pending | Phase::Planning => return "0%".to_string(),
+            _ => {}
+        }
+        if self.round > TARGET_ROUNDS {
+            return "exploring".to_string();
+        }
+        if self.budget_units == 0 {
+            return "0%".to_string();
+        }
+        let used: u32 = self
+            .agenda
+            .iter()
+            .map(|t| t.units.min(UNITS_PER_RESEARCHER))
+            .sum();
+        let pct = (u64::from(used) * 100 / u64::from(self.budget_units)).min(99);
+        format!("{pct}%")
+    }
+
+    /// Number of distinct pages fetched by the run.
+    pub fn source_count(&self) -> usize {
+        self.fetched_urls.len()
+    }
+
+    /// Reports of earlier-finished researchers, for injection into a starting one.
+    pub fn finished_reports(&self) -> impl Iterator<Item = &ResearcherReport> {
+        self.reports.iter()
+    }
+}

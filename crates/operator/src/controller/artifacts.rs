@@ -1,0 +1,506 @@
+//! Where a run's artifacts go, and their cleanup (issue 6): the object store a run may use
+//! (its profile's `objectStore` with the credentials Secret read, or the operator-wide default),
+//! the `quarry.dev/artifacts` finalizer that runs with object-store artifacts carry, and the
+//! cleanup that deletes those objects when the run is deleted.
+//!
+//! The finalizer is added just before a run's first object write (by the run's store, through
+//! [`FinalizerGuard`]), so runs that never write an object are never held up by it. Cleanup and
+//! the finalizer's removal go through kube-runtime's `finalizer` helper.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::finalizer::{self, finalizer};
+use kube::{Api, Client, Resource, ResourceExt};
+use tracing::{info, warn};
+
+use super::status::RunView;
+use super::{Context, Error, Stall, apply_status, kube_err};
+use crate::store::object::{
+    Bucket, ObjectStoreConfig, ObjectStoreError, RunLayout, SecretValue, check_options, parse_url,
+};
+use crate::store::routed::{BeforeObjectWrite, ReportSlot};
+use quarry_api::{ObjectStoreSpec, ResearchProfile, ResearchRun, reasons};
+use quarry_engine::store::StoreError;
+
+/// Finalizer on runs whose artifacts are (partly) in an object store.
+pub const ARTIFACTS_FINALIZER: &str = "quarry.dev/artifacts";
+
+/// Where a run's artifacts go, resolved by the controller and handed to the launcher.
+#[derive(Clone, Debug, Default)]
+pub struct ArtifactTarget {
+    /// The object store the run may use, credentials read; `None` without one.
+    pub object_store: Option<ObjectStoreConfig>,
+    /// Where the run's store put the report, read by the status writer.
+    pub report: ReportSlot,
+}
+
+/// Pure: whether the run carries the artifacts finalizer.
+pub fn has_finalizer(run: &ResearchRun) -> bool {
+    run.finalizers().iter().any(|f| f == ARTIFACTS_FINALIZER)
+}
+
+/// Pure: the object-store layout of a run (`<prefix>/<namespace>/<run>/`).
+pub fn layout(run: &ResearchRun) -> Result<RunLayout, Error> {
+    Ok(RunLayout {
+        prefix: run.spec.report.prefix.clone(),
+        namespace: run.namespace().ok_or(Error::MissingMetadata("namespace"))?,
+        run: run.name_any(),
+        uid: run.uid().ok_or(Error::MissingMetadata("uid"))?,
+        query: run.spec.query.clone(),
+    })
+}
+
+/// Pure: a profile's `objectStore` with its credentials Secret's data (`None` when it names no
+/// Secret) as a store configuration, or why it cannot be used. Secret keys are checked against
+/// the store's options so a misspelt key is named; values are never shown.
+pub fn object_store_config(
+    spec: &ObjectStoreSpec,
+    secret: Option<&BTreeMap<String, ByteString>>,
+    profile: &str,
+) -> Result<ObjectStoreConfig, Stall> {
+    let origin = format!("ResearchProfile \"{profile}\" objectStore");
+    let invalid = |message: String| Stall {
+        reason: reasons::OBJECT_STORE_INVALID,
+        message,
+    };
+    let (kind, _, _) = parse_url(&spec.url).map_err(|e| {
+        invalid(format!(
+            "{origin}.url {:?} is not usable: {e}; use s3://bucket/prefix, gs://bucket/prefix or az://container/prefix",
+            spec.url
+        ))
+    })?;
+    let secret_name = spec
+        .credentials_secret_ref
+        .as_ref()
+        .map(|r| r.name.as_str())
+        .unwrap_or_default();
+    let data = secret.cloned().unwrap_or_default();
+    check_options(kind, data.keys()).map_err(|key| {
+        invalid(format!(
+            "Secret \"{secret_name}\" key \"{key}\" ({origin}.credentialsSecretRef) is not an option of the {} object store; rename it to one of its options, for example {}",
+            kind.name(),
+            kind.examples()
+        ))
+    })?;
+    let mut options = Vec::new();
+    for (key, value) in data {
+        let value = String::from_utf8(value.0).map_err(|_| {
+            invalid(format!(
+                "Secret \"{secret_name}\" key \"{key}\" ({origin}.credentialsSecretRef) is not UTF-8 text"
+            ))
+        })?;
+        options.push((key.to_ascii_lowercase(), SecretValue::new(value.trim())));
+    }
+    Ok(ObjectStoreConfig {
+        url: spec.url.clone(),
+        endpoint: spec.endpoint.clone(),
+        region: spec.region.clone(),
+        allow_http: spec.allow_http,
+        options,
+        from_env: false,
+        origin,
+    })
+}
+
+/// Why a credentials Secret could not be read.
+#[derive(Debug)]
+pub enum SecretLookup {
+    /// The API call failed.
+    Kube(kube::Error),
+    /// The Secret does not exist: the stall to show.
+    Missing(Stall),
+}
+
+/// The data of `spec`'s credentials Secret (`None` when it names none), `stringData` included.
+pub async fn credentials(
+    client: &Client,
+    spec: &ObjectStoreSpec,
+    namespace: &str,
+    profile_name: &str,
+) -> Result<Option<BTreeMap<String, ByteString>>, SecretLookup> {
+    let Some(secret_ref) = &spec.credentials_secret_ref else {
+        return Ok(None);
+    };
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let secret = secrets
+        .get_opt(&secret_ref.name)
+        .await
+        .map_err(SecretLookup::Kube)?
+        .ok_or_else(|| {
+            SecretLookup::Missing(Stall {
+                reason: reasons::SECRET_NOT_FOUND,
+                message: format!(
+                    "Secret \"{}\" not found in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" objectStore.credentialsSecretRef); create it with the object store's credentials as keys (for example aws_access_key_id and aws_secret_access_key)",
+                    secret_ref.name
+                ),
+            })
+        })?;
+    let mut data = secret.data.unwrap_or_default();
+    for (k, v) in secret.string_data.unwrap_or_default() {
+        data.entry(k).or_insert(ByteString(v.into_bytes()));
+    }
+    Ok(Some(data))
+}
+
+/// The object store a run of `profile` may use: the profile's own (its Secret read), else the
+/// operator-wide default, else none. A missing or unusable Secret is a stall.
+pub async fn resolve_object_store(
+    ctx: &Context,
+    profile: &ResearchProfile,
+    namespace: &str,
+) -> Result<Result<Option<ObjectStoreConfig>, Stall>, Error> {
+    let profile_name = profile.name_any();
+    let Some(spec) = &profile.spec.object_store else {
+        return Ok(Ok(ctx.default_object_store.clone()));
+    };
+    let data = match credentials(&ctx.client, spec, namespace, &profile_name).await {
+        Ok(data) => data,
+        Err(SecretLookup::Missing(stall)) => return Ok(Err(stall)),
+        Err(SecretLookup::Kube(source)) => {
+            return Err(Error::Kube {
+                action: format!(
+                    "reading the objectStore credentials Secret of ResearchProfile {namespace}/{profile_name}"
+                ),
+                source,
+            });
+        }
+    };
+    Ok(object_store_config(spec, data.as_ref(), &profile_name).map(Some))
+}
+
+/// Pure: the stall for an object store that cannot be used with its configuration.
+pub fn probe_stall(config: &ObjectStoreConfig, error: &ObjectStoreError) -> Stall {
+    let fix = if config.from_env {
+        "fix the credentials in the operator's environment (AWS_*, GOOGLE_*, AZURE_*)"
+    } else {
+        "fix the keys of the credentials Secret"
+    };
+    match error {
+        ObjectStoreError::AccessDenied { url, message } => Stall {
+            reason: reasons::OBJECT_STORE_ACCESS_DENIED,
+            message: format!(
+                "the object store at {url} refused the credentials of {}: {message}; {fix} and the run starts",
+                config.origin
+            ),
+        },
+        ObjectStoreError::BucketNotFound { url, message } => Stall {
+            reason: reasons::OBJECT_STORE_UNAVAILABLE,
+            message: format!(
+                "the bucket of {} ({url}) does not exist: {message}; create it or fix the url",
+                config.origin
+            ),
+        },
+        ObjectStoreError::Unavailable { url, message } => Stall {
+            reason: reasons::OBJECT_STORE_UNAVAILABLE,
+            message: format!(
+                "the object store of {} ({url}) is not reachable: {message}; the run starts once it answers",
+                config.origin
+            ),
+        },
+        other => Stall {
+            reason: reasons::OBJECT_STORE_INVALID,
+            message: other.to_string(),
+        },
+    }
+}
+
+/// Adds the artifacts finalizer to a run before its first object write, through kube-runtime's
+/// `finalizer` helper (which adds it to a run that lacks it and does nothing else).
+pub struct FinalizerGuard {
+    api: Api<ResearchRun>,
+    name: String,
+}
+
+impl FinalizerGuard {
+    /// The guard of run `name` in `namespace`.
+    pub fn new(client: Client, namespace: &str, name: &str) -> Self {
+        Self {
+            api: Api::namespaced(client, namespace),
+            name: name.to_string(),
+        }
+    }
+}
+
+#[async_trait]
+impl BeforeObjectWrite for FinalizerGuard {
+    async fn before_first_object(&self) -> Result<(), StoreError> {
+        let failed = |message: String| StoreError::Io {
+            key: String::new(),
+            message,
+        };
+        let run = self
+            .api
+            .get(&self.name)
+            .await
+            .map_err(|e| failed(format!("reading ResearchRun {}: {e}", self.name)))?;
+        if run.metadata.deletion_timestamp.is_some() {
+            // A finalizer cannot be added any more: writing now could leave objects behind.
+            return Err(failed(format!(
+                "ResearchRun {} is being deleted; nothing more is written to the object store",
+                self.name
+            )));
+        }
+        if has_finalizer(&run) {
+            return Ok(());
+        }
+        finalizer(&self.api, ARTIFACTS_FINALIZER, Arc::new(run), |_| async {
+            Ok::<_, StoreError>(Action::await_change())
+        })
+        .await
+        .map_err(|e| failed(format!("adding finalizer {ARTIFACTS_FINALIZER}: {e}")))?;
+        info!(run = %self.name, "added finalizer {ARTIFACTS_FINALIZER} before the first object write");
+        Ok(())
+    }
+}
+
+/// Maps the helper's error onto the reconciler's.
+pub fn finalizer_error(e: finalizer::Error<Error>) -> Error {
+    match e {
+        finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
+        finalizer::Error::AddFinalizer(source) => Error::Kube {
+            action: format!("adding finalizer {ARTIFACTS_FINALIZER}"),
+            source,
+        },
+        finalizer::Error::RemoveFinalizer(source) => Error::Kube {
+            action: format!("removing finalizer {ARTIFACTS_FINALIZER}"),
+            source,
+        },
+        finalizer::Error::UnnamedObject => Error::MissingMetadata("name"),
+        finalizer::Error::InvalidFinalizer => Error::MissingMetadata("finalizers"),
+    }
+}
+
+/// Pure: the message of a failed cleanup, with the way out.
+pub fn cleanup_failed_message(run: &ResearchRun, what: &str) -> String {
+    format!(
+        "{what}; the run is kept until its object-store artifacts are deleted (retried every 10s). Fix the object store or its credentials, or delete the run and keep the objects with: kubectl patch researchrun {} -n {} --type=json -p '[{{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}}]'",
+        run.name_any(),
+        run.namespace().unwrap_or_default()
+    )
+}
+
+/// The finalizer's cleanup: deletes the run's objects, or marks the run stalled (with a Warning
+/// Event) and fails so the deletion is retried.
+pub async fn cleanup(run: Arc<ResearchRun>, ctx: &Context) -> Result<Action, Error> {
+    let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
+    let uid = run.uid().ok_or(Error::MissingMetadata("uid"))?;
+    ctx.registry.remove(&uid);
+    ctx.forget_report(&uid);
+    let deleted = delete_objects(&run, ctx, &namespace).await?;
+    match deleted {
+        Ok((count, url)) => {
+            info!(run = %run.name_any(), namespace = %namespace, objects = count, "deleted the run's object-store artifacts");
+            let event = Event {
+                type_: EventType::Normal,
+                reason: reasons::ARTIFACTS_DELETED.into(),
+                note: Some(format!("deleted {count} objects under {url}")),
+                action: "Cleanup".into(),
+                secondary: None,
+            };
+            if let Err(e) = ctx.recorder.publish(&event, &run.object_ref(&())).await {
+                warn!(run = %run.name_any(), error = %e, "publishing event failed");
+            }
+            Ok(Action::await_change())
+        }
+        Err(what) => {
+            let message = cleanup_failed_message(&run, &what);
+            warn!(run = %run.name_any(), namespace = %namespace, "{message}");
+            apply_status(ctx, &run, RunView::CleanupFailed { message: &message }).await?;
+            Err(Error::ArtifactCleanup(message))
+        }
+    }
+}
+
+/// Deletes the run's objects: `Ok(Ok((count, url)))`, or `Ok(Err(what failed))`.
+async fn delete_objects(
+    run: &ResearchRun,
+    ctx: &Context,
+    namespace: &str,
+) -> Result<Result<(usize, String), String>, Error> {
+    let profile_name = &run.spec.profile_ref;
+    let profiles: Api<ResearchProfile> = Api::namespaced(ctx.client.clone(), namespace);
+    let profile = profiles
+        .get_opt(profile_name)
+        .await
+        .map_err(kube_err(format!(
+            "reading ResearchProfile {namespace}/{profile_name}"
+        )))?;
+    let config = match profile {
+        Some(profile) => match resolve_object_store(ctx, &profile, namespace).await? {
+            Ok(Some(config)) => config,
+            Ok(None) => {
+                return Ok(Err(format!(
+                    "ResearchProfile \"{profile_name}\" no longer configures an object store (and the operator has no default), so the run's objects cannot be reached; restore its objectStore"
+                )));
+            }
+            Err(stall) => return Ok(Err(stall.message)),
+        },
+        None => {
+            return Ok(Err(format!(
+                "ResearchProfile \"{profile_name}\" (spec.profileRef) no longer exists, so where the run's objects are and their credentials are unknown; recreate it"
+            )));
+        }
+    };
+    let store = match Bucket::connect(&config) {
+        Ok(bucket) => bucket.for_run(&layout(run)?),
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    let url = store.dir_url();
+    Ok(match store.delete_all().await {
+        Ok(count) => Ok((count, url)),
+        Err(e) => Err(format!("deleting the objects under {url} failed: {e}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Request, Response};
+    use kube::client::Body;
+    use serde_json::json;
+
+    fn respond(value: &serde_json::Value) -> Response<Body> {
+        Response::builder()
+            .body(Body::from(serde_json::to_vec(value).unwrap()))
+            .unwrap()
+    }
+
+    fn run(metadata: serde_json::Value) -> serde_json::Value {
+        let mut meta =
+            json!({"name": "r1", "namespace": "ns", "uid": "u1", "resourceVersion": "3"});
+        for (k, v) in metadata.as_object().cloned().unwrap_or_default() {
+            meta[k] = v;
+        }
+        json!({"apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun", "metadata": meta,
+               "spec": {"query": "what is CEL?"}})
+    }
+
+    #[tokio::test]
+    async fn the_guard_adds_the_finalizer_once_with_a_tested_json_patch() {
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let guard = FinalizerGuard::new(Client::new(service, "ns"), "ns", "r1");
+        let server = tokio::spawn(async move {
+            let path = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns/r1";
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!((req.method().as_str(), req.uri().path()), ("GET", path));
+            send.send_response(respond(&run(json!({"finalizers": ["other.io/keep"]}))));
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::PATCH);
+            assert_eq!(req.uri().to_string(), format!("{path}?"));
+            assert_eq!(
+                req.headers().get("content-type").unwrap(),
+                "application/json-patch+json"
+            );
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
+            // Another controller's finalizer is kept: the list is tested, ours appended.
+            assert_eq!(
+                body,
+                json!([
+                    {"op": "test", "path": "/metadata/finalizers", "value": ["other.io/keep"]},
+                    {"op": "add", "path": "/metadata/finalizers/-", "value": "quarry.dev/artifacts"}
+                ])
+            );
+            send.send_response(respond(&run(
+                json!({"finalizers": ["other.io/keep", "quarry.dev/artifacts"]}),
+            )));
+            // A run that already carries it: one read, no patch.
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            send.send_response(respond(&run(
+                json!({"finalizers": ["quarry.dev/artifacts"]}),
+            )));
+            // A run being deleted: no object may be written any more.
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            send.send_response(respond(&run(
+                json!({"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["other.io/keep"]}),
+            )));
+        });
+        guard.before_first_object().await.unwrap();
+        guard.before_first_object().await.unwrap();
+        let err = guard.before_first_object().await.unwrap_err();
+        assert!(err.to_string().contains("is being deleted"), "{err}");
+        server.await.unwrap();
+    }
+
+    #[test]
+    fn a_profile_object_store_becomes_a_config_with_secret_options() {
+        let spec: ObjectStoreSpec = serde_json::from_value(json!({
+            "url": "s3://reports/quarry", "endpoint": "http://minio:9000", "allowHttp": true,
+            "credentialsSecretRef": {"name": "s3"}
+        }))
+        .unwrap();
+        let mut data = BTreeMap::new();
+        data.insert(
+            "AWS_ACCESS_KEY_ID".to_string(),
+            ByteString(b"AKID".to_vec()),
+        );
+        data.insert(
+            "aws_secret_access_key".to_string(),
+            ByteString(b"hunter2\n".to_vec()),
+        );
+        let config = object_store_config(&spec, Some(&data), "p").unwrap();
+        assert_eq!(config.url, "s3://reports/quarry");
+        assert_eq!(config.endpoint.as_deref(), Some("http://minio:9000"));
+        assert!(config.allow_http && !config.from_env);
+        assert_eq!(
+            config
+                .options
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.expose()))
+                .collect::<Vec<_>>(),
+            vec![
+                ("aws_access_key_id", "AKID"),
+                ("aws_secret_access_key", "hunter2")
+            ]
+        );
+        assert_eq!(config.origin, "ResearchProfile \"p\" objectStore");
+        data.insert("token".to_string(), ByteString(b"x".to_vec()));
+        data.insert("aws_secret_key".to_string(), ByteString(b"x".to_vec()));
+        let stall = object_store_config(&spec, Some(&data), "p").unwrap_err();
+        assert_eq!(stall.reason, reasons::OBJECT_STORE_INVALID);
+        assert!(
+            stall.message.contains("key \"aws_secret_key\""),
+            "{}",
+            stall.message
+        );
+        let bad_url: ObjectStoreSpec = serde_json::from_value(json!({"url": "s3://"})).unwrap();
+        assert_eq!(
+            object_store_config(&bad_url, None, "p").unwrap_err().reason,
+            reasons::OBJECT_STORE_INVALID
+        );
+    }
+
+    #[test]
+    fn probe_failures_map_to_reasons_that_say_what_to_fix() {
+        let config = ObjectStoreConfig::from_env("s3://b", "the operator's --object-store-url");
+        let denied = probe_stall(
+            &config,
+            &ObjectStoreError::AccessDenied {
+                url: "s3://b/ns/r/".into(),
+                message: "access denied: InvalidAccessKeyId".into(),
+            },
+        );
+        assert_eq!(denied.reason, reasons::OBJECT_STORE_ACCESS_DENIED);
+        assert_eq!(
+            denied.message,
+            "the object store at s3://b/ns/r/ refused the credentials of the operator's --object-store-url: access denied: InvalidAccessKeyId; fix the credentials in the operator's environment (AWS_*, GOOGLE_*, AZURE_*) and the run starts"
+        );
+        let missing = probe_stall(
+            &config,
+            &ObjectStoreError::BucketNotFound {
+                url: "s3://b/ns/r/".into(),
+                message: "not found: NoSuchBucket".into(),
+            },
+        );
+        assert_eq!(missing.reason, reasons::OBJECT_STORE_UNAVAILABLE);
+        assert!(missing.message.contains("does not exist"));
+    }
+}

@@ -1,0 +1,337 @@
+//! Production launcher: builds the engine of a run (model client, gatherer, fetcher, ConfigMap
+//! store) and drives it, resuming from the run's checkpoint when one exists (DESIGN §4).
+
+use std::sync::Arc;
+
+use kube::{Client, Resource, ResourceExt};
+use tokio::sync::watch;
+use tracing::{Instrument, info, warn};
+
+use super::artifacts::{self, FinalizerGuard};
+use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Stall, Starter};
+use crate::store::configmap::ConfigMapStore;
+use crate::store::object::Bucket;
+use crate::store::routed::{BeforeObjectWrite, RoutedStore};
+use quarry_api::{ModelTier, ReportKind, ResearchProfileSpec, SecretKeyRef};
+use quarry_engine::events::publish::{StreamPublisher, run_published};
+use quarry_engine::events::{RunEvents, RunRef};
+use quarry_engine::research::executor::{self, Engine, RunObserver};
+use quarry_engine::research::reducer::Event;
+use quarry_engine::research::state::{Failure, Phase, RunState};
+use quarry_engine::store::ArtifactStore;
+use quarry_engine::telemetry::{Metrics, RunMetrics};
+
+/// Launcher that runs the research engine in-process.
+pub struct EngineLauncher {
+    client: Client,
+    metrics: Option<Metrics>,
+    services: crate::wiring::Services,
+    /// Redis URL of the work queue in scale-out mode (researchers run on workers).
+    workers: Option<String>,
+    /// The live event stream every run publishes to.
+    events: Option<Arc<dyn RunEvents>>,
+}
+
+impl EngineLauncher {
+    /// A launcher whose stores write through `client`.
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            metrics: None,
+            services: crate::wiring::Services::in_memory(),
+            workers: None,
+            events: None,
+        }
+    }
+
+    /// Sends researchers to `quarry worker` processes through the Redis at `url` (scale-out mode).
+    pub fn with_workers(mut self, url: Option<String>) -> Self {
+        self.workers = url;
+        self
+    }
+
+    /// Publishes every run's events (phases, researchers, model calls, searches, reads) to
+    /// `events`, the stream the event endpoint serves.
+    pub fn with_events(mut self, events: Arc<dyn RunEvents>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// Records every run's model calls, searches and fetches in `metrics`.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Shares `services` (cache, engine health) between every run of the launcher.
+    pub fn with_services(mut self, services: crate::wiring::Services) -> Self {
+        self.services = services;
+        self
+    }
+}
+
+/// The API key of a tier, from the Secrets the reconciler resolved.
+fn key_for<'a>(keys: &'a [(SecretKeyRef, ApiKey)], tier: &ModelTier) -> Option<&'a ApiKey> {
+    let wanted = tier.api_key_secret_ref.as_ref()?;
+    keys.iter().find(|(r, _)| r == wanted).map(|(_, k)| k)
+}
+
+/// Builds the engine of one run from its profile (see [`crate::wiring`]) with the run's store.
+pub fn build_engine(
+    profile: &ResearchProfileSpec,
+    api_keys: &[(SecretKeyRef, ApiKey)],
+    store: Arc<dyn ArtifactStore>,
+    metrics: Option<RunMetrics>,
+) -> Result<Engine, LaunchError> {
+    build_engine_with(
+        profile,
+        api_keys,
+        &crate::wiring::Services::in_memory(),
+        None,
+        None,
+        store,
+        metrics,
+    )
+}
+
+/// [`build_engine`] with the launcher's shared services and the resolved managed SearchEngine.
+pub fn build_engine_with(
+    profile: &ResearchProfileSpec,
+    api_keys: &[(SecretKeyRef, ApiKey)],
+    services: &crate::wiring::Services,
+    managed_search: Option<crate::wiring::ManagedSearch>,
+    specialised_filter: Option<(bool, bool)>,
+    store: Arc<dyn ArtifactStore>,
+    metrics: Option<RunMetrics>,
+) -> Result<Engine, LaunchError> {
+    let key = |tier: &ModelTier| key_for(api_keys, tier).map(|k| k.expose().to_string());
+    let secret = |wanted: &SecretKeyRef| {
+        api_keys
+            .iter()
+            .find(|(r, _)| r == wanted)
+            .map(|(_, k)| k.expose().to_string())
+    };
+    let inputs = crate::wiring::Inputs {
+        api_key: &key,
+        secret: &secret,
+        services,
+        managed_search,
+        specialised_filter,
+    };
+    crate::wiring::build_engine_with(profile, &inputs, store, metrics)
+        .map_err(|e| LaunchError(e.to_string()))
+}
+
+/// Forwards every engine state to the run's status writer (which coalesces them).
+struct ProgressObserver(Arc<watch::Sender<Option<RunState>>>);
+
+impl RunObserver for ProgressObserver {
+    fn on_change(&self, state: &RunState, _event: &Event) {
+        self.0.send_replace(Some(state.clone()));
+    }
+}
+
+/// The object store of a run, when it has one (no I/O).
+fn run_object_store(
+    request: &LaunchRequest,
+) -> Result<Option<crate::store::object::ObjectArtifactStore>, LaunchError> {
+    let Some(config) = &request.artifacts.object_store else {
+        return Ok(None);
+    };
+    let bucket = Bucket::connect(config).map_err(|e| LaunchError(e.to_string()))?;
+    let layout = artifacts::layout(&request.run).map_err(|e| LaunchError(e.to_string()))?;
+    Ok(Some(bucket.for_run(&layout)))
+}
+
+/// The run's store: ConfigMaps with object-store overflow, or the object store alone.
+fn run_store(client: &Client, request: &LaunchRequest) -> Result<RoutedStore, LaunchError> {
+    let run = &request.run;
+    let namespace = run
+        .namespace()
+        .ok_or_else(|| LaunchError("the run has no namespace".into()))?;
+    let owner = run
+        .controller_owner_ref(&())
+        .ok_or_else(|| LaunchError("the run has no UID yet".into()))?;
+    let object = run_object_store(request)?;
+    let guard: Arc<dyn BeforeObjectWrite> = Arc::new(FinalizerGuard::new(
+        client.clone(),
+        &namespace,
+        &run.name_any(),
+    ));
+    let report = request.artifacts.report.clone();
+    Ok(match (run.spec.report.kind, object) {
+        (ReportKind::ObjectStore, Some(object)) => {
+            RoutedStore::object_only(object, Some(guard), report)
+        }
+        (ReportKind::ObjectStore, None) => {
+            return Err(LaunchError(
+                "spec.report.kind is objectStore but no object store is configured".into(),
+            ));
+        }
+        (ReportKind::ConfigMap, object) => RoutedStore::configmap_first(
+            ConfigMapStore::new(client.clone(), &namespace, &run.name_any(), owner),
+            object,
+            Some(guard),
+            report,
+        ),
+    })
+}
+
+impl Launcher for EngineLauncher {
+    fn check<'a>(
+        &'a self,
+        request: &'a LaunchRequest,
+    ) -> futures::future::BoxFuture<'a, Result<(), Stall>> {
+        Box::pin(async move {
+            let Some(config) = &request.artifacts.object_store else {
+                return Ok(());
+            };
+            let store = match Bucket::connect(config) {
+                Ok(bucket) => {
+                    let layout = artifacts::layout(&request.run).map_err(|e| Stall {
+                        reason: quarry_api::reasons::OBJECT_STORE_INVALID,
+                        message: e.to_string(),
+                    })?;
+                    bucket.for_run(&layout)
+                }
+                Err(e) => return Err(artifacts::probe_stall(config, &e)),
+            };
+            store
+                .probe()
+                .await
+                .map_err(|e| artifacts::probe_stall(config, &e))
+        })
+    }
+
+    fn prepare(&self, request: LaunchRequest) -> Result<Starter, LaunchError> {
+        let run = &request.run;
+        let namespace = run
+            .namespace()
+            .ok_or_else(|| LaunchError("the run has no namespace".into()))?;
+        let routed = Arc::new(run_store(&self.client, &request)?);
+        let store: Arc<dyn ArtifactStore> = routed.clone();
+        let mut engine = build_engine_with(
+            &request.profile,
+            &request.api_keys,
+            &self.services,
+            request.managed_search.clone(),
+            Some((
+                run.spec.uses(quarry_api::SourceKind::Security),
+                run.spec.uses(quarry_api::SourceKind::Stackexchange),
+            )),
+            store.clone(),
+            self.metrics
+                .as_ref()
+                .map(|m| m.for_run(&namespace, &request.profile_name)),
+        )?;
+        // Scale-out mode: the run's UID keys its work in Redis; workers read its Secrets themselves.
+        let scale_out = self.workers.clone().map(|url| {
+            let header = crate::queue::protocol::RunHeader {
+                run: run.uid().unwrap_or_default(),
+                namespace: Some(namespace.clone()),
+                profile_name: request.profile_name.clone(),
+                profile: request.profile.clone(),
+                managed_search: request.managed_search.as_ref().map(|m| {
+                    crate::queue::protocol::WireSearch {
+                        backend: m.backend.clone(),
+                        url: m.url.clone(),
+                    }
+                }),
+                specialised: Some((
+                    run.spec.uses(quarry_api::SourceKind::Security),
+                    run.spec.uses(quarry_api::SourceKind::Stackexchange),
+                )),
+            };
+            (url, header)
+        });
+        let input = request.input.clone();
+        let name = run.name_any();
+        let publisher = self.events.clone().map(|events| {
+            let run = RunRef::new(
+                namespace.clone(),
+                name.clone(),
+                run.uid().unwrap_or_default(),
+            );
+            Arc::new(StreamPublisher::new(events, run))
+        });
+        let span_namespace = namespace.clone();
+        Ok(Box::new(move |control, progress| {
+            Box::pin(async move {
+                // Resume from the last checkpoint: finished work is never redone.
+                let state = match executor::load_checkpoint(store.as_ref()).await {
+                    Ok(Some(state)) => {
+                        info!(run = %name, phase = %state.phase, "resuming from checkpoint");
+                        state
+                    }
+                    Ok(None) => RunState::new(input),
+                    Err(e) => {
+                        warn!(run = %name, error = %e, "checkpoint unreadable");
+                        let mut state = RunState::new(input);
+                        state.phase = Phase::Failed;
+                        state.failure = Some(Failure::new(
+                            "CheckpointUnreadable",
+                            format!("the run's checkpoint could not be read: {e}"),
+                        ));
+                        if let Some(publisher) = &publisher {
+                            publisher.finish(&state);
+                        }
+                        return state;
+                    }
+                };
+                if state.phase.is_terminal() {
+                    // Stored before a restart: find the report so status points at it.
+                    if state.published
+                        && let Err(e) = routed.locate_report().await
+                    {
+                        warn!(run = %name, error = %e, "stored report not found");
+                    }
+                    return state;
+                }
+                let span =
+                    tracing::info_span!("research_run", run = %name, namespace = %span_namespace);
+                let dispatch = match scale_out {
+                    Some((url, header)) => {
+                        match crate::queue::leader::RedisDispatch::connect(
+                            &url,
+                            header,
+                            engine.spend.clone(),
+                        )
+                        .await
+                        {
+                            Ok(d) => Some(Arc::new(d)),
+                            Err(e) => {
+                                // The run goes on in-process rather than stalling on Redis.
+                                warn!(run = %name, error = %e, "work queue unavailable; researchers run in the operator");
+                                None
+                            }
+                        }
+                    }
+                    None => None,
+                };
+                if let Some(d) = &dispatch {
+                    engine.dispatch = Some(d.clone());
+                }
+                let engine = Arc::new(engine);
+                let observer = Arc::new(ProgressObserver(progress));
+                let state = match publisher {
+                    Some(publisher) => {
+                        run_published(engine, state, observer, control, publisher)
+                            .instrument(span)
+                            .await
+                    }
+                    None => {
+                        executor::run(engine, state, observer, control)
+                            .instrument(span)
+                            .await
+                    }
+                };
+                if let Some(d) = dispatch
+                    && state.phase.is_terminal()
+                {
+                    d.finish().await;
+                }
+                state
+            })
+        }))
+    }
+}

@@ -1,0 +1,282 @@
+//! Look up and validate: the profile, its Secrets and the SearchEngine a run needs, turned into a launch request or a stall a person can act on (the pure parts first).
+
+use super::*;
+
+/// A reason the run cannot progress, with a message a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stall {
+    /// Condition reason.
+    pub reason: &'static str,
+    /// Actionable message naming objects and keys (never values).
+    pub message: String,
+}
+/// Pure: the API key named by `key_ref` in `secret`, or why it is unusable. `field` is where the
+/// profile references it, e.g. `models.primary.apiKeySecretRef`.
+pub fn extract_key(
+    secret: &Secret,
+    key_ref: &SecretKeyRef,
+    profile: &str,
+    field: &str,
+) -> Result<ApiKey, Stall> {
+    let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
+    let missing = || Stall {
+        reason: reasons::SECRET_KEY_MISSING,
+        message: format!(
+            "Secret \"{}\" in namespace \"{namespace}\" has no key \"{}\" (ResearchProfile \"{profile}\" {field}.key); add the key to the Secret or fix the reference",
+            key_ref.name, key_ref.key
+        ),
+    };
+    let raw = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(&key_ref.key))
+        .map(|b| b.0.clone());
+    let raw = raw.or_else(|| {
+        secret
+            .string_data
+            .as_ref()
+            .and_then(|d| d.get(&key_ref.key))
+            .map(|s| s.clone().into_bytes())
+    });
+    let Some(raw) = raw else {
+        return Err(missing());
+    };
+    let value = String::from_utf8(raw).map_err(|_| Stall {
+        reason: reasons::SECRET_KEY_MISSING,
+        message: format!(
+            "Secret \"{}\" key \"{}\" is not UTF-8 text; store the API key as text",
+            key_ref.name, key_ref.key
+        ),
+    })?;
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(Stall {
+            reason: reasons::SECRET_KEY_MISSING,
+            message: format!(
+                "Secret \"{}\" key \"{}\" in namespace \"{namespace}\" is empty; put the API key in it",
+                key_ref.name, key_ref.key
+            ),
+        });
+    }
+    Ok(ApiKey::new(value))
+}
+/// Pure: every Secret reference of a profile with the field that holds it: model tiers, search
+/// providers and specialised sources.
+pub fn secret_refs(profile: &ResearchProfileSpec) -> Vec<(String, SecretKeyRef)> {
+    let mut refs: Vec<(String, SecretKeyRef)> = profile
+        .models
+        .iter()
+        .filter_map(|(tier, model)| {
+            model
+                .api_key_secret_ref
+                .clone()
+                .map(|r| (format!("models.{}.apiKeySecretRef", tier.as_str()), r))
+        })
+        .collect();
+    for (i, p) in profile.search_providers().iter().enumerate() {
+        refs.push((
+            format!("search.providers[{i}].apiKeySecretRef"),
+            p.api_key_secret_ref.clone(),
+        ));
+    }
+    if let Some(sources) = profile.sources() {
+        if let Some(security) = &sources.security {
+            if let Some(r) = &security.nvd_api_key_secret_ref {
+                refs.push((
+                    "search.sources.security.nvdApiKeySecretRef".into(),
+                    r.clone(),
+                ));
+            }
+            if let Some(r) = &security.github_token_secret_ref {
+                refs.push((
+                    "search.sources.security.githubTokenSecretRef".into(),
+                    r.clone(),
+                ));
+            }
+        }
+        if let Some(r) = sources
+            .stack_exchange
+            .as_ref()
+            .and_then(|s| s.key_secret_ref.as_ref())
+        {
+            refs.push((
+                "search.sources.stackExchange.keySecretRef".into(),
+                r.clone(),
+            ));
+        }
+    }
+    refs
+}
+/// Pure: the engine input for `spec` under `profile`'s default limits.
+pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Result<RunInput, Stall> {
+    use quarry_api::{Mode as ApiMode, Output};
+    let limits = spec
+        .effective_limits(profile.limits.as_ref())
+        .map_err(|e| Stall {
+            reason: reasons::PROFILE_INVALID,
+            message: format!("invalid limits: {e}"),
+        })?;
+    Ok(RunInput {
+        query: spec.query.clone(),
+        context: spec.context.clone(),
+        mode: match spec.mode {
+            ApiMode::Quick => Mode::Quick,
+            ApiMode::Deep => Mode::Deep,
+        },
+        outputs: spec
+            .outputs
+            .iter()
+            .map(|o| match o {
+                Output::Study => OutputKind::Study,
+                Output::Ideas => OutputKind::Ideas,
+                Output::Implementations => OutputKind::Implementations,
+            })
+            .collect(),
+        top_k: spec.top_k,
+        limits: crate::wiring::limits(&limits),
+    })
+}
+/// Pure: what to do with a finished run given its TTL: `None` keep it, `Some(ZERO)` delete now,
+/// else wait that long.
+pub fn ttl_wait(run: &ResearchRun, now: &Time) -> Option<Duration> {
+    let ttl = u64::try_from(run.spec.ttl_seconds_after_finished?).unwrap_or(0);
+    let finished = run.status.as_ref()?.completion_time.as_ref()?;
+    let deadline = finished
+        .0
+        .as_second()
+        .saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX));
+    let left = deadline.saturating_sub(now.0.as_second());
+    Some(Duration::from_secs(u64::try_from(left).unwrap_or(0)))
+}
+/// Looks up the profile and its Secrets and validates them into a launch request.
+pub(super) async fn resolve(
+    ctx: &Context,
+    run: &Arc<ResearchRun>,
+    namespace: &str,
+) -> Result<Result<LaunchRequest, Stall>, Error> {
+    let profile_name = run.spec.profile_ref.clone();
+    let profiles: Api<ResearchProfile> = Api::namespaced(ctx.client.clone(), namespace);
+    let Some(profile) = profiles
+        .get_opt(&profile_name)
+        .await
+        .map_err(kube_err(format!(
+            "reading ResearchProfile {namespace}/{profile_name}"
+        )))?
+    else {
+        return Ok(Err(Stall {
+            reason: reasons::PROFILE_NOT_FOUND,
+            message: format!(
+                "ResearchProfile \"{profile_name}\" not found in namespace \"{namespace}\" (spec.profileRef); create it and the run will start"
+            ),
+        }));
+    };
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+    let mut fetched: BTreeMap<String, Secret> = BTreeMap::new();
+    let mut api_keys = Vec::new();
+    for (field, key_ref) in secret_refs(&profile.spec) {
+        if !fetched.contains_key(&key_ref.name) {
+            let secret = secrets
+                .get_opt(&key_ref.name)
+                .await
+                .map_err(kube_err(format!(
+                    "reading Secret {namespace}/{}",
+                    key_ref.name
+                )))?;
+            let Some(secret) = secret else {
+                return Ok(Err(Stall {
+                    reason: reasons::SECRET_NOT_FOUND,
+                    message: format!(
+                        "Secret \"{}\" not found in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" {field}); create it with key \"{}\"",
+                        key_ref.name, key_ref.key
+                    ),
+                }));
+            };
+            fetched.insert(key_ref.name.clone(), secret);
+        }
+        let secret = &fetched[&key_ref.name];
+        match extract_key(secret, &key_ref, &profile_name, &field) {
+            Ok(key) => api_keys.push((key_ref.clone(), key)),
+            Err(stall) => return Ok(Err(stall)),
+        }
+    }
+    let object_store = match artifacts::resolve_object_store(ctx, &profile, namespace).await? {
+        Ok(object_store) => object_store,
+        Err(stall) => return Ok(Err(stall)),
+    };
+    if run.spec.report.kind == ReportKind::ObjectStore && object_store.is_none() {
+        return Ok(Err(Stall {
+            reason: reasons::OBJECT_STORE_NOT_CONFIGURED,
+            message: format!(
+                "spec.report.kind is objectStore, but ResearchProfile \"{profile_name}\" has no objectStore and the operator has no default (--object-store-url); add spec.objectStore to the profile"
+            ),
+        }));
+    }
+    let input = match run_input(&run.spec, &profile.spec) {
+        Ok(input) => input,
+        Err(stall) => return Ok(Err(stall)),
+    };
+    let managed_search = match profile.spec.search_target() {
+        SearchTarget::Url(_) => None,
+        SearchTarget::Engine(engine_name) => {
+            let engines: Api<SearchEngine> = Api::namespaced(ctx.client.clone(), namespace);
+            let engine = engines
+                .get_opt(engine_name)
+                .await
+                .map_err(kube_err(format!(
+                    "reading SearchEngine {namespace}/{engine_name}"
+                )))?;
+            let Some(engine) = engine else {
+                return Ok(Err(Stall {
+                    reason: reasons::SEARCH_ENGINE_NOT_FOUND,
+                    message: format!(
+                        "SearchEngine \"{engine_name}\" not found in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" search.searchEngineRef); create it, or set search.url to an external SearXNG"
+                    ),
+                }));
+            };
+            if let Some(wait) = search_engine_wait(&engine, run, &now()) {
+                return Ok(Err(wait));
+            }
+            Some(crate::wiring::ManagedSearch {
+                backend: search_engine::backend_key(namespace, engine_name),
+                url: SearchEngine::service_url(engine_name, namespace),
+            })
+        }
+    };
+    Ok(Ok(LaunchRequest {
+        run: run.clone(),
+        profile_name,
+        profile: profile.spec,
+        api_keys,
+        input,
+        managed_search,
+        artifacts: artifacts::ArtifactTarget {
+            object_store,
+            report: ReportSlot::default(),
+        },
+    }))
+}
+/// Pure: whether a run should wait for its SearchEngine (no ready replica yet, and the run is
+/// younger than [`SEARCH_ENGINE_WAIT`]); the wait's reason and message.
+pub fn search_engine_wait(engine: &SearchEngine, run: &ResearchRun, now: &Time) -> Option<Stall> {
+    let ready = engine.status.as_ref().map_or(0, |s| s.ready_replicas);
+    if ready > 0 {
+        return None;
+    }
+    let age = run
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map_or(0, |t| now.0.as_second() - t.0.as_second());
+    if age >= SEARCH_ENGINE_WAIT.as_secs() as i64 {
+        warn!(run = %run.name_any(), search_engine = %engine.name_any(), "SearchEngine still not ready; starting anyway");
+        return None;
+    }
+    Some(Stall {
+        reason: reasons::WAITING_FOR_SEARCH_ENGINE,
+        message: format!(
+            "waiting for SearchEngine \"{}\" to scale up from zero (no ready replica yet); the run starts when it is ready, or after {}s with its API search providers",
+            engine.name_any(),
+            SEARCH_ENGINE_WAIT.as_secs()
+        ),
+    })
+}

@@ -1,0 +1,278 @@
+//! The in-process executor registry: at most one research task per ResearchRun UID.
+//!
+//! Reconcile only hands runs over; the research itself runs in tasks spawned here. Each run has a
+//! control channel (run, suspend, cancel) and a watch channel of engine states that the status
+//! writer drains, which coalesces bursts of progress into at most one status patch per interval.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+
+use quarry_engine::research::state::RunState;
+
+/// What the controller asks of a running research task: the engine's own control vocabulary
+/// (run, suspend at the next safe point keeping the checkpoint, cancel for good).
+pub type Signal = quarry_engine::research::executor::Control;
+
+/// State of a registry entry as reconcile sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// No task was ever started for this UID in this process.
+    Absent,
+    /// A task is running.
+    Active,
+    /// The task ended in a terminal phase (its final status is being or was written).
+    Finished,
+    /// The task ended without finishing the run (suspended); it may be started again.
+    Stopped,
+}
+
+/// The future of one run's research: ends with the engine's last state.
+pub type ResearchTask = BoxFuture<'static, RunState>;
+
+struct Entry {
+    control: watch::Sender<Signal>,
+    /// Aborts the task outright (leadership lost: not one more write).
+    abort: Option<tokio::task::AbortHandle>,
+    presence: Presence,
+    /// The state the task ended with, so reconcile can write the final status if the writer
+    /// could not.
+    last: Option<Arc<RunState>>,
+}
+
+/// Registry of research tasks keyed by run UID. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Registry {
+    entries: Arc<Mutex<HashMap<String, Entry>>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("runs", &self.uids().len())
+            .finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        // A poisoned lock only means another thread panicked mid-update of a plain map; the map
+        // itself is still consistent, so keep serving.
+        self.entries
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Where the task of `uid` stands.
+    pub fn presence(&self, uid: &str) -> Presence {
+        self.lock()
+            .get(uid)
+            .map_or(Presence::Absent, |e| e.presence)
+    }
+
+    /// The state the task of `uid` ended with, once it ended.
+    pub fn final_state(&self, uid: &str) -> Option<Arc<RunState>> {
+        self.lock().get(uid).and_then(|e| e.last.clone())
+    }
+
+    /// UIDs with an entry (active or finished).
+    pub fn uids(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// Starts `make_task` for `uid` unless a task is already active; returns whether it started.
+    /// `make_task` receives the control receiver; the task's final state goes to `on_done`.
+    pub fn start<F, D>(&self, uid: &str, make_task: F, on_done: D) -> bool
+    where
+        F: FnOnce(watch::Receiver<Signal>) -> ResearchTask,
+        D: FnOnce(RunState) + Send + 'static,
+    {
+        let (tx, rx) = watch::channel(Signal::Run);
+        {
+            let mut entries = self.lock();
+            if entries
+                .get(uid)
+                .is_some_and(|e| matches!(e.presence, Presence::Active | Presence::Finished))
+            {
+                return false;
+            }
+            entries.insert(
+                uid.to_string(),
+                Entry {
+                    control: tx,
+                    abort: None,
+                    presence: Presence::Active,
+                    last: None,
+                },
+            );
+        }
+        let task = make_task(rx);
+        let registry = self.clone();
+        let task_uid = uid.to_string();
+        let handle = tokio::spawn(async move {
+            let uid = task_uid;
+            let state = task.await;
+            let presence = if state.phase.is_terminal() {
+                Presence::Finished
+            } else {
+                Presence::Stopped
+            };
+            if let Some(entry) = registry.lock().get_mut(&uid) {
+                entry.presence = presence;
+                entry.last = Some(Arc::new(state.clone()));
+            }
+            on_done(state);
+        });
+        if let Some(entry) = self.lock().get_mut(uid) {
+            entry.abort = Some(handle.abort_handle());
+        }
+        true
+    }
+
+    /// Aborts every running task at once, without a final checkpoint or status write (another
+    /// replica holds the lease now and owns the runs); returns how many were running.
+    pub fn abort_all(&self) -> usize {
+        let mut entries = self.lock();
+        let mut aborted = 0;
+        for entry in entries.values_mut() {
+            if entry.presence == Presence::Active {
+                if let Some(h) = entry.abort.take() {
+                    h.abort();
+                }
+                entry.presence = Presence::Stopped;
+                aborted += 1;
+            }
+        }
+        aborted
+    }
+
+    /// Sends `signal` to the active task of `uid`; returns whether there was one.
+    pub fn signal(&self, uid: &str, signal: Signal) -> bool {
+        match self.lock().get(uid) {
+            Some(entry) if entry.presence == Presence::Active => {
+                entry.control.send_if_modified(|current| {
+                    let changed = *current != signal;
+                    *current = signal;
+                    changed
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Cancels and forgets `uid` (its run was deleted).
+    pub fn remove(&self, uid: &str) {
+        if let Some(entry) = self.lock().remove(uid) {
+            let _ = entry.control.send(Signal::Cancel);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quarry_engine::research::state::{Mode, Phase, RunInput};
+
+    fn state(phase: Phase) -> RunState {
+        let mut s = RunState::new(RunInput::new("q", Mode::Quick));
+        s.phase = phase;
+        s
+    }
+
+    #[tokio::test]
+    async fn one_task_per_uid_and_signals_reach_it() {
+        let registry = Registry::new();
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let started = registry.start(
+            "u1",
+            |mut control| {
+                Box::pin(async move {
+                    loop {
+                        if *control.borrow_and_update() == Signal::Cancel {
+                            return state(Phase::Cancelled);
+                        }
+                        if control.changed().await.is_err() {
+                            return state(Phase::Failed);
+                        }
+                    }
+                })
+            },
+            move |s| {
+                let _ = done_tx.send(s.phase);
+            },
+        );
+        assert!(started);
+        assert_eq!(registry.presence("u1"), Presence::Active);
+        assert!(!registry.start(
+            "u1",
+            |_| Box::pin(async { state(Phase::Completed) }),
+            |_| {}
+        ));
+        assert!(registry.signal("u1", Signal::Suspend));
+        assert!(registry.signal("u1", Signal::Cancel));
+        assert_eq!(done_rx.await.unwrap(), Phase::Cancelled);
+        assert_eq!(registry.presence("u1"), Presence::Finished);
+        assert_eq!(registry.final_state("u1").unwrap().phase, Phase::Cancelled);
+        assert!(!registry.signal("u1", Signal::Cancel));
+        assert!(!registry.start(
+            "u1",
+            |_| Box::pin(async { state(Phase::Completed) }),
+            |_| {}
+        ));
+        registry.remove("u1");
+        assert_eq!(registry.presence("u1"), Presence::Absent);
+    }
+
+    #[tokio::test]
+    async fn abort_all_stops_running_tasks_without_their_completion() {
+        let registry = Registry::new();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = done.clone();
+        registry.start(
+            "u1",
+            move |_| {
+                Box::pin(async move {
+                    // Holds the sender until aborted: the receiver then sees it dropped.
+                    let _tx = tx;
+                    std::future::pending::<()>().await;
+                    state(Phase::Completed)
+                })
+            },
+            move |_| seen.store(true, std::sync::atomic::Ordering::SeqCst),
+        );
+        assert_eq!(registry.abort_all(), 1);
+        assert!(rx.await.is_err(), "the task was dropped");
+        assert!(
+            !done.load(std::sync::atomic::Ordering::SeqCst),
+            "no completion ran"
+        );
+        assert_eq!(registry.presence("u1"), Presence::Stopped);
+        assert_eq!(registry.abort_all(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_stopped_task_may_start_again() {
+        let registry = Registry::new();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        registry.start(
+            "u1",
+            |_| Box::pin(async { state(Phase::Researching) }),
+            move |_| {
+                let _ = tx.send(());
+            },
+        );
+        rx.await.unwrap();
+        assert_eq!(registry.presence("u1"), Presence::Stopped);
+        assert!(registry.start("u1", |_| Box::pin(std::future::pending()), |_| {}));
+        assert_eq!(registry.presence("u1"), Presence::Active);
+    }
+}

@@ -1,0 +1,43 @@
+//! Unit tests of `controller`.
+
+use super::watch_scopes;
+use super::{Error, leader};
+
+#[test]
+fn every_metric_reason_is_zeroed_at_start() {
+    let serde = serde_json::from_str::<u8>("x").unwrap_err();
+    let errors = [
+        Error::MissingMetadata("uid"),
+        Error::Serialize {
+            what: "status",
+            source: serde,
+        },
+        Error::Config("none".into()),
+        Error::NotLeader,
+        Error::Leader(leader::LeaderError::Lost("l".into())),
+        Error::ArtifactCleanup("x".into()),
+    ];
+    for error in &errors {
+        assert!(
+            Error::METRIC_REASONS.contains(&error.metric_reason()),
+            "{} missing from METRIC_REASONS",
+            error.metric_reason()
+        );
+    }
+    assert!(Error::METRIC_REASONS.contains(&"KubeApi"));
+    assert!(Error::METRIC_REASONS.contains(&"Server"));
+}
+
+#[test]
+fn watch_scopes_split_a_namespace_list() {
+    assert_eq!(watch_scopes(None), vec![None]);
+    assert_eq!(watch_scopes(Some("")), vec![None]);
+    assert_eq!(
+        watch_scopes(Some("research")),
+        vec![Some("research".to_owned())]
+    );
+    assert_eq!(
+        watch_scopes(Some("research, team-b,research,")),
+        vec![Some("research".to_owned()), Some("team-b".to_owned())]
+    );
+}

@@ -1,0 +1,179 @@
+//! The status writer: a run's progress drained into status patches (at most one per interval), metrics and Events.
+
+use super::*;
+
+/// Writes the status for `view` if it differs from the current one, and publishes the Events the
+/// transition calls for. Returns the status the run now has.
+pub(super) async fn apply_status(
+    ctx: &Context,
+    run: &ResearchRun,
+    view: RunView<'_>,
+) -> Result<ResearchRunStatus, Error> {
+    let name = run.name_any();
+    let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
+    let desired = desired_status_at(run, view, &ctx.report_location(run), &now());
+    if run.status.as_ref() == Some(&desired) {
+        return Ok(desired);
+    }
+    if !ctx.fence.is_open() {
+        // Leadership was lost: the new leader owns this run's status.
+        return Err(Error::NotLeader);
+    }
+    let body = serde_json::json!({
+        "apiVersion": ResearchRun::api_version(&()),
+        "kind": ResearchRun::kind(&()),
+        "status": serde_json::to_value(&desired).map_err(|source| Error::Serialize { what: "status", source })?,
+    });
+    let api: Api<ResearchRun> = Api::namespaced(ctx.client.clone(), &namespace);
+    api.patch_status(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .map_err(|source| match source {
+        kube::Error::Api(status) if status.code == 422 => Error::StoredSpecInvalid {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            message: status.message.clone(),
+        },
+        source => Error::Kube {
+            action: format!("patching status of ResearchRun {namespace}/{name}"),
+            source,
+        },
+    })?;
+    if let (Some(uid), Some(phase)) = (run.uid(), desired.phase) {
+        ctx.metrics.set_run_phase(
+            &uid,
+            &namespace,
+            PhaseLabel::from_phase_name(phase.as_str()),
+        );
+    }
+    let reference = run.object_ref(&());
+    for event in transition_events(run.status.as_ref(), &desired) {
+        let event = Event {
+            type_: event.type_,
+            reason: event.reason,
+            note: Some(event.note),
+            action: event.action,
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+            // Events are best effort: the status already says what happened.
+            warn!(run = %name, namespace = %namespace, error = %e, "publishing event failed");
+        }
+    }
+    Ok(desired)
+}
+/// Drains one run's progress into status patches (at most one per `status_interval`), metrics and
+/// Events, until the research task ends.
+pub(super) async fn status_writer(
+    ctx: Arc<Context>,
+    mut base: ResearchRun,
+    mut rx: watch::Receiver<Option<RunState>>,
+    (writer_id, mut latest): (u64, watch::Receiver<Arc<ResearchRun>>),
+    labels: ModelLabels,
+    profile: String,
+) {
+    let uid = base.uid().unwrap_or_default();
+    let namespace = labels.namespace.clone();
+    let run_labels = RunLabels {
+        namespace: namespace.clone(),
+        profile: profile.clone(),
+    };
+    let mut last: Option<RunState> = None;
+    let mut latest_open = true;
+    // The reconcile wrote the Starting status just now: pacing starts from that write, so a
+    // run never gets two status writes within one interval.
+    tokio::time::sleep(ctx.status_interval).await;
+    // A final status whose write failed is retried by this writer (a few times, one interval
+    // apart); once it is written the writer is done, so nothing writes it twice.
+    let mut final_retries = 0u32;
+    loop {
+        let mut closed = false;
+        let retrying = final_retries > 0;
+        if !retrying {
+            tokio::select! {
+                changed = rx.changed() => closed = changed.is_err(),
+                changed = latest.changed(), if latest_open => latest_open = changed.is_ok(),
+            }
+        }
+        {
+            let run = latest.borrow_and_update();
+            base.metadata = run.metadata.clone();
+            base.spec = run.spec.clone();
+        }
+        let state = rx.borrow_and_update().clone().or_else(|| last.clone());
+        if let Some(state) = state {
+            let written = match apply_status(&ctx, &base, RunView::Progress(&state)).await {
+                Ok(status) => {
+                    base.status = Some(status);
+                    true
+                }
+                Err(e) if e.is_not_found() => {
+                    info!(run = %base.name_any(), "run deleted; cancelling its research");
+                    ctx.registry.remove(&uid);
+                    ctx.forget_report(&uid);
+                    ctx.metrics.set_run_phase(&uid, &namespace, None);
+                    ctx.unsubscribe_latest(&uid, writer_id);
+                    return;
+                }
+                Err(e) => {
+                    warn!(run = %base.name_any(), error = %e, "status update failed; will retry");
+                    false
+                }
+            };
+            if state.phase.is_terminal()
+                && !last.as_ref().is_some_and(|l| l.phase.is_terminal())
+                && let Some(outcome) =
+                    PhaseLabel::from_phase_name(status::api_phase(state.phase).as_str())
+            {
+                {
+                    let started = base
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.start_time.clone())
+                        .or_else(|| base.metadata.creation_timestamp.clone());
+                    let mode = match state.input.mode {
+                        quarry_engine::research::state::Mode::Quick => "quick",
+                        quarry_engine::research::state::Mode::Deep => "deep",
+                    };
+                    let seconds = started
+                        .map(|started| (now().0.as_second() - started.0.as_second()).max(0) as f64);
+                    ctx.metrics.record_finished_run(
+                        &run_labels,
+                        mode,
+                        outcome,
+                        seconds,
+                        state.usage.cost_pico_usd as f64 / 1e12,
+                        state.trace_id.clone(),
+                    );
+                }
+            }
+            let terminal = state.phase.is_terminal();
+            last = Some(state);
+            if terminal && written {
+                ctx.unsubscribe_latest(&uid, writer_id);
+                return;
+            }
+            final_retries = if terminal && !written {
+                final_retries + 1
+            } else {
+                0
+            };
+            if final_retries > MAX_FINAL_STATUS_RETRIES {
+                // The reconcile writes it from the registry once this writer is gone.
+                ctx.unsubscribe_latest(&uid, writer_id);
+                return;
+            }
+        }
+        if closed && final_retries == 0 {
+            ctx.unsubscribe_latest(&uid, writer_id);
+            return;
+        }
+        tokio::time::sleep(ctx.status_interval).await;
+    }
+}
+/// Attempts of a status writer at a final status whose write failed, before it leaves that to
+/// the reconcile.
+pub(super) const MAX_FINAL_STATUS_RETRIES: u32 = 5;

@@ -1,0 +1,144 @@
+//! A worker's configuration: its flags and environment, its consumer name, and the keys it reads from the cluster.
+
+use super::*;
+
+/// Flags of `quarry worker`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct WorkerArgs {
+    /// Redis URL of the work queue (also QUARRY_REDIS_URL); the search and page cache lives there too.
+    #[arg(long)]
+    pub redis_url: Option<String>,
+    /// Researcher tasks run at once.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub concurrency: u32,
+    /// A task whose worker stayed silent this long is taken over by another (e.g. 5m, 30s).
+    #[arg(long, default_value = "5m")]
+    pub visibility_timeout: String,
+    /// Consumer name in the group (default: $POD_NAME, else $HOSTNAME-<pid>).
+    #[arg(long)]
+    pub consumer: Option<String>,
+    /// Address of /livez, /readyz and /metrics (default: the `bind` setting, 0.0.0.0:8080).
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// On SIGTERM, how long running tasks may take to finish before they are handed back.
+    #[arg(long, default_value = "20s")]
+    pub drain_timeout: String,
+}
+
+/// Validated configuration of a worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerConfig {
+    pub redis_url: String,
+    pub concurrency: usize,
+    pub visibility_timeout: Duration,
+    pub consumer: String,
+    pub listen: String,
+    pub drain_timeout: Duration,
+}
+
+impl WorkerConfig {
+    /// The configuration from flags, the layered settings' Redis URL and bind address.
+    pub fn from_args(
+        args: &WorkerArgs,
+        redis_url: Option<String>,
+        bind: SocketAddr,
+    ) -> Result<Self, String> {
+        let redis_url = redis_url.ok_or(
+            "setting `redisUrl` is required: pass --redis-url redis://HOST:6379/0 or set QUARRY_REDIS_URL",
+        )?;
+        let duration = |flag: &str, v: &str| {
+            quarry_api::values::parse_duration(v).map_err(|e| format!("--{flag}: {e}"))
+        };
+        let visibility_timeout = duration("visibility-timeout", &args.visibility_timeout)?;
+        if visibility_timeout < Duration::from_secs(1) {
+            return Err("--visibility-timeout: must be at least 1s".into());
+        }
+        let consumer = match &args.consumer {
+            Some(c) => c.clone(),
+            None => default_consumer(|k| std::env::var(k).ok()),
+        };
+        if consumer.is_empty() || consumer.len() > 200 {
+            return Err("--consumer: must be 1..=200 characters".into());
+        }
+        Ok(Self {
+            redis_url,
+            concurrency: args.concurrency as usize,
+            visibility_timeout,
+            consumer,
+            listen: args.listen.clone().unwrap_or_else(|| bind.to_string()),
+            drain_timeout: duration("drain-timeout", &args.drain_timeout)?,
+        })
+    }
+}
+
+/// The consumer name: the pod's name in a cluster (stable for its life), else host and pid.
+pub fn default_consumer(env: impl Fn(&str) -> Option<String>) -> String {
+    if let Some(pod) = env("POD_NAME").filter(|p| !p.is_empty()) {
+        return pod;
+    }
+    let host = env("HOSTNAME")
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".to_string());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Pure: the keys a standalone task needs from the worker's environment, and the first one
+/// missing, as `quarry run` reads them: each model tier's `apiKeyEnv`, and `QUARRY_SECRET_*`
+/// for every other Secret reference (search providers, sources).
+pub fn missing_env_key(
+    profile: &ResearchProfileSpec,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<(String, String)> {
+    for (tier, model) in profile.models.iter() {
+        if let Some(name) = &model.api_key_env
+            && env(name).is_none()
+        {
+            return Some((name.clone(), format!("models.{}.apiKeyEnv", tier.as_str())));
+        }
+    }
+    secret_refs(profile)
+        .into_iter()
+        .filter(|(field, _)| !field.starts_with("models."))
+        .map(|(field, r)| (crate::wiring::sources::secret_env_var(&r), field))
+        .find(|(var, _)| env(var).is_none())
+}
+
+/// Reads every Secret the profile references in `namespace`, or says what the worker lacks.
+pub async fn cluster_keys(
+    client: &kube::Client,
+    namespace: &str,
+    profile_name: &str,
+    profile: &ResearchProfileSpec,
+    consumer: &str,
+) -> Result<Vec<(SecretKeyRef, ApiKey)>, Failure> {
+    let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
+    let mut fetched: BTreeMap<String, Secret> = BTreeMap::new();
+    let mut keys = Vec::new();
+    for (field, r) in secret_refs(profile) {
+        let where_ = format!(
+            "Secret \"{}\" in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" {field})",
+            r.name
+        );
+        if !fetched.contains_key(&r.name) {
+            let secret = api.get(&r.name).await.map_err(|e| {
+                let message = match &e {
+                    kube::Error::Api(s) if s.code == 403 => format!(
+                        "worker {consumer} may not read {where_}: grant the worker's ServiceAccount `get` on secrets in namespace \"{namespace}\" (chart value workers.rbac)"
+                    ),
+                    kube::Error::Api(s) if s.code == 404 => format!(
+                        "worker {consumer} found no {where_}; create it with key \"{}\"",
+                        r.key
+                    ),
+                    other => format!("worker {consumer} could not read {where_}: {other}"),
+                };
+                Failure::new(SECRET_UNAVAILABLE, message)
+            })?;
+            fetched.insert(r.name.clone(), secret);
+        }
+        let secret = &fetched[&r.name];
+        let key = extract_key(secret, &r, profile_name, &field)
+            .map_err(|stall| Failure::new(SECRET_UNAVAILABLE, stall.message))?;
+        keys.push((r, key));
+    }
+    Ok(keys)
+}

@@ -1,0 +1,572 @@
+//! `GET /api/v1/namespaces/{namespace}/researchruns/{name}/events`: a run's events as
+//! Server-Sent Events.
+//!
+//! - Resumes after the id in `Last-Event-ID` (or `?after=`); ids are the stream's ids.
+//! - `?follow=false` sends what is there and ends; by default the stream follows the run and
+//!   ends with its `runFinished` event (synthesized from status if the stream lost it).
+//! - A finished run whose stream is gone (expired, or kept by another process) is served from
+//!   its stored `events.jsonl`.
+//! - Keep-alive comments every 15 s; a connection ends after 30 min at most, and the client
+//!   resumes with `Last-Event-ID`.
+//! - At most [`StreamSettings::max_streams`] streams at once; more get 503 with `Retry-After`.
+//!
+//! A client only reads: disconnecting drops its reader and nothing else, the run never notices.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tracing::{debug, warn};
+
+use super::ServerState;
+use quarry_engine::events::{
+    EventId, EventReader, EventsError, RUN_FINISHED, RunDirectory, RunEvents, RunInfo, StoredEvent,
+    log_events, now_rfc3339, synthesized_final,
+};
+use quarry_engine::telemetry::Metrics;
+
+/// The route of a run's event stream.
+pub const EVENTS_ROUTE: &str = "/api/v1/namespaces/{namespace}/researchruns/{name}/events";
+
+/// The path of a run's event stream.
+pub fn events_path(namespace: &str, name: &str) -> String {
+    format!("/api/v1/namespaces/{namespace}/researchruns/{name}/events")
+}
+
+/// Events sent per read at most.
+const BATCH: usize = 256;
+
+/// Bounds and timings of the endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamSettings {
+    /// Streams open at once at most.
+    pub max_streams: usize,
+    /// Interval of keep-alive comments.
+    pub keep_alive: Duration,
+    /// How long one read waits for new events before the run's state is looked at again.
+    pub follow_slice: Duration,
+    /// Longest life of one connection (the client resumes after it).
+    pub max_age: Duration,
+}
+
+impl Default for StreamSettings {
+    fn default() -> Self {
+        Self {
+            max_streams: 64,
+            keep_alive: Duration::from_secs(15),
+            follow_slice: Duration::from_secs(10),
+            max_age: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// What the event endpoint reads from. Cheap to clone.
+#[derive(Clone)]
+pub struct EventsApi {
+    events: Arc<dyn RunEvents>,
+    directory: Arc<dyn RunDirectory>,
+    slots: Arc<Semaphore>,
+    metrics: Metrics,
+    settings: StreamSettings,
+}
+
+impl std::fmt::Debug for EventsApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventsApi")
+            .field("backend", &self.events.backend())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EventsApi {
+    /// Serves `events`, finding runs through `directory`, with the default settings.
+    pub fn new(
+        events: Arc<dyn RunEvents>,
+        directory: Arc<dyn RunDirectory>,
+        metrics: Metrics,
+    ) -> Self {
+        Self::with_settings(events, directory, metrics, StreamSettings::default())
+    }
+
+    /// [`EventsApi::new`] with other settings.
+    pub fn with_settings(
+        events: Arc<dyn RunEvents>,
+        directory: Arc<dyn RunDirectory>,
+        metrics: Metrics,
+        settings: StreamSettings,
+    ) -> Self {
+        Self {
+            events,
+            directory,
+            slots: Arc::new(Semaphore::new(settings.max_streams.max(1))),
+            metrics,
+            settings,
+        }
+    }
+}
+
+/// The query of the endpoint.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct EventsQuery {
+    /// Resume after this id (`Last-Event-ID` wins when both are given).
+    pub after: Option<String>,
+    /// `false`: send what is there and end.
+    pub follow: Option<bool>,
+}
+
+fn problem(status: StatusCode, reason: &str, message: impl Into<String>) -> Response {
+    (
+        status,
+        Json(json!({"error": reason, "message": message.into()})),
+    )
+        .into_response()
+}
+
+/// The handler of [`EVENTS_ROUTE`].
+pub async fn run_events(
+    State(state): State<ServerState>,
+    Path((namespace, name)): Path<(String, String)>,
+    Query(query): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(api) = state.events.clone() else {
+        return problem(
+            StatusCode::NOT_FOUND,
+            "EventStreamDisabled",
+            "this server does not serve run events",
+        );
+    };
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .or(query.after.filter(|s| !s.trim().is_empty()));
+    let after = match after.map(|a| a.parse::<EventId>()).transpose() {
+        Ok(after) => after,
+        Err(e) => return problem(StatusCode::BAD_REQUEST, "BadEventId", e.to_string()),
+    };
+    let info = match api.directory.lookup(&namespace, &name).await {
+        Ok(Some(info)) => info,
+        Ok(None) => {
+            return problem(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                format!(
+                    "ResearchRun \"{name}\" not found in namespace \"{namespace}\"; list the runs with `kubectl get researchruns -n {namespace}`"
+                ),
+            );
+        }
+        Err(e) => {
+            return problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "LookupFailed",
+                e.to_string(),
+            );
+        }
+    };
+    let Ok(permit) = api.slots.clone().try_acquire_owned() else {
+        warn!(run = %name, namespace = %namespace, limit = api.settings.max_streams, "event stream refused: too many open streams");
+        let mut response = problem(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "TooManyStreams",
+            format!(
+                "{} event streams are open, the most this server serves; retry shortly",
+                api.settings.max_streams
+            ),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+        return response;
+    };
+    debug!(run = %name, namespace = %namespace, after = ?after, "event stream opened");
+    let keep_alive = api.settings.keep_alive;
+    let feed = Feed {
+        _client: Client::new(api.metrics.clone(), permit),
+        api,
+        info,
+        after,
+        follow: query.follow.unwrap_or(true),
+        reader: None,
+        pending: VecDeque::new(),
+        done: false,
+        started: Instant::now(),
+    };
+    let stream = futures::stream::unfold(feed, Feed::next);
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(keep_alive))
+        .into_response()
+}
+
+/// One connected client: holds its slot and counts in the clients gauge until dropped.
+struct Client {
+    metrics: Metrics,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Client {
+    fn new(metrics: Metrics, permit: OwnedSemaphorePermit) -> Self {
+        metrics.event_stream_clients.inc();
+        Self {
+            metrics,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.metrics.event_stream_clients.dec();
+    }
+}
+
+/// The state of one client's stream.
+struct Feed {
+    api: EventsApi,
+    info: RunInfo,
+    after: Option<EventId>,
+    follow: bool,
+    reader: Option<Box<dyn EventReader>>,
+    pending: VecDeque<SseEvent>,
+    done: bool,
+    started: Instant,
+    /// Held for the slot and the gauge.
+    _client: Client,
+}
+
+fn sse(event: &StoredEvent) -> SseEvent {
+    // The event name is one line by construction; guard against a foreign stream entry anyway.
+    let kind: String = event
+        .kind
+        .chars()
+        .filter(|c| !matches!(c, '\n' | '\r'))
+        .collect();
+    SseEvent::default()
+        .id(event.id.to_string())
+        .event(kind)
+        .data(&event.json)
+}
+
+impl Feed {
+    async fn next(mut self) -> Option<(Result<SseEvent, Infallible>, Feed)> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some((Ok(event), self));
+            }
+            if self.done {
+                return None;
+            }
+            self.fill().await;
+        }
+    }
+
+    /// The final event of a run whose stream does not have one: from its status (no id).
+    fn synthesized_final(&self) -> SseEvent {
+        let event = synthesized_final(&self.info, &now_rfc3339());
+        SseEvent::default().event(RUN_FINISHED).data(event.json)
+    }
+
+    /// Ends the stream on a backend error; the client resumes after its last id.
+    fn fail(&mut self, error: &EventsError) {
+        warn!(run = %self.info.run.name, namespace = %self.info.run.namespace, error = %error, "event stream ended by a backend error");
+        self.pending.push_back(
+            SseEvent::default()
+                .event("error")
+                .data(json!({"message": error.to_string()}).to_string()),
+        );
+        self.done = true;
+    }
+
+    /// Serves a finished run from its stored provenance log.
+    async fn serve_stored_log(&mut self) {
+        match self.api.directory.event_log(&self.info).await {
+            Ok(Some(log)) => {
+                for event in log_events(&self.info.run, &log) {
+                    if self.after.is_none_or(|after| event.id > after) {
+                        self.pending.push_back(sse(&event));
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => warn!(run = %self.info.run.name, error = %e, "stored event log unreadable"),
+        }
+        self.pending.push_back(self.synthesized_final());
+        self.done = true;
+    }
+
+    /// Queues what the stream holds after the last event sent, without waiting; whether there
+    /// was anything (a run that just ended may have published its last events a moment ago).
+    async fn drain(&mut self) -> bool {
+        let Some(reader) = &mut self.reader else {
+            return false;
+        };
+        match reader.next(self.after, Duration::ZERO, BATCH).await {
+            Ok(batch) if !batch.is_empty() => {
+                self.queue(&batch);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Queues a batch, up to and including the final event.
+    fn queue(&mut self, batch: &[StoredEvent]) {
+        for event in batch {
+            self.after = Some(event.id);
+            self.pending.push_back(sse(event));
+            if event.kind == RUN_FINISHED {
+                self.done = true;
+                break;
+            }
+        }
+    }
+
+    async fn fill(&mut self) {
+        let reader = match &mut self.reader {
+            Some(reader) => reader,
+            None => {
+                match self.api.events.exists(&self.info.run).await {
+                    Err(e) => return self.fail(&e),
+                    Ok(false) if self.info.terminal => return self.serve_stored_log().await,
+                    Ok(_) => {}
+                }
+                match self.api.events.reader(&self.info.run).await {
+                    Ok(reader) => self.reader.insert(reader),
+                    Err(e) => return self.fail(&e),
+                }
+            }
+        };
+        let wait = if self.follow {
+            self.api.settings.follow_slice
+        } else {
+            Duration::ZERO
+        };
+        let batch = match reader.next(self.after, wait, BATCH).await {
+            Ok(batch) => batch,
+            Err(e) => return self.fail(&e),
+        };
+        if !batch.is_empty() {
+            self.queue(&batch);
+            return;
+        }
+        if !self.follow || self.started.elapsed() >= self.api.settings.max_age {
+            self.done = true;
+            return;
+        }
+        // Quiet for a while: is the run still there, and still going?
+        let run = &self.info.run;
+        match self.api.directory.lookup(&run.namespace, &run.name).await {
+            Ok(Some(info)) if info.run.uid == run.uid => {
+                self.info = info;
+                if self.info.terminal {
+                    if matches!(self.api.events.exists(&self.info.run).await, Ok(false)) {
+                        // Nothing was streamed here: the stored log is the history.
+                        self.reader = None;
+                    } else if !self.drain().await {
+                        // The stream really has no final event (lost in an outage).
+                        self.pending.push_back(self.synthesized_final());
+                        self.done = true;
+                    }
+                }
+            }
+            // Deleted (or replaced by a new run of the same name).
+            Ok(_) => {
+                self.pending.push_back(self.synthesized_final());
+                self.done = true;
+            }
+            // The lookup failing is no reason to drop a follower.
+            Err(e) => debug!(error = %e, "run lookup failed; still following"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::Readiness;
+    use quarry_engine::events::memory::MemoryEvents;
+    use quarry_engine::events::{RunEvent, RunRef};
+
+    struct Served {
+        base: String,
+        metrics: Metrics,
+        events: Arc<MemoryEvents>,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    impl Drop for Served {
+        fn drop(&mut self) {
+            self.task.abort();
+        }
+    }
+
+    async fn serve(settings: StreamSettings) -> Served {
+        let events = Arc::new(MemoryEvents::default());
+        let metrics = Metrics::new();
+        let listener = crate::server::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let state = ServerState {
+            metrics: metrics.clone(),
+            readiness: Readiness::new(),
+            events: Some(EventsApi::with_settings(
+                events.clone(),
+                events.clone(),
+                metrics.clone(),
+                settings,
+            )),
+        };
+        let task = tokio::spawn(async move {
+            let _ = crate::server::serve(listener, state, std::future::pending()).await;
+        });
+        Served {
+            base,
+            metrics,
+            events,
+            task,
+        }
+    }
+
+    fn run() -> RunRef {
+        RunRef::new("ns", "r", "u")
+    }
+
+    fn publish(events: &MemoryEvents, kind: &str) {
+        events.publish(
+            &run(),
+            RunEvent::from_object(&run(), kind, Default::default(), "t"),
+        );
+    }
+
+    async fn wait_for_clients(metrics: &Metrics, n: i64) {
+        for _ in 0..200 {
+            if metrics.event_stream_clients.get() == n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "clients gauge stayed at {}, expected {n}",
+            metrics.event_stream_clients.get()
+        );
+    }
+
+    #[tokio::test]
+    async fn streams_are_bounded_counted_and_released_on_disconnect() {
+        let served = serve(StreamSettings {
+            max_streams: 1,
+            ..StreamSettings::default()
+        })
+        .await;
+        publish(&served.events, "phase");
+        let url = format!("{}{}", served.base, events_path("ns", "r"));
+        let first = reqwest::get(&url).await.unwrap();
+        assert_eq!(first.status(), 200);
+        assert_eq!(
+            first.headers()[header::CONTENT_TYPE.as_str()],
+            "text/event-stream"
+        );
+        wait_for_clients(&served.metrics, 1).await;
+        let refused = reqwest::get(&url).await.unwrap();
+        assert_eq!(refused.status(), 503);
+        assert_eq!(refused.headers()[header::RETRY_AFTER.as_str()], "5");
+        let body: serde_json::Value = refused.json().await.unwrap();
+        assert_eq!(body["error"], "TooManyStreams");
+        // The first client goes away: its slot and its count are released, the run is untouched.
+        drop(first);
+        wait_for_clients(&served.metrics, 0).await;
+        let again = reqwest::get(&url).await.unwrap();
+        assert_eq!(again.status(), 200);
+        publish(&served.events, "search");
+        assert!(served.events.exists(&run()).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_quiet_stream_gets_keep_alive_comments_and_ends_with_the_final_event() {
+        let served = serve(StreamSettings {
+            keep_alive: Duration::from_millis(100),
+            follow_slice: Duration::from_millis(200),
+            ..StreamSettings::default()
+        })
+        .await;
+        publish(&served.events, "phase");
+        let url = format!("{}{}", served.base, events_path("ns", "r"));
+        let mut response = reqwest::get(&url).await.unwrap();
+        let mut text = String::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !text.contains(":\n\n") && tokio::time::Instant::now() < deadline {
+            let chunk = tokio::time::timeout(Duration::from_secs(5), response.chunk())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        assert!(text.contains("event: phase\n"), "{text}");
+        assert!(text.contains(":\n\n"), "no keep-alive comment: {text}");
+        // The run finishes: the stream sends its final event and ends.
+        publish(&served.events, RUN_FINISHED);
+        served.events.finish(&run());
+        let rest = tokio::time::timeout(Duration::from_secs(5), response.text())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(rest.contains("event: runFinished\n"), "{rest}");
+    }
+
+    #[tokio::test]
+    async fn unknown_runs_bad_ids_and_disabled_streams_get_json_problems() {
+        let served = serve(StreamSettings::default()).await;
+        publish(&served.events, "phase");
+        let get = |path: String, last_id: Option<&'static str>| {
+            let url = format!("{}{path}", served.base);
+            async move {
+                let mut request = reqwest::Client::new().get(url);
+                if let Some(id) = last_id {
+                    request = request.header("last-event-id", id);
+                }
+                let r = request.send().await.unwrap();
+                (
+                    r.status().as_u16(),
+                    r.json::<serde_json::Value>().await.unwrap(),
+                )
+            }
+        };
+        let (status, body) = get(events_path("ns", "r"), Some("not-an-id")).await;
+        assert_eq!(status, 400);
+        assert_eq!(body["error"], "BadEventId");
+        let (status, body) = get(format!("{}?after=x", events_path("ns", "r")), None).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("BadEventId")));
+        let (status, body) = get(format!("{}?after=1-0", events_path("ns", "missing")), None).await;
+        assert_eq!(status, 404);
+        assert_eq!(
+            body["message"],
+            "ResearchRun \"missing\" not found in namespace \"ns\"; list the runs with `kubectl get researchruns -n ns`"
+        );
+        let router = crate::server::router(ServerState {
+            metrics: Metrics::new(),
+            readiness: Readiness::new(),
+            events: None,
+        });
+        use tower::ServiceExt;
+        let response = router
+            .oneshot(
+                axum::http::Request::get(events_path("ns", "r"))
+                    .body(axum::body::Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404);
+    }
+}

@@ -1,0 +1,264 @@
+//! The operator's HTTP server: `/metrics` (OpenMetrics), `/livez`, `/readyz` and the run event
+//! stream ([`events`]) on one port.
+//!
+//! Who may read run events: the port is meant for in-cluster and API-server-proxied access only
+//! (the chart's NetworkPolicy limits ingress). `quarry logs` reaches it through the Kubernetes API
+//! server's service proxy, so the API server authenticates the caller and RBAC decides (`get` on
+//! `services/proxy` of the operator's Service). The operator does not check bearer tokens itself:
+//! the service proxy strips the caller's `Authorization` header, so a TokenReview here would
+//! lock out exactly that path.
+
+pub mod events;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+use quarry_engine::telemetry::{Metrics, OPENMETRICS_CONTENT_TYPE};
+
+/// Readiness shared between the controller (which sets it once its caches have synced) and
+/// `/readyz`. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Readiness(Arc<AtomicBool>);
+
+impl Readiness {
+    /// A flag that starts not ready.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Marks the operator ready (or not).
+    pub fn set(&self, ready: bool) {
+        self.0.store(ready, Ordering::Release);
+    }
+    /// True once the operator is ready.
+    pub fn is_ready(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// What the handlers share.
+#[derive(Debug, Clone)]
+pub struct ServerState {
+    /// The metrics exported on `/metrics`.
+    pub metrics: Metrics,
+    /// The flag `/readyz` reports.
+    pub readiness: Readiness,
+    /// The run event stream, when served.
+    pub events: Option<events::EventsApi>,
+}
+
+/// Errors of the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Serving failed.
+    #[error("HTTP server failed: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// Builds the router with all endpoints.
+pub fn router(state: ServerState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
+        .route(events::EVENTS_ROUTE, get(events::run_events))
+        .with_state(state)
+}
+
+/// Binds `addr` (e.g. `0.0.0.0:8080`; port 0 picks a free port) and returns the listener, so the
+/// caller can read the bound port before serving.
+pub async fn bind(addr: &str) -> Result<TcpListener, ServerError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind {
+            addr: addr.to_string(),
+            source,
+        })
+}
+
+/// Serves the router on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(ServerError::Serve)
+}
+
+/// The server serving in the background (operator, worker) until [`RunningServer::stop`].
+pub struct RunningServer {
+    /// The bound address.
+    pub addr: std::net::SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<(), ServerError>>,
+}
+
+/// Binds `addr` and serves `state` in the background.
+pub async fn start(addr: &str, state: ServerState) -> Result<RunningServer, ServerError> {
+    let listener = bind(addr).await?;
+    let bound = listener.local_addr().map_err(|source| ServerError::Bind {
+        addr: addr.to_string(),
+        source,
+    })?;
+    let (stop, mut stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(serve(listener, state, async move {
+        let _ = stopped.wait_for(|s| *s).await;
+    }));
+    Ok(RunningServer {
+        addr: bound,
+        stop,
+        task,
+    })
+}
+
+impl RunningServer {
+    /// Stops serving (open requests finish) and returns how serving ended.
+    pub async fn stop(self) -> Result<(), ServerError> {
+        let _ = self.stop.send(true);
+        match self.task.await {
+            Ok(result) => result,
+            Err(e) => {
+                tracing::warn!(error = %e, "server task ended abnormally");
+                Ok(())
+            }
+        }
+    }
+}
+
+async fn metrics(State(state): State<ServerState>) -> Response {
+    match state.metrics.encode() {
+        Ok(body) => ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], body).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("encoding metrics failed: {e}"),
+        )
+            .into_response(),
+    }
+}
+
+async fn livez() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(state): State<ServerState>) -> Response {
+    if state.readiness.is_ready() {
+        (StatusCode::OK, "ready").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: controller caches have not synced yet",
+        )
+            .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::{Body, to_bytes};
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    fn state() -> ServerState {
+        ServerState {
+            metrics: Metrics::new(),
+            readiness: Readiness::new(),
+            events: None,
+        }
+    }
+
+    async fn call(router: Router, path: &str) -> (StatusCode, Option<String>, String) {
+        let response = router
+            .oneshot(Request::get(path).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap().to_string());
+        let body = to_bytes(response.into_body(), 1 << 20).await.unwrap();
+        (
+            status,
+            content_type,
+            String::from_utf8(body.to_vec()).unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn metrics_are_openmetrics() {
+        let state = state();
+        state.metrics.reconciliations.inc_by(3);
+        let (status, content_type, body) = call(router(state), "/metrics").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(content_type.as_deref(), Some(OPENMETRICS_CONTENT_TYPE));
+        assert!(body.contains("quarry_reconciliations_total 3\n"), "{body}");
+        assert!(body.ends_with("# EOF\n"));
+    }
+
+    #[tokio::test]
+    async fn readyz_follows_the_flag_and_livez_is_always_ok() {
+        let state = state();
+        let (status, _, body) = call(router(state.clone()), "/readyz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, "not ready: controller caches have not synced yet");
+        assert_eq!(
+            call(router(state.clone()), "/livez").await.0,
+            StatusCode::OK
+        );
+        state.readiness.set(true);
+        let (status, _, body) = call(router(state.clone()), "/readyz").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, "ready");
+        assert_eq!(call(router(state), "/nope").await.0, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn serves_on_a_real_listener_and_shuts_down() {
+        let listener = bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, state(), async move {
+            let _ = rx.await;
+        }));
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        stream
+            .write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = String::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            stream.read_to_string(&mut response),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
+        assert!(response.ends_with("ok"), "{response}");
+        tx.send(()).unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(5), server)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+}

@@ -1,0 +1,652 @@
+//! `ConfigMapStore`: the default artifact store of a ResearchRun (DESIGN §4). Artifacts live in
+//! ConfigMaps owned by the run, so deleting the run deletes them:
+//! - `report.md` and `findings.json` in `<run>-report` (people read them with kubectl),
+//! - everything else (the `checkpoint.json` first of all) in `<run>-state`.
+//!
+//! Values over [`GZIP_THRESHOLD`] bytes, or that are not UTF-8, are stored gzip-compressed in
+//! `binaryData` under `<key>.gz`. A ConfigMap over [`CONFIGMAP_LIMIT`] bytes is refused with an
+//! error that says so and names the object-store option, before the API server rejects it less
+//! clearly. [`super::routed`] sends such artifacts to object storage when one is configured.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use async_trait::async_trait;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use tokio::sync::Mutex;
+
+use quarry_engine::store::{ArtifactStore, StoreError};
+
+/// Field manager of every Server-Side Apply the operator sends.
+pub const FIELD_MANAGER: &str = "quarry-operator";
+/// Values larger than this are gzip-compressed into `binaryData`.
+pub const GZIP_THRESHOLD: usize = 256 * 1024;
+/// Largest ConfigMap payload (sum of keys and values) this store writes; the API server's limit is
+/// 1 MiB, a little is left for metadata.
+pub const CONFIGMAP_LIMIT: usize = 1_000_000;
+/// Largest artifact size accepted after decompression, so a corrupt or hostile object cannot blow
+/// up memory.
+pub const MAX_DECOMPRESSED: u64 = 64 * 1024 * 1024;
+/// Label put on every artifact ConfigMap, naming the run.
+pub const RUN_LABEL: &str = "quarry.dev/run";
+
+/// Key of the provenance log, kept in its own ConfigMap.
+const EVENTS_KEY: &str = "events.jsonl";
+
+/// Keys stored in the report ConfigMap rather than the state ConfigMap.
+const REPORT_KEYS: [&str; 2] = ["report.md", "findings.json"];
+
+/// Artifact store of one ResearchRun on ConfigMaps.
+pub struct ConfigMapStore {
+    api: Api<ConfigMap>,
+    run_name: String,
+    owner: OwnerReference,
+    /// Serialises read-merge-apply cycles: each apply carries every key of its ConfigMap, since an
+    /// apply that omits a key this field manager owns would delete it.
+    lock: Mutex<()>,
+}
+
+/// Name of the ConfigMap holding a run's report.
+pub fn report_configmap_name(run_name: &str) -> String {
+    format!("{run_name}-report")
+}
+
+/// Name of the ConfigMap holding a run's provenance log (`events.jsonl`): apart from the
+/// checkpoint, so a long log can never crowd a checkpoint out of its ConfigMap.
+pub fn events_configmap_name(run_name: &str) -> String {
+    format!("{run_name}-events")
+}
+
+/// Name of the ConfigMap holding a run's second checkpoint slot.
+pub fn checkpoint_b_configmap_name(run_name: &str) -> String {
+    format!("{run_name}-state-b")
+}
+
+/// Name of the ConfigMap holding a run's checkpoint and other artifacts.
+pub fn state_configmap_name(run_name: &str) -> String {
+    format!("{run_name}-state")
+}
+
+impl ConfigMapStore {
+    /// A store for run `run_name` in `namespace`; `owner` is the run's controller owner reference.
+    pub fn new(client: Client, namespace: &str, run_name: &str, owner: OwnerReference) -> Self {
+        Self {
+            api: Api::namespaced(client, namespace),
+            run_name: run_name.to_string(),
+            owner,
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// The name of the ConfigMap that holds artifact `key`.
+    pub fn configmap_of(&self, key: &str) -> Result<String, StoreError> {
+        self.locate(key).map(|(name, _)| name)
+    }
+
+    /// The ConfigMap name and the data key an artifact key maps to.
+    fn locate(&self, key: &str) -> Result<(String, String), StoreError> {
+        let data_key = sanitize_key(key)?;
+        let cm = if REPORT_KEYS.contains(&key) {
+            report_configmap_name(&self.run_name)
+        } else if key == EVENTS_KEY {
+            events_configmap_name(&self.run_name)
+        } else if key == quarry_engine::research::checkpoint::SLOTS[1] {
+            // Each checkpoint slot has a ConfigMap of its own: two full states side by side
+            // would halve the room a run's state may take.
+            checkpoint_b_configmap_name(&self.run_name)
+        } else {
+            state_configmap_name(&self.run_name)
+        };
+        Ok((cm, data_key))
+    }
+
+    async fn read(&self, name: &str, key: &str) -> Result<Option<ConfigMap>, StoreError> {
+        self.api.get_opt(name).await.map_err(|e| StoreError::Io {
+            key: key.to_string(),
+            message: format!("reading ConfigMap {name}: {e}"),
+        })
+    }
+}
+
+/// One artifact to write: its key and bytes.
+pub type Item<'a> = (&'a str, &'a [u8]);
+
+/// Maps an artifact key onto a valid ConfigMap key (`[-._a-zA-Z0-9]+`): `/` becomes `__`.
+fn sanitize_key(key: &str) -> Result<String, StoreError> {
+    let mapped = key.replace('/', "__");
+    let valid = !mapped.is_empty()
+        && mapped.len() <= 240
+        && mapped
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if valid && mapped != "." && mapped != ".." {
+        Ok(mapped)
+    } else {
+        Err(StoreError::Io {
+            key: key.to_string(),
+            message: "not usable as a ConfigMap key (allowed: letters, digits, '-', '_', '.', '/')"
+                .into(),
+        })
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Result<Vec<u8>, std::io::Error> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes)?;
+    encoder.finish()
+}
+
+fn gunzip(bytes: &[u8], key: &str) -> Result<Vec<u8>, StoreError> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .take(MAX_DECOMPRESSED + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| StoreError::Corrupt {
+            key: key.to_string(),
+            message: format!("gzip: {e}"),
+        })?;
+    if out.len() as u64 > MAX_DECOMPRESSED {
+        return Err(StoreError::Corrupt {
+            key: key.to_string(),
+            message: format!("decompresses to more than {MAX_DECOMPRESSED} bytes"),
+        });
+    }
+    Ok(out)
+}
+
+/// Size the API server counts for a ConfigMap: keys plus values.
+fn payload_size(data: &BTreeMap<String, String>, binary: &BTreeMap<String, ByteString>) -> usize {
+    data.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+        + binary
+            .iter()
+            .map(|(k, v)| k.len() + v.0.len())
+            .sum::<usize>()
+}
+
+/// The error text for a ConfigMap that would outgrow the limit: it names the object-store option,
+/// the way out (DESIGN §4).
+pub fn too_large_message(configmap: &str, size: usize) -> String {
+    format!(
+        "ConfigMap {configmap} would hold {size} bytes, over the {CONFIGMAP_LIMIT}-byte ConfigMap limit even after gzip; configure object storage (spec.objectStore in the run's ResearchProfile, or the operator's --object-store-url) and large artifacts go there automatically, or set the run's spec.report.kind to objectStore"
+    )
+}
+
+impl ConfigMapStore {
+    /// Writes `bytes` under `key` if `decide` agrees, given the ConfigMap's name and the size it
+    /// would have after the write (keys plus values, gzip applied). Returns whether it wrote:
+    /// `Ok(false)` when `decide` declined, after no request but the read.
+    pub async fn put_if(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        decide: impl FnOnce(&str, usize) -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
+        self.put_group_if(&[(key, bytes)], decide).await
+    }
+
+    /// [`ConfigMapStore::put_if`] for several artifacts of one ConfigMap, written in one apply
+    /// (so all or none of them): one read and one write for the group.
+    pub async fn put_group_if(
+        &self,
+        items: &[(&str, &[u8])],
+        decide: impl FnOnce(&str, usize) -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
+        let Some((first, _)) = items.first() else {
+            return Ok(true);
+        };
+        let (name, _) = self.locate(first)?;
+        let _guard = self.lock.lock().await;
+        let existing = self.read(&name, first).await?;
+        let (mut data, mut binary) = match existing {
+            Some(cm) => (
+                cm.data.unwrap_or_default(),
+                cm.binary_data.unwrap_or_default(),
+            ),
+            None => Default::default(),
+        };
+        for (key, bytes) in items {
+            let (item_cm, data_key) = self.locate(key)?;
+            if item_cm != name {
+                return Err(StoreError::Io {
+                    key: key.to_string(),
+                    message: format!("belongs to ConfigMap {item_cm}, not {name}"),
+                });
+            }
+            let gz_key = format!("{data_key}.gz");
+            data.remove(&data_key);
+            binary.remove(&gz_key);
+            match std::str::from_utf8(bytes) {
+                Ok(text) if bytes.len() <= GZIP_THRESHOLD => {
+                    data.insert(data_key, text.to_string());
+                }
+                _ => {
+                    let packed = gzip(bytes).map_err(|e| StoreError::Io {
+                        key: key.to_string(),
+                        message: format!("gzip: {e}"),
+                    })?;
+                    binary.insert(gz_key, ByteString(packed));
+                }
+            }
+        }
+        if !decide(&name, payload_size(&data, &binary))? {
+            return Ok(false);
+        }
+        self.apply(&name, first, data, binary).await?;
+        Ok(true)
+    }
+
+    /// Splits `items` into runs of neighbours that live in the same ConfigMap, in order.
+    pub fn groups<'a>(&self, items: &[Item<'a>]) -> Result<Vec<Vec<Item<'a>>>, StoreError> {
+        let mut groups: Vec<(String, Vec<Item<'a>>)> = Vec::new();
+        for (key, bytes) in items {
+            let (name, _) = self.locate(key)?;
+            match groups.last_mut() {
+                Some((last, group)) if *last == name => group.push((key, bytes)),
+                _ => groups.push((name, vec![(key, bytes)])),
+            }
+        }
+        Ok(groups.into_iter().map(|(_, g)| g).collect())
+    }
+
+    /// Server-side applies ConfigMap `name` with exactly these entries.
+    async fn apply(
+        &self,
+        name: &str,
+        key: &str,
+        data: BTreeMap<String, String>,
+        binary: BTreeMap<String, ByteString>,
+    ) -> Result<(), StoreError> {
+        let mut labels = BTreeMap::new();
+        labels.insert(RUN_LABEL.to_string(), self.run_name.clone());
+        labels.insert(
+            "app.kubernetes.io/managed-by".to_string(),
+            "quarry".to_string(),
+        );
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                labels: Some(labels),
+                owner_references: Some(vec![self.owner.clone()]),
+                ..Default::default()
+            },
+            data: Some(data),
+            binary_data: Some(binary),
+            ..Default::default()
+        };
+        let mut value = serde_json::to_value(&cm).map_err(|e| StoreError::Io {
+            key: key.to_string(),
+            message: format!("serializing ConfigMap: {e}"),
+        })?;
+        // SSA needs apiVersion and kind in the body; the typed struct does not carry them.
+        value["apiVersion"] = "v1".into();
+        value["kind"] = "ConfigMap".into();
+        self.api
+            .patch(
+                name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(value),
+            )
+            .await
+            .map_err(|e| StoreError::Io {
+                key: key.to_string(),
+                message: format!("applying ConfigMap {name}: {e}"),
+            })?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for ConfigMapStore {
+    async fn put(&self, key: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.put_if(key, bytes, |name, size| {
+            if size > CONFIGMAP_LIMIT {
+                Err(StoreError::TooLarge {
+                    key: key.to_string(),
+                    message: too_large_message(name, size),
+                })
+            } else {
+                Ok(true)
+            }
+        })
+        .await
+        .map(|_| ())
+    }
+
+    async fn put_many(&self, items: &[(&str, &[u8])]) -> Result<(), StoreError> {
+        for group in self.groups(items)? {
+            self.put_group_if(&group, |name, size| {
+                if size > CONFIGMAP_LIMIT {
+                    Err(StoreError::TooLarge {
+                        key: group
+                            .first()
+                            .map(|(k, _)| k.to_string())
+                            .unwrap_or_default(),
+                        message: too_large_message(name, size),
+                    })
+                } else {
+                    Ok(true)
+                }
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let (name, data_key) = self.locate(key)?;
+        let Some(cm) = self.read(&name, key).await? else {
+            return Ok(None);
+        };
+        configmap_value(&cm, &data_key, key)
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let (name, data_key) = self.locate(key)?;
+        let _guard = self.lock.lock().await;
+        let Some(cm) = self.read(&name, key).await? else {
+            return Ok(());
+        };
+        let mut data = cm.data.unwrap_or_default();
+        let mut binary = cm.binary_data.unwrap_or_default();
+        let had_text = data.remove(&data_key).is_some();
+        let had_packed = binary.remove(&format!("{data_key}.gz")).is_some();
+        if !had_text && !had_packed {
+            return Ok(());
+        }
+        self.apply(&name, key, data, binary).await
+    }
+}
+
+/// The value of artifact `key` (ConfigMap key `data_key`) in a ConfigMap this store wrote: text
+/// from `data`, or gunzipped from `binaryData` under `<data_key>.gz`.
+pub fn configmap_value(
+    cm: &ConfigMap,
+    data_key: &str,
+    key: &str,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    if let Some(text) = cm.data.as_ref().and_then(|d| d.get(data_key)) {
+        return Ok(Some(text.clone().into_bytes()));
+    }
+    if let Some(packed) = cm
+        .binary_data
+        .as_ref()
+        .and_then(|d| d.get(&format!("{data_key}.gz")))
+    {
+        return gunzip(&packed.0, key).map(Some);
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Request, Response};
+    use kube::client::Body;
+
+    type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+
+    fn owner() -> OwnerReference {
+        OwnerReference {
+            api_version: "quarry.dev/v1alpha1".into(),
+            kind: "ResearchRun".into(),
+            name: "r1".into(),
+            uid: "uid-1".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    fn store() -> (ConfigMapStore, Handle) {
+        let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let client = Client::new(service, "ns");
+        (ConfigMapStore::new(client, "ns", "r1", owner()), handle)
+    }
+
+    fn not_found() -> Response<Body> {
+        let body = serde_json::json!({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"not found"});
+        Response::builder()
+            .status(404)
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap()
+    }
+
+    fn ok_json(value: &serde_json::Value) -> Response<Body> {
+        Response::builder()
+            .status(200)
+            .body(Body::from(serde_json::to_vec(value).unwrap()))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn put_merges_keys_and_applies_with_owner() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-report"
+            );
+            send.send_response(ok_json(&serde_json::json!({
+                "apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r1-report","namespace":"ns"},
+                "data":{"report.md":"# old"}
+            })));
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::PATCH);
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-report?&force=true&fieldManager=quarry-operator"
+            );
+            assert_eq!(
+                req.headers().get("content-type").unwrap(),
+                "application/apply-patch+yaml"
+            );
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
+            assert_eq!(
+                body,
+                serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": "r1-report",
+                        "labels": {"app.kubernetes.io/managed-by": "quarry", "quarry.dev/run": "r1"},
+                        "ownerReferences": [{"apiVersion":"quarry.dev/v1alpha1","kind":"ResearchRun","name":"r1","uid":"uid-1","controller":true,"blockOwnerDeletion":true}]
+                    },
+                    "data": {"report.md": "# old", "findings.json": "{\"a\":1}"},
+                    "binaryData": {}
+                })
+            );
+            send.send_response(ok_json(&body));
+        });
+        store.put("findings.json", b"{\"a\":1}").await.unwrap();
+        server.await.unwrap();
+    }
+
+    /// A checkpoint in slot A, its pointer and the progress report share `r1-state`: one read
+    /// and one apply. Slot B lives in `r1-state-b`: two of each, slot before pointer.
+    #[tokio::test]
+    async fn put_many_writes_neighbours_of_one_configmap_in_one_apply() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            for _ in 0..6 {
+                let (req, send) = handle.next_request().await.unwrap();
+                let (method, uri) = (req.method().clone(), req.uri().path().to_string());
+                if method == http::Method::GET {
+                    send.send_response(not_found());
+                } else {
+                    let body: serde_json::Value =
+                        serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap())
+                            .unwrap();
+                    let mut keys: Vec<String> =
+                        body["data"].as_object().unwrap().keys().cloned().collect();
+                    keys.sort();
+                    seen.push(format!(
+                        "{} {}",
+                        uri.rsplit('/').next().unwrap(),
+                        keys.join(",")
+                    ));
+                    send.send_response(ok_json(&body));
+                }
+                let _ = method;
+            }
+            seen
+        });
+        store
+            .put_many(&[
+                ("checkpoint-a.json", b"A"),
+                ("checkpoint.json", b"P"),
+                ("progress.md", b"# progress"),
+            ])
+            .await
+            .unwrap();
+        store
+            .put_many(&[("checkpoint-b.json", b"B"), ("checkpoint.json", b"P2")])
+            .await
+            .unwrap();
+        let seen = server.await.unwrap();
+        assert_eq!(
+            seen,
+            [
+                "r1-state checkpoint-a.json,checkpoint.json,progress.md",
+                "r1-state-b checkpoint-b.json",
+                "r1-state checkpoint.json",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn each_artifact_goes_to_its_configmap() {
+        let (store, _handle) = store();
+        let at = |key: &str| store.locate(key).unwrap().0;
+        assert_eq!(at("report.md"), "r1-report");
+        assert_eq!(at("findings.json"), "r1-report");
+        assert_eq!(at("checkpoint.json"), "r1-state");
+        assert_eq!(at("checkpoint-a.json"), "r1-state");
+        assert_eq!(at("checkpoint-b.json"), "r1-state-b");
+        // The provenance log has its own ConfigMap: it can never crowd out a checkpoint.
+        assert_eq!(at("events.jsonl"), "r1-events");
+    }
+
+    #[tokio::test]
+    async fn large_values_are_gzipped_and_read_back() {
+        let (store, mut handle) = store();
+        let big: Vec<u8> = (0..(GZIP_THRESHOLD + 10))
+            .map(|i| b'a' + (i % 7) as u8)
+            .collect();
+        let expected = big.clone();
+        let server = tokio::spawn(async move {
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-state"
+            );
+            send.send_response(not_found());
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::PATCH);
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
+            assert_eq!(body["data"], serde_json::json!({}));
+            let packed = body["binaryData"]["checkpoint.json.gz"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            send.send_response(ok_json(&body));
+            // The following get sees what was applied.
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-state"
+            );
+            send.send_response(ok_json(&serde_json::json!({
+                "apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r1-state"},
+                "binaryData":{"checkpoint.json.gz": packed}
+            })));
+        });
+        store.put("checkpoint.json", &big).await.unwrap();
+        assert_eq!(store.get("checkpoint.json").await.unwrap(), Some(expected));
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn missing_configmap_reads_as_none_and_oversize_is_refused() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let (_, send) = handle.next_request().await.unwrap();
+            send.send_response(not_found());
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            send.send_response(not_found());
+            // No PATCH follows: the oversize value is refused locally.
+        });
+        assert_eq!(store.get("checkpoint.json").await.unwrap(), None);
+        // Random bytes do not compress: over the limit even after gzip.
+        let mut state = 0x1234_5678_u64;
+        let noise: Vec<u8> = (0..CONFIGMAP_LIMIT + 1000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        let err = store.put("events/log.jsonl", &noise).await.unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("r1-state")
+                && text.contains("over the 1000000-byte ConfigMap limit")
+                && text.contains("spec.objectStore in the run's ResearchProfile")
+                && text.contains("--object-store-url"),
+            "{text}"
+        );
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn delete_removes_one_key_and_skips_absent_ones() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            assert_eq!(
+                req.uri().to_string(),
+                "/api/v1/namespaces/ns/configmaps/r1-report"
+            );
+            send.send_response(ok_json(&serde_json::json!({
+                "apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r1-report"},
+                "data":{"findings.json":"{}"},"binaryData":{"report.md.gz":"H4sIAAAAAAAA/wMAAAAAAAAAAAA="}
+            })));
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::PATCH);
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
+            // Applied without the deleted key, every other one kept.
+            assert_eq!(body["data"], serde_json::json!({"findings.json": "{}"}));
+            assert_eq!(body["binaryData"], serde_json::json!({}));
+            send.send_response(ok_json(&body));
+            // Deleting a key that is not there reads and writes nothing more.
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::GET);
+            send.send_response(ok_json(&body));
+        });
+        store.delete("report.md").await.unwrap();
+        store.delete("report.md").await.unwrap();
+        server.await.unwrap();
+    }
+
+    #[test]
+    fn keys_are_sanitized() {
+        assert_eq!(
+            sanitize_key("researchers/0.md").unwrap(),
+            "researchers__0.md"
+        );
+        assert!(sanitize_key("a b").is_err());
+        assert!(sanitize_key("").is_err());
+    }
+}

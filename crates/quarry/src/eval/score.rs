@@ -1,0 +1,721 @@
+//! The pure part of `quarry eval`: parse a question set, score one finished run, totals, the
+//! table, and what to resume.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::standalone::StandaloneError;
+use quarry_engine::llm::format_pico_usd;
+use quarry_engine::research::links::normalize_url;
+use quarry_engine::research::state::{Phase, RunState};
+use quarry_vocab::reasons;
+
+/// What a question expects from a faithful report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expect {
+    /// The corpus answers it: the key facts should be in the report.
+    #[default]
+    Answer,
+    /// The corpus does not: the report should say so instead of inventing an answer.
+    NoAnswer,
+}
+
+/// One key fact of an answerable question.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct KeyFact {
+    /// The fact in words.
+    pub fact: String,
+    /// Strings any of which, found in the normalised report, counts the fact as covered.
+    #[serde(rename = "match", default)]
+    pub matches: Vec<String>,
+    /// URL path of the page stating it.
+    #[serde(default)]
+    pub page: Option<String>,
+    /// The supporting quote from that page.
+    #[serde(default)]
+    pub quote: Option<String>,
+}
+
+/// One line of the question set. Unknown fields are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    pub id: String,
+    #[serde(default)]
+    pub kind: Option<String>,
+    pub question: String,
+    /// Missing: `no-answer` when `kind` is `no-answer`, else `answer`.
+    #[serde(default)]
+    pub expect: Option<Expect>,
+    #[serde(default)]
+    pub key_facts: Vec<KeyFact>,
+    #[serde(default)]
+    pub pages: Vec<String>,
+    #[serde(default)]
+    pub absent_terms: Vec<String>,
+}
+
+impl Question {
+    /// The expectation, defaulted from `kind`.
+    pub fn expects(&self) -> Expect {
+        self.expect
+            .unwrap_or(if self.kind.as_deref() == Some("no-answer") {
+                Expect::NoAnswer
+            } else {
+                Expect::Answer
+            })
+    }
+}
+
+/// Pure: the questions of a JSONL text. Blank lines and `//` or `#` comment lines are skipped;
+/// every error names its line.
+pub fn parse_questions(text: &str) -> Result<Vec<Question>, String> {
+    let mut out: Vec<Question> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with("//") || line.starts_with('#') {
+            continue;
+        }
+        let q: Question = serde_json::from_str(line).map_err(|e| format!("line {n}: {e}"))?;
+        let id_ok = !q.id.is_empty()
+            && !q.id.starts_with('.')
+            && q.id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !id_ok {
+            return Err(format!(
+                "line {n}: id {:?} must be letters, digits, '-', '_' or '.' (it names a file)",
+                q.id
+            ));
+        }
+        if !seen.insert(q.id.clone()) {
+            return Err(format!("line {n}: id {:?} is used twice", q.id));
+        }
+        if q.question.trim().is_empty() {
+            return Err(format!("line {n} ({}): the question is empty", q.id));
+        }
+        if q.expects() == Expect::Answer {
+            if q.key_facts.is_empty() {
+                return Err(format!(
+                    "line {n} ({}): an answerable question needs keyFacts",
+                    q.id
+                ));
+            }
+            if let Some(f) = q
+                .key_facts
+                .iter()
+                .find(|f| f.matches.iter().all(|m| normalise(m).is_empty()))
+            {
+                return Err(format!(
+                    "line {n} ({}): key fact {:?} has no match strings",
+                    q.id, f.fact
+                ));
+            }
+        }
+        out.push(q);
+    }
+    if out.is_empty() {
+        return Err("the question set holds no questions".into());
+    }
+    Ok(out)
+}
+
+/// Pure: the questions `--only` names (in file order; an unknown id is an error), then the first
+/// `limit` of them.
+pub fn select(
+    questions: Vec<Question>,
+    only: &[String],
+    limit: Option<usize>,
+) -> Result<Vec<Question>, String> {
+    let wanted: BTreeSet<&str> = only
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let unknown: Vec<&str> = wanted
+        .iter()
+        .copied()
+        .filter(|w| !questions.iter().any(|q| q.id == *w))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "--only names ids not in the question set: {}",
+            unknown.join(", ")
+        ));
+    }
+    let mut picked: Vec<Question> = questions
+        .into_iter()
+        .filter(|q| wanted.is_empty() || wanted.contains(q.id.as_str()))
+        .collect();
+    if let Some(limit) = limit {
+        picked.truncate(limit);
+    }
+    Ok(picked)
+}
+
+/// Pure: lowercase with every run of whitespace collapsed to one space, trimmed.
+pub fn normalise(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// Pure: the part of a stored report that the run's model wrote: the generated title line
+/// (`# <question>`) and everything from the generated `## Sources` section on (source titles,
+/// citation-check notes) are cut, so they cannot count as facts.
+pub fn report_body(report: &str, question: &str) -> String {
+    let mut body = report;
+    if let Some(i) = body.rfind("\n## Sources\n") {
+        body = &body[..i];
+    }
+    if let Some(first) = body.lines().next()
+        && let Some(title) = first.strip_prefix("# ")
+        && normalise(title) == normalise(question)
+    {
+        body = &body[first.len()..];
+    }
+    body.to_string()
+}
+
+/// Phrases (normalised) by which a report says its sources do not answer the question.
+pub const NO_ANSWER_PHRASES: [&str; 20] = [
+    "do not answer",
+    "does not answer",
+    "don't answer",
+    "doesn't answer",
+    "not answered by",
+    "do not mention",
+    "does not mention",
+    "don't mention",
+    "doesn't mention",
+    "not mentioned in",
+    "do not cover",
+    "does not cover",
+    "do not contain",
+    "does not contain",
+    "no information about",
+    "no information on",
+    "could not find",
+    "did not find",
+    "unable to find",
+    "unable to research",
+];
+
+/// Pure: whether a (normalised) text says the sources do not answer.
+pub fn states_no_answer(normalised: &str) -> bool {
+    let text = normalised.replace(['\u{2019}', '`'], "'");
+    NO_ANSWER_PHRASES.iter().any(|p| text.contains(p))
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// `Completed`, `Failed` or `Cancelled` (or the phase a run stopped in).
+    pub phase: String,
+    /// The failure's reason (`NoEvidence`, `ModelUnreachable`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The failure's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Outcome {
+    /// A completed run.
+    pub fn completed() -> Self {
+        Self {
+            phase: Phase::Completed.to_string(),
+            reason: None,
+            message: None,
+        }
+    }
+
+    /// A failed run.
+    pub fn failed(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            phase: Phase::Failed.to_string(),
+            reason: Some(reason.to_string()),
+            message: Some(message.into()),
+        }
+    }
+
+    /// True for Completed.
+    pub fn is_completed(&self) -> bool {
+        self.phase == "Completed"
+    }
+
+    /// True for Failed(NoEvidence): the honest "unable to research" report.
+    pub fn is_no_evidence(&self) -> bool {
+        self.phase == "Failed" && self.reason.as_deref() == Some(reasons::NO_EVIDENCE)
+    }
+
+    /// `Completed`, `Failed(NoEvidence)`, `Failed(ModelUnreachable)`, `Cancelled`.
+    pub fn label(&self) -> String {
+        match &self.reason {
+            Some(r) if !self.is_completed() && *r != self.phase => format!("{}({r})", self.phase),
+            _ => self.phase.clone(),
+        }
+    }
+
+    /// Pure: the outcome from the run's last checkpoint, or from the error when it has none.
+    pub fn of(state: Option<&RunState>, result: &Result<PathBuf, StandaloneError>) -> Self {
+        if let Some(s) = state.filter(|s| s.phase.is_terminal()) {
+            let failure = s.failure.as_ref().filter(|_| s.phase != Phase::Completed);
+            return Self {
+                phase: s.phase.to_string(),
+                reason: failure.map(|f| f.reason.clone()),
+                message: failure.map(|f| f.message.clone()),
+            };
+        }
+        match result {
+            Ok(_) => Self::completed(),
+            Err(StandaloneError::NoEvidence { message, .. }) => {
+                Self::failed(reasons::NO_EVIDENCE, message.clone())
+            }
+            Err(StandaloneError::RunFailed { reason, message }) => {
+                Self::failed(reason, message.clone())
+            }
+            Err(StandaloneError::Cancelled) => Self {
+                phase: Phase::Cancelled.to_string(),
+                reason: Some(reasons::CANCELLED.into()),
+                message: None,
+            },
+            Err(e @ StandaloneError::ReportNotStored { .. }) => {
+                Self::failed(reasons::REPORT_STORE_FAILED, e.to_string())
+            }
+            Err(e) => {
+                let phase = state.map_or("Failed".to_string(), |s| s.phase.to_string());
+                Self {
+                    phase,
+                    reason: Some("Error".into()),
+                    message: Some(e.to_string()),
+                }
+            }
+        }
+    }
+}
+
+/// Tokens and cost of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Spend {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_pico_usd: u64,
+}
+
+impl Spend {
+    /// The `usage` of a findings.json (cost from its six-decimal `costUSD`).
+    pub fn from_findings(findings: &Value) -> Self {
+        let u = &findings["usage"];
+        let cost_pico_usd = u["costUSD"]
+            .as_str()
+            .and_then(|v| quarry_api::values::parse_usd_micros(v).ok())
+            .map_or(0, |m| m.saturating_mul(1_000_000));
+        Self {
+            input_tokens: u["inputTokens"].as_u64().unwrap_or(0),
+            output_tokens: u["outputTokens"].as_u64().unwrap_or(0),
+            cost_pico_usd,
+        }
+    }
+}
+
+/// What one finished run left behind, as scored.
+#[derive(Debug, Clone, Default)]
+pub struct FinishedRun<'a> {
+    pub outcome: Option<Outcome>,
+    /// The stored report (`report.md` of the state directory).
+    pub report: Option<&'a str>,
+    /// The stored `findings.json`.
+    pub findings: Option<&'a Value>,
+    pub spend: Spend,
+    pub wall_seconds: f64,
+    /// Where the report file was written.
+    pub report_path: Option<String>,
+}
+
+/// Whether one key fact was found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactResult {
+    pub fact: String,
+    pub found: bool,
+    /// The match string found first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<String>,
+}
+
+/// The score of one question (`DIR/results/<id>.json`, and a row of `eval.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionResult {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    pub question: String,
+    pub expect: Expect,
+    pub outcome: Outcome,
+    /// Key facts whose match strings occur in the report body (answerable questions).
+    pub key_facts_found: u32,
+    pub key_facts: u32,
+    #[serde(default)]
+    pub facts: Vec<FactResult>,
+    /// No-answer questions: the run ended NoEvidence or its report says the sources do not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub honest: Option<bool>,
+    /// No-answer questions: the run completed with cited claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invented: Option<bool>,
+    /// The report was cut short by a limit.
+    #[serde(default)]
+    pub partial: bool,
+    /// Cited claims checked against the text of the page they cite.
+    pub claims: u32,
+    pub supported_claims: u32,
+    pub unsupported_claims: u32,
+    /// `supportedClaims / claims`, as findings.json states it; `null` without claims.
+    pub citation_precision: Option<f64>,
+    /// URLs the report cites.
+    pub cited_urls: u32,
+    /// Of those, pages the run fetched (not only saw in search results).
+    pub cited_fetched: u32,
+    /// Citations of pages the run neither read nor saw, removed from the report.
+    pub removed_citations: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(rename = "costUSD")]
+    pub cost_usd: String,
+    pub cost_pico_usd: u64,
+    pub wall_seconds: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+}
+
+fn count(v: &Value) -> u32 {
+    v.as_array()
+        .map_or(0, |a| u32::try_from(a.len()).unwrap_or(u32::MAX))
+}
+
+/// Pure: scores one finished run of `q`.
+pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
+    let outcome = run
+        .outcome
+        .clone()
+        .unwrap_or_else(|| Outcome::failed("NoReport", "the run left no checkpoint"));
+    let null = Value::Null;
+    let findings = run.findings.unwrap_or(&null);
+    let aborted = findings["aborted"].as_bool().unwrap_or(false) || outcome.is_no_evidence();
+    // The honest "unable to research" report restates the question and the searches: no facts.
+    let body = match run.report {
+        Some(report) if !aborted => normalise(&report_body(report, &q.question)),
+        _ => String::new(),
+    };
+    let expect = q.expects();
+    let facts: Vec<FactResult> = if expect == Expect::Answer {
+        q.key_facts
+            .iter()
+            .map(|f| {
+                let matched = f
+                    .matches
+                    .iter()
+                    .map(|m| normalise(m))
+                    .find(|m| !m.is_empty() && body.contains(m.as_str()));
+                FactResult {
+                    fact: f.fact.clone(),
+                    found: matched.is_some(),
+                    matched,
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let claims = findings["claims"].as_array().cloned().unwrap_or_default();
+    let supported = claims
+        .iter()
+        .filter(|c| c["supported"].as_bool() == Some(true))
+        .count();
+    let fetched: BTreeSet<String> = findings["researcherReports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["fetched"].as_array().into_iter().flatten())
+        .filter_map(|s| s["url"].as_str().map(normalize_url))
+        .collect();
+    let cited: Vec<String> = findings["citedUrls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|u| u.as_str().map(str::to_string))
+        .collect();
+    let cited_fetched = cited
+        .iter()
+        .filter(|u| fetched.contains(&normalize_url(u)))
+        .count();
+    let precision = findings["citationPrecision"]
+        .as_f64()
+        .or_else(|| (!claims.is_empty()).then(|| supported as f64 / claims.len() as f64));
+    let (honest, invented) = if expect == Expect::NoAnswer {
+        let said = run
+            .report
+            .is_some_and(|r| states_no_answer(&normalise(&report_body(r, &q.question))));
+        (
+            Some(outcome.is_no_evidence() || said),
+            Some(outcome.is_completed() && !claims.is_empty()),
+        )
+    } else {
+        (None, None)
+    };
+    let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+    QuestionResult {
+        id: q.id.clone(),
+        kind: q.kind.clone(),
+        question: q.question.clone(),
+        expect,
+        outcome,
+        key_facts_found: n(facts.iter().filter(|f| f.found).count()),
+        key_facts: n(facts.len()),
+        facts,
+        honest,
+        invented,
+        partial: findings["partial"].as_bool().unwrap_or(false),
+        claims: n(claims.len()),
+        supported_claims: n(supported),
+        unsupported_claims: n(claims.len() - supported),
+        citation_precision: precision,
+        cited_urls: n(cited.len()),
+        cited_fetched: n(cited_fetched),
+        removed_citations: count(&findings["unverifiedReferences"]),
+        input_tokens: run.spend.input_tokens,
+        output_tokens: run.spend.output_tokens,
+        cost_usd: format_pico_usd(run.spend.cost_pico_usd),
+        cost_pico_usd: run.spend.cost_pico_usd,
+        wall_seconds: (run.wall_seconds * 10.0).round() / 10.0,
+        report: run.report_path.clone(),
+    }
+}
+
+/// Totals over every scored question.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub questions: u32,
+    pub completed: u32,
+    pub no_evidence: u32,
+    /// Failed for another reason, or cancelled.
+    pub failed: u32,
+    pub answerable: u32,
+    /// Answerable questions whose report has every key fact.
+    pub all_facts_found: u32,
+    /// `allFactsFound / answerable`.
+    pub all_facts_share: Option<f64>,
+    /// Mean over answerable questions of `keyFactsFound / keyFacts`.
+    pub mean_fact_share: Option<f64>,
+    pub key_facts_found: u32,
+    pub key_facts: u32,
+    pub no_answer: u32,
+    pub honest: u32,
+    pub invented: u32,
+    pub claims: u32,
+    pub supported_claims: u32,
+    pub unsupported_claims: u32,
+    /// `supportedClaims / claims` over all questions.
+    pub citation_precision: Option<f64>,
+    pub cited_urls: u32,
+    pub cited_fetched: u32,
+    /// Citations removed as pages the runs neither read nor saw: invented URLs.
+    pub invented_urls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(rename = "costUSD")]
+    pub cost_usd: String,
+    pub cost_pico_usd: u64,
+    pub wall_seconds: f64,
+}
+
+fn ratio(a: u32, b: u32) -> Option<f64> {
+    (b > 0).then(|| round3(f64::from(a) / f64::from(b)))
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Pure: the totals of `results`.
+pub fn totals(results: &[QuestionResult]) -> Totals {
+    let mut t = Totals::default();
+    let mut share_sum = 0.0;
+    for r in results {
+        t.questions += 1;
+        if r.outcome.is_completed() {
+            t.completed += 1;
+        } else if r.outcome.is_no_evidence() {
+            t.no_evidence += 1;
+        } else {
+            t.failed += 1;
+        }
+        match r.expect {
+            Expect::Answer => {
+                t.answerable += 1;
+                t.key_facts_found += r.key_facts_found;
+                t.key_facts += r.key_facts;
+                if r.key_facts > 0 {
+                    share_sum += f64::from(r.key_facts_found) / f64::from(r.key_facts);
+                    if r.key_facts_found == r.key_facts {
+                        t.all_facts_found += 1;
+                    }
+                }
+            }
+            Expect::NoAnswer => {
+                t.no_answer += 1;
+                t.honest += u32::from(r.honest == Some(true));
+                t.invented += u32::from(r.invented == Some(true));
+            }
+        }
+        t.claims += r.claims;
+        t.supported_claims += r.supported_claims;
+        t.unsupported_claims += r.unsupported_claims;
+        t.cited_urls += r.cited_urls;
+        t.cited_fetched += r.cited_fetched;
+        t.invented_urls += r.removed_citations;
+        t.input_tokens += r.input_tokens;
+        t.output_tokens += r.output_tokens;
+        t.cost_pico_usd += r.cost_pico_usd;
+        t.wall_seconds += r.wall_seconds;
+    }
+    t.all_facts_share = ratio(t.all_facts_found, t.answerable);
+    t.mean_fact_share = (t.answerable > 0).then(|| round3(share_sum / f64::from(t.answerable)));
+    t.citation_precision = ratio(t.supported_claims, t.claims);
+    t.cost_usd = format_pico_usd(t.cost_pico_usd);
+    t.wall_seconds = (t.wall_seconds * 10.0).round() / 10.0;
+    t
+}
+
+/// Pure: the FACTS cell: `2/3` for answerable questions; `honest`, `invented` or `answered`
+/// (neither said it cannot answer nor cited anything) for no-answer ones.
+pub fn facts_cell(r: &QuestionResult) -> String {
+    match r.expect {
+        Expect::Answer => format!("{}/{}", r.key_facts_found, r.key_facts),
+        Expect::NoAnswer if r.invented == Some(true) => "invented".into(),
+        Expect::NoAnswer if r.honest == Some(true) => "honest".into(),
+        Expect::NoAnswer => "answered".into(),
+    }
+}
+
+fn precision_cell(p: Option<f64>) -> String {
+    p.map_or_else(|| "-".to_string(), |p| format!("{p:.2}"))
+}
+
+/// Pure: the results table with the totals under it.
+pub fn render_table(results: &[QuestionResult], t: &Totals) -> String {
+    let headers = [
+        "ID",
+        "OUTCOME",
+        "FACTS",
+        "PRECISION",
+        "CITED-READ",
+        "UNSUPPORTED",
+        "REMOVED",
+        "TOKENS(IN/OUT)",
+        "COST",
+        "SECONDS",
+    ];
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.clone(),
+                r.outcome.label(),
+                facts_cell(r),
+                precision_cell(r.citation_precision),
+                format!("{}/{}", r.cited_fetched, r.cited_urls),
+                r.unsupported_claims.to_string(),
+                r.removed_citations.to_string(),
+                format!("{}/{}", r.input_tokens, r.output_tokens),
+                format!("${}", r.cost_usd),
+                format!("{:.0}", r.wall_seconds),
+            ]
+        })
+        .collect();
+    let mut out = crate::cli::table::render(&headers, &rows);
+    let pct = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| format!("{:.0}%", x * 100.0));
+    out.push_str(&format!(
+        "\n{} questions: {} completed, {} NoEvidence, {} failed otherwise\n",
+        t.questions, t.completed, t.no_evidence, t.failed
+    ));
+    out.push_str(&format!(
+        "answerable: {}/{} with every key fact ({}), mean share of facts found {}, {}/{} facts\n",
+        t.all_facts_found,
+        t.answerable,
+        pct(t.all_facts_share),
+        pct(t.mean_fact_share),
+        t.key_facts_found,
+        t.key_facts
+    ));
+    out.push_str(&format!(
+        "no-answer: {}/{} honest, {} invented an answer with citations\n",
+        t.honest, t.no_answer, t.invented
+    ));
+    out.push_str(&format!(
+        "citations: precision {} ({}/{} claims supported), {}/{} cited pages read, {} invented URLs removed\n",
+        precision_cell(t.citation_precision),
+        t.supported_claims,
+        t.claims,
+        t.cited_fetched,
+        t.cited_urls,
+        t.invented_urls
+    ));
+    out.push_str(&format!(
+        "spend: {} input + {} output tokens, ${}, {:.0} s\n",
+        t.input_tokens, t.output_tokens, t.cost_usd, t.wall_seconds
+    ));
+    out
+}
+
+/// Pure: the stderr line for a finished question, e.g. `[3/58] py-json-decode … 41 s, 2/2 facts`.
+pub fn progress_line(index: usize, of: usize, r: &QuestionResult) -> String {
+    let score = match r.expect {
+        Expect::Answer => format!("{} facts", facts_cell(r)),
+        Expect::NoAnswer => facts_cell(r),
+    };
+    format!(
+        "[{index}/{of}] {} … {:.0} s, {score}, {}",
+        r.id,
+        r.wall_seconds,
+        r.outcome.label()
+    )
+}
+
+/// What to do with one selected question.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Its result is on disk already: reuse it.
+    Skip(Box<QuestionResult>),
+    /// Run it.
+    Run,
+}
+
+/// Pure: resume. A question whose result is in `done` is skipped unless `fresh`.
+pub fn plan(
+    questions: &[Question],
+    done: &BTreeMap<String, QuestionResult>,
+    fresh: bool,
+) -> Vec<Plan> {
+    questions
+        .iter()
+        .map(|q| match done.get(&q.id) {
+            Some(r) if !fresh && r.id == q.id => Plan::Skip(Box::new(r.clone())),
+            _ => Plan::Run,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
