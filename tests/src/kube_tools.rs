@@ -26,31 +26,26 @@ fn install_dir() -> PathBuf {
     work.join("kube-tools/bin")
 }
 
-/// The path of `name` (`helm` or `kubectl`): the project-local install first, then `PATH`.
-/// `None` when absent outside CI; under `CI=true` a missing tool is a failure, not a skip.
-pub fn tool(name: &str) -> Option<PathBuf> {
+/// The path of `name` (`helm` or `kubectl`): the project-local install first, then `PATH`; a
+/// panic saying how to install it when absent (tests that need one are
+/// `#[ignore = "needs helm ..."]` and run only when asked for).
+pub fn tool(name: &str) -> PathBuf {
     let local = install_dir().join(name);
     if local.is_file() {
-        return Some(local);
+        return local;
     }
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|p| p.is_file())
-    });
-    if on_path.is_some() {
-        return on_path;
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    assert!(
-        !ci,
-        "{name} is missing under CI: scripts/install-test-deps.sh installs it (scripts/install-kube-tools.sh)"
-    );
-    eprintln!(
-        "SKIPPED: {name} not found; run scripts/install-kube-tools.sh (it installs helm and kubectl into {})",
-        install_dir().display()
-    );
-    None
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{name} not found: run scripts/install-kube-tools.sh (it installs helm and kubectl into {})",
+                install_dir().display()
+            )
+        })
 }
 
 /// Runs a tool and returns (success, stdout, stderr).

@@ -545,6 +545,16 @@ async fn only_the_lease_holder_writes_status_and_a_killed_holder_is_replaced_wit
             |h| *h,
         )
         .await?;
+        // Killed only once json's researcher is checkpointed, no call but pickle's held one is in
+        // flight: a call the server answered a moment before SIGKILL could not be journaled by
+        // anyone (a busy CI machine once had json's last call land in that window).
+        wait_for(
+            "json's report in the checkpoint",
+            RUN_TIMEOUT,
+            || async { Some(s.checkpointed("handover", "JSON-MARKER").await) },
+            |h| *h,
+        )
+        .await?;
         let a_user = service_account_user(RELEASE_NAMESPACE, "quarry");
         let b_user = service_account_user(RELEASE_NAMESPACE, "quarry-b");
         let status_writes = |user: &str| {
