@@ -20,9 +20,10 @@ use quarry_e2e::critical_path::{self, CriticalPath, Shape, Span};
 use quarry_e2e::model_server::ScriptedModel;
 use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::slow_web::SlowWeb;
-use quarry_engine::research::executor::{self, Control, EVENTS_KEY, NoopObserver};
+use quarry_engine::research::executor::{self, Control, NoopObserver};
 use quarry_engine::research::settings::EngineSettings;
 use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::store::keys::EVENTS_KEY;
 use quarry_engine::store::memory::MemoryStore;
 use quarry_operator::wiring;
 

@@ -232,7 +232,7 @@ impl Setup {
             owner,
         );
         let bytes = store
-            .get(quarry_engine::research::journal::EVENTS_KEY)
+            .get(quarry_engine::store::keys::EVENTS_KEY)
             .await
             .map_err(|e| e.to_string())?
             .ok_or("no events.jsonl")?;

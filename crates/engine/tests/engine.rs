@@ -10,16 +10,15 @@ use tokio::sync::watch;
 use quarry_engine::llm::{
     CallPurpose, ChatModel, ChatRequest, ChatResponse, LlmError, Role, ToolCall, Usage,
 };
-use quarry_engine::research::executor::{
-    self, CHECKPOINT_KEY, Control, Engine, FINDINGS_KEY, NoopObserver, REPORT_KEY,
-};
-use quarry_engine::research::journal::EVENTS_KEY;
+use quarry_engine::research::executor::{self, Control, Engine, NoopObserver};
 use quarry_engine::research::reducer::{Event, reduce};
 use quarry_engine::research::settings::EngineSettings;
 use quarry_engine::research::state::{Mode, Phase, RunInput, RunState, TaskState};
 use quarry_engine::scrape::{FetchError, Fetcher, Page};
 use quarry_engine::sources::{Gatherer, SearchHit, SourceError};
 use quarry_engine::store::ArtifactStore;
+use quarry_engine::store::keys::EVENTS_KEY;
+use quarry_engine::store::keys::{CHECKPOINT_KEY, FINDINGS_KEY, REPORT_KEY};
 use quarry_engine::store::memory::MemoryStore;
 
 type Responder = dyn Fn(&ChatRequest) -> Result<ChatResponse, LlmError> + Send + Sync;

@@ -46,7 +46,7 @@ use tokio::sync::watch;
 use quarry_engine::llm::{
     CallPurpose, ChatModel, ChatRequest, ChatResponse, LlmError, Role, ToolCall, Usage,
 };
-use quarry_engine::research::executor::{self, Control, Engine, NoopObserver, REPORT_KEY};
+use quarry_engine::research::executor::{self, Control, Engine, NoopObserver};
 use quarry_engine::research::settings::EngineSettings;
 use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
 use quarry_engine::scrape::guard::Lookup;
@@ -54,6 +54,7 @@ use quarry_engine::scrape::{
     FetchError, FetchPolicy, FetchShared, Fetcher, HttpFetcher, Page, extract_markdown,
 };
 use quarry_engine::sources::{Gatherer, SearchHit, SourceError};
+use quarry_engine::store::keys::REPORT_KEY;
 use quarry_engine::store::memory::MemoryStore;
 
 /// The internal target's IPv4 address: loopback, but not the allow-listed `127.0.0.1`.

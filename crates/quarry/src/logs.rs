@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use quarry_api::ResearchRun;
 use quarry_engine::events::{RUN_FINISHED, log_events, now_rfc3339, synthesized_final};
-use quarry_engine::research::executor::EVENTS_KEY;
+use quarry_engine::store::keys::EVENTS_KEY;
 use quarry_operator::server::events::events_path;
 
 /// Default namespace of the operator's Service.

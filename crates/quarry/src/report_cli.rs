@@ -9,7 +9,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
 
 use quarry_api::{ResearchProfile, ResearchRun};
-use quarry_engine::research::executor::{REPORT_KEY, load_checkpoint};
+use quarry_engine::research::executor::load_checkpoint;
+use quarry_engine::store::keys::REPORT_KEY;
 use quarry_engine::store::local::LocalStore;
 use quarry_engine::store::{ArtifactStore, StoreError};
 use quarry_operator::controller::artifacts::{SecretLookup, credentials, object_store_config};
@@ -318,7 +319,7 @@ mod tests {
         state.phase = quarry_engine::research::state::Phase::Researching;
         store
             .put(
-                quarry_engine::research::executor::CHECKPOINT_KEY,
+                quarry_engine::store::keys::CHECKPOINT_KEY,
                 &encode_checkpoint(&state).unwrap(),
             )
             .await

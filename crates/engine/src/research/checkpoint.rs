@@ -15,10 +15,7 @@ use tracing::warn;
 use super::state::RunState;
 use crate::store::{ArtifactStore, StoreError};
 
-/// Artifact key of the pointer to the latest checkpoint (a whole checkpoint in older versions).
-pub const CHECKPOINT_KEY: &str = "checkpoint.json";
-/// The two checkpoint slots, written alternately.
-pub const SLOTS: [&str; 2] = ["checkpoint-a.json", "checkpoint-b.json"];
+use crate::store::keys::{CHECKPOINT_KEY, CHECKPOINT_SLOTS as SLOTS};
 
 /// The pointer's content: which slot holds the latest checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -25,16 +25,9 @@ use crate::sources::{Gatherer, SpecialisedSources};
 use crate::store::{ArtifactStore, StoreError};
 use quarry_vocab::reasons;
 
-pub use super::checkpoint::CHECKPOINT_KEY;
-pub use super::journal::{EVENTS_KEY, MAX_EVENTS_BYTES};
+pub use super::journal::MAX_EVENTS_BYTES;
 use super::settings::EngineSettings;
-/// Artifact key of the final Markdown report.
-pub const REPORT_KEY: &str = "report.md";
-/// Artifact key of the machine-readable findings.
-pub const FINDINGS_KEY: &str = "findings.json";
-/// Artifact key of the progressive Markdown: finished researcher reports, readable before
-/// synthesis (seed 001's progressive Markdown).
-pub const PROGRESS_KEY: &str = "progress.md";
+use crate::store::keys::{EVENTS_KEY, FINDINGS_KEY, PROGRESS_KEY, REPORT_KEY};
 
 /// The engine's ports and settings: everything a run talks to.
 pub struct Engine {

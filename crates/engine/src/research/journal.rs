@@ -18,8 +18,7 @@ use crate::llm::Usage;
 use crate::llm::router::{CallJournal, RunTotal, SpendGuard};
 use crate::store::{ArtifactStore, StoreError};
 
-/// Artifact key of the provenance log.
-pub const EVENTS_KEY: &str = "events.jsonl";
+use crate::store::keys::EVENTS_KEY;
 /// Largest provenance log written, in bytes; older lines are dropped first (about 10k calls,
 /// a few hundred KB once the ConfigMap store gzips it).
 pub const MAX_EVENTS_BYTES: usize = 4 * 1024 * 1024;

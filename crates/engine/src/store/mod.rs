@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 
+pub mod keys;
 pub mod local;
 pub mod memory;
 

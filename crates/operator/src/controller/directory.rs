@@ -12,8 +12,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use crate::store::configmap::ConfigMapStore;
 use quarry_api::ResearchRun;
 use quarry_engine::events::{EventsError, RunDirectory, RunInfo, RunRef};
-use quarry_engine::research::executor::EVENTS_KEY;
 use quarry_engine::store::ArtifactStore;
+use quarry_engine::store::keys::EVENTS_KEY;
 
 /// Deadline of one API call of the directory.
 pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);

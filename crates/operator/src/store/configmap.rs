@@ -19,6 +19,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use tokio::sync::Mutex;
 
+use quarry_engine::store::keys::{CHECKPOINT_SLOTS, EVENTS_KEY, FINDINGS_KEY, REPORT_KEY};
 use quarry_engine::store::{ArtifactStore, StoreError};
 
 /// Field manager of every Server-Side Apply the operator sends.
@@ -34,11 +35,9 @@ pub const MAX_DECOMPRESSED: u64 = 64 * 1024 * 1024;
 /// Label put on every artifact ConfigMap, naming the run.
 pub const RUN_LABEL: &str = "quarry.dev/run";
 
-/// Key of the provenance log, kept in its own ConfigMap.
-const EVENTS_KEY: &str = "events.jsonl";
-
-/// Keys stored in the report ConfigMap rather than the state ConfigMap.
-const REPORT_KEYS: [&str; 2] = ["report.md", "findings.json"];
+/// Keys stored in the report ConfigMap rather than the state ConfigMap (the provenance log,
+/// `EVENTS_KEY`, has a ConfigMap of its own).
+const REPORT_KEYS: [&str; 2] = [REPORT_KEY, FINDINGS_KEY];
 
 /// Artifact store of one ResearchRun on ConfigMaps.
 pub struct ConfigMapStore {
@@ -94,7 +93,7 @@ impl ConfigMapStore {
             report_configmap_name(&self.run_name)
         } else if key == EVENTS_KEY {
             events_configmap_name(&self.run_name)
-        } else if key == quarry_engine::research::checkpoint::SLOTS[1] {
+        } else if key == CHECKPOINT_SLOTS[1] {
             // Each checkpoint slot has a ConfigMap of its own: two full states side by side
             // would halve the room a run's state may take.
             checkpoint_b_configmap_name(&self.run_name)

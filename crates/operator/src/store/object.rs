@@ -22,7 +22,7 @@ use object_store::{
 use sha2::Digest;
 
 use super::configmap::MAX_DECOMPRESSED;
-use quarry_engine::research::executor::REPORT_KEY;
+use quarry_engine::store::keys::REPORT_KEY;
 use quarry_engine::store::{ArtifactStore, StoreError};
 
 /// Bound on one object-store call, retries included: a stuck endpoint never stalls a run for long.

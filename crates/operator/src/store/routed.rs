@@ -18,7 +18,7 @@ use tokio::sync::OnceCell;
 use super::configmap::{CONFIGMAP_LIMIT, ConfigMapStore, too_large_message};
 use super::object::ObjectArtifactStore;
 use quarry_api::ReportKind;
-use quarry_engine::research::executor::REPORT_KEY;
+use quarry_engine::store::keys::REPORT_KEY;
 use quarry_engine::store::{ArtifactStore, StoreError};
 
 /// How a run's artifacts are routed.

@@ -216,8 +216,9 @@ async fn run_one(
     out: &Path,
     fresh: bool,
 ) -> Result<QuestionResult, EvalError> {
-    use quarry_engine::research::executor::{FINDINGS_KEY, REPORT_KEY, load_checkpoint};
+    use quarry_engine::research::executor::load_checkpoint;
     use quarry_engine::store::ArtifactStore;
+    use quarry_engine::store::keys::{FINDINGS_KEY, REPORT_KEY};
 
     let state_dir = out.join("state").join(&q.id);
     let report_path = out.join("reports").join(format!("{}.md", q.id));

@@ -110,10 +110,7 @@ pub async fn fetch_cluster_report(
     );
     let location =
         format!("ConfigMap {ns}/{config_map}, key report.md (quarry report {name} -n {ns})");
-    match store
-        .get(quarry_engine::research::executor::REPORT_KEY)
-        .await
-    {
+    match store.get(quarry_engine::store::keys::REPORT_KEY).await {
         Ok(Some(bytes)) => Ok((String::from_utf8_lossy(&bytes).into_owned(), location)),
         Ok(None) => Err(format!("{location} holds no report.md")),
         Err(e) => Err(format!("reading {location}: {e}")),
