@@ -365,6 +365,7 @@ async fn a_standalone_run_publishes_to_the_in_memory_stream() {
         state_dir: Some(dir.path().join("state")),
         redis_url: None,
         workers: false,
+        approve: false,
         events: None,
     };
     let report = quarry::standalone::run_with_events(opts, events.clone())

@@ -15,6 +15,8 @@ pub mod types {
     pub const BUDGET_EXCEEDED: &str = "BudgetExceeded";
     /// ResearchRun: `True` when the run continues with reduced capability (fallback model, failed source).
     pub const DEGRADED: &str = "Degraded";
+    /// ResearchRun: `True` while the planned agenda waits for a person's approval.
+    pub const AWAITING_APPROVAL: &str = "AwaitingApproval";
     /// ResearchProfile: `True` when the profile is usable (Secrets present, search endpoint known).
     pub const READY: &str = "Ready";
 }
@@ -24,9 +26,9 @@ pub mod reasons {
     // The engine's failure reasons are defined once, below the engine and the API, and surface
     // here unchanged.
     pub use quarry_vocab::reasons::{
-        ALL_RESEARCHERS_FAILED, CANCELLED, COST_LIMIT, MODEL_OUTPUT_INVALID, MODEL_REJECTED,
-        MODEL_UNREACHABLE, PLAN_UNPARSEABLE, POLICY_REFUSED, REPORT_STORE_FAILED, SYNTHESIS_FAILED,
-        TIME_LIMIT, TOKEN_LIMIT,
+        ALL_RESEARCHERS_FAILED, APPROVAL_TIMEOUT, CANCELLED, COST_LIMIT, MODEL_OUTPUT_INVALID,
+        MODEL_REJECTED, MODEL_UNREACHABLE, PLAN_UNPARSEABLE, POLICY_REFUSED, REPORT_STORE_FAILED,
+        SYNTHESIS_FAILED, TIME_LIMIT, TOKEN_LIMIT,
     };
 
     /// The referenced ResearchProfile does not exist (yet).
@@ -60,6 +62,10 @@ pub mod reasons {
     pub const SEARCH_UNREACHABLE: &str = "SearchUnreachable";
     /// No usable sources were found; the honest "unable to research" report was written.
     pub const NO_SOURCES: &str = "NoSources";
+    /// The agenda is planned and waits for approval (`quarry approve NAME`).
+    pub const PLAN_READY: &str = "PlanReady";
+    /// The plan was approved.
+    pub const APPROVED: &str = "Approved";
     /// `spec.suspend` is true.
     pub const SUSPENDED: &str = "Suspended";
     /// The run completed and its report is stored.

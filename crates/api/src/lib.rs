@@ -23,9 +23,9 @@ pub use profile::{
     SourcesSpec, StackExchangeSpec, TierName, ToolMode,
 };
 pub use run::{
-    AgendaTask, EffectiveLimits, Mode, ModelUsage, Output, Phase, ReportKind, ReportRef,
-    ReportTarget, ResearchRun, ResearchRunSpec, ResearchRunStatus, ResearcherState,
-    ResearcherStatus, RunLimits, RunUsage, SourceKind, TaskState,
+    AgendaTask, ApprovalSpec, ApprovalStatus, CostRange, EffectiveLimits, Mode, ModelUsage, Output,
+    Phase, ReportKind, ReportRef, ReportTarget, ResearchRun, ResearchRunSpec, ResearchRunStatus,
+    ResearcherState, ResearcherStatus, RunLimits, RunUsage, SourceKind, TaskState,
 };
 pub use search_engine::{
     EngineHealthStatus, EngineSpec, SearchEngine, SearchEngineSpec, SearchEngineStatus,

@@ -41,8 +41,7 @@ pub const SPEC_IMMUTABLE_RULE: &str = "self.query == oldSelf.query \
 && (has(self.report) ? (has(oldSelf.report) && self.report == oldSelf.report) : !has(oldSelf.report))";
 
 /// Message returned by the API server when [`SPEC_IMMUTABLE_RULE`] fails.
-pub const SPEC_IMMUTABLE_MESSAGE: &str =
-    "spec is immutable except suspend, cancel and ttlSecondsAfterFinished";
+pub const SPEC_IMMUTABLE_MESSAGE: &str = "spec is immutable except suspend, cancel, ttlSecondsAfterFinished and the approver's approval.approved and approval.agenda";
 
 /// CEL transition rule on `spec.cancel`: a cancelled run stays cancelled (unsetting it would
 /// race with the cancellation already under way).
@@ -56,6 +55,23 @@ pub const QUERY_NOT_BLANK_RULE: &str = r"self.matches('\\S')";
 /// Message for [`QUERY_NOT_BLANK_RULE`].
 pub const QUERY_NOT_BLANK_MESSAGE: &str = "query must contain text, not only whitespace";
 
+/// CEL transition rule on `spec`: `approval` is there from the start or never (a run that did
+/// not wait for approval cannot start waiting, nor the other way round).
+pub const APPROVAL_PRESENCE_RULE: &str =
+    "has(self.approval) ? has(oldSelf.approval) : !has(oldSelf.approval)";
+/// Message for [`APPROVAL_PRESENCE_RULE`].
+pub const APPROVAL_PRESENCE_MESSAGE: &str = "approval can only be set when the run is created";
+/// CEL transition rule on `spec.approval`: whether approval is required, and how long the plan
+/// may wait, are fixed; `approved` and `agenda` are the approver's to set.
+pub const APPROVAL_FIXED_RULE: &str = "self.required == oldSelf.required \
+&& (has(self.timeout) ? (has(oldSelf.timeout) && self.timeout == oldSelf.timeout) : !has(oldSelf.timeout))";
+/// Message for [`APPROVAL_FIXED_RULE`].
+pub const APPROVAL_FIXED_MESSAGE: &str =
+    "approval.required and approval.timeout cannot change; approve with approval.approved";
+/// CEL transition rule on `spec.approval.approved`: an approval stands.
+pub const APPROVED_FINAL_RULE: &str = "self || !oldSelf";
+/// Message for [`APPROVED_FINAL_RULE`].
+pub const APPROVED_FINAL_MESSAGE: &str = "approved cannot be unset once true";
 /// CEL rule on `spec.report`: a prefix only makes sense for the object store.
 pub const REPORT_PREFIX_RULE: &str = "self.kind == 'objectStore' || !has(self.prefix)";
 /// Message for [`REPORT_PREFIX_RULE`].
@@ -99,6 +115,7 @@ pub const REPORT_PREFIX_MESSAGE: &str = "prefix is only valid when kind is objec
     )
 )]
 #[x_kube(validation = Rule::new(SPEC_IMMUTABLE_RULE).message(SPEC_IMMUTABLE_MESSAGE))]
+#[x_kube(validation = Rule::new(APPROVAL_PRESENCE_RULE).message(APPROVAL_PRESENCE_MESSAGE))]
 #[serde(rename_all = "camelCase")]
 pub struct ResearchRunSpec {
     /// The research question.
@@ -148,6 +165,34 @@ pub struct ResearchRunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub ttl_seconds_after_finished: Option<i64>,
+    /// Plan approval: the run plans, then waits for a person before anything is searched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalSpec>,
+}
+
+/// Plan approval (`spec.approval`): set `required` at creation; the approver sets `approved`
+/// (`quarry approve NAME`, or a reviewer's commit), optionally with an edited `agenda`.
+/// Rejecting is cancelling (`quarry reject NAME` sets `spec.cancel`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[x_kube(validation = Rule::new(APPROVAL_FIXED_RULE).message(APPROVAL_FIXED_MESSAGE))]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalSpec {
+    /// Wait for approval once the agenda is planned.
+    #[serde(default)]
+    pub required: bool,
+    /// The plan is approved; research starts. Cannot be unset.
+    #[serde(default)]
+    #[x_kube(validation = Rule::new(APPROVED_FINAL_RULE).message(APPROVED_FINAL_MESSAGE))]
+    pub approved: bool,
+    /// Tasks that replace the planned agenda when the plan is approved (1 to 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 10), inner(length(min = 3, max = 500)))]
+    pub agenda: Option<Vec<String>>,
+    /// How long the plan may wait for a decision, such as "24h"; then the run fails
+    /// `ApprovalTimeout`. Unset: it waits until approved or cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), regex(pattern = DURATION_PATTERN))]
+    pub timeout: Option<String>,
 }
 
 fn default_outputs() -> Vec<Output> {
@@ -473,6 +518,38 @@ pub struct ResearchRunStatus {
     /// Human-readable summary of the current state or the failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The plan waiting for approval: since when, and what research would cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalStatus>,
+}
+
+/// A plan waiting for approval (`status.approval`); the agenda is `status.agenda`.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalStatus {
+    /// When the plan started waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_since: Option<Time>,
+    /// When the plan stops waiting and the run fails `ApprovalTimeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Time>,
+    /// Estimated cost of the research, from the profile's price table: the least and the most
+    /// the agenda may cost within the run's limits, in USD such as "0.012000".
+    #[serde(
+        rename = "estimatedCostUSD",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub estimated_cost_usd: Option<CostRange>,
+}
+
+/// A range of USD amounts.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+pub struct CostRange {
+    /// The least, as a decimal string.
+    pub min: String,
+    /// The most, as a decimal string.
+    pub max: String,
 }
 
 /// State of an agenda task.

@@ -11,8 +11,10 @@ use quarry_api::profile::{
     SEARCH_EXACTLY_ONE_RULE,
 };
 use quarry_api::run::{
-    CANCEL_FINAL_MESSAGE, CANCEL_FINAL_RULE, QUERY_NOT_BLANK_RULE, REPORT_PREFIX_MESSAGE,
-    REPORT_PREFIX_RULE, SPEC_IMMUTABLE_MESSAGE, SPEC_IMMUTABLE_RULE,
+    APPROVAL_FIXED_MESSAGE, APPROVAL_FIXED_RULE, APPROVAL_PRESENCE_MESSAGE, APPROVAL_PRESENCE_RULE,
+    APPROVED_FINAL_MESSAGE, APPROVED_FINAL_RULE, CANCEL_FINAL_MESSAGE, CANCEL_FINAL_RULE,
+    QUERY_NOT_BLANK_RULE, REPORT_PREFIX_MESSAGE, REPORT_PREFIX_RULE, SPEC_IMMUTABLE_MESSAGE,
+    SPEC_IMMUTABLE_RULE,
 };
 use quarry_api::{ResearchProfile, ResearchRun, SearchEngine};
 use serde_json::{Value, json};
@@ -245,25 +247,37 @@ fn run_cel_rules_are_present() {
     let s = run_schema();
     assert_eq!(
         prop(&s, "spec")["x-kubernetes-validations"],
-        json!([{"rule": SPEC_IMMUTABLE_RULE, "message": SPEC_IMMUTABLE_MESSAGE}])
+        json!([
+            {"rule": SPEC_IMMUTABLE_RULE, "message": SPEC_IMMUTABLE_MESSAGE},
+            {"rule": APPROVAL_PRESENCE_RULE, "message": APPROVAL_PRESENCE_MESSAGE},
+        ])
+    );
+    assert_eq!(
+        prop(&s, "spec.approval")["x-kubernetes-validations"],
+        json!([{"rule": APPROVAL_FIXED_RULE, "message": APPROVAL_FIXED_MESSAGE}])
+    );
+    assert_eq!(
+        prop(&s, "spec.approval.approved")["x-kubernetes-validations"],
+        json!([{"rule": APPROVED_FINAL_RULE, "message": APPROVED_FINAL_MESSAGE}])
     );
     assert_eq!(
         prop(&s, "spec.report")["x-kubernetes-validations"],
         json!([{"rule": REPORT_PREFIX_RULE, "message": REPORT_PREFIX_MESSAGE}])
     );
-    // Every spec field except the three mutable ones is compared with oldSelf.
+    // Every spec field except the mutable ones is compared with oldSelf (approval has rules of
+    // its own: only approved and agenda change).
     let spec_fields: Vec<String> = prop(&s, "spec")["properties"]
         .as_object()
         .unwrap()
         .keys()
         .cloned()
         .collect();
-    assert_eq!(spec_fields.len(), 12);
+    assert_eq!(spec_fields.len(), 13);
     for field in &spec_fields {
         let compared = SPEC_IMMUTABLE_RULE.contains(&format!("self.{field} == oldSelf.{field}"));
         let mutable = matches!(
             field.as_str(),
-            "suspend" | "cancel" | "ttlSecondsAfterFinished"
+            "suspend" | "cancel" | "ttlSecondsAfterFinished" | "approval"
         );
         assert_eq!(compared, !mutable, "{field}");
     }
@@ -415,6 +429,9 @@ fn every_cel_rule_compiles_in_scope_and_within_cost() {
                 REPORT_PREFIX_RULE,
                 QUERY_NOT_BLANK_RULE,
                 CANCEL_FINAL_RULE,
+                APPROVAL_PRESENCE_RULE,
+                APPROVAL_FIXED_RULE,
+                APPROVED_FINAL_RULE,
             ],
         ),
         (
@@ -452,8 +469,7 @@ fn run_update(old: Value, new: Value) -> Result<(), Vec<String>> {
         .map_err(|errs| errs.iter().map(|e| e.to_string()).collect())
 }
 
-const IMMUTABLE: &str =
-    "spec: spec is immutable except suspend, cancel and ttlSecondsAfterFinished";
+const IMMUTABLE: &str = "spec: spec is immutable except suspend, cancel, ttlSecondsAfterFinished and the approver's approval.approved and approval.agenda";
 
 #[test]
 fn immutability_rule_rejects_spec_changes() {

@@ -10,10 +10,11 @@ use tokio::sync::watch;
 use quarry_engine::llm::{
     CallPurpose, ChatModel, ChatRequest, ChatResponse, LlmError, Role, ToolCall, Usage,
 };
+use quarry_engine::research::executor::RunObserver;
 use quarry_engine::research::executor::{self, Control, Engine, NoopObserver};
 use quarry_engine::research::reducer::{Event, reduce};
 use quarry_engine::research::settings::EngineSettings;
-use quarry_engine::research::state::{Mode, Phase, RunInput, RunState, TaskState};
+use quarry_engine::research::state::{ApprovalPolicy, Mode, Phase, RunInput, RunState, TaskState};
 use quarry_engine::scrape::{FetchError, Fetcher, Page};
 use quarry_engine::sources::{Gatherer, SearchHit, SourceError};
 use quarry_engine::store::ArtifactStore;
@@ -1167,4 +1168,119 @@ async fn a_synthesis_that_copies_its_input_is_replaced_by_reports_and_source_not
         "{report}"
     );
     assert!(report.contains("_The Study output repeated its input instead of answering, so it was discarded; the researchers' reports and the notes on each source are shown instead._"), "{report}");
+}
+
+/// Publishes every state the executor reaches.
+struct StateTap(watch::Sender<Option<RunState>>);
+
+impl RunObserver for StateTap {
+    fn on_change(&self, state: &RunState, _: &Event) {
+        self.0.send_replace(Some(state.clone()));
+    }
+}
+
+fn with_approval(query: &str, timeout_secs: Option<u64>) -> RunState {
+    let mut input = RunInput::new(query, Mode::Deep);
+    input.approval = Some(ApprovalPolicy { timeout_secs });
+    RunState::new(input)
+}
+
+#[tokio::test]
+async fn a_plan_waiting_for_approval_searches_nothing_until_approved_with_an_edited_agenda() {
+    let h = harness(
+        deep_model(r#"{"intent": "research", "complexity": 1, "tasks": ["alpha", "beta"]}"#),
+        false,
+    );
+    let (control, rx) = watch::channel(Control::Run);
+    let (tap, mut states) = watch::channel(None);
+    let engine = h.engine.clone();
+    let handle = tokio::spawn(async move {
+        executor::run(
+            engine,
+            with_approval("deep question", None),
+            Arc::new(StateTap(tap)),
+            rx,
+        )
+        .await
+    });
+    let waiting = states
+        .wait_for(|s| {
+            s.as_ref()
+                .is_some_and(|s| s.approval.waiting_since.is_some())
+        })
+        .await
+        .unwrap()
+        .clone()
+        .unwrap();
+    assert_eq!(waiting.phase, Phase::Planning);
+    assert_eq!(
+        waiting
+            .agenda
+            .iter()
+            .map(|t| t.query.as_str())
+            .collect::<Vec<_>>(),
+        vec!["alpha", "beta"]
+    );
+    // Only the planner was asked; nothing was searched or read while the plan waits.
+    let purposes: Vec<CallPurpose> = h.model.requests().iter().map(|r| r.purpose).collect();
+    assert_eq!(purposes, vec![CallPurpose::Plan]);
+    assert_eq!(waiting.searches, 0);
+    assert!(h.fetcher.fetched.lock().unwrap().is_empty());
+    // The waiting plan is checkpointed: a restarted operator shows the same agenda.
+    let saved = executor::load_checkpoint(h.store.as_ref())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(saved.approval.waiting);
+    control
+        .send(Control::Approve {
+            agenda: Some(vec!["gamma".into()]),
+        })
+        .unwrap();
+    let s = tokio::time::timeout(std::time::Duration::from_secs(30), handle)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    assert_eq!(
+        s.agenda
+            .iter()
+            .map(|t| t.query.as_str())
+            .collect::<Vec<_>>(),
+        vec!["gamma"]
+    );
+    assert!(
+        h.fetcher
+            .fetched
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|u| u.contains("gamma"))
+    );
+}
+
+#[tokio::test]
+async fn a_plan_nobody_approves_fails_approval_timeout_having_searched_nothing() {
+    let h = harness(
+        deep_model(r#"{"intent": "research", "complexity": 1, "tasks": ["alpha", "beta"]}"#),
+        false,
+    );
+    let (_control, rx) = watch::channel(Control::Run);
+    let s = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        executor::run(
+            h.engine.clone(),
+            with_approval("deep question", Some(1)),
+            Arc::new(NoopObserver),
+            rx,
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.phase, Phase::Failed);
+    assert_eq!(s.failure.as_ref().unwrap().reason, "ApprovalTimeout");
+    let purposes: Vec<CallPurpose> = h.model.requests().iter().map(|r| r.purpose).collect();
+    assert_eq!(purposes, vec![CallPurpose::Plan]);
+    assert_eq!(s.searches, 0);
+    assert_eq!(h.store.text(REPORT_KEY), None);
 }

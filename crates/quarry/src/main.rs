@@ -43,6 +43,10 @@ enum Command {
     List(quarry::cli::runs::ListArgs),
     /// Cancel a ResearchRun: its research stops and it ends Cancelled.
     Cancel(quarry::cli::runs::CancelArgs),
+    /// Approve a ResearchRun's plan that waits for approval (--task replaces the agenda).
+    Approve(quarry::cli::approval::ApproveArgs),
+    /// Reject a ResearchRun's plan: the run is cancelled.
+    Reject(quarry::cli::approval::RejectArgs),
     /// Serve the Model Context Protocol on stdin/stdout for coding agents.
     Mcp(quarry::cli::mcp::McpArgs),
     /// Print a run's stored report: `quarry report NAME [-n NAMESPACE]`, or
@@ -116,6 +120,9 @@ struct RunArgs {
     /// Scale-out mode: researchers run on `quarry worker` processes through Redis.
     #[arg(long)]
     workers: bool,
+    /// Print the planned agenda and its estimated cost, and ask before researching.
+    #[arg(long)]
+    approve: bool,
     /// Outputs to produce, comma-separated: study, ideas, implementations (default study).
     #[arg(long, value_delimiter = ',', value_parser = parse_output)]
     outputs: Vec<OutputKind>,
@@ -239,6 +246,10 @@ fn main() -> ExitCode {
         Command::Get(args) => quarry::cli::block_on(quarry::cli::runs::get(args.clone())),
         Command::List(args) => quarry::cli::block_on(quarry::cli::runs::list(args.clone())),
         Command::Cancel(args) => quarry::cli::block_on(quarry::cli::runs::cancel(args.clone())),
+        Command::Approve(args) => {
+            quarry::cli::block_on(quarry::cli::approval::approve(args.clone()))
+        }
+        Command::Reject(args) => quarry::cli::block_on(quarry::cli::approval::reject(args.clone())),
         Command::Mcp(args) => {
             // stdout carries the protocol: logs (stderr) only when asked for.
             let console = std::env::var_os("QUARRY_LOG_LEVEL").is_some() || cli.log_level.is_some();
@@ -350,6 +361,7 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         state_dir: settings.state_dir.clone(),
         redis_url: settings.redis_url.clone(),
         workers: args.workers,
+        approve: args.approve,
         events: (args.output == RunOutput::Json).then(quarry::cli::events::JsonEvents::stdout),
     };
     let events = opts.events.clone();

@@ -18,7 +18,7 @@ use quarry_engine::llm::router::SpendGuard;
 use quarry_engine::research::executor::{self, Control, RunObserver};
 use quarry_engine::research::reducer::Event;
 use quarry_engine::research::state::{
-    Decision, Limits, Mode, OutputKind, Phase, RunInput, RunState,
+    ApprovalPolicy, Decision, Limits, Mode, OutputKind, Phase, RunInput, RunState,
 };
 use quarry_engine::store::local::LocalStore;
 use quarry_engine::store::{report_file_name, sanitize_query};
@@ -26,7 +26,10 @@ use quarry_operator::wiring;
 use quarry_operator::wiring::sources::secret_env_var;
 
 pub mod error;
+mod prompt;
+
 pub use error::StandaloneError;
+use prompt::ApprovalPrompt;
 
 /// Subdirectories that receive reports, in priority order (seed 000), matched case-insensitively.
 pub const REPORT_SUBDIRS: [&str; 6] = ["research", "docs", "doc", "ref", "references", "notes"];
@@ -50,6 +53,8 @@ pub struct StandaloneOptions {
     pub redis_url: Option<String>,
     /// Scale-out mode: researchers run on `quarry worker` processes through `redis_url`.
     pub workers: bool,
+    /// `--approve`: the plan is printed and researched only when the user says yes.
+    pub approve: bool,
     /// `--output json`: the run's events go to these JSON lines instead of progress lines.
     pub events: Option<Arc<crate::cli::events::JsonEvents>>,
 }
@@ -289,6 +294,21 @@ impl ProgressPrinter {
             Event::SpendRecovered { usage } => {
                 format!("resumed: {} model calls already paid for", usage.llm_calls)
             }
+            Event::ApprovalWaitStarted { estimate, .. } => {
+                let cost = estimate
+                    .map(|(min, max)| {
+                        format!(
+                            " (estimated cost {} to {} USD)",
+                            format_pico_usd(min),
+                            format_pico_usd(max)
+                        )
+                    })
+                    .unwrap_or_default();
+                format!("the plan waits for approval{cost}")
+            }
+            Event::Approve { .. } if state.approval.approved => "plan approved".to_string(),
+            Event::Approve { .. } => return None,
+            Event::ApprovalTimedOut => "nobody approved the plan in time".to_string(),
         };
         Some(format!("{}{text}", status_prefix(state)))
     }
@@ -412,6 +432,9 @@ pub async fn run_with_events(
         input.outputs = opts.outputs.clone();
     }
     input.top_k = opts.top_k.clamp(1, 20);
+    if opts.approve {
+        input.approval = Some(ApprovalPolicy::default());
+    }
     // Same state directory, same question: resume instead of paying twice. A run that already
     // finished (killed after storing its report, before writing the file) only writes the file.
     let (state, finished) = match executor::load_checkpoint(store.as_ref()).await {
@@ -439,7 +462,8 @@ pub async fn run_with_events(
         } else {
             None
         };
-        let (_control_tx, control_rx) = watch::channel(Control::Run);
+        let (control_tx, control_rx) = watch::channel(Control::Run);
+        let control_tx = Arc::new(control_tx);
         let span = tracing::info_span!("research_run", run = %sanitize_query(&opts.query));
         let publisher = Arc::new(StreamPublisher::new(events, run_ref(&opts.query)));
         engine.spend.set_tap(publisher.clone());
@@ -456,7 +480,11 @@ pub async fn run_with_events(
                 progress
             }
         };
-        let observers = Observers(vec![printer, publisher.clone()]);
+        let mut observers = vec![printer, publisher.clone()];
+        if opts.approve {
+            observers.push(Arc::new(ApprovalPrompt::new(control_tx.clone())));
+        }
+        let observers = Observers(observers);
         let final_state = executor::run(Arc::new(engine), state, Arc::new(observers), control_rx)
             .instrument(span)
             .await;

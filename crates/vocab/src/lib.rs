@@ -33,6 +33,8 @@ pub mod reasons {
     pub const POLICY_REFUSED: &str = "PolicyRefused";
     /// No usable source was found; the honest "unable to research" report was stored (seed 004).
     pub const NO_EVIDENCE: &str = "NoEvidence";
+    /// The plan waited for approval longer than `spec.approval.timeout`.
+    pub const APPROVAL_TIMEOUT: &str = "ApprovalTimeout";
 }
 
 /// Validation patterns shared by the CRD schema and the engine.

@@ -47,11 +47,39 @@ pub struct Engine {
 }
 
 /// What the owner of a run wants it to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Control {
     Run,
     Suspend,
     Cancel,
+    /// Run, with the plan approved; `agenda`, when given, replaces the planned tasks.
+    Approve {
+        agenda: Option<Vec<String>>,
+    },
+}
+
+impl Control {
+    /// The events that bring a run in line with this control.
+    fn events(&self) -> Vec<Event> {
+        match self {
+            Control::Run => vec![Event::Resume],
+            Control::Suspend => vec![Event::Suspend],
+            Control::Cancel => vec![Event::Cancel],
+            Control::Approve { agenda } => vec![
+                Event::Approve {
+                    agenda: agenda.clone(),
+                },
+                Event::Resume,
+            ],
+        }
+    }
+}
+
+/// Unix seconds now (the approval clock; a clock before 1970 counts as 1970).
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Receives every state change (status writers, progress printers, metrics).
@@ -411,24 +439,63 @@ pub async fn run(
         checkpoints: CheckpointWriter::new(),
         progress_written: 0,
     };
-    let initial = *control.borrow_and_update();
-    match initial {
+    let initial = control.borrow_and_update().clone();
+    match &initial {
         Control::Cancel => runner.apply(Event::Cancel).await,
         Control::Suspend => runner.apply(Event::Suspend).await,
+        // Approved before the plan exists (a GitOps commit may approve with the run itself).
+        Control::Approve { .. } => runner.apply(Event::Approve { agenda: None }).await,
         Control::Run => {}
     }
     runner.apply(first).await;
-    // A checkpoint taken while suspended, started by an owner that wants it running, resumes.
-    if initial == Control::Run && runner.state.suspended {
-        runner.apply(Event::Resume).await;
+    // A checkpoint taken while suspended, started by an owner that wants it running, resumes;
+    // one that waits for approval goes on when the owner approved it meanwhile.
+    if !matches!(initial, Control::Cancel | Control::Suspend) {
+        for event in initial.events() {
+            runner.apply(event).await;
+        }
     }
     let mut control_open = true;
     let mut timed_out = false;
     while !runner.state.phase.is_terminal() {
+        if runner.state.approval.waiting && runner.state.approval.waiting_since.is_none() {
+            let settings = &runner.engine.settings;
+            let estimate = super::state::estimate_cost(
+                &runner.state.usage,
+                runner.state.agenda.len(),
+                settings.researcher.max_turns,
+                settings.max_summaries,
+                runner.state.input.limits.max_cost_pico_usd,
+            );
+            runner
+                .apply(Event::ApprovalWaitStarted {
+                    since: unix_now(),
+                    estimate,
+                })
+                .await;
+        }
         let sleep = async {
             match deadline {
                 Some(d) if !timed_out => tokio::time::sleep_until(d).await,
                 _ => std::future::pending().await,
+            }
+        };
+        // The approval clock is the wall clock: a restarted operator keeps the original deadline.
+        let approval = &runner.state.approval;
+        let approval_left = match (
+            approval.waiting,
+            approval.waiting_since,
+            runner.state.input.approval.and_then(|a| a.timeout_secs),
+        ) {
+            (true, Some(since), Some(timeout)) => {
+                Some((since.saturating_add(timeout as i64) - unix_now()).max(0) as u64)
+            }
+            _ => None,
+        };
+        let approval_deadline = async move {
+            match approval_left {
+                Some(left) => tokio::time::sleep(Duration::from_secs(left)).await,
+                None => std::future::pending().await,
             }
         };
         tokio::select! {
@@ -439,13 +506,12 @@ pub async fn run(
                     control_open = false;
                     continue;
                 }
-                let event = match *control.borrow_and_update() {
-                    Control::Run => Event::Resume,
-                    Control::Suspend => Event::Suspend,
-                    Control::Cancel => Event::Cancel,
-                };
-                runner.apply(event).await;
+                let wanted = control.borrow_and_update().clone();
+                for event in wanted.events() {
+                    runner.apply(event).await;
+                }
             }
+            () = approval_deadline => runner.apply(Event::ApprovalTimedOut).await,
             () = sleep => {
                 timed_out = true;
                 runner.apply(Event::TimeLimitReached).await;

@@ -55,6 +55,16 @@ pub enum Event {
     /// The provenance log of a restarted run records this much spend in all: calls answered
     /// after the checkpoint (by work that is now redone) were paid for too.
     SpendRecovered { usage: Usage },
+    /// The executor's clock when the plan started waiting for approval (Unix seconds), and the
+    /// research's estimated cost range in pico-USD.
+    ApprovalWaitStarted {
+        since: i64,
+        estimate: Option<(u64, u64)>,
+    },
+    /// The approver said yes; `agenda`, when given, replaces the planned tasks.
+    Approve { agenda: Option<Vec<String>> },
+    /// The plan waited longer than `approval.timeout`.
+    ApprovalTimedOut,
 }
 
 /// Work the executor must do.
@@ -123,10 +133,15 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
                 );
                 return;
             }
-            state.phase = Phase::Researching;
             state.round = 1;
             add_tasks(state, tasks);
             cmds.push(Command::Checkpoint);
+            if needs_approval(state) {
+                // The agenda is shown and nothing is searched until a person decides.
+                state.approval.waiting = true;
+                return;
+            }
+            state.phase = Phase::Researching;
             if !check_limits(state, cmds) && !state.suspended {
                 start_ready(state, cmds);
             }
@@ -278,6 +293,48 @@ fn apply(state: &mut RunState, event: Event, cmds: &mut Vec<Command>) {
             }
         }
         Event::SpendRecovered { usage } => recover_spend(state, &usage),
+        Event::ApprovalWaitStarted { since, estimate } => {
+            if state.approval.waiting && state.approval.waiting_since.is_none() {
+                state.approval.waiting_since = Some(since);
+                state.approval.estimated_cost_pico = estimate;
+                cmds.push(Command::Checkpoint);
+            }
+        }
+        Event::Approve { agenda } => {
+            state.approval.approved = true;
+            if !state.approval.waiting {
+                return;
+            }
+            state.approval.waiting = false;
+            if let Some(agenda) = agenda.filter(|a| !a.is_empty()) {
+                state.agenda.clear();
+                state.budget_units = 0;
+                add_tasks(state, agenda);
+            }
+            state.phase = Phase::Researching;
+            cmds.push(Command::Checkpoint);
+            if !check_limits(state, cmds) && !state.suspended {
+                start_ready(state, cmds);
+            }
+        }
+        Event::ApprovalTimedOut => {
+            if state.approval.waiting {
+                let after = state
+                    .input
+                    .approval
+                    .and_then(|a| a.timeout_secs)
+                    .map(|s| format!(" within {s} s"))
+                    .unwrap_or_default();
+                fail(
+                    state,
+                    cmds,
+                    Failure::new(
+                        reasons::APPROVAL_TIMEOUT,
+                        format!("nobody approved the plan{after}; nothing was searched"),
+                    ),
+                );
+            }
+        }
         Event::Recover => {
             requeue_running(state);
             if !state.suspended {
@@ -324,10 +381,17 @@ fn normalize(cmds: Vec<Command>) -> Vec<Command> {
 fn begin(state: &mut RunState, cmds: &mut Vec<Command>) {
     match state.input.mode {
         Mode::Quick => {
-            state.phase = Phase::Researching;
             state.round = 1;
             let query = state.input.query.clone();
             add_tasks(state, vec![query]);
+            if needs_approval(state) {
+                // Quick mode's plan is the question itself; it waits like a planned agenda.
+                state.phase = Phase::Planning;
+                state.approval.waiting = true;
+                cmds.push(Command::Checkpoint);
+                return;
+            }
+            state.phase = Phase::Researching;
             start_ready(state, cmds);
         }
         Mode::Deep => {
@@ -337,10 +401,17 @@ fn begin(state: &mut RunState, cmds: &mut Vec<Command>) {
     }
 }
 
+/// True when the run requires approval and has none yet.
+fn needs_approval(state: &RunState) -> bool {
+    state.input.approval.is_some() && !state.approval.approved
+}
+
 /// Re-issues the work of the current phase (after resume or recovery).
 fn continue_phase(state: &mut RunState, cmds: &mut Vec<Command>) {
     match state.phase {
         Phase::Pending => begin(state, cmds),
+        // A plan waiting for approval is not made again.
+        Phase::Planning if state.approval.waiting => {}
         Phase::Planning => cmds.push(Command::Plan),
         Phase::Researching => {
             if round_complete(state) {

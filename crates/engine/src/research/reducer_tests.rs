@@ -1,7 +1,7 @@
 //! Drives the reducer through every transition with exact assertions on state and commands.
 
 use super::*;
-use crate::research::state::{Limits, RunInput, SourceRef};
+use crate::research::state::{ApprovalPolicy, Limits, RunInput, SourceRef};
 
 fn usage(input: u64, output: u64, cost: u64) -> Usage {
     Usage {
@@ -1045,4 +1045,154 @@ fn recovered_spend_raises_usage_to_the_journal_and_never_lowers_it() {
         },
     );
     assert_eq!(s.usage, journal);
+}
+
+fn approved_by_hand(mut s: RunState, timeout_secs: Option<u64>) -> RunState {
+    s.input.approval = Some(ApprovalPolicy { timeout_secs });
+    s
+}
+
+fn plan(tasks: &[&str]) -> Event {
+    Event::PlanReady {
+        tasks: tasks.iter().map(|t| t.to_string()).collect(),
+        usage: usage(100, 10, 1_000),
+    }
+}
+
+#[test]
+fn a_plan_that_needs_approval_waits_with_its_agenda_and_starts_nothing() {
+    let (s, cmds) = run(
+        approved_by_hand(deep(3), None),
+        vec![Event::Start, plan(&["json.loads", "json.dumps"])],
+    );
+    assert_eq!(s.phase, Phase::Planning);
+    assert!(s.approval.waiting && !s.approval.approved);
+    assert_eq!(states(&s), vec![TaskState::Pending, TaskState::Pending]);
+    assert_eq!(cmds, vec![Command::Checkpoint]);
+    let (s, cmds) = reduce(
+        s,
+        Event::ApprovalWaitStarted {
+            since: 1_700_000_000,
+            estimate: Some((3, 60)),
+        },
+    );
+    assert_eq!(s.approval.waiting_since, Some(1_700_000_000));
+    assert_eq!(s.approval.estimated_cost_pico, Some((3, 60)));
+    assert_eq!(cmds, vec![Command::Checkpoint]);
+    // Resuming or recovering a waiting plan does not plan again, nor start researchers.
+    let (s, cmds) = run(s, vec![Event::Suspend, Event::Resume]);
+    assert!(cmds.is_empty(), "{cmds:?}");
+    let (s, cmds) = reduce(s, Event::Recover);
+    assert!(cmds.is_empty(), "{cmds:?}");
+    let (s, cmds) = reduce(s, Event::Approve { agenda: None });
+    assert_eq!(s.phase, Phase::Researching);
+    assert!(!s.approval.waiting && s.approval.approved);
+    assert_eq!(
+        cmds,
+        vec![
+            Command::Checkpoint,
+            Command::StartResearcher { task_id: 0 },
+            Command::StartResearcher { task_id: 1 },
+        ]
+    );
+}
+
+#[test]
+fn an_approval_with_an_agenda_replaces_the_planned_one() {
+    let (s, cmds) = run(
+        approved_by_hand(deep(3), None),
+        vec![
+            Event::Start,
+            plan(&["a planned task", "another"]),
+            Event::Approve {
+                agenda: Some(vec!["the reviewer's task".into()]),
+            },
+        ],
+    );
+    assert_eq!(
+        s.agenda
+            .iter()
+            .map(|t| t.query.as_str())
+            .collect::<Vec<_>>(),
+        vec!["the reviewer's task"]
+    );
+    assert_eq!(s.budget_units, UNITS_PER_RESEARCHER);
+    assert!(cmds.contains(&Command::StartResearcher { task_id: 0 }));
+}
+
+#[test]
+fn an_approval_given_before_the_plan_lets_it_start_at_once() {
+    let (s, cmds) = run(
+        approved_by_hand(deep(3), None),
+        vec![
+            Event::Approve { agenda: None },
+            Event::Start,
+            plan(&["json.loads"]),
+        ],
+    );
+    assert_eq!(s.phase, Phase::Researching);
+    assert!(!s.approval.waiting);
+    assert!(cmds.contains(&Command::StartResearcher { task_id: 0 }));
+}
+
+#[test]
+fn a_plan_nobody_approves_in_time_fails_approval_timeout() {
+    let (s, _) = run(
+        approved_by_hand(deep(3), Some(60)),
+        vec![Event::Start, plan(&["json.loads"]), Event::ApprovalTimedOut],
+    );
+    assert_eq!(s.phase, Phase::Failed);
+    let failure = s.failure.clone().unwrap();
+    assert_eq!(failure.reason, reasons::APPROVAL_TIMEOUT);
+    assert!(
+        failure.message.contains("within 60 s"),
+        "{}",
+        failure.message
+    );
+    assert_eq!(s.searches, 0);
+    // A timeout that arrives after the approval changes nothing.
+    let (s, _) = run(
+        approved_by_hand(deep(3), Some(60)),
+        vec![
+            Event::Start,
+            plan(&["json.loads"]),
+            Event::Approve { agenda: None },
+            Event::ApprovalTimedOut,
+        ],
+    );
+    assert_eq!(s.phase, Phase::Researching);
+}
+
+#[test]
+fn a_rejected_plan_is_a_cancelled_run_and_quick_mode_waits_too() {
+    let (s, _) = run(
+        approved_by_hand(deep(3), None),
+        vec![Event::Start, plan(&["json.loads"]), Event::Cancel],
+    );
+    assert_eq!(s.phase, Phase::Cancelled);
+    let (s, cmds) = run(approved_by_hand(quick(), None), vec![Event::Start]);
+    assert_eq!(s.phase, Phase::Planning);
+    assert!(s.approval.waiting);
+    assert_eq!(s.agenda.len(), 1);
+    assert_eq!(cmds, vec![Command::Checkpoint]);
+    let (s, cmds) = reduce(s, Event::Approve { agenda: None });
+    assert_eq!(s.phase, Phase::Researching);
+    assert!(cmds.contains(&Command::StartResearcher { task_id: 0 }));
+}
+
+#[test]
+fn the_cost_estimate_is_priced_by_the_calls_made_and_capped_by_the_limit() {
+    use crate::research::state::estimate_cost;
+    let planner = usage(1000, 100, 2_000_000);
+    // 2 tasks: at least 2 calls each and the writer; at most 14 turns each, 24 summaries and
+    // two more calls, each up to twice the planner's size.
+    assert_eq!(
+        estimate_cost(&planner, 2, 14, 24, None),
+        Some((10_000_000, 216_000_000))
+    );
+    assert_eq!(
+        estimate_cost(&planner, 2, 14, 24, Some(50_000_000)),
+        Some((10_000_000, 50_000_000))
+    );
+    assert_eq!(estimate_cost(&Usage::default(), 2, 14, 24, None), None);
 }

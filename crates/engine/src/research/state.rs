@@ -67,6 +67,56 @@ pub struct RunInput {
     pub top_k: u32,
     #[serde(default)]
     pub limits: Limits,
+    /// A person approves the agenda before anything is searched (`spec.approval.required`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalPolicy>,
+}
+
+/// How a run's plan is approved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalPolicy {
+    /// Seconds the plan waits for a decision before the run fails `ApprovalTimeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+/// Where a run's plan stands with its approver.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// The plan is ready and waits for a decision; nothing is searched meanwhile.
+    pub waiting: bool,
+    /// The approver said yes (possibly before the plan was ready: a GitOps commit may approve
+    /// with the run itself).
+    pub approved: bool,
+    /// When the plan started waiting, in Unix seconds (the timeout counts from here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_since: Option<i64>,
+    /// What the research would cost, least and most, in pico-USD ([`estimate_cost`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_cost_pico: Option<(u64, u64)>,
+}
+
+/// The cost range of researching `agenda` tasks, priced by the calls the run made so far (the
+/// planner's, priced from the profile's table): at least two calls per task and one to write
+/// the report; at most `max_turns` per task, a summary per page and the writer, each up to
+/// twice the planner's size, capped by the run's cost limit. `None` before any priced call.
+pub fn estimate_cost(
+    spent: &crate::llm::Usage,
+    tasks: usize,
+    max_turns: u32,
+    max_summaries: usize,
+    cost_limit_pico: Option<u64>,
+) -> Option<(u64, u64)> {
+    if spent.llm_calls == 0 || spent.cost_pico_usd == 0 {
+        return None;
+    }
+    let per_call = spent.cost_pico_usd / spent.llm_calls;
+    let tasks = tasks as u64;
+    let min = per_call.saturating_mul(tasks * 2 + 1);
+    let max_calls = tasks * u64::from(max_turns) + max_summaries as u64 + 2;
+    let max = per_call.saturating_mul(max_calls).saturating_mul(2);
+    let max = cost_limit_pico.map_or(max, |limit| max.min(limit));
+    Some((min.min(max), max))
 }
 
 impl RunInput {
@@ -79,6 +129,7 @@ impl RunInput {
             outputs: vec![OutputKind::Study],
             top_k: 5,
             limits: Limits::default(),
+            approval: None,
         }
     }
 }
@@ -281,6 +332,9 @@ pub struct RunState {
     /// The run's OpenTelemetry trace id when traces are exported (the exemplar of its duration).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// The plan's approval, when the run requires one.
+    #[serde(default)]
+    pub approval: Approval,
 }
 
 impl RunState {
@@ -304,6 +358,7 @@ impl RunState {
             failure: None,
             published: false,
             trace_id: None,
+            approval: Approval::default(),
         }
     }
 

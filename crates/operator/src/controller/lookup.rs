@@ -134,7 +134,26 @@ pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Resul
             .collect(),
         top_k: spec.top_k,
         limits: crate::wiring::limits(&limits),
+        approval: approval_policy(spec)?,
     })
+}
+
+/// Pure: the engine's approval policy for `spec.approval` (`None` when not required).
+fn approval_policy(spec: &ResearchRunSpec) -> Result<Option<ApprovalPolicy>, Stall> {
+    let Some(approval) = spec.approval.as_ref().filter(|a| a.required) else {
+        return Ok(None);
+    };
+    let timeout_secs = approval
+        .timeout
+        .as_deref()
+        .map(quarry_api::values::parse_duration)
+        .transpose()
+        .map_err(|e| Stall {
+            reason: reasons::PROFILE_INVALID,
+            message: format!("invalid spec.approval.timeout: {e}"),
+        })?
+        .map(|d| d.as_secs());
+    Ok(Some(ApprovalPolicy { timeout_secs }))
 }
 /// Pure: what to do with a finished run given its TTL: `None` keep it, `Some(ZERO)` delete now,
 /// else wait that long.

@@ -32,7 +32,7 @@ use quarry_api::{
     ReportKind, ReportRef, ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec,
     ResearchRunStatus, SearchEngine, SearchTarget, SecretKeyRef, reasons,
 };
-use quarry_engine::research::state::{Mode, OutputKind, RunInput, RunState};
+use quarry_engine::research::state::{ApprovalPolicy, Mode, OutputKind, RunInput, RunState};
 use quarry_engine::telemetry::{ErrorLabels, Metrics, ModelLabels, PhaseLabel, RunLabels};
 use registry::{Presence, Registry, ResearchTask, Signal};
 use status::{RunView, desired_status_at, transition_events};
@@ -517,8 +517,9 @@ async fn reconcile_steps(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Ac
     let progress_tx = Arc::new(progress_tx);
     let task_tx = progress_tx.clone();
     let labels = model_labels(&request, &namespace);
-    let started = ctx.registry.start(
+    let started = ctx.registry.start_with(
         &uid,
+        control_signal(&run.spec),
         move |control| starter(control, task_tx),
         move |state| {
             // The last state reaches the status writer even when the task did not publish it.
@@ -550,6 +551,10 @@ pub fn control_signal(spec: &ResearchRunSpec) -> Signal {
         Signal::Cancel
     } else if spec.suspend {
         Signal::Suspend
+    } else if let Some(approval) = spec.approval.as_ref().filter(|a| a.required && a.approved) {
+        Signal::Approve {
+            agenda: approval.agenda.clone(),
+        }
     } else {
         Signal::Run
     }

@@ -94,7 +94,16 @@ impl Registry {
         F: FnOnce(watch::Receiver<Signal>) -> ResearchTask,
         D: FnOnce(RunState) + Send + 'static,
     {
-        let (tx, rx) = watch::channel(Signal::Run);
+        self.start_with(uid, Signal::Run, make_task, on_done)
+    }
+
+    /// [`Registry::start`] with the task's first signal (an approved plan, say).
+    pub fn start_with<F, D>(&self, uid: &str, initial: Signal, make_task: F, on_done: D) -> bool
+    where
+        F: FnOnce(watch::Receiver<Signal>) -> ResearchTask,
+        D: FnOnce(RunState) + Send + 'static,
+    {
+        let (tx, rx) = watch::channel(initial);
         {
             let mut entries = self.lock();
             if entries

@@ -5,10 +5,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::runtime::events::EventType;
 
 use crate::store::routed::ReportLocation;
+use kube::ResourceExt;
 use quarry_api::{
-    AgendaTask, ConditionStatus, Phase, ReportRef, ResearchRun, ResearchRunStatus, RunUsage,
-    TaskState, condition_types as types, find_condition, reasons, set_condition,
+    AgendaTask, ApprovalStatus, ConditionStatus, CostRange, Phase, ReportRef, ResearchRun,
+    ResearchRunStatus, RunUsage, TaskState, condition_types as types, find_condition, reasons,
+    set_condition,
 };
+use quarry_engine::llm::format_pico_usd;
 use quarry_engine::research::state::{
     Phase as EnginePhase, RunState, TaskState as EngineTaskState,
 };
@@ -293,14 +296,127 @@ pub fn desired_status_at(
                     );
                 }
                 _ if state.suspended => suspended(&mut status, phase, generation, now),
+                _ if state.approval.waiting => {
+                    status.phase = Some(phase);
+                    awaiting_approval(&mut status, run, state, generation, now);
+                }
                 _ => {
                     status.phase = Some(phase);
                     running(&mut status, phase, generation, now);
                 }
             }
+            if !state.approval.waiting || phase.is_terminal() {
+                approval_ended(&mut status, state, generation, now);
+            }
         }
     }
     status
+}
+
+/// Unix seconds as an API time.
+fn time_at(secs: i64) -> Option<Time> {
+    k8s_openapi::jiff::Timestamp::from_second(secs)
+        .ok()
+        .map(Time)
+}
+
+/// The plan waits for a person: the agenda is in status, with since when it waits, its
+/// deadline and the estimated cost; how to approve or reject is in the message.
+fn awaiting_approval(
+    status: &mut ResearchRunStatus,
+    run: &ResearchRun,
+    state: &RunState,
+    generation: Option<i64>,
+    now: &Time,
+) {
+    let name = run.name_any();
+    let namespace = run.namespace().unwrap_or_default();
+    let tasks = state.agenda.len();
+    let cost = state
+        .approval
+        .estimated_cost_pico
+        .map(|(min, max)| {
+            format!(
+                "; estimated cost {} to {} USD",
+                format_pico_usd(min),
+                format_pico_usd(max)
+            )
+        })
+        .unwrap_or_default();
+    let message = format!(
+        "the agenda ({tasks} task(s)) waits for approval{cost}: quarry approve {name} -n {namespace} \
+         (or set spec.approval.approved: true); quarry reject {name} -n {namespace} cancels it"
+    );
+    let timeout = state.input.approval.and_then(|a| a.timeout_secs);
+    status.approval = Some(ApprovalStatus {
+        waiting_since: state.approval.waiting_since.and_then(time_at),
+        deadline: state
+            .approval
+            .waiting_since
+            .zip(timeout)
+            .and_then(|(since, t)| time_at(since.saturating_add(t as i64))),
+        estimated_cost_usd: state
+            .approval
+            .estimated_cost_pico
+            .map(|(min, max)| CostRange {
+                min: format_pico_usd(min),
+                max: format_pico_usd(max),
+            }),
+    });
+    clear_stalled(status, generation, now);
+    set_condition(
+        &mut status.conditions,
+        types::AWAITING_APPROVAL,
+        ConditionStatus::True,
+        reasons::PLAN_READY,
+        &message,
+        generation,
+        now,
+    );
+    set_conditions(
+        &mut status.conditions,
+        &[
+            (types::RECONCILING, ConditionStatus::False),
+            (types::SUCCEEDED, ConditionStatus::Unknown),
+        ],
+        reasons::PLAN_READY,
+        &message,
+        generation,
+        now,
+    );
+    status.message = Some(message);
+}
+
+/// A plan that waited is decided: the condition turns False (approved, or the run ended).
+fn approval_ended(
+    status: &mut ResearchRunStatus,
+    state: &RunState,
+    generation: Option<i64>,
+    now: &Time,
+) {
+    status.approval = None;
+    let was_waiting = find_condition(&status.conditions, types::AWAITING_APPROVAL)
+        .is_some_and(|c| c.status == "True");
+    if !was_waiting {
+        return;
+    }
+    let (reason, message) = if state.approval.approved {
+        (reasons::APPROVED, "the plan was approved")
+    } else {
+        (
+            reasons::RESOLVED,
+            "the run ended before the plan was approved",
+        )
+    };
+    set_condition(
+        &mut status.conditions,
+        types::AWAITING_APPROVAL,
+        ConditionStatus::False,
+        reason,
+        message,
+        generation,
+        now,
+    );
 }
 
 fn running(status: &mut ResearchRunStatus, phase: Phase, generation: Option<i64>, now: &Time) {
@@ -396,6 +512,20 @@ pub fn transition_events(
             reason: stall.reason.clone(),
             note: stall.message.clone(),
             action: "Resolve".into(),
+        });
+    }
+    let old_awaiting = old
+        .and_then(|s| find_condition(&s.conditions, types::AWAITING_APPROVAL))
+        .map(|c| c.status.as_str());
+    if let Some(c) = find_condition(&new.conditions, types::AWAITING_APPROVAL)
+        && old_awaiting != Some(c.status.as_str())
+        && (c.status == "True" || c.reason == reasons::APPROVED)
+    {
+        events.push(EventSpec {
+            type_: EventType::Normal,
+            reason: c.reason.clone(),
+            note: c.message.clone(),
+            action: "Approve".into(),
         });
     }
     let old_phase = old.and_then(|s| s.phase);

@@ -90,6 +90,16 @@ pub fn event_json(state: &RunState, event: &Event) -> Option<Value> {
             "type": "spend_recovered",
             "recovered": usage_json(usage),
         }),
+        Event::ApprovalWaitStarted { estimate, .. } => json!({
+            "type": "awaiting_approval",
+            "tasks": state.agenda.iter().map(|t| t.query.clone()).collect::<Vec<_>>(),
+            "estimatedCostUSD": estimate.map(|(min, max)| json!({
+                "min": format_pico_usd(min),
+                "max": format_pico_usd(max),
+            })),
+        }),
+        Event::Approve { agenda } => json!({"type": "approved", "agenda": agenda}),
+        Event::ApprovalTimedOut => json!({"type": "approval_timeout"}),
     };
     line["phase"] = json!(state.phase.to_string());
     line["progress"] = json!(state.progress());

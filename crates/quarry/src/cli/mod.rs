@@ -4,6 +4,7 @@
 //! Pure parts (building a ResearchRun from flags, tables, progress lines, JSON events, report
 //! truncation) are separate from the thin Kubernetes and terminal glue so they are unit-tested.
 
+pub mod approval;
 pub mod cluster;
 pub mod events;
 pub mod mcp;

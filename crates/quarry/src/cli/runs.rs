@@ -245,7 +245,7 @@ fn strip_managed_fields(value: &mut serde_json::Value) {
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error worth a message.
-fn write_stdout(text: &str) -> Result<(), CliError> {
+pub(crate) fn write_stdout(text: &str) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),

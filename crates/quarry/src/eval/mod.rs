@@ -248,6 +248,7 @@ async fn run_one(
         state_dir: Some(state_dir.clone()),
         redis_url: settings.redis_url.clone(),
         workers: false,
+        approve: false,
         events: Some(events.clone()),
     };
     let started = Instant::now();
