@@ -1,6 +1,7 @@
 -- Argo CD health of a quarry.dev ResearchRun (resource.customizations.health.quarry.dev_ResearchRun).
 -- Completed -> Healthy; Failed or Cancelled -> Degraded; Stalled=True (a missing profile, Secret or
--- SearchEngine) -> Degraded; spec.suspend -> Suspended; anything in progress -> Progressing.
+-- SearchEngine) -> Degraded; spec.suspend or a plan awaiting approval -> Suspended; anything in
+-- progress -> Progressing.
 local hs = {status = "Progressing", message = "Waiting for the Quarry operator"}
 local function condition(conditions, t)
   if conditions == nil then return nil end
@@ -45,6 +46,12 @@ end
 if stalled ~= nil and stalled.status == "True" then
   hs.status = "Degraded"
   hs.message = (stalled.reason or "Stalled") .. ": " .. (stalled.message or "")
+  return hs
+end
+local awaiting = condition(status.conditions, "AwaitingApproval")
+if awaiting ~= nil and awaiting.status == "True" then
+  hs.status = "Suspended"
+  hs.message = "AwaitingApproval: " .. (awaiting.message or "the plan waits for approval")
   return hs
 end
 if (obj.spec ~= nil and obj.spec.suspend == true) or (succeeded ~= nil and succeeded.reason == "Suspended") then

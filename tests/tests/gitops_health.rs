@@ -8,7 +8,9 @@ use std::process::Command;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use quarry_api::{ResearchRun, ResearchRunSpec};
 use quarry_e2e::kube_tools::repo_root;
-use quarry_engine::research::state::{Failure, LimitHit, Mode, Phase, RunInput, RunState};
+use quarry_engine::research::state::{
+    ApprovalPolicy, Failure, LimitHit, Mode, Phase, RunInput, RunState,
+};
 use quarry_operator::controller::status::{RunView, desired_status};
 use serde_json::{Value, json};
 
@@ -158,6 +160,15 @@ fn research_run_health_in_every_phase() {
         &run_in(RunView::Suspended, true),
         "Suspended",
         "spec.suspend is true",
+    );
+    // A plan waiting for a person is Suspended, not Progressing: nothing moves until approved.
+    let mut waiting = state(Phase::Planning);
+    waiting.input.approval = Some(ApprovalPolicy::default());
+    waiting.approval.waiting = true;
+    check(
+        &run_in(RunView::Progress(&waiting), false),
+        "Suspended",
+        "AwaitingApproval: the agenda (0 task(s)) waits for approval",
     );
 
     check(

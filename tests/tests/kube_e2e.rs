@@ -1890,3 +1890,190 @@ async fn leader_scenario(
     }
     Ok(())
 }
+
+/// Runs `quarry ARGS` against the test cluster and returns its stdout.
+async fn quarry_cli(kubeconfig: &str, args: &[&str]) -> Result<String, String> {
+    let out = tokio::process::Command::new(operator_binary()?)
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .await
+        .map_err(|e| format!("quarry {args:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "quarry {args:?} exited {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Reasons of the Events recorded for `run` in `namespace`.
+async fn event_reasons(client: &Client, namespace: &str, run: &str) -> Vec<String> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
+    api.list(&ListParams::default())
+        .await
+        .map(|list| {
+            list.items
+                .into_iter()
+                .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(run))
+                .filter_map(|e| e.reason)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+async fn a_plan_waits_for_approval_then_runs_is_rejected_or_times_out() {
+    in_test_namespace(
+        "approval",
+        |client, kubeconfig, namespace, logs, _audit| async move {
+            install_crds(&client).await?;
+            let (web, _web_task) = start_web().await?;
+            let model = ScriptedModel::start(researcher_script(&web, "CEL approval"))
+                .await
+                .map_err(|e| format!("model server: {e}"))?;
+            apply(
+                &client,
+                ("", "v1", "Secret"),
+                &namespace,
+                json!({
+                    "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
+                    "stringData": {"apiKey": "sk-e2e-not-a-real-key"}
+                }),
+            )
+            .await?;
+            apply(
+                &client,
+                ("quarry.dev", "v1alpha1", "ResearchProfile"),
+                &namespace,
+                profile("default", &model.base_url(), &web),
+            )
+            .await?;
+            let (_operator, _port) = start_operator(&kubeconfig, &namespace, &logs).await?;
+            let runs: Api<ResearchRun> = Api::namespaced(client.clone(), &namespace);
+            let with_approval = |name: &str, timeout: Option<&str>| {
+                let mut body = run(name, "default", "How do CEL validation rules work in CRDs?");
+                body["spec"]["approval"] = json!({"required": true});
+                if let Some(t) = timeout {
+                    body["spec"]["approval"]["timeout"] = json!(t);
+                }
+                body
+            };
+            let awaiting = |r: &ResearchRun| {
+                condition_is(r, "AwaitingApproval", "True", "PlanReady")
+                    && r.status.as_ref().is_some_and(|s| {
+                        s.approval
+                            .as_ref()
+                            .is_some_and(|a| a.waiting_since.is_some())
+                    })
+            };
+
+            // Approved: nothing is asked of the model while the plan waits; then it runs to the end.
+            let rr = ("quarry.dev", "v1alpha1", "ResearchRun");
+            apply(&client, rr, &namespace, with_approval("approve-me", None)).await?;
+            let waiting = wait_run(
+                &runs,
+                "approve-me",
+                "AwaitingApproval",
+                RUN_TIMEOUT,
+                awaiting,
+            )
+            .await?;
+            let status = waiting.status.clone().unwrap_or_default();
+            if status.agenda.len() != 1 || status.phase != Some(quarry_api::Phase::Planning) {
+                return Err(format!(
+                    "a waiting quick run shows its one task in Planning: {status:?}"
+                ));
+            }
+            let message = status.message.clone().unwrap_or_default();
+            if !message.contains(&format!("quarry approve approve-me -n {namespace}")) {
+                return Err(format!("the message says how to approve: {message}"));
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            if model.request_count() != 0 {
+                return Err(format!(
+                    "{} model call(s) while the plan waited for approval",
+                    model.request_count()
+                ));
+            }
+            let said =
+                quarry_cli(&kubeconfig, &["approve", "approve-me", "-n", &namespace]).await?;
+            if !said.contains("researchrun.quarry.dev/approve-me approved") {
+                return Err(format!("quarry approve said {said:?}"));
+            }
+            let done = wait_run(&runs, "approve-me", "Completed", RUN_TIMEOUT, |r| {
+                r.is_finished()
+            })
+            .await?;
+            if !condition_is(&done, "Succeeded", "True", "Completed")
+                || !condition_is(&done, "AwaitingApproval", "False", "Approved")
+            {
+                return Err(format!("approved run: {:?}", done.status));
+            }
+            let reasons = event_reasons(&client, &namespace, "approve-me").await;
+            for wanted in ["PlanReady", "Approved", "Completed"] {
+                if !reasons.iter().any(|r| r == wanted) {
+                    return Err(format!("no {wanted} Event for approve-me: {reasons:?}"));
+                }
+            }
+
+            // Rejected: the run is cancelled without a model call.
+            let calls = model.request_count();
+            apply(&client, rr, &namespace, with_approval("reject-me", None)).await?;
+            wait_run(
+                &runs,
+                "reject-me",
+                "AwaitingApproval",
+                RUN_TIMEOUT,
+                awaiting,
+            )
+            .await?;
+            quarry_cli(&kubeconfig, &["reject", "reject-me", "-n", &namespace]).await?;
+            let rejected = wait_run(&runs, "reject-me", "Cancelled", RUN_TIMEOUT, |r| {
+                r.is_finished()
+            })
+            .await?;
+            if !condition_is(&rejected, "Succeeded", "False", "Cancelled") {
+                return Err(format!("rejected run: {:?}", rejected.status));
+            }
+
+            // Nobody decides within the timeout: Failed/ApprovalTimeout, nothing searched.
+            apply(
+                &client,
+                rr,
+                &namespace,
+                with_approval("too-late", Some("2s")),
+            )
+            .await?;
+            let late = wait_run(&runs, "too-late", "Failed", RUN_TIMEOUT, |r| {
+                r.is_finished()
+            })
+            .await?;
+            if !condition_is(&late, "Succeeded", "False", "ApprovalTimeout") {
+                return Err(format!("unapproved run: {:?}", late.status));
+            }
+            if model.request_count() != calls {
+                return Err("the rejected and timed-out runs called the model".into());
+            }
+            // A spec that adds approval after creation is refused at admission.
+            let patched = runs
+                .patch(
+                    "approve-me",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"approval": {"required": false}}})),
+                )
+                .await;
+            match patched {
+                Err(kube::Error::Api(e))
+                    if e.message
+                        .contains("approval.required and approval.timeout cannot change") => {}
+                other => return Err(format!("changing approval.required: {other:?}")),
+            }
+            Ok(())
+        },
+    )
+    .await;
+}

@@ -170,7 +170,7 @@ pub fn runs_table(
             }
             row.extend([
                 run.metadata.name.clone().unwrap_or_default(),
-                run.phase().to_string(),
+                phase_label(run),
                 progress(run),
                 cost(run),
                 sources(run),
@@ -190,12 +190,24 @@ pub fn runs_table(
     render(&headers, &rows)
 }
 
+/// Pure: the phase a person sees: `AwaitingApproval` while the plan waits for a decision (the
+/// phase is still Planning then), else the phase.
+pub fn phase_label(run: &ResearchRun) -> String {
+    let waiting = find_condition(run.conditions(), condition_types::AWAITING_APPROVAL)
+        .is_some_and(|c| c.status == "True");
+    if waiting && !run.is_finished() {
+        "AwaitingApproval".to_string()
+    } else {
+        run.phase().to_string()
+    }
+}
+
 /// Pure: one progress line for a run being watched, e.g.
 /// `[Researching] 40% | 3 searches, 2 pages read | 9413 tok | $0.013630 | research in progress`.
 pub fn progress_line(run: &ResearchRun) -> String {
     let status = run.status.clone().unwrap_or_default();
     let usage = status.usage.clone().unwrap_or_default();
-    let mut parts = vec![format!("[{}] {}", run.phase(), progress(run))];
+    let mut parts = vec![format!("[{}] {}", phase_label(run), progress(run))];
     if let Some(round) = status.round {
         parts.push(format!("round {round}"));
     }
@@ -338,5 +350,25 @@ mod tests {
             progress_line(&r),
             "[Pending] - | 0 searches, 0 pages read | 0 tok | - | stalled (ProfileNotFound): ResearchProfile \"default\" not found"
         );
+    }
+
+    #[test]
+    fn a_plan_awaiting_approval_shows_as_such_until_the_run_ends() {
+        let waiting = run(json!({
+            "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+            "metadata": {"name": "r"},
+            "spec": {"query": "What does VACUUM FULL lock?", "approval": {"required": true}},
+            "status": {"phase": "Planning", "conditions": [{
+                "type": "AwaitingApproval", "status": "True", "reason": "PlanReady",
+                "message": "waits", "lastTransitionTime": "1970-01-01T00:00:00Z"
+            }]}
+        }));
+        assert_eq!(phase_label(&waiting), "AwaitingApproval");
+        assert!(progress_line(&waiting).starts_with("[AwaitingApproval]"));
+        let mut ended = waiting.clone();
+        if let Some(s) = ended.status.as_mut() {
+            s.phase = Some(quarry_api::Phase::Cancelled);
+        }
+        assert_eq!(phase_label(&ended), "Cancelled");
     }
 }
