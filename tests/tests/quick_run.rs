@@ -221,3 +221,94 @@ async fn no_search_results_give_the_honest_unable_to_research_report() {
     );
     assert!(!report.contains("widely used"));
 }
+
+/// `quarry run --approve`, answering `answer` on stdin.
+async fn quarry_run_approving(dir: &Path, profile: &Path, query: &str, answer: &str) -> Output {
+    use std::io::Write;
+    let bin = quarry_bin().unwrap();
+    let (out, state) = (dir.join("report.md"), dir.join("state"));
+    let (query, profile, answer) = (query.to_string(), profile.to_path_buf(), answer.to_string());
+    tokio::task::spawn_blocking(move || {
+        let mut child = std::process::Command::new(bin)
+            .args(["run", &query, "--mode", "quick", "--approve", "--profile"])
+            .arg(&profile)
+            .arg("--out")
+            .arg(&out)
+            .arg("--state-dir")
+            .arg(&state)
+            .env("QUARRY_TEST_KEY", "sk-test-secret-123")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Written at once: the prompt reads it when the plan waits (a pipe keeps it until then).
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(answer.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
+async fn run_approve_asks_before_researching_and_a_no_cancels_without_a_model_call() {
+    let stack = SearchStack::start_for("run_approve").await;
+    let model = ScriptedModel::start(Script::default().with_fallback(Step::raw("never asked")))
+        .await
+        .unwrap();
+    let dir = Dir::new("approve-no");
+    let profile = write_profile(&dir.0, &model.base_url(), stack.searx.base_url());
+    let out =
+        quarry_run_approving(&dir.0, &profile, "How do I decode JSON in Python?", "n\n").await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("1. How do I decode JSON in Python?"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Research this plan? [y/N]"), "{stderr}");
+    assert!(
+        stderr.contains("not approved: the run is cancelled, nothing was searched"),
+        "{stderr}"
+    );
+    assert_eq!(model.request_count(), 0);
+    assert!(!dir.0.join("report.md").exists());
+
+    // Answered yes, the same question is researched to a report.
+    let docs = stack.docs.base_url();
+    let json_url = format!("{docs}/python3.11-doc/html/library/json.html");
+    let model = ScriptedModel::start(
+        Script::new(vec![
+            Step::tool_call("search", json!({"queries": ["json decode python"]}))
+                .with_usage(800, 10),
+            Step::tool_call("scrape", json!({"urls": [json_url.clone()]})).with_usage(900, 10),
+            Step::text(format!(
+                "## Summary\nUse json.loads to decode a JSON document ([json]({json_url})).\n"
+            ))
+            .with_usage(1000, 40),
+        ])
+        .with_fallback(
+            Step::text(format!(
+                "## Summary\nUse json.loads to decode a JSON document ([json]({json_url})).\n"
+            ))
+            .with_usage(1000, 40),
+        ),
+    )
+    .await
+    .unwrap();
+    let dir = Dir::new("approve-yes");
+    let profile = write_profile(&dir.0, &model.base_url(), stack.searx.base_url());
+    let out =
+        quarry_run_approving(&dir.0, &profile, "How do I decode JSON in Python?", "y\n").await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("plan approved"), "{stderr}");
+    assert!(model.request_count() >= 3, "{stderr}");
+    assert!(dir.0.join("report.md").exists());
+}

@@ -59,18 +59,22 @@ pub enum Control {
 }
 
 impl Control {
-    /// The events that bring a run in line with this control.
-    fn events(&self) -> Vec<Event> {
+    /// The events that bring a run in line with this control; `suspended` is where it stands
+    /// (an approval of a suspended run also resumes it, a running one needs no resume event).
+    fn events(&self, suspended: bool) -> Vec<Event> {
         match self {
             Control::Run => vec![Event::Resume],
             Control::Suspend => vec![Event::Suspend],
             Control::Cancel => vec![Event::Cancel],
-            Control::Approve { agenda } => vec![
-                Event::Approve {
+            Control::Approve { agenda } => {
+                let mut events = vec![Event::Approve {
                     agenda: agenda.clone(),
-                },
-                Event::Resume,
-            ],
+                }];
+                if suspended {
+                    events.push(Event::Resume);
+                }
+                events
+            }
         }
     }
 }
@@ -448,12 +452,17 @@ pub async fn run(
         Control::Run => {}
     }
     runner.apply(first).await;
-    // A checkpoint taken while suspended, started by an owner that wants it running, resumes;
-    // one that waits for approval goes on when the owner approved it meanwhile.
-    if !matches!(initial, Control::Cancel | Control::Suspend) {
-        for event in initial.events() {
-            runner.apply(event).await;
-        }
+    // A checkpoint that waits for approval goes on when the owner approved it meanwhile.
+    if let Control::Approve { agenda } = &initial {
+        runner
+            .apply(Event::Approve {
+                agenda: agenda.clone(),
+            })
+            .await;
+    }
+    // A checkpoint taken while suspended, started by an owner that wants it running, resumes.
+    if !matches!(initial, Control::Cancel | Control::Suspend) && runner.state.suspended {
+        runner.apply(Event::Resume).await;
     }
     let mut control_open = true;
     let mut timed_out = false;
@@ -507,7 +516,7 @@ pub async fn run(
                     continue;
                 }
                 let wanted = control.borrow_and_update().clone();
-                for event in wanted.events() {
+                for event in wanted.events(runner.state.suspended) {
                     runner.apply(event).await;
                 }
             }
