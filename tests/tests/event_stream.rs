@@ -366,6 +366,7 @@ async fn a_standalone_run_publishes_to_the_in_memory_stream() {
         redis_url: None,
         workers: false,
         approve: false,
+        compare_with: None,
         events: None,
     };
     let report = quarry::standalone::run_with_events(opts, events.clone())

@@ -312,3 +312,106 @@ async fn run_approve_asks_before_researching_and_a_no_cancels_without_a_model_ca
     assert!(model.request_count() >= 3, "{stderr}");
     assert!(dir.0.join("report.md").exists());
 }
+
+#[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
+async fn a_run_compared_with_an_earlier_one_reports_what_changed() {
+    let stack = SearchStack::start_for("compare_with").await;
+    let docs = stack.docs.base_url();
+    let json_url = format!("{docs}/python3.11-doc/html/library/json.html");
+    let script = |claim: &str| {
+        let answer =
+            Step::text(format!("## Summary\n{claim} ([json]({json_url})).\n")).with_usage(1000, 40);
+        Script::new(vec![
+            Step::tool_call("search", json!({"queries": ["json decode python"]}))
+                .with_usage(800, 10),
+            Step::tool_call("scrape", json!({"urls": [json_url.clone()]})).with_usage(900, 10),
+            answer.clone(),
+        ])
+        .with_fallback(answer)
+    };
+    let claim =
+        "json.loads deserializes a str instance containing a JSON document to a Python object";
+    // The first run, then the same question compared with it: the same claim, the same source.
+    let model = ScriptedModel::start(script(claim)).await.unwrap();
+    let first = Dir::new("compare-first");
+    let profile = write_profile(&first.0, &model.base_url(), stack.searx.base_url());
+    let out = quarry_run(&first.0, &profile, "How do I decode JSON in Python?").await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let earlier = first.0.join("state/findings.json");
+    assert!(earlier.is_file());
+
+    let model = ScriptedModel::start(script(claim)).await.unwrap();
+    let second = Dir::new("compare-second");
+    let profile = write_profile(&second.0, &model.base_url(), stack.searx.base_url());
+    let out = {
+        let bin = quarry_bin().unwrap();
+        let (dir, profile, earlier) = (second.0.clone(), profile.clone(), earlier.clone());
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(bin)
+                .args([
+                    "run",
+                    "How do I decode JSON in Python?",
+                    "--mode",
+                    "quick",
+                    "--profile",
+                ])
+                .arg(&profile)
+                .arg("--out")
+                .arg(dir.join("report.md"))
+                .arg("--state-dir")
+                .arg(dir.join("state"))
+                .arg("--compare-with")
+                .arg(&earlier)
+                .env("QUARRY_TEST_KEY", "sk-test-secret-123")
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap()
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report = std::fs::read_to_string(second.0.join("report.md")).unwrap();
+    assert!(report.contains("## Changes since "), "{report}");
+    assert!(
+        report.contains("Nothing changed: the same claims are supported by the same sources."),
+        "{report}"
+    );
+    let findings: Value = serde_json::from_str(
+        &std::fs::read_to_string(second.0.join("state/findings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(findings["changes"]["newClaims"], json!([]));
+    // The earlier findings reached the model as context.
+    let asked = model.requests();
+    assert!(
+        asked
+            .iter()
+            .any(|r| r.to_string().contains("An earlier report on this question")),
+        "the earlier findings are context"
+    );
+
+    // A file that is no findings.json is refused before anything runs.
+    let bogus = second.0.join("bogus.json");
+    std::fs::write(&bogus, "{\"not\": \"findings\"}").unwrap();
+    let out = std::process::Command::new(quarry_bin().unwrap())
+        .args(["run", "q?", "--mode", "quick", "--profile"])
+        .arg(&profile)
+        .arg("--compare-with")
+        .arg(&bogus)
+        .env("QUARRY_TEST_KEY", "sk-test-secret-123")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("not a findings.json (no claims and sources)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -123,6 +123,9 @@ struct RunArgs {
     /// Print the planned agenda and its estimated cost, and ask before researching.
     #[arg(long)]
     approve: bool,
+    /// The findings.json of an earlier run of this question: the report ends with what changed.
+    #[arg(long, value_name = "FINDINGS_JSON")]
+    compare_with: Option<std::path::PathBuf>,
     /// Outputs to produce, comma-separated: study, ideas, implementations (default study).
     #[arg(long, value_delimiter = ',', value_parser = parse_output)]
     outputs: Vec<OutputKind>,
@@ -362,6 +365,7 @@ fn run_standalone(args: &RunArgs, settings: Settings) -> ExitCode {
         redis_url: settings.redis_url.clone(),
         workers: args.workers,
         approve: args.approve,
+        compare_with: args.compare_with.clone(),
         events: (args.output == RunOutput::Json).then(quarry::cli::events::JsonEvents::stdout),
     };
     let events = opts.events.clone();

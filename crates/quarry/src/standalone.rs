@@ -15,6 +15,7 @@ use quarry_api::ResearchProfile;
 use quarry_engine::events::publish::{Observers, StreamPublisher};
 use quarry_engine::llm::format_pico_usd;
 use quarry_engine::llm::router::SpendGuard;
+use quarry_engine::research::changes::Earlier;
 use quarry_engine::research::executor::{self, Control, RunObserver};
 use quarry_engine::research::reducer::Event;
 use quarry_engine::research::state::{
@@ -30,6 +31,42 @@ mod prompt;
 
 pub use error::StandaloneError;
 use prompt::ApprovalPrompt;
+
+/// Largest earlier findings.json read (a report's findings are a few hundred KB).
+const MAX_EARLIER_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads an earlier run's findings.json; its date is when the file was written.
+pub fn read_earlier(path: &Path) -> Result<Earlier, StandaloneError> {
+    let fail = |message: String| StandaloneError::Earlier {
+        path: path.display().to_string(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
+    if meta.len() > MAX_EARLIER_BYTES {
+        return Err(fail(format!(
+            "{} bytes; findings.json files are at most {MAX_EARLIER_BYTES}",
+            meta.len()
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let findings: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| fail(format!("not a findings.json (invalid JSON: {e})")))?;
+    if !findings["claims"].is_array() || !findings["sources"].is_array() {
+        return Err(fail(
+            "not a findings.json (no claims and sources): pass the findings.json of a quarry run"
+                .into(),
+        ));
+    }
+    let date = meta
+        .modified()
+        .map(|t| {
+            chrono::DateTime::<chrono::Utc>::from(t)
+                .format("%Y-%m-%d %H:%M UTC")
+                .to_string()
+        })
+        .unwrap_or_else(|_| "an earlier run".into());
+    Ok(Earlier::from_findings(&findings, &date))
+}
 
 /// Subdirectories that receive reports, in priority order (seed 000), matched case-insensitively.
 pub const REPORT_SUBDIRS: [&str; 6] = ["research", "docs", "doc", "ref", "references", "notes"];
@@ -55,6 +92,8 @@ pub struct StandaloneOptions {
     pub workers: bool,
     /// `--approve`: the plan is printed and researched only when the user says yes.
     pub approve: bool,
+    /// `--compare-with`: an earlier run's findings.json; the report ends with what changed.
+    pub compare_with: Option<PathBuf>,
     /// `--output json`: the run's events go to these JSON lines instead of progress lines.
     pub events: Option<Arc<crate::cli::events::JsonEvents>>,
 }
@@ -434,6 +473,9 @@ pub async fn run_with_events(
     input.top_k = opts.top_k.clamp(1, 20);
     if opts.approve {
         input.approval = Some(ApprovalPolicy::default());
+    }
+    if let Some(path) = &opts.compare_with {
+        input = input.with_earlier(read_earlier(path)?);
     }
     // Same state directory, same question: resume instead of paying twice. A run that already
     // finished (killed after storing its report, before writing the file) only writes the file.

@@ -3,6 +3,7 @@
 //! Knows nothing about Kubernetes (DESIGN §1).
 
 pub mod budget;
+pub mod changes;
 pub mod checkpoint;
 pub mod dispatch;
 pub mod evidence;

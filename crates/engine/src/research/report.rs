@@ -336,6 +336,15 @@ pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport 
             ));
         }
     }
+    // What changed since an earlier run: new claims keep their (gated) links.
+    let changes = state.input.earlier.as_ref().map(|earlier| {
+        let sources: Vec<String> = ordered.iter().map(|s| s.url.clone()).collect();
+        super::changes::diff(earlier, &checked.claims, &sources)
+    });
+    if let Some(changes) = &changes {
+        md.push('\n');
+        md.push_str(&super::changes::section(changes));
+    }
     md.push_str("\n\n## Sources\n\n");
     for (i, s) in ordered.iter().enumerate() {
         let title = if s.title.trim().is_empty() {
@@ -388,7 +397,7 @@ pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport 
     for note in &checked.draft.notes {
         md.push_str(&format!("\n_{note}_\n"));
     }
-    let findings = findings_json(state, &ordered, &checked, partial, false);
+    let findings = findings_json(state, &ordered, &checked, partial, false, changes.as_ref());
     FinalReport {
         markdown: md,
         findings_json: findings,
@@ -484,7 +493,7 @@ pub fn abort_report(state: &RunState) -> FinalReport {
         items_unverified: 0,
         claims: vec![],
     };
-    let findings = findings_json(state, &[], &empty, false, true);
+    let findings = findings_json(state, &[], &empty, false, true, None);
     FinalReport {
         markdown: md,
         findings_json: findings,
@@ -502,6 +511,7 @@ fn findings_json(
     checked: &Checked,
     partial: bool,
     aborted: bool,
+    changes: Option<&super::changes::Changes>,
 ) -> String {
     let tasks: Vec<_> = state
         .agenda
@@ -548,6 +558,7 @@ fn findings_json(
         "unverifiedReferences": checked.unverified,
         "citationPrecision": precision,
         "claims": checked.claims,
+        "changes": changes,
         "usage": {
             "inputTokens": state.usage.input_tokens,
             "outputTokens": state.usage.output_tokens,

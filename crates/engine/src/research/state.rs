@@ -70,6 +70,9 @@ pub struct RunInput {
     /// A person approves the agenda before anything is searched (`spec.approval.required`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalPolicy>,
+    /// An earlier run of the same question: the report ends with what changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier: Option<super::changes::Earlier>,
 }
 
 /// How a run's plan is approved.
@@ -130,7 +133,20 @@ impl RunInput {
             top_k: 5,
             limits: Limits::default(),
             approval: None,
+            earlier: None,
         }
+    }
+
+    /// Compares this run with an earlier one: its findings become context for the researchers
+    /// and the writer, and the report ends with what changed since.
+    pub fn with_earlier(mut self, earlier: super::changes::Earlier) -> Self {
+        let context = earlier.as_context();
+        self.context = Some(match self.context.take() {
+            Some(own) if !own.trim().is_empty() => format!("{own}\n\n{context}"),
+            _ => context,
+        });
+        self.earlier = Some(earlier);
+        self
     }
 }
 

@@ -135,6 +135,7 @@ pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Resul
         top_k: spec.top_k,
         limits: crate::wiring::limits(&limits),
         approval: approval_policy(spec)?,
+        earlier: None,
     })
 }
 

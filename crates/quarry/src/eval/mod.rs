@@ -249,6 +249,7 @@ async fn run_one(
         redis_url: settings.redis_url.clone(),
         workers: false,
         approve: false,
+        compare_with: None,
         events: Some(events.clone()),
     };
     let started = Instant::now();

@@ -27,6 +27,9 @@ pub enum StandaloneError {
     NoEvidence { path: PathBuf, message: String },
     #[error("the run was cancelled")]
     Cancelled,
+    /// `--compare-with` names no usable findings.json.
+    #[error("--compare-with {path}: {message}")]
+    Earlier { path: String, message: String },
     /// Scale-out mode (`--workers`) could not start.
     #[error("scale-out mode (--workers): {message}")]
     WorkQueue { message: String },
