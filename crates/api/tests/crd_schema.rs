@@ -756,6 +756,7 @@ fn examples_are_valid_for_schema_cel_and_types() {
         ("profile-search-providers.yaml", "Secret"),
         ("profile-search-providers.yaml", "ResearchProfile"),
         ("profile-vllm.yaml", "ResearchProfile"),
+        ("run-approval.yaml", "ResearchRun"),
         ("run-deep-implementations.yaml", "ResearchRun"),
         ("run-deep.yaml", "ResearchRun"),
         ("run-quick-ideas.yaml", "ResearchRun"),

@@ -345,7 +345,7 @@ impl QuarryMcp {
                         .as_ref()
                         .and_then(|s| s.progress.clone())
                         .unwrap_or_default();
-                    let _ = tx.send((r.phase().to_string(), pct));
+                    let _ = tx.send((table::phase_label(r), pct));
                 },
             )
             .await;
@@ -397,6 +397,17 @@ impl QuarryMcp {
                 .as_ref()
                 .and_then(|s| s.progress.clone())
                 .unwrap_or_else(|| table::NONE.into());
+            if table::phase_label(&run) == "AwaitingApproval" {
+                let why = run
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.message.clone())
+                    .unwrap_or_default();
+                return Ok(format!(
+                    "ResearchRun {}/{} waits for a person to approve its plan: {why}. Call get_report again once it is approved.",
+                    cluster.namespace, input.name
+                ));
+            }
             return Ok(format!(
                 "ResearchRun {}/{} is still {} ({pct}). Call get_report again later.",
                 cluster.namespace,
