@@ -15,9 +15,9 @@ use quarry_api::ResearchProfile;
 use quarry_engine::events::publish::{Observers, StreamPublisher};
 use quarry_engine::llm::format_pico_usd;
 use quarry_engine::llm::router::SpendGuard;
-use quarry_engine::research::changes::Earlier;
 use quarry_engine::research::executor::{self, Control, RunObserver};
 use quarry_engine::research::reducer::Event;
+use quarry_engine::research::state::Earlier;
 use quarry_engine::research::state::{
     ApprovalPolicy, Decision, Limits, Mode, OutputKind, Phase, RunInput, RunState,
 };

@@ -78,6 +78,7 @@ pub(super) fn render_anthropic(step: Step, model: &str, index: usize) -> Respons
     }))
     .into_response()
 }
+
 /// The parts of a successful completion.
 pub(super) struct Reply {
     pub(super) content: Option<String>,
@@ -349,6 +350,7 @@ pub(super) fn arguments_text(call: &ScriptedCall) -> String {
         .clone()
         .unwrap_or_else(|| call.arguments.to_string())
 }
+
 /// Splits text into pieces of at most 16 characters (like token deltas).
 pub(super) fn split_pieces(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();

@@ -9,60 +9,15 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::evidence::ClaimCheck;
 use super::links::normalize_url;
+use super::state::Earlier;
 
 /// Share of content words two claims must share to be the same claim.
 const SAME_CLAIM: f64 = 0.6;
 /// Items listed per kind of change in the report (findings.json keeps them all).
 const LISTED: usize = 12;
-
-/// An earlier run's findings, as read from its `findings.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Earlier {
-    /// When the earlier report was written (RFC 3339), shown in the section's title.
-    pub date: String,
-    /// Its claims the evidence gate found supported.
-    pub claims: Vec<String>,
-    /// Every source it read.
-    pub sources: Vec<String>,
-}
-
-impl Earlier {
-    /// Reads the parts of a `findings.json` the diff needs; `date` is when it was written.
-    pub fn from_findings(findings: &Value, date: &str) -> Self {
-        let claims = findings["claims"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|c| c["supported"].as_bool() == Some(true))
-            .filter_map(|c| c["claim"].as_str().map(str::to_string));
-        let sources = findings["sources"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s["url"].as_str().map(str::to_string));
-        Self {
-            date: date.to_string(),
-            claims: dedup(claims),
-            sources: dedup(sources),
-        }
-    }
-
-    /// The earlier findings as context for this run's researchers and writer.
-    pub fn as_context(&self) -> String {
-        let mut text = format!(
-            "An earlier report on this question ({}) found the following; check whether it still holds and what is new:\n",
-            self.date
-        );
-        for claim in self.claims.iter().take(20) {
-            text.push_str(&format!("- {claim}\n"));
-        }
-        text
-    }
-}
 
 /// The structured diff (`findings.json`'s `changes`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -347,55 +302,5 @@ mod tests {
         let c = diff(&e, &claims, &sources);
         assert_eq!(c.count(), 0);
         assert!(section(&c).contains("Nothing changed"));
-    }
-
-    #[test]
-    fn a_report_of_a_compared_run_ends_with_its_changes_before_the_sources() {
-        use crate::research::state::{Mode, ResearcherReport, RunInput, RunState, SourceRef};
-        let url = "http://docs/json.html";
-        let input = RunInput::new("How do I decode JSON?", Mode::Quick).with_earlier(earlier());
-        assert!(
-            input
-                .context
-                .as_deref()
-                .unwrap_or("")
-                .contains("An earlier report")
-        );
-        let mut state = RunState::new(input);
-        state.fetched_urls.insert(url.into());
-        state.reports.push(ResearcherReport {
-            task_id: 0,
-            markdown: String::new(),
-            fetched: vec![SourceRef::new(url.to_string(), "json")],
-            seen: vec![],
-            pages: vec![crate::research::state::PageExtract {
-                url: url.into(),
-                title: "json".into(),
-                text: "json.dump writes an object to a file-like object as JSON.".into(),
-            }],
-            irrelevant: vec![],
-            queries: vec![],
-            searches: 1,
-            usage: Default::default(),
-        });
-        let report = crate::research::report::compose(
-            &state,
-            &format!(
-                "# JSON\n\njson.dump writes an object to a file-like object ([json]({url})).\n"
-            ),
-            false,
-        );
-        let changes = report
-            .markdown
-            .find("## Changes since 2026-11-24T08:00:00Z")
-            .unwrap();
-        let sources = report.markdown.find("## Sources").unwrap();
-        assert!(changes < sources, "{}", report.markdown);
-        let findings: Value = serde_json::from_str(&report.findings_json).unwrap();
-        assert_eq!(findings["changes"]["since"], "2026-11-24T08:00:00Z");
-        assert_eq!(
-            findings["changes"]["vanishedSources"],
-            serde_json::json!(["http://docs/pickle.html"])
-        );
     }
 }

@@ -699,4 +699,62 @@ mod tests {
         );
         assert!(!r.markdown.contains("http"));
     }
+
+    #[test]
+    fn a_report_of_a_compared_run_ends_with_its_changes_before_the_sources() {
+        use crate::research::state::{Mode, ResearcherReport, RunInput, RunState, SourceRef};
+        let url = "http://docs/json.html";
+        let input = RunInput::new("How do I decode JSON?", Mode::Quick).with_earlier(
+            crate::research::state::Earlier::from_findings(
+                &serde_json::json!({
+                    "claims": [{"claim": "json.loads parses a str.", "supported": true}],
+                    "sources": [{"url": "http://docs/pickle.html"}],
+                }),
+                "2026-11-24T08:00:00Z",
+            ),
+        );
+        assert!(
+            input
+                .context
+                .as_deref()
+                .unwrap_or("")
+                .contains("An earlier report")
+        );
+        let mut state = RunState::new(input);
+        state.fetched_urls.insert(url.into());
+        state.reports.push(ResearcherReport {
+            task_id: 0,
+            markdown: String::new(),
+            fetched: vec![SourceRef::new(url.to_string(), "json")],
+            seen: vec![],
+            pages: vec![crate::research::state::PageExtract {
+                url: url.into(),
+                title: "json".into(),
+                text: "json.dump writes an object to a file-like object as JSON.".into(),
+            }],
+            irrelevant: vec![],
+            queries: vec![],
+            searches: 1,
+            usage: Default::default(),
+        });
+        let report = crate::research::report::compose(
+            &state,
+            &format!(
+                "# JSON\n\njson.dump writes an object to a file-like object ([json]({url})).\n"
+            ),
+            false,
+        );
+        let changes = report
+            .markdown
+            .find("## Changes since 2026-11-24T08:00:00Z")
+            .unwrap();
+        let sources = report.markdown.find("## Sources").unwrap();
+        assert!(changes < sources, "{}", report.markdown);
+        let findings: serde_json::Value = serde_json::from_str(&report.findings_json).unwrap();
+        assert_eq!(findings["changes"]["since"], "2026-11-24T08:00:00Z");
+        assert_eq!(
+            findings["changes"]["vanishedSources"],
+            serde_json::json!(["http://docs/pickle.html"])
+        );
+    }
 }

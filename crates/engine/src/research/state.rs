@@ -72,7 +72,7 @@ pub struct RunInput {
     pub approval: Option<ApprovalPolicy>,
     /// An earlier run of the same question: the report ends with what changed since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub earlier: Option<super::changes::Earlier>,
+    pub earlier: Option<Earlier>,
 }
 
 /// How a run's plan is approved.
@@ -139,7 +139,7 @@ impl RunInput {
 
     /// Compares this run with an earlier one: its findings become context for the researchers
     /// and the writer, and the report ends with what changed since.
-    pub fn with_earlier(mut self, earlier: super::changes::Earlier) -> Self {
+    pub fn with_earlier(mut self, earlier: Earlier) -> Self {
         let context = earlier.as_context();
         self.context = Some(match self.context.take() {
             Some(own) if !own.trim().is_empty() => format!("{own}\n\n{context}"),
@@ -409,4 +409,54 @@ impl RunState {
     pub fn finished_reports(&self) -> impl Iterator<Item = &ResearcherReport> {
         self.reports.iter()
     }
+}
+
+/// An earlier run's findings, as read from its `findings.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Earlier {
+    /// When the earlier report was written (RFC 3339), shown in the section's title.
+    pub date: String,
+    /// Its claims the evidence gate found supported.
+    pub claims: Vec<String>,
+    /// Every source it read.
+    pub sources: Vec<String>,
+}
+
+impl Earlier {
+    /// Reads the parts of a `findings.json` the diff needs; `date` is when it was written.
+    pub fn from_findings(findings: &serde_json::Value, date: &str) -> Self {
+        let claims = findings["claims"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["supported"].as_bool() == Some(true))
+            .filter_map(|c| c["claim"].as_str().map(str::to_string));
+        let sources = findings["sources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["url"].as_str().map(str::to_string));
+        Self {
+            date: date.to_string(),
+            claims: dedup_strings(claims),
+            sources: dedup_strings(sources),
+        }
+    }
+
+    /// The earlier findings as context for this run's researchers and writer.
+    pub fn as_context(&self) -> String {
+        let mut text = format!(
+            "An earlier report on this question ({}) found the following; check whether it still holds and what is new:\n",
+            self.date
+        );
+        for claim in self.claims.iter().take(20) {
+            text.push_str(&format!("- {claim}\n"));
+        }
+        text
+    }
+}
+
+fn dedup_strings(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    items.filter(|i| seen.insert(i.clone())).collect()
 }

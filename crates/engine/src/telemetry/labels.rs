@@ -8,6 +8,7 @@ pub struct ErrorLabels {
     /// Error reason (bounded set, from the controller's error enum).
     pub reason: String,
 }
+
 /// A run phase as a metric label value.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 pub enum PhaseLabel {
@@ -42,6 +43,7 @@ impl PhaseLabel {
         })
     }
 }
+
 /// Labels of the runs-by-phase gauge.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PhaseLabels {
@@ -50,6 +52,7 @@ pub struct PhaseLabels {
     /// Phase of the runs.
     pub phase: PhaseLabel,
 }
+
 /// Labels of model usage counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ModelLabels {
@@ -62,6 +65,7 @@ pub struct ModelLabels {
     /// Model name as configured in the profile.
     pub model: String,
 }
+
 /// Labels of search and fetch counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RunLabels {
@@ -70,6 +74,7 @@ pub struct RunLabels {
     /// ResearchProfile name.
     pub profile: String,
 }
+
 /// Labels of model requests: who asked, which endpoint answered, how it went.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -81,6 +86,7 @@ pub struct RequestLabels {
     /// `budget_refused` or `circuit_open`.
     pub outcome: String,
 }
+
 /// Labels of token counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TokenLabels {
@@ -91,17 +97,20 @@ pub struct TokenLabels {
     /// `input`, `cached` or `output`.
     pub kind: String,
 }
+
 /// Labels of per-endpoint series (durations, breaker state, rate-limit waits).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndpointLabels {
     pub provider: String,
     pub model: String,
 }
+
 /// The exemplar of a model-call duration: the call's trace id, so a slow bucket links to its trace.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TraceLabels {
     pub trace_id: String,
 }
+
 /// Labels of search and fetch counters by outcome.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabels {
@@ -110,6 +119,7 @@ pub struct SourceLabels {
     /// `ok`, `empty` (searches without results) or `error`.
     pub outcome: String,
 }
+
 /// Labels of a SearXNG engine's health gauge.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EngineHealthLabels {
@@ -120,12 +130,14 @@ pub struct EngineHealthLabels {
     /// `Healthy`, `Captcha`, `Suspended`, `Timeout`, `Empty` or `Error`.
     pub state: String,
 }
+
 /// Labels of a search backend in the failover chain.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BackendLabels {
     /// `searxng`, `brave`, `tavily` or `serper`.
     pub backend: String,
 }
+
 /// Labels of a search backend call by outcome.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BackendOutcomeLabels {
@@ -133,6 +145,7 @@ pub struct BackendOutcomeLabels {
     /// `ok`, `empty`, `error` or `skipped` (breaker open).
     pub outcome: String,
 }
+
 /// Labels of cache lookups.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CacheLabels {
@@ -143,6 +156,7 @@ pub struct CacheLabels {
     /// `hit`, `miss` or `error`.
     pub result: String,
 }
+
 /// Labels of event stream publications.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StreamPublishLabels {
@@ -151,6 +165,7 @@ pub struct StreamPublishLabels {
     /// `ok`, `dropped` (the publish queue was full) or `error` (the backend failed; dropped).
     pub outcome: String,
 }
+
 /// Labels of the run duration histogram.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
@@ -159,11 +174,13 @@ pub struct OutcomeLabels {
     /// Terminal phase: Completed, Failed or Cancelled.
     pub outcome: PhaseLabel,
 }
+
 /// controller-runtime's reconcile labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ControllerLabels {
     pub controller: String,
 }
+
 /// controller-runtime's reconcile result labels.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ControllerResultLabels {

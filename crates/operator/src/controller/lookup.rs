@@ -10,6 +10,7 @@ pub struct Stall {
     /// Actionable message naming objects and keys (never values).
     pub message: String,
 }
+
 /// Pure: the API key named by `key_ref` in `secret`, or why it is unusable. `field` is where the
 /// profile references it, e.g. `models.primary.apiKeySecretRef`.
 pub fn extract_key(
@@ -60,6 +61,7 @@ pub fn extract_key(
     }
     Ok(ApiKey::new(value))
 }
+
 /// Pure: every Secret reference of a profile with the field that holds it: model tiers, search
 /// providers and specialised sources.
 pub fn secret_refs(profile: &ResearchProfileSpec) -> Vec<(String, SecretKeyRef)> {
@@ -107,6 +109,7 @@ pub fn secret_refs(profile: &ResearchProfileSpec) -> Vec<(String, SecretKeyRef)>
     }
     refs
 }
+
 /// Pure: the engine input for `spec` under `profile`'s default limits.
 pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Result<RunInput, Stall> {
     use quarry_api::{Mode as ApiMode, Output};
@@ -156,6 +159,7 @@ fn approval_policy(spec: &ResearchRunSpec) -> Result<Option<ApprovalPolicy>, Sta
         .map(|d| d.as_secs());
     Ok(Some(ApprovalPolicy { timeout_secs }))
 }
+
 /// Pure: what to do with a finished run given its TTL: `None` keep it, `Some(ZERO)` delete now,
 /// else wait that long.
 pub fn ttl_wait(run: &ResearchRun, now: &Time) -> Option<Duration> {
@@ -168,6 +172,7 @@ pub fn ttl_wait(run: &ResearchRun, now: &Time) -> Option<Duration> {
     let left = deadline.saturating_sub(now.0.as_second());
     Some(Duration::from_secs(u64::try_from(left).unwrap_or(0)))
 }
+
 /// Looks up the profile and its Secrets and validates them into a launch request.
 pub(super) async fn resolve(
     ctx: &Context,
@@ -275,6 +280,7 @@ pub(super) async fn resolve(
         },
     }))
 }
+
 /// Pure: whether a run should wait for its SearchEngine (no ready replica yet, and the run is
 /// younger than [`SEARCH_ENGINE_WAIT`]); the wait's reason and message.
 pub fn search_engine_wait(engine: &SearchEngine, run: &ResearchRun, now: &Time) -> Option<Stall> {

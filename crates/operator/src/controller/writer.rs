@@ -65,6 +65,7 @@ pub(super) async fn apply_status(
     }
     Ok(desired)
 }
+
 /// Drains one run's progress into status patches (at most one per `status_interval`), metrics and
 /// Events, until the research task ends.
 pub(super) async fn status_writer(
@@ -174,6 +175,7 @@ pub(super) async fn status_writer(
         tokio::time::sleep(ctx.status_interval).await;
     }
 }
+
 /// Attempts of a status writer at a final status whose write failed, before it leaves that to
 /// the reconcile.
 pub(super) const MAX_FINAL_STATUS_RETRIES: u32 = 5;

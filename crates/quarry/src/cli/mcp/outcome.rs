@@ -37,6 +37,7 @@ pub(super) async fn follow_child(
         }
     });
 }
+
 /// The tool answer for a finished standalone run.
 pub(super) fn local_outcome(name: &str, report: &Path, state: &LocalState) -> ToolResult {
     if let Some(reason) = &state.crashed {
@@ -61,6 +62,7 @@ pub(super) fn local_outcome(name: &str, report: &Path, state: &LocalState) -> To
         _ => Err(format!("research run `{name}` failed: {error}")),
     }
 }
+
 /// The tool answer for a finished cluster run: its report, or why there is none.
 pub(super) async fn cluster_outcome(cluster: &Cluster, run: &ResearchRun) -> ToolResult {
     let name = run.name_any();
@@ -81,6 +83,7 @@ pub(super) async fn cluster_outcome(cluster: &Cluster, run: &ResearchRun) -> Too
         }
     }
 }
+
 /// Reads a finished cluster run's report and says where it lives. ConfigMap reports are read
 /// here; other stores are named for `quarry report`.
 pub async fn fetch_cluster_report(
@@ -116,6 +119,7 @@ pub async fn fetch_cluster_report(
         Err(e) => Err(format!("reading {location}: {e}")),
     }
 }
+
 /// Progress notifications for one tool call, when the client asked for them.
 pub(super) struct Progress {
     pub(super) target: Option<(rmcp::model::ProgressToken, rmcp::Peer<RoleServer>)>,

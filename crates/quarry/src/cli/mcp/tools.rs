@@ -14,6 +14,7 @@ pub(super) enum ModeArg {
     Quick,
     Deep,
 }
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(super) enum OutputArg {
@@ -24,6 +25,7 @@ pub(super) enum OutputArg {
 pub(super) fn wait_default() -> bool {
     true
 }
+
 /// Arguments of the `research` tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -42,6 +44,7 @@ pub(super) struct ResearchInput {
     #[serde(default = "wait_default")]
     pub(super) wait: bool,
 }
+
 /// Arguments of the `get_report` tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -53,6 +56,7 @@ pub(super) struct GetReportInput {
     #[schemars(with = "String")]
     pub(super) namespace: Option<String>,
 }
+
 /// Arguments of the `list_runs` tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -65,6 +69,7 @@ pub(super) struct ListRunsInput {
     #[serde(default)]
     pub(super) all_namespaces: bool,
 }
+
 /// Pure: the JSON Schema of a tool's arguments (draft 2020-12, subschemas inlined for clients
 /// that do not follow `$ref`; no top-level title or description).
 pub fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
@@ -80,6 +85,7 @@ pub fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
     object.remove("$schema");
     Arc::new(object)
 }
+
 /// The tools this server offers.
 pub fn tools() -> Vec<Tool> {
     let research = Tool::new(
@@ -116,6 +122,7 @@ pub fn tools() -> Vec<Tool> {
     .with_annotations(ToolAnnotations::new().read_only(true).open_world(false));
     vec![research, get_report, list_runs]
 }
+
 /// Pure: what an agent receives for a report: the head within seed 002's budget (50 KB / 2000
 /// lines, the notice included) and, always, where the full report is.
 pub fn report_text(markdown: &str, location: &str) -> String {
