@@ -686,7 +686,7 @@ mod tests {
     #[test]
     fn shipped_crds_carry_the_newer_fields_and_stripping_removes_only_those() {
         let crds = shipped_crds().unwrap();
-        assert_eq!(crds.len(), 3, "three CRDs in crds/");
+        assert_eq!(crds.len(), 4, "four CRDs in crds/");
         let text = serde_json::to_string(&crds).unwrap();
         // Real clusters get the fields: they stay in crds/.
         assert!(

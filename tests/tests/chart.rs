@@ -313,7 +313,7 @@ fn kustomize_base_and_overlays_build_and_are_valid() {
         let docs = kustomize(&kubectl, dir);
         let problems = validate(&docs);
         assert!(problems.is_empty(), "{dir}:\n{}", problems.join("\n"));
-        assert_eq!(of_kind(&docs, "CustomResourceDefinition").len(), 3, "{dir}");
+        assert_eq!(of_kind(&docs, "CustomResourceDefinition").len(), 4, "{dir}");
         check_security(&docs, dir);
         check_rbac(&docs, dir);
         for doc in &docs {
@@ -591,10 +591,10 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
     );
     let runs = grants(&docs, "quarry", "quarry.dev", "researchruns");
     assert!(runs[0].1.contains(&"watch".to_owned()) && runs[0].1.contains(&"delete".to_owned()));
-    assert!(
-        !runs[0].1.contains(&"create".to_owned()),
-        "the operator never creates runs"
-    );
+    // It creates runs for ResearchSchedules, and reads (never writes) schedules but their status.
+    assert!(runs[0].1.contains(&"create".to_owned()), "{:?}", runs[0].1);
+    let schedules = grants(&docs, "quarry", "quarry.dev", "researchschedules");
+    assert_eq!(schedules[0].1, vec!["get", "list", "watch"]);
     assert_eq!(
         grants(&docs, "quarry", "quarry.dev", "researchruns/status")[0].1,
         vec!["get", "patch", "update"]
@@ -861,9 +861,9 @@ fn crds_follow_crds_enabled_and_keep() {
             .collect()
     };
     let default = helm_template(&helm, &[]).unwrap();
-    assert_eq!(keep(&default), vec![json!("keep"); 3]);
+    assert_eq!(keep(&default), vec![json!("keep"); 4]);
     let no_keep = helm_template(&helm, &["--set", "crds.keep=false"]).unwrap();
-    assert_eq!(keep(&no_keep), vec![Value::Null; 3]);
+    assert_eq!(keep(&no_keep), vec![Value::Null; 4]);
     let none = helm_template(&helm, &["--set", "crds.enabled=false"]).unwrap();
     assert!(of_kind(&none, "CustomResourceDefinition").is_empty());
     // The chart has no crds/ folder: Helm would install it once and never upgrade it.

@@ -1909,7 +1909,7 @@ async fn quarry_cli(kubeconfig: &str, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Reasons of the Events recorded for `run` in `namespace`.
+/// Reasons of the Events recorded for the object named `run` in `namespace`.
 async fn event_reasons(client: &Client, namespace: &str, run: &str) -> Vec<String> {
     let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
     api.list(&ListParams::default())
@@ -2075,5 +2075,142 @@ async fn a_plan_waits_for_approval_then_runs_is_rejected_or_times_out() {
             Ok(())
         },
     )
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+async fn a_schedule_makes_a_run_at_its_time_owned_and_labelled_and_a_suspended_one_does_not() {
+    use quarry_api::ResearchSchedule;
+    in_test_namespace("schedule", |client, kubeconfig, namespace, logs, _audit| async move {
+        install_crds(&client).await?;
+        let (web, _web_task) = start_web().await?;
+        let model = ScriptedModel::start(researcher_script(&web, "CEL schedule"))
+            .await
+            .map_err(|e| format!("model server: {e}"))?;
+        apply(
+            &client,
+            ("", "v1", "Secret"),
+            &namespace,
+            json!({
+                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
+                "stringData": {"apiKey": "sk-e2e-not-a-real-key"}
+            }),
+        )
+        .await?;
+        apply(
+            &client,
+            ("quarry.dev", "v1alpha1", "ResearchProfile"),
+            &namespace,
+            profile("default", &model.base_url(), &web),
+        )
+        .await?;
+        let (_operator, _port) = start_operator(&kubeconfig, &namespace, &logs).await?;
+        let schedule = |name: &str, suspend: bool, zone: &str| {
+            json!({
+                "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchSchedule",
+                "metadata": {"name": name},
+                "spec": {
+                    "schedule": "* * * * *",
+                    "timeZone": zone,
+                    "suspend": suspend,
+                    "runTemplate": {
+                        "labels": {"team": "docs"},
+                        "spec": {"query": "How do CEL validation rules work in CRDs?", "mode": "quick"}
+                    }
+                }
+            })
+        };
+        let kind = ("quarry.dev", "v1alpha1", "ResearchSchedule");
+        apply(&client, kind, &namespace, schedule("every-minute", false, "Europe/Berlin")).await?;
+        apply(&client, kind, &namespace, schedule("paused", true, "UTC")).await?;
+        apply(&client, kind, &namespace, schedule("nowhere", false, "Mars/Olympus")).await?;
+        let schedules: Api<ResearchSchedule> = Api::namespaced(client.clone(), &namespace);
+        let runs: Api<ResearchRun> = Api::namespaced(client.clone(), &namespace);
+        // A time zone that does not exist stalls the schedule with a message to act on.
+        wait_for(
+            "nowhere stalled",
+            Duration::from_secs(30),
+            || async {
+                schedules.get("nowhere").await.ok().and_then(|s| {
+                    let status = s.status?;
+                    quarry_api::find_condition(&status.conditions, "Stalled")
+                        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+                })
+            },
+            |(status, reason, message): &(String, String, String)| {
+                status == "True" && reason == "ScheduleInvalid" && message.contains("Mars/Olympus")
+            },
+        )
+        .await?;
+        // Within the next minute boundary (plus slack) the schedule makes its run.
+        let made = wait_for(
+            "a run of every-minute",
+            Duration::from_secs(90),
+            || async {
+                runs.list(&ListParams::default().labels("quarry.dev/schedule=every-minute"))
+                    .await
+                    .ok()
+                    .map(|l| l.items)
+            },
+            |items: &Vec<ResearchRun>| !items.is_empty(),
+        )
+        .await?;
+        let run = &made[0];
+        let owner = run.owner_references().first().cloned();
+        if owner.as_ref().map(|o| (o.kind.as_str(), o.name.as_str(), o.controller))
+            != Some(("ResearchSchedule", "every-minute", Some(true)))
+        {
+            return Err(format!("the run is owned by its schedule: {owner:?}"));
+        }
+        if run.labels().get("team").map(String::as_str) != Some("docs")
+            || !run.annotations().contains_key("quarry.dev/scheduled-at")
+        {
+            return Err(format!("template labels and the scheduled time: {:?}", run.metadata));
+        }
+        let status = wait_for(
+            "every-minute's status",
+            Duration::from_secs(30),
+            || async { schedules.get("every-minute").await.ok().and_then(|s| s.status) },
+            |s: &quarry_api::ResearchScheduleStatus| {
+                s.last_schedule_time.is_some() && s.next_schedule_time.is_some()
+            },
+        )
+        .await?;
+        let last = status.last_schedule_time.clone().unwrap();
+        let next = status.next_schedule_time.clone().unwrap();
+        if next.0.as_second() - last.0.as_second() != 60 {
+            return Err(format!("every minute: last {last:?}, next {next:?}"));
+        }
+        // The run completes, and the schedule points at its report.
+        let name = run.name_any();
+        wait_run(&runs, &name, "Completed", RUN_TIMEOUT, |r| r.is_finished()).await?;
+        wait_for(
+            "the schedule's last report",
+            Duration::from_secs(30),
+            || async {
+                schedules
+                    .get("every-minute")
+                    .await
+                    .ok()
+                    .and_then(|s| s.status.and_then(|s| s.last_report_run))
+            },
+            |r: &String| *r == name,
+        )
+        .await?;
+        let reasons = event_reasons(&client, &namespace, "every-minute").await;
+        if !reasons.iter().any(|r| r == "Scheduled") {
+            return Err(format!("no Scheduled Event: {reasons:?}"));
+        }
+        // The suspended schedule made nothing in the same time.
+        let paused = runs
+            .list(&ListParams::default().labels("quarry.dev/schedule=paused"))
+            .await
+            .map_err(|e| e.to_string())?;
+        if !paused.items.is_empty() {
+            return Err("a suspended schedule made a run".into());
+        }
+        Ok(())
+    })
     .await;
 }

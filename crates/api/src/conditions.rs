@@ -66,6 +66,16 @@ pub mod reasons {
     pub const PLAN_READY: &str = "PlanReady";
     /// The plan was approved.
     pub const APPROVED: &str = "Approved";
+    /// ResearchSchedule: `spec.schedule` or `spec.timeZone` cannot be used.
+    pub const SCHEDULE_INVALID: &str = "ScheduleInvalid";
+    /// ResearchSchedule: the run template is no ResearchRun spec, or the API server refused it.
+    pub const TEMPLATE_INVALID: &str = "TemplateInvalid";
+    /// ResearchSchedule: runs are created at the scheduled times (an Event per run created).
+    pub const SCHEDULED: &str = "Scheduled";
+    /// ResearchSchedule: a due time was skipped (past its deadline, or Forbid with a run going).
+    pub const SKIPPED: &str = "Skipped";
+    /// ResearchSchedule: a running run was cancelled for a new one (Replace).
+    pub const REPLACED: &str = "Replaced";
     /// `spec.suspend` is true.
     pub const SUSPENDED: &str = "Suspended";
     /// The run completed and its report is stored.

@@ -76,7 +76,8 @@ fn crds_yaml_holds_every_crd_file() {
         vec![
             "researchruns.quarry.dev",
             "researchprofiles.quarry.dev",
-            "searchengines.quarry.dev"
+            "searchengines.quarry.dev",
+            "researchschedules.quarry.dev"
         ]
     );
     for (doc, file) in docs.iter().zip(quarry_api::crd_files().expect("CRD files")) {

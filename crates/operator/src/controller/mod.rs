@@ -7,6 +7,7 @@ pub mod directory;
 pub mod engine;
 pub mod leader;
 pub mod registry;
+pub mod schedule;
 pub mod search_engine;
 pub mod status;
 

@@ -267,6 +267,20 @@ pub(super) async fn run_controllers(
             ))
         })
         .collect();
+    let schedules_ctx = Arc::new(schedule::ScheduleContext::new(
+        client.clone(),
+        metrics.clone(),
+    ));
+    let schedules: Vec<_> = scopes
+        .iter()
+        .map(|scope| {
+            tokio::spawn(schedule::run_controller(
+                client.clone(),
+                scope.clone(),
+                schedules_ctx.clone(),
+            ))
+        })
+        .collect();
     let launcher = Arc::new(
         engine::EngineLauncher::new(client.clone())
             .with_metrics(metrics.clone())
@@ -367,6 +381,11 @@ pub(super) async fn run_controllers(
     for handle in engines {
         if let Err(e) = handle.await {
             warn!(error = %e, "SearchEngine controller ended abnormally");
+        }
+    }
+    for handle in schedules {
+        if let Err(e) = handle.await {
+            warn!(error = %e, "ResearchSchedule controller ended abnormally");
         }
     }
     Ok(())
