@@ -2080,12 +2080,22 @@ async fn a_plan_waits_for_approval_then_runs_is_rejected_or_times_out() {
 
 #[tokio::test]
 #[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
-async fn a_schedule_makes_a_run_at_its_time_owned_and_labelled_and_a_suspended_one_does_not() {
+async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_makes_none() {
     use quarry_api::ResearchSchedule;
     in_test_namespace("schedule", |client, kubeconfig, namespace, logs, _audit| async move {
         install_crds(&client).await?;
         let (web, _web_task) = start_web().await?;
-        let model = ScriptedModel::start(researcher_script(&web, "CEL schedule"))
+        // The second run reports one claim more than the first: something changed.
+        let mut steps = researcher_script(&web, "CEL schedule");
+        let mut second = researcher_script(&web, "CEL schedule");
+        if let Some(last) = second.last_mut() {
+            *last = Step::text(format!(
+                "## Summary\nCEL rules validate custom resources at admission.\n\n## Key findings\n- Rules run in the API server ([CEL]({web}/docs/cel.html)).\n- oldSelf makes fields immutable ([CEL]({web}/docs/cel.html)).\n- Invalid objects are rejected before they are stored ([CEL]({web}/docs/cel.html)).\n"
+            ))
+            .with_usage(300, 60);
+        }
+        steps.extend(second);
+        let model = ScriptedModel::start(steps)
             .await
             .map_err(|e| format!("model server: {e}"))?;
         apply(
@@ -2198,9 +2208,64 @@ async fn a_schedule_makes_a_run_at_its_time_owned_and_labelled_and_a_suspended_o
             |r: &String| *r == name,
         )
         .await?;
+        // The next minute's run is compared with this one and says what changed.
+        let both = wait_for(
+            "the second run of every-minute",
+            Duration::from_secs(90),
+            || async {
+                runs.list(&ListParams::default().labels("quarry.dev/schedule=every-minute"))
+                    .await
+                    .ok()
+                    .map(|l| l.items)
+            },
+            |items: &Vec<ResearchRun>| items.len() >= 2,
+        )
+        .await?;
+        let second = both
+            .iter()
+            .find(|r| r.name_any() != name)
+            .map(|r| r.name_any())
+            .unwrap_or_default();
+        let done = wait_run(&runs, &second, "Completed", RUN_TIMEOUT, |r| r.is_finished()).await?;
+        if done.annotations().get("quarry.dev/compare-with") != Some(&name) {
+            return Err(format!("the second run is compared with the first: {:?}", done.metadata.annotations));
+        }
+        let changes = done.status.as_ref().and_then(|s| s.report.as_ref()).and_then(|r| r.changes);
+        if !changes.is_some_and(|n| n > 0) {
+            return Err(format!("the second run found its new claim: {:?}", done.status));
+        }
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+        let report = cms
+            .get(&format!("{second}-report"))
+            .await
+            .map_err(|e| e.to_string())?
+            .data
+            .and_then(|d| d.get("report.md").cloned())
+            .unwrap_or_default();
+        if !report.contains("## Changes since") || !report.contains("Invalid objects are rejected") {
+            return Err(format!("the second report ends with its changes:\n{report}"));
+        }
+        wait_for(
+            "the schedule counts the changes",
+            Duration::from_secs(30),
+            || async {
+                schedules
+                    .get("every-minute")
+                    .await
+                    .ok()
+                    .and_then(|s| s.status)
+                    .map(|s| (s.last_report_run, s.last_changes))
+            },
+            |(run, n): &(Option<String>, Option<u32>)| {
+                run.as_deref() == Some(second.as_str()) && *n == changes
+            },
+        )
+        .await?;
         let reasons = event_reasons(&client, &namespace, "every-minute").await;
-        if !reasons.iter().any(|r| r == "Scheduled") {
-            return Err(format!("no Scheduled Event: {reasons:?}"));
+        for wanted in ["Scheduled", "Changed"] {
+            if !reasons.iter().any(|r| r == wanted) {
+                return Err(format!("no {wanted} Event: {reasons:?}"));
+            }
         }
         // The suspended schedule made nothing in the same time.
         let paused = runs

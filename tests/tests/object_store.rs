@@ -235,6 +235,7 @@ async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_
         aborted: false,
         claims_checked: 0,
         claims_supported: 0,
+        changes: None,
     });
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let status = desired_status_at(&run, RunView::Progress(&state), &slot.get().unwrap(), &now);

@@ -76,6 +76,8 @@ pub mod reasons {
     pub const SKIPPED: &str = "Skipped";
     /// ResearchSchedule: a running run was cancelled for a new one (Replace).
     pub const REPLACED: &str = "Replaced";
+    /// ResearchSchedule: the last run found changes since the run before (an Event).
+    pub const CHANGED: &str = "Changed";
     /// `spec.suspend` is true.
     pub const SUSPENDED: &str = "Suspended";
     /// The run completed and its report is stored.

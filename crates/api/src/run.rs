@@ -704,6 +704,10 @@ pub struct ReportRef {
     /// (Kubernetes API conventions avoid floats).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub citation_precision: Option<String>,
+    /// What changed since the earlier run it was compared with (scheduled runs after the
+    /// first): new and no-longer-supported claims, new and vanished sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<u32>,
 }
 
 impl ResearchRun {

@@ -15,6 +15,9 @@ pub const TIME_ZONE_PATTERN: &str = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)
 pub const SCHEDULE_LABEL: &str = "quarry.dev/schedule";
 /// Annotation on every run a schedule creates: the scheduled time it stands for (RFC 3339).
 pub const SCHEDULED_AT_ANNOTATION: &str = "quarry.dev/scheduled-at";
+/// Annotation on a scheduled run after the first: the earlier run whose findings it is compared
+/// with (its report ends with what changed since).
+pub const COMPARE_WITH_ANNOTATION: &str = "quarry.dev/compare-with";
 
 /// Research on a schedule: a ResearchRun from `runTemplate` at every time `schedule` names.
 // Several printcolumns share `type_ = "string"`; clippy reads them as duplicated attributes.
@@ -141,6 +144,9 @@ pub struct ResearchScheduleStatus {
     /// The last completed run, whose report is the latest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_report_run: Option<String>,
+    /// What changed in the last completed run since the one before (claims and sources).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_changes: Option<u32>,
     /// Ready (the schedule parses and runs are being made) or Stalled (it cannot be used).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]

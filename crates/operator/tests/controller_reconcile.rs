@@ -847,6 +847,7 @@ async fn status_report_points_where_the_store_put_the_report() {
         aborted: false,
         claims_checked: 0,
         claims_supported: 0,
+        changes: None,
     });
     progress.send_replace(Some(state));
     server.await.unwrap();

@@ -406,6 +406,9 @@ pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport 
         aborted: false,
         claims_checked: checked_count,
         claims_supported: supported,
+        changes: changes
+            .as_ref()
+            .map(|c| u32::try_from(c.count()).unwrap_or(u32::MAX)),
     }
 }
 
@@ -502,6 +505,7 @@ pub fn abort_report(state: &RunState) -> FinalReport {
         aborted: true,
         claims_checked: 0,
         claims_supported: 0,
+        changes: None,
     }
 }
 

@@ -273,6 +273,9 @@ pub struct FinalReport {
     /// Of those, the claims the cited text supports.
     #[serde(default)]
     pub claims_supported: u32,
+    /// What changed since the earlier run it was compared with (`None`: not compared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<u32>,
 }
 
 impl FinalReport {

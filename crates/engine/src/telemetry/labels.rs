@@ -53,6 +53,13 @@ pub struct PhaseLabels {
     pub phase: PhaseLabel,
 }
 
+/// Labels of the scheduled-research counters.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceLabels {
+    /// Namespace of the schedules.
+    pub namespace: String,
+}
+
 /// Labels of model usage counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ModelLabels {

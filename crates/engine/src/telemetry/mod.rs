@@ -24,9 +24,9 @@ pub use run::RunMetrics;
 mod labels;
 pub use labels::{
     BackendLabels, BackendOutcomeLabels, CacheLabels, ControllerLabels, ControllerResultLabels,
-    EndpointLabels, EngineHealthLabels, ErrorLabels, ModelLabels, OutcomeLabels, PhaseLabel,
-    PhaseLabels, RequestLabels, RunLabels, SourceLabels, StreamPublishLabels, TokenLabels,
-    TraceLabels,
+    EndpointLabels, EngineHealthLabels, ErrorLabels, ModelLabels, NamespaceLabels, OutcomeLabels,
+    PhaseLabel, PhaseLabels, RequestLabels, RunLabels, SourceLabels, StreamPublishLabels,
+    TokenLabels, TraceLabels,
 };
 
 /// Content type of the OpenMetrics text exposition format served on `/metrics`.
@@ -65,6 +65,9 @@ pub struct Metrics {
     pub reconcile_errors: Family<ErrorLabels, Counter>,
     /// `quarry_reconcile_duration_seconds`: time spent in one reconcile call.
     pub reconcile_duration: Histogram,
+    /// `quarry_schedule_changes_total{namespace}`: what scheduled runs found changed since the
+    /// run before (claims and sources); an alert can page on it.
+    pub schedule_changes: Family<NamespaceLabels, Counter>,
     /// `quarry_runs{namespace,phase}`: ResearchRuns known to this operator by phase.
     pub runs: Family<PhaseLabels, Gauge>,
     /// `quarry_llm_requests_total{namespace,profile,provider,model,outcome}`.
@@ -197,6 +200,12 @@ impl Metrics {
             "reconcile_errors",
             "ResearchRun reconcile calls that failed, by reason",
             reconcile_errors.clone(),
+        );
+        let schedule_changes = Family::<NamespaceLabels, Counter>::default();
+        registry.register(
+            "schedule_changes",
+            "Changes (claims and sources) scheduled runs found since the run before",
+            schedule_changes.clone(),
         );
         let reconcile_duration = reconcile_histogram();
         registry.register(
@@ -345,6 +354,7 @@ impl Metrics {
             reconcile_time,
             reconciliations,
             reconcile_errors,
+            schedule_changes,
             reconcile_duration,
             runs,
             llm_requests,

@@ -246,6 +246,12 @@ impl Launcher for EngineLauncher {
         });
         let input = request.input.clone();
         let name = run.name_any();
+        // A scheduled run after the first is compared with the one before.
+        let compare_with = run
+            .annotations()
+            .get(quarry_api::schedule::COMPARE_WITH_ANNOTATION)
+            .cloned()
+            .map(|earlier| (self.client.clone(), namespace.clone(), earlier));
         let publisher = self.events.clone().map(|events| {
             let run = RunRef::new(
                 namespace.clone(),
@@ -263,7 +269,17 @@ impl Launcher for EngineLauncher {
                         info!(run = %name, phase = %state.phase, "resuming from checkpoint");
                         state
                     }
-                    Ok(None) => RunState::new(input),
+                    Ok(None) => {
+                        let mut input = input;
+                        if let Some((client, namespace, earlier)) = &compare_with
+                            && let Some(found) =
+                                super::earlier::earlier_findings(client, namespace, earlier).await
+                        {
+                            info!(run = %name, earlier = %earlier, "comparing with the earlier run");
+                            input = input.with_earlier(found);
+                        }
+                        RunState::new(input)
+                    }
                     Err(e) => {
                         warn!(run = %name, error = %e, "checkpoint unreadable");
                         let mut state = RunState::new(input);

@@ -4,6 +4,7 @@
 
 pub mod artifacts;
 pub mod directory;
+pub mod earlier;
 pub mod engine;
 pub mod leader;
 pub mod registry;

@@ -18,12 +18,12 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{debug, warn};
 
-use quarry_api::schedule::{SCHEDULE_LABEL, SCHEDULED_AT_ANNOTATION};
+use quarry_api::schedule::{COMPARE_WITH_ANNOTATION, SCHEDULE_LABEL, SCHEDULED_AT_ANNOTATION};
 use quarry_api::{
     ConditionStatus, Phase, ResearchRun, ResearchRunSpec, ResearchSchedule, ResearchScheduleStatus,
     condition_types as types, reasons, set_condition,
 };
-use quarry_engine::telemetry::Metrics;
+use quarry_engine::telemetry::{Metrics, NamespaceLabels};
 
 use super::{CONTROLLER_NAME, Error};
 use crate::store::configmap::FIELD_MANAGER;
@@ -93,19 +93,28 @@ fn planned_run(run: &ResearchRun) -> Option<Run> {
     })
 }
 
-/// The run for scheduled time `at`, from the template (already parsed as a run spec).
-fn build_run(schedule: &ResearchSchedule, spec: ResearchRunSpec, at: DateTime<Utc>) -> ResearchRun {
+/// The run for scheduled time `at`, from the template (already parsed as a run spec), compared
+/// with `earlier` (the last completed run) when there is one.
+fn build_run(
+    schedule: &ResearchSchedule,
+    spec: ResearchRunSpec,
+    at: DateTime<Utc>,
+    earlier: Option<&str>,
+) -> ResearchRun {
     let name = schedule.name_any();
     let mut run = ResearchRun::new(&plan::run_name(&name, at), spec);
     let mut labels = schedule.spec.run_template.labels.clone();
     labels.insert(SCHEDULE_LABEL.into(), name.clone());
     run.metadata.labels = Some(labels);
     run.metadata.namespace = schedule.namespace();
-    run.metadata.annotations = Some(
+    let mut annotations: std::collections::BTreeMap<String, String> =
         [(SCHEDULED_AT_ANNOTATION.to_string(), at.to_rfc3339())]
             .into_iter()
-            .collect(),
-    );
+            .collect();
+    if let Some(earlier) = earlier {
+        annotations.insert(COMPARE_WITH_ANNOTATION.into(), earlier.to_string());
+    }
+    run.metadata.annotations = Some(annotations);
     run.metadata.owner_references = Some(vec![OwnerReference {
         api_version: ResearchSchedule::api_version(&()).into_owned(),
         kind: ResearchSchedule::kind(&()).into_owned(),
@@ -218,7 +227,19 @@ async fn reconcile_inner(
         keep_failed: schedule.spec.failed_runs_history_limit as usize,
     };
     let plan = plan::plan(&when, &policy, &planned, last, created, now);
-    apply(ctx, schedule, &runs, &plan, template).await?;
+    let latest_ok = planned
+        .iter()
+        .filter(|r| r.succeeded == Some(true) && !plan.delete.contains(&r.name))
+        .max_by_key(|r| r.scheduled_at);
+    apply(
+        ctx,
+        schedule,
+        &runs,
+        &plan,
+        template,
+        latest_ok.map(|r| r.name.as_str()),
+    )
+    .await?;
     // Status: what was scheduled, what runs, where the latest report is.
     status.last_schedule_time = plan.last_schedule.and_then(to_time);
     status.next_schedule_time = if schedule.spec.suspend {
@@ -237,13 +258,35 @@ async fn reconcile_inner(
     active.sort();
     active.dedup();
     status.active = active;
-    if let Some(latest) = planned
-        .iter()
-        .filter(|r| r.succeeded == Some(true) && !plan.delete.contains(&r.name))
-        .max_by_key(|r| r.scheduled_at)
-    {
+    if let Some(latest) = latest_ok {
+        let newly = status.last_report_run.as_deref() != Some(latest.name.as_str());
+        let changes = owned
+            .iter()
+            .find(|r| r.name_any() == latest.name)
+            .and_then(|r| r.status.as_ref()?.report.as_ref()?.changes);
         status.last_successful_time = to_time(latest.scheduled_at);
         status.last_report_run = Some(latest.name.clone());
+        status.last_changes = changes;
+        // Something changed since the run before: an Event and a metric an alert can page on.
+        if newly && let Some(n) = changes.filter(|n| *n > 0) {
+            ctx.metrics
+                .schedule_changes
+                .get_or_create(&NamespaceLabels {
+                    namespace: namespace.clone(),
+                })
+                .inc_by(u64::from(n));
+            publish(
+                ctx,
+                schedule,
+                EventType::Normal,
+                reasons::CHANGED,
+                format!(
+                    "run {} found {n} change(s) since the run before (see its report's Changes section)",
+                    latest.name
+                ),
+            )
+            .await;
+        }
     }
     set_condition(
         &mut status.conditions,
@@ -287,6 +330,7 @@ async fn apply(
     runs: &Api<ResearchRun>,
     plan: &Plan,
     template: ResearchRunSpec,
+    earlier: Option<&str>,
 ) -> Result<(), Error> {
     for old in &plan.delete {
         match runs.delete(old, &DeleteParams::default()).await {
@@ -323,7 +367,7 @@ async fn apply(
         .await;
     }
     if let Some(at) = plan.create {
-        let run = build_run(schedule, template, at);
+        let run = build_run(schedule, template, at, earlier);
         let name = run.name_any();
         let params = PostParams {
             field_manager: Some(FIELD_MANAGER.into()),

@@ -581,6 +581,7 @@ fn report_ref(
         partial: report.partial,
         citations_checked: (report.claims_checked > 0).then_some(report.claims_checked),
         citation_precision: report.citation_precision().map(|p| format!("{p:.3}")),
+        changes: report.changes,
     }
 }
 

@@ -173,6 +173,7 @@ fn stored_reports_carry_the_citation_precision_also_when_no_evidence_failed_the_
         aborted: false,
         claims_checked: 8,
         claims_supported: 7,
+        changes: None,
     });
     let s = desired_status(&r, RunView::Progress(&state), "r1-report", &at(2));
     let report = s.report.unwrap();
@@ -213,6 +214,7 @@ fn a_run_stopped_by_its_budget_says_budget_exceeded_and_stores_a_partial_report(
         aborted: false,
         claims_checked: 0,
         claims_supported: 0,
+        changes: None,
     });
     let s = desired_status(&r, RunView::Progress(&state), "r1-report", &at(2));
     assert_eq!(
