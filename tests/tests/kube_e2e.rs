@@ -2231,7 +2231,7 @@ async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_
             return Err(format!("the second run is compared with the first: {:?}", done.metadata.annotations));
         }
         let changes = done.status.as_ref().and_then(|s| s.report.as_ref()).and_then(|r| r.changes);
-        if !changes.is_some_and(|n| n > 0) {
+        if changes.is_none_or(|n| n == 0) {
             return Err(format!("the second run found its new claim: {:?}", done.status));
         }
         let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
