@@ -290,6 +290,23 @@ impl ControlPlane {
     /// Starts etcd and kube-apiserver, waits for `/readyz` (60 s) and installs Quarry's CRDs.
     /// An error says which component is missing or what the apiserver logged.
     pub async fn start() -> Result<ControlPlane, String> {
+        // Free ports are found by binding port 0 and letting go: a parallel test may take one in
+        // between (seen in CI: etcd's "bind: address already in use"). Such a start is retried
+        // on new ports; any other failure is returned at once.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Self::start_once().await {
+                Err(e) if attempt < 3 && e.contains("address already in use") => {
+                    eprintln!("control plane start raced for a port (attempt {attempt}), retrying");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One attempt of [`ControlPlane::start`].
+    async fn start_once() -> Result<ControlPlane, String> {
         let apiserver_bin = apiserver_bin()?;
         let etcd_bin = etcd_bin()?;
         let dir = tempfile::Builder::new()

@@ -730,6 +730,20 @@ fn examples_are_valid_for_schema_cel_and_types() {
                 let _: SearchEngine = serde_json::from_value(doc.clone()).expect("typed engine");
                 schema_of(&SearchEngine::crd())
             }
+            "ResearchSchedule" => {
+                let schedule: quarry_api::ResearchSchedule =
+                    serde_json::from_value(doc.clone()).expect("typed schedule");
+                // The template is kept as given by the API server; it must be a run spec.
+                let spec: quarry_api::ResearchRunSpec =
+                    serde_json::from_value(schedule.spec.run_template.spec.clone())
+                        .expect("the template is a ResearchRun spec");
+                assert!(spec.effective_limits(None).is_ok(), "{file}");
+                let mut errors = Vec::new();
+                let template = serde_json::to_value(&spec).expect("spec serializes");
+                openapi_errors(prop(&run_schema(), "spec"), &template, "spec", &mut errors);
+                assert!(errors.is_empty(), "{file}: template {errors:?}");
+                schema_of(&quarry_api::ResearchSchedule::crd())
+            }
             "Secret" => continue,
             other => panic!("{file}: unexpected kind {other}"),
         };
@@ -762,6 +776,7 @@ fn examples_are_valid_for_schema_cel_and_types() {
         ("run-quick-ideas.yaml", "ResearchRun"),
         ("run-quick.yaml", "ResearchRun"),
         ("run-suspended.yaml", "ResearchRun"),
+        ("schedule.yaml", "ResearchSchedule"),
         ("searchengine.yaml", "SearchEngine"),
     ];
     // Runs for every mode and every output, profiles for every provider kind.
