@@ -2013,12 +2013,18 @@ async fn a_plan_waits_for_approval_then_runs_is_rejected_or_times_out() {
             {
                 return Err(format!("approved run: {:?}", done.status));
             }
-            let reasons = event_reasons(&client, &namespace, "approve-me").await;
-            for wanted in ["PlanReady", "Approved", "Completed"] {
-                if !reasons.iter().any(|r| r == wanted) {
-                    return Err(format!("no {wanted} Event for approve-me: {reasons:?}"));
-                }
-            }
+            // Events are published after the status write that reports them: poll for them.
+            wait_for(
+                "approve-me's Events",
+                Duration::from_secs(30),
+                || async { Some(event_reasons(&client, &namespace, "approve-me").await) },
+                |reasons: &Vec<String>| {
+                    ["PlanReady", "Approved", "Completed"]
+                        .iter()
+                        .all(|w| reasons.iter().any(|r| r == w))
+                },
+            )
+            .await?;
 
             // Rejected: the run is cancelled without a model call.
             let calls = model.request_count();
@@ -2261,12 +2267,18 @@ async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_
             },
         )
         .await?;
-        let reasons = event_reasons(&client, &namespace, "every-minute").await;
-        for wanted in ["Scheduled", "Changed"] {
-            if !reasons.iter().any(|r| r == wanted) {
-                return Err(format!("no {wanted} Event: {reasons:?}"));
-            }
-        }
+        // Events are published after the status write that reports them: poll for them.
+        wait_for(
+            "every-minute's Events",
+            Duration::from_secs(30),
+            || async { Some(event_reasons(&client, &namespace, "every-minute").await) },
+            |reasons: &Vec<String>| {
+                ["Scheduled", "Changed"]
+                    .iter()
+                    .all(|w| reasons.iter().any(|r| r == w))
+            },
+        )
+        .await?;
         // The suspended schedule made nothing in the same time.
         let paused = runs
             .list(&ListParams::default().labels("quarry.dev/schedule=paused"))
