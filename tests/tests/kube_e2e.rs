@@ -1935,23 +1935,7 @@ async fn a_plan_waits_for_approval_then_runs_is_rejected_or_times_out() {
             let model = ScriptedModel::start(researcher_script(&web, "CEL approval"))
                 .await
                 .map_err(|e| format!("model server: {e}"))?;
-            apply(
-                &client,
-                ("", "v1", "Secret"),
-                &namespace,
-                json!({
-                    "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
-                    "stringData": {"apiKey": "sk-e2e-not-a-real-key"}
-                }),
-            )
-            .await?;
-            apply(
-                &client,
-                ("quarry.dev", "v1alpha1", "ResearchProfile"),
-                &namespace,
-                profile("default", &model.base_url(), &web),
-            )
-            .await?;
+            key_and_profile(&client, &namespace, &model.base_url(), &web).await?;
             let (_operator, _port) = start_operator(&kubeconfig, &namespace, &logs).await?;
             let runs: Api<ResearchRun> = Api::namespaced(client.clone(), &namespace);
             let with_approval = |name: &str, timeout: Option<&str>| {
@@ -2104,23 +2088,7 @@ async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_
         let model = ScriptedModel::start(steps)
             .await
             .map_err(|e| format!("model server: {e}"))?;
-        apply(
-            &client,
-            ("", "v1", "Secret"),
-            &namespace,
-            json!({
-                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
-                "stringData": {"apiKey": "sk-e2e-not-a-real-key"}
-            }),
-        )
-        .await?;
-        apply(
-            &client,
-            ("quarry.dev", "v1alpha1", "ResearchProfile"),
-            &namespace,
-            profile("default", &model.base_url(), &web),
-        )
-        .await?;
+        key_and_profile(&client, &namespace, &model.base_url(), &web).await?;
         let (_operator, _port) = start_operator(&kubeconfig, &namespace, &logs).await?;
         let schedule = |name: &str, suspend: bool, zone: &str| {
             json!({
@@ -2290,4 +2258,30 @@ async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_
         Ok(())
     })
     .await;
+}
+
+/// The model-key Secret and the `default` profile (scripted model, the local web stub).
+async fn key_and_profile(
+    client: &Client,
+    namespace: &str,
+    model_url: &str,
+    web: &str,
+) -> TestResult {
+    apply(
+        client,
+        ("", "v1", "Secret"),
+        namespace,
+        json!({
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
+            "stringData": {"apiKey": "sk-e2e-not-a-real-key"}
+        }),
+    )
+    .await?;
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchProfile"),
+        namespace,
+        profile("default", model_url, web),
+    )
+    .await
 }
