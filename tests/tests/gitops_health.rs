@@ -317,6 +317,61 @@ fn research_profile_health() {
 }
 
 #[test]
+#[ignore = "needs lua5.4 (scripts/install-test-deps.sh)"]
+fn research_schedule_health() {
+    let lua = lua();
+    let schedule = |suspend: bool, status: Value| {
+        json!({"apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchSchedule",
+               "metadata": {"name": "daily", "generation": 1},
+               "spec": {"schedule": "@daily", "suspend": suspend,
+                        "runTemplate": {"spec": {"query": "What changed?"}}},
+               "status": status})
+    };
+    let check = |obj: &Value, want: &str, says: &str| {
+        let (status, message) = health(&lua, "researchschedule-health.lua", obj);
+        assert_eq!(status, want, "{message}");
+        assert!(message.contains(says), "{message:?} lacks {says:?}");
+    };
+    check(
+        &schedule(false, json!(null)),
+        "Progressing",
+        "Waiting for the Quarry operator",
+    );
+    check(
+        &schedule(
+            false,
+            json!({"observedGeneration": 1, "nextScheduleTime": "2026-11-26T00:00:00Z",
+                   "conditions": [cond("Ready", "True", "Scheduled", "runs are created")]}),
+        ),
+        "Healthy",
+        "next run at 2026-11-26T00:00:00Z",
+    );
+    check(
+        &schedule(
+            false,
+            json!({"observedGeneration": 1, "conditions": [
+                cond("Stalled", "True", "ScheduleInvalid", "spec.timeZone \"Mars/Olympus\" is not an IANA time zone"),
+                cond("Ready", "False", "ScheduleInvalid", "x")]}),
+        ),
+        "Degraded",
+        "ScheduleInvalid: spec.timeZone",
+    );
+    check(
+        &schedule(
+            true,
+            json!({"observedGeneration": 1, "conditions": [cond("Ready", "True", "Suspended", "spec.suspend is true")]}),
+        ),
+        "Suspended",
+        "no new runs",
+    );
+    check(
+        &schedule(false, json!({"observedGeneration": 0, "conditions": []})),
+        "Progressing",
+        "generation 1",
+    );
+}
+
+#[test]
 fn argocd_cm_patch_holds_the_scripts_verbatim() {
     let dir = repo_root().join("deploy/argocd");
     let patch: Value =
@@ -326,6 +381,7 @@ fn argocd_cm_patch_holds_the_scripts_verbatim() {
         ("ResearchRun", "researchrun-health.lua"),
         ("SearchEngine", "searchengine-health.lua"),
         ("ResearchProfile", "researchprofile-health.lua"),
+        ("ResearchSchedule", "researchschedule-health.lua"),
     ] {
         let key = format!("resource.customizations.health.quarry.dev_{kind}");
         let script = std::fs::read_to_string(dir.join(file)).unwrap();
