@@ -175,7 +175,8 @@ async fn reconcile_inner(
     let now = (ctx.clock)();
     let mut status = schedule.status.clone().unwrap_or_default();
     status.observed_generation = schedule.metadata.generation;
-    let stamp = Time(k8s_openapi::jiff::Timestamp::now());
+    // Condition times come from the same clock the plan used.
+    let stamp = to_time(now).unwrap_or_else(|| Time(k8s_openapi::jiff::Timestamp::now()));
     // Validate: the pattern, the time zone and the template must be usable.
     let checked = When::parse(&schedule.spec.schedule, schedule.spec.time_zone.as_deref())
         .map_err(|e| (reasons::SCHEDULE_INVALID, e.to_string()))
