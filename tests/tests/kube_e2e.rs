@@ -2177,7 +2177,7 @@ async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_
                     .get("every-minute")
                     .await
                     .ok()
-                    .and_then(|s| s.status.and_then(|s| s.last_report_run))
+                    .and_then(|s| s.status.and_then(|s| s.last_report).map(|r| r.run))
             },
             |r: &String| *r == name,
         )
@@ -2228,7 +2228,7 @@ async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_
                     .await
                     .ok()
                     .and_then(|s| s.status)
-                    .map(|s| (s.last_report_run, s.last_changes))
+                    .map(|s| (s.last_report.map(|r| r.run), s.last_changes))
             },
             |(run, n): &(Option<String>, Option<u32>)| {
                 run.as_deref() == Some(second.as_str()) && *n == changes

@@ -30,6 +30,7 @@ pub use run::{
 };
 pub use schedule::{
     ConcurrencyPolicy, ResearchSchedule, ResearchScheduleSpec, ResearchScheduleStatus, RunTemplate,
+    ScheduleReport,
 };
 pub use search_engine::{
     EngineHealthStatus, EngineSpec, SearchEngine, SearchEngineSpec, SearchEngineStatus,

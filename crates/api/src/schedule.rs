@@ -43,6 +43,12 @@ pub const COMPARE_WITH_ANNOTATION: &str = "quarry.dev/compare-with";
         json_path = ".status.nextScheduleTime"
     ),
     printcolumn(
+        name = "Report",
+        type_ = "string",
+        json_path = ".status.lastReport.run"
+    ),
+    printcolumn(name = "Changes", type_ = "integer", json_path = ".status.lastChanges"),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -122,6 +128,20 @@ pub enum ConcurrencyPolicy {
     Replace,
 }
 
+/// The latest report of a schedule: the run that wrote it and where it is stored.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleReport {
+    /// The completed run.
+    pub run: String,
+    /// The ConfigMap holding `report.md` and `findings.json`, when the report is in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<String>,
+    /// The report's URL in the object store, when it is in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_url: Option<String>,
+}
+
 /// Observed state of a schedule.
 #[derive(Serialize, Deserialize, KubeSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
@@ -141,9 +161,9 @@ pub struct ResearchScheduleStatus {
     /// Runs of this schedule not yet finished.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub active: Vec<String>,
-    /// The last completed run, whose report is the latest.
+    /// The last completed run and where its report is (the latest report of this schedule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_report_run: Option<String>,
+    pub last_report: Option<ScheduleReport>,
     /// What changed in the last completed run since the one before (claims and sources).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_changes: Option<u32>,

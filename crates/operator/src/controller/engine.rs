@@ -251,7 +251,15 @@ impl Launcher for EngineLauncher {
             .annotations()
             .get(quarry_api::schedule::COMPARE_WITH_ANNOTATION)
             .cloned()
-            .map(|earlier| (self.client.clone(), namespace.clone(), earlier));
+            .map(|earlier| {
+                // The earlier report may be in the profile's object store (no I/O to connect).
+                let bucket = request
+                    .artifacts
+                    .object_store
+                    .as_ref()
+                    .and_then(|config| Bucket::connect(config).ok());
+                (self.client.clone(), namespace.clone(), earlier, bucket)
+            });
         let publisher = self.events.clone().map(|events| {
             let run = RunRef::new(
                 namespace.clone(),
@@ -271,9 +279,14 @@ impl Launcher for EngineLauncher {
                     }
                     Ok(None) => {
                         let mut input = input;
-                        if let Some((client, namespace, earlier)) = &compare_with
-                            && let Some(found) =
-                                super::earlier::earlier_findings(client, namespace, earlier).await
+                        if let Some((client, namespace, earlier, bucket)) = &compare_with
+                            && let Some(found) = super::earlier::earlier_findings(
+                                client,
+                                namespace,
+                                earlier,
+                                bucket.as_ref(),
+                            )
+                            .await
                         {
                             info!(run = %name, earlier = %earlier, "comparing with the earlier run");
                             input = input.with_earlier(found);

@@ -21,7 +21,7 @@ use tracing::{debug, warn};
 use quarry_api::schedule::{COMPARE_WITH_ANNOTATION, SCHEDULE_LABEL, SCHEDULED_AT_ANNOTATION};
 use quarry_api::{
     ConditionStatus, Phase, ResearchRun, ResearchRunSpec, ResearchSchedule, ResearchScheduleStatus,
-    condition_types as types, reasons, set_condition,
+    ScheduleReport, condition_types as types, reasons, set_condition,
 };
 use quarry_engine::telemetry::{Metrics, NamespaceLabels};
 
@@ -260,13 +260,18 @@ async fn reconcile_inner(
     active.dedup();
     status.active = active;
     if let Some(latest) = latest_ok {
-        let newly = status.last_report_run.as_deref() != Some(latest.name.as_str());
-        let changes = owned
+        let newly = status.last_report.as_ref().map(|r| r.run.as_str()) != Some(&latest.name);
+        let report = owned
             .iter()
             .find(|r| r.name_any() == latest.name)
-            .and_then(|r| r.status.as_ref()?.report.as_ref()?.changes);
+            .and_then(|r| r.status.as_ref()?.report.as_ref());
+        let changes = report.and_then(|r| r.changes);
         status.last_successful_time = to_time(latest.scheduled_at);
-        status.last_report_run = Some(latest.name.clone());
+        status.last_report = Some(ScheduleReport {
+            run: latest.name.clone(),
+            config_map: report.and_then(|r| r.config_map.clone()),
+            object_url: report.and_then(|r| r.object_url.clone()),
+        });
         status.last_changes = changes;
         // Something changed since the run before: an Event and a metric an alert can page on.
         if newly && let Some(n) = changes.filter(|n| *n > 0) {
@@ -461,11 +466,18 @@ async fn write_status(
     if schedule.status.as_ref() == Some(&status) {
         return Ok(());
     }
+    // Server-Side Apply: a field this manager wrote before and omits now (no active runs, no
+    // next time while suspended) is removed; a merge patch would leave the old value standing.
+    let body = serde_json::json!({
+        "apiVersion": ResearchSchedule::api_version(&()),
+        "kind": ResearchSchedule::kind(&()),
+        "status": serde_json::to_value(&status).map_err(|source| Error::Serialize { what: "status", source })?,
+    });
     let api: Api<ResearchSchedule> = Api::namespaced(ctx.client.clone(), namespace);
     api.patch_status(
         &schedule.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({"status": status})),
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(body),
     )
     .await
     .map_err(kube_err(format!(
