@@ -413,3 +413,56 @@ async fn credentials_come_from_the_secret_and_a_wrong_one_stalls_the_run() {
         .for_run(&layout_of("r1"));
     right.probe().await.unwrap();
 }
+
+#[tokio::test]
+#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
+async fn a_scheduled_run_is_compared_with_an_earlier_report_kept_in_s3() {
+    use quarry_e2e::fake_kube::FakeKube;
+    use quarry_operator::controller::earlier::earlier_findings;
+    let s3 = s3().await;
+    let bucket = Bucket::connect(&config(&s3, &s3.secret_access_key)).unwrap();
+    // The earlier run of the schedule stored its report and findings in the bucket only.
+    let store = bucket.for_run(&layout_of("weekly-1"));
+    let findings = json!({
+        "claims": [
+            {"claim": "VACUUM FULL takes an ACCESS EXCLUSIVE lock.", "supported": true},
+            {"claim": "VACUUM FULL runs without locks.", "supported": false}
+        ],
+        "sources": [{"url": "https://www.postgresql.org/docs/current/sql-vacuum.html"}]
+    });
+    store.put("report.md", b"# VACUUM FULL\n").await.unwrap();
+    store
+        .put("findings.json", findings.to_string().as_bytes())
+        .await
+        .unwrap();
+    let (client, kube) = FakeKube::start("ns");
+    let mut earlier = run("weekly-1", json!({"report": {"kind": "objectStore"}}), json!({}));
+    earlier["status"] = json!({
+        "phase": "Completed",
+        "completionTime": "2026-11-18T07:00:00Z",
+        "report": {"objectUrl": store.url_of("report.md"), "bytes": 14, "sources": 1}
+    });
+    kube.insert(&format!("{RUNS}/weekly-1"), earlier);
+    let found = earlier_findings(&client, "ns", "weekly-1", Some(&bucket))
+        .await
+        .expect("the findings are read from the object store");
+    assert_eq!(
+        found.claims,
+        vec!["VACUUM FULL takes an ACCESS EXCLUSIVE lock.".to_string()]
+    );
+    assert_eq!(
+        found.sources,
+        vec!["https://www.postgresql.org/docs/current/sql-vacuum.html".to_string()]
+    );
+    assert!(found.date.starts_with("2026-11-18T07:00:00"), "{}", found.date);
+    // Its report ConfigMap was looked for first (a report may be in either place).
+    assert!(
+        kube.requests()
+            .iter()
+            .any(|(m, p)| m == "GET" && p.ends_with("/configmaps/weekly-1-report")),
+        "{:?}",
+        kube.requests()
+    );
+    // Without the bucket (a run whose profile has no object store) there is nothing to compare.
+    assert!(earlier_findings(&client, "ns", "weekly-1", None).await.is_none());
+}
