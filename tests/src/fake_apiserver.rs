@@ -116,6 +116,7 @@ fn list_kind(plural: &str) -> &'static str {
     match plural {
         "researchruns" => "ResearchRunList",
         "researchprofiles" => "ResearchProfileList",
+        "researchschedules" => "ResearchScheduleList",
         "configmaps" => "ConfigMapList",
         _ => "List",
     }
@@ -486,6 +487,7 @@ impl FakeApiServer {
         let plural = match object["kind"].as_str().unwrap_or_default() {
             "ResearchRun" => "researchruns",
             "ResearchProfile" => "researchprofiles",
+            "ResearchSchedule" => "researchschedules",
             "ConfigMap" => "configmaps",
             other => panic!("the fake API server does not serve kind {other:?}"),
         }

@@ -162,6 +162,26 @@ impl Scene {
     }
 }
 
+/// `quarry ARGS -n NAMESPACE` against the control plane, as a person types it; its stdout.
+async fn quarry(plane: &ControlPlane, namespace: &str, args: &[&str]) -> Result<String, String> {
+    let bin = quarry_e2e::quarry_bin::quarry_bin()?;
+    let out = tokio::process::Command::new(bin)
+        .args(args)
+        .args(["-n", namespace])
+        .env("KUBECONFIG", plane.kubeconfig())
+        .output()
+        .await
+        .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    if !out.status.success() {
+        return Err(format!(
+            "quarry {args:?} failed: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(stdout)
+}
+
 fn run_for(schedule: &str, at: DateTime<Utc>) -> String {
     quarry_operator::controller::schedule::plan::run_name(schedule, at)
 }
@@ -342,35 +362,44 @@ async fn schedules_catch_up_once_follow_their_concurrency_policy_keep_their_hist
         if paused.next_schedule_time.is_some() || ready.as_deref() != Some("Suspended") {
             return Err(format!("suspended status: {paused:?}"));
         }
-        // Resumed: CronJob's catch-up, one run for the latest missed minute, not 240.
-        scene
-            .schedules
-            .patch(
-                "paused",
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"suspend": false}})),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+        // Resumed (`quarry resume`): CronJob's catch-up, one run for the latest missed minute,
+        // not 240.
+        quarry(&plane, &namespace, &["resume", "paused"]).await?;
         scene.tick(&["paused"]).await?;
         let resumed = scene.run_names("paused").await?;
         if resumed != BTreeSet::from([run_for("paused", hour(4, 2))]) {
             return Err(format!("resuming made {resumed:?}, not one run for 4:02"));
         }
-        // Suspending a schedule that had a next time removes it from status (not left stale).
-        scene
-            .schedules
-            .patch(
-                "allow",
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"suspend": true}})),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+        // Suspending (`quarry suspend`) a schedule that had a next time removes it from status
+        // (not left stale).
+        quarry(&plane, &namespace, &["suspend", "allow"]).await?;
         scene.tick(&["allow"]).await?;
         let allow = scene.status("allow").await?;
         if allow.next_schedule_time.is_some() || allow.active.len() != 2 {
             return Err(format!("suspended allow: {allow:?}"));
+        }
+        // What a person sees: every schedule with its state, one with its report and runs, and
+        // the runs of one schedule.
+        let listed = quarry(&plane, &namespace, &["schedules"]).await?;
+        let history_row = listed.lines().find(|l| l.starts_with("history ")).unwrap_or_default();
+        if !listed.starts_with("NAME ")
+            || listed.lines().count() != 8
+            || !history_row.contains(&run_for("history", hour(3, 0)))
+            || !listed.lines().any(|l| l.starts_with("allow ") && l.contains("Suspended"))
+        {
+            return Err(format!("quarry schedules:\n{listed}"));
+        }
+        let one = quarry(&plane, &namespace, &["schedules", "history"]).await?;
+        let report_line = format!(
+            "Report:     {0} (ConfigMap {0}-report); quarry report {0}",
+            run_for("history", hour(3, 0))
+        );
+        if !one.contains(&report_line) || !one.contains(&run_for("history", hour(4, 0))) {
+            return Err(format!("quarry schedules history:\n{one}"));
+        }
+        let runs = quarry(&plane, &namespace, &["list", "--schedule", "allow"]).await?;
+        if runs.lines().count() != 3 || runs.contains("history") {
+            return Err(format!("quarry list --schedule allow:\n{runs}"));
         }
         Ok::<(), String>(())
     }

@@ -66,7 +66,10 @@ async fn tools_are_listed_with_schemas_the_inspector_finds_portable() {
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     let tools = out.json["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["research", "get_report", "list_runs"]);
+    assert_eq!(
+        names,
+        ["research", "get_report", "list_runs", "list_schedules"]
+    );
     assert_eq!(
         tools[0]["inputSchema"],
         json!({
@@ -296,6 +299,34 @@ async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_con
     );
     assert_eq!(created["spec"]["mode"], "quick");
     assert_eq!(created["spec"]["profileRef"], "default");
+
+    // list_schedules shows the namespace's schedules with their latest report.
+    kube.insert(json!({
+        "apiVersion": QUARRY_GV, "kind": "ResearchSchedule",
+        "metadata": {"name": "json-weekly", "namespace": "team-a", "creationTimestamp": "2026-11-20T07:00:00Z"},
+        "spec": {"schedule": "0 7 * * 1", "runTemplate": {"spec": {"query": "How do I decode JSON in Python?"}}},
+        "status": {"lastReport": {"run": "json-weekly-29900000", "configMap": "json-weekly-29900000-report"}, "lastChanges": 2}
+    }));
+    let out = call(
+        &launcher,
+        home.path(),
+        &[],
+        env(),
+        &["--method", "tools/call", "--tool-name", "list_schedules"],
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let table = text_of(&out);
+    assert!(
+        table.starts_with("NAME          SCHEDULE    STATE    ACTIVE   LAST   NEXT   REPORT"),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "json-weekly   0 7 * * 1   Active   0        -      -      json-weekly-29900000   2"
+        ),
+        "{table}"
+    );
 
     // list_runs shows it as a table; get_report returns the same report.
     let out = call(

@@ -436,7 +436,11 @@ async fn a_scheduled_run_is_compared_with_an_earlier_report_kept_in_s3() {
         .await
         .unwrap();
     let (client, kube) = FakeKube::start("ns");
-    let mut earlier = run("weekly-1", json!({"report": {"kind": "objectStore"}}), json!({}));
+    let mut earlier = run(
+        "weekly-1",
+        json!({"report": {"kind": "objectStore"}}),
+        json!({}),
+    );
     earlier["status"] = json!({
         "phase": "Completed",
         "completionTime": "2026-11-18T07:00:00Z",
@@ -454,7 +458,11 @@ async fn a_scheduled_run_is_compared_with_an_earlier_report_kept_in_s3() {
         found.sources,
         vec!["https://www.postgresql.org/docs/current/sql-vacuum.html".to_string()]
     );
-    assert!(found.date.starts_with("2026-11-18T07:00:00"), "{}", found.date);
+    assert!(
+        found.date.starts_with("2026-11-18T07:00:00"),
+        "{}",
+        found.date
+    );
     // Its report ConfigMap was looked for first (a report may be in either place).
     assert!(
         kube.requests()
@@ -464,5 +472,9 @@ async fn a_scheduled_run_is_compared_with_an_earlier_report_kept_in_s3() {
         kube.requests()
     );
     // Without the bucket (a run whose profile has no object store) there is nothing to compare.
-    assert!(earlier_findings(&client, "ns", "weekly-1", None).await.is_none());
+    assert!(
+        earlier_findings(&client, "ns", "weekly-1", None)
+            .await
+            .is_none()
+    );
 }

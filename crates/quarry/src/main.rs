@@ -47,6 +47,12 @@ enum Command {
     Approve(quarry::cli::approval::ApproveArgs),
     /// Reject a ResearchRun's plan: the run is cancelled.
     Reject(quarry::cli::approval::RejectArgs),
+    /// List ResearchSchedules, or show one with its runs: `quarry schedules [NAME]`.
+    Schedules(quarry::cli::schedules::SchedulesArgs),
+    /// Suspend a ResearchSchedule: no new runs until it is resumed.
+    Suspend(quarry::cli::schedules::SuspendArgs),
+    /// Resume a suspended ResearchSchedule.
+    Resume(quarry::cli::schedules::SuspendArgs),
     /// Serve the Model Context Protocol on stdin/stdout for coding agents.
     Mcp(quarry::cli::mcp::McpArgs),
     /// Print a run's stored report: `quarry report NAME [-n NAMESPACE]`, or
@@ -251,6 +257,15 @@ fn main() -> ExitCode {
         Command::Cancel(args) => quarry::cli::block_on(quarry::cli::runs::cancel(args.clone())),
         Command::Approve(args) => {
             quarry::cli::block_on(quarry::cli::approval::approve(args.clone()))
+        }
+        Command::Schedules(args) => {
+            quarry::cli::block_on(quarry::cli::schedules::schedules(args.clone()))
+        }
+        Command::Suspend(args) => {
+            quarry::cli::block_on(quarry::cli::schedules::set_suspend(args.clone(), true))
+        }
+        Command::Resume(args) => {
+            quarry::cli::block_on(quarry::cli::schedules::set_suspend(args.clone(), false))
         }
         Command::Reject(args) => quarry::cli::block_on(quarry::cli::approval::reject(args.clone())),
         Command::Mcp(args) => {

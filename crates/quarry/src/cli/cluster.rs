@@ -110,6 +110,8 @@ pub enum Target<'a> {
     Run(&'a str),
     /// A ResearchProfile by name.
     Profile(&'a str),
+    /// A ResearchSchedule by name.
+    Schedule(&'a str),
     /// A list or a create: a 404 means the API itself is missing.
     Collection,
 }
@@ -128,6 +130,10 @@ pub fn classify(
             match (status.code, target) {
                 // A 404 without the object's name is the API server not knowing the resource.
                 (404, Target::Run(name)) if named => CliError::UnknownRun {
+                    name: name.to_string(),
+                    namespace: namespace.to_string(),
+                },
+                (404, Target::Schedule(name)) if named => CliError::UnknownSchedule {
                     name: name.to_string(),
                     namespace: namespace.to_string(),
                 },

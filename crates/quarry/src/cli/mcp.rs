@@ -42,8 +42,11 @@ use quarry_engine::scrape::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, trun
 use quarry_engine::store::ArtifactStore;
 
 mod tools;
-pub use tools::{GET_REPORT_TOOL, LIST_RUNS_TOOL, RESEARCH_TOOL, input_schema, report_text, tools};
-use tools::{GetReportInput, ListRunsInput, ResearchInput};
+pub use tools::{
+    GET_REPORT_TOOL, LIST_RUNS_TOOL, LIST_SCHEDULES_TOOL, RESEARCH_TOOL, input_schema, report_text,
+    tools,
+};
+use tools::{GetReportInput, ListRunsInput, ListSchedulesInput, ResearchInput};
 
 mod outcome;
 pub use outcome::fetch_cluster_report;
@@ -418,6 +421,45 @@ impl QuarryMcp {
         cluster_outcome(&cluster, &run).await
     }
 
+    async fn list_schedules(&self, input: ListSchedulesInput) -> ToolResult {
+        let cluster = self.cluster(input.namespace.as_deref()).await?;
+        let api: kube::Api<quarry_api::ResearchSchedule> = if input.all_namespaces {
+            kube::Api::all(cluster.client.clone())
+        } else {
+            kube::Api::namespaced(cluster.client.clone(), &cluster.namespace)
+        };
+        let mut found = api
+            .list(&kube::api::ListParams::default())
+            .await
+            .map_err(|e| {
+                cluster::classify(
+                    e,
+                    "list ResearchSchedules",
+                    cluster::Target::Collection,
+                    &cluster.namespace,
+                    &cluster.url,
+                )
+                .to_string()
+            })?
+            .items;
+        if found.is_empty() {
+            return Ok(format!(
+                "No ResearchSchedules in namespace {}.\n",
+                cluster.namespace
+            ));
+        }
+        found.sort_by(|a, b| {
+            (a.metadata.namespace.as_deref(), a.metadata.name.as_deref())
+                .cmp(&(b.metadata.namespace.as_deref(), b.metadata.name.as_deref()))
+        });
+        Ok(super::schedules::schedules_table(
+            &found,
+            Timestamp::now(),
+            false,
+            input.all_namespaces,
+        ))
+    }
+
     async fn list(&self, input: ListRunsInput) -> ToolResult {
         let mut text = String::new();
         let local: Vec<(String, LocalRun)> = self
@@ -428,7 +470,7 @@ impl QuarryMcp {
         match self.cluster(input.namespace.as_deref()).await {
             Ok(cluster) => {
                 let all = input.all_namespaces;
-                let found = runs::list_runs(&cluster, all)
+                let found = runs::list_runs(&cluster, all, input.schedule.as_deref())
                     .await
                     .map_err(|e| e.to_string())?;
                 if found.is_empty() {
@@ -521,9 +563,15 @@ impl ServerHandler for QuarryMcp {
                 Ok(input) => self.list(input).await,
                 Err(e) => Err(e),
             },
+            LIST_SCHEDULES_TOOL => match parse_args::<ListSchedulesInput>(&request) {
+                Ok(input) => self.list_schedules(input).await,
+                Err(e) => Err(e),
+            },
             other => {
                 return Err(ErrorData::invalid_params(
-                    format!("unknown tool {other:?}: use research, get_report or list_runs"),
+                    format!(
+                        "unknown tool {other:?}: use research, get_report, list_runs or list_schedules"
+                    ),
                     None,
                 ));
             }

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod events;
 pub mod mcp;
 pub mod runs;
+pub mod schedules;
 pub mod table;
 
 use std::io::IsTerminal;
@@ -41,6 +42,16 @@ pub enum CliError {
     )]
     UnknownRun {
         /// Run name asked for.
+        name: String,
+        /// Namespace looked in.
+        namespace: String,
+    },
+    /// The schedule does not exist.
+    #[error(
+        "ResearchSchedule \"{name}\" not found in namespace \"{namespace}\".\n  List the schedules with: quarry schedules -n {namespace}   (or quarry schedules -A)"
+    )]
+    UnknownSchedule {
+        /// Schedule name asked for.
         name: String,
         /// Namespace looked in.
         namespace: String,

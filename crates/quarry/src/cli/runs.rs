@@ -588,6 +588,9 @@ pub struct ListArgs {
     /// Runs of every namespace.
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
+    /// Only the runs a ResearchSchedule made.
+    #[arg(long, value_name = "SCHEDULE")]
+    pub schedule: Option<String>,
     /// Output: table (default), wide, json, yaml.
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
@@ -599,13 +602,19 @@ pub struct ListArgs {
 pub async fn list_runs(
     cluster: &Cluster,
     all_namespaces: bool,
+    schedule: Option<&str>,
 ) -> Result<Vec<ResearchRun>, CliError> {
     let api: Api<ResearchRun> = if all_namespaces {
         Api::all(cluster.client.clone())
     } else {
         Api::namespaced(cluster.client.clone(), &cluster.namespace)
     };
-    let list = api.list(&ListParams::default()).await.map_err(|e| {
+    let params = match schedule {
+        Some(name) => ListParams::default()
+            .labels(&format!("{}={name}", quarry_api::schedule::SCHEDULE_LABEL)),
+        None => ListParams::default(),
+    };
+    let list = api.list(&params).await.map_err(|e| {
         cluster::classify(
             e,
             "list ResearchRuns",
@@ -625,7 +634,7 @@ pub async fn list_runs(
 /// `quarry list`.
 pub async fn list(args: ListArgs) -> Result<(), CliError> {
     let cluster = cluster::connect(&args.kube).await?;
-    let runs = list_runs(&cluster, args.all_namespaces).await?;
+    let runs = list_runs(&cluster, args.all_namespaces, args.schedule.as_deref()).await?;
     match args.output {
         OutputFormat::Table | OutputFormat::Wide => {
             if runs.is_empty() {

@@ -135,7 +135,7 @@ fn age(run: &ResearchRun, now: Timestamp) -> String {
 }
 
 /// The query cut to `max` characters with an ellipsis.
-fn short_query(query: &str, max: usize) -> String {
+pub fn short_query(query: &str, max: usize) -> String {
     let flat: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
         flat

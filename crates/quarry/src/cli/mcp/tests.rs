@@ -38,7 +38,15 @@ fn long_reports_keep_the_head_within_seed_002s_budget() {
 fn tool_schemas_are_objects_with_documented_fields() {
     let tools = tools();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, [RESEARCH_TOOL, GET_REPORT_TOOL, LIST_RUNS_TOOL]);
+    assert_eq!(
+        names,
+        [
+            RESEARCH_TOOL,
+            GET_REPORT_TOOL,
+            LIST_RUNS_TOOL,
+            LIST_SCHEDULES_TOOL
+        ]
+    );
     let research = serde_json::Value::Object(tools[0].input_schema.as_ref().clone());
     assert_eq!(research["type"], "object");
     assert_eq!(research["required"], serde_json::json!(["query"]));

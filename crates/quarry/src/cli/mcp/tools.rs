@@ -8,6 +8,8 @@ pub const RESEARCH_TOOL: &str = "research";
 pub const GET_REPORT_TOOL: &str = "get_report";
 /// Name of the listing tool.
 pub const LIST_RUNS_TOOL: &str = "list_runs";
+/// Name of the schedule listing tool.
+pub const LIST_SCHEDULES_TOOL: &str = "list_schedules";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(super) enum ModeArg {
@@ -68,6 +70,23 @@ pub(super) struct ListRunsInput {
     /// List the runs of every namespace.
     #[serde(default)]
     pub(super) all_namespaces: bool,
+    /// Only the runs this ResearchSchedule made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub(super) schedule: Option<String>,
+}
+
+/// Arguments of the `list_schedules` tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct ListSchedulesInput {
+    /// Namespace to list (default: the kube context's namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub(super) namespace: Option<String>,
+    /// List the schedules of every namespace.
+    #[serde(default)]
+    pub(super) all_namespaces: bool,
 }
 
 /// Pure: the JSON Schema of a tool's arguments (draft 2020-12, subschemas inlined for clients
@@ -120,7 +139,15 @@ pub fn tools() -> Vec<Tool> {
     )
     .with_title("List research runs")
     .with_annotations(ToolAnnotations::new().read_only(true).open_world(false));
-    vec![research, get_report, list_runs]
+    let list_schedules = Tool::new(
+        LIST_SCHEDULES_TOOL,
+        "List the cluster's ResearchSchedules: when each researches next, its active runs, its \
+         latest report's run (read it with get_report) and how many changes that report found.",
+        input_schema::<ListSchedulesInput>(),
+    )
+    .with_title("List research schedules")
+    .with_annotations(ToolAnnotations::new().read_only(true).open_world(false));
+    vec![research, get_report, list_runs, list_schedules]
 }
 
 /// Pure: what an agent receives for a report: the head within seed 002's budget (50 KB / 2000
