@@ -1910,6 +1910,15 @@ async fn quarry_cli(kubeconfig: &str, args: &[&str]) -> Result<String, String> {
 }
 
 /// Reasons of the Events recorded for the object named `run` in `namespace`.
+/// The operator's `/metrics` text (empty when it cannot be read).
+async fn scrape_metrics(port: u16) -> String {
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    match reqwest::get(&url).await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
 async fn event_reasons(client: &Client, namespace: &str, run: &str) -> Vec<String> {
     let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
     api.list(&ListParams::default())
@@ -1936,7 +1945,7 @@ async fn a_plan_waits_for_approval_then_runs_is_rejected_or_times_out() {
                 .await
                 .map_err(|e| format!("model server: {e}"))?;
             key_and_profile(&client, &namespace, &model.base_url(), &web).await?;
-            let (_operator, _port) = start_operator(&kubeconfig, &namespace, &logs).await?;
+            let (_operator, port) = start_operator(&kubeconfig, &namespace, &logs).await?;
             let runs: Api<ResearchRun> = Api::namespaced(client.clone(), &namespace);
             let with_approval = |name: &str, timeout: Option<&str>| {
                 let mut body = run(name, "default", "How do CEL validation rules work in CRDs?");
@@ -1976,6 +1985,16 @@ async fn a_plan_waits_for_approval_then_runs_is_rejected_or_times_out() {
             if !message.contains(&format!("quarry approve approve-me -n {namespace}")) {
                 return Err(format!("the message says how to approve: {message}"));
             }
+            // The dashboard counts it among the plans waiting for a person.
+            let gauge =
+                format!("quarry_runs{{namespace=\"{namespace}\",phase=\"AwaitingApproval\"}} 1");
+            wait_for(
+                "the AwaitingApproval gauge",
+                Duration::from_secs(10),
+                || async { Some(scrape_metrics(port).await) },
+                |text: &String| text.contains(&gauge),
+            )
+            .await?;
             tokio::time::sleep(Duration::from_secs(2)).await;
             if model.request_count() != 0 {
                 return Err(format!(
@@ -2089,7 +2108,7 @@ async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_
             .await
             .map_err(|e| format!("model server: {e}"))?;
         key_and_profile(&client, &namespace, &model.base_url(), &web).await?;
-        let (_operator, _port) = start_operator(&kubeconfig, &namespace, &logs).await?;
+        let (_operator, port) = start_operator(&kubeconfig, &namespace, &logs).await?;
         let schedule = |name: &str, suspend: bool, zone: &str| {
             json!({
                 "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchSchedule",
@@ -2232,6 +2251,25 @@ async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_
             },
             |(run, n): &(Option<String>, Option<u32>)| {
                 run.as_deref() == Some(second.as_str()) && *n == changes
+            },
+        )
+        .await?;
+        // The metrics an alert pages on: changes found and runs created.
+        let changed = format!("quarry_schedule_changes_total{{namespace=\"{namespace}\"}} {}", changes.unwrap_or(0));
+        let created = format!(
+            "quarry_schedule_runs_total{{namespace=\"{namespace}\",decision=\"Created\"}} "
+        );
+        wait_for(
+            "the schedule metrics",
+            Duration::from_secs(10),
+            || async { Some(scrape_metrics(port).await) },
+            |text: &String| {
+                // Two runs so far, a third if the next minute came meanwhile.
+                let made = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix(created.as_str()))
+                    .and_then(|v| v.trim().parse::<u64>().ok());
+                text.contains(&changed) && made.is_some_and(|n| n >= 2)
             },
         )
         .await?;

@@ -88,6 +88,9 @@ fn the_dashboard_and_rules_are_well_formed() {
         "Fallback rate",
         "Circuit breakers (0 closed, 1 half-open, 2 open)",
         "Search and fetch health",
+        "Plans awaiting approval",
+        "Schedule changes found",
+        "Scheduled runs by decision",
     ] {
         assert!(
             titles.contains(&wanted),
@@ -109,7 +112,9 @@ fn the_dashboard_and_rules_are_well_formed() {
             "QuarryProviderCircuitOpen",
             "QuarryReconcileErrors",
             "QuarrySearchBackendCircuitOpen",
-            "QuarrySearxngEnginesBlocked"
+            "QuarrySearxngEnginesBlocked",
+            "QuarryScheduleFoundChanges",
+            "QuarryPlanAwaitingApproval"
         ]
     );
     // No label carries a run name.
@@ -165,6 +170,21 @@ async fn every_metric_the_dashboard_and_alerts_use_is_exported_after_a_run() {
     metrics.set_run_phase("uid-1", "research", Some(PhaseLabel::Completed));
     metrics.record_reconcile(true, 0.01);
     metrics.record_reconcile(false, 0.02);
+    // ... and what the schedule controller records (its reconciles, due times, changes found).
+    metrics.record_reconcile_of("researchschedule", false, 0.01);
+    metrics
+        .schedule_runs
+        .get_or_create(&quarry_engine::telemetry::ScheduleLabels {
+            namespace: "research".into(),
+            decision: quarry_engine::telemetry::ScheduleDecision::Created,
+        })
+        .inc();
+    metrics
+        .schedule_changes
+        .get_or_create(&quarry_engine::telemetry::NamespaceLabels {
+            namespace: "research".into(),
+        })
+        .inc_by(2);
     metrics.record_finished_run(
         &RunLabels {
             namespace: "research".into(),

@@ -26,6 +26,8 @@ pub enum PhaseLabel {
     Failed,
     /// Stopped by suspend or delete.
     Cancelled,
+    /// Planned, waiting for a person to approve the plan (`spec.approval.required`).
+    AwaitingApproval,
 }
 
 impl PhaseLabel {
@@ -39,6 +41,7 @@ impl PhaseLabel {
             "Completed" => Self::Completed,
             "Failed" => Self::Failed,
             "Cancelled" => Self::Cancelled,
+            "AwaitingApproval" => Self::AwaitingApproval,
             _ => return None,
         })
     }
@@ -58,6 +61,26 @@ pub struct PhaseLabels {
 pub struct NamespaceLabels {
     /// Namespace of the schedules.
     pub namespace: String,
+}
+
+/// What a schedule did at a due time.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+pub enum ScheduleDecision {
+    /// A run was created.
+    Created,
+    /// The time was skipped (past its starting deadline, or `Forbid` with a run going).
+    Skipped,
+    /// A going run was cancelled for the new one (`Replace`).
+    Replaced,
+}
+
+/// Labels of the schedule decision counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScheduleLabels {
+    /// Namespace of the schedule.
+    pub namespace: String,
+    /// What was decided.
+    pub decision: ScheduleDecision,
 }
 
 /// Labels of model usage counters.

@@ -25,8 +25,8 @@ mod labels;
 pub use labels::{
     BackendLabels, BackendOutcomeLabels, CacheLabels, ControllerLabels, ControllerResultLabels,
     EndpointLabels, EngineHealthLabels, ErrorLabels, ModelLabels, NamespaceLabels, OutcomeLabels,
-    PhaseLabel, PhaseLabels, RequestLabels, RunLabels, SourceLabels, StreamPublishLabels,
-    TokenLabels, TraceLabels,
+    PhaseLabel, PhaseLabels, RequestLabels, RunLabels, ScheduleDecision, ScheduleLabels,
+    SourceLabels, StreamPublishLabels, TokenLabels, TraceLabels,
 };
 
 /// Content type of the OpenMetrics text exposition format served on `/metrics`.
@@ -68,6 +68,9 @@ pub struct Metrics {
     /// `quarry_schedule_changes_total{namespace}`: what scheduled runs found changed since the
     /// run before (claims and sources); an alert can page on it.
     pub schedule_changes: Family<NamespaceLabels, Counter>,
+    /// `quarry_schedule_runs_total{namespace,decision}`: due times of schedules, by what was
+    /// done (created, skipped, replaced).
+    pub schedule_runs: Family<ScheduleLabels, Counter>,
     /// `quarry_runs{namespace,phase}`: ResearchRuns known to this operator by phase.
     pub runs: Family<PhaseLabels, Gauge>,
     /// `quarry_llm_requests_total{namespace,profile,provider,model,outcome}`.
@@ -206,6 +209,12 @@ impl Metrics {
             "schedule_changes",
             "Changes (claims and sources) scheduled runs found since the run before",
             schedule_changes.clone(),
+        );
+        let schedule_runs = Family::<ScheduleLabels, Counter>::default();
+        registry.register(
+            "schedule_runs",
+            "Due times of ResearchSchedules by decision (created, skipped, replaced)",
+            schedule_runs.clone(),
         );
         let reconcile_duration = reconcile_histogram();
         registry.register(
@@ -355,6 +364,7 @@ impl Metrics {
             reconciliations,
             reconcile_errors,
             schedule_changes,
+            schedule_runs,
             reconcile_duration,
             runs,
             llm_requests,

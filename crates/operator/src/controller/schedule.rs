@@ -23,7 +23,7 @@ use quarry_api::{
     ConditionStatus, Phase, ResearchRun, ResearchRunSpec, ResearchSchedule, ResearchScheduleStatus,
     ScheduleReport, condition_types as types, reasons, set_condition,
 };
-use quarry_engine::telemetry::{Metrics, NamespaceLabels};
+use quarry_engine::telemetry::{Metrics, NamespaceLabels, ScheduleDecision, ScheduleLabels};
 
 use super::{CONTROLLER_NAME, Error};
 use crate::store::configmap::FIELD_MANAGER;
@@ -124,6 +124,17 @@ fn build_run(
         block_owner_deletion: Some(true),
     }]);
     run
+}
+
+/// Counts what the schedule did at a due time (`quarry_schedule_runs_total`).
+fn count(ctx: &ScheduleContext, schedule: &ResearchSchedule, decision: ScheduleDecision) {
+    ctx.metrics
+        .schedule_runs
+        .get_or_create(&ScheduleLabels {
+            namespace: schedule.namespace().unwrap_or_default(),
+            decision,
+        })
+        .inc();
 }
 
 /// Publishes an Event about the schedule; a failure to publish is logged, never fatal.
@@ -353,6 +364,7 @@ async fn apply(
         )
         .await
         .map_err(kube_err(format!("cancelling run {going} (Replace)")))?;
+        count(ctx, schedule, ScheduleDecision::Replaced);
         publish(
             ctx,
             schedule,
@@ -363,6 +375,7 @@ async fn apply(
         .await;
     }
     if let Some((at, why)) = plan.skipped {
+        count(ctx, schedule, ScheduleDecision::Skipped);
         publish(
             ctx,
             schedule,
@@ -381,6 +394,7 @@ async fn apply(
         };
         match runs.create(&params, &run).await {
             Ok(_) => {
+                count(ctx, schedule, ScheduleDecision::Created);
                 publish(
                     ctx,
                     schedule,

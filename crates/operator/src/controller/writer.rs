@@ -43,11 +43,19 @@ pub(super) async fn apply_status(
         },
     })?;
     if let (Some(uid), Some(phase)) = (run.uid(), desired.phase) {
-        ctx.metrics.set_run_phase(
-            &uid,
-            &namespace,
-            PhaseLabel::from_phase_name(phase.as_str()),
-        );
+        // A plan waiting for a person is counted as such (its phase is still Planning).
+        let waiting = !phase.is_terminal()
+            && quarry_api::find_condition(
+                &desired.conditions,
+                quarry_api::condition_types::AWAITING_APPROVAL,
+            )
+            .is_some_and(|c| c.status == "True");
+        let label = if waiting {
+            Some(PhaseLabel::AwaitingApproval)
+        } else {
+            PhaseLabel::from_phase_name(phase.as_str())
+        };
+        ctx.metrics.set_run_phase(&uid, &namespace, label);
     }
     let reference = run.object_ref(&());
     for event in transition_events(run.status.as_ref(), &desired) {
