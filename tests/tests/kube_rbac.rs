@@ -349,6 +349,41 @@ async fn cluster_wide_scenario(plane: &ControlPlane) -> Result<(), String> {
     .await
     .map_err(|e| format!("cancelling scale: {e}"))?;
     wait_phase(&runs, "scale", "Cancelled").await?;
+
+    // A ResearchSchedule makes its run (owned by the schedule, blockOwnerDeletion) and writes its
+    // status at the next minute; then it is suspended.
+    apply(
+        &client,
+        Some(&ns),
+        &json!({"apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchSchedule", "metadata": {"name": "minutely"},
+                "spec": {"schedule": "* * * * *", "runTemplate": {"spec": {"query": "How do I decode JSON in Python?", "mode": "quick"}}}}),
+    )
+    .await?;
+    let schedules: Api<quarry_api::ResearchSchedule> = Api::namespaced(client.clone(), &ns);
+    wait_for(
+        "the schedule's first run and status",
+        Duration::from_secs(90),
+        || async {
+            let made = runs
+                .list(&kube::api::ListParams::default().labels("quarry.dev/schedule=minutely"))
+                .await
+                .ok()?
+                .items
+                .len();
+            let status = schedules.get("minutely").await.ok()?.status?;
+            Some((made, status.last_schedule_time.is_some()))
+        },
+        |(made, scheduled)| *made == 1 && *scheduled,
+    )
+    .await?;
+    schedules
+        .patch(
+            "minutely",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"suspend": true}})),
+        )
+        .await
+        .map_err(|e| format!("suspending: {e}"))?;
     let _ = research.searx;
     Ok(())
 }
