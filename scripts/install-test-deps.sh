@@ -8,7 +8,8 @@
 #
 #   Debian packages: searx (the metasearch engine), redis-server (the shared cache tests), python3.11-doc and postgresql-doc-15 (the HTML
 #   pages it searches, served from /usr/share/doc by the tests' docs server), lua5.4 (runs the Argo CD
-#   health checks in deploy/argocd/).
+#   health checks in deploy/argocd/), prometheus (promtool and a real Prometheus for the dashboard and
+#   alert tests), chromium and chromium-driver (the console's browser tests, headless).
 #   helm and kubectl (the chart and Kustomize tests): scripts/install-kube-tools.sh, from npm.
 #   etcd 3.6 (the test control plane with ../shared/k8s's kube-apiserver): crates.io's
 #   etcd-bin-vendored-linux-amd64, checksum-verified, into $QUARRY_WORK_DIR/etcd; openssl and
@@ -41,7 +42,7 @@ esac
 # The demo's packages first; the tests need the rest as well.
 packages=(searx python3.11-doc postgresql-doc-15)
 if [ "$demo" = 0 ]; then
-  packages+=(redis-server lua5.4 openssl xz-utils curl)
+  packages+=(redis-server lua5.4 openssl xz-utils curl prometheus chromium chromium-driver)
 fi
 
 sudo=()
