@@ -2,6 +2,7 @@
 //! `report`), standalone runs (`quarry run`), the MCP server and `quarry eval`.
 
 pub mod cli;
+pub mod console;
 pub mod config;
 pub mod eval;
 pub mod logs;

@@ -53,6 +53,8 @@ enum Command {
     Suspend(quarry::cli::schedules::SuspendArgs),
     /// Resume a suspended ResearchSchedule.
     Resume(quarry::cli::schedules::SuspendArgs),
+    /// Serve a web console for research runs (a cluster's, or standalone ones with --state-dir).
+    Console(quarry::console::ConsoleArgs),
     /// Serve the Model Context Protocol on stdin/stdout for coding agents.
     Mcp(quarry::cli::mcp::McpArgs),
     /// Print a run's stored report: `quarry report NAME [-n NAMESPACE]`, or
@@ -258,6 +260,7 @@ fn main() -> ExitCode {
         Command::Approve(args) => {
             quarry::cli::block_on(quarry::cli::approval::approve(args.clone()))
         }
+        Command::Console(args) => quarry::cli::block_on(quarry::console::serve(args.clone())),
         Command::Schedules(args) => {
             quarry::cli::block_on(quarry::cli::schedules::schedules(args.clone()))
         }

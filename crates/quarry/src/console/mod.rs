@@ -1,0 +1,80 @@
+//! `quarry console`: a web page for research runs. Locally it reads the cluster as the user's
+//! kubeconfig identity (RBAC applies to every request) or a tree of standalone `quarry run`
+//! state directories; in the cluster the operator serves it on its port, callers sign in with a
+//! bearer token and each action is checked for them with a SubjectAccessReview.
+//!
+//! Server-rendered HTML (no Node build), one stylesheet and a small script embedded in the
+//! binary; pages read with JavaScript off, and the script only adds live updates (SSE from a
+//! Kubernetes watch, no polling).
+
+pub mod auth;
+pub mod markdown;
+pub mod model;
+pub mod render;
+pub mod server;
+pub mod source;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::cli::CliError;
+use crate::cli::cluster::{self, KubeArgs};
+
+/// Flags of `quarry console`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConsoleArgs {
+    /// Show standalone runs: a `quarry run --state-dir` directory, or a directory of them.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Address to listen on (keep it on loopback: the page acts with your identity).
+    #[arg(long, default_value = "127.0.0.1:8090")]
+    pub listen: String,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+}
+
+/// The console the operator serves in the cluster: its own client reads and writes, after the
+/// caller's token and permissions were checked.
+pub fn in_cluster(client: kube::Client) -> axum::Router {
+    let namespace = client.default_namespace().to_string();
+    let source = source::KubeSource::new(client.clone(), "in-cluster console".into(), namespace);
+    server::router(server::Console::new(
+        Arc::new(source),
+        Some(Arc::new(auth::Authorizer::new(client))),
+    ))
+}
+
+/// The console's router for `quarry console` (no sign-in: the identity is the user's own).
+pub async fn local_router(args: &ConsoleArgs) -> Result<axum::Router, CliError> {
+    let source: Arc<dyn source::RunSource> = match &args.state_dir {
+        Some(dir) => Arc::new(source::LocalSource::new(dir)),
+        None => {
+            let cluster = cluster::connect(&args.kube).await?;
+            let label = format!("cluster {} · namespace {}", cluster.url, cluster.namespace);
+            Arc::new(source::KubeSource::new(
+                cluster.client.clone(),
+                label,
+                cluster.namespace.clone(),
+            ))
+        }
+    };
+    Ok(server::router(server::Console::new(source, None)))
+}
+
+/// `quarry console`: serves until Ctrl-C.
+pub async fn serve(args: ConsoleArgs) -> Result<(), CliError> {
+    let router = local_router(&args).await?;
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .map_err(|e| CliError::Output(format!("cannot listen on {}: {e}", args.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| CliError::Output(e.to_string()))?;
+    eprintln!("Quarry console on http://{addr}/console (Ctrl-C stops it)");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(|e| CliError::Output(format!("the console stopped: {e}")))
+}
