@@ -78,3 +78,6 @@ pub async fn serve(args: ConsoleArgs) -> Result<(), CliError> {
         .await
         .map_err(|e| CliError::Output(format!("the console stopped: {e}")))
 }
+
+#[cfg(test)]
+mod tests;
