@@ -95,6 +95,10 @@ struct OperatorArgs {
     /// credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
     #[arg(long, env = "QUARRY_OBJECT_STORE_URL")]
     object_store_url: Option<String>,
+    /// Serve the web console under /console on the same port (callers sign in with a bearer
+    /// token; their own RBAC applies through SubjectAccessReviews).
+    #[arg(long, env = "QUARRY_CONSOLE", default_value_t = true, action = clap::ArgAction::Set)]
+    console: bool,
 }
 
 #[derive(Args, Debug)]
@@ -337,6 +341,11 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
             grace_seconds: (args.lease_duration_seconds / 3).max(1),
         }),
         object_store_url: args.object_store_url.clone(),
+        extra_routes: args.console.then(|| {
+            let build: quarry_operator::controller::ExtraRoutes =
+                std::sync::Arc::new(quarry::console::in_cluster);
+            build
+        }),
     };
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;

@@ -41,7 +41,8 @@ use status::{RunView, desired_status_at, transition_events};
 
 mod runtime;
 pub use runtime::{
-    LeaderSettings, OperatorConfig, default_object_store, run_events, run_operator, services,
+    ExtraRoutes, LeaderSettings, OperatorConfig, default_object_store, run_events, run_operator,
+    services,
     watch_scopes,
 };
 

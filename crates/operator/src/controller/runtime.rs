@@ -3,7 +3,7 @@
 use super::*;
 
 /// Configuration of `quarry operator` (the binary fills it from its layered settings).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct OperatorConfig {
     /// Address of the metrics and health server (`/metrics`, `/livez`, `/readyz`).
     pub listen: String,
@@ -18,6 +18,23 @@ pub struct OperatorConfig {
     pub leader: Option<LeaderSettings>,
     /// Scale-out mode: researchers run on `quarry worker` processes through `redis_url`.
     pub workers: bool,
+    /// More routes on the same port (the web console), built from the operator's client.
+    pub extra_routes: Option<ExtraRoutes>,
+}
+
+/// Builds routes served beside `/metrics` from the operator's client (the console lives in
+/// the `quarry` crate, which depends on this one).
+pub type ExtraRoutes = Arc<dyn Fn(Client) -> axum::Router + Send + Sync>;
+
+impl std::fmt::Debug for OperatorConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperatorConfig")
+            .field("listen", &self.listen)
+            .field("namespace", &self.namespace)
+            .field("workers", &self.workers)
+            .field("extra_routes", &self.extra_routes.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Leader election settings of `quarry operator`.
@@ -53,6 +70,7 @@ impl Default for OperatorConfig {
             leader: Some(LeaderSettings::default()),
             object_store_url: None,
             workers: false,
+            extra_routes: None,
         }
     }
 }
@@ -135,8 +153,10 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let mut server_stop = stop_rx.clone();
     let events = run_events(config.redis_url.as_deref(), &metrics)?;
     let directory = Arc::new(directory::KubeDirectory::new(client.clone()));
-    let server = tokio::spawn(crate::server::serve(
+    let extra = config.extra_routes.as_ref().map(|build| build(client.clone()));
+    let server = tokio::spawn(crate::server::serve_with(
         listener,
+        extra,
         ServerState {
             metrics: metrics.clone(),
             readiness: readiness.clone(),

@@ -1,5 +1,6 @@
-//! The operator's HTTP server: `/metrics` (OpenMetrics), `/livez`, `/readyz` and the run event
-//! stream ([`events`]) on one port.
+//! The operator's HTTP server: `/metrics` (OpenMetrics), `/livez`, `/readyz`, the run event
+//! stream ([`events`]) and, when configured, extra routes (the web console, which checks its
+//! callers' tokens and permissions itself) on one port.
 //!
 //! Who may read run events: the port is meant for in-cluster and API-server-proxied access only
 //! (the chart's NetworkPolicy limits ingress). `quarry logs` reaches it through the Kubernetes API
@@ -97,6 +98,23 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(ServerError::Serve)
+}
+
+/// Serves the router and `extra` routes (the console) on `listener` until `shutdown` completes.
+pub async fn serve_with(
+    listener: TcpListener,
+    extra: Option<Router>,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let mut app = router(state);
+    if let Some(extra) = extra {
+        app = app.merge(extra);
+    }
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(ServerError::Serve)

@@ -198,7 +198,14 @@ mod tests {
             .skip(1)
             .map(|t| t.split('>').next().unwrap_or_default())
             .collect();
-        for bad in ["script", "img", "javascript:", "onclick", "onerror", "data:"] {
+        for bad in [
+            "script",
+            "img",
+            "javascript:",
+            "onclick",
+            "onerror",
+            "data:",
+        ] {
             assert!(
                 !tags.iter().any(|t| t.to_ascii_lowercase().contains(bad)),
                 "{bad} in a tag: {tags:?}"

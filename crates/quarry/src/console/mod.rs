@@ -36,7 +36,16 @@ pub struct ConsoleArgs {
 /// The console the operator serves in the cluster: its own client reads and writes, after the
 /// caller's token and permissions were checked.
 pub fn in_cluster(client: kube::Client) -> axum::Router {
-    let namespace = client.default_namespace().to_string();
+    // The first watched namespace, else the operator's own (`*` in the filter shows all).
+    let namespace = std::env::var("QUARRY_NAMESPACE")
+        .ok()
+        .and_then(|ns| {
+            ns.split(',')
+                .map(str::trim)
+                .find(|n| !n.is_empty())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| client.default_namespace().to_string());
     let source = source::KubeSource::new(client.clone(), "in-cluster console".into(), namespace);
     server::router(server::Console::new(
         Arc::new(source),
