@@ -1,6 +1,7 @@
 //! End-to-end harness for Quarry: local services the tests start on 127.0.0.1 and stop themselves.
 
 pub mod bench;
+pub mod browser;
 pub mod control_plane;
 pub mod critical_path;
 pub mod deep_script;

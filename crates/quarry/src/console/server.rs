@@ -87,7 +87,7 @@ async fn secure_headers(mut response: Response) -> Response {
     );
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -126,14 +126,14 @@ fn csrf_of(headers: &HeaderMap) -> (String, Option<String>) {
 /// Pure: whether a write request is the console's own form: the cookie and the field agree
 /// (compared in constant time) and the browser does not say it came from another site.
 pub fn csrf_ok(headers: &HeaderMap, field: Option<&str>) -> bool {
-    let cross_site = headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v != "same-origin" && v != "none");
+    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    let cross_site = fetch_site.is_some_and(|v| v != "same-origin" && v != "none");
     let origin_ok = match (
         headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
         headers.get(header::HOST).and_then(|v| v.to_str().ok()),
     ) {
+        // A browser hiding the origin (privacy settings) still says where the request came from.
+        (Some("null"), _) => fetch_site == Some("same-origin"),
         (Some(origin), Some(host)) => origin
             .split_once("://")
             .is_some_and(|(_, rest)| rest == host),

@@ -277,3 +277,31 @@ async fn the_live_feed_sends_run_changes_as_server_sent_events() {
         "{body}"
     );
 }
+
+#[test]
+fn a_hidden_origin_is_accepted_only_from_the_same_origin() {
+    use super::server::csrf_ok;
+    use axum::http::HeaderMap;
+    let token = "d".repeat(64);
+    let headers = |origin: &str, site: &str| {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::COOKIE,
+            format!("{CSRF_COOKIE}={token}").parse().unwrap(),
+        );
+        h.insert(header::HOST, "127.0.0.1:8090".parse().unwrap());
+        h.insert(header::ORIGIN, origin.parse().unwrap());
+        h.insert("sec-fetch-site", site.parse().unwrap());
+        h
+    };
+    assert!(csrf_ok(
+        &headers("http://127.0.0.1:8090", "same-origin"),
+        Some(&token)
+    ));
+    assert!(csrf_ok(&headers("null", "same-origin"), Some(&token)));
+    assert!(!csrf_ok(&headers("null", "cross-site"), Some(&token)));
+    assert!(!csrf_ok(
+        &headers("http://evil.example", "same-origin"),
+        Some(&token)
+    ));
+}
