@@ -4,7 +4,7 @@
 # Usage: scripts/install-test-deps.sh [--demo]
 #   --demo  only what scripts/demo.sh uses: searx, python3.11-doc and postgresql-doc-15, and the
 #           docs index (the model comes from scripts/install-real-model.sh). None of the rest:
-#           redis, lua, openssl, xz-utils, curl, helm/kubectl, etcd, moto, the MCP Inspector.
+#           redis, lua, openssl, xz-utils, curl, helm/kubectl, etcd, moto, the MCP Inspector, rotel.
 #
 #   Debian packages: searx (the metasearch engine), redis-server (the shared cache tests), python3.11-doc and postgresql-doc-15 (the HTML
 #   pages it searches, served from /usr/share/doc by the tests' docs server), lua5.4 (runs the Argo CD
@@ -16,6 +16,8 @@
 #   xz-utils (the control plane's certificates and the compressed apiserver) from Debian.
 #   PyPI: moto's S3-compatible server (moto[s3] plus Flask) in a venv at $QUARRY_WORK_DIR/moto, for
 #   the object-store tests (~140 MB, about a minute to install; skipped when already there).
+#   rotel, an OpenTelemetry collector (PyPI's wheel ships its binary), in a venv at
+#   $QUARRY_WORK_DIR/rotel: the real OTLP receiver of tests/tests/otlp.rs (~50 MB, seconds).
 #   Index: SQLite FTS5 over those pages, written to $QUARRY_WORK_DIR/docs-index.sqlite
 #   (default: <repo>/.work/docs-index.sqlite, gitignored); rebuilt only when missing or stale.
 #   npm: the MCP Inspector (tools/mcp-inspector, pinned by its package-lock.json) into
@@ -124,3 +126,32 @@ else
   cp "$inspector_src/package.json" "$inspector_src/package-lock.json" "$inspector_dir/"
   (cd "$inspector_dir" && npm ci --omit=dev --omit=optional --no-audit --no-fund --loglevel=error)
 fi
+
+# --- rotel: the OTLP receiver of the trace test (tests/tests/otlp.rs) ----------------------------
+# Rotel, a lightweight OpenTelemetry collector written in Rust, from PyPI: the `rotel` wheel ships
+# its prebuilt collector (rotel/rotel-agent). It receives OTLP over HTTP and gRPC; the test reads
+# the spans back from its detailed debug output. The binary links Debian's libpython3.11 (its
+# Python processor support), hence Debian's interpreter for the venv and the cp311 wheel. Into
+# $QUARRY_WORK_DIR/rotel, with bin/rotel-agent linked to the binary; about 50 MB and a few
+# seconds; skipped when already there.
+rotel_spec="rotel==0.0.1a15"
+rotel_venv="$work/rotel"
+if [ -x "$rotel_venv/bin/rotel-agent" ] && [ "$(cat "$rotel_venv/.quarry-spec" 2>/dev/null)" = "$rotel_spec" ]; then
+  echo "==> rotel already installed in $rotel_venv"
+else
+  if ! dpkg-query -W -f='${Status}' libpython3.11 2>/dev/null | grep -q "install ok installed"; then
+    echo "==> apt-get install libpython3.11 (rotel-agent links it)"
+    "${sudo[@]}" apt-get update
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y libpython3.11
+  fi
+  echo "==> pip install $rotel_spec into $rotel_venv"
+  rm -rf "$rotel_venv"
+  /usr/bin/python3 -m venv "$rotel_venv"
+  "$rotel_venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: "$rotel_spec"
+  # A relative link: the venv's own bin/ to the binary in its site-packages.
+  agent=$("$rotel_venv/bin/python" -c 'import os, sys, rotel; print(os.path.relpath(os.path.join(os.path.dirname(rotel.__file__), "rotel-agent"), sys.argv[1]))' "$rotel_venv/bin")
+  ln -sf "$agent" "$rotel_venv/bin/rotel-agent"
+  "$rotel_venv/bin/rotel-agent" --version
+  echo "$rotel_spec" > "$rotel_venv/.quarry-spec"
+fi
+# --- end rotel ------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ fi
 # Tests that need a component are `#[ignore = "needs <component> ..."]`: a plain `cargo nextest run`
 # shows them as skipped. Here they all run (--run-ignored all) except those whose component this
 # machine lacks (scripts/ignored-tests.py lists them). The install scripts above provide searx, the
-# docs corpus, redis-server, moto, lua and the MCP Inspector (or fail); the rest may be absent:
+# docs corpus, redis-server, moto, lua, the MCP Inspector and rotel (the OTLP collector of the
+# trace test) (or fail); the rest may be absent:
 # - a kube-apiserver: $KUBE_APISERVER_BIN or the shared one beside this repository; under CI the
 #   JUnit report must show the kube suite run, or the test command fails;
 # - the real model: QUARRY_REAL_MODEL=0 skips it;

@@ -18,6 +18,7 @@ pub mod profiles;
 pub mod quarry_bin;
 pub mod real_model;
 pub mod redis_server;
+pub mod rotel;
 pub mod s3_server;
 pub mod searx;
 pub mod slow_web;

@@ -506,7 +506,10 @@ pub async fn run_with_events(
         };
         let (control_tx, control_rx) = watch::channel(Control::Run);
         let control_tx = Arc::new(control_tx);
-        let span = tracing::info_span!("research_run", run = %sanitize_query(&opts.query));
+        let run_name = sanitize_query(&opts.query);
+        let span =
+            tracing::info_span!("research_run", run = %run_name, namespace = LOCAL_NAMESPACE);
+        engine.spend.set_run(LOCAL_NAMESPACE, &run_name);
         let publisher = Arc::new(StreamPublisher::new(events, run_ref(&opts.query)));
         engine.spend.set_tap(publisher.clone());
         // `--output json` prints the run's events as JSON lines instead of progress lines.

@@ -203,6 +203,8 @@ pub struct SpendGuard {
     inner: Mutex<Spend>,
     /// Where answered calls are made durable (the run's provenance log), when there is one.
     journal: Mutex<Option<std::sync::Weak<dyn CallJournal>>>,
+    /// The run's namespace and name, put on every model-call span (set once).
+    run: std::sync::OnceLock<(String, String)>,
 }
 
 /// The worst case of one call in flight, held against the budget until it settles.
@@ -225,6 +227,12 @@ impl SpendGuard {
     /// Usage per model so far.
     pub fn by_model(&self) -> std::collections::BTreeMap<String, Usage> {
         self.lock().by_model.clone()
+    }
+
+    /// Names the run whose calls this guard charges: its model-call spans carry `quarry.namespace`
+    /// and `quarry.run`. The first call wins; later ones are ignored.
+    pub fn set_run(&self, namespace: &str, run: &str) {
+        let _ = self.run.set((namespace.to_string(), run.to_string()));
     }
 
     /// Sends every record logged from now on to `tap` as well (the run's live event stream).
@@ -562,7 +570,11 @@ impl ChatModel for Router {
                     m.rate_limit_wait(&tier.provider, &tier.model_name, waited);
                 }
             }
-            // One span per model call, with OpenTelemetry's GenAI semantic-convention attributes.
+            // One span per model call, with OpenTelemetry's GenAI semantic-convention attributes
+            // and the run it belongs to. Counts are recorded as i64: OpenTelemetry's integers are
+            // signed, and tracing-opentelemetry exports a u64 field as a string.
+            let run = self.guard.run.get();
+            let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
             let span = tracing::info_span!(
                 "gen_ai.chat",
                 otel.name = %format!("chat {}", tier.model_name),
@@ -570,11 +582,13 @@ impl ChatModel for Router {
                 gen_ai.operation.name = "chat",
                 gen_ai.system = %tier.provider,
                 gen_ai.request.model = %tier.model_name,
-                gen_ai.request.max_tokens = output,
+                gen_ai.request.max_tokens = i64::from(request.max_tokens),
                 gen_ai.response.model = tracing::field::Empty,
                 gen_ai.response.finish_reasons = tracing::field::Empty,
                 gen_ai.usage.input_tokens = tracing::field::Empty,
                 gen_ai.usage.output_tokens = tracing::field::Empty,
+                quarry.namespace = run.map(|(namespace, _)| namespace.as_str()),
+                quarry.run = run.map(|(_, run)| run.as_str()),
                 quarry.tier = %tier.name,
                 quarry.purpose = ?request.purpose,
                 quarry.outcome = tracing::field::Empty,
@@ -610,8 +624,8 @@ impl ChatModel for Router {
             match &result {
                 Ok(resp) => {
                     span.record("gen_ai.response.model", resp.model.as_str());
-                    span.record("gen_ai.usage.input_tokens", resp.usage.input_tokens);
-                    span.record("gen_ai.usage.output_tokens", resp.usage.output_tokens);
+                    span.record("gen_ai.usage.input_tokens", int(resp.usage.input_tokens));
+                    span.record("gen_ai.usage.output_tokens", int(resp.usage.output_tokens));
                     if let Some(reason) = &resp.finish_reason {
                         span.record("gen_ai.response.finish_reasons", reason.as_str());
                     }

@@ -340,6 +340,7 @@ impl Launcher for EngineLauncher {
                 if let Some(d) = &dispatch {
                     engine.dispatch = Some(d.clone());
                 }
+                engine.spend.set_run(&span_namespace, &name);
                 let engine = Arc::new(engine);
                 let observer = Arc::new(ProgressObserver(progress));
                 let state = match publisher {

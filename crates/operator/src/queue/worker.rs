@@ -536,6 +536,11 @@ impl Worker {
             task.input.limits.max_tokens,
             &task.spent,
         );
+        // The same run and namespace as the task's span.
+        engine.spend.set_run(
+            task.header.namespace.as_deref().unwrap_or("-"),
+            &task.header.run,
+        );
         reporter.spend = engine.spend.clone();
         let deps = ResearcherDeps {
             model: engine.model.clone(),
