@@ -228,6 +228,21 @@ impl Console {
     }
 }
 
+/// The signed-in caller (in the cluster) or nobody (locally: the API server knows the user);
+/// extracting it answers with the sign-in page when the caller must sign in first.
+struct Signed(Option<Caller>);
+
+impl axum::extract::FromRequestParts<Console> for Signed {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        console: &Console,
+    ) -> Result<Self, Self::Rejection> {
+        console.caller(&parts.headers).await.map(Signed)
+    }
+}
+
 fn runs_of(namespace: Option<&str>) -> Action<'_> {
     Action {
         verb: "list",
@@ -248,13 +263,9 @@ fn namespace_of(asked: Option<&str>, default: Option<String>) -> Option<String> 
 
 async fn runs(
     State(c): State<Console>,
-    headers: HeaderMap,
+    Signed(caller): Signed,
     Query(filter): Query<Filter>,
 ) -> Response {
-    let caller = match c.caller(&headers).await {
-        Ok(caller) => caller,
-        Err(r) => return r,
-    };
     let namespace = namespace_of(filter.namespace.as_deref(), c.source.default_namespace());
     if let Err(r) = c
         .check(caller.as_ref(), runs_of(namespace.as_deref()))
@@ -279,13 +290,10 @@ async fn runs(
 
 async fn run(
     State(c): State<Console>,
+    Signed(caller): Signed,
     headers: HeaderMap,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Response {
-    let caller = match c.caller(&headers).await {
-        Ok(caller) => caller,
-        Err(r) => return r,
-    };
     let read = [("quarry.dev", "researchruns"), ("", "configmaps")];
     for (group, resource) in read {
         let action = Action {
@@ -319,15 +327,11 @@ async fn run(
 
 async fn download(
     c: &Console,
-    headers: &HeaderMap,
+    caller: Option<Caller>,
     namespace: &str,
     name: &str,
     json: bool,
 ) -> Response {
-    let caller = match c.caller(headers).await {
-        Ok(caller) => caller,
-        Err(r) => return r,
-    };
     let action = Action {
         verb: "get",
         group: "",
@@ -381,25 +385,21 @@ async fn download(
 
 async fn report_md(
     State(c): State<Console>,
-    headers: HeaderMap,
+    Signed(caller): Signed,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Response {
-    download(&c, &headers, &namespace, &name, false).await
+    download(&c, caller, &namespace, &name, false).await
 }
 
 async fn findings_json(
     State(c): State<Console>,
-    headers: HeaderMap,
+    Signed(caller): Signed,
     Path((namespace, name)): Path<(String, String)>,
 ) -> Response {
-    download(&c, &headers, &namespace, &name, true).await
+    download(&c, caller, &namespace, &name, true).await
 }
 
-async fn new_run(State(c): State<Console>, headers: HeaderMap) -> Response {
-    let caller = match c.caller(&headers).await {
-        Ok(caller) => caller,
-        Err(r) => return r,
-    };
+async fn new_run(State(c): State<Console>, Signed(caller): Signed, headers: HeaderMap) -> Response {
     let (csrf, set) = csrf_of(&headers);
     let namespace = c
         .source
@@ -430,13 +430,10 @@ fn forged(c: &Console) -> Response {
 
 async fn create(
     State(c): State<Console>,
+    Signed(caller): Signed,
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    let caller = match c.caller(&headers).await {
-        Ok(caller) => caller,
-        Err(r) => return r,
-    };
     if !csrf_ok(&headers, form.get("csrf").map(String::as_str)) {
         return forged(&c);
     }
@@ -487,14 +484,11 @@ async fn create(
 
 async fn cancel(
     State(c): State<Console>,
+    Signed(caller): Signed,
     headers: HeaderMap,
     Path((namespace, name)): Path<(String, String)>,
     Form(form): Form<HashMap<String, String>>,
 ) -> Response {
-    let caller = match c.caller(&headers).await {
-        Ok(caller) => caller,
-        Err(r) => return r,
-    };
     if !csrf_ok(&headers, form.get("csrf").map(String::as_str)) {
         return forged(&c);
     }
@@ -528,13 +522,9 @@ struct WatchQuery {
 
 async fn watch(
     State(c): State<Console>,
-    headers: HeaderMap,
+    Signed(caller): Signed,
     Query(q): Query<WatchQuery>,
 ) -> Response {
-    let caller = match c.caller(&headers).await {
-        Ok(caller) => caller,
-        Err(r) => return r,
-    };
     let namespace = namespace_of(q.namespace.as_deref(), c.source.default_namespace());
     let action = Action {
         verb: "watch",
