@@ -325,8 +325,21 @@ async fn the_in_cluster_console_signs_callers_in_with_a_token_and_applies_their_
     let viewer = plane.service_account_token(&ns, "viewer").await.unwrap();
     let editor = plane.service_account_token(&ns, "editor").await.unwrap();
     apply(&client, Some(&ns), &run_body("seen")).await.unwrap();
-    // The operator's console, with the operator's (here: admin) client for the reviews.
-    let base = serve(quarry::console::in_cluster(client.clone())).await;
+    // The operator's console, with the operator's (here: admin) client for the reviews and its
+    // run event stream (in memory here, as a single operator without Redis has it).
+    let events = std::sync::Arc::new(quarry_engine::events::memory::MemoryEvents::new(
+        Default::default(),
+        None,
+    ));
+    let directory = std::sync::Arc::new(
+        quarry_operator::controller::directory::KubeDirectory::new(client.clone()),
+    );
+    let api = quarry_operator::server::events::EventsApi::new(
+        events.clone(),
+        directory,
+        quarry_engine::telemetry::Metrics::new(),
+    );
+    let base = serve(quarry::console::in_cluster(client.clone(), Some(api))).await;
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -373,6 +386,80 @@ async fn the_in_cluster_console_signs_callers_in_with_a_token_and_applies_their_
             .unwrap()
             .contains("may not list researchruns.quarry.dev in all namespaces")
     );
+    // A running run's page follows its event log live; the lines are those of `quarry logs`.
+    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), &ns);
+    let uid = runs.get("seen").await.unwrap().uid().unwrap();
+    let run_ref = quarry_engine::events::RunRef::new(ns.clone(), "seen", uid);
+    use quarry_engine::events::RunEvents as _;
+    let event = |kind: &str, fields: serde_json::Value| {
+        quarry_engine::events::RunEvent::from_object(
+            &run_ref,
+            kind,
+            fields.as_object().cloned().unwrap_or_default(),
+            "2026-11-25T08:00:00.000Z",
+        )
+    };
+    events.publish(
+        &run_ref,
+        event(
+            "search",
+            json!({"subject": "CEL validation rules", "outcome": "ok", "cache": "miss", "durationMs": 41}),
+        ),
+    );
+    let page = http
+        .get(format!("{base}/console/runs/{ns}/seen"))
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(&format!("data-stream=\"/console/runs/{ns}/seen/log\"")),
+        "{page}"
+    );
+    let mut live = http
+        .get(format!("{base}/console/runs/{ns}/seen/log"))
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(live.status(), 200);
+    let first = tokio::time::timeout(Duration::from_secs(10), live.chunk())
+        .await
+        .expect("a live line")
+        .unwrap()
+        .unwrap_or_default();
+    let first = String::from_utf8_lossy(&first).to_string();
+    assert!(
+        first.starts_with("data: ") && first.contains("CEL validation rules"),
+        "{first:?}"
+    );
+    events.publish(
+        &run_ref,
+        event(
+            "fetch",
+            json!({"subject": "https://kubernetes.io/docs/cel", "outcome": "ok", "cache": "miss", "durationMs": 120}),
+        ),
+    );
+    let second = tokio::time::timeout(Duration::from_secs(10), live.chunk())
+        .await
+        .expect("the next line as it happens")
+        .unwrap()
+        .unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&second).contains("kubernetes.io/docs/cel"),
+        "{second:?}"
+    );
+    drop(live);
+    let nobody = http
+        .get(format!("{base}/console/runs/{ns}/seen/log"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(nobody.status(), 303, "signed-out callers sign in first");
+
     let csrf = "c".repeat(64);
     let create = |token: &str| {
         http.post(format!("{base}/console/runs"))
@@ -397,7 +484,6 @@ async fn the_in_cluster_console_signs_callers_in_with_a_token_and_applies_their_
     // The editor creates; the run exists on the API server.
     let r = create(&editor).await.unwrap();
     assert_eq!(r.status(), 303, "{:?}", r.text().await);
-    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), &ns);
     let names: Vec<String> = runs
         .list(&ListParams::default())
         .await

@@ -22,9 +22,10 @@ pub struct OperatorConfig {
     pub extra_routes: Option<ExtraRoutes>,
 }
 
-/// Builds routes served beside `/metrics` from the operator's client (the console lives in
-/// the `quarry` crate, which depends on this one).
-pub type ExtraRoutes = Arc<dyn Fn(Client) -> axum::Router + Send + Sync>;
+/// Builds routes served beside `/metrics` from the operator's client and its run event stream
+/// (the console lives in the `quarry` crate, which depends on this one).
+pub type ExtraRoutes =
+    Arc<dyn Fn(Client, Option<crate::server::events::EventsApi>) -> axum::Router + Send + Sync>;
 
 impl std::fmt::Debug for OperatorConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -153,18 +154,19 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let mut server_stop = stop_rx.clone();
     let events = run_events(config.redis_url.as_deref(), &metrics)?;
     let directory = Arc::new(directory::KubeDirectory::new(client.clone()));
-    let extra = config.extra_routes.as_ref().map(|build| build(client.clone()));
+    let events_api =
+        crate::server::events::EventsApi::new(events.clone(), directory.clone(), metrics.clone());
+    let extra = config
+        .extra_routes
+        .as_ref()
+        .map(|build| build(client.clone(), Some(events_api.clone())));
     let server = tokio::spawn(crate::server::serve_with(
         listener,
         extra,
         ServerState {
             metrics: metrics.clone(),
             readiness: readiness.clone(),
-            events: Some(crate::server::events::EventsApi::new(
-                events.clone(),
-                directory.clone(),
-                metrics.clone(),
-            )),
+            events: Some(events_api),
         },
         async move {
             let _ = server_stop.wait_for(|stop| *stop).await;

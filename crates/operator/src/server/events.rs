@@ -145,68 +145,85 @@ pub async fn run_events(
             "this server does not serve run events",
         );
     };
-    let after = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .or(query.after.filter(|s| !s.trim().is_empty()));
-    let after = match after.map(|a| a.parse::<EventId>()).transpose() {
-        Ok(after) => after,
-        Err(e) => return problem(StatusCode::BAD_REQUEST, "BadEventId", e.to_string()),
-    };
-    let info = match api.directory.lookup(&namespace, &name).await {
-        Ok(Some(info)) => info,
-        Ok(None) => {
-            return problem(
-                StatusCode::NOT_FOUND,
-                "NotFound",
+    api.respond(&namespace, &name, query, &headers).await
+}
+
+impl EventsApi {
+    /// The event stream of run `namespace/name` as an SSE response (or a problem response),
+    /// resuming after `Last-Event-ID` or `query.after`. Whoever calls it has decided the caller
+    /// may read the run (the web console checks with a SubjectAccessReview first).
+    pub async fn respond(
+        &self,
+        namespace: &str,
+        name: &str,
+        query: EventsQuery,
+        headers: &HeaderMap,
+    ) -> Response {
+        let api = self.clone();
+        let (namespace, name) = (namespace.to_string(), name.to_string());
+        let after = headers
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .or(query.after.filter(|s| !s.trim().is_empty()));
+        let after = match after.map(|a| a.parse::<EventId>()).transpose() {
+            Ok(after) => after,
+            Err(e) => return problem(StatusCode::BAD_REQUEST, "BadEventId", e.to_string()),
+        };
+        let info = match api.directory.lookup(&namespace, &name).await {
+            Ok(Some(info)) => info,
+            Ok(None) => {
+                return problem(
+                    StatusCode::NOT_FOUND,
+                    "NotFound",
+                    format!(
+                        "ResearchRun \"{name}\" not found in namespace \"{namespace}\"; list the runs with `kubectl get researchruns -n {namespace}`"
+                    ),
+                );
+            }
+            Err(e) => {
+                return problem(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "LookupFailed",
+                    e.to_string(),
+                );
+            }
+        };
+        let Ok(permit) = api.slots.clone().try_acquire_owned() else {
+            warn!(run = %name, namespace = %namespace, limit = api.settings.max_streams, "event stream refused: too many open streams");
+            let mut response = problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "TooManyStreams",
                 format!(
-                    "ResearchRun \"{name}\" not found in namespace \"{namespace}\"; list the runs with `kubectl get researchruns -n {namespace}`"
+                    "{} event streams are open, the most this server serves; retry shortly",
+                    api.settings.max_streams
                 ),
             );
-        }
-        Err(e) => {
-            return problem(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "LookupFailed",
-                e.to_string(),
-            );
-        }
-    };
-    let Ok(permit) = api.slots.clone().try_acquire_owned() else {
-        warn!(run = %name, namespace = %namespace, limit = api.settings.max_streams, "event stream refused: too many open streams");
-        let mut response = problem(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "TooManyStreams",
-            format!(
-                "{} event streams are open, the most this server serves; retry shortly",
-                api.settings.max_streams
-            ),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
-        return response;
-    };
-    debug!(run = %name, namespace = %namespace, after = ?after, "event stream opened");
-    let keep_alive = api.settings.keep_alive;
-    let feed = Feed {
-        _client: Client::new(api.metrics.clone(), permit),
-        api,
-        info,
-        after,
-        follow: query.follow.unwrap_or(true),
-        reader: None,
-        pending: VecDeque::new(),
-        done: false,
-        started: Instant::now(),
-    };
-    let stream = futures::stream::unfold(feed, Feed::next);
-    Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(keep_alive))
-        .into_response()
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+            return response;
+        };
+        debug!(run = %name, namespace = %namespace, after = ?after, "event stream opened");
+        let keep_alive = api.settings.keep_alive;
+        let feed = Feed {
+            _client: Client::new(api.metrics.clone(), permit),
+            api,
+            info,
+            after,
+            follow: query.follow.unwrap_or(true),
+            reader: None,
+            pending: VecDeque::new(),
+            done: false,
+            started: Instant::now(),
+        };
+        let stream = futures::stream::unfold(feed, Feed::next);
+        Sse::new(stream)
+            .keep_alive(KeepAlive::new().interval(keep_alive))
+            .into_response()
+    }
 }
 
 /// One connected client: holds its slot and counts in the clients gauge until dropped.

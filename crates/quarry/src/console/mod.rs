@@ -35,7 +35,10 @@ pub struct ConsoleArgs {
 
 /// The console the operator serves in the cluster: its own client reads and writes, after the
 /// caller's token and permissions were checked.
-pub fn in_cluster(client: kube::Client) -> axum::Router {
+pub fn in_cluster(
+    client: kube::Client,
+    events: Option<quarry_operator::server::events::EventsApi>,
+) -> axum::Router {
     // The first watched namespace, else the operator's own (`*` in the filter shows all).
     let namespace = std::env::var("QUARRY_NAMESPACE")
         .ok()
@@ -47,10 +50,14 @@ pub fn in_cluster(client: kube::Client) -> axum::Router {
         })
         .unwrap_or_else(|| client.default_namespace().to_string());
     let source = source::KubeSource::new(client.clone(), "in-cluster console".into(), namespace);
-    server::router(server::Console::new(
+    let mut console = server::Console::new(
         Arc::new(source),
         Some(Arc::new(auth::Authorizer::new(client))),
-    ))
+    );
+    if let Some(events) = events {
+        console = console.with_events(events);
+    }
+    server::router(console)
 }
 
 /// The console's router for `quarry console` (no sign-in: the identity is the user's own).

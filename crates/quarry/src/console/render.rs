@@ -160,6 +160,7 @@ pub fn run_page(
     artifacts: &Artifacts,
     csrf: &str,
     writable: bool,
+    live_log: bool,
     source: &str,
 ) -> String {
     let mut body = format!(
@@ -268,13 +269,22 @@ pub fn run_page(
         }
         body.push_str("</tbody></table>");
     }
-    body.push_str("<h2>Events</h2><ol id=\"events\" class=\"events\">");
+    // A running run's log is followed live where the console serves the event stream (in the
+    // cluster); the stored log is shown once the run has ended.
+    let stream = if live_log && !run.finished {
+        format!(" data-stream=\"{}/log\"", esc(&run.href()))
+    } else {
+        String::new()
+    };
+    body.push_str(&format!(
+        "<h2>Events</h2><ol id=\"events\" class=\"events\"{stream}>"
+    ));
     for e in &artifacts.events {
         body.push_str(&format!("<li>{}</li>", esc(&crate::logs::render(e))));
     }
     body.push_str("</ol>");
-    if artifacts.events.is_empty() {
-        body.push_str("<p class=\"empty\">The event log is stored when the run ends; `quarry logs -f` follows a running one.</p>");
+    if artifacts.events.is_empty() && stream.is_empty() {
+        body.push_str("<p class=\"empty\">The event log is stored when the run ends; <code>quarry logs -f NAME</code> follows a running one.</p>");
     }
     layout(&run.name, source, &body)
 }

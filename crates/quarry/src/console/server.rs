@@ -38,12 +38,24 @@ pub struct Console {
     source: Arc<dyn RunSource>,
     /// Set in the cluster: callers sign in with a token, each action is checked for them.
     auth: Option<Arc<Authorizer>>,
+    /// The operator's run event stream (in the cluster): the live event log of a run page.
+    events: Option<quarry_operator::server::events::EventsApi>,
 }
 
 impl Console {
     /// A console on `source`; `auth` for the in-cluster console.
     pub fn new(source: Arc<dyn RunSource>, auth: Option<Arc<Authorizer>>) -> Self {
-        Self { source, auth }
+        Self {
+            source,
+            auth,
+            events: None,
+        }
+    }
+
+    /// Serves the live event log of running runs from the operator's event stream.
+    pub fn with_events(mut self, events: quarry_operator::server::events::EventsApi) -> Self {
+        self.events = Some(events);
+        self
     }
 }
 
@@ -56,6 +68,7 @@ pub fn router(console: Console) -> Router {
         .route("/console/runs", post(create))
         .route("/console/runs/{namespace}/{name}", get(run))
         .route("/console/runs/{namespace}/{name}/cancel", post(cancel))
+        .route("/console/runs/{namespace}/{name}/log", get(log))
         .route("/console/runs/{namespace}/{name}/report.md", get(report_md))
         .route(
             "/console/runs/{namespace}/{name}/findings.json",
@@ -320,9 +333,61 @@ async fn run(
         &artifacts,
         &csrf,
         c.source.writable(),
+        c.events.is_some(),
         &c.label(caller.as_ref()),
     );
     html(StatusCode::OK, page, set)
+}
+
+/// A running run's events as they happen, one rendered line per message (the lines of
+/// `quarry logs`), from the operator's event stream after the caller's access was checked.
+async fn log(
+    State(c): State<Console>,
+    Signed(caller): Signed,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Response {
+    let Some(api) = c.events.clone() else {
+        let e = SourceError::Unsupported(format!(
+            "this console does not serve live events; follow them with: quarry logs -f {name} -n {namespace}"
+        ));
+        return c.fail(&e, caller.as_ref());
+    };
+    let action = Action {
+        verb: "get",
+        group: "quarry.dev",
+        resource: "researchruns",
+        namespace: Some(&namespace),
+    };
+    if let Err(r) = c.check(caller.as_ref(), action).await {
+        return r;
+    }
+    let query = quarry_operator::server::events::EventsQuery {
+        after: None,
+        follow: Some(true),
+    };
+    let upstream = api
+        .respond(&namespace, &name, query, &HeaderMap::new())
+        .await;
+    if !upstream.status().is_success() {
+        return upstream;
+    }
+    let mut parser = crate::logs::SseParser::new();
+    let lines = upstream
+        .into_body()
+        .into_data_stream()
+        .flat_map(move |chunk| {
+            let messages = chunk.map(|b| parser.push(&b)).unwrap_or_default();
+            futures::stream::iter(messages)
+        })
+        .map(|m| {
+            let line = serde_json::from_str::<serde_json::Value>(&m.data)
+                .map(|v| crate::logs::render(&v))
+                .unwrap_or(m.data);
+            Ok::<Event, Infallible>(Event::default().data(line))
+        });
+    Sse::new(lines)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
 }
 
 async fn download(

@@ -52,7 +52,18 @@
       if (run.finished) { source.close(); window.location.reload(); }
     });
   }
+  function liveLog(list) {
+    var source = new EventSource(list.getAttribute("data-stream"));
+    source.onmessage = function (e) {
+      var item = document.createElement("li");
+      item.textContent = e.data;
+      list.appendChild(item);
+      list.scrollTop = list.scrollHeight;
+    };
+  }
   document.addEventListener("DOMContentLoaded", function () {
+    var log = document.querySelector("#events[data-stream]");
+    if (log) liveLog(log);
     var table = document.getElementById("runs");
     if (table) listPage(table);
     var facts = document.getElementById("run");
