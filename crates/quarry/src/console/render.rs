@@ -154,6 +154,30 @@ fn sources(findings: &Value, citations: &Citations) -> Vec<(String, String, bool
         .collect()
 }
 
+/// Pure: calls, tokens and cost (micro-USD) per role (`purpose`: planner, researcher, writer...)
+/// from the `modelCall` events of a run's log, in order of first call.
+pub fn cost_by_role(events: &[Value]) -> Vec<(String, u64, u64, u64)> {
+    let mut out: Vec<(String, u64, u64, u64)> = Vec::new();
+    for e in events.iter().filter(|e| e["type"] == "modelCall") {
+        let role = e["purpose"].as_str().unwrap_or("other").to_string();
+        let tokens =
+            e["inputTokens"].as_u64().unwrap_or(0) + e["outputTokens"].as_u64().unwrap_or(0);
+        let micros = e["costUSD"]
+            .as_str()
+            .and_then(|c| quarry_api::values::parse_usd_micros(c).ok())
+            .unwrap_or(0);
+        match out.iter_mut().find(|r| r.0 == role) {
+            Some(r) => {
+                r.1 += 1;
+                r.2 += tokens;
+                r.3 += micros;
+            }
+            None => out.push((role, 1, tokens, micros)),
+        }
+    }
+    out
+}
+
 /// A run's page: status, agenda, cost, the report with its citations marked, sources, events.
 pub fn run_page(
     run: &RunView,
@@ -216,6 +240,19 @@ pub fn run_page(
                 m.calls,
                 m.tokens,
                 esc(&m.cost_usd)
+            ));
+        }
+        body.push_str("</tbody></table>");
+    }
+    let roles = cost_by_role(&artifacts.events);
+    if !roles.is_empty() {
+        body.push_str("<h2>Cost by role</h2><table id=\"roles\"><thead><tr><th>Role</th><th>Calls</th><th>Tokens</th><th>Cost (USD)</th></tr></thead><tbody>");
+        for (role, calls, tokens, micros) in roles {
+            body.push_str(&format!(
+                "<tr><td>{}</td><td>{calls}</td><td>{tokens}</td><td>{}.{:06}</td></tr>",
+                esc(&role),
+                micros / 1_000_000,
+                micros % 1_000_000
             ));
         }
         body.push_str("</tbody></table>");
@@ -369,4 +406,31 @@ Your own RBAC permissions decide what you see and do.</p>\
             esc(csrf)
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_calls_are_summed_per_role_exactly() {
+        let events: Vec<Value> = [
+            ("planner", 1200, 40, "0.001900"),
+            ("researcher", 3000, 120, "0.004950"),
+            ("researcher", 2500, 100, "0.004125"),
+            ("writer", 5200, 160, "0.008100"),
+        ]
+        .iter()
+        .map(|(p, i, o, c)| serde_json::json!({"type": "modelCall", "purpose": p, "inputTokens": i, "outputTokens": o, "costUSD": c}))
+        .chain(std::iter::once(serde_json::json!({"type": "search", "subject": "q"})))
+        .collect();
+        assert_eq!(
+            cost_by_role(&events),
+            vec![
+                ("planner".to_string(), 1, 1240, 1900),
+                ("researcher".to_string(), 2, 5720, 9075),
+                ("writer".to_string(), 1, 5360, 8100),
+            ]
+        );
+    }
 }
