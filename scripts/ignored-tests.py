@@ -4,6 +4,9 @@ asked for. scripts/test.sh asks for all of them except those whose component thi
 
   ignored-tests.py list                 every ignored test: binary id, name, reason
   ignored-tests.py filter COMPONENT...   a nextest filterset of the tests that need none of them
+
+A component is what follows "needs " or " and " in the reason, e.g. "a kube-apiserver", "the real
+model", "root", "prometheus" (`needs prometheus and a kube-apiserver ...` needs both).
 """
 import re
 import sys

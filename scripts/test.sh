@@ -23,7 +23,9 @@ fi
 #   JUnit report must show the kube suite run, or the test command fails;
 # - the real model: QUARRY_REAL_MODEL=0 skips it;
 # - the 1.5B model's deep run (40 min on 2 cores): only with QUARRY_REAL_MODEL_DEEP=1;
-# - root, for the tmpfs of the full-disk test.
+# - root, for the tmpfs of the full-disk test;
+# - prometheus and promtool (Debian's prometheus package, which the install script adds): the
+#   dashboard and alert tests need them on PATH.
 apiserver=""
 if [ -n "${KUBE_APISERVER_BIN:-}" ] && [ -x "$KUBE_APISERVER_BIN" ]; then
   apiserver="$KUBE_APISERVER_BIN"
@@ -48,6 +50,10 @@ fi
 if [ "$(id -u)" != 0 ]; then
   echo "==> full-disk test: NOT RUN (mounting its tmpfs needs root)"
   missing+=("root")
+fi
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  echo "==> Prometheus tests: NOT RUN (no prometheus/promtool on PATH: Debian's prometheus package)"
+  missing+=("prometheus")
 fi
 filter=$(/usr/bin/python3 scripts/ignored-tests.py filter "${missing[@]}")
 
