@@ -358,6 +358,11 @@ fn kustomize_base_and_overlays_build_and_are_valid() {
     assert!(of_kind(&namespaced, "ClusterRole").is_empty());
     assert!(of_kind(&namespaced, "ClusterRoleBinding").is_empty());
     let operator = operator_container(&namespaced);
+    // Without a cluster-scoped grant the console cannot review tokens: it is off.
+    assert_eq!(
+        env_value(operator, "QUARRY_CONSOLE").as_deref(),
+        Some("false")
+    );
     let ns_env = operator["env"]
         .as_array()
         .unwrap()
@@ -615,11 +620,28 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
         BTreeSet::from(["research", "team-b"]),
         "{secrets:?}"
     );
-    assert!(
-        of_kind(&docs, "ClusterRoleBinding").is_empty(),
-        "no cluster-wide binding with watchNamespaces"
+    // The one cluster-wide binding: the console's token and access reviews (cluster-scoped by
+    // nature), which grant no access to any object.
+    let bindings: Vec<&str> = of_kind(&docs, "ClusterRoleBinding")
+        .into_iter()
+        .map(name)
+        .collect();
+    assert_eq!(
+        bindings,
+        vec!["quarry-console"],
+        "cluster-wide bindings with watchNamespaces"
     );
     for role in of_kind(&docs, "ClusterRole") {
+        if name(role) == "quarry-console" {
+            assert_eq!(
+                role["rules"],
+                serde_json::json!([
+                    {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+                    {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}
+                ])
+            );
+            continue;
+        }
         assert!(
             ["quarry-view", "quarry-edit"].contains(&name(role)),
             "unexpected ClusterRole {}",
