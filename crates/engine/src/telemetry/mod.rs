@@ -48,6 +48,8 @@ type FloatCounter = Counter<f64, std::sync::atomic::AtomicU64>;
 
 /// The `controller` label of the ResearchRun controller's controller-runtime metrics.
 pub const CONTROLLER_NAME: &str = "researchrun";
+/// The `controller` label of the ResearchSchedule controller's reconcile metrics.
+pub const SCHEDULE_CONTROLLER_NAME: &str = "researchschedule";
 
 /// All metrics of the operator with the registry that exports them. Cheap to clone.
 #[derive(Clone)]
@@ -350,12 +352,15 @@ impl Metrics {
             "Clients following a run's event stream now",
             event_stream_clients.clone(),
         );
-        // Errors are rare; the series exists at zero so alerts on its rate work from the start.
-        reconcile_errors_total
-            .get_or_create(&ControllerLabels {
-                controller: CONTROLLER_NAME.to_string(),
-            })
-            .inc_by(0);
+        // Errors are rare; the series exists at zero so alerts on its rate work from the start
+        // (for both controllers: ResearchRun and ResearchSchedule).
+        for controller in [CONTROLLER_NAME, SCHEDULE_CONTROLLER_NAME] {
+            reconcile_errors_total
+                .get_or_create(&ControllerLabels {
+                    controller: controller.to_string(),
+                })
+                .inc_by(0);
+        }
         Self {
             registry: Arc::new(root),
             reconcile_total,

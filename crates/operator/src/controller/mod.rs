@@ -42,8 +42,7 @@ use status::{RunView, desired_status_at, transition_events};
 mod runtime;
 pub use runtime::{
     ExtraRoutes, LeaderSettings, OperatorConfig, default_object_store, run_events, run_operator,
-    services,
-    watch_scopes,
+    services, watch_scopes,
 };
 
 mod writer;
@@ -100,6 +99,9 @@ pub enum Error {
     /// Leader election failed or leadership was lost.
     #[error(transparent)]
     Leader(#[from] leader::LeaderError),
+    /// The API server refused the run a ResearchSchedule's template makes (schema, CEL rules).
+    #[error("{0}")]
+    TemplateRefused(String),
     /// A deleted run's object-store artifacts could not be deleted yet.
     #[error("{0}")]
     ArtifactCleanup(String),
@@ -117,7 +119,7 @@ impl Error {
     /// Every value [`Error::metric_reason`] returns: the `reason` series of
     /// `quarry_reconcile_errors_total` are created at zero from this list at start, so dashboards
     /// and alerts find the family before the first error.
-    pub const METRIC_REASONS: [&'static str; 9] = [
+    pub const METRIC_REASONS: [&'static str; 10] = [
         "KubeApi",
         "MissingMetadata",
         "Serialization",
@@ -127,6 +129,7 @@ impl Error {
         "LeaderElection",
         "ArtifactCleanup",
         "StoredSpecInvalid",
+        "TemplateRefused",
     ];
 
     /// The bounded `reason` label of `quarry_reconcile_errors_total` for this error.
@@ -141,6 +144,7 @@ impl Error {
             Error::Leader(_) => "LeaderElection",
             Error::ArtifactCleanup(_) => "ArtifactCleanup",
             Error::StoredSpecInvalid { .. } => "StoredSpecInvalid",
+            Error::TemplateRefused(_) => "TemplateRefused",
         }
     }
 

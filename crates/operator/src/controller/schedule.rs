@@ -167,7 +167,7 @@ pub async fn reconcile(
     let started = std::time::Instant::now();
     let result = reconcile_inner(&schedule, &ctx).await;
     ctx.metrics.record_reconcile_of(
-        "researchschedule",
+        quarry_engine::telemetry::SCHEDULE_CONTROLLER_NAME,
         result.is_ok(),
         started.elapsed().as_secs_f64(),
     );
@@ -417,7 +417,7 @@ async fn apply(
                     message.clone(),
                 )
                 .await;
-                return Err(Error::Config(message));
+                return Err(Error::TemplateRefused(message));
             }
             Err(e) => return Err(kube_err(format!("creating run {name}"))(e)),
         }
