@@ -2,8 +2,8 @@
 //! `report`), standalone runs (`quarry run`), the MCP server and `quarry eval`.
 
 pub mod cli;
-pub mod console;
 pub mod config;
+pub mod console;
 pub mod eval;
 pub mod logs;
 pub mod report_cli;
