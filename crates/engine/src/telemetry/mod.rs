@@ -559,6 +559,28 @@ impl crate::sources::failover::FailoverObserver for Metrics {
 }
 
 impl Metrics {
+    /// Creates the schedule series of `namespace` at zero (`quarry_schedule_runs_total` for each
+    /// decision, `quarry_schedule_changes_total`), so their first increase is visible.
+    pub fn zero_schedule_series(&self, namespace: &str) {
+        for decision in [
+            ScheduleDecision::Created,
+            ScheduleDecision::Skipped,
+            ScheduleDecision::Replaced,
+        ] {
+            self.schedule_runs
+                .get_or_create(&ScheduleLabels {
+                    namespace: namespace.to_string(),
+                    decision,
+                })
+                .inc_by(0);
+        }
+        self.schedule_changes
+            .get_or_create(&NamespaceLabels {
+                namespace: namespace.to_string(),
+            })
+            .inc_by(0);
+    }
+
     /// Creates `quarry_reconcile_errors_total{reason}` at zero for each of `reasons`: a family
     /// with no series is absent from `/metrics`, and the dashboard and alerts query it.
     pub fn zero_reconcile_errors(&self, reasons: &[&str]) {

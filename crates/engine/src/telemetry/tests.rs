@@ -24,6 +24,29 @@ fn zeroed_reconcile_error_reasons_are_exported_before_any_error() {
 }
 
 #[test]
+fn a_watched_namespaces_schedule_series_start_at_zero() {
+    let metrics = Metrics::new();
+    metrics.zero_schedule_series("team");
+    let text = metrics.encode().unwrap();
+    for decision in ["Created", "Skipped", "Replaced"] {
+        let line =
+            format!("quarry_schedule_runs_total{{namespace=\"team\",decision=\"{decision}\"}} 0");
+        assert!(text.contains(&line), "{text}");
+    }
+    assert!(
+        text.contains("quarry_schedule_changes_total{namespace=\"team\"} 0"),
+        "{text}"
+    );
+    // The ResearchSchedule controller's error series exists before any error.
+    assert!(
+        text.contains(
+            "controller_runtime_reconcile_errors_total{controller=\"researchschedule\"} 0"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
 fn encodes_openmetrics_with_expected_names() {
     let metrics = Metrics::new();
     metrics.reconciliations.inc();

@@ -289,6 +289,11 @@ pub(super) async fn run_controllers(
             ))
         })
         .collect();
+    // Watched namespaces are known: their schedule series exist at zero from the start, so the
+    // first decision or change after a (re)start is an increase an alert can see.
+    for namespace in scopes.iter().flatten() {
+        metrics.zero_schedule_series(namespace);
+    }
     let schedules_ctx = Arc::new(schedule::ScheduleContext::new(
         client.clone(),
         metrics.clone(),
