@@ -48,6 +48,7 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
     let mut order: Vec<usize> = (0..all.len())
         .filter(|i| scores[*i] > 0.0 && scores[*i] >= best * MIN_SHARE_OF_BEST)
         .filter(|i| prose_words(&all[*i].text) >= MIN_PROSE_WORDS)
+        .filter(|i| !is_lead_in(&all[*i].text))
         .collect();
     order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
     let mut out = Vec::new();
@@ -84,6 +85,16 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
 /// Fewest words of prose (links removed) a passage needs to be evidence: a page's navigation
 /// ("[Next](plpython-envar.html ...)") is not, however well it matches.
 const MIN_PROSE_WORDS: usize = 2;
+
+/// Most words of a lead-in: "The csv module defines the following functions:" introduces a
+/// list and says nothing itself; a small model quoting it answers nothing.
+const LEAD_IN_WORDS: usize = 14;
+
+/// Pure: whether `text` only introduces what follows it (short, ending in a colon).
+fn is_lead_in(text: &str) -> bool {
+    let t = text.trim();
+    t.ends_with(':') && t.split_whitespace().count() <= LEAD_IN_WORDS
+}
 
 /// Words of `text` outside Markdown links and URLs.
 fn prose_words(text: &str) -> usize {
@@ -297,6 +308,21 @@ fn link_text(title: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lead_ins_that_only_introduce_a_list_are_not_passages() {
+        assert!(is_lead_in(
+            "The csv module defines the following functions:"
+        ));
+        assert!(is_lead_in(
+            "has_header(sample): The csv module defines the following constants:"
+        ));
+        assert!(!is_lead_in(
+            "Create an object that operates like a regular reader but maps the information in each row to a dict."
+        ));
+        let long = "A long sentence that explains quite a lot about the reader and the writer objects before it ends with a colon:";
+        assert!(!is_lead_in(long));
+    }
 
     fn pages() -> Vec<PageExtract> {
         vec![

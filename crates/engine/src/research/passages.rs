@@ -270,23 +270,73 @@ fn query_terms(query: &str) -> BTreeSet<String> {
 /// Terms of a text: lower-cased words (letters, digits, `_`), stop words dropped, stemmed; a
 /// dotted name such as `json.loads` gives `json`, `loads` and `json.loads`.
 pub fn terms(text: &str) -> Vec<String> {
-    let lower = text.to_lowercase();
     let mut out = Vec::new();
-    for token in lower.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
-        let token = token.trim_matches('.');
-        if token.is_empty() {
+    for original in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
+        let original = original.trim_matches('.');
+        if original.is_empty() {
             continue;
         }
+        let token = original.to_lowercase();
         if token.contains('.') {
-            out.push(token.to_string());
+            out.push(token.clone());
         }
         for part in token.split('.') {
             if part.len() > 1 && !is_stop(part) {
-                out.push(stem(part));
+                out.push(canonical(stem(part)));
+            }
+        }
+        // `DictReader`, `TaskGroup`: the words of a CamelCase name count too, so a question
+        // about reading into dictionaries finds the class that does it.
+        for word in original.split('.').flat_map(camel_words) {
+            let word = word.to_lowercase();
+            if word.len() > 1 && !is_stop(&word) {
+                out.push(canonical(stem(&word)));
             }
         }
     }
     out
+}
+
+/// Pure: the words of a CamelCase identifier (`DictReader` → `Dict`, `Reader`); nothing for a
+/// word without an inner capital.
+fn camel_words(token: &str) -> Vec<&str> {
+    let bounds: Vec<usize> = token
+        .char_indices()
+        .zip(token.chars().skip(1))
+        .filter(|((_, a), b)| a.is_lowercase() && b.is_uppercase())
+        .map(|((i, a), _)| i + a.len_utf8())
+        .collect();
+    if bounds.is_empty() {
+        return Vec::new();
+    }
+    let mut words = Vec::new();
+    let mut start = 0;
+    for b in bounds {
+        words.push(&token[start..b]);
+        start = b;
+    }
+    words.push(&token[start..]);
+    words
+}
+
+/// Pure: the short form programmers write for a (stemmed) word, so "dictionary" meets `dict`
+/// and "parameters" meets `params`.
+fn canonical(stemmed: String) -> String {
+    const SHORT: [(&str, &str); 8] = [
+        ("argument", "arg"),
+        ("boolean", "bool"),
+        ("charact", "char"),
+        ("configuration", "config"),
+        ("dictionary", "dict"),
+        ("directory", "dir"),
+        ("integ", "int"),
+        ("paramet", "param"),
+    ];
+    SHORT
+        .iter()
+        .find(|(long, _)| *long == stemmed)
+        .map(|(_, short)| (*short).to_string())
+        .unwrap_or(stemmed)
 }
 
 /// The keyword form of a question: its terms in order, each once, unstemmed words kept as
@@ -592,6 +642,19 @@ mod tests {
     #[test]
     fn stop_words_are_sorted_for_binary_search() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn camel_case_names_and_long_forms_meet_what_programmers_write() {
+        assert_eq!(terms("DictReader"), ["dictread", "dict", "read"]);
+        assert_eq!(terms("dictionaries"), ["dict"]);
+        assert_eq!(terms("parameters"), terms("params"));
+        assert_eq!(
+            terms("csv.DictReader"),
+            ["csv.dictreader", "csv", "dictread", "dict", "read"]
+        );
+        // Not CamelCase: nothing extra.
+        assert_eq!(terms("JSON"), ["json"]);
     }
 
     #[test]
