@@ -109,6 +109,13 @@ async fn a_standalone_report_renders_with_marked_citations_and_hostile_markup_st
         .click()
         .await
         .unwrap();
+    // A click does not wait for the navigation it starts.
+    b.client
+        .wait()
+        .at_most(Duration::from_secs(30))
+        .for_element(Locator::Css("article.report"))
+        .await
+        .expect("the run page");
     let verified = text_of(&b, "article.report .cite-verified").await;
     assert_eq!(verified, "verified");
     let removed = text_of(&b, "ul.removed").await;
@@ -246,7 +253,15 @@ async fn on_a_cluster_the_console_updates_live_creates_cancels_and_explains_refu
         .await
         .unwrap();
     form.submit().await.unwrap();
-    let url = b.client.current_url().await.unwrap().to_string();
+    // The submit does not wait for the navigation it starts (a busy machine is slow to answer).
+    let mut url = String::new();
+    for _ in 0..300 {
+        url = b.client.current_url().await.unwrap().to_string();
+        if url.contains("/console/runs/") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let shown = text_of(&b, "main").await;
     assert!(
         url.contains(&format!("/console/runs/{ns}/what-does-vacuum-full-lock")),
