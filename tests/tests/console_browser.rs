@@ -305,6 +305,46 @@ async fn on_a_cluster_the_console_updates_live_creates_cancels_and_explains_refu
     assert!(cancelled.is_ok(), "{cancelled:?}");
     b.screenshot("run").await;
 
+    // A plan waiting for approval (status as the operator writes it) is approved from its page.
+    let mut waits = run_body("waits");
+    waits["spec"]["approval"] = json!({"required": true});
+    apply(&client, Some(&ns), &waits).await.unwrap();
+    runs.patch_status(
+        "waits",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "phase": "Planning",
+            "agenda": [{"id": "1", "query": "CEL rules in CRDs", "state": "Pending"}],
+            "approval": {"estimatedCostUSD": {"min": "0.004200", "max": "0.031000"}},
+            "conditions": [{"type": "AwaitingApproval", "status": "True", "reason": "PlanReady",
+                            "message": "the plan waits for approval", "lastTransitionTime": "2026-11-25T08:00:00Z"}]
+        }})),
+    )
+    .await
+    .unwrap();
+    b.client
+        .goto(&format!("{base}/console/runs/{ns}/waits"))
+        .await
+        .unwrap();
+    let section = text_of(&b, "section.approval").await;
+    assert!(section.contains("$0.004200–$0.031000"), "{section}");
+    b.screenshot("approval").await;
+    b.client
+        .find(Locator::Css("form.approve button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let approved = wait_for(
+        "spec.approval.approved set by the console",
+        Duration::from_secs(10),
+        || async { runs.get("waits").await.ok() },
+        |r: &ResearchRun| r.spec.approval.as_ref().is_some_and(|a| a.approved),
+    )
+    .await;
+    assert!(approved.is_ok(), "{approved:?}");
+
     // A user without rights reads what to ask for.
     let refused = serve(
         quarry::console::local_router(&console_for(&nobody))

@@ -65,6 +65,8 @@ pub struct RunView {
     pub by_model: Vec<ModelCost>,
     /// True once Completed, Failed or Cancelled.
     pub finished: bool,
+    /// While a plan waits for approval: what the research would cost (`$min–$max`), if known.
+    pub estimate: Option<String>,
 }
 
 impl RunView {
@@ -152,6 +154,11 @@ pub fn from_cluster(run: &ResearchRun, now: Timestamp) -> RunView {
             })
             .collect(),
         finished: run.is_finished(),
+        estimate: status
+            .approval
+            .as_ref()
+            .and_then(|a| a.estimated_cost_usd.as_ref())
+            .map(|c| format!("${}–${}", c.min, c.max)),
         namespace,
         name,
     }
@@ -211,5 +218,6 @@ pub fn from_standalone(state: &RunState, name: &str, report: Option<String>) -> 
             })
             .collect(),
         finished: state.phase.is_terminal(),
+        estimate: None,
     }
 }

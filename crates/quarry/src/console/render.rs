@@ -211,6 +211,20 @@ pub fn run_page(
         "<p class=\"message\" data-field=\"message\">{}</p>",
         esc(&run.message)
     ));
+    if writable && run.phase == "AwaitingApproval" {
+        let estimate = run
+            .estimate
+            .as_ref()
+            .map(|e| format!(" Estimated cost: {}.", esc(e)))
+            .unwrap_or_default();
+        body.push_str(&format!(
+            "<section class=\"approval\"><p>The plan below waits for your decision; nothing is searched until then.{estimate}</p>\
+<form method=\"post\" action=\"{href}/approve\" class=\"approve\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\"><button type=\"submit\">Approve plan</button></form> \
+<form method=\"post\" action=\"{href}/cancel\" class=\"reject\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\"><button type=\"submit\">Reject plan</button></form></section>",
+            href = esc(&run.href()),
+            csrf = esc(csrf)
+        ));
+    }
     if writable && !run.finished {
         body.push_str(&format!(
             "<form method=\"post\" action=\"{}/cancel\" class=\"cancel\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\

@@ -68,6 +68,7 @@ pub fn router(console: Console) -> Router {
         .route("/console/runs", post(create))
         .route("/console/runs/{namespace}/{name}", get(run))
         .route("/console/runs/{namespace}/{name}/cancel", post(cancel))
+        .route("/console/runs/{namespace}/{name}/approve", post(approve))
         .route("/console/runs/{namespace}/{name}/log", get(log))
         .route("/console/runs/{namespace}/{name}/report.md", get(report_md))
         .route(
@@ -547,12 +548,22 @@ async fn create(
     }
 }
 
-async fn cancel(
-    State(c): State<Console>,
-    Signed(caller): Signed,
+/// What a run page's button asks: stop the run (cancel, or reject its plan), or approve its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    Cancel,
+    Approve,
+}
+
+/// Applies a button's decision as the caller, after the CSRF and access checks.
+async fn decide(
+    c: Console,
+    caller: Option<Caller>,
     headers: HeaderMap,
-    Path((namespace, name)): Path<(String, String)>,
-    Form(form): Form<HashMap<String, String>>,
+    namespace: String,
+    name: String,
+    form: HashMap<String, String>,
+    decision: Decision,
 ) -> Response {
     if !csrf_ok(&headers, form.get("csrf").map(String::as_str)) {
         return forged(&c);
@@ -566,7 +577,11 @@ async fn cancel(
     if let Err(r) = c.check(caller.as_ref(), action).await {
         return r;
     }
-    match c.source.cancel(&namespace, &name).await {
+    let done = match decision {
+        Decision::Cancel => c.source.cancel(&namespace, &name).await,
+        Decision::Approve => c.source.approve(&namespace, &name).await,
+    };
+    match done {
         Ok(()) => Redirect::to(&format!(
             "/console/runs/{}/{}",
             url_segment(&namespace),
@@ -575,6 +590,26 @@ async fn cancel(
         .into_response(),
         Err(e) => c.fail(&e, caller.as_ref()),
     }
+}
+
+async fn cancel(
+    State(c): State<Console>,
+    Signed(caller): Signed,
+    headers: HeaderMap,
+    Path((namespace, name)): Path<(String, String)>,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    decide(c, caller, headers, namespace, name, form, Decision::Cancel).await
+}
+
+async fn approve(
+    State(c): State<Console>,
+    Signed(caller): Signed,
+    headers: HeaderMap,
+    Path((namespace, name)): Path<(String, String)>,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    decide(c, caller, headers, namespace, name, form, Decision::Approve).await
 }
 
 /// Query of the live feed.

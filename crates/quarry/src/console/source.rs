@@ -26,6 +26,7 @@ use quarry_operator::store::configmap::{
 };
 
 use super::model::{self, RunView, STANDALONE};
+use crate::cli::approval::approve_patch;
 use crate::cli::runs::{cancel_patch, generated_prefix};
 
 /// Field manager of the console's writes.
@@ -163,6 +164,12 @@ pub trait RunSource: Send + Sync {
         namespace: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<(), SourceError>>;
+    /// Approves a run's plan (`spec.approval.approved`); rejecting a plan is cancelling the run.
+    fn approve<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<(), SourceError>>;
     /// Every change to a run of `namespace` (`None`: all) from now on, as it happens.
     fn watch(&self, namespace: Option<String>) -> BoxStream<'static, RunView>;
     /// Whether runs can be created and cancelled here.
@@ -213,6 +220,25 @@ impl KubeSource {
             Some(ns) => Api::namespaced(self.client.clone(), ns),
             None => Api::all(self.client.clone()),
         }
+    }
+
+    /// Applies a merge patch to a run's spec as this source's identity (cancel, approve: the
+    /// same patches `quarry cancel` and `quarry approve` send).
+    async fn patch_run(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: Value,
+    ) -> Result<(), SourceError> {
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        self.api(Some(namespace))
+            .patch(name, &params, &Patch::Merge(patch))
+            .await
+            .map_err(|e| kube_error(e, &format!("patch researchrun {name}"), namespace))?;
+        Ok(())
     }
 
     async fn configmap(
@@ -347,17 +373,15 @@ impl RunSource for KubeSource {
         namespace: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<(), SourceError>> {
-        Box::pin(async move {
-            let params = PatchParams {
-                field_manager: Some(FIELD_MANAGER.into()),
-                ..PatchParams::default()
-            };
-            self.api(Some(namespace))
-                .patch(name, &params, &Patch::Merge(cancel_patch()))
-                .await
-                .map_err(|e| kube_error(e, &format!("patch researchrun {name}"), namespace))?;
-            Ok(())
-        })
+        Box::pin(self.patch_run(namespace, name, cancel_patch()))
+    }
+
+    fn approve<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<(), SourceError>> {
+        Box::pin(self.patch_run(namespace, name, approve_patch(&[])))
     }
 
     fn watch(&self, namespace: Option<String>) -> BoxStream<'static, RunView> {
@@ -528,6 +552,18 @@ impl RunSource for LocalSource {
         Box::pin(async {
             Err(SourceError::Unsupported(
                 "a standalone run is stopped with Ctrl-C in its terminal".into(),
+            ))
+        })
+    }
+
+    fn approve<'a>(
+        &'a self,
+        _namespace: &'a str,
+        _name: &'a str,
+    ) -> BoxFuture<'a, Result<(), SourceError>> {
+        Box::pin(async {
+            Err(SourceError::Unsupported(
+                "a standalone plan is approved on its terminal (quarry run --approve)".into(),
             ))
         })
     }

@@ -18,6 +18,7 @@ struct Fake {
     forbidden: bool,
     created: Mutex<Vec<(String, NewRun)>>,
     cancelled: Mutex<Vec<String>>,
+    approved: Mutex<Vec<String>>,
 }
 
 fn view(name: &str, phase: &str) -> RunView {
@@ -39,6 +40,7 @@ fn view(name: &str, phase: &str) -> RunView {
         }],
         by_model: vec![],
         finished: phase == "Completed",
+        estimate: (phase == "AwaitingApproval").then(|| "$0.004200–$0.031000".to_string()),
     }
 }
 
@@ -64,14 +66,12 @@ impl RunSource for Fake {
     }
     fn get<'a>(&'a self, _: &'a str, name: &'a str) -> BoxFuture<'a, Result<RunView, SourceError>> {
         Box::pin(async move {
-            Ok(view(
-                name,
-                if name == "json" {
-                    "Completed"
-                } else {
-                    "Researching"
-                },
-            ))
+            let phase = match name {
+                "json" => "Completed",
+                "waits" => "AwaitingApproval",
+                _ => "Researching",
+            };
+            Ok(view(name, phase))
         })
     }
     fn artifacts<'a>(
@@ -107,6 +107,12 @@ impl RunSource for Fake {
     fn cancel<'a>(&'a self, _: &'a str, name: &'a str) -> BoxFuture<'a, Result<(), SourceError>> {
         Box::pin(async move {
             self.cancelled.lock().unwrap().push(name.to_string());
+            Ok(())
+        })
+    }
+    fn approve<'a>(&'a self, _: &'a str, name: &'a str) -> BoxFuture<'a, Result<(), SourceError>> {
+        Box::pin(async move {
+            self.approved.lock().unwrap().push(name.to_string());
             Ok(())
         })
     }
@@ -304,4 +310,48 @@ fn a_hidden_origin_is_accepted_only_from_the_same_origin() {
         &headers("http://evil.example", "same-origin"),
         Some(&token)
     ));
+}
+
+#[tokio::test]
+async fn a_plan_awaiting_approval_is_approved_or_rejected_from_its_page() {
+    let fake = std::sync::Arc::new(Fake::default());
+    let (_, _, page) = call(fake.clone(), get("/console/runs/team/waits")).await;
+    assert!(
+        page.contains("Approve plan")
+            && page.contains("Reject plan")
+            && page.contains("$0.004200–$0.031000"),
+        "{page}"
+    );
+    let (_, _, going) = call(fake.clone(), get("/console/runs/team/going")).await;
+    assert!(
+        !going.contains("Approve plan"),
+        "only a waiting plan is approved"
+    );
+    let token = "e".repeat(64);
+    let post = |uri: &str, csrf: &str| {
+        Request::post(uri)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::COOKIE, format!("{CSRF_COOKIE}={token}"))
+            .body(Body::from(format!("csrf={csrf}")))
+            .unwrap()
+    };
+    let (status, _, _) = call(
+        fake.clone(),
+        post("/console/runs/team/waits/approve", &"f".repeat(64)),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "a forged approval is refused"
+    );
+    assert!(fake.approved.lock().unwrap().is_empty());
+    let (status, headers, _) = call(
+        fake.clone(),
+        post("/console/runs/team/waits/approve", &token),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(headers[header::LOCATION], "/console/runs/team/waits");
+    assert_eq!(*fake.approved.lock().unwrap(), vec!["waits".to_string()]);
 }
