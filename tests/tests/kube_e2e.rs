@@ -423,24 +423,7 @@ async fn scenario(
     let model = ScriptedModel::start(steps)
         .await
         .map_err(|e| format!("model server: {e}"))?;
-
-    apply(
-        client,
-        ("", "v1", "Secret"),
-        namespace,
-        json!({
-            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
-            "stringData": {"apiKey": "sk-e2e-not-a-real-key"}
-        }),
-    )
-    .await?;
-    apply(
-        client,
-        ("quarry.dev", "v1alpha1", "ResearchProfile"),
-        namespace,
-        profile("default", &model.base_url(), &web),
-    )
-    .await?;
+    key_and_profile(client, namespace, &model.base_url(), &web).await?;
 
     // The operator, restricted to this namespace.
     let (mut operator, port) = start_operator(kubeconfig, namespace, logs).await?;
