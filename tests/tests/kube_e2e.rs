@@ -2129,16 +2129,17 @@ async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_
             },
         )
         .await?;
+        let every_minute_runs = || async {
+            runs.list(&ListParams::default().labels("quarry.dev/schedule=every-minute"))
+                .await
+                .ok()
+                .map(|l| l.items)
+        };
         // Within the next minute boundary (plus slack) the schedule makes its run.
         let made = wait_for(
             "a run of every-minute",
             Duration::from_secs(90),
-            || async {
-                runs.list(&ListParams::default().labels("quarry.dev/schedule=every-minute"))
-                    .await
-                    .ok()
-                    .map(|l| l.items)
-            },
+            every_minute_runs,
             |items: &Vec<ResearchRun>| !items.is_empty(),
         )
         .await?;
@@ -2188,12 +2189,7 @@ async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_
         let both = wait_for(
             "the second run of every-minute",
             Duration::from_secs(90),
-            || async {
-                runs.list(&ListParams::default().labels("quarry.dev/schedule=every-minute"))
-                    .await
-                    .ok()
-                    .map(|l| l.items)
-            },
+            every_minute_runs,
             |items: &Vec<ResearchRun>| items.len() >= 2,
         )
         .await?;
