@@ -45,5 +45,8 @@ with zipfile.ZipFile(sys.argv[1]) as z:
 PY
 echo "$package@$version" > "$stamp"
 "$bin/helm" version --short
-"$bin/kubectl" version --client | head -1
+# Not `| head -1`: head may exit before kubectl has written, and pipefail turns its SIGPIPE into
+# a failed install (seen: exit 141).
+client_version=$("$bin/kubectl" version --client)
+echo "${client_version%%$'\n'*}"
 echo "==> helm and kubectl installed in $(( $(date +%s) - start )) s"

@@ -63,9 +63,12 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   exit $?
 fi
 
+# nextest's store is `target/nextest` under the workspace root whatever CARGO_TARGET_DIR says; an
+# old report is removed first so that it can never stand in for this run's.
+junit="$repo/target/nextest/ci/junit.xml"
+rm -f "$junit"
 status=0
 cargo nextest run --workspace --profile ci --run-ignored all -E "$filter" "$@" || status=$?
-junit="${CARGO_TARGET_DIR:-$repo/target}/nextest/ci/junit.xml"
 if [ -n "$apiserver" ] && [ "${CI:-}" = true ]; then
   ran=$(/usr/bin/python3 - "$junit" <<'PY'
 import sys, xml.etree.ElementTree as ET
