@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // OpenAI-compatible chat-completions server for Quarry's local test model, built on node-llama-cpp.
 //
-// Endpoints: POST /v1/chat/completions (stream and non-stream, json_object mode),
+// Endpoints: POST /v1/chat/completions (stream and non-stream, json_object and json_schema modes),
 // GET /v1/models, GET /health (503 while the model loads, 200 once ready).
 // One generation at a time (a FIFO queue): the machine has 2 cores and one context.
 // No native tool calling: Quarry talks to this model through its JSON action protocol.
@@ -35,6 +35,8 @@ const MAX_BODY_BYTES = 4 * 1024 * 1024;
 const DEFAULT_MAX_TOKENS = 512;
 /** Requests allowed to wait in the queue behind the running one; beyond that the server answers 429. */
 const MAX_QUEUED = 32;
+/** Distinct JSON-schema grammars kept compiled; callers reuse a handful of schemas, so a small cache suffices. */
+const MAX_SCHEMA_GRAMMARS = 16;
 
 function parseArgs(argv) {
     const out = {};
@@ -233,8 +235,9 @@ function parseRequest(body, contextSize) {
         throw new HttpError(400, "stop must be a non-empty string or an array of at most 4 non-empty strings");
 
     const rf = req.response_format?.type ?? "text";
-    if (!["text", "json_object"].includes(rf))
-        throw new HttpError(400, `response_format.type ${JSON.stringify(rf)} is not supported (text, json_object)`);
+    if (!["text", "json_object", "json_schema"].includes(rf))
+        throw new HttpError(400, `response_format.type ${JSON.stringify(rf)} is not supported (text, json_object, json_schema)`);
+    const jsonSchema = rf === "json_schema" ? parseJsonSchemaFormat(req.response_format) : null;
 
     const n = req.n ?? 1;
     if (n !== 1) throw new HttpError(400, "only n = 1 is supported");
@@ -255,10 +258,53 @@ function parseRequest(body, contextSize) {
         seed: seed ?? undefined,
         stop,
         json: rf === "json_object",
+        jsonSchema,
         stream: req.stream === true,
         includeUsage: req.stream_options?.include_usage === true,
         penalties,
     };
+}
+
+/**
+ * The schema of an OpenAI `response_format: {type: "json_schema", json_schema: {name, schema, strict}}`.
+ * `strict` is accepted and needs no handling: the grammar always holds the output to the schema.
+ */
+function parseJsonSchemaFormat(rf) {
+    const js = rf.json_schema;
+    if (!js || typeof js !== "object" || Array.isArray(js))
+        throw new HttpError(400, "response_format.json_schema must be an object with a schema");
+    if (js.name != null && typeof js.name !== "string") throw new HttpError(400, "response_format.json_schema.name must be a string");
+    if (js.strict != null && typeof js.strict !== "boolean") throw new HttpError(400, "response_format.json_schema.strict must be a boolean");
+    const schema = js.schema;
+    if (!schema || typeof schema !== "object" || Array.isArray(schema))
+        throw new HttpError(400, "response_format.json_schema.schema must be a JSON schema object");
+    return schema;
+}
+
+/**
+ * The compiled grammar for a JSON schema, cached by the schema's JSON text: the engine sends the
+ * same schema on every grounded answer, so each schema is turned into a grammar once.
+ * A schema node-llama-cpp cannot turn into a grammar is the caller's error (400).
+ */
+async function grammarForSchema(engine, schema) {
+    const key = JSON.stringify(schema);
+    const cached = engine.schemaGrammars.get(key);
+    if (cached) {
+        // Re-insert so the Map's order is least recently used first.
+        engine.schemaGrammars.delete(key);
+        engine.schemaGrammars.set(key, cached);
+        return cached;
+    }
+    let grammar;
+    try {
+        grammar = await engine.llama.createGrammarForJsonSchema(schema);
+    } catch (e) {
+        throw new HttpError(400, `response_format.json_schema.schema is not supported: ${e?.message ?? e}`);
+    }
+    engine.schemaGrammars.set(key, grammar);
+    if (engine.schemaGrammars.size > MAX_SCHEMA_GRAMMARS)
+        engine.schemaGrammars.delete(engine.schemaGrammars.keys().next().value);
+    return grammar;
 }
 
 /** Serialises generations: one context sequence, one request at a time, FIFO. */
@@ -278,7 +324,7 @@ async function main() {
     const cfg = loadConfig();
     const state = { ready: false, error: null };
     const queue = new Queue();
-    let engine = null; // { llama, model, chat, jsonGrammar, contextSize }
+    let engine = null; // { llama, model, chat, jsonGrammar, schemaGrammars, contextSize }
 
     const server = http.createServer(async (req, res) => {
         try {
@@ -298,6 +344,8 @@ async function main() {
                 const body = await readBody(req);
                 if (!state.ready) throw new HttpError(503, "model is still loading", "server_error");
                 const parsed = parseRequest(body, engine.contextSize);
+                // Compiled before queueing so a bad schema is a plain 400, never a broken stream.
+                parsed.schemaGrammar = parsed.jsonSchema ? await grammarForSchema(engine, parsed.jsonSchema) : null;
                 if (queue.waiting >= MAX_QUEUED) throw new HttpError(429, "too many queued requests", "rate_limit_error");
                 const abort = new AbortController();
                 res.on("close", () => { if (!res.writableFinished) abort.abort(new Error("client disconnected")); });
@@ -352,7 +400,7 @@ async function loadEngine(cfg) {
     const context = await model.createContext({ contextSize, sequences: 1, threads: cfg.threads });
     const chat = new LlamaChat({ contextSequence: context.getSequence() });
     const jsonGrammar = await llama.getGrammarFor("json");
-    return { llama, model, chat, jsonGrammar, contextSize };
+    return { llama, model, chat, jsonGrammar, schemaGrammars: new Map(), contextSize };
 }
 
 function countPromptTokens(engine, history) {
@@ -386,7 +434,7 @@ async function complete(engine, cfg, p, res, signal) {
         temperature: p.temperature,
         topP: p.topP,
         seed: p.seed,
-        grammar: p.json ? engine.jsonGrammar : undefined,
+        grammar: p.schemaGrammar ?? (p.json ? engine.jsonGrammar : undefined),
         customStopTriggers: p.stop.length > 0 ? p.stop : undefined,
         repeatPenalty: Object.keys(p.penalties).length > 0 ? p.penalties : undefined,
         signal,

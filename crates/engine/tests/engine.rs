@@ -34,6 +34,8 @@ struct FakeModel {
     delay_for: Option<Box<Delay>>,
     /// Context window reported to the engine.
     window: u64,
+    /// Whether it reports the profile's jsonMode.
+    json: bool,
 }
 
 impl FakeModel {
@@ -46,6 +48,7 @@ impl FakeModel {
             delay: None,
             delay_for: None,
             window: 32_000,
+            json: false,
         })
     }
     fn requests(&self) -> Vec<ChatRequest> {
@@ -67,6 +70,9 @@ impl ChatModel for FakeModel {
     }
     fn context_window(&self) -> u64 {
         self.window
+    }
+    fn json_mode(&self, _purpose: CallPurpose) -> bool {
+        self.json
     }
 }
 
@@ -400,6 +406,56 @@ async fn a_model_that_skips_its_tools_is_grounded_by_the_engine() {
     assert!(report.contains("[a](http://docs/lazy/a.html)"), "{report}");
 }
 
+#[tokio::test]
+async fn with_json_mode_the_grounded_answer_is_asked_for_in_json_form_with_its_schema() {
+    for json in [true, false] {
+        // Prose on every turn; the grounded call is answered in the form it asks for.
+        let mut model = Arc::into_inner(FakeModel::new(|req| {
+            Ok(text(match &req.json_schema {
+                Some(_) => r#"{"points": [{"passages": [1], "sentence": "Content of http://docs/lazy/a.html"}]}"#,
+                None if req.messages[0].content.contains("numbered passages") => {
+                    "Content of http://docs/lazy/a.html [1]."
+                }
+                None => "Here is my report.",
+            }))
+        }))
+        .unwrap();
+        model.json = json;
+        let h = harness(Arc::new(model), false);
+        let s = run(&h, RunState::new(RunInput::new("lazy", Mode::Quick))).await;
+        assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+        let requests = h.model.requests();
+        let grounded = requests.last().unwrap();
+        let schemas: Vec<_> = requests
+            .iter()
+            .filter_map(|r| r.json_schema.as_ref())
+            .collect();
+        if json {
+            assert_eq!(schemas.len(), 1, "only the grounded call carries a schema");
+            assert_eq!(schemas[0].name, "grounded_answer");
+            assert!(grounded.json_mode);
+            assert!(grounded.messages[0].content.contains("one JSON object"));
+        } else {
+            assert!(schemas.is_empty());
+            assert!(
+                grounded.messages[1]
+                    .content
+                    .contains("passage number like [1]")
+            );
+        }
+        // Either form makes the same grounded report: the sentence, its link, its passage quoted.
+        let report = h.store.text(REPORT_KEY).unwrap();
+        assert!(
+            report.contains("Content of http://docs/lazy/a.html ([Title of http://docs/lazy/a.html](http://docs/lazy/a.html))."),
+            "{report}"
+        );
+        assert!(
+            report.contains("> Content of http://docs/lazy/a.html"),
+            "{report}"
+        );
+    }
+}
+
 fn deep_model(plan: &'static str) -> Arc<FakeModel> {
     FakeModel::new(move |req| match req.purpose {
         CallPurpose::Plan => Ok(text(plan)),
@@ -486,6 +542,7 @@ async fn cancel_stops_a_running_researcher() {
         delay: Some(std::time::Duration::from_secs(60)),
         delay_for: None,
         window: 32_000,
+        json: false,
     });
     let h = harness(model, false);
     let (tx, rx) = watch::channel(Control::Run);
@@ -627,7 +684,8 @@ async fn a_model_that_never_writes_a_report_gets_an_honest_extractive_one() {
         report.contains("The model did not write a usable report"),
         "{report}"
     );
-    assert!(report.contains("### [Title of http://docs/stubborn/a.html](http://docs/stubborn/a.html)\n\nContent of http://docs/stubborn/a.html"), "{report}");
+    // The passages the model was shown, quoted under their page's link.
+    assert!(report.contains("- [Title of http://docs/stubborn/a.html](http://docs/stubborn/a.html):\n\n> Content of http://docs/stubborn/a.html"), "{report}");
     assert!(!report.contains("\"tool\""), "{report}");
     // Two refusals to write prose, one clean-context attempt, then the extractive fallback.
     let requests = h.model.requests();
@@ -831,6 +889,7 @@ async fn reports_are_injected_into_later_researchers_and_steered_into_running_on
                 .then(|| std::time::Duration::from_millis(800))
         })),
         window: 32_000,
+        json: false,
     });
     let h = harness(model, false);
     let mut input = RunInput::new("three tasks", Mode::Deep);
@@ -917,7 +976,8 @@ async fn an_unusable_agenda_goes_to_the_budget_tier_before_failing() {
 
 #[tokio::test]
 async fn the_context_gate_counts_with_the_servers_token_numbers_and_never_blocks_the_first_read() {
-    // The server reports prompts of 6000 tokens in a 10000-token window: past the 55% gate.
+    // The server reports prompts of 12000 tokens in a 20000-token window: past the 55% gate
+    // (a window above the guided researcher's 16k, so the agent loop and its gate run).
     // The first batch is read all the same (with nothing read there is nothing to report
     // from: a 0.5B model's search results alone filled 64% of its window and it never read a
     // page); the next batch is skipped.
@@ -935,14 +995,15 @@ async fn the_context_gate_counts_with_the_servers_token_numbers_and_never_blocks
                 _ => good_researcher(req),
             };
             r.map(|mut r| {
-                r.usage.input_tokens = 6000;
+                r.usage.input_tokens = 12_000;
                 r
             })
         }),
         requests: Mutex::new(vec![]),
         delay: None,
         delay_for: None,
-        window: 10_000,
+        window: 20_000,
+        json: false,
     });
     let h = harness(model, false);
     let s = run(&h, RunState::new(RunInput::new("gate", Mode::Quick))).await;

@@ -298,11 +298,34 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
             json_mode: false,
+            json_schema: None,
             max_tokens: 50,
             purpose: CallPurpose::Research,
         });
         assert_eq!(body["system"], json!("be brief"));
         assert_eq!(body["max_tokens"], json!(50));
+        // Anthropic has no response_format: a JSON schema on the request is not sent.
+        let mut config = ModelConfig::new("https://api.anthropic.com/v1", "claude");
+        config.json_mode = true;
+        let client = AnthropicClient::new(config).unwrap();
+        assert!(!client.json_mode(CallPurpose::Research));
+        let with_schema = client.request_body(&ChatRequest {
+            messages: vec![Message::user("x")],
+            tools: vec![],
+            json_mode: true,
+            json_schema: Some(crate::llm::JsonSchema {
+                name: "answer".into(),
+                schema: json!({"type": "object"}),
+                strict: false,
+            }),
+            max_tokens: 50,
+            purpose: CallPurpose::Research,
+        });
+        assert!(
+            with_schema.get("response_format").is_none(),
+            "{with_schema}"
+        );
+        assert!(!with_schema.to_string().contains("answer"), "{with_schema}");
         assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
         assert_eq!(client.endpoint, "https://api.anthropic.com/v1/messages");
     }

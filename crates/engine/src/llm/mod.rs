@@ -100,9 +100,26 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     /// Ask the server for a JSON object answer (`response_format: json_object`).
     pub json_mode: bool,
+    /// A schema the answer must follow, sent as `response_format: json_schema` (instead of
+    /// `json_object`) to servers whose profile has `jsonMode`; other servers never see it, so
+    /// the prompt must still ask for the JSON form.
+    pub json_schema: Option<JsonSchema>,
     /// Output cap; always sent, as `max_tokens` (llama.cpp reads only that).
     pub max_tokens: u32,
     pub purpose: CallPurpose,
+}
+
+/// A JSON schema for an answer (OpenAI's `response_format.json_schema`; llama.cpp's server,
+/// vLLM and tools/llm-server accept the same shape and constrain decoding to it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonSchema {
+    /// The schema's name; OpenAI requires one (letters, digits, `_` and `-`, at most 64).
+    pub name: String,
+    /// The schema itself.
+    pub schema: serde_json::Value,
+    /// OpenAI's strict mode. Off for schemas with keywords strict mode rejects (`maxLength`):
+    /// grammar-based servers hold the output to the schema either way.
+    pub strict: bool,
 }
 
 /// Token usage and cost of one or more calls. Cost is kept in pico-USD so sums are exact.
@@ -234,6 +251,18 @@ pub trait ChatModel: Send + Sync {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
     /// Context window of the model in tokens (used for the 55% scrape gate).
     fn context_window(&self) -> u64;
+    /// Whether the model that answers calls of `purpose` has the profile's `jsonMode` (its
+    /// server can hold an answer to JSON, or to a [`JsonSchema`]); callers then ask for a JSON form.
+    fn json_mode(&self, purpose: CallPurpose) -> bool {
+        let _ = purpose;
+        false
+    }
+    /// Whether the model that answers calls of `purpose` is offered tools through the prompt
+    /// (the JSON action protocol a profile declares for small models without tool calling).
+    fn prompt_tools(&self, purpose: CallPurpose) -> bool {
+        let _ = purpose;
+        false
+    }
 }
 
 pub mod anthropic;

@@ -16,8 +16,8 @@ use super::json_extract::{extract_json, extract_json_object, strip_think};
 use super::repetition::{self, StreamGuard};
 use super::window;
 use super::{
-    ChatModel, ChatRequest, ChatResponse, LlmError, Message, ModelConfig, Role, ToolCall, ToolMode,
-    ToolSpec, Usage,
+    CallPurpose, ChatModel, ChatRequest, ChatResponse, LlmError, Message, ModelConfig, Role,
+    ToolCall, ToolMode, ToolSpec, Usage,
 };
 
 mod parse;
@@ -216,8 +216,20 @@ impl OpenAiClient {
                 Value::Array(request.tools.iter().map(native_tool).collect()),
             );
         }
-        if request.json_mode && self.config.json_mode {
-            body.insert("response_format".into(), json!({"type": "json_object"}));
+        if self.config.json_mode {
+            // A schema is the stronger constraint and implies JSON, so it wins over json_mode.
+            if let Some(schema) = &request.json_schema {
+                body.insert(
+                    "response_format".into(),
+                    json!({"type": "json_schema", "json_schema": {
+                        "name": schema.name,
+                        "schema": schema.schema,
+                        "strict": schema.strict,
+                    }}),
+                );
+            } else if request.json_mode {
+                body.insert("response_format".into(), json!({"type": "json_object"}));
+            }
         }
         body.insert("stream".into(), json!(self.config.stream));
         if self.config.stream {
@@ -501,6 +513,25 @@ impl ChatModel for OpenAiClient {
             let body = self.request_body(&request);
             result = with_retries(&self.config, || self.attempt_inner(&body, &request)).await;
         }
+        if let Err(LlmError::Status {
+            status, body: msg, ..
+        }) = &result
+            && request.json_schema.is_some()
+            && self.config.json_mode
+            && refuses_json_schema(*status, msg)
+        {
+            // JSON mode without json_schema (older llama.cpp, vLLM or Azure API versions, a
+            // schema a strict provider rejects): once more as json_object. The prompt asks for
+            // the JSON form itself, so the answer is still JSON, only not held to the schema.
+            tracing::warn!(model = %self.config.model, "the server refused the JSON schema; retrying once in json_object mode");
+            let request = ChatRequest {
+                json_mode: true,
+                json_schema: None,
+                ..request.clone()
+            };
+            let body = self.request_body(&request);
+            result = with_retries(&self.config, || self.attempt_inner(&body, &request)).await;
+        }
         match &result {
             Ok(r) => tracing::debug!(
                 model = %self.config.model,
@@ -520,6 +551,22 @@ impl ChatModel for OpenAiClient {
     fn context_window(&self) -> u64 {
         self.config.context_window
     }
+
+    fn json_mode(&self, _purpose: CallPurpose) -> bool {
+        self.config.json_mode
+    }
+
+    fn prompt_tools(&self, _purpose: CallPurpose) -> bool {
+        self.config.tool_mode == ToolMode::JsonAction
+    }
+}
+
+/// Pure: whether a refusal is about the request's `response_format` (a server or API version
+/// that does not know `json_schema`, or a schema it rejects), not about the prompt.
+pub(crate) fn refuses_json_schema(status: u16, body: &str) -> bool {
+    let body = body.to_ascii_lowercase();
+    matches!(status, 400 | 422)
+        && (body.contains("response_format") || body.contains("json_schema"))
 }
 
 /// Parses `Retry-After` in its seconds form (the HTTP-date form is rare for APIs and ignored).

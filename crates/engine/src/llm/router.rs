@@ -704,6 +704,20 @@ impl ChatModel for Router {
             .min()
             .unwrap_or(8192)
     }
+
+    fn json_mode(&self, purpose: CallPurpose) -> bool {
+        // The tier asked first answers almost every call; a later tier without JSON mode still
+        // gets a prompt that asks for the JSON form, and callers parse what comes back tolerantly.
+        self.order(purpose)
+            .first()
+            .is_some_and(|t| t.model.json_mode(purpose))
+    }
+
+    fn prompt_tools(&self, purpose: CallPurpose) -> bool {
+        self.order(purpose)
+            .first()
+            .is_some_and(|t| t.model.prompt_tools(purpose))
+    }
 }
 
 #[cfg(test)]

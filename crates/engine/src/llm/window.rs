@@ -130,6 +130,7 @@ mod tests {
             messages,
             tools: vec![],
             json_mode: false,
+            json_schema: None,
             max_tokens,
             purpose: CallPurpose::Research,
         }

@@ -3,19 +3,31 @@
 //! and the engine turns the numbers into citations. A model that cannot write a URL can still
 //! write `[2]`; the links, titles and quotes come from the engine.
 //!
+//! A model with JSON mode answers in a JSON form instead (`{"points": [{"passages": [1],
+//! "sentence": "..."}]}`, see [`answer_schema`]): a server that constrains decoding to the schema
+//! keeps a 0.5B model on rails, and the engine checks each sentence against its passages the
+//! same way.
+//!
 //! Pure functions; the researcher makes the call.
+
+use serde_json::{Value, json};
 
 use super::evidence::{SUPPORT_THRESHOLD, support};
 use super::passages::{rank, split};
 use super::state::PageExtract;
+use crate::llm::JsonSchema;
+use crate::llm::json_extract::{close_truncated_json, extract_json, extract_json_object};
 
 /// Longest passage shown (longer ones are cut at a character boundary).
 const PASSAGE_CHARS: usize = 700;
 /// Most passages numbered.
 const MAX_PASSAGES: usize = 6;
 /// Passages scoring below this share of the best one are not shown (they add noise a small
-/// model copies).
-const MIN_SHARE_OF_BEST: f64 = 0.5;
+/// model copies). Not higher: the passage answering the second half of a two-part question
+/// ("... and how many are reserved for superusers?") scores a quarter of the first's.
+const MIN_SHARE_OF_BEST: f64 = 0.2;
+/// Score factor of an entry's first passage (see [`number_passages`]).
+const ENTRY_LEAD_BOOST: f64 = 1.25;
 
 /// One numbered passage.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +55,22 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
             owner.push(p);
         }
     }
-    let scores = rank(&all, task);
+    let mut scores = rank(&all, task);
+    // The first paragraph of an API or setting entry says what the entry is ("Deserialize s
+    // ... to a Python object"); its later paragraphs qualify it. Among passages matching alike,
+    // the definition wins (issue 14: three `parse_int` details crowded out json.loads' own).
+    for i in 0..all.len() {
+        let first_under_entry = all[i]
+            .heading_path
+            .last()
+            .is_some_and(|h| is_entry_heading(h))
+            && (i == 0
+                || owner[i - 1] != owner[i]
+                || all[i - 1].heading_path != all[i].heading_path);
+        if first_under_entry {
+            scores[i] *= ENTRY_LEAD_BOOST;
+        }
+    }
     let best = scores.iter().cloned().fold(0.0, f64::max);
     let mut order: Vec<usize> = (0..all.len())
         .filter(|i| scores[*i] > 0.0 && scores[*i] >= best * MIN_SHARE_OF_BEST)
@@ -93,7 +120,24 @@ const LEAD_IN_WORDS: usize = 14;
 /// Pure: whether `text` only introduces what follows it (short, ending in a colon).
 fn is_lead_in(text: &str) -> bool {
     let t = text.trim();
-    t.ends_with(':') && t.split_whitespace().count() <= LEAD_IN_WORDS
+    (t.ends_with(':') && t.split_whitespace().count() <= LEAD_IN_WORDS) || is_version_note(t)
+}
+
+/// Pure: whether `text` is only a version note ("New in version 3.11.", "Changed in version
+/// 3.8."): it says when, not what, and a small model answered a question about TaskGroup's
+/// exceptions with nothing but "New in version 3.11" (issue 14).
+fn is_version_note(text: &str) -> bool {
+    let t = text.trim().trim_matches(['*', '_']).trim_end_matches('.');
+    [
+        "New in version ",
+        "Changed in version ",
+        "Deprecated since version ",
+    ]
+    .iter()
+    .any(|p| {
+        t.strip_prefix(p)
+            .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    })
 }
 
 /// Words of `text` outside Markdown links and URLs.
@@ -118,6 +162,20 @@ fn prose_words(text: &str) -> usize {
     out.split_whitespace()
         .filter(|w| !w.contains("://") && w.chars().any(char::is_alphabetic))
         .count()
+}
+
+/// True for the heading of one documented item: an API signature (`json.loads(s, *, cls=None)`)
+/// or a setting with its type (`max_connections (integer)`).
+fn is_entry_heading(heading: &str) -> bool {
+    let h = heading.trim().trim_matches('`');
+    let name = h.split([' ', '(']).next().unwrap_or_default();
+    looks_like_signature(h)
+        || (h.contains('(')
+            && name.len() > 1
+            && name.contains(['_', '.'])
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '.'))
 }
 
 /// True for a heading that is an API signature: `json.loads(s, *, cls=None)`, `len(s)`.
@@ -173,10 +231,19 @@ pub fn render_passages(items: &[Numbered]) -> String {
 
 /// How a numbered passage is labelled for the model (and recognised when a model copies it).
 fn place(n: &Numbered) -> String {
-    if n.heading.is_empty() {
-        n.title.trim().to_string()
+    let title = n.title.trim();
+    // A page whose first heading is its title ("20.3. Connections" › "20.3. Connections › ...")
+    // is named once.
+    let heading = n
+        .heading
+        .strip_prefix(title)
+        .map_or(n.heading.as_str(), |rest| {
+            rest.trim_start_matches([' ', '›'])
+        });
+    if heading.is_empty() {
+        title.to_string()
     } else {
-        format!("{} › {}", n.title.trim(), n.heading)
+        format!("{title} › {heading}")
     }
 }
 
@@ -254,18 +321,11 @@ pub fn assemble(answer: &str, items: &[Numbered]) -> Option<String> {
                 let item = &items[n - 1];
                 // A sentence its passage does not support (an invented number, other words
                 // than the passage's) is dropped: the engine vouches for every citation it makes.
-                let (overlap, missing_numbers) = support(&text, &item.text);
-                if overlap < SUPPORT_THRESHOLD || !missing_numbers.is_empty() {
+                if support_of(&text, item).is_none() {
                     continue;
                 }
-                let (body, stop) = match text.strip_suffix(['.', '!', '?']) {
-                    Some(body) => (body.trim_end(), &text[body.len()..]),
-                    None => (text.as_str(), "."),
-                };
-                sentences.push((
-                    format!("{body} ([{}]({}))", link_text(&item.title), item.url),
-                    stop.to_string(),
-                ));
+                let (body, stop) = split_stop(&text);
+                sentences.push((format!("{body}{}", citation(item)), stop.to_string()));
                 if !cited.contains(&n) {
                     cited.push(n);
                 }
@@ -277,22 +337,341 @@ pub fn assemble(answer: &str, items: &[Numbered]) -> Option<String> {
     if cited.is_empty() {
         return None;
     }
-    let mut md = format!("## Summary\n\n{}\n\n## Evidence\n", sentences.join(" "));
-    for n in &cited {
-        let item = &items[n - 1];
+    Some(report(&sentences, &cited, items))
+}
+
+/// How well `item` supports `text` (the share of the sentence's terms it holds), or `None`
+/// when it does not: too few shared terms, or a number the passage does not have.
+fn support_of(text: &str, item: &Numbered) -> Option<f64> {
+    let (overlap, missing_numbers) = support(text, &item.text);
+    (overlap >= SUPPORT_THRESHOLD && missing_numbers.is_empty()).then_some(overlap)
+}
+
+/// A sentence without its final stop, and the stop (`.` when it had none).
+fn split_stop(text: &str) -> (&str, &str) {
+    match text.strip_suffix(['.', '!', '?']) {
+        Some(body) => (body.trim_end(), &text[body.len()..]),
+        None => (text, "."),
+    }
+}
+
+/// The link a cited sentence ends with, before its stop.
+fn citation(item: &Numbered) -> String {
+    format!(" ([{}]({}))", link_text(&item.title), item.url)
+}
+
+/// The report: the cited sentences as a summary, then each cited passage quoted under its page.
+fn report(sentences: &[String], cited: &[usize], items: &[Numbered]) -> String {
+    let quoted: Vec<&Numbered> = cited.iter().map(|n| &items[n - 1]).collect();
+    let mut md = format!(
+        "## Summary\n\n{}\n\n## Evidence\n{}",
+        sentences.join(" "),
+        quoted_list(&quoted)
+    );
+    // The passage that matches the question best, when the summary did not use it: a small
+    // model often answers from the second passage and leaves out the first, which holds the
+    // answer (issue 14: "The default is typically 128 megabytes" was passage 1, the summary
+    // quoted passage 2's advice). The reader sees it, labelled as not cited above.
+    if !cited.contains(&1)
+        && let Some(best) = items.first()
+    {
+        md.push_str(&format!(
+            "\n## Best-matching passage (not cited above)\n{}",
+            quoted_list(&[best])
+        ));
+    }
+    md
+}
+
+/// Passages quoted under their page's link, in the given order; passages of one page and
+/// heading share one link line. (Two identical link lines read as a repeat to the report's
+/// repetition guard, which cut the report there: the second passage of an entry was lost.)
+fn quoted_list(items: &[&Numbered]) -> String {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for item in items {
         let place = if item.heading.is_empty() {
             String::new()
         } else {
             format!(" › {}", item.heading)
         };
-        let quote = item.text.trim().replace('\n', "\n> ");
-        md.push_str(&format!(
-            "\n- [{}]({}){place}:\n\n> {quote}\n",
-            link_text(&item.title),
-            item.url
-        ));
+        let line = format!("- [{}]({}){place}:", link_text(&item.title), item.url);
+        let quote = format!("> {}", item.text.trim().replace('\n', "\n> "));
+        match groups.iter_mut().find(|(l, _)| *l == line) {
+            Some((_, quotes)) => quotes.push(quote),
+            None => groups.push((line, vec![quote])),
+        }
     }
-    Some(md)
+    let mut md = String::new();
+    for (line, quotes) in groups {
+        md.push_str(&format!("\n{line}\n"));
+        for q in quotes {
+            md.push_str(&format!("\n{q}\n"));
+        }
+    }
+    md
+}
+
+/// The extractive report made of the numbered passages when the model's answer is unusable:
+/// the best passages for the task across every page read, best first, quoted unedited (issue
+/// 14: the answer a page-by-page excerpt left out, `max_workers`' default, was passage 2 here).
+pub fn quoted_report(items: &[Numbered]) -> String {
+    let items: Vec<&Numbered> = items.iter().collect();
+    format!(
+        "## Summary\n\nThe model did not write a usable report, so this section quotes, unedited, the passages of the pages read that best match the task, best first.\n\n## Key findings\n{}",
+        quoted_list(&items)
+    )
+}
+
+/// Most points a JSON answer makes (the schema's `maxItems`; more from an unconstrained model
+/// are cut).
+pub const MAX_POINTS: usize = 5;
+/// Most passages one point cites.
+const MAX_POINT_PASSAGES: usize = 3;
+/// Longest sentence of a point in characters: the grammar stops a looping small model there.
+const MAX_SENTENCE_CHARS: usize = 300;
+
+/// One point of a JSON answer: a sentence and the passages it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Numbers of shown passages it cites, in the model's order, without repeats.
+    pub passages: Vec<usize>,
+    /// The sentence as the model wrote it.
+    pub sentence: String,
+}
+
+/// The schema of the JSON answer form for `count` numbered passages. Passage ids are an enum of
+/// the numbers shown, so a model held to the schema cannot cite a passage it was not shown.
+/// Not strict: OpenAI's strict mode rejects `maxLength`, which keeps a small model from looping.
+pub fn answer_schema(count: usize) -> JsonSchema {
+    let ids: Vec<usize> = (1..=count.max(1)).collect();
+    JsonSchema {
+        name: "grounded_answer".to_string(),
+        // Property order matters to grammar-based servers (they generate in schema order): the
+        // passages are chosen before the sentence is written. serde_json's map keeps keys
+        // sorted, and "passages" sorts before "sentence".
+        schema: json!({
+            "type": "object",
+            "properties": {
+                "points": {
+                    "type": "array",
+                    // Three points at least (one per passage when fewer are shown): held to
+                    // one, the 0.5B model answered "use json.loads" and stopped, leaving out
+                    // json.load and the error a reader meets next; on 12 questions that had
+                    // failed, three points found 8 key facts where two found 2. A point its
+                    // passage does not support is dropped and a repeat is said once, so an
+                    // extra point costs a few output tokens when there is nothing more to say.
+                    "minItems": count.clamp(1, 3),
+                    "maxItems": MAX_POINTS,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "passages": {
+                                "type": "array",
+                                "minItems": 1,
+                                "maxItems": MAX_POINT_PASSAGES,
+                                "items": {"type": "integer", "enum": ids},
+                            },
+                            "sentence": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": MAX_SENTENCE_CHARS,
+                            },
+                        },
+                        "required": ["passages", "sentence"],
+                        "additionalProperties": false,
+                    },
+                },
+            },
+            "required": ["points"],
+            "additionalProperties": false,
+        }),
+        strict: false,
+    }
+}
+
+/// Pure: the points of a JSON answer for `count` shown passages, read tolerantly (code fences,
+/// text around the JSON, a bare array of points, ids as strings, an answer cut off at its
+/// output cap). Ids that name no shown passage are dropped. `None` when the answer holds no
+/// JSON of that form; `Some` with no points when it does but cites nothing shown.
+pub fn parse_points(answer: &str, count: usize) -> Option<Vec<Point>> {
+    let shaped = |v: &Value| point_values(v).is_some();
+    let value = extract_json(answer)
+        .ok()
+        .filter(shaped)
+        .or_else(|| extract_json_object(answer).ok().filter(shaped))
+        .or_else(|| {
+            close_truncated_json(answer)
+                .and_then(|closed| extract_json(&closed).ok())
+                .filter(shaped)
+        })?;
+    let points = point_values(&value)?
+        .iter()
+        .filter_map(|p| point(p, count))
+        .take(MAX_POINTS)
+        .collect();
+    Some(points)
+}
+
+/// The point objects of a JSON answer: `{"points": [...]}`, a bare array of points, or one point.
+fn point_values(v: &Value) -> Option<&[Value]> {
+    match v {
+        Value::Object(o) => match o.get("points") {
+            Some(Value::Array(points)) => Some(points),
+            Some(_) => None,
+            None if sentence_of(v).is_some() => Some(std::slice::from_ref(v)),
+            None => None,
+        },
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
+            Some(items)
+        }
+        _ => None,
+    }
+}
+
+/// The sentence of a point object (models rename the key now and then).
+fn sentence_of(v: &Value) -> Option<&str> {
+    ["sentence", "text", "claim"]
+        .iter()
+        .find_map(|k| v.get(k).and_then(Value::as_str))
+}
+
+/// One point, its ids limited to the `count` shown passages; `None` when it has no sentence or
+/// cites no shown passage.
+fn point(v: &Value, count: usize) -> Option<Point> {
+    let sentence = sentence_of(v)?.trim();
+    if sentence.is_empty() {
+        return None;
+    }
+    let raw = ["passages", "passage", "ids", "sources"]
+        .iter()
+        .find_map(|k| v.get(k))?;
+    let mut passages = Vec::new();
+    for n in ids(raw) {
+        if (1..=count).contains(&n) && !passages.contains(&n) {
+            passages.push(n);
+        }
+    }
+    passages.truncate(MAX_POINT_PASSAGES);
+    (!passages.is_empty()).then(|| Point {
+        passages,
+        sentence: sentence.to_string(),
+    })
+}
+
+/// Passage ids in any form a model writes them: `2`, `2.0`, `"2"`, `"[2]"`, `"1, 2"`, lists of those.
+fn ids(v: &Value) -> Vec<usize> {
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                    .map(|f| f as u64)
+            })
+            .and_then(|n| usize::try_from(n).ok())
+            .into_iter()
+            .collect(),
+        Value::String(s) => s
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|d| d.parse().ok())
+            .collect(),
+        Value::Array(items) => items.iter().flat_map(ids).collect(),
+        _ => vec![],
+    }
+}
+
+/// The report made from JSON points, as [`assemble`] makes it from the `[n]` form: a sentence
+/// none of its cited passages supports is dropped, and the citation goes to the cited passage
+/// that supports it best. `None` when no sentence is left.
+pub fn assemble_points(points: &[Point], items: &[Numbered]) -> Option<String> {
+    let labels: Vec<String> = items.iter().map(|n| format!("({})", place(n))).collect();
+    let mut cited: Vec<usize> = Vec::new();
+    let mut sentences: Vec<String> = Vec::new();
+    let mut said: Vec<String> = Vec::new();
+    for p in points {
+        let text = clean_sentence(&p.sentence, &labels);
+        // A small model repeats its point to fill the number the schema asks for: once is enough.
+        let key = text.to_lowercase();
+        if text.is_empty() || said.contains(&key) {
+            continue;
+        }
+        said.push(key);
+        // Strictly better only, so of equally good passages the first cited keeps the citation.
+        let mut best: Option<(f64, usize)> = None;
+        for &n in &p.passages {
+            let Some(item) = items.get(n.wrapping_sub(1)) else {
+                continue;
+            };
+            if let Some(score) = support_of(&text, item)
+                && best.is_none_or(|(b, _)| score > b)
+            {
+                best = Some((score, n));
+            }
+        }
+        let Some((_, n)) = best else {
+            continue;
+        };
+        let item = &items[n - 1];
+        let (body, stop) = split_stop(&text);
+        sentences.push(format!("{body}{}{stop}", citation(item)));
+        if !cited.contains(&n) {
+            cited.push(n);
+        }
+    }
+    if cited.is_empty() {
+        return None;
+    }
+    Some(report(&sentences, &cited, items))
+}
+
+/// A point's sentence as it goes in the report: passage numbers and labels a model copied into
+/// it removed (the engine makes the citations), list markers and extra spaces dropped.
+fn clean_sentence(sentence: &str, labels: &[String]) -> String {
+    let mut text = sentence.to_string();
+    for l in labels {
+        text = text.replace(l.as_str(), " ");
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find(']') {
+            Some(close)
+                if !after[..close].trim().is_empty()
+                    && after[..close]
+                        .chars()
+                        .all(|c| c.is_ascii_digit() || c == ',' || c == ' ') =>
+            {
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    let mut joined = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    // A marker removed before the final stop leaves "object ." behind.
+    if let Some(stop) = joined.pop() {
+        if ".!?".contains(stop) {
+            joined = joined.trim_end().to_string();
+        }
+        joined.push(stop);
+    }
+    joined.trim_start_matches(['*', '-', ' ']).to_string()
+}
+
+/// The report from an answer asked for in JSON form: its points when the answer is JSON of that
+/// form, else the answer read as the free-text `[n]` form (a model that ignored the request for
+/// JSON). `None` when neither yields a supported sentence.
+pub fn assemble_json(answer: &str, items: &[Numbered]) -> Option<String> {
+    match parse_points(answer, items.len()) {
+        // JSON read as prose would cut at its `[1]` id lists: never both.
+        Some(points) => assemble_points(&points, items),
+        None => assemble(answer, items),
+    }
 }
 
 /// A title safe inside Markdown link text.
@@ -306,137 +685,4 @@ fn link_text(title: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lead_ins_that_only_introduce_a_list_are_not_passages() {
-        assert!(is_lead_in(
-            "The csv module defines the following functions:"
-        ));
-        assert!(is_lead_in(
-            "has_header(sample): The csv module defines the following constants:"
-        ));
-        assert!(!is_lead_in(
-            "Create an object that operates like a regular reader but maps the information in each row to a dict."
-        ));
-        let long = "A long sentence that explains quite a lot about the reader and the writer objects before it ends with a colon:";
-        assert!(!is_lead_in(long));
-    }
-
-    fn pages() -> Vec<PageExtract> {
-        vec![
-            PageExtract {
-                url: "http://docs/json.html".into(),
-                title: "json — JSON encoder and decoder".into(),
-                text: "§ json › Basic Usage › json.loads(s)\nDeserialize s (a str instance containing a JSON document) to a Python object.\n\n§ json › Basic Usage › json.load(fp)\nDeserialize fp (a text file containing a JSON document) to a Python object.".into(),
-            },
-            PageExtract {
-                url: "http://docs/pickle.html".into(),
-                title: "pickle".into(),
-                text: "The pickle module implements binary protocols for serializing Python objects.".into(),
-            },
-        ]
-    }
-
-    #[test]
-    fn the_best_passages_are_numbered_best_first_with_their_page() {
-        let items = number_passages(&pages(), "How do I decode a JSON document in Python?", 4000);
-        assert!(items.len() >= 2, "{items:#?}");
-        assert_eq!(items[0].number, 1);
-        assert_eq!(items[0].url, "http://docs/json.html");
-        assert!(
-            items[0].text.starts_with("json.loads(s): Deserialize"),
-            "{items:#?}"
-        );
-        assert!(items.iter().all(|i| !i.text.starts_with('§')));
-        let shown = render_passages(&items);
-        assert!(
-            shown.starts_with("[1] (json — JSON encoder and decoder › "),
-            "{shown}"
-        );
-    }
-
-    #[test]
-    fn numbers_become_links_and_the_cited_passages_are_quoted() {
-        let items = number_passages(&pages(), "decode a JSON document", 4000);
-        let md = assemble(
-            "Use json.loads to decode a JSON string into a Python object [1]. For files, use json.load [2]. See [the docs](x) [9].",
-            &items,
-        )
-        .unwrap();
-        assert!(
-            md.contains(
-                "into a Python object ([json — JSON encoder and decoder](http://docs/json.html))."
-            ),
-            "{md}"
-        );
-        // [9] names no passage: no citation is made of it.
-        assert!(!md.contains("[9]("), "{md}");
-        assert!(md.contains("## Evidence"), "{md}");
-        assert!(md.contains("> json.loads(s): Deserialize s"), "{md}");
-    }
-
-    #[test]
-    fn a_copied_passage_list_becomes_cited_sentences_without_its_labels() {
-        let items = number_passages(&pages(), "decode a JSON document", 4000);
-        let copied = render_passages(&items);
-        let md = assemble(&copied, &items).unwrap();
-        let summary = md.split("## Evidence").next().unwrap();
-        assert!(!summary.contains("› json.loads(s))"), "{md}");
-        assert!(!summary.contains("[1]") && !summary.contains("[2]"), "{md}");
-        assert!(
-            summary.contains(
-                "to a Python object ([json — JSON encoder and decoder](http://docs/json.html))."
-            ),
-            "{md}"
-        );
-    }
-
-    #[test]
-    fn navigation_links_are_not_evidence() {
-        assert_eq!(
-            prose_words("[Next](plpython-envar.html \"46.11. Environment Variables\")"),
-            0
-        );
-        assert_eq!(prose_words("See [json](x.html) for how loads works."), 5);
-        let pages = vec![PageExtract {
-            url: "http://docs/plpython.html".into(),
-            title: "Python 2 vs. Python 3".into(),
-            text: "[Next](plpython-envar.html \"Python Environment Variables\")\n\n[Prev](a.html \"Python\")".into(),
-        }];
-        assert!(number_passages(&pages, "Which pickle protocol does Python use?", 4000).is_empty());
-    }
-
-    #[test]
-    fn only_a_call_shape_is_a_signature() {
-        assert!(looks_like_signature("json.loads(s, *, cls=None)"));
-        assert!(looks_like_signature("`len(s)`"));
-        assert!(!looks_like_signature("search() vs. match()"));
-        assert!(!looks_like_signature("Basic Usage"));
-        assert!(!looks_like_signature("What (not) to do"));
-    }
-
-    #[test]
-    fn a_sentence_its_passage_does_not_support_is_dropped() {
-        let items = number_passages(&pages(), "decode a JSON document", 4000);
-        let md = assemble(
-            "json.loads deserializes a str containing a JSON document to a Python object [1]. SQLAlchemy's create_engine has a default pool_size of 10 [1].",
-            &items,
-        )
-        .unwrap();
-        assert!(!md.contains("pool_size"), "{md}");
-        assert!(md.contains("json.loads deserializes"), "{md}");
-        assert_eq!(
-            assemble("The default pool_size of create_engine is 10 [1].", &items),
-            None
-        );
-    }
-
-    #[test]
-    fn an_answer_citing_no_passage_is_not_a_grounded_report() {
-        let items = number_passages(&pages(), "decode a JSON document", 4000);
-        assert_eq!(assemble("JSON is decoded with json.loads.", &items), None);
-        assert_eq!(assemble("See [0] and [x].", &items), None);
-    }
-}
+mod tests;

@@ -138,6 +138,7 @@ fn request(
         messages,
         tools: vec![],
         json_mode,
+        json_schema: None,
         max_tokens,
         purpose,
     }

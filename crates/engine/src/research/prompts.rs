@@ -8,6 +8,8 @@ pub const RESEARCHER_TASK: &str = include_str!("../../../../config/prompts/resea
 pub const REPORTER: &str = include_str!("../../../../config/prompts/reporter.md");
 /// The grounded-answer prompt: numbered passages in, sentences ending in `[n]` out.
 pub const GROUNDED: &str = include_str!("../../../../config/prompts/grounded.md");
+/// The grounded-answer prompt in JSON form (models with JSON mode): points citing passage ids.
+pub const GROUNDED_JSON: &str = include_str!("../../../../config/prompts/grounded_json.md");
 /// The coordinator's planning prompt.
 pub const PLANNER: &str = include_str!("../../../../config/prompts/planner.md");
 /// The lead evaluator's prompt.

@@ -125,8 +125,18 @@ pub fn seed_queries(task: &str) -> Vec<String> {
     }
     // The names a page must mention (`asyncio.TaskGroup`), alone: full-text engines rank the
     // page that documents an API first for its bare name, not for a sentence around it.
-    let keys = key_terms(whole).join(" ");
-    if !keys.is_empty() && !out.iter().any(|q| normalise(q) == normalise(&keys)) {
+    let keys = key_terms(whole);
+    // One plain capitalised word ("Python" in "... in Python 3.11?") names the product, not
+    // the subject: searched alone it returns the product's most generic pages.
+    let plain_name = |k: &String| {
+        whole.split_whitespace().any(|w| {
+            let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+            w.to_lowercase() == *k && w.chars().skip(1).all(|c| !c.is_uppercase())
+        })
+    };
+    let useful = keys.len() > 1 || keys.iter().any(|k| !plain_name(k));
+    let keys = keys.join(" ");
+    if useful && !out.iter().any(|q| normalise(q) == normalise(&keys)) {
         out.push(keys);
     }
     out
@@ -194,6 +204,15 @@ mod tests {
         assert_eq!(
             seed_queries("How does asyncio.TaskGroup handle exceptions?")[2],
             "asyncio.taskgroup"
+        );
+        // A product named in passing is no subject: "python" alone returns Python's most
+        // generic pages, which then crowded out `pickle.html`.
+        assert_eq!(
+            seed_queries("Which pickle protocol does Python 3.11 use by default?"),
+            vec![
+                "Which pickle protocol does Python 3.11 use by default?".to_string(),
+                "pickle protocol python 3.11 use default".to_string(),
+            ]
         );
         // A task that is already keywords is searched once.
         assert_eq!(

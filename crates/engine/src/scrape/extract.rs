@@ -52,7 +52,7 @@ pub fn extract_markdown(html: &str, url: &str) -> Extracted {
             let text = r.content_text;
             let md = r
                 .content_html
-                .and_then(|h| html_to_markdown(&h))
+                .and_then(|h| html_to_markdown(&code_in_bare_pre(&h)))
                 .map(|md| align_to_text(&md, &text))
                 .unwrap_or_default();
             // The converter can lose text the extractor kept (odd markup); the plain text is
@@ -105,6 +105,59 @@ fn html_to_markdown(html: &str) -> Option<String> {
         .filter(|m| !m.trim().is_empty())
 }
 
+/// Pure: every `<pre>` without a `<code>` inside gets one, so the converter writes a fenced
+/// code block. The extractor's HTML keeps Sphinx's code examples as bare `<pre>`, which the
+/// converter turns into unfenced lines; a passage splitter then cut them at blank lines and a
+/// small model quoted a stray `import csv` as a finding (issue 14).
+fn code_in_bare_pre(html: &str) -> std::borrow::Cow<'_, str> {
+    if !html.contains("<pre>") {
+        return std::borrow::Cow::Borrowed(html);
+    }
+    let mut out = String::with_capacity(html.len() + 64);
+    let mut rest = html;
+    while let Some(open) = rest.find("<pre>") {
+        let body_start = open + "<pre>".len();
+        let Some(close) = rest[body_start..].find("</pre>").map(|c| body_start + c) else {
+            break;
+        };
+        let body = &rest[body_start..close];
+        out.push_str(&rest[..open]);
+        if body.contains("<code") {
+            out.push_str(&rest[open..close + "</pre>".len()]);
+        } else {
+            out.push_str("<pre><code>");
+            out.push_str(body);
+            out.push_str("</code></pre>");
+        }
+        rest = &rest[close + "</pre>".len()..];
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
+/// Markdown blocks (separated by blank lines), a fenced code block always one block whatever
+/// blank lines it holds.
+fn markdown_blocks(markdown: &str) -> Vec<String> {
+    let mut blocks: Vec<String> = Vec::new();
+    let mut open_fence = false;
+    for block in markdown.split("\n\n") {
+        if open_fence && let Some(last) = blocks.last_mut() {
+            last.push_str("\n\n");
+            last.push_str(block);
+        } else {
+            blocks.push(block.to_string());
+        }
+        let fences = block
+            .lines()
+            .filter(|l| l.trim_start().starts_with("```"))
+            .count();
+        if fences % 2 == 1 {
+            open_fence = !open_fence;
+        }
+    }
+    blocks
+}
+
 /// Keeps the Markdown blocks whose words the extractor's plain text also has.
 ///
 /// rs-trafilatura's HTML output carries a few things its text output leaves out (the title
@@ -115,7 +168,8 @@ fn align_to_text(markdown: &str, text: &str) -> String {
     let words: HashSet<&str> = text_tokens.iter().copied().collect();
     let shingles: HashSet<&[&str]> = text_tokens.windows(4).collect();
     let mut out = String::with_capacity(markdown.len());
-    for block in markdown.split("\n\n") {
+    for block in markdown_blocks(markdown) {
+        let block = block.as_str();
         let stripped = strip_markdown(block);
         let toks = super::metric::tokens(&stripped);
         let trimmed = block.trim();
@@ -304,6 +358,31 @@ pub fn strip_markdown(markdown: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_pre_becomes_one_fenced_block_blank_lines_and_all() {
+        let html = "<html><head><title>csv</title></head><body><article><h1>csv</h1><p>The csv module implements classes to read and write tabular data in CSV format, and this paragraph is long enough to be the main content of the page for the extractor.</p><p>A short usage example:</p><div><div><pre>import csv\nwith open('eggs.csv', newline='') as f:\n    reader = csv.reader(f)\n\n    for row in reader:\n        print(row)\n</pre></div></div><p>The reader object iterates over the lines of the given file and returns each row as a list of strings, which is what most programs want from a CSV file.</p></article></body></html>";
+        let md = extract_markdown(html, "https://docs.example/csv.html").markdown;
+        let open = md.find("```").expect("a fence");
+        let close = md[open + 3..].find("```").expect("a closing fence") + open + 3;
+        let code = &md[open..close];
+        assert!(
+            code.contains("import csv") && code.contains("print(row)"),
+            "{md}"
+        );
+        assert_eq!(
+            code_in_bare_pre("<pre><code>x</code></pre>"),
+            "<pre><code>x</code></pre>"
+        );
+        assert_eq!(
+            code_in_bare_pre("<pre>x</pre>"),
+            "<pre><code>x</code></pre>"
+        );
+        assert_eq!(
+            markdown_blocks("a\n\n```\nx\n\ny\n```\n\nb"),
+            ["a", "```\nx\n\ny\n```", "b"]
+        );
+    }
 
     #[test]
     fn strip_markdown_keeps_prose_only() {

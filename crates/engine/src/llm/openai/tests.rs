@@ -159,6 +159,7 @@ fn body_has_max_tokens_and_modes() {
         messages: vec![Message::user("x")],
         tools: tools(),
         json_mode: true,
+        json_schema: None,
         max_tokens: 77,
         purpose: CallPurpose::Plan,
     };
@@ -181,6 +182,59 @@ fn body_has_max_tokens_and_modes() {
 }
 
 #[test]
+fn a_json_schema_is_sent_as_response_format_json_schema_when_the_profile_has_json_mode() {
+    let schema = crate::llm::JsonSchema {
+        name: "answer".into(),
+        schema: json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 9}}}),
+        strict: false,
+    };
+    let req = ChatRequest {
+        messages: vec![Message::system("s"), Message::user("x")],
+        tools: vec![],
+        json_mode: true,
+        json_schema: Some(schema),
+        max_tokens: 40,
+        purpose: CallPurpose::Research,
+    };
+    let mut cfg = ModelConfig::new("http://127.0.0.1:1/v1", "m");
+    cfg.json_mode = true;
+    cfg.stream = false;
+    cfg.tool_mode = ToolMode::JsonAction;
+    let client = OpenAiClient::new(cfg.clone()).unwrap();
+    assert!(client.json_mode(CallPurpose::Research));
+    assert_eq!(
+        client.request_body(&req),
+        json!({
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "x"}
+            ],
+            "max_tokens": 40,
+            "response_format": {"type": "json_schema", "json_schema": {
+                "name": "answer",
+                "schema": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 9}}},
+                "strict": false
+            }},
+            "stream": false
+        })
+    );
+    // The schema wins even when the request did not also set json_mode: it implies JSON.
+    let body = client.request_body(&ChatRequest {
+        json_mode: false,
+        ..req.clone()
+    });
+    assert_eq!(body["response_format"]["type"], "json_schema");
+
+    // Without the profile's jsonMode the server is not asked for JSON in any form.
+    cfg.json_mode = false;
+    let client = OpenAiClient::new(cfg).unwrap();
+    assert!(!client.json_mode(CallPurpose::Research));
+    let body = client.request_body(&req);
+    assert!(body.get("response_format").is_none(), "{body}");
+}
+
+#[test]
 fn cached_prompt_tokens_are_read_and_priced_lower() {
     let raw = parse_completion(br#"{"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1000, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 800}}}"#).unwrap();
     assert_eq!(raw.usage, Some((1000, 10)));
@@ -195,6 +249,7 @@ fn cached_prompt_tokens_are_read_and_priced_lower() {
         messages: vec![Message::user("hi")],
         tools: vec![],
         json_mode: false,
+        json_schema: None,
         max_tokens: 10,
         purpose: crate::llm::CallPurpose::Research,
     };
@@ -285,4 +340,22 @@ fn config_errors_do_not_leak_key() {
         OpenAiClient::new(ModelConfig::new("http://x/v1", " ")),
         Err(LlmError::Config(_))
     ));
+}
+
+#[test]
+fn only_a_refusal_of_the_response_format_counts_as_refusing_json_schema() {
+    assert!(refuses_json_schema(
+        400,
+        r#"{"error":{"message":"response_format.type \"json_schema\" is not supported"}}"#
+    ));
+    assert!(refuses_json_schema(
+        400,
+        "Invalid schema for response_format 'grounded_answer': 'maxLength' is not permitted."
+    ));
+    assert!(refuses_json_schema(422, "unknown field json_schema"));
+    assert!(!refuses_json_schema(
+        400,
+        "prompt is 8192 tokens, the context holds 8192"
+    ));
+    assert!(!refuses_json_schema(500, "response_format handler crashed"));
 }

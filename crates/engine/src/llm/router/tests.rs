@@ -72,6 +72,7 @@ fn req(purpose: CallPurpose) -> ChatRequest {
         messages: vec![crate::llm::Message::user("x".repeat(400))],
         tools: vec![],
         json_mode: false,
+        json_schema: None,
         max_tokens: 100,
         purpose,
     }
@@ -334,4 +335,32 @@ async fn a_researchers_calls_carry_its_task_in_the_provenance_log() {
     let line = serde_json::to_string(&calls[1]).unwrap();
     assert!(line.contains("\"task\":7"), "{line}");
     assert!(!serde_json::to_string(&calls[0]).unwrap().contains("task"));
+}
+
+#[test]
+fn json_mode_is_that_of_the_tier_asked_first_for_the_purpose() {
+    let client = |json_mode: bool| -> Arc<dyn ChatModel> {
+        let mut config = crate::llm::ModelConfig::new("http://router-json.invalid/v1", "m");
+        config.json_mode = json_mode;
+        Arc::new(crate::llm::openai::OpenAiClient::new(config).unwrap())
+    };
+    let tier = |name: &str, model: Arc<dyn ChatModel>| Tier {
+        name: name.into(),
+        model,
+        endpoint: endpoint("http://router-json.invalid/v1", name, RateLimits::default()),
+        price: Price::FREE,
+        provider: "test".into(),
+        model_name: name.into(),
+    };
+    let router = Router::new(
+        tier("primary", client(false)),
+        None,
+        None,
+        vec![(Role::Researcher, tier("roles.researcher", client(true)))],
+        Arc::new(SpendGuard::default()),
+    );
+    assert!(router.json_mode(CallPurpose::Research));
+    assert!(!router.json_mode(CallPurpose::Plan));
+    // A model that says nothing about JSON mode has none.
+    assert!(!fake("plain", 0, unavailable).json_mode(CallPurpose::Research));
 }

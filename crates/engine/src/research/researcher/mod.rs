@@ -53,6 +53,9 @@ pub struct ResearcherSettings {
     pub max_turns: u32,
     /// Output cap of each model call.
     pub max_output_tokens: u32,
+    /// The engine drives search and reading and the model only answers (see `guided`);
+    /// `None` decides by the model's context window.
+    pub guided: Option<bool>,
 }
 
 impl Default for ResearcherSettings {
@@ -62,6 +65,7 @@ impl Default for ResearcherSettings {
             results_per_query: 8,
             max_turns: 14,
             max_output_tokens: 1024,
+            guided: None,
         }
     }
 }
@@ -208,6 +212,8 @@ struct Session<'a> {
     steered: Vec<u32>,
     /// Messages covered by the last server-reported token count, and that count.
     anchor: Option<(usize, u64)>,
+    /// Characters of each page kept for the model (the settings', or more when guided).
+    page_chars: usize,
 }
 
 fn urls_in(text: &str) -> Vec<String> {
@@ -293,6 +299,7 @@ pub async fn run_researcher(
         steering,
         steered: injected.iter().map(|r| r.task_id).collect(),
         anchor: None,
+        page_chars: deps.settings.page_chars,
         searches: 0,
         known_urls: urls_in(&format!(
             "{} {}",
@@ -300,6 +307,13 @@ pub async fn run_researcher(
             input.context.as_deref().unwrap_or_default()
         )),
     };
+    if guided::is_guided(
+        deps.settings.guided,
+        deps.model.context_window(),
+        deps.model.prompt_tools(CallPurpose::Research),
+    ) {
+        return s.guided_report(task_id, task).await;
+    }
     let mut groundings = 0;
     let mut unusable_answers = 0;
     let mut invalid_turns = 0;
@@ -488,6 +502,7 @@ fn finish(s: Session<'_>, task_id: u32, markdown: String) -> ResearcherReport {
     }
 }
 
+mod guided;
 mod pool;
 mod session;
 

@@ -69,6 +69,15 @@ impl Session<'_> {
         &mut self,
         with_tools: bool,
     ) -> Result<crate::llm::ChatResponse, Failure> {
+        self.call_with(with_tools, None).await
+    }
+
+    /// [`Self::call`], the answer held to `json_schema` where the model's server can do that.
+    pub(super) async fn call_with(
+        &mut self,
+        with_tools: bool,
+        json_schema: Option<crate::llm::JsonSchema>,
+    ) -> Result<crate::llm::ChatResponse, Failure> {
         self.take_steered_reports();
         let sent = self.messages.len();
         let request = ChatRequest {
@@ -78,7 +87,8 @@ impl Session<'_> {
             } else {
                 vec![]
             },
-            json_mode: false,
+            json_mode: json_schema.is_some(),
+            json_schema,
             max_tokens: self.deps.settings.max_output_tokens,
             purpose: CallPurpose::Research,
         };
@@ -244,8 +254,17 @@ impl Session<'_> {
 
     /// Scores hits and adds them to what this researcher has seen (and so may read and cite).
     pub(super) fn record(&mut self, q: &str, hits: &[SearchHit]) {
-        for h in hits {
-            let sc = score(q, h).score;
+        // Results are scored against the task, not the query that found them: a broad or
+        // off-topic query ("python", a reformulation) matches its own results perfectly, and
+        // its pages then outranked the page the task is about (issue 14: `plpython` read
+        // instead of `pickle` for "Which pickle protocol ...").
+        let against = if self.task.trim().is_empty() {
+            q
+        } else {
+            self.task.as_str()
+        };
+        for (rank, h) in hits.iter().enumerate() {
+            let sc = score(against, h).score + rank_prior(rank);
             let entry = self.scores.entry(h.url.clone()).or_insert(sc);
             *entry = entry.max(sc);
             if !self.seen.iter().any(|s| s.url == h.url) {
@@ -425,7 +444,7 @@ impl Session<'_> {
                     let selection = crate::research::passages::select(
                         &page.markdown,
                         &self.task,
-                        self.deps.settings.page_chars,
+                        self.page_chars,
                     );
                     let off_task = selection.best_score == 0.0
                         || !crate::research::passages::mentions_key_terms(
@@ -502,21 +521,44 @@ impl Session<'_> {
         let budget = (self.deps.model.context_window() as usize * 3 / 4).clamp(1500, 6000);
         let items = grounded::number_passages(&self.pages, task, budget);
         if !items.is_empty() {
+            // With JSON mode the model answers in the JSON form, held to its schema by the server.
+            let json = self.deps.model.json_mode(CallPurpose::Research);
+            let (system, ask) = if json {
+                (
+                    prompts::GROUNDED_JSON,
+                    "Answer the task now with the JSON object.",
+                )
+            } else {
+                (
+                    prompts::GROUNDED,
+                    "Answer the task now, ending every sentence with its passage number like [1].",
+                )
+            };
             self.messages = vec![
-                Message::system(prompts::GROUNDED),
+                Message::system(system),
                 Message::user(format!(
-                    "Research task: {task}\n\nPassages:\n{}Answer the task now, ending every sentence with its passage number like [1].",
+                    "Research task: {task}\n\nPassages:\n{}{ask}",
                     grounded::render_passages(&items)
                 )),
             ];
-            if let Ok(resp) = self.call(false).await {
+            let schema = json.then(|| grounded::answer_schema(items.len()));
+            if let Ok(resp) = self.call_with(false, schema).await {
                 let text = strip_think(&resp.content).trim().to_string();
+                let md = if json {
+                    grounded::assemble_json(&text, &items)
+                } else {
+                    grounded::assemble(&text, &items)
+                };
                 if !looks_like_tool_call(&text)
-                    && let Some(md) = grounded::assemble(&text, &items)
+                    && let Some(md) = md
                 {
                     return Ok(finish(self, task_id, md));
                 }
             }
+            // The model's answer is unusable: the passages it was shown are the best extract of
+            // what was read, across pages and best first.
+            let md = grounded::quoted_report(&items);
+            return Ok(finish(self, task_id, md));
         }
         let md = extractive_report(task, &self.pages);
         Ok(finish(self, task_id, md))
@@ -645,4 +687,11 @@ impl Session<'_> {
         }
         false
     }
+}
+
+/// A small bonus for a result's place in its engine's ranking: the engine read the whole page
+/// and the title and snippet scores cannot tell two on-topic pages apart (0.1 for the first
+/// result, half that for the second, and so on down).
+fn rank_prior(rank: usize) -> f64 {
+    0.1 / (rank as f64 + 1.0)
 }

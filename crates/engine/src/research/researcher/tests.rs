@@ -320,7 +320,11 @@ fn json_deps(model: Arc<dyn ChatModel>, search: Arc<JsonSearch>) -> ResearcherDe
         gatherer: search,
         fetcher: Arc::new(JsonPage),
         pool: Arc::default(),
-        settings: ResearcherSettings::default(),
+        // These tests drive the agent loop itself, whatever the window.
+        settings: ResearcherSettings {
+            guided: Some(false),
+            ..ResearcherSettings::default()
+        },
         specialised: None,
     }
 }
@@ -422,7 +426,10 @@ async fn a_batch_of_off_task_pages_is_spent_on_the_next_candidates() {
         gatherer: Arc::new(TwoResults),
         fetcher: fetcher.clone(),
         pool: Arc::default(),
-        settings: ResearcherSettings::default(),
+        settings: ResearcherSettings {
+            guided: Some(false),
+            ..ResearcherSettings::default()
+        },
         specialised: None,
     };
     let task = "How do I decode a JSON document with json.loads?";
@@ -543,4 +550,63 @@ async fn placeholder_and_repeated_queries_do_not_spend_the_search_budget() {
         "{}",
         results[3]
     );
+}
+
+#[test]
+fn small_windows_are_guided_unless_the_settings_say_otherwise() {
+    assert!(guided::is_guided(None, 8192, true));
+    assert!(guided::is_guided(None, guided::GUIDED_WINDOW_TOKENS, true));
+    assert!(!guided::is_guided(None, 32_768, true));
+    // Native tool calling keeps the agent loop at the profile's default 8k window.
+    assert!(!guided::is_guided(None, 8192, false));
+    assert!(!guided::is_guided(Some(false), 8192, true));
+    assert!(guided::is_guided(Some(true), 128_000, false));
+}
+
+#[tokio::test]
+async fn a_guided_researcher_searches_reads_and_asks_the_model_once() {
+    let model = Arc::new(Turns {
+        turn: |_| {
+            Ok(text(
+                "json.loads deserializes s, a str instance containing a JSON document, to a Python object [1].",
+            ))
+        },
+        requests: Mutex::default(),
+    });
+    let fetcher = Arc::new(TwoPages(Mutex::default()));
+    let deps = ResearcherDeps {
+        model: model.clone(),
+        gatherer: Arc::new(TwoResults),
+        fetcher: fetcher.clone(),
+        pool: Arc::default(),
+        settings: ResearcherSettings {
+            guided: Some(true),
+            ..ResearcherSettings::default()
+        },
+        specialised: None,
+    };
+    let task = "How do I decode a JSON document with json.loads?";
+    let input = RunInput::new(task, Mode::Quick);
+    let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
+        .await
+        .unwrap();
+    // One model call: the grounded answer, with no tools offered.
+    let requests = model.requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].tools.is_empty());
+    assert!(requests[0].messages[1].content.contains("Passages:"));
+    assert!(
+        !requests[0].messages[1].content.contains("binary protocols"),
+        "an off-task page is never shown"
+    );
+    // The engine read the results and kept the one that bears on the task.
+    assert_eq!(report.irrelevant, vec![OFF_TOPIC.to_string()]);
+    assert_eq!(report.pages.len(), 1);
+    assert!(report.markdown.contains(JSON_PAGE), "{}", report.markdown);
+    assert!(
+        report.markdown.contains("json.loads"),
+        "{}",
+        report.markdown
+    );
+    assert!(report.searches >= 2, "the task as written and as keywords");
 }

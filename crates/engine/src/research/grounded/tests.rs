@@ -1,0 +1,436 @@
+use super::*;
+
+#[test]
+fn lead_ins_that_only_introduce_a_list_are_not_passages() {
+    assert!(is_lead_in(
+        "The csv module defines the following functions:"
+    ));
+    assert!(is_lead_in(
+        "has_header(sample): The csv module defines the following constants:"
+    ));
+    assert!(!is_lead_in(
+        "Create an object that operates like a regular reader but maps the information in each row to a dict."
+    ));
+    let long = "A long sentence that explains quite a lot about the reader and the writer objects before it ends with a colon:";
+    assert!(!is_lead_in(long));
+    assert!(is_lead_in("New in version 3.11."));
+    assert!(is_lead_in("*Changed in version 3.8.*"));
+    assert!(!is_lead_in(
+        "Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4)."
+    ));
+}
+
+fn pages() -> Vec<PageExtract> {
+    vec![
+        PageExtract {
+            url: "http://docs/json.html".into(),
+            title: "json — JSON encoder and decoder".into(),
+            text: "§ json › Basic Usage › json.loads(s)\nDeserialize s (a str instance containing a JSON document) to a Python object.\n\n§ json › Basic Usage › json.load(fp)\nDeserialize fp (a text file containing a JSON document) to a Python object.".into(),
+        },
+        PageExtract {
+            url: "http://docs/pickle.html".into(),
+            title: "pickle".into(),
+            text: "The pickle module implements binary protocols for serializing Python objects.".into(),
+        },
+    ]
+}
+
+#[test]
+fn the_best_passages_are_numbered_best_first_with_their_page() {
+    let items = number_passages(&pages(), "How do I decode a JSON document in Python?", 4000);
+    assert!(items.len() >= 2, "{items:#?}");
+    assert_eq!(items[0].number, 1);
+    assert_eq!(items[0].url, "http://docs/json.html");
+    assert!(
+        items[0].text.starts_with("json.loads(s): Deserialize"),
+        "{items:#?}"
+    );
+    assert!(items.iter().all(|i| !i.text.starts_with('§')));
+    let shown = render_passages(&items);
+    assert!(
+        shown.starts_with("[1] (json — JSON encoder and decoder › "),
+        "{shown}"
+    );
+}
+
+#[test]
+fn an_entrys_definition_outranks_its_details_and_the_title_is_named_once() {
+    let page = PageExtract {
+        url: "http://docs/json.html".into(),
+        title: "json".into(),
+        text: "§ json › json.load(fp, *, parse_int=None)\nDeserialize fp (a file containing a JSON document) to a Python object.\n\nparse_int, if specified, is called to decode every JSON int of the decoded JSON document.".into(),
+    };
+    let task = "How do I decode JSON with the json module?";
+    // Unboosted, the detail matches better than the definition ...
+    let passages = split(&breadcrumbs_as_headings(&page.text));
+    let scores = rank(&passages, task);
+    assert!(scores[1] > scores[0], "{scores:?}");
+    // ... and the definition is still numbered first.
+    let items = number_passages(&[page], task, 4000);
+    assert!(items[0].text.contains("Deserialize fp"), "{items:#?}");
+    let shown = render_passages(&items);
+    assert!(
+        shown.starts_with("[1] (json › json.load(fp, *, parse_int=None))"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn numbers_become_links_and_the_cited_passages_are_quoted() {
+    let items = number_passages(&pages(), "decode a JSON document", 4000);
+    let md = assemble(
+        "Use json.loads to decode a JSON string into a Python object [1]. For files, use json.load [2]. See [the docs](x) [9].",
+        &items,
+    )
+    .unwrap();
+    assert!(
+        md.contains(
+            "into a Python object ([json — JSON encoder and decoder](http://docs/json.html))."
+        ),
+        "{md}"
+    );
+    // [9] names no passage: no citation is made of it.
+    assert!(!md.contains("[9]("), "{md}");
+    assert!(md.contains("## Evidence"), "{md}");
+    assert!(md.contains("> json.loads(s): Deserialize s"), "{md}");
+}
+
+#[test]
+fn a_copied_passage_list_becomes_cited_sentences_without_its_labels() {
+    let items = number_passages(&pages(), "decode a JSON document", 4000);
+    let copied = render_passages(&items);
+    let md = assemble(&copied, &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(!summary.contains("› json.loads(s))"), "{md}");
+    assert!(!summary.contains("[1]") && !summary.contains("[2]"), "{md}");
+    assert!(
+        summary.contains(
+            "to a Python object ([json — JSON encoder and decoder](http://docs/json.html))."
+        ),
+        "{md}"
+    );
+}
+
+#[test]
+fn navigation_links_are_not_evidence() {
+    assert_eq!(
+        prose_words("[Next](plpython-envar.html \"46.11. Environment Variables\")"),
+        0
+    );
+    assert_eq!(prose_words("See [json](x.html) for how loads works."), 5);
+    let pages = vec![PageExtract {
+        url: "http://docs/plpython.html".into(),
+        title: "Python 2 vs. Python 3".into(),
+        text: "[Next](plpython-envar.html \"Python Environment Variables\")\n\n[Prev](a.html \"Python\")".into(),
+    }];
+    assert!(number_passages(&pages, "Which pickle protocol does Python use?", 4000).is_empty());
+}
+
+#[test]
+fn only_a_call_shape_is_a_signature() {
+    assert!(looks_like_signature("json.loads(s, *, cls=None)"));
+    assert!(looks_like_signature("`len(s)`"));
+    assert!(!looks_like_signature("search() vs. match()"));
+    assert!(!looks_like_signature("Basic Usage"));
+    assert!(!looks_like_signature("What (not) to do"));
+}
+
+#[test]
+fn a_sentence_its_passage_does_not_support_is_dropped() {
+    let items = number_passages(&pages(), "decode a JSON document", 4000);
+    let md = assemble(
+        "json.loads deserializes a str containing a JSON document to a Python object [1]. SQLAlchemy's create_engine has a default pool_size of 10 [1].",
+        &items,
+    )
+    .unwrap();
+    assert!(!md.contains("pool_size"), "{md}");
+    assert!(md.contains("json.loads deserializes"), "{md}");
+    assert_eq!(
+        assemble("The default pool_size of create_engine is 10 [1].", &items),
+        None
+    );
+}
+
+/// The JSON-form tests' passages: [1] json.loads, [2] json.load (the pickle passage may be
+/// shown as [3]).
+fn json_items() -> Vec<Numbered> {
+    let items = number_passages(&pages(), "decode a JSON document", 4000);
+    assert!(items[0].text.starts_with("json.loads(s)"), "{items:#?}");
+    assert!(items[1].text.starts_with("json.load(fp)"), "{items:#?}");
+    items
+}
+
+#[test]
+fn a_json_answer_becomes_the_same_cited_report() {
+    let items = json_items();
+    let answer = r#"{"points": [
+        {"passages": [1], "sentence": "json.loads deserializes a str containing a JSON document to a Python object."},
+        {"passages": [2], "sentence": "json.load deserializes a text file containing a JSON document"}
+    ]}"#;
+    let points = parse_points(answer, items.len()).unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[0].passages, vec![1]);
+    let md = assemble_json(answer, &items).unwrap();
+    assert!(
+        md.starts_with("## Summary\n\njson.loads deserializes a str containing a JSON document to a Python object ([json — JSON encoder and decoder](http://docs/json.html)). json.load deserializes"),
+        "{md}"
+    );
+    // The second sentence had no stop: it gets one after its citation.
+    assert!(md.contains("containing a JSON document ([json — JSON encoder and decoder](http://docs/json.html)).\n"), "{md}");
+    assert!(md.contains("## Evidence"), "{md}");
+    assert!(md.contains("> json.loads(s): Deserialize s"), "{md}");
+    assert!(md.contains("> json.load(fp): Deserialize fp"), "{md}");
+    // The same points in the [n] form make the same report.
+    let prose = "json.loads deserializes a str containing a JSON document to a Python object [1]. json.load deserializes a text file containing a JSON document [2].";
+    assert_eq!(assemble(prose, &items), Some(md));
+}
+
+#[test]
+fn an_unusable_answer_leaves_the_numbered_passages_quoted_best_first() {
+    let items = json_items();
+    let md = quoted_report(&items);
+    assert!(
+        md.starts_with("## Summary\n\nThe model did not write a usable report"),
+        "{md}"
+    );
+    let first = md
+        .find("> json.loads(s): Deserialize s")
+        .expect("passage 1");
+    let second = md
+        .find("> json.load(fp): Deserialize fp")
+        .expect("passage 2");
+    assert!(first < second, "{md}");
+    assert!(md.contains("(http://docs/json.html)"), "{md}");
+    // Two passages of one entry: one link line, both quotes, nothing cut by the report's
+    // repetition guard.
+    let mut twice = json_items();
+    twice[1].heading = twice[0].heading.clone();
+    twice[1].url = twice[0].url.clone();
+    let md = crate::research::report::tidy_model_markdown(&quoted_report(&twice));
+    assert!(md.contains("> json.load(fp): Deserialize fp"), "{md}");
+    assert_eq!(md.matches("- [").count(), 1, "{md}");
+}
+
+#[test]
+fn the_best_passage_is_shown_when_the_summary_left_it_out() {
+    let items = json_items();
+    let md = assemble(
+        "json.load deserializes a text file containing a JSON document [2].",
+        &items,
+    )
+    .unwrap();
+    let best = md
+        .find("## Best-matching passage (not cited above)")
+        .expect("the best passage");
+    assert!(
+        md[best..].contains("> json.loads(s): Deserialize s"),
+        "{md}"
+    );
+    // Cited, it is in the evidence and not repeated.
+    let md = assemble(
+        "json.loads deserializes a str containing a JSON document to a Python object [1].",
+        &items,
+    )
+    .unwrap();
+    assert!(!md.contains("Best-matching passage"), "{md}");
+}
+
+#[test]
+fn a_repeated_point_is_said_once() {
+    let items = json_items();
+    let answer = r#"{"points": [
+        {"passages": [1], "sentence": "json.loads deserializes a str containing a JSON document to a Python object."},
+        {"passages": [1], "sentence": "json.loads deserializes a str containing a JSON document to a Python object."}
+    ]}"#;
+    let md = assemble_json(answer, &items).unwrap();
+    assert_eq!(md.matches("json.loads deserializes").count(), 1, "{md}");
+}
+
+#[test]
+fn fenced_json_with_prose_around_it_string_ids_and_a_bare_array_are_understood() {
+    let items = json_items();
+    let fenced = "Here is the answer:\n```json\n{\"points\": [{\"passages\": [\"[1]\"], \"sentence\": \"json.loads deserializes a str containing a JSON document [1].\"}]}\n```\nHope this helps.";
+    let md = assemble_json(fenced, &items).unwrap();
+    assert!(
+        md.contains("json.loads deserializes a str containing a JSON document ([json"),
+        "{md}"
+    );
+    // The model's own marker is gone from the sentence: the engine made the citation.
+    assert!(
+        !md.split("## Evidence").next().unwrap().contains("[1]"),
+        "{md}"
+    );
+
+    let bare = r#"[{"passage": "2", "text": "json.load deserializes a text file containing a JSON document."}]"#;
+    let points = parse_points(bare, items.len()).unwrap();
+    assert_eq!(
+        points,
+        vec![Point {
+            passages: vec![2],
+            sentence: "json.load deserializes a text file containing a JSON document.".into()
+        }]
+    );
+    assert!(
+        assemble_json(bare, &items)
+            .unwrap()
+            .contains("> json.load(fp)")
+    );
+
+    let mixed = r#"{"points": [{"passages": [1.0, "2", "1, 2"], "sentence": "x y z"}]}"#;
+    assert_eq!(
+        parse_points(mixed, items.len()).unwrap()[0].passages,
+        vec![1, 2]
+    );
+
+    // Cut off at the output cap: the complete points are kept.
+    let cut = r#"{"points": [{"passages": [1], "sentence": "json.loads deserializes a str containing a JSON document."}, {"passages": [2], "sente"#;
+    let points = parse_points(cut, items.len()).unwrap();
+    assert_eq!(points.len(), 1, "{points:?}");
+}
+
+#[test]
+fn invented_passage_ids_cite_nothing() {
+    let items = json_items();
+    let invented = r#"{"points": [{"passages": [9, 0], "sentence": "json.loads deserializes a str containing a JSON document."}]}"#;
+    assert_eq!(parse_points(invented, items.len()), Some(vec![]));
+    assert_eq!(assemble_json(invented, &items), None);
+    // A real id next to an invented one still counts.
+    let partly = r#"{"points": [{"passages": [9, 1], "sentence": "json.loads deserializes a str containing a JSON document."}]}"#;
+    let md = assemble_json(partly, &items).unwrap();
+    assert!(md.contains("> json.loads(s)"), "{md}");
+    assert!(!md.contains("[9]"), "{md}");
+}
+
+#[test]
+fn an_unsupported_json_sentence_is_dropped_and_the_best_cited_passage_gets_the_citation() {
+    let items = json_items();
+    let answer = r#"{"points": [
+        {"passages": [1], "sentence": "SQLAlchemy's create_engine has a default pool_size of 10."},
+        {"passages": [1, 2], "sentence": "json.load deserializes fp, a text file containing a JSON document, to a Python object."}
+    ]}"#;
+    let md = assemble_json(answer, &items).unwrap();
+    assert!(!md.contains("pool_size"), "{md}");
+    // Cited [1, 2], but only the json.load passage says "text file" and "fp": it is quoted.
+    let evidence = md
+        .split("## Best-matching passage")
+        .next()
+        .unwrap_or_default();
+    assert!(evidence.contains("> json.load(fp)"), "{md}");
+    assert!(!evidence.contains("> json.loads(s)"), "{md}");
+    let unsupported = r#"{"points": [{"passages": [1], "sentence": "The default pool_size of create_engine is 10."}]}"#;
+    assert_eq!(assemble_json(unsupported, &items), None);
+}
+
+#[test]
+fn garbage_is_no_json_answer_and_prose_falls_back_to_the_numbered_form() {
+    let items = json_items();
+    for garbage in [
+        "",
+        "I cannot answer that.",
+        "{not json",
+        "[1] [2]",
+        r#"{"tool": "search", "arguments": {}}"#,
+        r#"{"points": "none"}"#,
+    ] {
+        assert_eq!(parse_points(garbage, items.len()), None, "{garbage}");
+    }
+    assert_eq!(assemble_json("I cannot answer that.", &items), None);
+    // A model that ignored the JSON request and wrote the [n] form is still understood.
+    let md = assemble_json(
+        "json.loads deserializes a str containing a JSON document to a Python object [1].",
+        &items,
+    )
+    .unwrap();
+    assert!(md.contains("> json.loads(s)"), "{md}");
+}
+
+#[test]
+fn the_schema_names_only_the_shown_passages_and_caps_the_answer() {
+    let s = answer_schema(3);
+    assert_eq!(s.name, "grounded_answer");
+    assert!(!s.strict);
+    let point = &s.schema["properties"]["points"]["items"];
+    assert_eq!(
+        point["properties"]["passages"]["items"]["enum"],
+        json!([1, 2, 3])
+    );
+    assert_eq!(point["properties"]["passages"]["maxItems"], json!(3));
+    assert_eq!(point["properties"]["sentence"]["maxLength"], json!(300));
+    assert_eq!(
+        s.schema["properties"]["points"]["maxItems"],
+        json!(MAX_POINTS)
+    );
+    // Three points at least, or one per passage shown when fewer.
+    assert_eq!(s.schema["properties"]["points"]["minItems"], json!(3));
+    assert_eq!(
+        answer_schema(2).schema["properties"]["points"]["minItems"],
+        json!(2)
+    );
+    assert_eq!(
+        answer_schema(1).schema["properties"]["points"]["minItems"],
+        json!(1)
+    );
+    // Generation follows property order: the passages are chosen before the sentence.
+    let keys: Vec<&String> = point["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["passages", "sentence"]);
+}
+
+/// Passages of Python's json documentation as the engine numbers them.
+fn json_doc_items() -> Vec<Numbered> {
+    let title = "json — JSON encoder and decoder";
+    let item = |number: usize, heading: &str, text: &str| Numbered {
+        number,
+        url: "https://docs.python.org/3/library/json.html".into(),
+        title: title.into(),
+        heading: heading.into(),
+        text: text.into(),
+    };
+    vec![
+        item(
+            1,
+            "Basic Usage › json.loads(s, *, cls=None, object_hook=None, parse_float=None, parse_int=None, parse_constant=None, object_pairs_hook=None, **kw)",
+            "json.loads(s, *, cls=None, object_hook=None, parse_float=None, parse_int=None, parse_constant=None, object_pairs_hook=None, **kw): Deserialize s (a str, bytes or bytearray instance containing a JSON document) to a Python object using this conversion table.",
+        ),
+        item(
+            2,
+            "Basic Usage › json.load(fp, *, cls=None, object_hook=None, parse_float=None, parse_int=None, parse_constant=None, object_pairs_hook=None, **kw)",
+            "json.load(fp, *, cls=None, object_hook=None, parse_float=None, parse_int=None, parse_constant=None, object_pairs_hook=None, **kw): Deserialize fp (a .read()-supporting text file or binary file containing a JSON document) to a Python object using this conversion table.",
+        ),
+        item(
+            3,
+            "Basic Usage › json.dumps(obj, *, skipkeys=False, ensure_ascii=True, check_circular=True, allow_nan=True, cls=None, indent=None, separators=None, default=None, sort_keys=False, **kw)",
+            "json.dumps(obj, *, skipkeys=False, ensure_ascii=True, check_circular=True, allow_nan=True, cls=None, indent=None, separators=None, default=None, sort_keys=False, **kw): Serialize obj to a JSON formatted str using this conversion table.",
+        ),
+        item(
+            4,
+            "",
+            "Decoding JSON:\n>>> import json\n>>> json.loads('[\"foo\", {\"bar\":[\"baz\", null, 1.0, 2]}]')\n['foo', {'bar': ['baz', None, 1.0, 2]}]",
+        ),
+    ]
+}
+
+#[test]
+fn the_real_0_5b_models_json_answer_is_grounded() {
+    // qwen2.5-coder-0.5b-instruct (q4_k_m) on tools/llm-server, temperature 0, held to
+    // answer_schema(4) by the server's grammar, asked "How do I decode JSON with the json
+    // module in Python?" over these passages.
+    let answer = r#"{"points": [{"passages": [1, 2, 3], "sentence": "To decode JSON with the json module in Python, you can use the `json.loads()` function. This function takes a string or bytes object containing a JSON document and returns a Python object."}]}"#;
+    let items = json_doc_items();
+    let md = assemble_json(answer, &items).unwrap();
+    assert!(
+        md.starts_with("## Summary\n\nTo decode JSON with the json module in Python, you can use the `json.loads()` function."),
+        "{md}"
+    );
+    // Of the three passages cited, json.loads's supports the sentence best and is quoted;
+    // json.dumps's (cited too) is not.
+    assert!(md.contains("> json.loads(s, *"), "{md}");
+    assert!(!md.contains("> json.dumps"), "{md}");
+    assert_eq!(md.matches("\n> ").count(), 1, "{md}");
+}
+
+#[test]
+fn an_answer_citing_no_passage_is_not_a_grounded_report() {
+    let items = number_passages(&pages(), "decode a JSON document", 4000);
+    assert_eq!(assemble("JSON is decoded with json.loads.", &items), None);
+    assert_eq!(assemble("See [0] and [x].", &items), None);
+}

@@ -1,0 +1,238 @@
+use super::*;
+
+const PAGE: &str = "# `json` — JSON encoder and decoder\n\nJSON is a lightweight data interchange format.\n\n```\n>>> import json\n>>> json.dumps(['foo'])\n'[\"foo\"]'\n```\n\n## Basic Usage\n\n### json.dump(obj, fp, *, skipkeys=False)\n\nSerialize *obj* as a JSON formatted stream to *fp*.\n\n### json.loads(s, *, cls=None, object_hook=None)\n\nDeserialize *s* (a `str`, `bytes` or `bytearray` instance containing a JSON document) to a Python object using this conversion table.\n\n| JSON | Python |\n|---|---|\n| object | dict |\n| array | list |\n\n- first item\n- second item\n";
+
+#[test]
+fn split_follows_headings_code_tables_and_lists() {
+    let p = split(PAGE);
+    let kinds: Vec<PassageKind> = p.iter().map(|p| p.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            PassageKind::Prose,
+            PassageKind::Code,
+            PassageKind::Prose,
+            PassageKind::Prose,
+            PassageKind::TableRow,
+            PassageKind::TableRow,
+            PassageKind::TableRow,
+            PassageKind::List,
+        ]
+    );
+    assert!(p[1].text.starts_with("```") && p[1].text.ends_with("```"));
+    assert_eq!(
+        p[3].heading_path,
+        [
+            "`json` — JSON encoder and decoder",
+            "Basic Usage",
+            "json.loads(s, *, cls=None, object_hook=None)"
+        ]
+    );
+    assert_eq!(p[7].text, "- first item\n- second item");
+    assert!(p.iter().enumerate().all(|(i, p)| p.index == i));
+}
+
+#[test]
+fn long_paragraphs_are_cut_at_sentences() {
+    let para = "This sentence is about twenty-five chars. ".repeat(60);
+    let p = split(&para);
+    assert!(p.len() > 1);
+    assert!(
+        p.iter()
+            .all(|p| p.text.chars().count() <= MAX_PROSE_CHARS + 50)
+    );
+    assert!(p.iter().all(|p| p.text.ends_with('.')));
+}
+
+#[test]
+fn a_product_and_its_version_are_context_not_subject() {
+    let c = context_terms(
+        "What is the default value of max_connections in PostgreSQL 15, and how many are reserved?",
+    );
+    assert!(c.contains("postgresql") && c.contains("15"), "{c:?}");
+    assert!(
+        !c.contains("max_connections") && !c.contains("default"),
+        "{c:?}"
+    );
+    let c = context_terms("How do I decode JSON with the json module in Python?");
+    assert_eq!(c, BTreeSet::from(["python".to_string()]));
+    assert!(context_terms("Which pickle protocol does Python 3.11 use?").contains("python"));
+    // The subject of the question stays a full term.
+    assert!(context_terms("What isolation levels does PostgreSQL support?").is_empty());
+    assert!(context_terms("What is new in 3.11?").is_empty());
+}
+
+#[test]
+fn a_passage_that_only_names_the_product_does_not_outrank_the_entry() {
+    let page = "# 20.3. Connections\n\n### max_connections (integer)\n\nDetermines the maximum number of concurrent connections. The default is typically 100 connections.\n\n### ssl_prefer_server_ciphers (boolean)\n\nPostgreSQL versions before 9.4 do not have this setting and always use the client's preferences.\n\n### port (integer)\n\nThe TCP port the server listens on; 5432 by default.\n";
+    let p = split(page);
+    let scores = rank(
+        &p,
+        "What is the default value of max_connections in PostgreSQL 15?",
+    );
+    let best = (0..p.len()).max_by(|a, b| scores[*a].total_cmp(&scores[*b]));
+    assert!(
+        p[best.unwrap_or(0)].text.contains("typically 100"),
+        "{scores:?}"
+    );
+}
+
+#[test]
+fn stop_words_are_sorted_for_binary_search() {
+    assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+}
+
+#[test]
+fn camel_case_names_and_long_forms_meet_what_programmers_write() {
+    assert_eq!(terms("DictReader"), ["dictread", "dict", "read"]);
+    assert_eq!(terms("dictionaries"), ["dict"]);
+    assert_eq!(terms("parameters"), terms("params"));
+    assert_eq!(
+        terms("csv.DictReader"),
+        ["csv.dictreader", "csv", "dictread", "dict", "read"]
+    );
+    // Not CamelCase: nothing extra.
+    assert_eq!(terms("JSON"), ["json"]);
+}
+
+#[test]
+fn terms_drop_stop_words_stem_and_split_dotted_names() {
+    assert_eq!(
+        terms("How do I decode JSON with json.loads?"),
+        ["decod", "json", "json.loads", "json", "load"]
+    );
+    assert_eq!(
+        keyword_query("How do I decode JSON with the json module in Python?"),
+        "decode json module python"
+    );
+}
+
+#[test]
+fn the_passage_documenting_the_asked_api_ranks_first() {
+    let p = split(PAGE);
+    let scores = rank(&p, "How do I decode JSON with the json module in Python?");
+    let best = (0..p.len())
+        .max_by(|a, b| scores[*a].total_cmp(&scores[*b]))
+        .unwrap();
+    assert!(p[best].text.starts_with("Deserialize *s*"), "{:?}", p[best]);
+}
+
+#[test]
+fn selection_keeps_page_order_breadcrumbs_and_whole_code() {
+    let filler = "Unrelated text about encoders and streams. ".repeat(40);
+    let page = format!("{PAGE}\n\n## Other\n\n{filler}\n");
+    let s = select(&page, "How do I decode JSON with json.loads?", 600);
+    assert!(s.text.contains("Deserialize *s*"), "{}", s.text);
+    assert!(
+        s.text
+            .contains("§ `json` — JSON encoder and decoder › Basic Usage › json.loads("),
+        "{}",
+        s.text
+    );
+    assert!(s.text.chars().count() <= 600, "{}", s.text.len());
+    assert!(s.best_score > 0.0);
+    // Page order.
+    let mut sorted = s.kept.clone();
+    sorted.sort_unstable();
+    assert_eq!(s.kept, sorted);
+    // A code block is all there or not at all.
+    if s.text.contains(">>> import json") {
+        assert!(s.text.contains("'[\"foo\"]'\n```"));
+    }
+}
+
+#[test]
+fn a_short_lead_paragraph_is_kept_with_the_best_passages() {
+    let filler = "Unrelated text about encoders and streams. ".repeat(40);
+    let page = format!("{PAGE}\n\n## Other\n\n{filler}\n");
+    let s = select(&page, "json.loads deserialize", 600);
+    assert!(
+        s.text
+            .contains("JSON is a lightweight data interchange format."),
+        "{}",
+        s.text
+    );
+    assert!(s.text.contains("Deserialize *s*"), "{}", s.text);
+    assert!(s.text.chars().count() <= 600, "{}", s.text.len());
+    // Not when the lead would take more than a fifth of the room.
+    let long_lead = format!(
+        "# T\n\n{}\n\n## loads\n\njson.loads deserializes.\n\n{filler}",
+        "Lead. ".repeat(30)
+    );
+    let s = select(&long_lead, "json.loads deserialize", 300);
+    assert!(!s.text.contains("Lead. Lead."), "{}", s.text);
+    assert!(s.text.contains("json.loads deserializes."), "{}", s.text);
+}
+
+#[test]
+fn key_terms_are_identifiers_first_then_capitalised_names() {
+    assert_eq!(
+        key_terms(
+            "What is the default pool_size of the connection pool created by SQLAlchemy's create_engine()?"
+        ),
+        ["pool_size", "sqlalchemy", "create_engine"]
+    );
+    assert_eq!(
+        key_terms("In Python 3.11, what is the default maxsize of functools.lru_cache?"),
+        ["functools.lru_cache"]
+    );
+    assert_eq!(
+        key_terms("How does asyncio.TaskGroup handle exceptions raised by its child tasks?"),
+        ["asyncio.taskgroup"]
+    );
+    assert_eq!(
+        key_terms(
+            "What isolation levels does PostgreSQL support and how does Serializable differ from Repeatable Read?"
+        ),
+        ["postgresql"]
+    );
+    assert_eq!(
+        key_terms("How does Serializable differ from Repeatable Read?"),
+        ["serializable", "repeatable", "read"]
+    );
+    assert_eq!(
+        key_terms("How do I decode JSON with the json module in Python?"),
+        ["json", "python"]
+    );
+    assert!(key_terms("how do i decode json").is_empty());
+    // An acronym's plural is a name, not an identifier, and matches its singular.
+    assert_eq!(
+        key_terms("How do CEL validation rules work in CRDs?"),
+        ["cel", "crds"]
+    );
+    assert!(mentions_key_terms(
+        "CEL declares validation rules of a CRD",
+        "How do validation rules work in CRDs?"
+    ));
+}
+
+#[test]
+fn a_page_naming_none_of_the_key_terms_does_not_answer() {
+    let q = "What is the default pool_size of the connection pool created by SQLAlchemy's create_engine()?";
+    assert!(!mentions_key_terms(
+        "The default executor creates a pool of threads; connections are created lazily.",
+        q
+    ));
+    // Word boundaries: geqo_pool_size is not pool_size.
+    assert!(!mentions_key_terms("geqo_pool_size (integer)", q));
+    assert!(mentions_key_terms(
+        "engine = create_engine(url, pool_size=5)",
+        q
+    ));
+    let q = "In Python 3.11, what is the default maxsize of functools.lru_cache?";
+    assert!(mentions_key_terms("@lru_cache(maxsize=128)", q));
+    assert!(mentions_key_terms("anything", "how do i decode json"));
+}
+
+#[test]
+fn a_page_that_fits_is_read_whole_and_a_page_with_no_match_scores_zero() {
+    let s = select(PAGE, "decode json", 10_000);
+    assert_eq!(s.text, PAGE);
+    let s = select(PAGE, "vacuum autovacuum postgres", 200);
+    assert_eq!(s.best_score, 0.0);
+    assert!(
+        s.text.starts_with("§ `json`") || s.text.starts_with("JSON is"),
+        "{}",
+        s.text
+    );
+}
