@@ -185,7 +185,7 @@ async fn eval_scores_facts_and_honesty_and_a_rerun_skips_finished_questions() {
             .unwrap_or_else(|| panic!("no row for {id}: {stdout}"))
             .to_string()
     };
-    assert!(stdout.starts_with("ID "), "{stdout}");
+    assert!(stdout.starts_with("system: quarry\nID "), "{stdout}");
     let json_row = row("py-json-decode");
     assert!(
         json_row.contains("Completed") && json_row.contains("1/1"),

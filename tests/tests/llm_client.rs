@@ -46,6 +46,7 @@ fn request(tools: Vec<ToolSpec>, max_tokens: u32) -> ChatRequest {
         ],
         tools,
         json_mode: false,
+        json_schema: None,
         max_tokens,
         purpose: CallPurpose::Research,
     }
@@ -703,6 +704,7 @@ async fn prompts_are_trimmed_to_the_context_window_and_a_length_refusal_is_retri
         ],
         tools: vec![],
         json_mode: false,
+        json_schema: None,
         max_tokens: 1024,
         purpose: CallPurpose::Research,
     };
@@ -727,4 +729,51 @@ async fn prompts_are_trimmed_to_the_context_window_and_a_length_refusal_is_retri
                 .contains("trimmed to fit the model's context window")
         );
     }
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_json_schema_is_asked_once_more_in_json_object_mode() {
+    // The message tools/llm-server gave before it knew json_schema.
+    let server = ScriptedModel::start(vec![
+        Step::Status {
+            status: 400,
+            retry_after: None,
+            body: Some(
+                r#"{"error":{"message":"response_format.type \"json_schema\" is not supported (text, json_object)","type":"invalid_request_error"}}"#
+                    .into(),
+            ),
+        },
+        Step::text(r#"{"points": []}"#),
+    ])
+    .await
+    .unwrap();
+    let model = client(ModelConfig {
+        json_mode: true,
+        ..config(&server, false)
+    });
+    let schema = quarry_engine::llm::JsonSchema {
+        name: "grounded_answer".into(),
+        schema: json!({"type": "object"}),
+        strict: false,
+    };
+    let answer = model
+        .chat(ChatRequest {
+            messages: vec![Message::user("Answer with the JSON object.")],
+            tools: vec![],
+            json_mode: true,
+            json_schema: Some(schema),
+            max_tokens: 64,
+            purpose: CallPurpose::Research,
+        })
+        .await
+        .expect("answered in json_object mode");
+    assert_eq!(answer.content, r#"{"points": []}"#);
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2, "one refusal, one json_object retry");
+    assert_eq!(sent[0]["response_format"]["type"], "json_schema");
+    assert_eq!(
+        sent[0]["response_format"]["json_schema"]["name"],
+        "grounded_answer"
+    );
+    assert_eq!(sent[1]["response_format"], json!({"type": "json_object"}));
 }

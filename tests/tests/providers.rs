@@ -88,6 +88,7 @@ async fn anthropic_messages_carry_system_tools_tool_results_and_usage() {
             messages: messages.clone(),
             tools: tools(),
             json_mode: false,
+            json_schema: None,
             max_tokens: 100,
             purpose: CallPurpose::Research,
         })
@@ -113,6 +114,7 @@ async fn anthropic_messages_carry_system_tools_tool_results_and_usage() {
             messages,
             tools: tools(),
             json_mode: false,
+            json_schema: None,
             max_tokens: 100,
             purpose: CallPurpose::Research,
         })
@@ -166,6 +168,7 @@ async fn azure_openai_uses_the_deployment_path_api_version_and_api_key_header() 
             messages: vec![Message::user("hi")],
             tools: vec![],
             json_mode: false,
+            json_schema: None,
             max_tokens: 16,
             purpose: CallPurpose::Research,
         })

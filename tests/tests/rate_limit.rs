@@ -66,6 +66,7 @@ async fn fifty_concurrent_runs_stay_under_the_endpoints_rate_limit() {
                     messages: vec![Message::user("hello")],
                     tools: vec![],
                     json_mode: false,
+                    json_schema: None,
                     max_tokens: 16,
                     purpose: CallPurpose::Research,
                 };
@@ -137,6 +138,7 @@ async fn without_the_shared_limit_the_same_load_meets_429s() {
                 messages: vec![Message::user("hello")],
                 tools: vec![],
                 json_mode: false,
+                json_schema: None,
                 max_tokens: 16,
                 purpose: CallPurpose::Research,
             };

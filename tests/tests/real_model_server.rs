@@ -176,6 +176,65 @@ async fn real_model_serves_openai_chat_completions() {
         .unwrap_or_else(|e| panic!("json_object answer is not JSON ({e}): {content:?}"));
     assert!(parsed.is_object(), "not an object: {content}");
 
+    // JSON schema mode: a grammar from the schema holds the answer to it (an enum of ids, at
+    // most one id, a sentence cut at 40 characters), whatever the model would rather write.
+    let schema = json!({
+        "type": "object",
+        "properties": {"points": {"type": "array", "minItems": 1, "maxItems": 2, "items": {
+            "type": "object",
+            "properties": {
+                "passages": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "integer", "enum": [2, 3]}},
+                "sentence": {"type": "string", "minLength": 1, "maxLength": 40}
+            },
+            "required": ["passages", "sentence"],
+            "additionalProperties": false
+        }}},
+        "required": ["points"],
+        "additionalProperties": false
+    });
+    let (status, body) = post(
+        &model,
+        json!({
+            "messages": [
+                {"role": "system", "content": "Answer with a JSON object {\"points\": [{\"passages\": [n], \"sentence\": \"...\"}]}."},
+                {"role": "user", "content": "Passages:\n[1] json.loads decodes a JSON string.\n[2] json.dumps encodes a Python object.\n[3] json.load reads a file.\nHow do I decode a JSON string in Python?"}
+            ],
+            "temperature": 0,
+            "max_tokens": 96,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": false}}
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "body: {body}");
+    let v: Value = serde_json::from_str(&body).expect("completion JSON");
+    let content = v["choices"][0]["message"]["content"]
+        .as_str()
+        .expect("content");
+    let parsed: Value = serde_json::from_str(content)
+        .unwrap_or_else(|e| panic!("json_schema answer is not JSON ({e}): {content:?}"));
+    let points = parsed["points"].as_array().expect("points array");
+    assert!((1..=2).contains(&points.len()), "{content}");
+    for p in points {
+        assert_eq!(p.as_object().expect("point object").len(), 2, "{content}");
+        let ids = p["passages"].as_array().expect("passages");
+        assert_eq!(ids.len(), 1, "{content}");
+        assert!(ids[0] == json!(2) || ids[0] == json!(3), "{content}");
+        let sentence = p["sentence"].as_str().expect("sentence");
+        assert!((1..=40).contains(&sentence.chars().count()), "{content}");
+    }
+    // A json_schema without a schema object is the caller's error.
+    let (status, body) = post(
+        &model,
+        json!({
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 4,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}
+        }),
+    )
+    .await;
+    assert_eq!(status, 400, "body: {body}");
+    assert!(body.contains("json_schema"), "body: {body}");
+
     // Tool results and earlier assistant turns are accepted (tool text goes in as user text).
     let (status, body) = post(
         &model,

@@ -42,6 +42,7 @@ fn request() -> ChatRequest {
         messages: vec![Message::user("hello")],
         tools: vec![],
         json_mode: false,
+        json_schema: None,
         max_tokens: 16,
         purpose: CallPurpose::Research,
     }

@@ -6,33 +6,53 @@
 //! shell at the bottom runs each question with [`crate::standalone::run`] and writes
 //! `DIR/results/<id>.json` as each one finishes, so a rerun skips what is done.
 //!
-//! There is no model judge: facts are scored by normalised string match only.
+//! Key facts are matched by normalised string match and, with `--judge`, separately by a model
+//! judge ([`judge`]), so each audits the other. `--external DIR` scores reports another system
+//! wrote the same way ([`external`]), running no research.
 
+pub mod external;
+pub mod judge;
 mod score;
+mod table;
 
 pub use score::*;
+pub use table::*;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use quarry_engine::llm::ChatModel;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::Settings;
 use crate::standalone::StandaloneError;
+use external::{ExternalInput, ExternalRun, PageText};
+use judge::JudgeSettings;
 
 /// The `eval.json` document.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EvalDoc<'a> {
+    /// Whose reports were scored: `quarry`, or the `--system` of an external run.
+    pub system: &'a str,
     /// The question set file.
     pub questions: &'a str,
-    /// The profile file.
-    pub profile: &'a str,
-    /// `quick` or `deep`.
-    pub mode: &'a str,
+    /// The profile file (absent when scoring an external system without a judge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<&'a str>,
+    /// The profile whose primary model judged the key facts (`--judge`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_profile: Option<&'a str>,
+    /// The external system's directory (`--external`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub external: Option<&'a str>,
+    /// `quick` or `deep` (Quarry's runs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<&'a str>,
     /// One per selected question, in file order (skipped ones as stored).
     pub results: &'a [QuestionResult],
     pub totals: &'a Totals,
@@ -70,6 +90,20 @@ pub struct EvalArgs {
     /// Cost limit per question in USD, e.g. 0.20.
     #[arg(long)]
     pub max_cost_usd: Option<String>,
+    /// Also ask a model whether each key fact is stated (the profile's primary model, or
+    /// --judge-profile's); its verdicts sit beside the string match, its tokens apart.
+    #[arg(long)]
+    pub judge: bool,
+    /// ResearchProfile whose primary model judges (implies --judge).
+    #[arg(long, value_name = "FILE")]
+    pub judge_profile: Option<PathBuf>,
+    /// Score the reports another system wrote in DIR (reports/<id>.md, runs/<id>.json; format:
+    /// tests/eval/README.md) instead of running research; results go to DIR.
+    #[arg(long, value_name = "DIR")]
+    pub external: Option<PathBuf>,
+    /// The system's name in the table and eval.json (default: quarry, or DIR's name).
+    #[arg(long, value_name = "NAME")]
+    pub system: Option<String>,
 }
 
 /// Why an eval stopped before the end.
@@ -139,16 +173,120 @@ pub fn main(args: &EvalArgs, settings: Settings) -> ExitCode {
     }
 }
 
+/// The model that judges key facts: a profile's primary tier.
+struct Judge {
+    model: Arc<dyn ChatModel>,
+    settings: JudgeSettings,
+    profile: String,
+}
+
+impl Judge {
+    /// Builds the client of `path`'s primary model.
+    fn from_profile(path: &Path) -> Result<Self, EvalError> {
+        use quarry_engine::llm::anthropic::AnthropicClient;
+        use quarry_engine::llm::openai::OpenAiClient;
+        let bad = |e: String| EvalError::Usage(format!("judge profile {}: {e}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let profile =
+            quarry_api::ResearchProfile::from_yaml(&text).map_err(|e| bad(e.to_string()))?;
+        let tier = &profile.spec.models.primary;
+        let api_key =
+            match &tier.api_key_env {
+                Some(name) => Some(std::env::var(name).map_err(|_| {
+                    bad(format!("the primary model's key variable {name} is unset"))
+                })?),
+                None => None,
+            };
+        let config = quarry_operator::wiring::model_config(&profile.spec, tier, api_key)
+            .map_err(|e| bad(e.to_string()))?;
+        let settings = JudgeSettings {
+            context_window: config.context_window,
+            max_output_tokens: tier
+                .max_output_tokens
+                .map_or(judge::DEFAULT_MAX_OUTPUT_TOKENS, u64::from),
+            json_mode: config.json_mode,
+        };
+        let model: Arc<dyn ChatModel> = match tier.provider {
+            quarry_api::Provider::Anthropic => {
+                Arc::new(AnthropicClient::new(config).map_err(|e| bad(e.to_string()))?)
+            }
+            _ => Arc::new(OpenAiClient::new(config).map_err(|e| bad(e.to_string()))?),
+        };
+        Ok(Self {
+            model,
+            settings,
+            profile: path.display().to_string(),
+        })
+    }
+
+    /// Judges the facts of `r` still without a verdict and says so on stderr.
+    async fn judge(&self, q: &Question, body: Option<&str>, r: &mut QuestionResult) {
+        let failed = judge::judge_result(self.model.as_ref(), &self.settings, q, body, r).await;
+        let judged = r.facts.iter().filter(|f| f.judge.is_some()).count();
+        let failed = if failed > 0 {
+            format!(", {failed} failed (judged again on the next run)")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "    {} judged: {} of {judged} facts stated (string match: {}), {} calls{failed}",
+            r.id,
+            r.key_facts_judged.unwrap_or(0),
+            r.facts
+                .iter()
+                .filter(|f| f.judge.is_some() && f.found)
+                .count(),
+            r.judge_spend.map_or(0, |s| s.calls)
+        );
+    }
+}
+
+/// The report text a Quarry result's facts were matched in, read again from the run's state
+/// (`state/<id>/report.md`, else `reports/<id>.md`) for judging.
+fn quarry_answer(out: &Path, q: &Question, r: &QuestionResult) -> Option<String> {
+    let state = out.join("state").join(&q.id);
+    let report = std::fs::read_to_string(state.join("report.md"))
+        .or_else(|_| std::fs::read_to_string(out.join("reports").join(format!("{}.md", q.id))))
+        .ok();
+    let aborted = std::fs::read_to_string(state.join("findings.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|f| f["aborted"].as_bool().unwrap_or(false));
+    answer_body(q, &r.outcome, report.as_deref(), aborted)
+}
+
+fn write_result(out: &Path, r: &QuestionResult) -> Result<(), EvalError> {
+    let bytes = serde_json::to_vec_pretty(r).unwrap_or_default();
+    write_atomic(&out.join("results").join(format!("{}.json", r.id)), &bytes)
+}
+
 async fn eval(args: &EvalArgs, settings: Settings) -> Result<String, EvalError> {
+    let text = std::fs::read_to_string(&args.questions).map_err(io_err(&args.questions))?;
+    let questions = parse_questions(&text)
+        .map_err(|e| EvalError::Usage(format!("{}: {e}", args.questions.display())))?;
+    let questions = select(questions, &args.only, args.limit).map_err(EvalError::Usage)?;
+    let judge_profile = match (&args.judge_profile, args.judge) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => Some(settings.profile.clone().ok_or_else(|| {
+            EvalError::Usage(
+                "--judge needs a profile: pass --profile FILE, --judge-profile FILE or set QUARRY_PROFILE"
+                    .into(),
+            )
+        })?),
+        (None, false) => None,
+    };
+    let judge = judge_profile
+        .as_deref()
+        .map(Judge::from_profile)
+        .transpose()?;
+    if let Some(dir) = &args.external {
+        return eval_external(args, dir, &questions, judge.as_ref()).await;
+    }
     let Some(profile) = settings.profile.clone() else {
         return Err(EvalError::Usage(
             "setting `profile` is required: pass --profile FILE or set QUARRY_PROFILE".into(),
         ));
     };
-    let text = std::fs::read_to_string(&args.questions).map_err(io_err(&args.questions))?;
-    let questions = parse_questions(&text)
-        .map_err(|e| EvalError::Usage(format!("{}: {e}", args.questions.display())))?;
-    let questions = select(questions, &args.only, args.limit).map_err(EvalError::Usage)?;
     // A profile that cannot be read would fail every question the same way: say so up front.
     let bad_profile = |e: String| EvalError::Usage(format!("profile {}: {e}", profile.display()));
     let manifest = std::fs::read_to_string(&profile).map_err(|e| bad_profile(e.to_string()))?;
@@ -172,38 +310,181 @@ async fn eval(args: &EvalArgs, settings: Settings) -> Result<String, EvalError> 
     let total = questions.len();
     let mut results = Vec::with_capacity(total);
     for (i, (q, p)) in questions.iter().zip(plans).enumerate() {
-        let result = match p {
+        let mut result = match p {
             Plan::Skip(r) => {
-                eprintln!(
-                    "[{}/{total}] {} skipped: results/{}.json exists",
-                    i + 1,
-                    q.id,
-                    q.id
-                );
+                eprintln!("{}", skipped_line(i + 1, total, &q.id));
                 *r
             }
             Plan::Run => {
                 eprintln!("[{}/{total}] {}: {}", i + 1, q.id, q.question.trim());
                 let r = run_one(q, &profile, &settings, &limits, out, args.fresh).await?;
-                let bytes = serde_json::to_vec_pretty(&r).unwrap_or_default();
-                write_atomic(&out.join("results").join(format!("{}.json", q.id)), &bytes)?;
+                write_result(out, &r)?;
                 eprintln!("{}", progress_line(i + 1, total, &r));
                 r
             }
         };
+        // A result scored without a judge (or before --judge was asked for) is judged now,
+        // from the report on disk: the research is not run again.
+        if let Some(judge) = &judge
+            && judge::needs_judge(&result)
+        {
+            let answer = quarry_answer(out, q, &result);
+            judge.judge(q, answer.as_deref(), &mut result).await;
+            write_result(out, &result)?;
+        }
         results.push(result);
     }
+    let system = args.system.clone().unwrap_or_else(|| "quarry".into());
     let t = totals(&results);
     let doc = EvalDoc {
+        system: &system,
         questions: &args.questions.display().to_string(),
-        profile: &profile.display().to_string(),
-        mode: &format!("{:?}", settings.mode).to_lowercase(),
+        profile: Some(&profile.display().to_string()),
+        judge_profile: judge.as_ref().map(|j| j.profile.as_str()),
+        external: None,
+        mode: Some(&format!("{:?}", settings.mode).to_lowercase()),
         results: &results,
         totals: &t,
     };
     let bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
     write_atomic(&out.join("eval.json"), &bytes)?;
-    Ok(render_table(&results, &t))
+    Ok(render_table(&system, &results, &t))
+}
+
+/// Per-page time limit when fetching a cited page to check the sentences citing it.
+const PAGE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether a cited URL is one the scorer fetches: a page on this machine (127.0.0.1 or
+/// localhost), where the benchmark's corpus is served. Anything else counts as unreadable.
+pub fn fetchable(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    rest.is_some_and(|r| {
+        let host = r.split(['/', '?', '#']).next().unwrap_or("");
+        let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+        host == "127.0.0.1" || host == "localhost"
+    })
+}
+
+/// Fetches and extracts one cited page; `None` when it cannot be read.
+async fn fetch_page(http: &reqwest::Client, url: &str) -> Option<PageText> {
+    let target = url.split('#').next().unwrap_or(url);
+    let response = http.get(target).send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let html = response.text().await.ok()?;
+    let page = quarry_engine::scrape::extract_markdown(&html, target);
+    Some(PageText {
+        title: page.title,
+        text: page.markdown,
+    })
+}
+
+/// `quarry eval --external DIR`: scores `DIR/reports/<id>.md` with `DIR/runs/<id>.json` for every
+/// selected question, writing `DIR/results/<id>.json` and `DIR/eval.json`.
+async fn eval_external(
+    args: &EvalArgs,
+    dir: &Path,
+    questions: &[Question],
+    judge: Option<&Judge>,
+) -> Result<String, EvalError> {
+    if !dir.is_dir() {
+        return Err(EvalError::Usage(format!(
+            "--external {}: not a directory",
+            dir.display()
+        )));
+    }
+    let results_dir = dir.join("results");
+    std::fs::create_dir_all(&results_dir).map_err(io_err(&results_dir))?;
+    let done = load_done(&results_dir);
+    let plans = plan(questions, &done, args.fresh);
+    let http = reqwest::Client::builder()
+        .timeout(PAGE_TIMEOUT)
+        .connect_timeout(PAGE_TIMEOUT)
+        .build()
+        .map_err(|e| EvalError::Usage(format!("HTTP client: {e}")))?;
+    // Each cited page is fetched once per eval; `None` marks one that could not be read.
+    let mut cache: BTreeMap<String, Option<PageText>> = BTreeMap::new();
+    let total = questions.len();
+    let mut results = Vec::with_capacity(total);
+    for (i, (q, p)) in questions.iter().zip(plans).enumerate() {
+        let report_path = dir.join("reports").join(format!("{}.md", q.id));
+        let report = std::fs::read_to_string(&report_path).ok();
+        let run_path = dir.join("runs").join(format!("{}.json", q.id));
+        let run = match std::fs::read_to_string(&run_path) {
+            Ok(text) => {
+                ExternalRun::parse(&text, &q.id).map_err(|e| format!("runs/{}.json: {e}", q.id))
+            }
+            Err(e) => Err(format!("runs/{}.json: {e}", q.id)),
+        };
+        let input = ExternalInput {
+            run: run.as_ref().map_err(Clone::clone),
+            report: report.as_deref(),
+            report_path: report
+                .is_some()
+                .then(|| std::fs::canonicalize(&report_path).unwrap_or(report_path.clone()))
+                .map(|p| p.display().to_string()),
+        };
+        let mut result = match p {
+            Plan::Skip(r) => {
+                eprintln!("{}", skipped_line(i + 1, total, &q.id));
+                *r
+            }
+            Plan::Run => {
+                let mut pages = BTreeMap::new();
+                if let (Ok(run), Some(report)) = (&run, report.as_deref()) {
+                    for url in external::citations(report, run).all() {
+                        let key = quarry_engine::research::links::normalize_url(url);
+                        if !cache.contains_key(&key) {
+                            let page = if fetchable(url) {
+                                fetch_page(&http, url).await
+                            } else {
+                                None
+                            };
+                            cache.insert(key.clone(), page);
+                        }
+                        if let Some(Some(page)) = cache.get(&key) {
+                            pages.insert(key, page.clone());
+                        }
+                    }
+                }
+                let r = external::score_external(q, &input, &pages);
+                write_result(dir, &r)?;
+                eprintln!("{}", progress_line(i + 1, total, &r));
+                r
+            }
+        };
+        if let Some(judge) = judge
+            && judge::needs_judge(&result)
+        {
+            let answer = external::external_answer(q, &input);
+            judge.judge(q, answer.as_deref(), &mut result).await;
+            write_result(dir, &result)?;
+        }
+        results.push(result);
+    }
+    let system = args.system.clone().unwrap_or_else(|| {
+        std::fs::canonicalize(dir)
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "external".into())
+    });
+    let t = totals(&results);
+    let doc = EvalDoc {
+        system: &system,
+        questions: &args.questions.display().to_string(),
+        profile: None,
+        judge_profile: judge.map(|j| j.profile.as_str()),
+        external: Some(&dir.display().to_string()),
+        mode: None,
+        results: &results,
+        totals: &t,
+    };
+    let bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+    write_atomic(&dir.join("eval.json"), &bytes)?;
+    Ok(render_table(&system, &results, &t))
 }
 
 /// Runs one question with the standalone engine (state in `out/state/<id>`, so a killed eval
@@ -292,3 +573,6 @@ async fn run_one(
     };
     Ok(score(q, &run))
 }
+
+#[cfg(test)]
+mod tests;

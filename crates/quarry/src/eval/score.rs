@@ -257,6 +257,11 @@ impl Outcome {
         self.phase == "Failed" && self.reason.as_deref() == Some(reasons::NO_EVIDENCE)
     }
 
+    /// True when the run was stopped by its time limit: a runaway.
+    pub fn is_runaway(&self) -> bool {
+        self.phase != "Completed" && self.reason.as_deref() == Some(reasons::TIME_LIMIT)
+    }
+
     /// `Completed`, `Failed(NoEvidence)`, `Failed(ModelUnreachable)`, `Cancelled`.
     pub fn label(&self) -> String {
         match &self.reason {
@@ -341,15 +346,52 @@ pub struct FinishedRun<'a> {
     pub report_path: Option<String>,
 }
 
+/// A model judge's answer to "does the report state this fact?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The report states the fact.
+    Yes,
+    /// It does not (also the verdict, without a model call, when there is no report to read).
+    No,
+    /// The judge's answer could not be understood, or the call failed.
+    Unknown,
+}
+
 /// Whether one key fact was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FactResult {
     pub fact: String,
+    /// Found by normalised string match.
     pub found: bool,
     /// The match string found first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matched: Option<String>,
+    /// The model judge's verdict (`quarry eval --judge`); absent when not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Verdict>,
+}
+
+/// Tokens and cost the judge spent on one question (or all of them): never part of the run's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JudgeSpend {
+    /// Model calls made (a fact with no report to read needs none).
+    pub calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_pico_usd: u64,
+}
+
+impl JudgeSpend {
+    /// Adds another record to this one.
+    pub fn add(&mut self, other: &JudgeSpend) {
+        self.calls += other.calls;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_pico_usd += other.cost_pico_usd;
+    }
 }
 
 /// The score of one question (`DIR/results/<id>.json`, and a row of `eval.json`).
@@ -367,6 +409,15 @@ pub struct QuestionResult {
     pub key_facts: u32,
     #[serde(default)]
     pub facts: Vec<FactResult>,
+    /// Key facts the model judge says the report states (`--judge`; absent when not judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_facts_judged: Option<u32>,
+    /// Key facts on which the judge (yes or no) and the string match agree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_agreement: Option<u32>,
+    /// What the judge spent on this question (not in `inputTokens`, `outputTokens` or the cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_spend: Option<JudgeSpend>,
     /// No-answer questions: the run ended NoEvidence or its report says the sources do not answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub honest: Option<bool>,
@@ -386,8 +437,12 @@ pub struct QuestionResult {
     pub cited_urls: u32,
     /// Of those, pages the run fetched (not only saw in search results).
     pub cited_fetched: u32,
-    /// Citations of pages the run neither read nor saw, removed from the report.
+    /// Cited URLs the run neither read nor saw: invented. Quarry removes them from its report
+    /// (findings.json's `unverifiedReferences`); an external report still holds them.
     pub removed_citations: u32,
+    /// The run was stopped by its time limit (`TimeLimit`, or an external run's `timeout`).
+    #[serde(default)]
+    pub runaway: bool,
     pub input_tokens: u64,
     pub output_tokens: u64,
     #[serde(rename = "costUSD")]
@@ -403,6 +458,52 @@ fn count(v: &Value) -> u32 {
         .map_or(0, |a| u32::try_from(a.len()).unwrap_or(u32::MAX))
 }
 
+/// A `usize` count as `u32`, saturating.
+pub(crate) fn n(x: usize) -> u32 {
+    u32::try_from(x).unwrap_or(u32::MAX)
+}
+
+/// Pure: the text of a report that can state facts, not yet normalised: [`report_body`], or
+/// `None` without a report or when the run was aborted (the honest "unable to research" report
+/// restates the question and the searches, so it states no facts).
+pub fn answer_body(
+    q: &Question,
+    outcome: &Outcome,
+    report: Option<&str>,
+    aborted: bool,
+) -> Option<String> {
+    match report {
+        Some(report) if !aborted && !outcome.is_no_evidence() => {
+            Some(report_body(report, &q.question))
+        }
+        _ => None,
+    }
+}
+
+/// Pure: the key facts of `q` matched by normalised string against a normalised body (empty for
+/// no-answer questions).
+pub fn match_facts(q: &Question, normalised_body: &str) -> Vec<FactResult> {
+    if q.expects() != Expect::Answer {
+        return Vec::new();
+    }
+    q.key_facts
+        .iter()
+        .map(|f| {
+            let matched = f
+                .matches
+                .iter()
+                .map(|m| normalise(m))
+                .find(|m| !m.is_empty() && normalised_body.contains(m.as_str()));
+            FactResult {
+                fact: f.fact.clone(),
+                found: matched.is_some(),
+                matched,
+                judge: None,
+            }
+        })
+        .collect()
+}
+
 /// Pure: scores one finished run of `q`.
 pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
     let outcome = run
@@ -411,32 +512,10 @@ pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
         .unwrap_or_else(|| Outcome::failed("NoReport", "the run left no checkpoint"));
     let null = Value::Null;
     let findings = run.findings.unwrap_or(&null);
-    let aborted = findings["aborted"].as_bool().unwrap_or(false) || outcome.is_no_evidence();
-    // The honest "unable to research" report restates the question and the searches: no facts.
-    let body = match run.report {
-        Some(report) if !aborted => normalise(&report_body(report, &q.question)),
-        _ => String::new(),
-    };
+    let aborted = findings["aborted"].as_bool().unwrap_or(false);
+    let body = normalise(&answer_body(q, &outcome, run.report, aborted).unwrap_or_default());
     let expect = q.expects();
-    let facts: Vec<FactResult> = if expect == Expect::Answer {
-        q.key_facts
-            .iter()
-            .map(|f| {
-                let matched = f
-                    .matches
-                    .iter()
-                    .map(|m| normalise(m))
-                    .find(|m| !m.is_empty() && body.contains(m.as_str()));
-                FactResult {
-                    fact: f.fact.clone(),
-                    found: matched.is_some(),
-                    matched,
-                }
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let facts = match_facts(q, &body);
     let claims = findings["claims"].as_array().cloned().unwrap_or_default();
     let supported = claims
         .iter()
@@ -473,16 +552,19 @@ pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
     } else {
         (None, None)
     };
-    let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
     QuestionResult {
         id: q.id.clone(),
         kind: q.kind.clone(),
         question: q.question.clone(),
         expect,
+        runaway: outcome.is_runaway(),
         outcome,
         key_facts_found: n(facts.iter().filter(|f| f.found).count()),
         key_facts: n(facts.len()),
         facts,
+        key_facts_judged: None,
+        judge_agreement: None,
+        judge_spend: None,
         honest,
         invented,
         partial: findings["partial"].as_bool().unwrap_or(false),
@@ -520,9 +602,23 @@ pub struct Totals {
     pub mean_fact_share: Option<f64>,
     pub key_facts_found: u32,
     pub key_facts: u32,
+    /// Key facts the judge gave a verdict on (`--judge`).
+    pub judged_facts: u32,
+    /// Of those, facts the judge says are stated.
+    pub key_facts_judged: u32,
+    /// Of those, facts the string match found (the same facts, for comparison).
+    pub key_facts_found_of_judged: u32,
+    /// Of those, facts on which the judge and the string match agree.
+    pub judge_agreement: u32,
+    /// Of those, facts whose verdict is `unknown`.
+    pub judge_unknown: u32,
+    /// What the judge spent, apart from the runs' tokens and cost.
+    pub judge_spend: JudgeSpend,
     pub no_answer: u32,
     pub honest: u32,
     pub invented: u32,
+    /// Runs stopped by their time limit.
+    pub runaways: u32,
     pub claims: u32,
     pub supported_claims: u32,
     pub unsupported_claims: u32,
@@ -538,6 +634,11 @@ pub struct Totals {
     pub cost_usd: String,
     pub cost_pico_usd: u64,
     pub wall_seconds: f64,
+}
+
+/// Pure: whether a verdict agrees with the string match (`unknown` never does).
+pub fn agrees(v: Verdict, found: bool) -> bool {
+    matches!((v, found), (Verdict::Yes, true) | (Verdict::No, false))
 }
 
 fn ratio(a: u32, b: u32) -> Option<f64> {
@@ -572,12 +673,24 @@ pub fn totals(results: &[QuestionResult]) -> Totals {
                         t.all_facts_found += 1;
                     }
                 }
+                for f in &r.facts {
+                    let Some(v) = f.judge else { continue };
+                    t.judged_facts += 1;
+                    t.key_facts_judged += u32::from(v == Verdict::Yes);
+                    t.key_facts_found_of_judged += u32::from(f.found);
+                    t.judge_agreement += u32::from(agrees(v, f.found));
+                    t.judge_unknown += u32::from(v == Verdict::Unknown);
+                }
             }
             Expect::NoAnswer => {
                 t.no_answer += 1;
                 t.honest += u32::from(r.honest == Some(true));
                 t.invented += u32::from(r.invented == Some(true));
             }
+        }
+        t.runaways += u32::from(r.runaway);
+        if let Some(s) = &r.judge_spend {
+            t.judge_spend.add(s);
         }
         t.claims += r.claims;
         t.supported_claims += r.supported_claims;
@@ -598,101 +711,6 @@ pub fn totals(results: &[QuestionResult]) -> Totals {
     t
 }
 
-/// Pure: the FACTS cell: `2/3` for answerable questions; `honest`, `invented` or `answered`
-/// (neither said it cannot answer nor cited anything) for no-answer ones.
-pub fn facts_cell(r: &QuestionResult) -> String {
-    match r.expect {
-        Expect::Answer => format!("{}/{}", r.key_facts_found, r.key_facts),
-        Expect::NoAnswer if r.invented == Some(true) => "invented".into(),
-        Expect::NoAnswer if r.honest == Some(true) => "honest".into(),
-        Expect::NoAnswer => "answered".into(),
-    }
-}
-
-fn precision_cell(p: Option<f64>) -> String {
-    p.map_or_else(|| "-".to_string(), |p| format!("{p:.2}"))
-}
-
-/// Pure: the results table with the totals under it.
-pub fn render_table(results: &[QuestionResult], t: &Totals) -> String {
-    let headers = [
-        "ID",
-        "OUTCOME",
-        "FACTS",
-        "PRECISION",
-        "CITED-READ",
-        "UNSUPPORTED",
-        "REMOVED",
-        "TOKENS(IN/OUT)",
-        "COST",
-        "SECONDS",
-    ];
-    let rows: Vec<Vec<String>> = results
-        .iter()
-        .map(|r| {
-            vec![
-                r.id.clone(),
-                r.outcome.label(),
-                facts_cell(r),
-                precision_cell(r.citation_precision),
-                format!("{}/{}", r.cited_fetched, r.cited_urls),
-                r.unsupported_claims.to_string(),
-                r.removed_citations.to_string(),
-                format!("{}/{}", r.input_tokens, r.output_tokens),
-                format!("${}", r.cost_usd),
-                format!("{:.0}", r.wall_seconds),
-            ]
-        })
-        .collect();
-    let mut out = crate::cli::table::render(&headers, &rows);
-    let pct = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| format!("{:.0}%", x * 100.0));
-    out.push_str(&format!(
-        "\n{} questions: {} completed, {} NoEvidence, {} failed otherwise\n",
-        t.questions, t.completed, t.no_evidence, t.failed
-    ));
-    out.push_str(&format!(
-        "answerable: {}/{} with every key fact ({}), mean share of facts found {}, {}/{} facts\n",
-        t.all_facts_found,
-        t.answerable,
-        pct(t.all_facts_share),
-        pct(t.mean_fact_share),
-        t.key_facts_found,
-        t.key_facts
-    ));
-    out.push_str(&format!(
-        "no-answer: {}/{} honest, {} invented an answer with citations\n",
-        t.honest, t.no_answer, t.invented
-    ));
-    out.push_str(&format!(
-        "citations: precision {} ({}/{} claims supported), {}/{} cited pages read, {} invented URLs removed\n",
-        precision_cell(t.citation_precision),
-        t.supported_claims,
-        t.claims,
-        t.cited_fetched,
-        t.cited_urls,
-        t.invented_urls
-    ));
-    out.push_str(&format!(
-        "spend: {} input + {} output tokens, ${}, {:.0} s\n",
-        t.input_tokens, t.output_tokens, t.cost_usd, t.wall_seconds
-    ));
-    out
-}
-
-/// Pure: the stderr line for a finished question, e.g. `[3/58] py-json-decode … 41 s, 2/2 facts`.
-pub fn progress_line(index: usize, of: usize, r: &QuestionResult) -> String {
-    let score = match r.expect {
-        Expect::Answer => format!("{} facts", facts_cell(r)),
-        Expect::NoAnswer => facts_cell(r),
-    };
-    format!(
-        "[{index}/{of}] {} … {:.0} s, {score}, {}",
-        r.id,
-        r.wall_seconds,
-        r.outcome.label()
-    )
-}
-
 /// What to do with one selected question.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
@@ -702,7 +720,11 @@ pub enum Plan {
     Run,
 }
 
-/// Pure: resume. A question whose result is in `done` is skipped unless `fresh`.
+/// The reason of an external question whose run or report file is missing.
+pub const NOT_FINISHED: &str = "NotFinished";
+
+/// Pure: resume. A question whose result is in `done` is skipped unless `fresh` or it was not
+/// finished (an external system's files were missing: they may be there now).
 pub fn plan(
     questions: &[Question],
     done: &BTreeMap<String, QuestionResult>,
@@ -711,7 +733,11 @@ pub fn plan(
     questions
         .iter()
         .map(|q| match done.get(&q.id) {
-            Some(r) if !fresh && r.id == q.id => Plan::Skip(Box::new(r.clone())),
+            Some(r)
+                if !fresh && r.id == q.id && r.outcome.reason.as_deref() != Some(NOT_FINISHED) =>
+            {
+                Plan::Skip(Box::new(r.clone()))
+            }
             _ => Plan::Run,
         })
         .collect()

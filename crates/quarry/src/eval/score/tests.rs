@@ -1,6 +1,7 @@
 //! Unit tests of `score`.
 
 use super::*;
+use crate::eval::table::*;
 use serde_json::json;
 
 const SET: &str = r#"
@@ -266,7 +267,7 @@ fn totals_pool_claims_and_average_fact_shares() {
     assert_eq!(t.input_tokens, 20);
     assert_eq!(t.cost_usd, "0.000250");
     assert_eq!(t.wall_seconds, 165.2);
-    let table = render_table(&[], &t);
+    let table = render_table("quarry", &[], &t);
     assert!(
         table.contains(
             "answerable: 1/2 with every key fact (50%), mean share of facts found 75%, 3/4 facts"
@@ -295,8 +296,13 @@ fn table_rows_and_progress_lines() {
             &findings(&[true], &["http://h/a"], &["http://h/a"], 0),
         ),
     );
-    let table = render_table(std::slice::from_ref(&r), &totals(std::slice::from_ref(&r)));
+    let table = render_table(
+        "quarry",
+        std::slice::from_ref(&r),
+        &totals(std::slice::from_ref(&r)),
+    );
     let mut lines = table.lines();
+    assert_eq!(lines.next(), Some("system: quarry"));
     let header = lines.next().unwrap();
     assert!(header.starts_with("ID   "), "{header}");
     assert!(header.contains("OUTCOME") && header.contains("SECONDS"));
@@ -367,4 +373,88 @@ fn outcomes_come_from_the_checkpoint_else_the_error() {
         Outcome::of(None, &Err(StandaloneError::Cancelled)).label(),
         "Cancelled"
     );
+}
+
+#[test]
+fn judge_verdicts_are_counted_beside_the_string_match_and_their_spend_apart() {
+    let qs = questions();
+    let f = findings(&[], &[], &[], 0);
+    let mut a = score(&qs[0], &finished(Outcome::completed(), "json.loads", &f));
+    // String match: fact 0 found, fact 1 not. Judge: yes, unknown.
+    a.facts[0].judge = Some(Verdict::Yes);
+    a.facts[1].judge = Some(Verdict::Unknown);
+    a.judge_spend = Some(JudgeSpend {
+        calls: 2,
+        input_tokens: 900,
+        output_tokens: 8,
+        cost_pico_usd: 0,
+    });
+    let mut b = score(&qs[0], &finished(Outcome::completed(), "nothing", &f));
+    // String match: neither. Judge: yes (a paraphrase), no.
+    b.facts[0].judge = Some(Verdict::Yes);
+    b.facts[1].judge = Some(Verdict::No);
+    let unjudged = score(&qs[0], &finished(Outcome::completed(), "json.loads", &f));
+    let t = totals(&[a.clone(), b.clone(), unjudged.clone()]);
+    assert_eq!(t.judged_facts, 4);
+    assert_eq!(t.key_facts_judged, 2);
+    assert_eq!(t.key_facts_found_of_judged, 1);
+    assert_eq!(t.judge_agreement, 2);
+    assert_eq!(t.judge_unknown, 1);
+    assert_eq!(t.judge_spend.calls, 2);
+    // The judge's tokens are not the runs' tokens.
+    assert_eq!(t.input_tokens, 30);
+    assert_eq!(
+        (judge_cell(&a), agree_cell(&a)),
+        ("1/2".into(), "1/2".into())
+    );
+    assert_eq!(
+        (judge_cell(&b), agree_cell(&b)),
+        ("1/2".into(), "1/2".into())
+    );
+    assert_eq!(
+        (judge_cell(&unjudged), agree_cell(&unjudged)),
+        ("-".into(), "-".into())
+    );
+    let table = render_table("quarry", &[a.clone(), b, unjudged], &t);
+    let header = table.lines().nth(1).unwrap();
+    assert!(
+        header.contains("FACTS") && header.contains("JUDGE") && header.contains("AGREE"),
+        "{header}"
+    );
+    assert!(
+        table.contains(
+            "judge: 2/4 judged facts stated (string match: 1/4), agreement 2/4, 1 unknown"
+        ),
+        "{table}"
+    );
+    assert!(
+        table
+            .contains("judge spend (not in the spend above): 2 calls, 900 input + 8 output tokens"),
+        "{table}"
+    );
+    // Verdicts survive results/<id>.json; a result without them still reads.
+    let back: QuestionResult = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+    assert_eq!(back, a);
+    let text = serde_json::to_string(&a).unwrap();
+    assert!(text.contains(r#""judge":"unknown""#), "{text}");
+    // Without any verdict the table has no judge columns.
+    let plain = render_table("quarry", &[], &totals(&[]));
+    assert!(!plain.contains("JUDGE"), "{plain}");
+}
+
+#[test]
+fn time_limits_are_runaways_and_not_finished_results_are_scored_again() {
+    let qs = questions();
+    let f = findings(&[], &[], &[], 0);
+    let r = score(
+        &qs[0],
+        &finished(Outcome::failed("TimeLimit", "10m"), "", &f),
+    );
+    assert!(r.runaway);
+    assert_eq!(totals(std::slice::from_ref(&r)).runaways, 1);
+    assert!(!score(&qs[0], &finished(Outcome::completed(), "", &f)).runaway);
+    let mut missing = r.clone();
+    missing.outcome = Outcome::failed(NOT_FINISHED, "runs/x.json missing");
+    let done = BTreeMap::from([(missing.id.clone(), missing)]);
+    assert_eq!(plan(&qs[..1], &done, false), vec![Plan::Run]);
 }
