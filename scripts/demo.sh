@@ -145,7 +145,7 @@ fi
 
 rm -f "$report"
 echo "==> quarry run \"$question\""
-echo "    (the 0.5B model takes 2 to 3 minutes on 2 idle cores, longer when they are busy;"
+echo "    (the 0.5B model takes 15 to 30 s on 2 idle cores, longer when they are busy;"
 echo "     quarry prints a line at least every 15 s)"
 started=$SECONDS
 status=0
