@@ -13,7 +13,7 @@
 use serde_json::{Value, json};
 
 use super::evidence::{SUPPORT_THRESHOLD, support};
-use super::passages::{rank, split};
+use super::passages::{focus, rank_focused, split};
 use super::state::PageExtract;
 use crate::llm::JsonSchema;
 use crate::llm::json_extract::{close_truncated_json, extract_json, extract_json_object};
@@ -55,7 +55,7 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
             owner.push(p);
         }
     }
-    let mut scores = rank(&all, task);
+    let mut scores = rank_focused(&all, task);
     // The first paragraph of an API or setting entry says what the entry is ("Deserialize s
     // ... to a Python object"); its later paragraphs qualify it. Among passages matching alike,
     // the definition wins (issue 14: three `parse_int` details crowded out json.loads' own).
@@ -128,16 +128,9 @@ fn is_lead_in(text: &str) -> bool {
 /// exceptions with nothing but "New in version 3.11" (issue 14).
 fn is_version_note(text: &str) -> bool {
     let t = text.trim().trim_matches(['*', '_']).trim_end_matches('.');
-    [
-        "New in version ",
-        "Changed in version ",
-        "Deprecated since version ",
-    ]
-    .iter()
-    .any(|p| {
-        t.strip_prefix(p)
-            .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
-    })
+    focus::is_version_note(t)
+        && t.rsplit_once("version ")
+            .is_some_and(|(_, v)| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
 /// Words of `text` outside Markdown links and URLs.
@@ -341,10 +334,14 @@ pub fn assemble(answer: &str, items: &[Numbered]) -> Option<String> {
 }
 
 /// How well `item` supports `text` (the share of the sentence's terms it holds), or `None`
-/// when it does not: too few shared terms, or a number the passage does not have.
+/// when it does not: too few shared terms, a number the passage does not have, or a default
+/// the passage states otherwise.
 fn support_of(text: &str, item: &Numbered) -> Option<f64> {
     let (overlap, missing_numbers) = support(text, &item.text);
-    (overlap >= SUPPORT_THRESHOLD && missing_numbers.is_empty()).then_some(overlap)
+    (overlap >= SUPPORT_THRESHOLD
+        && missing_numbers.is_empty()
+        && !focus::contradicts_default(text, &item.text))
+    .then_some(overlap)
 }
 
 /// A sentence without its final stop, and the stop (`.` when it had none).
@@ -372,12 +369,16 @@ fn report(sentences: &[String], cited: &[usize], items: &[Numbered]) -> String {
     // model often answers from the second passage and leaves out the first, which holds the
     // answer (issue 14: "The default is typically 128 megabytes" was passage 1, the summary
     // quoted passage 2's advice). The reader sees it, labelled as not cited above.
+    // Its link line differs from the evidence's ("Also from ..."): the same line twice reads
+    // as a repeat to the report's repetition guard, which cut this section whenever the best
+    // passage was another paragraph of a cited entry (issue 14: shared_buffers' "The default is
+    // typically 128 megabytes" never reached the reader).
     if !cited.contains(&1)
         && let Some(best) = items.first()
     {
+        let also = quoted_list(&[best]).replacen("\n- [", "\n- Also from [", 1);
         md.push_str(&format!(
-            "\n## Best-matching passage (not cited above)\n{}",
-            quoted_list(&[best])
+            "\n## Best-matching passage (not cited above)\n{also}"
         ));
     }
     md

@@ -460,6 +460,17 @@ pub fn mentions_key_terms(text: &str, question: &str) -> bool {
     })
 }
 
+/// [`rank`] times what the question asks for ([`focus::focus`]): passages under the entry of a
+/// name it asks about, and passages stating a default when it asks for one, come first. What the
+/// model reads of a page and which passages it is shown are chosen by this.
+pub fn rank_focused(passages: &[Passage], query: &str) -> Vec<f64> {
+    rank(passages, query)
+        .into_iter()
+        .zip(focus::focus(passages, query))
+        .map(|(s, f)| s * f)
+        .collect()
+}
+
 /// BM25 (k1 = 1.2, b = 0.75) of every passage for `query`, with document frequencies from the
 /// passages themselves. A passage's headings count as part of it, twice: a heading that names
 /// the asked-for API marks the passage that documents it.
@@ -545,7 +556,7 @@ fn breadcrumb(path: &[String]) -> String {
 /// query term are only used when nothing does (then the page's opening).
 pub fn select(markdown: &str, query: &str, max_chars: usize) -> Selection {
     let passages = split(markdown);
-    let scores = rank(&passages, query);
+    let scores = rank_focused(&passages, query);
     let best_score = scores.iter().cloned().fold(0.0, f64::max);
     if markdown.chars().count() <= max_chars {
         return Selection {
@@ -642,6 +653,8 @@ fn render(passages: &[Passage], chosen: &[(usize, String)]) -> String {
     }
     out.trim_end().to_string()
 }
+
+pub mod focus;
 
 #[cfg(test)]
 mod tests;

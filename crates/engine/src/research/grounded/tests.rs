@@ -1,4 +1,5 @@
 use super::*;
+use crate::research::passages::rank;
 
 #[test]
 fn lead_ins_that_only_introduce_a_list_are_not_passages() {
@@ -222,6 +223,24 @@ fn the_best_passage_is_shown_when_the_summary_left_it_out() {
     let best = md
         .find("## Best-matching passage (not cited above)")
         .expect("the best passage");
+    assert!(
+        md[best..].contains("> json.loads(s): Deserialize s"),
+        "{md}"
+    );
+    // Another paragraph of a cited entry: the section survives the report's repetition guard
+    // (it was cut there: both quoted the entry under the same link line).
+    let mut same_entry = json_items();
+    same_entry[1].heading = same_entry[0].heading.clone();
+    same_entry[1].url = same_entry[0].url.clone();
+    let md = assemble(
+        "json.load deserializes a text file containing a JSON document [2].",
+        &same_entry,
+    )
+    .unwrap();
+    let md = crate::research::report::tidy_model_markdown(&md);
+    let best = md
+        .find("## Best-matching passage (not cited above)")
+        .expect("the best passage survives the repetition guard");
     assert!(
         md[best..].contains("> json.loads(s): Deserialize s"),
         "{md}"
