@@ -135,6 +135,10 @@ pub fn is_version_note(text: &str) -> bool {
     .any(|p| t.starts_with(p))
 }
 
+/// Words between "default" and its verb in a model's claim ("The default logging level in
+/// Python's logging module is ...").
+const CLAIM_VERB_WITHIN: usize = 8;
+
 /// Words that qualify a stated default rather than being it ("The default is *typically* 128
 /// megabytes", "the default value *is* `replica`").
 const DEFAULT_FILLERS: [&str; 14] = [
@@ -216,14 +220,15 @@ pub fn default_values(text: &str, within: usize) -> Vec<Vec<String>> {
     out
 }
 
-/// Pure: whether `claim` names a default that `passage` states otherwise: the claim's value
-/// (its first word after "default ... is") is none of the passage's stated default values. A
-/// small model reads "The default value is `off`" and writes "The default wal_compression
-/// parameter is `lz4`" (a supported method the passage lists): every word of that sentence is
-/// the passage's, so only this check catches it. A claim naming no default, or a passage
-/// stating none, is not judged here.
+/// Pure: whether `claim` names a default that `passage` does not state: the claim's value (its
+/// first word after "default ... is") is none of the passage's stated default values, or the
+/// passage states no default at all. A small model reads "The default value is `off`" and writes
+/// "The default wal_compression parameter is `lz4`" (a supported method the passage lists), or
+/// reads "Logs a message with level INFO" and writes "The default logging level is INFO": every
+/// word of such a sentence is the passage's, so only this check catches it. A claim naming no
+/// default is not judged here.
 pub fn contradicts_default(claim: &str, passage: &str) -> bool {
-    let Some(claimed) = default_values(claim, 6).into_iter().next() else {
+    let Some(claimed) = default_values(claim, CLAIM_VERB_WITHIN).into_iter().next() else {
         return false;
     };
     let Some(value) = claimed.first() else {
@@ -233,10 +238,9 @@ pub fn contradicts_default(claim: &str, passage: &str) -> bool {
         .into_iter()
         .flatten()
         .collect();
-    !stated.is_empty()
-        && !stated
-            .iter()
-            .any(|s| s == value || s.contains(value.as_str()) || value.contains(s.as_str()))
+    !stated
+        .iter()
+        .any(|s| s == value || s.contains(value.as_str()) || value.contains(s.as_str()))
 }
 
 /// Pure: the factor each passage's score is multiplied by for `query`: more for a passage under
@@ -263,7 +267,11 @@ pub fn focus(passages: &[Passage], query: &str) -> Vec<f64> {
             if asks_default && states_default(&p.text) {
                 f *= STATES_DEFAULT_BOOST;
             }
-            if !asks_change && is_version_note(&p.text) {
+            // A note under the asked-for entry, or one stating the asked-for default, is the
+            // answer more often than not: Python documents a changed default in one ("Changed
+            // in version 3.8: Default value of max_workers is changed to ...").
+            let note_answers = under_named_entry || (asks_default && states_default(&p.text));
+            if !asks_change && !note_answers && is_version_note(&p.text) {
                 f *= VERSION_NOTE_FACTOR;
             }
             f
@@ -370,6 +378,19 @@ mod tests {
             ),
             [1.0, NAMED_ENTRY_BOOST]
         );
+        // Under the asked-for entry, or stating the asked-for default, a note is the answer.
+        let changed_default = passage(
+            &[
+                "concurrent.futures",
+                "class concurrent.futures.ThreadPoolExecutor(max_workers=None)",
+            ],
+            "Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4).",
+        );
+        let q = "What is the default max_workers of concurrent.futures.ThreadPoolExecutor?";
+        assert_eq!(
+            focus(&[changed_default], q),
+            [NAMED_ENTRY_BOOST * STATES_DEFAULT_BOOST]
+        );
         assert!(is_version_note("*New in version 3.11.*"));
         assert!(!is_version_note("Return a shallow copy of x."));
     }
@@ -428,14 +449,19 @@ mod tests {
             work_mem
         ));
         assert!(!contradicts_default("work_mem defaults to 4 MB.", work_mem));
-        // No default claimed, or none stated: not judged here.
+        // No default claimed: not judged here.
         assert!(!contradicts_default(
             "wal_level determines how much information is written to the WAL.",
             wal_level
         ));
+        // A default claimed from a passage that states none is not supported by it.
+        assert!(contradicts_default(
+            "The default logging level in Python's logging module is `INFO`.",
+            "logging.info(msg, *args, **kwargs): Logs a message with level INFO on the root logger."
+        ));
         assert!(!contradicts_default(
-            "The default is 128.",
-            "Decorator to wrap a function with a memoizing callable."
+            "The default max_workers is min(32, os.cpu_count() + 4).",
+            "Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4)."
         ));
     }
 
