@@ -417,9 +417,26 @@ pub fn support(claim: &str, evidence: &str) -> (f64, Vec<String>) {
     let missing_numbers: Vec<String> = NUMBER_RE
         .find_iter(claim)
         .map(|m| m.as_str().to_string())
-        .filter(|n| !evidence.contains(n.as_str()))
+        .filter(|n| !evidence.contains(n.as_str()) && !spelled_out_in(n, evidence))
         .collect();
     (found as f64 / claim_terms.len() as f64, missing_numbers)
+}
+
+/// Numbers documentation spells out ("The default value is three connections").
+const NUMBER_WORDS: [&str; 13] = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve",
+];
+
+/// Pure: whether the number `n` (digits) is written as a word in `evidence`: a claim's "3" is
+/// supported by "three connections".
+fn spelled_out_in(n: &str, evidence: &str) -> bool {
+    let Some(word) = n.parse::<usize>().ok().and_then(|i| NUMBER_WORDS.get(i)) else {
+        return false;
+    };
+    evidence
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w.eq_ignore_ascii_case(word))
 }
 
 /// Checks every sentence of a (gated) text that cites a source the run holds.
@@ -464,6 +481,19 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase) -> Vec<ClaimCheck> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_the_evidence_spells_out_is_supported() {
+        let evidence = "The default value is three connections.";
+        assert!(
+            support("The default is 3 connections.", evidence)
+                .1
+                .is_empty()
+        );
+        assert_eq!(support("The default is 4 connections.", evidence).1, ["4"]);
+        // A word inside another word is not the number.
+        assert_eq!(support("It uses 1 slot.", "Someone reserved it.").1, ["1"]);
+    }
 
     fn base() -> EvidenceBase {
         let mut b = EvidenceBase::default();

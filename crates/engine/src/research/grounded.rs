@@ -609,20 +609,59 @@ pub fn assemble_points(points: &[Point], items: &[Numbered]) -> Option<String> {
                 best = Some((score, n));
             }
         }
-        let Some((_, n)) = best else {
-            continue;
-        };
-        let item = &items[n - 1];
         let (body, stop) = split_stop(&text);
-        sentences.push(format!("{body}{}{stop}", citation(item)));
-        if !cited.contains(&n) {
-            cited.push(n);
+        if let Some((_, n)) = best {
+            sentences.push(format!("{body}{}{stop}", citation(&items[n - 1])));
+            if !cited.contains(&n) {
+                cited.push(n);
+            }
+        } else if let Some(together) = supported_together(&text, &p.passages, items) {
+            // A sentence joining what two passages of a page say ("max_connections defaults to
+            // 100 and superuser_reserved_connections to 3") is supported by them together: it
+            // cites the page and quotes each passage.
+            sentences.push(format!("{body}{}{stop}", citation(&items[together[0] - 1])));
+            for n in together {
+                if !cited.contains(&n) {
+                    cited.push(n);
+                }
+            }
         }
     }
     if cited.is_empty() {
         return None;
     }
     Some(report(&sentences, &cited, items))
+}
+
+/// The cited passages (valid numbers, in the model's order, without repeats), all of one page,
+/// when together they support `text` though none does alone; `None` otherwise. The 1.5B
+/// model answered a two-part question with one sentence over both settings' passages, and
+/// each passage alone lacked the other's number, so the right answer was dropped (issue 14).
+fn supported_together(text: &str, passages: &[usize], items: &[Numbered]) -> Option<Vec<usize>> {
+    let mut valid: Vec<usize> = Vec::new();
+    for &n in passages {
+        if n >= 1 && n <= items.len() && !valid.contains(&n) {
+            valid.push(n);
+        }
+    }
+    // One page only: the run's citation check verifies a sentence against each page it cites,
+    // and a sentence joining two pages' facts is supported by neither alone.
+    if valid.len() < 2
+        || valid
+            .iter()
+            .any(|n| items[n - 1].url != items[valid[0] - 1].url)
+    {
+        return None;
+    }
+    let joined = Numbered {
+        text: valid
+            .iter()
+            .map(|n| items[n - 1].text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        ..items[valid[0] - 1].clone()
+    };
+    support_of(text, &joined).map(|_| valid)
 }
 
 /// A point's sentence as it goes in the report: passage numbers and labels a model copied into

@@ -453,3 +453,52 @@ fn an_answer_citing_no_passage_is_not_a_grounded_report() {
     assert_eq!(assemble("JSON is decoded with json.loads.", &items), None);
     assert_eq!(assemble("See [0] and [x].", &items), None);
 }
+
+fn numbered(number: usize, url: &str, heading: &str, text: &str) -> Numbered {
+    Numbered {
+        number,
+        url: url.to_string(),
+        title: "20.3. Connections and Authentication".to_string(),
+        heading: heading.to_string(),
+        text: text.to_string(),
+    }
+}
+
+/// The 1.5B model's answer to "the default of max_connections, and the slots reserved for
+/// superusers": one sentence over both settings' passages; each alone lacks the other's number.
+#[test]
+fn a_sentence_two_passages_of_a_page_support_together_is_kept() {
+    let page = "http://docs/runtime-config-connection.html";
+    let items = vec![
+        numbered(
+            1,
+            page,
+            "max_connections (integer)",
+            "Determines the maximum number of concurrent connections to the database server. The default is typically 100 connections.",
+        ),
+        numbered(
+            2,
+            page,
+            "superuser_reserved_connections (integer)",
+            "Determines the number of connection slots that are reserved for connections by PostgreSQL superusers. The default value is three connections.",
+        ),
+    ];
+    let sentence = "The default value of max_connections is 100 connections, and three connection slots are reserved for superusers.";
+    let answer = format!(r#"{{"points": [{{"passages": [1, 2], "sentence": "{sentence}"}}]}}"#);
+    let md = assemble_json(&answer, &items).expect("kept");
+    assert!(md.contains("The default value of max_connections is 100 connections, and three connection slots are reserved for superusers ([20.3. Connections and Authentication](http://docs/runtime-config-connection.html))."), "{md}");
+    assert!(md.contains("> Determines the maximum number"), "{md}");
+    assert!(
+        md.contains("> Determines the number of connection slots"),
+        "{md}"
+    );
+    // Neither passage supports it alone: cited one at a time, it is dropped.
+    for n in [1, 2] {
+        let one = format!(r#"{{"points": [{{"passages": [{n}], "sentence": "{sentence}"}}]}}"#);
+        assert_eq!(assemble_json(&one, &items), None);
+    }
+    // Passages of two pages are not joined: the run's check verifies each cited page alone.
+    let mut two_pages = items.clone();
+    two_pages[1].url = "http://docs/other.html".to_string();
+    assert_eq!(assemble_json(&answer, &two_pages), None);
+}
