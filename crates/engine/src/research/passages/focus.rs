@@ -178,9 +178,9 @@ pub fn default_values(text: &str, within: usize) -> Vec<Vec<String>> {
     };
     let value_after = |start: usize| -> Vec<String> {
         let mut out = Vec::new();
-        for i in start..words.len().min(start + 6) {
-            if !words[i].is_empty() && !DEFAULT_FILLERS.contains(&words[i].as_str()) {
-                out.push(words[i].clone());
+        for (i, w) in words.iter().enumerate().skip(start).take(6) {
+            if !w.is_empty() && !DEFAULT_FILLERS.contains(&w.as_str()) {
+                out.push(w.clone());
             }
             if ends_clause(i) {
                 break;
