@@ -405,6 +405,28 @@ impl Fetcher for TwoPages {
     }
 }
 
+/// Runs one researcher on the JSON task over [`TwoResults`] and [`TwoPages`], guided or not.
+async fn research_json_task(model: Arc<Turns>, guided: bool) -> (ResearcherReport, Arc<TwoPages>) {
+    let fetcher = Arc::new(TwoPages(Mutex::default()));
+    let deps = ResearcherDeps {
+        model,
+        gatherer: Arc::new(TwoResults),
+        fetcher: fetcher.clone(),
+        pool: Arc::default(),
+        settings: ResearcherSettings {
+            guided: Some(guided),
+            ..ResearcherSettings::default()
+        },
+        specialised: None,
+    };
+    let task = "How do I decode a JSON document with json.loads?";
+    let input = RunInput::new(task, Mode::Quick);
+    let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
+        .await
+        .unwrap();
+    (report, fetcher)
+}
+
 #[tokio::test]
 async fn a_batch_of_off_task_pages_is_spent_on_the_next_candidates() {
     let model = Arc::new(Turns {
@@ -420,23 +442,7 @@ async fn a_batch_of_off_task_pages_is_spent_on_the_next_candidates() {
         },
         requests: Mutex::default(),
     });
-    let fetcher = Arc::new(TwoPages(Mutex::default()));
-    let deps = ResearcherDeps {
-        model: model.clone(),
-        gatherer: Arc::new(TwoResults),
-        fetcher: fetcher.clone(),
-        pool: Arc::default(),
-        settings: ResearcherSettings {
-            guided: Some(false),
-            ..ResearcherSettings::default()
-        },
-        specialised: None,
-    };
-    let task = "How do I decode a JSON document with json.loads?";
-    let input = RunInput::new(task, Mode::Quick);
-    let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
-        .await
-        .unwrap();
+    let (report, fetcher) = research_json_task(model.clone(), false).await;
     // The model asked for the off-topic page only; its batch went on to the next result.
     assert_eq!(
         *fetcher.0.lock().unwrap(),
@@ -573,23 +579,7 @@ async fn a_guided_researcher_searches_reads_and_asks_the_model_once() {
         },
         requests: Mutex::default(),
     });
-    let fetcher = Arc::new(TwoPages(Mutex::default()));
-    let deps = ResearcherDeps {
-        model: model.clone(),
-        gatherer: Arc::new(TwoResults),
-        fetcher: fetcher.clone(),
-        pool: Arc::default(),
-        settings: ResearcherSettings {
-            guided: Some(true),
-            ..ResearcherSettings::default()
-        },
-        specialised: None,
-    };
-    let task = "How do I decode a JSON document with json.loads?";
-    let input = RunInput::new(task, Mode::Quick);
-    let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
-        .await
-        .unwrap();
+    let (report, _) = research_json_task(model.clone(), true).await;
     // One model call: the grounded answer, with no tools offered.
     let requests = model.requests.lock().unwrap();
     assert_eq!(requests.len(), 1);
