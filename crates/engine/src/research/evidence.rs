@@ -3,7 +3,8 @@
 //! Pure. A cited URL must be a page the run fetched (its text is stored) or a search result it
 //! saw (its snippet is stored); anything else is removed. Each sentence that cites a source is then
 //! checked for lexical support in the cited text: the share of its content words (crudely stemmed)
-//! that occur there, with every number it states required verbatim. An optional model judge
+//! that occur there, with every number it states required verbatim and no "not" the text does
+//! not say ([`negation_flipped`]). An optional model judge
 //! (`lead::judge_claims`) can overrule the lexical verdicts.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -439,6 +440,97 @@ fn spelled_out_in(n: &str, evidence: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(word))
 }
 
+/// Words that negate in a claim: "not", "no", "never", "cannot" and any "...n't".
+fn negates(word: &str) -> bool {
+    matches!(word, "not" | "no" | "never" | "cannot") || word.ends_with("n't")
+}
+
+/// Words that negate or restrict in documentation: a passage saying "non-blocking", "without a
+/// timeout" or "unless" may support a claim's "not".
+fn negates_in_passage(word: &str) -> bool {
+    negates(word)
+        || matches!(
+            word,
+            "non" | "without" | "neither" | "nor" | "none" | "nothing" | "unless" | "unable"
+        )
+}
+
+/// Pure: a word without its inflection, for matching a claim's verb with the passage's: "set",
+/// "sets" and "setting" are one (the shared stemmer keeps words of four letters whole).
+fn root(word: &str) -> String {
+    for suffix in ["ing", "ies", "es", "ed", "s"] {
+        if let Some(r) = word.strip_suffix(suffix)
+            && r.chars().count() >= 3
+        {
+            let r = if suffix == "ing" || suffix == "ed" {
+                // "setting" → "sett" → "set"
+                let mut c = r.chars().rev();
+                match (c.next(), c.next()) {
+                    (Some(a), Some(b)) if a == b && !"aeiou".contains(a) => &r[..r.len() - 1],
+                    _ => r,
+                }
+            } else {
+                r
+            };
+            return r.to_string();
+        }
+    }
+    word.to_string()
+}
+
+/// Verbs and adverbs a negation passes over to the word it negates ("does not always set").
+const NEGATION_SKIPS: &[&str] = &[
+    "always", "necessarily", "actually", "really", "currently", "yet", "ever", "even",
+];
+
+/// Pure: whether `claim` negates what `passage` affirms. For each negation of the claim, the
+/// first content word after it ("does not **set** the timeout") is looked up in the passage:
+/// when the sentence holding it that shares most of the claim's words does not negate, the
+/// claim has turned the passage round. The 0.5B model copied "timeout sets the timeout on the socket
+/// instance" as "does not set the timeout on the socket instance", and every word of that was
+/// the passage's, so the share of shared words could not see it (issue 14). A word the passage
+/// does not hold is not judged here.
+pub fn negation_flipped(claim: &str, passage: &str) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’' || c == '_'))
+            .map(|w| w.trim_matches(['\'', '’']).replace('’', "'").to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect()
+    };
+    let claim_words = words(claim);
+    let negated: Vec<String> = claim_words
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| negates(w))
+        .filter_map(|(i, _)| {
+            claim_words[i + 1..]
+                .iter()
+                .take(4)
+                .filter(|w| !NEGATION_SKIPS.contains(&w.as_str()))
+                .find(|w| !terms(w).is_empty())
+                .map(|w| root(w))
+        })
+        .collect();
+    if negated.is_empty() {
+        return false;
+    }
+    let passage_sentences: Vec<Vec<String>> = passage
+        .split(['.', ';', '\n', '!', '?'])
+        .map(words)
+        .filter(|w| !w.is_empty())
+        .collect();
+    let claim_terms = terms(claim);
+    negated.iter().any(|term| {
+        // The sentence the claim was made from: of those holding the negated word, the one
+        // sharing most of the claim's words.
+        let source = passage_sentences
+            .iter()
+            .filter(|s| s.iter().any(|w| root(w) == *term))
+            .max_by_key(|s| terms(&s.join(" ")).intersection(&claim_terms).count());
+        source.is_some_and(|s| !s.iter().any(|w| negates_in_passage(w)))
+    })
+}
+
 /// Checks every sentence of a (gated) text that cites a source the run holds.
 pub fn check_claims(markdown: &str, base: &EvidenceBase) -> Vec<ClaimCheck> {
     let mut checks = Vec::new();
@@ -466,7 +558,9 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase) -> Vec<ClaimCheck> {
                 .or_insert_with(|| base.evidence_text(&url).unwrap_or_default());
             let (overlap, missing_numbers) = support(&claim, evidence);
             checks.push(ClaimCheck {
-                supported: overlap >= SUPPORT_THRESHOLD && missing_numbers.is_empty(),
+                supported: overlap >= SUPPORT_THRESHOLD
+                    && missing_numbers.is_empty()
+                    && !negation_flipped(&claim, evidence),
                 claim: claim.clone(),
                 url,
                 overlap: (overlap * 1000.0).round() / 1000.0,
@@ -481,6 +575,46 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase) -> Vec<ClaimCheck> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_negating_what_its_passage_affirms_is_flipped() {
+        let passage = "Connect to a TCP service. If supplied, timeout sets the timeout on the \
+            socket instance before attempting to connect. If no timeout is supplied, the global \
+            default timeout setting returned by getdefaulttimeout() is used.";
+        // The 0.5B model's sentence (issue 14).
+        assert!(negation_flipped(
+            "The timeout parameter does not set the timeout on the socket instance before attempting to connect.",
+            passage
+        ));
+        assert!(negation_flipped(
+            "The timeout parameter doesn't set the timeout on the socket.",
+            passage
+        ));
+        // The passage's own negation supports the claim's.
+        assert!(!negation_flipped(
+            "If no timeout is supplied, the global default timeout is used.",
+            passage
+        ));
+        // No negation, or a negated word the passage does not hold: not judged here.
+        assert!(!negation_flipped(
+            "The timeout parameter sets the timeout on the socket instance.",
+            passage
+        ));
+        assert!(!negation_flipped("It does not retry.", passage));
+        assert_eq!(root("sets"), "set");
+        assert_eq!(root("setting"), "set");
+        assert_eq!(root("blocking"), "block");
+        assert_eq!(root("uses"), "use");
+        // A restriction in the passage ("non-blocking", "unless") may back a "not".
+        assert!(!negation_flipped(
+            "The socket does not block.",
+            "The socket is put in non-blocking mode."
+        ));
+        assert!(!negation_flipped(
+            "The call does not always wait.",
+            "The call waits unless a timeout was given."
+        ));
+    }
 
     #[test]
     fn a_number_the_evidence_spells_out_is_supported() {

@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::evidence::{SUPPORT_THRESHOLD, support};
+use super::evidence::{SUPPORT_THRESHOLD, negation_flipped, support};
 use super::passages::{focus, rank_focused, split};
 use super::state::PageExtract;
 use crate::llm::JsonSchema;
@@ -334,13 +334,14 @@ pub fn assemble(answer: &str, items: &[Numbered]) -> Option<String> {
 }
 
 /// How well `item` supports `text` (the share of the sentence's terms it holds), or `None`
-/// when it does not: too few shared terms, a number the passage does not have, or a default
-/// the passage states otherwise.
+/// when it does not: too few shared terms, a number the passage does not have, a default
+/// the passage states otherwise, or a "not" the passage does not say.
 fn support_of(text: &str, item: &Numbered) -> Option<f64> {
     let (overlap, missing_numbers) = support(text, &item.text);
     (overlap >= SUPPORT_THRESHOLD
         && missing_numbers.is_empty()
-        && !focus::contradicts_default(text, &item.text))
+        && !focus::contradicts_default(text, &item.text)
+        && !negation_flipped(text, &item.text))
     .then_some(overlap)
 }
 

@@ -502,3 +502,22 @@ fn a_sentence_two_passages_of_a_page_support_together_is_kept() {
     two_pages[1].url = "http://docs/other.html".to_string();
     assert_eq!(assemble_json(&answer, &two_pages), None);
 }
+
+/// The 0.5B model's answer to "What does the timeout parameter of socket.create_connection() do?"
+/// (issue 14): it copied the passage's sentence with a "not" added. Every word was the passage's.
+#[test]
+fn a_sentence_turning_its_passage_round_is_dropped() {
+    let items = vec![Numbered {
+        number: 1,
+        url: "http://docs/library/socket.html".to_string(),
+        title: "socket — Low-level networking interface".to_string(),
+        heading: "socket.create_connection(address, timeout=GLOBAL_DEFAULT, source_address=None, *, all_errors=False)".to_string(),
+        text: "Connect to a TCP service listening on the internet address, and return the socket object. Passing the optional timeout parameter will set the timeout on the socket instance before attempting to connect. If no timeout is supplied, the global default timeout setting returned by getdefaulttimeout() is used.".to_string(),
+    }];
+    let flipped = r#"{"points": [{"passages": [1], "sentence": "The timeout parameter does not set the timeout on the socket instance before attempting to connect."}]}"#;
+    assert_eq!(assemble_json(flipped, &items), None);
+    let right = r#"{"points": [{"passages": [1], "sentence": "Passing the timeout parameter sets the timeout on the socket instance before attempting to connect."}, {"passages": [1], "sentence": "If no timeout is supplied, the global default timeout setting returned by getdefaulttimeout() is used."}]}"#;
+    let md = assemble_json(right, &items).expect("kept");
+    assert!(md.contains("Passing the timeout parameter sets the timeout"), "{md}");
+    assert!(md.contains("If no timeout is supplied"), "{md}");
+}
