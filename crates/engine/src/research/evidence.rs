@@ -4,7 +4,7 @@
 //! saw (its snippet is stored); anything else is removed. Each sentence that cites a source is then
 //! checked for lexical support in the cited text: the share of its content words (crudely stemmed)
 //! that occur there, with every number it states required verbatim and no "not" the text does
-//! not say ([`negation_flipped`]). An optional model judge
+//! not say ([`negation_unsupported`]). An optional model judge
 //! (`lead::judge_claims`) can overrule the lexical verdicts.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -345,7 +345,7 @@ pub fn gate_links(markdown: &str, base: &EvidenceBase) -> GatedText {
 
 /// Splits Markdown into sentence-sized units: lines, then sentences within a line. Links are
 /// protected so the dots in URLs do not split sentences.
-fn sentences(markdown: &str) -> Vec<String> {
+pub fn sentences(markdown: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in markdown.lines() {
         let line = line.trim();
@@ -449,9 +449,10 @@ fn negates(word: &str) -> bool {
 /// timeout" or "unless" may support a claim's "not".
 fn negates_in_passage(word: &str) -> bool {
     negates(word)
+        || word.starts_with("non-")
         || matches!(
             word,
-            "non" | "without" | "neither" | "nor" | "none" | "nothing" | "unless" | "unable"
+            "without" | "neither" | "nor" | "none" | "nothing" | "unless" | "unable"
         )
 }
 
@@ -480,20 +481,32 @@ fn root(word: &str) -> String {
 
 /// Verbs and adverbs a negation passes over to the word it negates ("does not always set").
 const NEGATION_SKIPS: &[&str] = &[
-    "always", "necessarily", "actually", "really", "currently", "yet", "ever", "even",
+    "always",
+    "necessarily",
+    "actually",
+    "really",
+    "currently",
+    "yet",
+    "ever",
+    "even",
 ];
 
-/// Pure: whether `claim` negates what `passage` affirms. For each negation of the claim, the
-/// first content word after it ("does not **set** the timeout") is looked up in the passage:
-/// when the sentence holding it that shares most of the claim's words does not negate, the
-/// claim has turned the passage round. The 0.5B model copied "timeout sets the timeout on the socket
-/// instance" as "does not set the timeout on the socket instance", and every word of that was
-/// the passage's, so the share of shared words could not see it (issue 14). A word the passage
-/// does not hold is not judged here.
-pub fn negation_flipped(claim: &str, passage: &str) -> bool {
+/// Pure: whether a "not" of `claim` lacks the passage's backing. For each negation of the
+/// claim, the first content word after it ("does not **set** the timeout") is looked up in the
+/// passage: the claim is unsupported when the passage never says that word, or when the
+/// sentence holding it that shares most of the claim's words does not negate. The 0.5B model
+/// copied "will set the timeout on the socket instance" as "does not set the timeout ...", and
+/// cited the paragraph beside it; every other word was on the page, so the share of shared words
+/// could not see it (issue 14). A negative claim is the easiest to get backwards and the hardest
+/// for a reader to check, so it needs its own negative sentence.
+pub fn negation_unsupported(claim: &str, passage: &str) -> bool {
     let words = |text: &str| -> Vec<String> {
-        text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’' || c == '_'))
-            .map(|w| w.trim_matches(['\'', '’']).replace('’', "'").to_lowercase())
+        text.split(|c: char| !(c.is_alphanumeric() || "'’_-".contains(c)))
+            .map(|w| {
+                w.trim_matches(['\'', '’', '-'])
+                    .replace('’', "'")
+                    .to_lowercase()
+            })
             .filter(|w| !w.is_empty())
             .collect()
     };
@@ -525,9 +538,13 @@ pub fn negation_flipped(claim: &str, passage: &str) -> bool {
         // sharing most of the claim's words.
         let source = passage_sentences
             .iter()
-            .filter(|s| s.iter().any(|w| root(w) == *term))
+            .filter(|s| {
+                s.iter()
+                    .flat_map(|w| w.split('-'))
+                    .any(|w| root(w) == *term)
+            })
             .max_by_key(|s| terms(&s.join(" ")).intersection(&claim_terms).count());
-        source.is_some_and(|s| !s.iter().any(|w| negates_in_passage(w)))
+        source.is_none_or(|s| !s.iter().any(|w| negates_in_passage(w)))
     })
 }
 
@@ -560,7 +577,7 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase) -> Vec<ClaimCheck> {
             checks.push(ClaimCheck {
                 supported: overlap >= SUPPORT_THRESHOLD
                     && missing_numbers.is_empty()
-                    && !negation_flipped(&claim, evidence),
+                    && !negation_unsupported(&claim, evidence),
                 claim: claim.clone(),
                 url,
                 overlap: (overlap * 1000.0).round() / 1000.0,
@@ -577,40 +594,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_claim_negating_what_its_passage_affirms_is_flipped() {
+    fn a_claim_negating_what_its_passage_affirms_or_never_says_is_unsupported() {
         let passage = "Connect to a TCP service. If supplied, timeout sets the timeout on the \
             socket instance before attempting to connect. If no timeout is supplied, the global \
             default timeout setting returned by getdefaulttimeout() is used.";
         // The 0.5B model's sentence (issue 14).
-        assert!(negation_flipped(
+        assert!(negation_unsupported(
             "The timeout parameter does not set the timeout on the socket instance before attempting to connect.",
             passage
         ));
-        assert!(negation_flipped(
+        assert!(negation_unsupported(
             "The timeout parameter doesn't set the timeout on the socket.",
             passage
         ));
         // The passage's own negation supports the claim's.
-        assert!(!negation_flipped(
+        assert!(!negation_unsupported(
             "If no timeout is supplied, the global default timeout is used.",
             passage
         ));
         // No negation, or a negated word the passage does not hold: not judged here.
-        assert!(!negation_flipped(
+        assert!(!negation_unsupported(
             "The timeout parameter sets the timeout on the socket instance.",
             passage
         ));
-        assert!(!negation_flipped("It does not retry.", passage));
+        // A truncated signature's "Non…" (of `None`) is no negation (the demo's passage).
+        assert!(negation_unsupported(
+            "The timeout parameter does not set the timeout on the socket instance.",
+            "socket.create_connection(address, timeout=GLOBAL_DEFAULT, source_address=Non…): \
+             Passing the optional *timeout* parameter will set the timeout on the socket instance."
+        ));
+        // A "not" about something the passage never says is not backed either.
+        assert!(negation_unsupported("It does not retry.", passage));
         assert_eq!(root("sets"), "set");
         assert_eq!(root("setting"), "set");
         assert_eq!(root("blocking"), "block");
         assert_eq!(root("uses"), "use");
         // A restriction in the passage ("non-blocking", "unless") may back a "not".
-        assert!(!negation_flipped(
+        assert!(!negation_unsupported(
             "The socket does not block.",
             "The socket is put in non-blocking mode."
         ));
-        assert!(!negation_flipped(
+        assert!(!negation_unsupported(
             "The call does not always wait.",
             "The call waits unless a timeout was given."
         ));

@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::evidence::{SUPPORT_THRESHOLD, negation_flipped, support};
+use super::evidence::{SUPPORT_THRESHOLD, negation_unsupported, sentences, support};
 use super::passages::{focus, rank_focused, split};
 use super::state::PageExtract;
 use crate::llm::JsonSchema;
@@ -341,7 +341,7 @@ fn support_of(text: &str, item: &Numbered) -> Option<f64> {
     (overlap >= SUPPORT_THRESHOLD
         && missing_numbers.is_empty()
         && !focus::contradicts_default(text, &item.text)
-        && !negation_flipped(text, &item.text))
+        && !negation_unsupported(text, &item.text))
     .then_some(overlap)
 }
 
@@ -588,42 +588,37 @@ fn ids(v: &Value) -> Vec<usize> {
 pub fn assemble_points(points: &[Point], items: &[Numbered]) -> Option<String> {
     let labels: Vec<String> = items.iter().map(|n| format!("({})", place(n))).collect();
     let mut cited: Vec<usize> = Vec::new();
-    let mut sentences: Vec<String> = Vec::new();
+    let mut sentences_out: Vec<String> = Vec::new();
     let mut said: Vec<String> = Vec::new();
     for p in points {
-        let text = clean_sentence(&p.sentence, &labels);
-        // A small model repeats its point to fill the number the schema asks for: once is enough.
-        let key = text.to_lowercase();
-        if text.is_empty() || said.contains(&key) {
-            continue;
-        }
-        said.push(key);
-        // Strictly better only, so of equally good passages the first cited keeps the citation.
-        let mut best: Option<(f64, usize)> = None;
-        for &n in &p.passages {
-            let Some(item) = items.get(n.wrapping_sub(1)) else {
+        // A point of two sentences is judged sentence by sentence: the 0.5B model put a wrong
+        // "does not set the timeout" before the right "If no timeout is supplied, the global
+        // default ... is used", and the right half was lost with the wrong one (issue 14).
+        let mut kept: Vec<(String, Vec<usize>)> = Vec::new();
+        for text in sentences(&clean_sentence(&p.sentence, &labels)) {
+            // A small model repeats its point to fill the number the schema asks for: once is
+            // enough.
+            let key = text.to_lowercase();
+            if text.is_empty() || said.contains(&key) {
                 continue;
-            };
-            if let Some(score) = support_of(&text, item)
-                && best.is_none_or(|(b, _)| score > b)
-            {
-                best = Some((score, n));
+            }
+            said.push(key);
+            if let Some(cites) = supporting(&text, &p.passages, items) {
+                kept.push((text, cites));
             }
         }
-        let (body, stop) = split_stop(&text);
-        if let Some((_, n)) = best {
-            sentences.push(format!("{body}{}{stop}", citation(&items[n - 1])));
-            if !cited.contains(&n) {
-                cited.push(n);
+        // Sentences of a point citing one passage in a row carry its link once, at the end.
+        for (i, (text, cites)) in kept.iter().enumerate() {
+            let same_next = kept.get(i + 1).is_some_and(|(_, next)| next[0] == cites[0]);
+            if same_next {
+                sentences_out.push(text.clone());
+            } else {
+                let (body, stop) = split_stop(text);
+                sentences_out.push(format!("{body}{}{stop}", citation(&items[cites[0] - 1])));
             }
-        } else if let Some(together) = supported_together(&text, &p.passages, items) {
-            // A sentence joining what two passages of a page say ("max_connections defaults to
-            // 100 and superuser_reserved_connections to 3") is supported by them together: it
-            // cites the page and quotes each passage.
-            sentences.push(format!("{body}{}{stop}", citation(&items[together[0] - 1])));
-            for n in together {
-                if !cited.contains(&n) {
-                    cited.push(n);
+            for n in cites {
+                if !cited.contains(n) {
+                    cited.push(*n);
                 }
             }
         }
@@ -631,7 +626,32 @@ pub fn assemble_points(points: &[Point], items: &[Numbered]) -> Option<String> {
     if cited.is_empty() {
         return None;
     }
-    Some(report(&sentences, &cited, items))
+    Some(report(&sentences_out, &cited, items))
+}
+
+/// The passages a sentence cites that support it, the one its citation goes to first: the
+/// cited passage supporting it best (strictly better only, so of equally good passages the
+/// first cited keeps the citation), or else two or more passages of one page that support it
+/// together (see [`supported_together`]); `None` when it is unsupported.
+fn supporting(text: &str, passages: &[usize], items: &[Numbered]) -> Option<Vec<usize>> {
+    let mut best: Option<(f64, usize)> = None;
+    for &n in passages {
+        let Some(item) = items.get(n.wrapping_sub(1)) else {
+            continue;
+        };
+        if let Some(score) = support_of(text, item)
+            && best.is_none_or(|(b, _)| score > b)
+        {
+            best = Some((score, n));
+        }
+    }
+    match best {
+        Some((_, n)) => Some(vec![n]),
+        // A sentence joining what two passages of a page say ("max_connections defaults to 100
+        // and superuser_reserved_connections to 3") is supported by them together: it cites
+        // the page and quotes each passage.
+        None => supported_together(text, passages, items),
+    }
 }
 
 /// The cited passages (valid numbers, in the model's order, without repeats), all of one page,

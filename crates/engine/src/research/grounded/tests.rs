@@ -504,7 +504,8 @@ fn a_sentence_two_passages_of_a_page_support_together_is_kept() {
 }
 
 /// The 0.5B model's answer to "What does the timeout parameter of socket.create_connection() do?"
-/// (issue 14): it copied the passage's sentence with a "not" added. Every word was the passage's.
+/// (issue 14): it copied the passage's sentence with a "not" added, and cited the paragraph
+/// beside it. Every other word was on the page.
 #[test]
 fn a_sentence_turning_its_passage_round_is_dropped() {
     let items = vec![Numbered {
@@ -516,8 +517,27 @@ fn a_sentence_turning_its_passage_round_is_dropped() {
     }];
     let flipped = r#"{"points": [{"passages": [1], "sentence": "The timeout parameter does not set the timeout on the socket instance before attempting to connect."}]}"#;
     assert_eq!(assemble_json(flipped, &items), None);
+    // What the demo printed: the same sentence cited to the entry's paragraph about errors,
+    // which never speaks of setting anything.
+    let mut with_errors = items.clone();
+    with_errors.push(Numbered {
+        number: 2,
+        text: "socket.create_connection(address, timeout=GLOBAL_DEFAULT, source_address=None): When a connection cannot be created, an exception is raised. By default, it is the exception from the last address in the list. If all_errors is True, it is an ExceptionGroup containing the errors of all attempts.".to_string(),
+        ..items[0].clone()
+    });
+    let cited_beside = r#"{"points": [{"passages": [2], "sentence": "The timeout parameter of socket.create_connection() does not set the timeout on the socket instance before attempting to connect."}]}"#;
+    assert_eq!(assemble_json(cited_beside, &with_errors), None);
+    // The model's whole answer, five times over: the point's right second sentence is kept.
+    let point = r#"{"passages": [1], "sentence": "The timeout parameter of Python's socket.create_connection() does not set the timeout on the socket instance before attempting to connect. If no timeout is supplied, the global default timeout setting returned by `getdefaulttimeout()` is used."}"#;
+    let answer = format!(r#"{{"points": [{point}, {point}, {point}]}}"#);
+    let md = assemble_json(&answer, &items).expect("the right sentence is kept");
+    assert!(!md.contains("does not set"), "{md}");
+    assert_eq!(md.matches("If no timeout is supplied, the global default timeout setting returned by `getdefaulttimeout()` is used (").count(), 1, "{md}");
     let right = r#"{"points": [{"passages": [1], "sentence": "Passing the timeout parameter sets the timeout on the socket instance before attempting to connect."}, {"passages": [1], "sentence": "If no timeout is supplied, the global default timeout setting returned by getdefaulttimeout() is used."}]}"#;
     let md = assemble_json(right, &items).expect("kept");
-    assert!(md.contains("Passing the timeout parameter sets the timeout"), "{md}");
+    assert!(
+        md.contains("Passing the timeout parameter sets the timeout"),
+        "{md}"
+    );
     assert!(md.contains("If no timeout is supplied"), "{md}");
 }

@@ -114,6 +114,7 @@ pub fn states_default(text: &str) -> bool {
         .collect();
     words.iter().enumerate().any(|(i, w)| {
         w.starts_with("default")
+            && !(i > 0 && words[i - 1] == "by")
             && words
                 .iter()
                 .skip(i + 1)
@@ -234,8 +235,11 @@ pub fn contradicts_default(claim: &str, passage: &str) -> bool {
     let Some(value) = claimed.first() else {
         return false;
     };
+    // Read with the claim's own reach too: a claim copied from the passage ("the global default
+    // timeout setting returned by getdefaulttimeout() is used") finds the same value there.
     let stated: Vec<String> = default_values(passage, DEFAULT_VERB_WITHIN)
         .into_iter()
+        .chain(default_values(passage, CLAIM_VERB_WITHIN))
         .flatten()
         .collect();
     !stated
@@ -353,6 +357,11 @@ mod tests {
         ));
         assert!(!states_default(
             "Be careful not to set the default too high."
+        ));
+        // socket.create_connection's paragraph on errors outranked its timeout paragraph for
+        // "what is the timeout's default" (issue 14).
+        assert!(!states_default(
+            "When a connection cannot be created, an exception is raised. By default, it is the exception from the last address in the list."
         ));
     }
 

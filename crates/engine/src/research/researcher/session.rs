@@ -544,6 +544,7 @@ impl Session<'_> {
             let schema = json.then(|| grounded::answer_schema(items.len()));
             if let Ok(resp) = self.call_with(false, schema).await {
                 let text = strip_think(&resp.content).trim().to_string();
+                tracing::debug!(answer = %text.chars().take(4000).collect::<String>(), "grounded answer");
                 let md = if json {
                     grounded::assemble_json(&text, &items)
                 } else {
@@ -554,6 +555,11 @@ impl Session<'_> {
                 {
                     return Ok(finish(self, task_id, md));
                 }
+                // Why a run quoted passages instead of answering is in the model's words.
+                tracing::info!(
+                    answer = %text.chars().take(2000).collect::<String>(),
+                    "the grounded answer kept no supported sentence; quoting the passages"
+                );
             }
             // The model's answer is unusable: the passages it was shown are the best extract of
             // what was read, across pages and best first.
