@@ -236,3 +236,43 @@ fn a_page_that_fits_is_read_whole_and_a_page_with_no_match_scores_zero() {
         s.text
     );
 }
+
+/// "Which TCP port does a PostgreSQL server listen on by default, and which environment variable
+/// sets the port for libpq clients?": the passage naming PGPORT matches the second question
+/// only, and without the part-by-part ranking it came after every passage on ports.
+#[test]
+fn the_best_passage_for_each_part_of_a_two_part_question_ranks_near_the_top() {
+    let md = "# Settings\n\n\
+        ## port (integer)\n\nThe TCP port the server listens on; 5432 by default. Note that the same port number is used for all IP addresses the server listens on.\n\n\
+        ## listen_addresses (string)\n\nSpecifies the TCP/IP addresses on which the server is to listen for connections from client applications. The server listens on the default port.\n\n\
+        ## unix_socket_directories (string)\n\nSpecifies the directory of the Unix-domain socket on which the server is to listen for connections; the socket file name contains the port number.\n\n\
+        ## Notes\n\nA TCP server port of a PostgreSQL server is shared by every database of the cluster the server listens for.\n\n\
+        ## ssl (boolean)\n\nEnables SSL connections on the TCP port the PostgreSQL server listens on. The default is off.\n\n\
+        ## max_connections (integer)\n\nThe maximum number of connections a PostgreSQL server listening on a TCP port accepts by default.\n\n\
+        ## tcp_keepalives_idle (integer)\n\nThe idle time after which the server sends a TCP keepalive on a client connection to its port; the default is the system's.\n\n\
+        ## Environment\n\nPGPORT behaves the same as the port connection parameter.\n";
+    let passages = split(md);
+    let question = "Which TCP port does a PostgreSQL server listen on by default, and which environment variable sets the port for libpq clients?";
+    let order = |scores: &[f64]| {
+        let mut o: Vec<usize> = (0..scores.len()).collect();
+        o.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]));
+        o
+    };
+    let pgport = passages
+        .iter()
+        .position(|p| p.text.starts_with("PGPORT"))
+        .expect("PGPORT passage");
+    let plain = order(&focused(&passages, question));
+    let parts = order(&rank_focused(&passages, question));
+    assert!(
+        plain.iter().position(|i| *i == pgport) > Some(2),
+        "{plain:?}"
+    );
+    assert_eq!(
+        parts.iter().position(|i| *i == pgport),
+        Some(1),
+        "{parts:?}"
+    );
+    // What ranked first for the whole question still does.
+    assert_eq!(parts[0], plain[0]);
+}
