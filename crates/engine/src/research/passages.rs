@@ -7,8 +7,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::queries::question_parts;
-
 /// What a passage is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PassageKind {
@@ -462,45 +460,10 @@ pub fn mentions_key_terms(text: &str, question: &str) -> bool {
     })
 }
 
-/// Share of the whole question's best score that the best passage for one of its parts gets at
-/// least (see [`rank_focused`]): below the whole's best, so a passage answering everything
-/// still comes first.
-const PART_SHARE: f64 = 0.9;
-
 /// [`rank`] times what the question asks for ([`focus::focus`]): passages under the entry of a
-/// name it asks about, and passages stating a default when it asks for one, come first. A
-/// question asking several things ([`question_parts`]) is also ranked part by part, and the
-/// best passage for each part scores at least [`PART_SHARE`] of the whole's best: the passage
-/// answering "... and which environment variable sets the port?" matches half the question's
-/// words and otherwise ranked below every passage on the first half. What the model
-/// reads of a page and which passages it is shown are chosen by this.
+/// name it asks about, and passages stating a default when it asks for one, come first. What the
+/// model reads of a page and which passages it is shown are chosen by this.
 pub fn rank_focused(passages: &[Passage], query: &str) -> Vec<f64> {
-    let whole = focused(passages, query);
-    let best = whole.iter().cloned().fold(0.0, f64::max);
-    if best <= 0.0 {
-        return whole;
-    }
-    let mut out = whole;
-    for part in question_parts(query) {
-        let scores = focused(passages, &part);
-        // Only the part's best passage is lifted: lifting all of a part's passages let a
-        // vague part ("is the original time zone kept?") fill the page with every passage
-        // on time zones.
-        let top = scores
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| **s > 0.0)
-            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))
-            .map(|(i, _)| i);
-        if let Some(i) = top {
-            out[i] = out[i].max(best * PART_SHARE);
-        }
-    }
-    out
-}
-
-/// [`rank`] times [`focus::focus`] for one query.
-fn focused(passages: &[Passage], query: &str) -> Vec<f64> {
     rank(passages, query)
         .into_iter()
         .zip(focus::focus(passages, query))

@@ -9,7 +9,6 @@
 use serde::Serialize;
 
 use super::evidence::terms;
-use super::queries::question_parts;
 use crate::sources::SearchHit;
 
 /// Sources that must pass the threshold before a search stops reformulating.
@@ -253,18 +252,6 @@ pub fn score(query: &str, hit: &SearchHit) -> SourceScore {
     }
 }
 
-/// Pure: a search result's score for a task: [`score`] against the task, or against one of the
-/// questions it asks ([`question_parts`]) when that is higher. The page answering the second
-/// of two questions matches half the task's words at most, and was read after every page on
-/// the first, or never (issue 14: `runtime-config-connection.html` for "Which TCP port ...,
-/// and which environment variable sets the port for libpq clients?").
-pub fn task_score(task: &str, hit: &SearchHit) -> f64 {
-    question_parts(task)
-        .iter()
-        .map(|p| score(p, hit).score)
-        .fold(score(task, hit).score, f64::max)
-}
-
 /// Seed 004's adaptive threshold: niche queries and social-heavy results get 0.45, well-covered
 /// topics 0.65, everything else 0.60.
 pub fn adaptive_threshold(result_count: usize, social_ratio: f64) -> f64 {
@@ -433,20 +420,6 @@ mod tests {
             snippet: snippet.into(),
             engine: "t".into(),
         }
-    }
-
-    #[test]
-    fn a_result_answering_one_question_of_two_scores_for_that_question() {
-        let task = "What does the MERGE command do, and when was PostgreSQL 15 released?";
-        let release = hit(
-            "https://www.postgresql.org/docs/15/release-15.html",
-            "E.21. Release 15",
-            "Release date: 2022-10-13. PostgreSQL 15 contains many new features.",
-        );
-        assert!(task_score(task, &release) > score(task, &release).score);
-        // A task asking one thing scores as before.
-        let one = "When was PostgreSQL 15 released?";
-        assert_eq!(task_score(one, &release), score(one, &release).score);
     }
 
     #[test]

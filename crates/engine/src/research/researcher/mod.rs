@@ -15,7 +15,7 @@ use super::prompts;
 use super::queries;
 use super::report;
 use super::scoring::{
-    MIN_PASSING_SOURCES, Reformulation, adaptive_threshold, reformulate, social_ratio, task_score,
+    MIN_PASSING_SOURCES, Reformulation, adaptive_threshold, reformulate, score, social_ratio,
 };
 use super::state::{Failure, PageExtract, ResearcherReport, RunInput, SourceRef};
 use crate::llm::json_extract::{extract_json_object, strip_think};

@@ -264,7 +264,7 @@ impl Session<'_> {
             self.task.as_str()
         };
         for (rank, h) in hits.iter().enumerate() {
-            let sc = task_score(against, h) + rank_prior(rank);
+            let sc = score(against, h).score + rank_prior(rank);
             let entry = self.scores.entry(h.url.clone()).or_insert(sc);
             *entry = entry.max(sc);
             if !self.seen.iter().any(|s| s.url == h.url) {
