@@ -423,6 +423,32 @@ pub fn support(claim: &str, evidence: &str) -> (f64, Vec<String>) {
     (found as f64 / claim_terms.len() as f64, missing_numbers)
 }
 
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static VERSIONED_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"([A-Za-z][A-Za-z0-9_+-]*)\s+v?(\d+(?:\.\d+)*)\b").expect("valid regex")
+});
+
+/// Pure: the numbers of `claim` that restate a versioned name of the question `asked`:
+/// "PostgreSQL 15" and "Python 3.11" when the question says so too. A model answering "What is
+/// the default of max_connections in PostgreSQL 15?" writes "In PostgreSQL 15, the default is
+/// 100", and the passage (the version's own manual) never says "15": that number is the
+/// question's context, not a claim the passage must back (issue 14: the 1.5B model's right
+/// answer was dropped for it). Empty when `asked` is.
+pub fn restated_versions(claim: &str, asked: &str) -> Vec<String> {
+    let pairs = |text: &str| -> Vec<(String, String)> {
+        VERSIONED_RE
+            .captures_iter(text)
+            .map(|c| (c[1].to_lowercase(), c[2].to_string()))
+            .collect()
+    };
+    let asked_pairs = pairs(asked);
+    pairs(claim)
+        .into_iter()
+        .filter(|p| asked_pairs.contains(p))
+        .map(|(_, n)| n)
+        .collect()
+}
+
 /// Numbers documentation spells out ("The default value is three connections").
 const NUMBER_WORDS: [&str; 13] = [
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -548,8 +574,9 @@ pub fn negation_unsupported(claim: &str, passage: &str) -> bool {
     })
 }
 
-/// Checks every sentence of a (gated) text that cites a source the run holds.
-pub fn check_claims(markdown: &str, base: &EvidenceBase) -> Vec<ClaimCheck> {
+/// Checks every sentence of a (gated) text that cites a source the run holds; `asked` is the
+/// question, whose versioned names a sentence may restate ([`restated_versions`]).
+pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<ClaimCheck> {
     let mut checks = Vec::new();
     let mut cache: BTreeMap<String, String> = BTreeMap::new();
     for sentence in sentences(markdown) {
@@ -573,7 +600,9 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase) -> Vec<ClaimCheck> {
             let evidence = cache
                 .entry(url.clone())
                 .or_insert_with(|| base.evidence_text(&url).unwrap_or_default());
-            let (overlap, missing_numbers) = support(&claim, evidence);
+            let (overlap, mut missing_numbers) = support(&claim, evidence);
+            let restated = restated_versions(&claim, asked);
+            missing_numbers.retain(|n| !restated.contains(n));
             checks.push(ClaimCheck {
                 supported: overlap >= SUPPORT_THRESHOLD
                     && missing_numbers.is_empty()
@@ -641,6 +670,37 @@ mod tests {
     }
 
     #[test]
+    fn a_version_the_question_names_is_restated_not_claimed() {
+        let asked =
+            "What is the default value of max_connections in PostgreSQL 15, and in Python 3.11?";
+        assert_eq!(
+            restated_versions(
+                "The default value of max_connections in PostgreSQL 15 is typically 100 connections.",
+                asked
+            ),
+            ["15"]
+        );
+        assert_eq!(
+            restated_versions("Since Python 3.11 it is 4.", asked),
+            ["3.11"]
+        );
+        // Another product's or another version's number is a claim.
+        assert!(restated_versions("PostgreSQL 14 allowed 100.", asked).is_empty());
+        assert!(restated_versions("It uses 15 connections.", asked).is_empty());
+        assert!(restated_versions("In PostgreSQL 15 it is 100.", "").is_empty());
+        // The run's claim check exempts them too.
+        let mut base = EvidenceBase::default();
+        base.add_page(
+            "https://docs/runtime-config-connection.html",
+            "Connections",
+            "max_connections: the default is typically 100 connections.",
+        );
+        let md = "The default of max_connections in PostgreSQL 15 is 100 connections ([c](https://docs/runtime-config-connection.html)).";
+        assert!(check_claims(md, &base, asked)[0].supported);
+        assert_eq!(check_claims(md, &base, "")[0].missing_numbers, ["15"]);
+    }
+
+    #[test]
     fn a_number_the_evidence_spells_out_is_supported() {
         let evidence = "The default value is three connections.";
         assert!(
@@ -699,7 +759,7 @@ mod tests {
     #[test]
     fn claims_are_checked_against_the_cited_text() {
         let md = "## Key findings\n- `json.loads` deserializes a str into a Python object ([json](http://h/json.html)).\n- It is the fastest parser on earth and was added in version 2.1 ([json](http://h/json.html)).\n- See [json](http://h/json.html).\n- Pickle serializes Python object structures in binary protocols ([pickle](http://h/pickle.html)).";
-        let checks = check_claims(md, &base());
+        let checks = check_claims(md, &base(), "");
         let verdicts: Vec<(bool, &str)> = checks
             .iter()
             .map(|c| (c.supported, c.url.as_str()))

@@ -12,7 +12,9 @@
 
 use serde_json::{Value, json};
 
-use super::evidence::{SUPPORT_THRESHOLD, negation_unsupported, sentences, support};
+use super::evidence::{
+    SUPPORT_THRESHOLD, negation_unsupported, restated_versions, sentences, support,
+};
 use super::passages::{focus, rank_focused, split};
 use super::state::PageExtract;
 use crate::llm::JsonSchema;
@@ -290,6 +292,12 @@ fn segments(answer: &str, items: &[Numbered]) -> Vec<(String, Option<usize>)> {
 /// page; the cited passages are quoted under "Evidence", so a reader sees what each sentence
 /// rests on. Passage labels a model copied from its prompt are removed.
 pub fn assemble(answer: &str, items: &[Numbered]) -> Option<String> {
+    assemble_for("", answer, items)
+}
+
+/// [`assemble`] for the task `asked`: a number the sentence only restates from the task's own
+/// words ("PostgreSQL 15", "Python 3.11") need not be in the passage.
+pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<String> {
     let labels: Vec<String> = items.iter().map(|n| format!("({})", place(n))).collect();
     let mut cited: Vec<usize> = Vec::new();
     // (text, stop): the stop after a citation may come in the next segment ("object [1].").
@@ -316,7 +324,7 @@ pub fn assemble(answer: &str, items: &[Numbered]) -> Option<String> {
                 let item = &items[n - 1];
                 // A sentence its passage does not support (an invented number, other words
                 // than the passage's) is dropped: the engine vouches for every citation it makes.
-                if support_of(&text, item).is_none() {
+                if support_of(&text, item, asked).is_none() {
                     continue;
                 }
                 let (body, stop) = split_stop(&text);
@@ -338,10 +346,11 @@ pub fn assemble(answer: &str, items: &[Numbered]) -> Option<String> {
 /// How well `item` supports `text` (the share of the sentence's terms it holds), or `None`
 /// when it does not: too few shared terms, a number the passage does not have, a default
 /// the passage states otherwise, or a "not" the passage does not say.
-fn support_of(text: &str, item: &Numbered) -> Option<f64> {
+fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
     let (overlap, missing_numbers) = support(text, &item.text);
+    let restated = restated_versions(text, asked);
     (overlap >= SUPPORT_THRESHOLD
-        && missing_numbers.is_empty()
+        && missing_numbers.iter().all(|n| restated.contains(n))
         && !focus::contradicts_default(text, &item.text)
         && !negation_unsupported(text, &item.text))
     .then_some(overlap)
@@ -588,6 +597,11 @@ fn ids(v: &Value) -> Vec<usize> {
 /// none of its cited passages supports is dropped, and the citation goes to the cited passage
 /// that supports it best. `None` when no sentence is left.
 pub fn assemble_points(points: &[Point], items: &[Numbered]) -> Option<String> {
+    assemble_points_for("", points, items)
+}
+
+/// [`assemble_points`] for the task `asked` (see [`assemble_for`]).
+pub fn assemble_points_for(asked: &str, points: &[Point], items: &[Numbered]) -> Option<String> {
     let labels: Vec<String> = items.iter().map(|n| format!("({})", place(n))).collect();
     let mut cited: Vec<usize> = Vec::new();
     let mut sentences_out: Vec<String> = Vec::new();
@@ -605,7 +619,7 @@ pub fn assemble_points(points: &[Point], items: &[Numbered]) -> Option<String> {
                 continue;
             }
             said.push(key);
-            if let Some(cites) = supporting(&text, &p.passages, items) {
+            if let Some(cites) = supporting(&text, &p.passages, items, asked) {
                 kept.push((text, cites));
             }
         }
@@ -635,13 +649,18 @@ pub fn assemble_points(points: &[Point], items: &[Numbered]) -> Option<String> {
 /// cited passage supporting it best (strictly better only, so of equally good passages the
 /// first cited keeps the citation), or else two or more passages of one page that support it
 /// together (see [`supported_together`]); `None` when it is unsupported.
-fn supporting(text: &str, passages: &[usize], items: &[Numbered]) -> Option<Vec<usize>> {
+fn supporting(
+    text: &str,
+    passages: &[usize],
+    items: &[Numbered],
+    asked: &str,
+) -> Option<Vec<usize>> {
     let mut best: Option<(f64, usize)> = None;
     for &n in passages {
         let Some(item) = items.get(n.wrapping_sub(1)) else {
             continue;
         };
-        if let Some(score) = support_of(text, item)
+        if let Some(score) = support_of(text, item, asked)
             && best.is_none_or(|(b, _)| score > b)
         {
             best = Some((score, n));
@@ -652,7 +671,7 @@ fn supporting(text: &str, passages: &[usize], items: &[Numbered]) -> Option<Vec<
         // A sentence joining what two passages of a page say ("max_connections defaults to 100
         // and superuser_reserved_connections to 3") is supported by them together: it cites
         // the page and quotes each passage.
-        None => supported_together(text, passages, items),
+        None => supported_together(text, passages, items, asked),
     }
 }
 
@@ -660,7 +679,12 @@ fn supporting(text: &str, passages: &[usize], items: &[Numbered]) -> Option<Vec<
 /// when together they support `text` though none does alone; `None` otherwise. The 1.5B
 /// model answered a two-part question with one sentence over both settings' passages, and
 /// each passage alone lacked the other's number, so the right answer was dropped (issue 14).
-fn supported_together(text: &str, passages: &[usize], items: &[Numbered]) -> Option<Vec<usize>> {
+fn supported_together(
+    text: &str,
+    passages: &[usize],
+    items: &[Numbered],
+    asked: &str,
+) -> Option<Vec<usize>> {
     let mut valid: Vec<usize> = Vec::new();
     for &n in passages {
         if n >= 1 && n <= items.len() && !valid.contains(&n) {
@@ -684,7 +708,7 @@ fn supported_together(text: &str, passages: &[usize], items: &[Numbered]) -> Opt
             .join("\n\n"),
         ..items[valid[0] - 1].clone()
     };
-    support_of(text, &joined).map(|_| valid)
+    support_of(text, &joined, asked).map(|_| valid)
 }
 
 /// A point's sentence as it goes in the report: passage numbers and labels a model copied into
@@ -730,10 +754,15 @@ fn clean_sentence(sentence: &str, labels: &[String]) -> String {
 /// form, else the answer read as the free-text `[n]` form (a model that ignored the request for
 /// JSON). `None` when neither yields a supported sentence.
 pub fn assemble_json(answer: &str, items: &[Numbered]) -> Option<String> {
+    assemble_json_for("", answer, items)
+}
+
+/// [`assemble_json`] for the task `asked` (see [`assemble_for`]).
+pub fn assemble_json_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<String> {
     match parse_points(answer, items.len()) {
         // JSON read as prose would cut at its `[1]` id lists: never both.
-        Some(points) => assemble_points(&points, items),
-        None => assemble(answer, items),
+        Some(points) => assemble_points_for(asked, &points, items),
+        None => assemble_for(asked, answer, items),
     }
 }
 

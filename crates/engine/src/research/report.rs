@@ -205,7 +205,7 @@ pub fn check(state: &RunState, draft: Draft) -> Checked {
     let mut items_unverified = 0;
     let study = draft.study.map(|body| {
         let gated = gate_links(&strip_sources_section(&body), &base);
-        claims.extend(check_claims(&gated.markdown, &base));
+        claims.extend(check_claims(&gated.markdown, &base, &state.input.query));
         push_unique(&mut cited, gated.cited);
         push_unique(&mut unverified, gated.unverified);
         gated.markdown
@@ -220,7 +220,7 @@ pub fn check(state: &RunState, draft: Draft) -> Checked {
                     continue;
                 };
                 let gated = gate_links(&item.content, &base);
-                claims.extend(check_claims(&gated.markdown, &base));
+                claims.extend(check_claims(&gated.markdown, &base, &state.input.query));
                 push_unique(&mut cited, [source.clone()]);
                 push_unique(&mut cited, gated.cited);
                 push_unique(&mut unverified, gated.unverified);

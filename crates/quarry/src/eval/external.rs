@@ -210,7 +210,7 @@ pub fn score_external(
                 let page = pages.get(&normalize_url(url)).cloned().unwrap_or_default();
                 texts.add_page(url, &page.title, &page.text);
             }
-            let checks = check_claims(&answer, &texts);
+            let checks = check_claims(&answer, &texts, &q.question);
             (cited, checks)
         }
         _ => (Citations::default(), Vec::new()),

@@ -541,3 +541,27 @@ fn a_sentence_turning_its_passage_round_is_dropped() {
     );
     assert!(md.contains("If no timeout is supplied"), "{md}");
 }
+
+/// The 1.5B model's answer to "What is the default value of max_connections in PostgreSQL 15,
+/// ...?": right, but "15" is not in the passage (issue 14). The question's own "PostgreSQL 15"
+/// is context; another number the passage lacks still drops the sentence.
+#[test]
+fn a_version_restated_from_the_question_needs_no_backing() {
+    let page = "http://docs/runtime-config-connection.html";
+    let items = vec![numbered(
+        1,
+        page,
+        "max_connections (integer)",
+        "Determines the maximum number of concurrent connections to the database server. The default is typically 100 connections, but might be less if your kernel settings will not support it (as determined during initdb).",
+    )];
+    let asked = "What is the default value of max_connections in PostgreSQL 15, and how many connection slots are reserved for superusers by default?";
+    let answer = r#"{"points": [{"passages": [1], "sentence": "The default value of max_connections in PostgreSQL 15 is typically 100 connections, but might be less if your kernel settings will not support it (as determined during initdb)."}]}"#;
+    assert_eq!(assemble_json(answer, &items), None);
+    let md = assemble_json_for(asked, answer, &items).expect("kept");
+    assert!(
+        md.contains("in PostgreSQL 15 is typically 100 connections"),
+        "{md}"
+    );
+    let invented = r#"{"points": [{"passages": [1], "sentence": "The default value of max_connections in PostgreSQL 15 is typically 200 connections."}]}"#;
+    assert_eq!(assemble_json_for(asked, invented, &items), None);
+}

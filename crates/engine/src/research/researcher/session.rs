@@ -546,9 +546,9 @@ impl Session<'_> {
                 let text = strip_think(&resp.content).trim().to_string();
                 tracing::debug!(answer = %text.chars().take(4000).collect::<String>(), "grounded answer");
                 let md = if json {
-                    grounded::assemble_json(&text, &items)
+                    grounded::assemble_json_for(task, &text, &items)
                 } else {
-                    grounded::assemble(&text, &items)
+                    grounded::assemble_for(task, &text, &items)
                 };
                 if !looks_like_tool_call(&text)
                     && let Some(md) = md
