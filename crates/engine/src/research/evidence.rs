@@ -449,6 +449,18 @@ pub fn restated_versions(claim: &str, asked: &str) -> Vec<String> {
         .collect()
 }
 
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static VERSION_NOTE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bversions?\s+(\d+(?:\.\d+)*)").expect("valid regex"));
+
+/// Pure: whether `text` speaks of a version other than `n` ("Changed in version 3.5: ... the
+/// number of processors multiplied by 5"). Such a passage does not back a sentence about the
+/// asked-for version: the 1.5B model gave that 3.5 default as Python 3.11's, and only the
+/// missing "3.11" had kept it out (see [`restated_versions`]).
+pub fn speaks_of_other_version(text: &str, n: &str) -> bool {
+    VERSION_NOTE_RE.captures_iter(text).any(|c| &c[1] != n)
+}
+
 /// Numbers documentation spells out ("The default value is three connections").
 const NUMBER_WORDS: [&str; 13] = [
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -602,7 +614,8 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<Cla
                 .or_insert_with(|| base.evidence_text(&url).unwrap_or_default());
             let (overlap, mut missing_numbers) = support(&claim, evidence);
             let restated = restated_versions(&claim, asked);
-            missing_numbers.retain(|n| !restated.contains(n));
+            missing_numbers
+                .retain(|n| !restated.contains(n) || speaks_of_other_version(evidence, n));
             checks.push(ClaimCheck {
                 supported: overlap >= SUPPORT_THRESHOLD
                     && missing_numbers.is_empty()
@@ -698,6 +711,16 @@ mod tests {
         let md = "The default of max_connections in PostgreSQL 15 is 100 connections ([c](https://docs/runtime-config-connection.html)).";
         assert!(check_claims(md, &base, asked)[0].supported);
         assert_eq!(check_claims(md, &base, "")[0].missing_numbers, ["15"]);
+        // A text on another version backs no claim about the asked-for one.
+        assert!(speaks_of_other_version(
+            "Changed in version 3.5: If max_workers is None or not given, it will default to the number of processors on the machine, multiplied by 5.",
+            "3.11"
+        ));
+        assert!(!speaks_of_other_version("New in version 3.11.", "3.11"));
+        assert!(!speaks_of_other_version(
+            "The default is typically 100 connections.",
+            "15"
+        ));
     }
 
     #[test]

@@ -13,7 +13,8 @@
 use serde_json::{Value, json};
 
 use super::evidence::{
-    SUPPORT_THRESHOLD, negation_unsupported, restated_versions, sentences, support,
+    SUPPORT_THRESHOLD, negation_unsupported, restated_versions, sentences, speaks_of_other_version,
+    support,
 };
 use super::passages::{focus, rank_focused, split};
 use super::state::PageExtract;
@@ -350,7 +351,9 @@ fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
     let (overlap, missing_numbers) = support(text, &item.text);
     let restated = restated_versions(text, asked);
     (overlap >= SUPPORT_THRESHOLD
-        && missing_numbers.iter().all(|n| restated.contains(n))
+        && missing_numbers
+            .iter()
+            .all(|n| restated.contains(n) && !speaks_of_other_version(&item.text, n))
         && !focus::contradicts_default(text, &item.text)
         && !negation_unsupported(text, &item.text))
     .then_some(overlap)

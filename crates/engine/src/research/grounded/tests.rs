@@ -565,3 +565,19 @@ fn a_version_restated_from_the_question_needs_no_backing() {
     let invented = r#"{"points": [{"passages": [1], "sentence": "The default value of max_connections in PostgreSQL 15 is typically 200 connections."}]}"#;
     assert_eq!(assemble_json_for(asked, invented, &items), None);
 }
+
+/// The 1.5B model gave Python 3.5's default as 3.11's, citing the 3.5 version note: the restated
+/// "Python 3.11" does not make a note on another version back it.
+#[test]
+fn a_restated_version_is_not_backed_by_a_note_on_another_version() {
+    let items = vec![numbered(
+        1,
+        "http://docs/library/concurrent.futures.html",
+        "ThreadPoolExecutor",
+        "Changed in version 3.5: If max_workers is None or not given, it will default to the number of processors on the machine, multiplied by 5, assuming that ThreadPoolExecutor is often used to overlap I/O instead of CPU work.",
+    )];
+    let asked =
+        "What is the default max_workers of concurrent.futures.ThreadPoolExecutor in Python 3.11?";
+    let answer = r#"{"points": [{"passages": [1], "sentence": "The default max_workers of ThreadPoolExecutor in Python 3.11 is the number of processors on the machine, multiplied by 5."}]}"#;
+    assert_eq!(assemble_json_for(asked, answer, &items), None);
+}
