@@ -1,0 +1,190 @@
+use super::*;
+
+#[test]
+fn a_claim_negating_what_its_passage_affirms_or_never_says_is_unsupported() {
+    let passage = "Connect to a TCP service. If supplied, timeout sets the timeout on the \
+        socket instance before attempting to connect. If no timeout is supplied, the global \
+        default timeout setting returned by getdefaulttimeout() is used.";
+    // The 0.5B model's sentence (issue 14).
+    assert!(negation_unsupported(
+        "The timeout parameter does not set the timeout on the socket instance before attempting to connect.",
+        passage
+    ));
+    assert!(negation_unsupported(
+        "The timeout parameter doesn't set the timeout on the socket.",
+        passage
+    ));
+    // The passage's own negation supports the claim's.
+    assert!(!negation_unsupported(
+        "If no timeout is supplied, the global default timeout is used.",
+        passage
+    ));
+    // No negation, or a negated word the passage does not hold: not judged here.
+    assert!(!negation_unsupported(
+        "The timeout parameter sets the timeout on the socket instance.",
+        passage
+    ));
+    // A truncated signature's "Non…" (of `None`) is no negation (the demo's passage).
+    assert!(negation_unsupported(
+        "The timeout parameter does not set the timeout on the socket instance.",
+        "socket.create_connection(address, timeout=GLOBAL_DEFAULT, source_address=Non…): \
+         Passing the optional *timeout* parameter will set the timeout on the socket instance."
+    ));
+    // A "not" about something the passage never says is not backed either.
+    assert!(negation_unsupported("It does not retry.", passage));
+    assert_eq!(root("sets"), "set");
+    assert_eq!(root("setting"), "set");
+    assert_eq!(root("blocking"), "block");
+    assert_eq!(root("uses"), "use");
+    // A restriction in the passage ("non-blocking", "unless") may back a "not".
+    assert!(!negation_unsupported(
+        "The socket does not block.",
+        "The socket is put in non-blocking mode."
+    ));
+    assert!(!negation_unsupported(
+        "The call does not always wait.",
+        "The call waits unless a timeout was given."
+    ));
+}
+
+#[test]
+fn a_version_the_question_names_is_restated_not_claimed() {
+    let asked =
+        "What is the default value of max_connections in PostgreSQL 15, and in Python 3.11?";
+    assert_eq!(
+        restated_versions(
+            "The default value of max_connections in PostgreSQL 15 is typically 100 connections.",
+            asked
+        ),
+        ["15"]
+    );
+    assert_eq!(
+        restated_versions("Since Python 3.11 it is 4.", asked),
+        ["3.11"]
+    );
+    // Another product's or another version's number is a claim.
+    assert!(restated_versions("PostgreSQL 14 allowed 100.", asked).is_empty());
+    assert!(restated_versions("It uses 15 connections.", asked).is_empty());
+    assert!(restated_versions("In PostgreSQL 15 it is 100.", "").is_empty());
+    // The run's claim check exempts them too.
+    let mut base = EvidenceBase::default();
+    base.add_page(
+        "https://docs/runtime-config-connection.html",
+        "Connections",
+        "max_connections: the default is typically 100 connections.",
+    );
+    let md = "The default of max_connections in PostgreSQL 15 is 100 connections ([c](https://docs/runtime-config-connection.html)).";
+    assert!(check_claims(md, &base, asked)[0].supported);
+    assert_eq!(check_claims(md, &base, "")[0].missing_numbers, ["15"]);
+    // A text on another version backs no claim about the asked-for one.
+    assert!(speaks_of_other_version(
+        "Changed in version 3.5: If max_workers is None or not given, it will default to the number of processors on the machine, multiplied by 5.",
+        "3.11"
+    ));
+    assert!(!speaks_of_other_version("New in version 3.11.", "3.11"));
+    assert!(!speaks_of_other_version(
+        "The default is typically 100 connections.",
+        "15"
+    ));
+}
+
+#[test]
+fn a_number_the_evidence_spells_out_is_supported() {
+    let evidence = "The default value is three connections.";
+    assert!(
+        support("The default is 3 connections.", evidence)
+            .1
+            .is_empty()
+    );
+    assert_eq!(support("The default is 4 connections.", evidence).1, ["4"]);
+    // A word inside another word is not the number.
+    assert_eq!(support("It uses 1 slot.", "Someone reserved it.").1, ["1"]);
+}
+
+fn base() -> EvidenceBase {
+    let mut b = EvidenceBase::default();
+    b.add_page(
+        "http://h/json.html",
+        "json — JSON encoder and decoder",
+        "json.loads(s) deserializes s (a str, bytes or bytearray instance containing a JSON document) to a Python object. Added in version 3.6.",
+    );
+    b.add_seen(
+        "http://h/pickle.html",
+        "pickle — Python object serialization",
+        "The pickle module implements binary protocols for serializing a Python object structure.",
+    );
+    b
+}
+
+#[test]
+fn stemming_and_stopwords() {
+    let t = terms("The objects are parsed by json.loads, which parses strings");
+    assert!(
+        t.contains("object") && t.contains("pars") && t.contains("json"),
+        "{t:?}"
+    );
+    assert!(t.contains("load") && t.contains("string"), "{t:?}");
+    assert!(!t.contains("the") && !t.contains("are") && !t.contains("which"));
+}
+
+#[test]
+fn links_resolve_to_fetched_pages_and_seen_results_only() {
+    let g = gate_links(
+        "A [json](http://h/json.html#loads) B [pickle](http://h/pickle.html/) C [x](http://made.up/x) http://bare.example/y.",
+        &base(),
+    );
+    assert_eq!(
+        g.markdown,
+        "A [json](http://h/json.html#loads) B [pickle](http://h/pickle.html/) C x ."
+    );
+    assert_eq!(g.cited, vec!["http://h/json.html", "http://h/pickle.html"]);
+    assert_eq!(
+        g.unverified,
+        vec!["http://made.up/x", "http://bare.example/y"]
+    );
+}
+
+#[test]
+fn claims_are_checked_against_the_cited_text() {
+    let md = "## Key findings\n- `json.loads` deserializes a str into a Python object ([json](http://h/json.html)).\n- It is the fastest parser on earth and was added in version 2.1 ([json](http://h/json.html)).\n- See [json](http://h/json.html).\n- Pickle serializes Python object structures in binary protocols ([pickle](http://h/pickle.html)).";
+    let checks = check_claims(md, &base(), "");
+    let verdicts: Vec<(bool, &str)> = checks
+        .iter()
+        .map(|c| (c.supported, c.url.as_str()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![
+            (true, "http://h/json.html"),
+            (false, "http://h/json.html"),
+            (true, "http://h/pickle.html"),
+        ],
+        "{checks:#?}"
+    );
+    assert_eq!(checks[1].missing_numbers, vec!["2.1"]);
+    assert!(
+        checks[0].claim.starts_with("`json.loads` deserializes"),
+        "{}",
+        checks[0].claim
+    );
+    assert!(!checks[0].claim.contains("http"));
+}
+
+#[test]
+fn a_trailing_citation_on_its_own_belongs_to_the_sentence_before() {
+    let s =
+        sentences("JSON text is decoded by json.loads into objects. ([json](http://h/json.html))");
+    assert_eq!(s.len(), 1, "{s:?}");
+    let s = sentences("First claim here. Second claim (see [a](http://h/a.b)) ends. Third.");
+    assert_eq!(s.len(), 3, "{s:?}");
+}
+
+#[test]
+fn a_numbers_mismatch_is_unsupported_even_with_word_overlap() {
+    let (overlap, missing) = support(
+        "JSON documents added in version 3.9 to a Python object",
+        "Added in version 3.6. JSON documents become a Python object.",
+    );
+    assert!(overlap > 0.8);
+    assert_eq!(missing, vec!["3.9"]);
+}
