@@ -434,7 +434,7 @@ static VERSIONED_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// 100", and the passage (the version's own manual) never says "15": that number is the
 /// question's context, not a claim the passage must back (issue 14: the 1.5B model's right
 /// answer was dropped for it). Empty when `asked` is.
-pub fn restated_versions(claim: &str, asked: &str) -> Vec<String> {
+fn restated_versions(claim: &str, asked: &str) -> Vec<String> {
     let pairs = |text: &str| -> Vec<(String, String)> {
         VERSIONED_RE
             .captures_iter(text)
@@ -457,7 +457,7 @@ static VERSION_NOTE_RE: LazyLock<Regex> =
 /// number of processors multiplied by 5"). Such a passage does not back a sentence about the
 /// asked-for version: the 1.5B model gave that 3.5 default as Python 3.11's, and only the
 /// missing "3.11" had kept it out (see [`restated_versions`]).
-pub fn speaks_of_other_version(text: &str, n: &str) -> bool {
+fn speaks_of_other_version(text: &str, n: &str) -> bool {
     VERSION_NOTE_RE.captures_iter(text).any(|c| &c[1] != n)
 }
 
@@ -537,7 +537,7 @@ const NEGATION_SKIPS: &[&str] = &[
 /// cited the paragraph beside it; every other word was on the page, so the share of shared words
 /// could not see it (issue 14). A negative claim is the easiest to get backwards and the hardest
 /// for a reader to check, so it needs its own negative sentence.
-pub fn negation_unsupported(claim: &str, passage: &str) -> bool {
+fn negation_unsupported(claim: &str, passage: &str) -> bool {
     let words = |text: &str| -> Vec<String> {
         text.split(|c: char| !(c.is_alphanumeric() || "'’_-".contains(c)))
             .map(|w| {
@@ -586,6 +586,35 @@ pub fn negation_unsupported(claim: &str, passage: &str) -> bool {
     })
 }
 
+/// The lexical verdict on one claim against one text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Support {
+    /// Share of the claim's content words the text holds.
+    pub overlap: f64,
+    /// Numbers of the claim the text lacks (a version restated from the question excepted).
+    pub missing_numbers: Vec<String>,
+    /// Enough shared words, no missing number, and every "not" backed.
+    pub supported: bool,
+}
+
+/// Pure: checks `claim` against `evidence` for the question `asked`: [`support`], less the
+/// versions the claim only restates from the question ([`restated_versions`]) unless the text
+/// speaks of another version, and [`negation_unsupported`]. The grounded answer's check and
+/// the run's claim check both judge by this.
+pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
+    let (overlap, mut missing_numbers) = support(claim, evidence);
+    let restated = restated_versions(claim, asked);
+    missing_numbers.retain(|n| !restated.contains(n) || speaks_of_other_version(evidence, n));
+    let supported = overlap >= SUPPORT_THRESHOLD
+        && missing_numbers.is_empty()
+        && !negation_unsupported(claim, evidence);
+    Support {
+        overlap,
+        missing_numbers,
+        supported,
+    }
+}
+
 /// Checks every sentence of a (gated) text that cites a source the run holds; `asked` is the
 /// question, whose versioned names a sentence may restate ([`restated_versions`]).
 pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<ClaimCheck> {
@@ -612,14 +641,13 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<Cla
             let evidence = cache
                 .entry(url.clone())
                 .or_insert_with(|| base.evidence_text(&url).unwrap_or_default());
-            let (overlap, mut missing_numbers) = support(&claim, evidence);
-            let restated = restated_versions(&claim, asked);
-            missing_numbers
-                .retain(|n| !restated.contains(n) || speaks_of_other_version(evidence, n));
+            let Support {
+                overlap,
+                missing_numbers,
+                supported,
+            } = check_support(&claim, evidence, asked);
             checks.push(ClaimCheck {
-                supported: overlap >= SUPPORT_THRESHOLD
-                    && missing_numbers.is_empty()
-                    && !negation_unsupported(&claim, evidence),
+                supported,
                 claim: claim.clone(),
                 url,
                 overlap: (overlap * 1000.0).round() / 1000.0,

@@ -12,10 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::evidence::{
-    SUPPORT_THRESHOLD, negation_unsupported, restated_versions, sentences, speaks_of_other_version,
-    support,
-};
+use super::evidence::{check_support, sentences};
 use super::passages::{focus, rank_focused, split};
 use super::state::PageExtract;
 use crate::llm::JsonSchema;
@@ -348,15 +345,8 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
 /// when it does not: too few shared terms, a number the passage does not have, a default
 /// the passage states otherwise, or a "not" the passage does not say.
 fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
-    let (overlap, missing_numbers) = support(text, &item.text);
-    let restated = restated_versions(text, asked);
-    (overlap >= SUPPORT_THRESHOLD
-        && missing_numbers
-            .iter()
-            .all(|n| restated.contains(n) && !speaks_of_other_version(&item.text, n))
-        && !focus::contradicts_default(text, &item.text)
-        && !negation_unsupported(text, &item.text))
-    .then_some(overlap)
+    let verdict = check_support(text, &item.text, asked);
+    (verdict.supported && !focus::contradicts_default(text, &item.text)).then_some(verdict.overlap)
 }
 
 /// A sentence without its final stop, and the stop (`.` when it had none).
@@ -599,12 +589,8 @@ fn ids(v: &Value) -> Vec<usize> {
 /// The report made from JSON points, as [`assemble`] makes it from the `[n]` form: a sentence
 /// none of its cited passages supports is dropped, and the citation goes to the cited passage
 /// that supports it best. `None` when no sentence is left.
-pub fn assemble_points(points: &[Point], items: &[Numbered]) -> Option<String> {
-    assemble_points_for("", points, items)
-}
-
-/// [`assemble_points`] for the task `asked` (see [`assemble_for`]).
-pub fn assemble_points_for(asked: &str, points: &[Point], items: &[Numbered]) -> Option<String> {
+/// `asked` is the task (see [`assemble_for`]).
+pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Option<String> {
     let labels: Vec<String> = items.iter().map(|n| format!("({})", place(n))).collect();
     let mut cited: Vec<usize> = Vec::new();
     let mut sentences_out: Vec<String> = Vec::new();
@@ -764,7 +750,7 @@ pub fn assemble_json(answer: &str, items: &[Numbered]) -> Option<String> {
 pub fn assemble_json_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<String> {
     match parse_points(answer, items.len()) {
         // JSON read as prose would cut at its `[1]` id lists: never both.
-        Some(points) => assemble_points_for(asked, &points, items),
+        Some(points) => assemble_points(asked, &points, items),
         None => assemble_for(asked, answer, items),
     }
 }
