@@ -271,7 +271,8 @@ fn query_terms(query: &str) -> BTreeSet<String> {
 const CONTEXT_WEIGHT: f64 = 0.2;
 
 /// Pure: the query's context terms: a product and its version (`PostgreSQL 15`, `Python 3.11`)
-/// or a product named in passing at the end of a clause (`... module in Python?`). They say
+/// a product named in passing at the end of a clause (`... module in Python?`), an owner
+/// (`PostgreSQL's jsonb type`) or a product used as a modifier (`a PostgreSQL table`). They say
 /// which documentation to look in, not which passage answers; on a page of that product's
 /// docs they match by accident (issue 14: "PostgreSQL versions before 9.4 ..." outranked the
 /// `max_connections` entry for "the default of max_connections in PostgreSQL 15").
@@ -300,10 +301,23 @@ pub fn context_terms(query: &str) -> BTreeSet<String> {
             .is_some_and(|r| r.ends_with(['?', ',', ';', '.', ':', '!']));
         let after_in =
             i > 0 && matches!(words[i - 1].to_lowercase().as_str(), "in" | "for" | "with");
-        if is_name(w) && is_version(next) {
+        // "PostgreSQL's jsonb type", "Python's secrets module": the owner of the subject.
+        let possessive = w
+            .strip_suffix("'s")
+            .or_else(|| w.strip_suffix("’s"))
+            .filter(|o| is_name(o));
+        // "a PostgreSQL table", "the Python datetime object": a product used as a modifier.
+        let after_article =
+            i > 0 && matches!(words[i - 1].to_lowercase().as_str(), "a" | "an" | "the");
+        let modifies = next.chars().next().is_some_and(char::is_lowercase) && !is_stop(next);
+        if let Some(owner) = possessive {
+            out.extend(terms(owner));
+        } else if is_name(w) && is_version(next) {
             out.extend(terms(w));
             out.extend(terms(next));
         } else if is_name(w) && after_in && (ends_clause || i + 1 == words.len()) {
+            out.extend(terms(w));
+        } else if is_name(w) && after_article && modifies && !ends_clause {
             out.extend(terms(w));
         }
     }
@@ -363,14 +377,19 @@ fn camel_words(token: &str) -> Vec<&str> {
 }
 
 /// Pure: the short form programmers write for a (stemmed) word, so "dictionary" meets `dict`
-/// and "parameters" meets `params`.
+/// and "parameters" meets `params`; and one form for a word the stemmer leaves apart.
 fn canonical(stemmed: String) -> String {
-    const SHORT: [(&str, &str); 8] = [
+    const SHORT: [(&str, &str); 11] = [
         ("argument", "arg"),
         ("boolean", "bool"),
         ("charact", "char"),
         ("configuration", "config"),
+        // "How does X differ from Y?" is answered by "the difference is ..." and "X is
+        // different": the light stemmer leaves the three apart.
+        ("diff", "differ"),
+        ("differenc", "differ"),
         ("dictionary", "dict"),
+        ("different", "differ"),
         ("directory", "dir"),
         ("integ", "int"),
         ("paramet", "param"),
@@ -401,11 +420,7 @@ pub fn keyword_query(question: &str) -> String {
 /// (`create_engine`, `functools.lru_cache`, `TaskGroup`) when it names any, otherwise the
 /// names it capitalises (`PostgreSQL`, `Serializable`). Lower-cased; empty when it has neither.
 pub fn key_terms(question: &str) -> Vec<String> {
-    let words: Vec<&str> = question
-        .split(|c: char| c.is_whitespace() || "\"'`?!,;:()[]{}".contains(c))
-        .map(|w| w.trim_end_matches(['.', '\'']).trim_end_matches("'s"))
-        .filter(|w| w.len() > 1)
-        .collect();
+    let words = question_words(question);
     let identifiers: Vec<String> = words
         .iter()
         .filter(|w| {
@@ -421,6 +436,11 @@ pub fn key_terms(question: &str) -> Vec<String> {
     if !identifiers.is_empty() {
         return identifiers;
     }
+    capitalised_names(&words)
+}
+
+/// The lower-cased words of a question, after its first, that start with a capital.
+fn capitalised_names(words: &[&str]) -> Vec<String> {
     words
         .iter()
         .enumerate()
@@ -433,11 +453,84 @@ pub fn key_terms(question: &str) -> Vec<String> {
         .collect()
 }
 
-/// True when `text` names at least one of the question's key terms (see [`key_terms`]); a
+/// The words of a question, possessives cut (`PostgreSQL's` → `PostgreSQL`).
+fn question_words(question: &str) -> Vec<&str> {
+    question
+        .split(|c: char| c.is_whitespace() || "\"'`?!,;:()[]{}".contains(c))
+        .map(|w| w.trim_end_matches(['.', '\'']).trim_end_matches("'s"))
+        .filter(|w| w.len() > 1)
+        .collect()
+}
+
+/// Pure: the key terms a page must name to bear on the question: [`key_terms`], and besides
+/// them what the question asks of each product it names. `PostgreSQL` is CamelCase, so in "In
+/// PostgreSQL, which reclaims disk space immediately: TRUNCATE, plain VACUUM, or DELETE?" it was
+/// the only key term, and `sql-truncate.html`, which never says "PostgreSQL", was judged off the
+/// task; "Python's secrets module" made `secrets.html` answer for "Python". So the subject of an
+/// owner or a modifier counts (`secrets` of "Python's secrets module", `timestamp` of "a
+/// PostgreSQL timestamp"), and when the product was the only key term, so do the question's
+/// other capitalised names (`TRUNCATE`, `VACUUM`, `DELETE`).
+pub fn subject_terms(question: &str) -> Vec<String> {
+    let context = context_terms(question);
+    let is_context = |k: &String| {
+        let t = terms(k);
+        !t.is_empty() && t.iter().all(|t| context.contains(t))
+    };
+    let mut keys = key_terms(question);
+    if !keys.is_empty() && keys.iter().all(|k| is_context(k)) {
+        keys.extend(
+            capitalised_names(&question_words(question))
+                .into_iter()
+                .filter(|k| !is_context(k)),
+        );
+    }
+    keys.extend(owned_words(question));
+    let mut seen = BTreeSet::new();
+    keys.retain(|k| seen.insert(k.clone()));
+    keys
+}
+
+/// Pure: the word a product owns or modifies in a question (`secrets` in "Python's secrets
+/// module", `jsonb` in "PostgreSQL's jsonb type", `datetime` in "a Python datetime object").
+fn owned_words(question: &str) -> Vec<String> {
+    let raw: Vec<&str> = question.split_whitespace().collect();
+    let clean = |w: &str| {
+        w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_'))
+            .trim_end_matches('.')
+            .trim_end_matches("()")
+            .to_lowercase()
+    };
+    let is_name = |w: &str| {
+        w.chars().next().is_some_and(char::is_uppercase)
+            && w.chars().all(char::is_alphanumeric)
+            && !is_stop(&w.to_lowercase())
+    };
+    let mut out = Vec::new();
+    for (i, w) in raw.iter().enumerate() {
+        let Some(next) = raw.get(i + 1) else { break };
+        let possessive = w
+            .strip_suffix("'s")
+            .or_else(|| w.strip_suffix("’s"))
+            .is_some_and(is_name);
+        let modifier =
+            i > 0 && matches!(raw[i - 1].to_lowercase().as_str(), "a" | "an" | "the") && is_name(w);
+        let word = clean(next);
+        if (possessive || modifier)
+            && next.chars().next().is_some_and(char::is_lowercase)
+            && word.len() > 1
+            && !is_stop(&word)
+        {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// True when `text` names at least one of the question's key terms (see [`subject_terms`]); a
 /// dotted name also counts by its last part (`lru_cache` for `functools.lru_cache`). A page
 /// that names none of them does not answer the question, however many common words it shares.
 pub fn mentions_key_terms(text: &str, question: &str) -> bool {
-    let keys = key_terms(question);
+    let keys = subject_terms(question);
     if keys.is_empty() {
         return true;
     }

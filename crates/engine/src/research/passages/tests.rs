@@ -225,6 +225,64 @@ fn a_page_naming_none_of_the_key_terms_does_not_answer() {
 }
 
 #[test]
+fn an_owner_and_a_modifying_product_are_context() {
+    let c = context_terms("How does PostgreSQL's jsonb type differ from the json type?");
+    assert!(c.contains("postgresql") && !c.contains("jsonb"), "{c:?}");
+    let c = context_terms(
+        "What is the finest resolution of a Python datetime object and of a PostgreSQL timestamp?",
+    );
+    assert!(c.contains("python") && c.contains("postgresql"), "{c:?}");
+    // A name the question is about, not a modifier: "the Serializable level" has none after it.
+    assert!(context_terms("How does Serializable differ from Repeatable Read?").is_empty());
+}
+
+#[test]
+fn differ_difference_and_different_are_one_term() {
+    let t = |w: &str| terms(w);
+    assert_eq!(t("differ"), t("difference"));
+    assert_eq!(t("differs"), t("different"));
+    // The paragraph that states the difference outranks one that only names the product.
+    let page = "# JSON Types\n\nPostgreSQL offers two types for storing JSON data: json and jsonb.\n\nThe json and jsonb data types accept almost identical sets of values. The major practical difference is one of efficiency.\n\nThe json type keeps white space.\n\nThe jsonb type does not.\n";
+    let p = split(page);
+    let s = rank(
+        &p,
+        "How does PostgreSQL's jsonb type differ from the json type?",
+    );
+    assert!(p[1].text.contains("difference") && s[1] > s[0], "{s:?}");
+}
+
+#[test]
+fn subject_terms_name_what_a_product_owns_and_not_only_the_product() {
+    let q =
+        "In PostgreSQL, which reclaims disk space immediately: TRUNCATE, plain VACUUM, or DELETE?";
+    assert_eq!(key_terms(q), ["postgresql"]);
+    assert_eq!(
+        subject_terms(q),
+        ["postgresql", "truncate", "vacuum", "delete"]
+    );
+    assert!(mentions_key_terms(
+        "TRUNCATE quickly removes all rows from a set of tables.",
+        q
+    ));
+    let q = "Why should Python's secrets module be used instead of the random module?";
+    assert_eq!(subject_terms(q), ["python", "secrets"]);
+    assert!(mentions_key_terms(
+        "The secrets module is used for generating tokens.",
+        q
+    ));
+    let q = "How do Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys?";
+    assert_eq!(subject_terms(q), ["json.loads", "postgresql", "jsonb"]);
+    let q =
+        "What is the finest resolution of a Python datetime object and of a PostgreSQL timestamp?";
+    assert!(subject_terms(q).contains(&"timestamp".to_string()));
+    // Still nothing that names none of them.
+    assert!(!mentions_key_terms(
+        "The default executor creates a pool of threads.",
+        q
+    ));
+}
+
+#[test]
 fn a_page_that_fits_is_read_whole_and_a_page_with_no_match_scores_zero() {
     let s = select(PAGE, "decode json", 10_000);
     assert_eq!(s.text, PAGE);
