@@ -13,7 +13,7 @@
 use serde_json::{Value, json};
 
 use super::evidence::{check_support, sentences};
-use super::passages::{focus, rank_focused, split};
+use super::passages::{PassageKind, focus, rank_focused, split};
 use super::state::PageExtract;
 use crate::llm::JsonSchema;
 use crate::llm::json_extract::{close_truncated_json, extract_json, extract_json_object};
@@ -30,6 +30,9 @@ const MAX_PASSAGES: usize = 8;
 const MIN_SHARE_OF_BEST: f64 = 0.2;
 /// Score factor of an entry's first passage (see [`number_passages`]).
 const ENTRY_LEAD_BOOST: f64 = 1.25;
+
+/// Score factor of the first prose passage of the entry of a name the task asks about.
+const ASKED_ENTRY_LEAD_BOOST: f64 = 2.0;
 
 /// One numbered passage.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,15 +64,25 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
     // The first paragraph of an API or setting entry says what the entry is ("Deserialize s
     // ... to a Python object"); its later paragraphs qualify it. Among passages matching alike,
     // the definition wins (issue 14: three `parse_int` details crowded out json.loads' own).
+    // The entry of the very name asked about says what it is in its first prose paragraph
+    // ("Special type to represent the current enclosed class."), which names nothing of the
+    // question: the entry's code samples, full of `self`, outranked it (typing.Self).
+    let mut lead_seen = std::collections::BTreeSet::new();
     for i in 0..all.len() {
-        let first_under_entry = all[i]
-            .heading_path
-            .last()
-            .is_some_and(|h| is_entry_heading(h))
+        let Some(h) = all[i].heading_path.last() else {
+            continue;
+        };
+        let first_under_entry = is_entry_heading(h)
             && (i == 0
                 || owner[i - 1] != owner[i]
                 || all[i - 1].heading_path != all[i].heading_path);
-        if first_under_entry {
+        let asked = focus::is_asked_entry(h, task);
+        if asked
+            && all[i].kind == PassageKind::Prose
+            && lead_seen.insert((owner[i], all[i].heading_path.clone()))
+        {
+            scores[i] *= ASKED_ENTRY_LEAD_BOOST;
+        } else if first_under_entry {
             scores[i] *= ENTRY_LEAD_BOOST;
         }
     }
@@ -122,7 +135,11 @@ const LEAD_IN_WORDS: usize = 14;
 /// Pure: whether `text` only introduces what follows it (short, ending in a colon).
 fn is_lead_in(text: &str) -> bool {
     let t = text.trim();
-    (t.ends_with(':') && t.split_whitespace().count() <= LEAD_IN_WORDS) || is_version_note(t)
+    // "Special type to represent the current enclosed class. For example:" states something
+    // before its colon: a whole sentence makes it evidence (it was typing.Self's definition).
+    let states = t.trim_end_matches(':').contains(". ");
+    (t.ends_with(':') && !states && t.split_whitespace().count() <= LEAD_IN_WORDS)
+        || is_version_note(t)
 }
 
 /// Pure: whether `text` is only a version note ("New in version 3.11.", "Changed in version

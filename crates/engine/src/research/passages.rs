@@ -309,7 +309,10 @@ pub fn context_terms(query: &str) -> BTreeSet<String> {
         // "a PostgreSQL table", "the Python datetime object": a product used as a modifier.
         let after_article =
             i > 0 && matches!(words[i - 1].to_lowercase().as_str(), "a" | "an" | "the");
-        let modifies = next.chars().next().is_some_and(char::is_lowercase) && !is_stop(next);
+        // Not an all-capitals word: "the MERGE command", "the JSON module" name the subject.
+        let modifies = next.chars().next().is_some_and(char::is_lowercase)
+            && !is_stop(next)
+            && w.chars().any(char::is_lowercase);
         if let Some(owner) = possessive {
             out.extend(terms(owner));
         } else if is_name(w) && is_version(next) {
@@ -512,8 +515,10 @@ fn owned_words(question: &str) -> Vec<String> {
             .strip_suffix("'s")
             .or_else(|| w.strip_suffix("’s"))
             .is_some_and(is_name);
-        let modifier =
-            i > 0 && matches!(raw[i - 1].to_lowercase().as_str(), "a" | "an" | "the") && is_name(w);
+        let modifier = i > 0
+            && matches!(raw[i - 1].to_lowercase().as_str(), "a" | "an" | "the")
+            && is_name(w)
+            && w.chars().any(char::is_lowercase);
         let word = clean(next);
         if (possessive || modifier)
             && next.chars().next().is_some_and(char::is_lowercase)

@@ -4,7 +4,7 @@
 //!
 //! Pure functions; the researcher applies them.
 
-use super::passages::{key_terms, keyword_query};
+use super::passages::{context_terms, key_terms, keyword_query, subject_terms, terms};
 
 /// Why a model-written query was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,8 +124,24 @@ pub fn seed_queries(task: &str) -> Vec<String> {
         out.push(keywords);
     }
     // The names a page must mention (`asyncio.TaskGroup`), alone: full-text engines rank the
-    // page that documents an API first for its bare name, not for a sentence around it.
-    let keys = key_terms(whole);
+    // page that documents an API first for its bare name, not for a sentence around it. The
+    // product a question is asked in is no such name ("MERGE" is, in "What does the MERGE
+    // command introduced in PostgreSQL 15 do?": `sql-merge.html` was never found for it).
+    let context = context_terms(whole);
+    let is_context = |k: &String| {
+        let t = terms(k);
+        !t.is_empty() && t.iter().all(|t| context.contains(t))
+    };
+    let subjects: Vec<String> = subject_terms(whole)
+        .into_iter()
+        .filter(|k| !is_context(k))
+        .collect();
+    let named_subject = !subjects.is_empty();
+    let keys = if named_subject {
+        subjects
+    } else {
+        key_terms(whole)
+    };
     // One plain capitalised word ("Python" in "... in Python 3.11?") names the product, not
     // the subject: searched alone it returns the product's most generic pages.
     let plain_name = |k: &String| {
@@ -134,10 +150,68 @@ pub fn seed_queries(task: &str) -> Vec<String> {
             w.to_lowercase() == *k && w.chars().skip(1).all(|c| !c.is_uppercase())
         })
     };
-    let useful = keys.len() > 1 || keys.iter().any(|k| !plain_name(k));
+    let useful = named_subject || keys.len() > 1 || keys.iter().any(|k| !plain_name(k));
     let keys = keys.join(" ");
     if useful && !out.iter().any(|q| normalise(q) == normalise(&keys)) {
         out.push(keys);
+    }
+    // The module of a dotted name (`typing` of `typing.Self`): its page documents the name, and
+    // a full-text engine ranks that page by its title, which names the module alone.
+    for module in modules_of(whole).into_iter().take(2) {
+        if !out.iter().any(|q| normalise(q) == module) {
+            out.push(module);
+        }
+    }
+    out
+}
+
+/// Pure: whether a search result titled `title` is the entry page of a name the question asks
+/// about: its title, before any " — " and without a section number, is that name (`MERGE`,
+/// `TRUNCATE`, `CREATE INDEX` of "How does CREATE INDEX CONCURRENTLY differ ...") or the module
+/// of an asked-for dotted name (`typing — Support for type hints` for `typing.Self`). Such a
+/// page documents the name itself; read first, it is not crowded out by pages that merely share
+/// the question's words (release notes of 15.13 for "MERGE ... in PostgreSQL 15").
+pub fn is_entry_page(title: &str, question: &str) -> bool {
+    let head = title
+        .split([' ', '\u{a0}'])
+        .take_while(|w| !matches!(*w, "—" | "–" | "-" | "|"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let head = head.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ' ');
+    let head = head.replace('`', "").to_lowercase();
+    let words: Vec<&str> = head.split_whitespace().collect();
+    if words.is_empty() || words.len() > 3 {
+        return false;
+    }
+    let context = context_terms(question);
+    let subjects: Vec<String> = subject_terms(question)
+        .into_iter()
+        .filter(|k| {
+            let t = terms(k);
+            !(!t.is_empty() && t.iter().all(|t| context.contains(t)))
+        })
+        .collect();
+    if words.len() == 1 && modules_of(question).iter().any(|m| m == words[0]) {
+        return true;
+    }
+    words.iter().all(|w| subjects.iter().any(|s| s == w))
+}
+
+/// Pure: the modules of the dotted names a question asks about (`typing` of `typing.Self`,
+/// `concurrent.futures` of `concurrent.futures.ThreadPoolExecutor`), each once, in order.
+fn modules_of(question: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for k in key_terms(question) {
+        let k = k.trim_end_matches("()");
+        if let Some((module, name)) = k.rsplit_once('.')
+            && module.len() > 2
+            && !name.is_empty()
+            && module.chars().next().is_some_and(char::is_alphabetic)
+            && !module.chars().all(|c| c.is_ascii_digit() || c == '.')
+            && !out.iter().any(|m| m == module)
+        {
+            out.push(module.to_string());
+        }
     }
     out
 }
@@ -192,13 +266,51 @@ mod tests {
     }
 
     #[test]
+    fn the_subject_is_searched_by_name_and_a_dotted_name_by_its_module() {
+        // The product is not the name searched: MERGE is.
+        let q = "What does the MERGE command introduced in PostgreSQL 15 do, and when was PostgreSQL 15 released?";
+        assert_eq!(seed_queries(q).last().map(String::as_str), Some("merge"));
+        let q = "What is typing.Self and in which Python version was it added?";
+        let s = seed_queries(q);
+        assert!(s.contains(&"typing.self".to_string()), "{s:?}");
+        assert!(s.contains(&"typing".to_string()), "{s:?}");
+        assert_eq!(
+            modules_of(
+                "Is concurrent.futures.ThreadPoolExecutor faster than asyncio.gather() in 3.11?"
+            ),
+            ["concurrent.futures", "asyncio"]
+        );
+    }
+
+    #[test]
+    fn the_entry_page_of_an_asked_for_name_is_recognised_by_its_title() {
+        let q = "What does the MERGE command introduced in PostgreSQL 15 do, and when was PostgreSQL 15 released?";
+        assert!(is_entry_page("MERGE", q));
+        assert!(!is_entry_page("E.8. Release 15.13", q));
+        let q = "What is typing.Self and in which Python version was it added?";
+        assert!(is_entry_page(
+            "typing — Support for type hints — Python 3.11.2 documentation",
+            q
+        ));
+        assert!(!is_entry_page("types — Dynamic type creation", q));
+        let q = "In PostgreSQL, which reclaims disk space immediately: TRUNCATE, plain VACUUM, or DELETE?";
+        assert!(is_entry_page("TRUNCATE", q) && is_entry_page("VACUUM", q));
+        assert!(!is_entry_page("CREATE TABLE", q));
+        // A section number is not part of the name; several words must all be asked about.
+        let q =
+            "How does CREATE INDEX CONCURRENTLY differ from a standard CREATE INDEX in PostgreSQL?";
+        assert!(is_entry_page("CREATE INDEX", q));
+        assert!(!is_entry_page("11.2. Index Types", q));
+    }
+
+    #[test]
     fn the_task_is_searched_as_written_and_as_keywords() {
         assert_eq!(
             seed_queries("How do I decode JSON with the json module in Python?"),
             vec![
                 "How do I decode JSON with the json module in Python?".to_string(),
                 "decode json module python".to_string(),
-                "json python".to_string()
+                "json".to_string()
             ]
         );
         assert_eq!(

@@ -19,6 +19,28 @@ fn lead_ins_that_only_introduce_a_list_are_not_passages() {
     assert!(!is_lead_in(
         "Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4)."
     ));
+    // A definition before "For example:" is evidence (typing.Self's was filtered out).
+    assert!(!is_lead_in(
+        "Special type to represent the current enclosed class. For example:"
+    ));
+}
+
+#[test]
+fn the_asked_for_entrys_definition_outranks_its_code_samples() {
+    let page = PageExtract {
+        url: "http://docs/typing.html".into(),
+        title: "typing".into(),
+        text: "§ typing › Special types › typing.Self\nSpecial type to represent the current enclosed class. For example:\n\n```\nclass Foo:\n   def return_self(self) -> Self:\n      return self\n```\n\nThis annotation is semantically equivalent to a TypeVar bound to the class of self.".into(),
+    };
+    let items = number_passages(
+        &[page],
+        "What is typing.Self and in which Python version was it added?",
+        4000,
+    );
+    assert!(
+        items[0].text.contains("Special type to represent"),
+        "{items:#?}"
+    );
 }
 
 fn pages() -> Vec<PageExtract> {

@@ -90,6 +90,19 @@ pub fn entry_name(heading: &str) -> Option<String> {
     (shaped && word_like).then(|| name.to_lowercase())
 }
 
+/// Pure: whether `heading` is the entry of a name `query` asks about (`typing.Self` for "What
+/// is typing.Self ...?", `wal_level (enum)` for "What is the default wal_level ...?").
+pub fn is_asked_entry(heading: &str, query: &str) -> bool {
+    let h = heading.trim().trim_matches('`').trim();
+    let Some(entry) = entry_name(h).or_else(|| {
+        // A data entry has no call shape: `typing.Self`, `sys.maxsize`.
+        (h.contains('.') && !h.contains(' ')).then(|| h.to_lowercase())
+    }) else {
+        return false;
+    };
+    asked_names(query).iter().any(|n| names_match(&entry, n))
+}
+
 /// Pure: whether an entry named `entry` documents the asked-for `name` (either may be qualified
 /// by its module: `lru_cache` asks about `functools.lru_cache`).
 fn names_match(entry: &str, name: &str) -> bool {

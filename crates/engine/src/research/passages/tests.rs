@@ -294,3 +294,16 @@ fn a_page_that_fits_is_read_whole_and_a_page_with_no_match_scores_zero() {
         s.text
     );
 }
+
+#[test]
+fn an_asked_for_data_entry_is_recognised_without_a_call_shape() {
+    let q = "What is typing.Self and in which Python version was it added?";
+    assert!(focus::is_asked_entry("typing.Self", q));
+    assert!(focus::is_asked_entry("`typing.Self`", q));
+    assert!(!focus::is_asked_entry("typing.Never", q));
+    assert!(!focus::is_asked_entry("Special types", q));
+    assert!(focus::is_asked_entry(
+        "wal_level (enum)",
+        "What is the default wal_level in PostgreSQL 15?"
+    ));
+}

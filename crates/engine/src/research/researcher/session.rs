@@ -264,7 +264,10 @@ impl Session<'_> {
             self.task.as_str()
         };
         for (rank, h) in hits.iter().enumerate() {
-            let sc = score(against, h).score + rank_prior(rank);
+            let entry = !self.task.trim().is_empty() && queries::is_entry_page(&h.title, against);
+            let sc = score(against, h).score
+                + rank_prior(rank)
+                + if entry { ENTRY_PAGE_BONUS } else { 0.0 };
             let entry = self.scores.entry(h.url.clone()).or_insert(sc);
             *entry = entry.max(sc);
             if !self.seen.iter().any(|s| s.url == h.url) {
@@ -694,6 +697,10 @@ impl Session<'_> {
         false
     }
 }
+
+/// What the entry page of an asked-for name ([`queries::is_entry_page`]) adds to its score:
+/// enough to be read in the first batch, before pages that only share the question's words.
+const ENTRY_PAGE_BONUS: f64 = 1.0;
 
 /// A small bonus for a result's place in its engine's ranking: the engine read the whole page
 /// and the title and snippet scores cannot tell two on-topic pages apart (0.1 for the first
