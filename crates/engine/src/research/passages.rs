@@ -318,9 +318,10 @@ pub fn context_terms(query: &str) -> BTreeSet<String> {
         } else if is_name(w) && is_version(next) {
             out.extend(terms(w));
             out.extend(terms(next));
-        } else if is_name(w) && after_in && (ends_clause || i + 1 == words.len()) {
-            out.extend(terms(w));
-        } else if is_name(w) && after_article && modifies && !ends_clause {
+        } else if is_name(w)
+            && ((after_in && (ends_clause || i + 1 == words.len()))
+                || (after_article && modifies && !ends_clause))
+        {
             out.extend(terms(w));
         }
     }
@@ -475,22 +476,25 @@ fn question_words(question: &str) -> Vec<&str> {
 /// other capitalised names (`TRUNCATE`, `VACUUM`, `DELETE`).
 pub fn subject_terms(question: &str) -> Vec<String> {
     let context = context_terms(question);
-    let is_context = |k: &String| {
-        let t = terms(k);
-        !t.is_empty() && t.iter().all(|t| context.contains(t))
-    };
     let mut keys = key_terms(question);
-    if !keys.is_empty() && keys.iter().all(|k| is_context(k)) {
+    if !keys.is_empty() && keys.iter().all(|k| is_context(k, &context)) {
         keys.extend(
             capitalised_names(&question_words(question))
                 .into_iter()
-                .filter(|k| !is_context(k)),
+                .filter(|k| !is_context(k, &context)),
         );
     }
     keys.extend(owned_words(question));
     let mut seen = BTreeSet::new();
     keys.retain(|k| seen.insert(k.clone()));
     keys
+}
+
+/// Pure: whether a key term is one of the question's [`context_terms`] (the product it is
+/// asked in), not its subject.
+pub fn is_context(key: &str, context: &BTreeSet<String>) -> bool {
+    let t = terms(key);
+    !t.is_empty() && t.iter().all(|t| context.contains(t))
 }
 
 /// Pure: the word a product owns or modifies in a question (`secrets` in "Python's secrets

@@ -4,7 +4,7 @@
 //!
 //! Pure functions; the researcher applies them.
 
-use super::passages::{context_terms, key_terms, keyword_query, subject_terms, terms};
+use super::passages::{context_terms, is_context, key_terms, keyword_query, subject_terms};
 
 /// Why a model-written query was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,15 +127,7 @@ pub fn seed_queries(task: &str) -> Vec<String> {
     // page that documents an API first for its bare name, not for a sentence around it. The
     // product a question is asked in is no such name ("MERGE" is, in "What does the MERGE
     // command introduced in PostgreSQL 15 do?": `sql-merge.html` was never found for it).
-    let context = context_terms(whole);
-    let is_context = |k: &String| {
-        let t = terms(k);
-        !t.is_empty() && t.iter().all(|t| context.contains(t))
-    };
-    let subjects: Vec<String> = subject_terms(whole)
-        .into_iter()
-        .filter(|k| !is_context(k))
-        .collect();
+    let subjects = named_subjects(whole);
     let named_subject = !subjects.is_empty();
     let keys = if named_subject {
         subjects
@@ -183,18 +175,20 @@ pub fn is_entry_page(title: &str, question: &str) -> bool {
     if words.is_empty() || words.len() > 3 {
         return false;
     }
-    let context = context_terms(question);
-    let subjects: Vec<String> = subject_terms(question)
-        .into_iter()
-        .filter(|k| {
-            let t = terms(k);
-            !(!t.is_empty() && t.iter().all(|t| context.contains(t)))
-        })
-        .collect();
+    let subjects = named_subjects(question);
     if words.len() == 1 && modules_of(question).iter().any(|m| m == words[0]) {
         return true;
     }
     words.iter().all(|w| subjects.iter().any(|s| s == w))
+}
+
+/// Pure: the [`subject_terms`] of a question that are not the product it is asked in.
+fn named_subjects(question: &str) -> Vec<String> {
+    let context = context_terms(question);
+    subject_terms(question)
+        .into_iter()
+        .filter(|k| !is_context(k, &context))
+        .collect()
 }
 
 /// Pure: the modules of the dotted names a question asks about (`typing` of `typing.Self`,
