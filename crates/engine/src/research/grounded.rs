@@ -13,7 +13,8 @@
 use serde_json::{Value, json};
 
 use super::evidence::{check_support, sentences};
-use super::passages::{PassageKind, focus, rank_focused, split};
+use super::passages::{Passage, PassageKind, focus, rank, rank_focused, split};
+use super::queries;
 use super::state::PageExtract;
 use crate::llm::JsonSchema;
 use crate::llm::json_extract::{close_truncated_json, extract_json, extract_json_object};
@@ -31,6 +32,8 @@ const MIN_SHARE_OF_BEST: f64 = 0.2;
 /// Score factor of an entry's first passage (see [`number_passages`]).
 const ENTRY_LEAD_BOOST: f64 = 1.25;
 
+/// Score factor of the passages of a page documenting a name the task asks about.
+const ENTRY_PAGE_BOOST: f64 = 1.5;
 /// Score factor of the first prose passage of the entry of a name the task asks about.
 const ASKED_ENTRY_LEAD_BOOST: f64 = 2.0;
 
@@ -61,12 +64,34 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         }
     }
     let mut scores = rank_focused(&all, task);
+    // The floor below counts what lowers a passage (a version note weighs half) and nothing
+    // that raises one: boosts order passages, they do not make the rest noise (stacked on the
+    // asked-for entry, they left "A shallow copy constructs a new compound object ..." below a
+    // fifth of `copy.copy`'s one-line entry, and it was not shown; zlib's version notes naming
+    // `copy.copy()` set that bar at full weight).
+    let floor: Vec<f64> = rank(&all, task)
+        .into_iter()
+        .zip(&scores)
+        .map(|(plain, focused)| plain.min(*focused))
+        .collect();
     // The first paragraph of an API or setting entry says what the entry is ("Deserialize s
     // ... to a Python object"); its later paragraphs qualify it. Among passages matching alike,
     // the definition wins (issue 14: three `parse_int` details crowded out json.loads' own).
     // The entry of the very name asked about says what it is in its first prose paragraph
     // ("Special type to represent the current enclosed class."), which names nothing of the
     // question: the entry's code samples, full of `self`, outranked it (typing.Self).
+    // A page documenting an asked-for name (`copy` for `copy.copy()`, `MERGE`) explains it;
+    // other pages name it in passing (zlib's and re's "Added `copy.copy()` support" notes
+    // outranked copy's own "A shallow copy constructs a new compound object ...").
+    let entry_pages: Vec<bool> = pages
+        .iter()
+        .map(|p| queries::is_entry_page(&p.title, task))
+        .collect();
+    for i in 0..all.len() {
+        if entry_pages[owner[i]] {
+            scores[i] *= ENTRY_PAGE_BOOST;
+        }
+    }
     let mut lead_seen = std::collections::BTreeSet::new();
     for i in 0..all.len() {
         let Some(h) = all[i].heading_path.last() else {
@@ -86,9 +111,9 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
             scores[i] *= ENTRY_LEAD_BOOST;
         }
     }
-    let best = scores.iter().cloned().fold(0.0, f64::max);
+    let best = floor.iter().cloned().fold(0.0, f64::max);
     let mut order: Vec<usize> = (0..all.len())
-        .filter(|i| scores[*i] > 0.0 && scores[*i] >= best * MIN_SHARE_OF_BEST)
+        .filter(|i| scores[*i] > 0.0 && floor[*i] >= best * MIN_SHARE_OF_BEST)
         .filter(|i| prose_words(&all[*i].text) >= MIN_PROSE_WORDS)
         .filter(|i| !is_lead_in(&all[*i].text))
         .collect();
@@ -355,7 +380,7 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
     if cited.is_empty() {
         return None;
     }
-    Some(report(&sentences, &cited, items))
+    Some(report(asked, &sentences, &cited, items))
 }
 
 /// How well `item` supports `text` (the share of the sentence's terms it holds), or `None`
@@ -379,31 +404,72 @@ fn citation(item: &Numbered) -> String {
     format!(" ([{}]({}))", link_text(&item.title), item.url)
 }
 
-/// The report: the cited sentences as a summary, then each cited passage quoted under its page.
-fn report(sentences: &[String], cited: &[usize], items: &[Numbered]) -> String {
+/// The report: the cited sentences as a summary, then each cited passage quoted under its page,
+/// then the best passages the summary left out (see [`uncited_best`]).
+fn report(asked: &str, sentences: &[String], cited: &[usize], items: &[Numbered]) -> String {
     let quoted: Vec<&Numbered> = cited.iter().map(|n| &items[n - 1]).collect();
     let mut md = format!(
         "## Summary\n\n{}\n\n## Evidence\n{}",
         sentences.join(" "),
         quoted_list(&quoted)
     );
-    // The passage that matches the question best, when the summary did not use it: a small
-    // model often answers from the second passage and leaves out the first, which holds the
-    // answer (issue 14: "The default is typically 128 megabytes" was passage 1, the summary
-    // quoted passage 2's advice). The reader sees it, labelled as not cited above.
-    // Its link line differs from the evidence's ("Also from ..."): the same line twice reads
-    // as a repeat to the report's repetition guard, which cut this section whenever the best
-    // passage was another paragraph of a cited entry (issue 14: shared_buffers' "The default is
-    // typically 128 megabytes" never reached the reader).
-    if !cited.contains(&1)
-        && let Some(best) = items.first()
-    {
-        let also = quoted_list(&[best]).replacen("\n- [", "\n- Also from [", 1);
-        md.push_str(&format!(
-            "\n## Best-matching passage (not cited above)\n{also}"
-        ));
+    let extra = uncited_best(asked, cited, items);
+    if !extra.is_empty() {
+        // Their link lines differ from the evidence's ("Also from ..."): the same line twice
+        // reads as a repeat to the report's repetition guard, which cut this section whenever
+        // the best passage was another paragraph of a cited entry (issue 14: shared_buffers'
+        // "The default is typically 128 megabytes" never reached the reader).
+        let also = quoted_list(&extra).replace("\n- [", "\n- Also from [");
+        let heading = if extra.len() == 1 {
+            "Best-matching passage (not cited above)"
+        } else {
+            "Best-matching passages (not cited above)"
+        };
+        md.push_str(&format!("\n## {heading}\n{also}"));
     }
     md
+}
+
+/// Most passages quoted beside the cited ones.
+const MAX_UNCITED_QUOTED: usize = 3;
+
+/// Pure: the passages a reader should see that the summary did not cite: the one matching the
+/// task best (a small model often answers from the second passage and leaves out the first,
+/// which holds the answer: issue 14's "The default is typically 128 megabytes"), and for a task
+/// asking several things, the best passage for each ([`queries::question_parts`]): the 1.5B
+/// model answered "What isolation levels does PostgreSQL support and how does Serializable
+/// differ from Repeatable Read?" with one sentence about the second question, and the passage
+/// listing the levels was shown to it but never to the reader.
+fn uncited_best<'a>(asked: &str, cited: &[usize], items: &'a [Numbered]) -> Vec<&'a Numbered> {
+    let mut chosen: Vec<usize> = Vec::new();
+    if !cited.contains(&1) && !items.is_empty() {
+        chosen.push(1);
+    }
+    let passages: Vec<Passage> = items
+        .iter()
+        .enumerate()
+        .map(|(i, n)| Passage {
+            index: i,
+            heading_path: vec![n.heading.clone()],
+            text: n.text.clone(),
+            kind: PassageKind::Prose,
+        })
+        .collect();
+    for part in queries::question_parts(asked) {
+        let scores = rank(&passages, &part);
+        let best = (0..items.len())
+            .filter(|i| scores[*i] > 0.0)
+            .max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a)));
+        if let Some(i) = best {
+            let n = i + 1;
+            if !cited.contains(&n) && !chosen.contains(&n) {
+                chosen.push(n);
+            }
+        }
+    }
+    chosen.truncate(MAX_UNCITED_QUOTED);
+    chosen.sort_unstable();
+    chosen.iter().map(|n| &items[n - 1]).collect()
 }
 
 /// Passages quoted under their page's link, in the given order; passages of one page and
@@ -648,7 +714,7 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
     if cited.is_empty() {
         return None;
     }
-    Some(report(&sentences_out, &cited, items))
+    Some(report(asked, &sentences_out, &cited, items))
 }
 
 /// The passages a sentence cites that support it, the one its citation goes to first: the

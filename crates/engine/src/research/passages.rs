@@ -143,6 +143,38 @@ pub fn split(markdown: &str) -> Vec<Passage> {
         block_kind
     };
     flush(&mut out, &mut block, kind, path(&headings));
+    join_lead_ins(out)
+}
+
+/// Longest passage made of a lead-in and the list it introduces.
+const MAX_LEAD_IN_GROUP_CHARS: usize = 1200;
+
+/// Pure: a short paragraph ending in a colon and the list items after it become one passage.
+/// Apart, neither says anything: "The difference between shallow and deep copying is only
+/// relevant for compound objects:" names the subject and no fact, and "A *shallow copy*
+/// constructs a new compound object ..." matches nothing of a question about `copy.copy()`
+/// versus `copy.deepcopy()`; together they are the answer.
+fn join_lead_ins(passages: Vec<Passage>) -> Vec<Passage> {
+    let mut out: Vec<Passage> = Vec::with_capacity(passages.len());
+    let mut open = false;
+    for p in passages {
+        if let Some(last) = out.last_mut()
+            && p.kind == PassageKind::List
+            && last.heading_path == p.heading_path
+            && (open || (last.kind == PassageKind::Prose && last.text.trim_end().ends_with(':')))
+            && last.text.chars().count() + p.text.chars().count() < MAX_LEAD_IN_GROUP_CHARS
+        {
+            last.text.push('\n');
+            last.text.push_str(&p.text);
+            open = true;
+            continue;
+        }
+        open = false;
+        out.push(Passage {
+            index: out.len(),
+            ..p
+        });
+    }
     out
 }
 
@@ -477,14 +509,15 @@ fn question_words(question: &str) -> Vec<&str> {
 pub fn subject_terms(question: &str) -> Vec<String> {
     let context = context_terms(question);
     let mut keys = key_terms(question);
-    if !keys.is_empty() && keys.iter().all(|k| is_context(k, &context)) {
+    let only_products = keys.iter().all(|k| is_context(k, &context));
+    if !keys.is_empty() && only_products {
         keys.extend(
             capitalised_names(&question_words(question))
                 .into_iter()
                 .filter(|k| !is_context(k, &context)),
         );
     }
-    keys.extend(owned_words(question));
+    keys.extend(owned_words(question, only_products));
     let mut seen = BTreeSet::new();
     keys.retain(|k| seen.insert(k.clone()));
     keys
@@ -499,7 +532,10 @@ pub fn is_context(key: &str, context: &BTreeSet<String>) -> bool {
 
 /// Pure: the word a product owns or modifies in a question (`secrets` in "Python's secrets
 /// module", `jsonb` in "PostgreSQL's jsonb type", `datetime` in "a Python datetime object").
-fn owned_words(question: &str) -> Vec<String> {
+/// A modified word counts only when the question `names_no_other` subject: in "the default
+/// terminationGracePeriodSeconds of a Kubernetes pod" the pod is not what is asked about, and
+/// "pod" let a C++ page ("plain old data structures (POD)") stand as an answer.
+fn owned_words(question: &str, names_no_other: bool) -> Vec<String> {
     let raw: Vec<&str> = question.split_whitespace().collect();
     let clean = |w: &str| {
         w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_'))
@@ -524,7 +560,7 @@ fn owned_words(question: &str) -> Vec<String> {
             && is_name(w)
             && w.chars().any(char::is_lowercase);
         let word = clean(next);
-        if (possessive || modifier)
+        if (possessive || (modifier && names_no_other))
             && next.chars().next().is_some_and(char::is_lowercase)
             && word.len() > 1
             && !is_stop(&word)
@@ -573,17 +609,70 @@ pub fn rank_focused(passages: &[Passage], query: &str) -> Vec<f64> {
         .collect()
 }
 
+/// Most words of a question besides the names it asks about for it to be about the names
+/// themselves (see [`definition_terms`]).
+const MAX_ASPECT_TERMS: usize = 2;
+
+/// Weight of a term of an asked-for entry's definition in [`rank`] (a query term weighs 1).
+const DEFINITION_WEIGHT: f64 = 0.5;
+
+/// Pure: the terms of the definitions of the names `query` asks about: the first prose passage
+/// under each asked-for entry ("Return a *shallow* copy of x" under `copy.copy(x)`). They are
+/// the words the documentation explains the name in, which the question does not use: "What
+/// is the difference between copy.copy() and copy.deepcopy()?" is answered by "A shallow copy
+/// constructs ...; a deep copy ..., recursively, ...", which names neither function.
+/// Only a question about the names themselves is expanded ("What is typing.Self?", "the
+/// difference between copy.copy() and copy.deepcopy()"): one asking about an aspect of them
+/// ("how do json.loads() and jsonb each handle duplicate keys") has its own words for it, and
+/// json.loads' definition then pushed PostgreSQL's duplicate-key passages out.
+fn definition_terms(passages: &[Passage], query: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let names = focus::asked_names(query);
+    let name_terms: BTreeSet<String> = names.iter().flat_map(|n| terms(n)).collect();
+    let context = context_terms(query);
+    let comparing = terms("differ difference compare versus vs mean");
+    let aspect = query_terms(query)
+        .into_iter()
+        .filter(|t| !name_terms.contains(t) && !context.contains(t) && !comparing.contains(t))
+        .count();
+    if names.is_empty() || aspect > MAX_ASPECT_TERMS {
+        return out;
+    }
+    let mut seen: Vec<&[String]> = Vec::new();
+    for p in passages {
+        let Some(h) = p.heading_path.last() else {
+            continue;
+        };
+        if p.kind != PassageKind::Prose
+            || seen.contains(&p.heading_path.as_slice())
+            || !focus::is_asked_entry(h, query)
+        {
+            continue;
+        }
+        seen.push(&p.heading_path);
+        out.extend(terms(&p.text).into_iter().filter(|t| !t.contains('.')));
+    }
+    out
+}
+
 /// BM25 (k1 = 1.2, b = 0.75) of every passage for `query`, with document frequencies from the
 /// passages themselves. A passage's headings count as part of it, twice: a heading that names
 /// the asked-for API marks the passage that documents it.
 pub fn rank(passages: &[Passage], query: &str) -> Vec<f64> {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
-    let query_terms = query_terms(query);
+    let mut query_terms = query_terms(query);
     let context = context_terms(query);
+    let expansion: BTreeSet<String> = definition_terms(passages, query)
+        .into_iter()
+        .filter(|t| !query_terms.contains(t))
+        .collect();
+    query_terms.extend(expansion.iter().cloned());
     let weight = |t: &str| {
         if context.contains(t) {
             CONTEXT_WEIGHT
+        } else if expansion.contains(t) {
+            DEFINITION_WEIGHT
         } else {
             1.0
         }

@@ -210,6 +210,81 @@ fn modules_of(question: &str) -> Vec<String> {
     out
 }
 
+/// Words that open a question of their own after "and" ("..., and which environment variable
+/// sets the port?"); "in which" and "on what" open one too.
+const PART_OPENERS: &[&str] = &[
+    "what", "which", "when", "where", "why", "how", "who", "whose", "is", "are", "does", "do",
+    "did", "can", "should",
+];
+
+/// Pure: the questions a task asks, when it asks more than one: "What does MERGE do, and when
+/// was PostgreSQL 15 released?" → `["What does MERGE do", "when was PostgreSQL 15 released"]`.
+/// A part that names none of the task's identifiers gets them appended ("in which Python
+/// version was it added typing.self"), so it can be ranked on its own. Empty for a task
+/// asking one thing. A passage answering the second part of a two-part question matches half
+/// the task's words at most: the report quotes the best passage for each part (searching and
+/// ranking part by part was measured and reverted: a part referring back, "what kind of file
+/// object does *its* load() need", matched `pickle.load` best).
+pub fn question_parts(task: &str) -> Vec<String> {
+    let words: Vec<&str> = task.split_whitespace().collect();
+    let mut parts: Vec<Vec<&str>> = vec![vec![]];
+    for (i, w) in words.iter().enumerate() {
+        let bare = |k: usize| {
+            words.get(k).map(|w| {
+                w.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            })
+        };
+        let opens = |k: usize| {
+            bare(k).is_some_and(|n| PART_OPENERS.contains(&n.as_str()))
+                || (matches!(bare(k).as_deref(), Some("in" | "on" | "at" | "for"))
+                    && matches!(bare(k + 1).as_deref(), Some("which" | "what")))
+        };
+        let current = parts.last_mut();
+        if bare(i).as_deref() == Some("and") && i > 0 && opens(i + 1) {
+            parts.push(vec![]);
+            continue;
+        }
+        if let Some(current) = current {
+            current.push(w);
+        }
+        // A question mark inside the task ends a question.
+        if w.ends_with('?') && i + 1 < words.len() {
+            parts.push(vec![]);
+        }
+    }
+    let parts: Vec<String> = parts
+        .into_iter()
+        .map(|p| {
+            p.join(" ")
+                .trim_end_matches([',', ';', '?', ' '])
+                .to_string()
+        })
+        .filter(|p| normalise(p).split(' ').filter(|w| w.len() > 2).count() >= 2)
+        .collect();
+    if parts.len() < 2 {
+        return vec![];
+    }
+    let mut names: Vec<String> = key_terms(task);
+    names.dedup();
+    parts
+        .into_iter()
+        .map(|p| {
+            let lower = p.to_lowercase();
+            let missing: Vec<&str> = names
+                .iter()
+                .filter(|n| !lower.contains(n.as_str()))
+                .map(String::as_str)
+                .collect();
+            if missing.is_empty() {
+                p
+            } else {
+                format!("{p} {}", missing.join(" "))
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,6 +370,46 @@ mod tests {
             "How does CREATE INDEX CONCURRENTLY differ from a standard CREATE INDEX in PostgreSQL?";
         assert!(is_entry_page("CREATE INDEX", q));
         assert!(!is_entry_page("11.2. Index Types", q));
+    }
+
+    #[test]
+    fn a_task_asking_two_things_has_two_parts_each_naming_its_subject() {
+        assert_eq!(
+            question_parts(
+                "What does the MERGE command introduced in PostgreSQL 15 do, and when was PostgreSQL 15 released?"
+            ),
+            vec![
+                "What does the MERGE command introduced in PostgreSQL 15 do",
+                "when was PostgreSQL 15 released"
+            ]
+        );
+        assert_eq!(
+            question_parts("What is typing.Self and in which Python version was it added?"),
+            vec![
+                "What is typing.Self",
+                "in which Python version was it added typing.self"
+            ]
+        );
+        assert_eq!(
+            question_parts("Is Python's list.sort() stable, and what does it return?"),
+            vec![
+                "Is Python's list.sort() stable",
+                "what does it return list.sort"
+            ]
+        );
+        assert_eq!(
+            question_parts("What is json? How do I decode it?"),
+            vec!["What is json", "How do I decode it"]
+        );
+        // One question: no parts. "and" joining two things asked about is not a second question.
+        assert!(question_parts("How do I decode JSON with the json module in Python?").is_empty());
+        assert!(
+            question_parts("What is the difference between VACUUM and VACUUM FULL?").is_empty()
+        );
+        assert!(
+            question_parts("What is the finest resolution of a datetime and of a timestamp?")
+                .is_empty()
+        );
     }
 
     #[test]

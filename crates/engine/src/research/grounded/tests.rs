@@ -277,6 +277,111 @@ fn the_best_passage_is_shown_when_the_summary_left_it_out() {
 }
 
 #[test]
+fn each_question_of_a_two_part_task_gets_its_best_passage_quoted() {
+    let items = vec![
+        numbered(
+            1,
+            "http://docs/iso.html",
+            "13.2. Transaction Isolation",
+            "The Serializable isolation level works exactly the same as Repeatable Read except that it also monitors for serialization anomalies.",
+        ),
+        numbered(
+            2,
+            "http://docs/iso.html",
+            "13.2. Transaction Isolation",
+            "In PostgreSQL, you can request any of the four standard transaction isolation levels, but internally only three distinct isolation levels are implemented.",
+        ),
+        numbered(
+            3,
+            "http://docs/iso.html",
+            "13.2.2. Repeatable Read",
+            "The Repeatable Read isolation level only sees data committed before the transaction began.",
+        ),
+        numbered(
+            4,
+            "http://docs/mvcc.html",
+            "13. Concurrency Control",
+            "This chapter describes the behavior of the PostgreSQL database system.",
+        ),
+    ];
+    let task = "What isolation levels does PostgreSQL support and how does Serializable differ from Repeatable Read?";
+    let md = assemble_for(
+        task,
+        "Serializable works exactly the same as Repeatable Read except that it also monitors for serialization anomalies [1].",
+        &items,
+    )
+    .unwrap();
+    let md = crate::research::report::tidy_model_markdown(&md);
+    let extra = md
+        .find("## Best-matching passage (not cited above)")
+        .expect("the first question's passage");
+    assert!(
+        md[extra..].contains("four standard transaction isolation levels"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("behavior of the PostgreSQL database system"),
+        "{md}"
+    );
+    // One question, its best passage cited: nothing more is quoted.
+    let md = assemble_for(
+        "How does Serializable differ from Repeatable Read?",
+        "Serializable works exactly the same as Repeatable Read except that it also monitors for serialization anomalies [1].",
+        &items,
+    )
+    .unwrap();
+    assert!(!md.contains("Best-matching"), "{md}");
+}
+
+#[test]
+fn the_explanation_on_the_asked_names_page_is_shown_before_notes_elsewhere() {
+    let copy = PageExtract {
+        url: "http://docs/copy.html".into(),
+        title: "copy — Shallow and deep copy operations".into(),
+        text: "§ copy › copy.copy(x)\nReturn a shallow copy of *x*.\n\n§ copy › copy.deepcopy(x)\nReturn a deep copy of *x*.\n\n§ copy › exception copy.Error\nRaised for module specific errors.\n\nThe difference between shallow and deep copying is only relevant for compound objects:\n\n*   A *shallow copy* constructs a new compound object and inserts *references* into it.\n\n*   A *deep copy* constructs a new compound object and, recursively, inserts *copies* into it.".into(),
+    };
+    let mut pages = vec![copy];
+    for (i, class) in [
+        "Compress",
+        "Decompress",
+        "Match",
+        "Pattern",
+        "Other",
+        "More",
+    ]
+    .iter()
+    .enumerate()
+    {
+        pages.push(PageExtract {
+            url: format!("http://docs/notes{i}.html"),
+            title: format!("notes{i}"),
+            text: format!("§ notes › {class}.copy()\nChanged in version 3.8: Added `copy.copy()` and `copy.deepcopy()` support to {class} objects."),
+        });
+    }
+    let items = number_passages(
+        &pages,
+        "What is the difference between copy.copy() and copy.deepcopy() in Python?",
+        6000,
+    );
+    assert!(
+        items
+            .iter()
+            .any(|i| i.text.contains("A *shallow copy* constructs")),
+        "{items:#?}"
+    );
+    let first_note = items
+        .iter()
+        .position(|i| i.text.contains("Changed in version"));
+    let explanation = items
+        .iter()
+        .position(|i| i.text.contains("shallow copy* constructs"));
+    assert!(
+        first_note.is_none() || explanation < first_note,
+        "{items:#?}"
+    );
+}
+
+#[test]
 fn a_repeated_point_is_said_once() {
     let items = json_items();
     let answer = r#"{"points": [

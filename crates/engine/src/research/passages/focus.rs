@@ -290,6 +290,14 @@ pub fn focus(passages: &[Passage], query: &str) -> Vec<f64> {
             let note_answers = under_named_entry || (asks_default && states_default(&p.text));
             if !asks_change && !note_answers && is_version_note(&p.text) {
                 f *= VERSION_NOTE_FACTOR;
+                // Under the entry of another name, a note naming the asked-for one is about
+                // that other name ("Compress.copy(): Added `copy.copy()` support"): it crowded
+                // copy's own explanation out of the passages shown.
+                let under_other_entry = !names.is_empty()
+                    && p.heading_path.last().and_then(|h| entry_name(h)).is_some();
+                if under_other_entry {
+                    f *= VERSION_NOTE_FACTOR;
+                }
             }
             f
         })
@@ -308,6 +316,29 @@ mod tests {
             text: text.to_string(),
             kind: PassageKind::Prose,
         }
+    }
+
+    #[test]
+    fn a_note_under_another_names_entry_weighs_a_quarter() {
+        let q = "What is the difference between copy.copy() and copy.deepcopy()?";
+        let ps = [
+            passage(
+                &["zlib", "Compress.copy()"],
+                "Changed in version 3.8: Added `copy.copy()` support.",
+            ),
+            passage(
+                &["copy", "copy.copy(x)"],
+                "Changed in version 3.2: Added copy support.",
+            ),
+            passage(
+                &["zlib"],
+                "Changed in version 3.8: Added `copy.copy()` support.",
+            ),
+        ];
+        let f = focus(&ps, q);
+        assert_eq!(f[0], VERSION_NOTE_FACTOR * VERSION_NOTE_FACTOR);
+        assert_eq!(f[1], NAMED_ENTRY_BOOST);
+        assert_eq!(f[2], VERSION_NOTE_FACTOR);
     }
 
     #[test]
@@ -391,7 +422,8 @@ mod tests {
                 &passages,
                 "What is the difference between copy.copy() and copy.deepcopy()?"
             ),
-            [VERSION_NOTE_FACTOR, NAMED_ENTRY_BOOST]
+            // Under another name's entry (`Compress.copy()`): a quarter.
+            [VERSION_NOTE_FACTOR * VERSION_NOTE_FACTOR, NAMED_ENTRY_BOOST]
         );
         assert_eq!(
             focus(

@@ -275,6 +275,11 @@ fn subject_terms_name_what_a_product_owns_and_not_only_the_product() {
     let q =
         "What is the finest resolution of a Python datetime object and of a PostgreSQL timestamp?";
     assert!(subject_terms(q).contains(&"timestamp".to_string()));
+    // A word a product only modifies is no subject when another is named: "POD" on a C++
+    // page does not answer a question about a pod's terminationGracePeriodSeconds.
+    let q = "What is the default terminationGracePeriodSeconds of a Kubernetes pod?";
+    assert_eq!(subject_terms(q), ["terminationgraceperiodseconds"]);
+    assert!(!mentions_key_terms("plain old data structures (POD)", q));
     // Still nothing that names none of them.
     assert!(!mentions_key_terms(
         "The default executor creates a pool of threads.",
@@ -306,4 +311,35 @@ fn an_asked_for_data_entry_is_recognised_without_a_call_shape() {
         "wal_level (enum)",
         "What is the default wal_level in PostgreSQL 15?"
     ));
+}
+
+#[test]
+fn a_lead_in_and_its_list_are_one_passage() {
+    let page = "# copy\n\nThe difference between shallow and deep copying is only relevant for compound objects:\n\n*   A *shallow copy* constructs a new compound object and inserts *references* into it.\n\n*   A *deep copy* constructs a new compound object and, recursively, inserts *copies* into it.\n\nTwo problems often exist with deep copy operations.\n\n- a list after a full stop stays apart\n";
+    let p = split(page);
+    assert_eq!(p.len(), 3, "{p:#?}");
+    assert!(p[0].text.starts_with("The difference") && p[0].text.contains("*deep copy*"));
+    assert_eq!(p[2].kind, PassageKind::List);
+    assert_eq!(p.iter().map(|p| p.index).collect::<Vec<_>>(), [0, 1, 2]);
+    // Together they match a question about the difference, and are shown.
+    let s = rank(
+        &p,
+        "What is the difference between a shallow and a deep copy?",
+    );
+    assert!(s[0] > s[1], "{s:?}");
+}
+
+#[test]
+fn a_question_about_names_themselves_borrows_their_definitions_words() {
+    let page = "# copy\n\n## copy.copy(x)\n\nReturn a shallow copy of x.\n\n## copy.deepcopy(x)\n\nReturn a deep copy of x.\n\n## Notes\n\nA shallow copy inserts references; a deep copy inserts copies, recursively.\n\nThe module is written in Python.\n";
+    let p = split(page);
+    let q = "What is the difference between copy.copy() and copy.deepcopy() in Python?";
+    let d = definition_terms(&p, q);
+    assert!(d.contains("shallow") && d.contains("deep"), "{d:?}");
+    let s = rank(&p, q);
+    assert!(s[2] > s[3], "{s:?}");
+    // A question about an aspect of the names keeps to its own words.
+    let q = "How do Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys?";
+    let page = "## json.loads(s)\n\nDeserialize s to a Python object.\n";
+    assert!(definition_terms(&split(page), q).is_empty());
 }
