@@ -92,6 +92,7 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
             scores[i] *= ENTRY_PAGE_BOOST;
         }
     }
+    let asks_default = task.to_lowercase().contains("default");
     let mut lead_seen = std::collections::BTreeSet::new();
     for i in 0..all.len() {
         let Some(h) = all[i].heading_path.last() else {
@@ -101,7 +102,10 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
             && (i == 0
                 || owner[i - 1] != owner[i]
                 || all[i - 1].heading_path != all[i].heading_path);
-        let asked = focus::is_asked_entry(h, task);
+        // Not when the task asks for a default: the entry's sentence stating it is the answer,
+        // and a doubled definition ("Decorator to wrap a function with a memoizing callable")
+        // outranked lru_cache's "leaving the maxsize at its default value of 128".
+        let asked = !asks_default && focus::is_asked_entry(h, task);
         if asked
             && all[i].kind == PassageKind::Prose
             && lead_seen.insert((owner[i], all[i].heading_path.clone()))

@@ -16,8 +16,8 @@ use quarry_vocab::reasons;
 use serde::Deserialize;
 
 use super::score::{
-    Expect, NOT_FINISHED, Outcome, Question, QuestionResult, match_facts, n, normalise,
-    report_body, states_no_answer,
+    Expect, NOT_FINISHED, Outcome, Question, QuestionResult, mark_stated, match_facts, n,
+    normalise, own_words, report_body, states_no_answer,
 };
 
 /// How an external run ended.
@@ -201,7 +201,8 @@ pub fn score_external(
         (Ok(run), _) => run.outcome(),
     };
     let answer = external_answer(q, input).unwrap_or_default();
-    let facts = match_facts(q, &normalise(&answer));
+    let mut facts = match_facts(q, &normalise(&answer));
+    mark_stated(q, &mut facts, &normalise(&own_words(&answer)));
     let (cited, checks) = match (run, input.report) {
         (Some(run), Some(report)) => {
             let cited = citations(report, run);
@@ -233,6 +234,7 @@ pub fn score_external(
         runaway: outcome.is_runaway(),
         outcome,
         key_facts_found: n(facts.iter().filter(|f| f.found).count()),
+        key_facts_stated: n(facts.iter().filter(|f| f.stated).count()),
         key_facts: n(facts.len()),
         facts,
         key_facts_judged: None,

@@ -371,6 +371,9 @@ pub struct FactResult {
     /// The model judge's verdict (`quarry eval --judge`); absent when not judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<Verdict>,
+    /// Found in the report's own words ([`own_words`]), not only in a passage it quotes.
+    #[serde(default)]
+    pub stated: bool,
 }
 
 /// Tokens and cost the judge spent on one question (or all of them): never part of the run's.
@@ -406,6 +409,9 @@ pub struct QuestionResult {
     pub outcome: Outcome,
     /// Key facts whose match strings occur in the report body (answerable questions).
     pub key_facts_found: u32,
+    /// Of those, found in the report's own words (see [`own_words`]).
+    #[serde(default)]
+    pub key_facts_stated: u32,
     pub key_facts: u32,
     #[serde(default)]
     pub facts: Vec<FactResult>,
@@ -499,9 +505,38 @@ pub fn match_facts(q: &Question, normalised_body: &str) -> Vec<FactResult> {
                 found: matched.is_some(),
                 matched,
                 judge: None,
+                stated: false,
             }
         })
         .collect()
+}
+
+/// Pure: the part of a report body written in the report's own words: its `## Summary` section
+/// when it has one (Quarry's: the model's cited sentences, or the note that it wrote none),
+/// otherwise the body without quoted lines (`> ...`). A fact found only in a quoted passage was
+/// shown to the reader but not said; the eval counts the two apart so neither hides the other.
+pub fn own_words(body: &str) -> String {
+    if let Some(start) = body.find("## Summary\n") {
+        let rest = &body[start + "## Summary\n".len()..];
+        let end = rest.find("\n## ").unwrap_or(rest.len());
+        return rest[..end].to_string();
+    }
+    body.lines()
+        .filter(|l| !l.trim_start().starts_with('>'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Pure: marks the found facts whose match string is in the normalised own words too.
+pub fn mark_stated(q: &Question, facts: &mut [FactResult], normalised_own: &str) {
+    for (f, key) in facts.iter_mut().zip(&q.key_facts) {
+        f.stated = f.found
+            && key
+                .matches
+                .iter()
+                .map(|m| normalise(m))
+                .any(|m| !m.is_empty() && normalised_own.contains(m.as_str()));
+    }
 }
 
 /// Pure: scores one finished run of `q`.
@@ -513,9 +548,11 @@ pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
     let null = Value::Null;
     let findings = run.findings.unwrap_or(&null);
     let aborted = findings["aborted"].as_bool().unwrap_or(false);
-    let body = normalise(&answer_body(q, &outcome, run.report, aborted).unwrap_or_default());
+    let raw_body = answer_body(q, &outcome, run.report, aborted).unwrap_or_default();
+    let body = normalise(&raw_body);
     let expect = q.expects();
-    let facts = match_facts(q, &body);
+    let mut facts = match_facts(q, &body);
+    mark_stated(q, &mut facts, &normalise(&own_words(&raw_body)));
     let claims = findings["claims"].as_array().cloned().unwrap_or_default();
     let supported = claims
         .iter()
@@ -560,6 +597,7 @@ pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
         runaway: outcome.is_runaway(),
         outcome,
         key_facts_found: n(facts.iter().filter(|f| f.found).count()),
+        key_facts_stated: n(facts.iter().filter(|f| f.stated).count()),
         key_facts: n(facts.len()),
         facts,
         key_facts_judged: None,
@@ -601,6 +639,9 @@ pub struct Totals {
     /// Mean over answerable questions of `keyFactsFound / keyFacts`.
     pub mean_fact_share: Option<f64>,
     pub key_facts_found: u32,
+    /// Of those, found in the reports' own words, not only in passages they quote.
+    #[serde(default)]
+    pub key_facts_stated: u32,
     pub key_facts: u32,
     /// Key facts the judge gave a verdict on (`--judge`).
     pub judged_facts: u32,
@@ -666,6 +707,7 @@ pub fn totals(results: &[QuestionResult]) -> Totals {
             Expect::Answer => {
                 t.answerable += 1;
                 t.key_facts_found += r.key_facts_found;
+                t.key_facts_stated += r.key_facts_stated;
                 t.key_facts += r.key_facts;
                 if r.key_facts > 0 {
                     share_sum += f64::from(r.key_facts_found) / f64::from(r.key_facts);

@@ -92,13 +92,14 @@ pub fn render_table(system: &str, results: &[QuestionResult], t: &Totals) -> Str
         t.questions, t.completed, t.no_evidence, t.failed, t.runaways
     ));
     out.push_str(&format!(
-        "answerable: {}/{} with every key fact ({}), mean share of facts found {}, {}/{} facts\n",
+        "answerable: {}/{} with every key fact ({}), mean share of facts found {}, {}/{} facts ({} in the reports' own words, the rest only in passages they quote)\n",
         t.all_facts_found,
         t.answerable,
         pct(t.all_facts_share),
         pct(t.mean_fact_share),
         t.key_facts_found,
-        t.key_facts
+        t.key_facts,
+        t.key_facts_stated
     ));
     if judged {
         out.push_str(&format!(

@@ -458,3 +458,27 @@ fn time_limits_are_runaways_and_not_finished_results_are_scored_again() {
     let done = BTreeMap::from([(missing.id.clone(), missing)]);
     assert_eq!(plan(&qs[..1], &done, false), vec![Plan::Run]);
 }
+
+#[test]
+fn a_fact_only_in_a_quoted_passage_is_found_but_not_stated() {
+    let body = "## Summary\n\nUse `json.loads()` ([json](http://d/json.html)).\n\n## Evidence\n\n- [json](http://d/json.html):\n\n> If the data is not valid, a JSONDecodeError will be raised.\n";
+    assert!(own_words(body).contains("json.loads"));
+    assert!(!own_words(body).contains("JSONDecodeError"));
+    // Without a Summary section (another system's report), quoted lines are not its words.
+    let other = "# Answer\n\njson.loads parses a string.\n\n> JSONDecodeError is raised.\n";
+    assert!(
+        own_words(other).contains("json.loads") && !own_words(other).contains("JSONDecodeError")
+    );
+    let q = parse_questions(
+        r#"{"id": "j", "question": "How do I decode JSON?", "expect": "answer", "keyFacts": [{"fact": "loads", "match": ["json.loads"], "page": "p", "quote": "Deserialize s to a Python object using this table."}, {"fact": "error", "match": ["jsondecodeerror"], "page": "p", "quote": "If the data is not valid a JSONDecodeError will be raised here."}], "pages": ["p"]}"#,
+    )
+    .unwrap()
+    .remove(0);
+    let mut facts = match_facts(&q, &normalise(body));
+    mark_stated(&q, &mut facts, &normalise(&own_words(body)));
+    assert!(facts.iter().all(|f| f.found));
+    assert_eq!(
+        facts.iter().map(|f| f.stated).collect::<Vec<_>>(),
+        [true, false]
+    );
+}
