@@ -303,11 +303,53 @@ pub struct GatedText {
 }
 
 /// Removes citations of URLs the run neither fetched nor saw; bare unverifiable URLs are dropped,
-/// links keep their text.
+/// links keep their text. Code is not prose: a URL in a fenced block or an inline code span
+/// (a quoted sample's `resource = 'https://peps.python.org/pep-%04d' % num`) cites nothing and
+/// is left as written (it was cut out of functools' quoted example and counted as invented).
 pub fn gate_links(markdown: &str, base: &EvidenceBase) -> GatedText {
     let mut cited: Vec<String> = Vec::new();
     let mut unverified: Vec<String> = Vec::new();
-    let out = LINK_RE.replace_all(markdown, |caps: &regex::Captures<'_>| {
+    let mut out = String::with_capacity(markdown.len());
+    let mut in_fence = false;
+    for line in markdown.split_inclusive('\n') {
+        let bare = line.trim_start().trim_start_matches(['>', ' ']);
+        let fence = bare.starts_with("```") || bare.starts_with("~~~");
+        if in_fence || fence {
+            out.push_str(line);
+            if fence {
+                in_fence = !in_fence;
+            }
+            continue;
+        }
+        out.push_str(&gate_prose(line, base, &mut cited, &mut unverified));
+    }
+    GatedText {
+        markdown: out,
+        cited,
+        unverified,
+    }
+}
+
+/// Byte ranges of a line's inline code spans (between pairs of backticks).
+fn code_spans(line: &str) -> Vec<std::ops::Range<usize>> {
+    let ticks: Vec<usize> = line.match_indices('`').map(|(i, _)| i).collect();
+    ticks.chunks_exact(2).map(|p| p[0]..p[1]).collect()
+}
+
+/// [`gate_links`] on one line outside fenced code: a link or URL starting inside an inline code
+/// span is left alone (a link whose text is code, "[`json.loads`](url)", starts outside it).
+fn gate_prose(
+    text: &str,
+    base: &EvidenceBase,
+    cited: &mut Vec<String>,
+    unverified: &mut Vec<String>,
+) -> String {
+    let spans = code_spans(text);
+    let out = LINK_RE.replace_all(text, |caps: &regex::Captures<'_>| {
+        let start = caps.get(0).map_or(0, |m| m.start());
+        if spans.iter().any(|r| r.contains(&start)) {
+            return caps[0].to_string();
+        }
         let (text, raw) = match (caps.get(1), caps.get(2), caps.get(3)) {
             (Some(t), Some(u), _) => (Some(t.as_str()), u.as_str()),
             (_, _, Some(u)) => (None, u.as_str()),
@@ -336,11 +378,7 @@ pub fn gate_links(markdown: &str, base: &EvidenceBase) -> GatedText {
             }
         }
     });
-    GatedText {
-        markdown: out.into_owned(),
-        cited,
-        unverified,
-    }
+    out.into_owned()
 }
 
 /// Splits Markdown into sentence-sized units: lines, then sentences within a line. Links are

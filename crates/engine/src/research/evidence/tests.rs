@@ -145,6 +145,32 @@ fn links_resolve_to_fetched_pages_and_seen_results_only() {
 }
 
 #[test]
+fn urls_in_quoted_code_are_code_not_citations() {
+    let md = "Use a cache ([json](http://h/json.html)).\n\n> ```\n> resource = 'https://peps.python.org/pep-%04d' % num\n> ```\n\n> Call `urlopen('http://made.up/x')` or read [`json.loads`](http://h/json.html) and [y](http://made.up/y).\n";
+    let g = gate_links(md, &base());
+    assert!(
+        g.markdown
+            .contains("'https://peps.python.org/pep-%04d' % num"),
+        "{}",
+        g.markdown
+    );
+    assert!(
+        g.markdown.contains("`urlopen('http://made.up/x')`"),
+        "{}",
+        g.markdown
+    );
+    // A link whose text is code is still a citation; a prose link is still gated.
+    assert!(
+        g.markdown.contains("[`json.loads`](http://h/json.html)"),
+        "{}",
+        g.markdown
+    );
+    assert!(g.markdown.contains(" and y."), "{}", g.markdown);
+    assert_eq!(g.cited, vec!["http://h/json.html"]);
+    assert_eq!(g.unverified, vec!["http://made.up/y"]);
+}
+
+#[test]
 fn claims_are_checked_against_the_cited_text() {
     let md = "## Key findings\n- `json.loads` deserializes a str into a Python object ([json](http://h/json.html)).\n- It is the fastest parser on earth and was added in version 2.1 ([json](http://h/json.html)).\n- See [json](http://h/json.html).\n- Pickle serializes Python object structures in binary protocols ([pickle](http://h/pickle.html)).";
     let checks = check_claims(md, &base(), "");
