@@ -1,5 +1,6 @@
 use super::*;
-use crate::research::passages::rank;
+use crate::research::passages::{rank, split};
+use crate::research::state::PageExtract;
 
 #[test]
 fn lead_ins_that_only_introduce_a_list_are_not_passages() {

@@ -1,0 +1,167 @@
+//! What a question names: its keyword form, the names a page answering it must mention, and
+//! which of them are only the product it is asked in.
+
+use std::collections::BTreeSet;
+
+use super::{context_terms, is_stop, terms};
+
+/// The keyword form of a question: its terms in order, each once, unstemmed words kept as
+/// written (what a search engine should be given).
+pub fn keyword_query(question: &str) -> String {
+    let lower = question.to_lowercase();
+    let mut seen = BTreeSet::new();
+    let mut words = Vec::new();
+    for token in lower.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
+        let token = token.trim_matches('.');
+        if token.len() > 1 && !is_stop(token) && seen.insert(token.to_string()) {
+            words.push(token.to_string());
+        }
+    }
+    words.join(" ")
+}
+
+/// The words of a question that a page answering it must contain: identifiers
+/// (`create_engine`, `functools.lru_cache`, `TaskGroup`) when it names any, otherwise the
+/// names it capitalises (`PostgreSQL`, `Serializable`). Lower-cased; empty when it has neither.
+pub fn key_terms(question: &str) -> Vec<String> {
+    let words = question_words(question);
+    let identifiers: Vec<String> = words
+        .iter()
+        .filter(|w| {
+            // CamelCase (TaskGroup, SQLAlchemy), not an acronym's plural (CRDs, APIs).
+            let inner_upper = w.chars().skip(1).any(|c| c.is_uppercase())
+                && w.chars().filter(|c| c.is_lowercase()).count() >= 2;
+            w.contains('_')
+                || (w.contains('.') && w.chars().next().is_some_and(char::is_alphabetic))
+                || inner_upper
+        })
+        .map(|w| w.to_lowercase())
+        .collect();
+    if !identifiers.is_empty() {
+        return identifiers;
+    }
+    capitalised_names(&words)
+}
+
+/// The lower-cased words of a question, after its first, that start with a capital.
+fn capitalised_names(words: &[&str]) -> Vec<String> {
+    words
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            *i > 0
+                && w.chars().next().is_some_and(char::is_uppercase)
+                && !is_stop(&w.to_lowercase())
+        })
+        .map(|(_, w)| w.to_lowercase())
+        .collect()
+}
+
+/// The words of a question, possessives cut (`PostgreSQL's` → `PostgreSQL`).
+fn question_words(question: &str) -> Vec<&str> {
+    question
+        .split(|c: char| c.is_whitespace() || "\"'`?!,;:()[]{}".contains(c))
+        .map(|w| w.trim_end_matches(['.', '\'']).trim_end_matches("'s"))
+        .filter(|w| w.len() > 1)
+        .collect()
+}
+
+/// Pure: the key terms a page must name to bear on the question: [`key_terms`], and besides
+/// them what the question asks of each product it names. `PostgreSQL` is CamelCase, so in "In
+/// PostgreSQL, which reclaims disk space immediately: TRUNCATE, plain VACUUM, or DELETE?" it was
+/// the only key term, and `sql-truncate.html`, which never says "PostgreSQL", was judged off the
+/// task; "Python's secrets module" made `secrets.html` answer for "Python". So the subject of an
+/// owner or a modifier counts (`secrets` of "Python's secrets module", `timestamp` of "a
+/// PostgreSQL timestamp"), and when the product was the only key term, so do the question's
+/// other capitalised names (`TRUNCATE`, `VACUUM`, `DELETE`).
+pub fn subject_terms(question: &str) -> Vec<String> {
+    let context = context_terms(question);
+    let mut keys = key_terms(question);
+    let only_products = keys.iter().all(|k| is_context(k, &context));
+    if !keys.is_empty() && only_products {
+        keys.extend(
+            capitalised_names(&question_words(question))
+                .into_iter()
+                .filter(|k| !is_context(k, &context)),
+        );
+    }
+    keys.extend(owned_words(question, only_products));
+    let mut seen = BTreeSet::new();
+    keys.retain(|k| seen.insert(k.clone()));
+    keys
+}
+
+/// Pure: whether a key term is one of the question's [`context_terms`] (the product it is
+/// asked in), not its subject.
+pub fn is_context(key: &str, context: &BTreeSet<String>) -> bool {
+    let t = terms(key);
+    !t.is_empty() && t.iter().all(|t| context.contains(t))
+}
+
+/// Pure: the word a product owns or modifies in a question (`secrets` in "Python's secrets
+/// module", `jsonb` in "PostgreSQL's jsonb type", `datetime` in "a Python datetime object").
+/// A modified word counts only when the question `names_no_other` subject: in "the default
+/// terminationGracePeriodSeconds of a Kubernetes pod" the pod is not what is asked about, and
+/// "pod" let a C++ page ("plain old data structures (POD)") stand as an answer.
+fn owned_words(question: &str, names_no_other: bool) -> Vec<String> {
+    let raw: Vec<&str> = question.split_whitespace().collect();
+    let clean = |w: &str| {
+        w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_'))
+            .trim_end_matches('.')
+            .trim_end_matches("()")
+            .to_lowercase()
+    };
+    let is_name = |w: &str| {
+        w.chars().next().is_some_and(char::is_uppercase)
+            && w.chars().all(char::is_alphanumeric)
+            && !is_stop(&w.to_lowercase())
+    };
+    let mut out = Vec::new();
+    for (i, w) in raw.iter().enumerate() {
+        let Some(next) = raw.get(i + 1) else { break };
+        let possessive = w
+            .strip_suffix("'s")
+            .or_else(|| w.strip_suffix("’s"))
+            .is_some_and(is_name);
+        let modifier = i > 0
+            && matches!(raw[i - 1].to_lowercase().as_str(), "a" | "an" | "the")
+            && is_name(w)
+            && w.chars().any(char::is_lowercase);
+        let word = clean(next);
+        if (possessive || (modifier && names_no_other))
+            && next.chars().next().is_some_and(char::is_lowercase)
+            && word.len() > 1
+            && !is_stop(&word)
+        {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// True when `text` names at least one of the question's key terms (see [`subject_terms`]); a
+/// dotted name also counts by its last part (`lru_cache` for `functools.lru_cache`). A page
+/// that names none of them does not answer the question, however many common words it shares.
+pub fn mentions_key_terms(text: &str, question: &str) -> bool {
+    let keys = subject_terms(question);
+    if keys.is_empty() {
+        return true;
+    }
+    let lower = text.to_lowercase();
+    let has_word = |needle: &str| {
+        lower.match_indices(needle).any(|(at, _)| {
+            let before = lower[..at].chars().next_back();
+            let after = lower[at + needle.len()..].chars().next();
+            let boundary = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            boundary(before) && boundary(after)
+        })
+    };
+    keys.iter().any(|k| {
+        let singular = k.strip_suffix('s').filter(|s| s.len() > 2);
+        has_word(k)
+            || singular.is_some_and(has_word)
+            || k.rsplit('.')
+                .next()
+                .is_some_and(|last| last != k && last.len() > 2 && has_word(last))
+    })
+}
