@@ -645,12 +645,25 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
     missing_numbers.retain(|n| !restated.contains(n) || speaks_of_other_version(evidence, n));
     let supported = overlap >= SUPPORT_THRESHOLD
         && missing_numbers.is_empty()
-        && !negation_unsupported(claim, evidence);
+        && !negation_unsupported(claim, evidence)
+        && !restates_question(claim, asked);
     Support {
         overlap,
         missing_numbers,
         supported,
     }
+}
+
+/// Pure: whether `claim` is made only of the question's words: it states nothing its passage
+/// was needed for, and on a yes/no question it asserts "yes" whatever the passage says. The 0.5B
+/// model answered "Does PostgreSQL's CLUSTER command keep the table ordered when new rows are
+/// inserted later?" with "PostgreSQL's CLUSTER command keeps the table ordered when new rows are
+/// inserted later", citing the paragraph that says the changes are not clustered; every word
+/// was on the page, so the share of shared words passed it.
+fn restates_question(claim: &str, asked: &str) -> bool {
+    let question = terms(asked);
+    let claimed = terms(claim);
+    !question.is_empty() && !claimed.is_empty() && claimed.is_subset(&question)
 }
 
 /// Checks every sentence of a (gated) text that cites a source the run holds; `asked` is the

@@ -214,3 +214,17 @@ fn a_numbers_mismatch_is_unsupported_even_with_word_overlap() {
     assert!(overlap > 0.8);
     assert_eq!(missing, vec!["3.9"]);
 }
+
+#[test]
+fn a_sentence_made_only_of_the_questions_words_is_no_answer() {
+    let asked = "Does PostgreSQL's CLUSTER command keep the table ordered when new rows are inserted later?";
+    let passage = "When a table is clustered, it is physically reordered based on the index information. Clustering is a one-time operation: when the table is subsequently updated, the changes are not clustered. That is, no attempt is made to store new or updated rows according to their index order. The CLUSTER command keeps nothing ordered later.";
+    let restated =
+        "PostgreSQL's CLUSTER command keeps the table ordered when new rows are inserted later.";
+    assert!(!check_support(restated, passage, asked).supported);
+    // The same words with the passage's answer are a claim.
+    let answer = "Clustering is a one-time operation: changes made when the table is later updated are not clustered.";
+    assert!(check_support(answer, passage, asked).supported);
+    // Without the question, nothing is a restatement.
+    assert!(check_support(restated, passage, "").supported);
+}
