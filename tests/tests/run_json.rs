@@ -122,8 +122,8 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
             .iter()
             .all(|c| c["model"] == "scripted" && c["outcome"] == "ok")
     );
-    // The question is searched first, as written, as keywords and by its key terms; the
-    // model's query follows.
+    // The question is searched first, as written, as keywords and by its subject (not the
+    // product it is asked in, "Python"); the model's query follows.
     let searched: Vec<&Value> = lines
         .iter()
         .filter(|l| l["type"] == "search")
@@ -134,7 +134,7 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
         [
             &json!("How do I decode JSON in Python?"),
             &json!("decode json python"),
-            &json!("json python"),
+            &json!("json"),
             &json!("json decoder")
         ]
     );
