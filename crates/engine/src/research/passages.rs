@@ -302,6 +302,30 @@ fn query_terms(query: &str) -> BTreeSet<String> {
 /// Weight of a context term in [`rank`] (a full query term weighs 1).
 const CONTEXT_WEIGHT: f64 = 0.2;
 
+/// Pure: whether a word can name a product: capitalised, letters and digits only, no stop word.
+fn is_product_name(w: &str) -> bool {
+    w.chars().next().is_some_and(char::is_uppercase)
+        && w.chars().all(char::is_alphanumeric)
+        && !is_stop(&w.to_lowercase())
+}
+
+/// Pure: the product a possessive names ("PostgreSQL's jsonb type", "Python's secrets module":
+/// the owner of the subject).
+fn possessive_owner(w: &str) -> Option<&str> {
+    w.strip_suffix("'s")
+        .or_else(|| w.strip_suffix("’s"))
+        .filter(|o| is_product_name(o))
+}
+
+/// Pure: whether `w`, after the word `prev`, is a product used as a modifier ("a PostgreSQL
+/// table", "the Python datetime object"). Not an all-capitals word: "the MERGE command", "the
+/// JSON module" name the subject.
+fn modifies_as_product(prev: &str, w: &str) -> bool {
+    matches!(prev.to_lowercase().as_str(), "a" | "an" | "the")
+        && is_product_name(w)
+        && w.chars().any(char::is_lowercase)
+}
+
 /// Pure: the query's context terms: a product and its version (`PostgreSQL 15`, `Python 3.11`)
 /// a product named in passing at the end of a clause (`... module in Python?`), an owner
 /// (`PostgreSQL's jsonb type`) or a product used as a modifier (`a PostgreSQL table`). They say
@@ -320,11 +344,7 @@ pub fn context_terms(query: &str) -> BTreeSet<String> {
             && w.chars().next().is_some_and(|c| c.is_ascii_digit())
             && w.chars().all(|c| c.is_ascii_digit() || c == '.')
     };
-    let is_name = |w: &str| {
-        w.chars().next().is_some_and(char::is_uppercase)
-            && w.chars().all(|c| c.is_alphanumeric())
-            && !is_stop(&w.to_lowercase())
-    };
+    let is_name = is_product_name;
     let mut out = BTreeSet::new();
     for (i, w) in words.iter().enumerate() {
         let next = words.get(i + 1).copied().unwrap_or("");
@@ -333,26 +353,15 @@ pub fn context_terms(query: &str) -> BTreeSet<String> {
             .is_some_and(|r| r.ends_with(['?', ',', ';', '.', ':', '!']));
         let after_in =
             i > 0 && matches!(words[i - 1].to_lowercase().as_str(), "in" | "for" | "with");
-        // "PostgreSQL's jsonb type", "Python's secrets module": the owner of the subject.
-        let possessive = w
-            .strip_suffix("'s")
-            .or_else(|| w.strip_suffix("’s"))
-            .filter(|o| is_name(o));
-        // "a PostgreSQL table", "the Python datetime object": a product used as a modifier.
-        let after_article =
-            i > 0 && matches!(words[i - 1].to_lowercase().as_str(), "a" | "an" | "the");
-        // Not an all-capitals word: "the MERGE command", "the JSON module" name the subject.
-        let modifies = next.chars().next().is_some_and(char::is_lowercase)
-            && !is_stop(next)
-            && w.chars().any(char::is_lowercase);
-        if let Some(owner) = possessive {
+        let modifies = next.chars().next().is_some_and(char::is_lowercase) && !is_stop(next);
+        if let Some(owner) = possessive_owner(w) {
             out.extend(terms(owner));
         } else if is_name(w) && is_version(next) {
             out.extend(terms(w));
             out.extend(terms(next));
         } else if is_name(w)
             && ((after_in && (ends_clause || i + 1 == words.len()))
-                || (after_article && modifies && !ends_clause))
+                || (i > 0 && modifies_as_product(words[i - 1], w) && modifies && !ends_clause))
         {
             out.extend(terms(w));
         }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{context_terms, is_stop, terms};
+use super::{context_terms, is_stop, modifies_as_product, possessive_owner, terms};
 
 /// The keyword form of a question: its terms in order, each once, unstemmed words kept as
 /// written (what a search engine should be given).
@@ -111,22 +111,11 @@ fn owned_words(question: &str, names_no_other: bool) -> Vec<String> {
             .trim_end_matches("()")
             .to_lowercase()
     };
-    let is_name = |w: &str| {
-        w.chars().next().is_some_and(char::is_uppercase)
-            && w.chars().all(char::is_alphanumeric)
-            && !is_stop(&w.to_lowercase())
-    };
     let mut out = Vec::new();
     for (i, w) in raw.iter().enumerate() {
         let Some(next) = raw.get(i + 1) else { break };
-        let possessive = w
-            .strip_suffix("'s")
-            .or_else(|| w.strip_suffix("’s"))
-            .is_some_and(is_name);
-        let modifier = i > 0
-            && matches!(raw[i - 1].to_lowercase().as_str(), "a" | "an" | "the")
-            && is_name(w)
-            && w.chars().any(char::is_lowercase);
+        let possessive = possessive_owner(w).is_some();
+        let modifier = i > 0 && modifies_as_product(raw[i - 1], w);
         let word = clean(next);
         if (possessive || (modifier && names_no_other))
             && next.chars().next().is_some_and(char::is_lowercase)
