@@ -41,7 +41,8 @@ pub struct Extracted {
 pub fn extract_markdown(html: &str, url: &str) -> Extracted {
     // Hostile nesting would overflow the recursive walks below (see `nesting`).
     let limited = super::nesting::limit_depth(html, super::nesting::MAX_DEPTH);
-    let terms = definition_terms_as_headings(&limited);
+    let untitled = admonitions_untitled(&limited);
+    let terms = definition_terms_as_headings(&untitled);
     let html: &str = &terms;
     let options = rs_trafilatura::Options {
         url: (!url.is_empty()).then(|| url.to_string()),
@@ -335,6 +336,26 @@ pub fn definition_terms_as_headings(html: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(blocks.into_owned())
 }
 
+/// An admonition's opening with its title heading: `<div class="note"><h3 class="title">Note</h3>`
+/// (DocBook, the PostgreSQL docs).
+static ADMONITION_TITLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?s)(<div class="(?:note|tip|warning|caution|important)"[^>]*>\s*)<h[1-6][^>]*>.*?</h[1-6]>"#,
+    )
+    .expect("valid regex")
+});
+
+/// Drops the title headings of admonitions ("Note", "Tip"): as headings they replaced the
+/// section's own, and everything after a note stayed under "Note" (the paragraph "serial ... are
+/// not true types" was filed under "8.1. Numeric Types › Note", not "8.1.4. Serial Types", and
+/// ranked below table rows that named `serial` in their headings).
+pub fn admonitions_untitled(html: &str) -> std::borrow::Cow<'_, str> {
+    if !html.contains("class=\"") {
+        return std::borrow::Cow::Borrowed(html);
+    }
+    ADMONITION_TITLE.replace_all(html, "$1")
+}
+
 /// Runs of whitespace replaced by one space, ends trimmed.
 fn collapse_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -358,6 +379,28 @@ pub fn strip_markdown(markdown: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_admonition_title_does_not_replace_the_section_heading() {
+        // The shape of PostgreSQL's datatype-numeric.html: a section whose first child is a note.
+        let filler = "Numeric types consist of two-, four-, and eight-byte integers and selectable-precision decimals, which this paragraph describes at enough length to be main content.";
+        let html = format!(
+            "<html><head><title>8.1. Numeric Types</title></head><body><div class=\"sect1\"><h2 class=\"title\">8.1. Numeric Types</h2><p>{filler}</p><div class=\"sect2\"><div class=\"titlepage\"><h3 class=\"title\">8.1.4. Serial Types</h3></div><div class=\"note\"><h3 class=\"title\">Note</h3><p>This section describes a PostgreSQL-specific way to create an autoincrementing column.</p></div><p>The data types smallserial, serial and bigserial are not true types, but merely a notational convenience for creating unique identifier columns.</p></div></div></body></html>"
+        );
+        let md = extract_markdown(&html, "https://docs.example/datatype-numeric.html").markdown;
+        let passages = crate::research::passages::split(&md);
+        let serial = passages
+            .iter()
+            .find(|p| p.text.contains("not true types"))
+            .expect("the paragraph is kept");
+        assert_eq!(
+            serial.heading_path.last().map(String::as_str),
+            Some("8.1.4. Serial Types"),
+            "{md}"
+        );
+        assert!(!md.contains("Note"), "{md}");
+        assert_eq!(admonitions_untitled("<p>x</p>"), "<p>x</p>");
+    }
 
     #[test]
     fn a_bare_pre_becomes_one_fenced_block_blank_lines_and_all() {
