@@ -326,9 +326,46 @@ fn modifies_as_product(prev: &str, w: &str) -> bool {
         && w.chars().any(char::is_lowercase)
 }
 
+/// Nouns that say what kind of thing a name is: "the MERGE command", "the json module".
+const CATEGORY_NOUNS: [&str; 14] = [
+    "command",
+    "statement",
+    "function",
+    "method",
+    "class",
+    "module",
+    "type",
+    "decorator",
+    "keyword",
+    "clause",
+    "package",
+    "object",
+    "setting",
+    "parameter",
+];
+
+/// Pure: whether `w`, after `before` and `prev`, says what kind of thing `prev` names ("the
+/// MERGE command", "json.loads() function", "the json module"): the name is the subject, the
+/// noun only its kind. As a full term, "command" made "This command conforms to the SQL
+/// standard." and "a `MERGE` command returns a command tag" outrank MERGE's own "conditionally
+/// insert, update, or delete rows".
+fn names_a_kind(before: &str, prev: &str, w: &str) -> bool {
+    let code_like = prev.contains(['_', '.', '('])
+        || (prev.len() > 1
+            && prev
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()));
+    let after_article = matches!(before.to_lowercase().as_str(), "the" | "a" | "an")
+        && !is_stop(&prev.to_lowercase());
+    CATEGORY_NOUNS.contains(&w.to_lowercase().as_str())
+        && !prev.is_empty()
+        && (code_like || after_article)
+}
+
 /// Pure: the query's context terms: a product and its version (`PostgreSQL 15`, `Python 3.11`)
 /// a product named in passing at the end of a clause (`... module in Python?`), an owner
-/// (`PostgreSQL's jsonb type`) or a product used as a modifier (`a PostgreSQL table`). They say
+/// (`PostgreSQL's jsonb type`), a product used as a modifier (`a PostgreSQL table`) or the kind of
+/// thing a name is (`the MERGE command`, see [`names_a_kind`]). They say
 /// which documentation to look in, not which passage answers; on a page of that product's
 /// docs they match by accident (issue 14: "PostgreSQL versions before 9.4 ..." outranked the
 /// `max_connections` entry for "the default of max_connections in PostgreSQL 15").
@@ -354,8 +391,12 @@ pub fn context_terms(query: &str) -> BTreeSet<String> {
         let after_in =
             i > 0 && matches!(words[i - 1].to_lowercase().as_str(), "in" | "for" | "with");
         let modifies = next.chars().next().is_some_and(char::is_lowercase) && !is_stop(next);
+        let prev = if i > 0 { words[i - 1] } else { "" };
+        let before = if i > 1 { words[i - 2] } else { "" };
         if let Some(owner) = possessive_owner(w) {
             out.extend(terms(owner));
+        } else if names_a_kind(before, prev, w) {
+            out.extend(terms(w));
         } else if is_name(w) && is_version(next) {
             out.extend(terms(w));
             out.extend(terms(next));

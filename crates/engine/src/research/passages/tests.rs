@@ -55,11 +55,48 @@ fn a_product_and_its_version_are_context_not_subject() {
         "{c:?}"
     );
     let c = context_terms("How do I decode JSON with the json module in Python?");
-    assert_eq!(c, BTreeSet::from(["python".to_string()]));
+    assert_eq!(
+        c,
+        BTreeSet::from(["python".to_string(), "modul".to_string()])
+    );
     assert!(context_terms("Which pickle protocol does Python 3.11 use?").contains("python"));
     // The subject of the question stays a full term.
     assert!(context_terms("What isolation levels does PostgreSQL support?").is_empty());
     assert!(context_terms("What is new in 3.11?").is_empty());
+}
+
+#[test]
+fn the_kind_of_a_named_thing_is_context() {
+    let c = context_terms("What does the MERGE command introduced in PostgreSQL 15 do?");
+    assert!(c.contains("command"), "{c:?}");
+    assert!(context_terms("What does json.loads() function return?").contains("function"));
+    // "type" is what is asked here, not the kind of a name.
+    let c = context_terms("Is serial a real data type in PostgreSQL?");
+    assert!(!c.contains("type"), "{c:?}");
+    // The shape of sql-merge.html: short passages naming "command" outranked the definition.
+    let mut page = "## MERGE\n\nMERGE — conditionally insert, update, or delete rows of a table\n\n## Description\n\n`MERGE` provides a single SQL statement that can conditionally `INSERT`, `UPDATE` or `DELETE` rows, a task that would otherwise require multiple procedural language statements.\n\n## Outputs\n\nOn successful completion, a `MERGE` command returns a command tag of the form\n\n## Compatibility\n\nThis command conforms to the SQL standard.\n\n## Notes\n\n".to_string();
+    // The page's many other paragraphs, most naming MERGE and many the command, as the real
+    // one's do.
+    for n in 0..30 {
+        let kind = if n % 2 == 0 { "command" } else { "action" };
+        page.push_str(&format!(
+            "The `MERGE` {kind} number {n} on the target table runs after the join with the data source.\n\n"
+        ));
+    }
+    let p = split(&page);
+    let scores = rank(
+        &p,
+        "What does the MERGE command introduced in PostgreSQL 15 do, and when was PostgreSQL 15 released?",
+    );
+    let tag = p
+        .iter()
+        .position(|p| p.text.contains("command tag"))
+        .unwrap_or(0);
+    let definition = p
+        .iter()
+        .position(|p| p.text.contains("single SQL"))
+        .unwrap_or(0);
+    assert!(scores[definition] > scores[tag], "{scores:?}");
 }
 
 #[test]
