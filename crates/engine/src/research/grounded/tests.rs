@@ -709,3 +709,43 @@ fn a_restated_version_is_not_backed_by_a_note_on_another_version() {
     let answer = r#"{"points": [{"passages": [1], "sentence": "The default max_workers of ThreadPoolExecutor in Python 3.11 is the number of processors on the machine, multiplied by 5."}]}"#;
     assert_eq!(assemble_json_for(asked, answer, &items), None);
 }
+
+#[test]
+fn a_code_sample_repeating_the_names_does_not_outrank_the_sentence_that_answers() {
+    // The shape of the Logging HOWTO: samples call `logging.info` again and again.
+    let page = PageExtract {
+        url: "http://docs/howto/logging.html".into(),
+        title: "Logging HOWTO".into(),
+        text: "§ Logging HOWTO › When to use logging\nThe default level is `WARNING`, which means that only events of this level and above will be tracked, unless the logging package is configured to do otherwise.\n\n§ Logging HOWTO › Logging from multiple modules\n```\nimport logging\nlogging.basicConfig(level=logging.INFO)\nlogging.info('Started')\nlogging.info('Working')\nlogging.info('Finished')\n```\n\n§ Logging HOWTO › Logging to a file\n```\nimport logging\nlogging.debug('This message should go to the log file')\nlogging.info('So should this')\n```".into(),
+    };
+    let what = "What is the default logging level in Python's logging module, and why does logging.info() print nothing by default?";
+    let items = number_passages(std::slice::from_ref(&page), what, 4000);
+    assert!(items[0].text.contains("default level is"), "{items:#?}");
+    // Asked how to do something, a sample is what answers.
+    let items = number_passages(
+        &[page],
+        "How do I call logging.info() from several modules?",
+        4000,
+    );
+    assert!(items[0].text.contains("```"), "{items:#?}");
+}
+
+#[test]
+fn a_whole_prose_passage_is_shown() {
+    // sql-vacuum.html: the paragraph on plain VACUUM says what VACUUM FULL does in its last
+    // sentence, past 700 characters; cut there, the comparison lost its other half.
+    let first = "Plain `VACUUM` (without `FULL`) simply reclaims space and makes it available for re-use. This form of the command can operate in parallel with normal reading and writing of the table, as an exclusive lock is not obtained. However, extra space is not returned to the operating system (in most cases); it's just kept available for re-use within the same table. It also allows us to leverage multiple CPUs in order to process indexes. This feature is known as *parallel vacuum*. To disable this feature, one can use `PARALLEL` option and specify parallel workers as zero.";
+    let last = " `VACUUM FULL` rewrites the entire contents of the table into a new disk file with no extra space, allowing unused space to be returned to the operating system.";
+    let page = PageExtract {
+        url: "http://docs/sql-vacuum.html".into(),
+        title: "VACUUM".into(),
+        text: format!("§ VACUUM › Description\n{first}{last}"),
+    };
+    assert!(first.len() + last.len() > 700 && first.len() + last.len() < 900);
+    let items = number_passages(
+        &[page],
+        "How does VACUUM FULL differ from plain VACUUM?",
+        4000,
+    );
+    assert!(items[0].text.ends_with("operating system."), "{items:#?}");
+}

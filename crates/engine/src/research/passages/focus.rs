@@ -17,6 +17,15 @@ const STATES_DEFAULT_BOOST: f64 = 1.3;
 /// passages shown for "copy.copy() versus copy.deepcopy()" were zlib's and re's version notes).
 const VERSION_NOTE_FACTOR: f64 = 0.5;
 
+/// Score factor of a code block when the question does not ask how to do something: a sample
+/// repeats the names it uses (`logging.info('Started')`, `logging.info('Finished')`), and BM25
+/// counts every repeat. Three samples from the Logging HOWTO outranked its "The default level is
+/// `WARNING`" for "What is the default logging level ...?".
+const CODE_FACTOR: f64 = 0.5;
+
+/// Words by which a question asks how to do something, so code samples answer it.
+const ASKS_HOW: [&str; 7] = ["how", "example", "use ", "usage", "write", "code", "syntax"];
+
 /// Words by which a question asks what changed, so version notes answer it.
 const ASKS_CHANGE: [&str; 9] = [
     "new in",
@@ -269,10 +278,14 @@ pub fn focus(passages: &[Passage], query: &str) -> Vec<f64> {
     let lower = query.to_lowercase();
     let asks_default = lower.contains("default");
     let asks_change = ASKS_CHANGE.iter().any(|w| lower.contains(w));
+    let asks_how = ASKS_HOW.iter().any(|w| lower.contains(w));
     passages
         .iter()
         .map(|p| {
             let mut f = 1.0;
+            if p.kind == super::PassageKind::Code && !asks_how {
+                f *= CODE_FACTOR;
+            }
             let under_named_entry = p
                 .heading_path
                 .iter()
