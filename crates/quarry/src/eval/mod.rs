@@ -84,6 +84,10 @@ pub struct EvalArgs {
     /// Run every selected question again, ignoring results/ and state/ from earlier runs.
     #[arg(long)]
     pub fresh: bool,
+    /// Match the key facts of the results already on disk again against their stored reports
+    /// (after a change to the matching rules); nothing is run again.
+    #[arg(long, conflicts_with = "fresh")]
+    pub rescore: bool,
     /// Time limit per question, e.g. 10m.
     #[arg(long)]
     pub timeout: Option<String>,
@@ -311,7 +315,12 @@ async fn eval(args: &EvalArgs, settings: Settings) -> Result<String, EvalError> 
     let mut results = Vec::with_capacity(total);
     for (i, (q, p)) in questions.iter().zip(plans).enumerate() {
         let mut result = match p {
-            Plan::Skip(r) => {
+            Plan::Skip(mut r) => {
+                if args.rescore {
+                    let answer = quarry_answer(out, q, &r);
+                    rematch(q, answer.as_deref(), &mut r);
+                    write_result(out, &r)?;
+                }
                 eprintln!("{}", skipped_line(i + 1, total, &q.id));
                 *r
             }
@@ -428,7 +437,11 @@ async fn eval_external(
                 .map(|p| p.display().to_string()),
         };
         let mut result = match p {
-            Plan::Skip(r) => {
+            Plan::Skip(mut r) => {
+                if args.rescore {
+                    rematch(q, external::external_answer(q, &input).as_deref(), &mut r);
+                    write_result(dir, &r)?;
+                }
                 eprintln!("{}", skipped_line(i + 1, total, &q.id));
                 *r
             }

@@ -97,6 +97,7 @@ fn args(questions: PathBuf) -> EvalArgs {
         limit: None,
         only: Vec::new(),
         fresh: false,
+        rescore: false,
         timeout: None,
         max_cost_usd: None,
         judge: false,
@@ -257,6 +258,26 @@ async fn results_on_disk_are_judged_without_running_the_research_again() {
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+    // --rescore matches the stored report again (here changed to name the error) and runs
+    // nothing: no research, no judge.
+    tmp.write(
+        "out/state/py-json-decode/report.md",
+        "# How do I decode JSON in Python?\n\nCall json.loads; bad input raises `JSONDecodeError`.\n",
+    );
+    a.judge = false;
+    a.rescore = true;
+    eval(&a, settings(Some(tmp.0.join("profile.yaml"))))
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let back: QuestionResult = serde_json::from_str(
+        &std::fs::read_to_string(tmp.0.join("out/results/py-json-decode.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(back.key_facts_found, 2);
+    assert_eq!(back.facts[1].judge, Some(Verdict::No));
+    assert_eq!((back.input_tokens, back.output_tokens), (9000, 300));
 }
 
 #[test]

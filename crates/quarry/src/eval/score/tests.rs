@@ -105,6 +105,47 @@ fn only_and_limit_select_in_file_order() {
 }
 
 #[test]
+fn markdown_code_and_escapes_do_not_hide_a_fact() {
+    // The 1.5B model's report on ExceptionGroup wrote the names as code.
+    let body = normalise(
+        "`BaseExceptionGroup` extends `BaseException` and it can wrap any exception; rel\\_tol=1e-09.",
+    );
+    assert!(holds(&body, "extends baseexception"), "{body}");
+    assert!(holds(&body, "rel_tol=1e-09"), "{body}");
+    // A match string ending in a backtick asks for the whole name.
+    assert!(holds(
+        &normalise("Call `json.load` on the file."),
+        "json.load`"
+    ));
+    assert!(holds(&normalise("json.load"), "json.load`"));
+    assert!(!holds(&normalise("Call `json.loads(s)`."), "json.load`"));
+    assert!(!holds(&normalise("anything"), "``"));
+}
+
+#[test]
+fn rematching_recounts_the_facts_and_keeps_the_verdicts() {
+    let q = parse_questions(
+        r#"{"id": "g", "question": "How does BaseExceptionGroup differ from ExceptionGroup?", "expect": "answer", "keyFacts": [{"fact": "base", "match": ["extends baseexception"], "page": "p", "quote": "q"}, {"fact": "other", "match": ["only wrap exception"], "page": "p", "quote": "q"}], "pages": ["p"]}"#,
+    )
+    .unwrap()
+    .remove(0);
+    let old = "## Summary\n\n`BaseExceptionGroup` extends `BaseException`.\n";
+    let f = findings(&[true], &["http://h/a"], &["http://h/a"], 0);
+    let mut r = score(&q, &finished(Outcome::completed(), old, &f));
+    r.facts[0].found = false;
+    r.key_facts_found = 0;
+    r.facts[0].judge = Some(Verdict::Yes);
+    r.key_facts_judged = Some(1);
+    r.judge_agreement = Some(0);
+    rematch(&q, Some(old), &mut r);
+    assert_eq!((r.key_facts_found, r.key_facts_stated), (1, 1));
+    assert_eq!(r.facts[0].judge, Some(Verdict::Yes));
+    assert_eq!(r.judge_agreement, Some(1));
+    rematch(&q, None, &mut r);
+    assert_eq!(r.key_facts_found, 0);
+}
+
+#[test]
 fn facts_match_after_lowercasing_and_collapsing_whitespace() {
     assert_eq!(normalise("  Read\n\tCommitted  IS "), "read committed is");
     let qs = questions();
