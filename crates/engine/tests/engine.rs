@@ -456,6 +456,41 @@ async fn with_json_mode_the_grounded_answer_is_asked_for_in_json_form_with_its_s
     }
 }
 
+#[tokio::test]
+async fn a_grounded_answer_that_only_restates_the_task_is_asked_again_one_passage_at_a_time() {
+    // The first JSON answer says the task back (dropped: no answer); the second, one sentence
+    // per passage, says what passage 1 says.
+    let mut model = Arc::into_inner(FakeModel::new(|req| {
+        Ok(text(match req.json_schema.as_ref().map(|s| s.name.as_str()) {
+            Some("grounded_answer") => {
+                r#"{"points": [{"passages": [1, 2], "sentence": "Lazy is lazy."}, {"passages": [2], "sentence": "Lazy is lazy."}]}"#
+            }
+            Some("grounded_each") => r#"{"1": "Content of http://docs/lazy/a.html", "2": ""}"#,
+            _ => "Here is my report.",
+        }))
+    }))
+    .unwrap();
+    model.json = true;
+    let h = harness(Arc::new(model), false);
+    let s = run(&h, RunState::new(RunInput::new("lazy", Mode::Quick))).await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let names: Vec<String> = h
+        .model
+        .requests()
+        .iter()
+        .filter_map(|r| r.json_schema.as_ref().map(|s| s.name.clone()))
+        .collect();
+    assert_eq!(names, ["grounded_answer", "grounded_each"]);
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(
+        report.contains("Content of http://docs/lazy/a.html ([Title of http://docs/lazy/a.html](http://docs/lazy/a.html))."),
+        "{report}"
+    );
+    assert!(!report.contains("did not write a usable report"), "{report}");
+    // Both calls are billed.
+    assert!(s.usage.llm_calls >= 2);
+}
+
 fn deep_model(plan: &'static str) -> Arc<FakeModel> {
     FakeModel::new(move |req| match req.purpose {
         CallPurpose::Plan => Ok(text(plan)),

@@ -629,8 +629,10 @@ fn link_text(title: &str) -> String {
     }
 }
 
+mod each;
 mod numbering;
 
+pub use each::{EACH_PASSAGES, each_points, each_schema};
 pub use numbering::number_passages;
 #[cfg(test)]
 use numbering::{breadcrumbs_as_headings, is_lead_in, looks_like_signature, prose_words};

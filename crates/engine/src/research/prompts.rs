@@ -10,6 +10,8 @@ pub const REPORTER: &str = include_str!("../../../../config/prompts/reporter.md"
 pub const GROUNDED: &str = include_str!("../../../../config/prompts/grounded.md");
 /// The grounded-answer prompt in JSON form (models with JSON mode): points citing passage ids.
 pub const GROUNDED_JSON: &str = include_str!("../../../../config/prompts/grounded_json.md");
+/// The grounded answer's second try in JSON form: one sentence per passage.
+pub const GROUNDED_EACH: &str = include_str!("../../../../config/prompts/grounded_each.md");
 /// The coordinator's planning prompt.
 pub const PLANNER: &str = include_str!("../../../../config/prompts/planner.md");
 /// The lead evaluator's prompt.

@@ -297,8 +297,15 @@ fn decode_entities(s: &str) -> String {
 /// A definition term that is an anchor target (`<dt id=...>`): Sphinx's API entries
 /// (`dl.function`, `dl.class`: `json.loads(s, *, cls=None, ...)`) and PostgreSQL's settings
 /// (`<dt id="GUC-SHARED-BUFFERS">`). Their `headerlink` pilcrows go with them.
+/// Also a DocBook term without an anchor (`<dt><span class="term">`): most of PostgreSQL's
+/// command parameters (`GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY`) have none, and their
+/// descriptions were filed under the last anchored term before them (`PARTITION OF
+/// parent_table`).
 static ANCHORED_DT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?s)<dt(\s[^>]*?\bid="[^"]*"[^>]*)>(.*?)</dt>"#).expect("valid regex")
+    Regex::new(
+        r#"(?s)<dt(\s[^>]*?\bid="[^"]*"[^>]*)>(.*?)</dt>|<dt>(\s*<span class="term">.*?)</dt>"#,
+    )
+    .expect("valid regex")
 });
 /// `<dl ...>`, `</dl>`, `<dd ...>`, `</dd>`.
 static DL_DD: LazyLock<Regex> =
@@ -318,7 +325,8 @@ pub fn definition_terms_as_headings(html: &str) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Borrowed(html);
     }
     let headed = ANCHORED_DT.replace_all(html, |c: &regex::Captures<'_>| {
-        let inner = HEADERLINK.replace_all(&c[2], "");
+        let term = c.get(2).or_else(|| c.get(3)).map_or("", |m| m.as_str());
+        let inner = HEADERLINK.replace_all(term, "");
         // Plain, short text: extraction drops long headings full of inline markup (a whole
         // signature with every default value).
         let text = collapse_ws(&decode_entities(&TAG.replace_all(&inner, "")));
@@ -379,6 +387,21 @@ pub fn strip_markdown(markdown: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unanchored_docbook_term_heads_its_description() {
+        // sql-createtable.html: an anchored parameter, then one without an anchor.
+        let html = "<dl class=\"variablelist\"><dt id=\"SQL-CREATETABLE-PARTITION\"><span class=\"term\"><code class=\"literal\">PARTITION OF parent_table</code></span></dt><dd><p>Creates the table as a partition of the specified parent table.</p></dd><dt><span class=\"term\"><code class=\"literal\">GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY</code></span></dt><dd><p>If BY DEFAULT is selected, then the user-specified value takes precedence.</p></dd></dl><dl class=\"field-list\"><dt>Parameters</dt><dd><p>x</p></dd></dl>";
+        let headed = definition_terms_as_headings(html);
+        assert!(
+            headed
+                .contains("<p><strong>GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY</strong></p>"),
+            "{headed}"
+        );
+        assert!(headed.contains("<p><strong>PARTITION OF parent_table</strong></p>"));
+        // A term that is neither anchored nor DocBook's (Sphinx's field lists) stays a term.
+        assert!(!headed.contains("<strong>Parameters</strong>"), "{headed}");
+    }
 
     #[test]
     fn an_admonition_title_does_not_replace_the_section_heading() {

@@ -558,11 +558,14 @@ impl Session<'_> {
                 {
                     return Ok(finish(self, task_id, md));
                 }
-                // Why a run quoted passages instead of answering is in the model's words.
+                // Why a run tried again, or quoted passages, is in the model's words.
                 tracing::info!(
                     answer = %text.chars().take(2000).collect::<String>(),
-                    "the grounded answer kept no supported sentence; quoting the passages"
+                    "the grounded answer kept no supported sentence"
                 );
+                if json && let Some(md) = self.each_answer(task, &items).await {
+                    return Ok(finish(self, task_id, md));
+                }
             }
             // The model's answer is unusable: the passages it was shown are the best extract of
             // what was read, across pages and best first.
@@ -571,6 +574,28 @@ impl Session<'_> {
         }
         let md = extractive_report(task, &self.pages);
         Ok(finish(self, task_id, md))
+    }
+
+    /// The grounded answer's second try ([`grounded::each_schema`]): one sentence for each of
+    /// the best passages, checked as the first try's points are. `None` when the call fails or
+    /// no sentence holds.
+    async fn each_answer(&mut self, task: &str, items: &[grounded::Numbered]) -> Option<String> {
+        let best = &items[..items.len().min(grounded::EACH_PASSAGES)];
+        self.messages = vec![
+            Message::system(prompts::GROUNDED_EACH),
+            Message::user(format!(
+                "Research task: {task}\n\nPassages:\n{}Answer now with the JSON object.",
+                grounded::render_passages(best)
+            )),
+        ];
+        let resp = self
+            .call_with(false, Some(grounded::each_schema(best.len())))
+            .await
+            .ok()?;
+        let text = strip_think(&resp.content).trim().to_string();
+        tracing::debug!(answer = %text.chars().take(4000).collect::<String>(), "second grounded answer");
+        let points = grounded::each_points(&text, best.len())?;
+        grounded::assemble_points(task, &points, best)
     }
 
     /// True when nothing was read (nothing to cite) or the text cites at least one page read.
