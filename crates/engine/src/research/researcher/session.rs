@@ -524,8 +524,12 @@ impl Session<'_> {
         let budget = (self.deps.model.context_window() as usize * 3 / 4).clamp(1500, 6000);
         let items = grounded::number_passages(&self.pages, task, budget);
         if !items.is_empty() {
-            // With JSON mode the model answers in the JSON form, held to its schema by the server.
+            // With JSON mode the model answers in a JSON form, held to its schema by the server:
+            // first one sentence per best passage, then (when none holds) points over them all.
             let json = self.deps.model.json_mode(CallPurpose::Research);
+            if json && let Some(md) = self.each_answer(task, &items).await {
+                return Ok(finish(self, task_id, md));
+            }
             let (system, ask) = if json {
                 (
                     prompts::GROUNDED_JSON,
@@ -558,14 +562,11 @@ impl Session<'_> {
                 {
                     return Ok(finish(self, task_id, md));
                 }
-                // Why a run tried again, or quoted passages, is in the model's words.
+                // Why a run quoted passages instead of answering is in the model's words.
                 tracing::info!(
                     answer = %text.chars().take(2000).collect::<String>(),
-                    "the grounded answer kept no supported sentence"
+                    "the grounded answer kept no supported sentence; quoting the passages"
                 );
-                if json && let Some(md) = self.each_answer(task, &items).await {
-                    return Ok(finish(self, task_id, md));
-                }
             }
             // The model's answer is unusable: the passages it was shown are the best extract of
             // what was read, across pages and best first.
@@ -576,9 +577,9 @@ impl Session<'_> {
         Ok(finish(self, task_id, md))
     }
 
-    /// The grounded answer's second try ([`grounded::each_schema`]): one sentence for each of
-    /// the best passages, checked as the first try's points are. `None` when the call fails or
-    /// no sentence holds.
+    /// The grounded answer in the per-passage form ([`grounded::each_schema`]): one sentence for
+    /// each of the best passages, checked as points are; the report may quote any passage shown.
+    /// `None` when the call fails or no sentence holds (the points form is asked next).
     async fn each_answer(&mut self, task: &str, items: &[grounded::Numbered]) -> Option<String> {
         let best = &items[..items.len().min(grounded::EACH_PASSAGES)];
         self.messages = vec![
@@ -593,9 +594,9 @@ impl Session<'_> {
             .await
             .ok()?;
         let text = strip_think(&resp.content).trim().to_string();
-        tracing::debug!(answer = %text.chars().take(4000).collect::<String>(), "second grounded answer");
+        tracing::debug!(answer = %text.chars().take(4000).collect::<String>(), "grounded answer, one sentence per passage");
         let points = grounded::each_points(&text, best.len())?;
-        grounded::assemble_points(task, &points, best)
+        grounded::assemble_points(task, &points, items)
     }
 
     /// True when nothing was read (nothing to cite) or the text cites at least one page read.
