@@ -90,10 +90,14 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         }
     }
     let best = floor.iter().cloned().fold(0.0, f64::max);
+    let asks_version = asks_version(task);
     let mut order: Vec<usize> = (0..all.len())
         .filter(|i| scores[*i] > 0.0 && floor[*i] >= best * MIN_SHARE_OF_BEST)
         .filter(|i| prose_words(&all[*i].text) >= MIN_PROSE_WORDS)
-        .filter(|i| !is_lead_in(&all[*i].text))
+        .filter(|i| {
+            let t = &all[*i].text;
+            !is_lead_in(t) || (asks_version && is_version_note(t))
+        })
         .collect();
     order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
     let mut out = Vec::new();
@@ -134,6 +138,23 @@ const MIN_PROSE_WORDS: usize = 2;
 /// Most words of a lead-in: "The csv module defines the following functions:" introduces a
 /// list and says nothing itself; a small model quoting it answers nothing.
 const LEAD_IN_WORDS: usize = 14;
+
+/// Pure: whether `task` asks in which version something came: then a bare version note under
+/// the asked-for entry ("str.removeprefix(prefix, /): New in version 3.9.") is the answer, and
+/// "What does str.removeprefix() do, and in which version was it added?" had it filtered out.
+fn asks_version(task: &str) -> bool {
+    let t = task.to_lowercase();
+    [
+        "version",
+        "when was",
+        "when were",
+        "added",
+        "introduced",
+        "new in",
+    ]
+    .iter()
+    .any(|w| t.contains(w))
+}
 
 /// Pure: whether `text` only introduces what follows it (short, ending in a colon).
 pub(super) fn is_lead_in(text: &str) -> bool {

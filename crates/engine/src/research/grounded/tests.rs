@@ -749,3 +749,28 @@ fn a_whole_prose_passage_is_shown() {
     );
     assert!(items[0].text.ends_with("operating system."), "{items:#?}");
 }
+
+#[test]
+fn a_version_note_is_shown_when_the_task_asks_for_the_version() {
+    let page = PageExtract {
+        url: "http://docs/stdtypes.html".into(),
+        title: "Built-in Types".into(),
+        text: "§ Built-in Types › String Methods › str.removeprefix(prefix, /)\nIf the string starts with the *prefix* string, return `string[len(prefix):]`. Otherwise, return a copy of the original string.\n\nNew in version 3.9.".into(),
+    };
+    let asked = number_passages(
+        std::slice::from_ref(&page),
+        "What does Python's str.removeprefix() do, and in which version was it added?",
+        4000,
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|n| n.text == "str.removeprefix(prefix, /): New in version 3.9."),
+        "{asked:#?}"
+    );
+    let not_asked = number_passages(&[page], "What does Python's str.removeprefix() do?", 4000);
+    assert!(
+        not_asked.iter().all(|n| !n.text.contains("New in version")),
+        "{not_asked:#?}"
+    );
+}
