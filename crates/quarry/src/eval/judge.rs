@@ -278,6 +278,12 @@ pub fn record_verdicts(r: &mut QuestionResult, verdicts: &[Option<Verdict>], spe
     let mut total = r.judge_spend.unwrap_or_default();
     total.add(&spend);
     r.judge_spend = Some(total);
+    recount_verdicts(r);
+}
+
+/// Pure: recounts the judge's totals of `r` from its facts' verdicts (how many say stated, how
+/// many agree with the string match).
+pub fn recount_verdicts(r: &mut QuestionResult) {
     let judged: Vec<&FactResult> = r.facts.iter().filter(|f| f.judge.is_some()).collect();
     r.key_facts_judged = Some(n(judged
         .iter()

@@ -1,7 +1,7 @@
 //! How a key fact is found in a report: normalised string match ([`normalise`], [`match_facts`]),
 //! and whether the report said it in its own words ([`own_words`], [`mark_stated`]).
 
-use super::{Expect, FactResult, Question, QuestionResult, agrees, n};
+use super::{Expect, FactResult, Question, QuestionResult, n};
 
 /// Pure: lowercase with every run of whitespace collapsed to one space, trimmed; Markdown's
 /// inline-code backticks read as spaces and its backslash escapes dropped, so "`BaseExceptionGroup`
@@ -110,11 +110,8 @@ pub fn rematch(q: &Question, answer: Option<&str>, r: &mut QuestionResult) {
     }
     r.key_facts_found = n(facts.iter().filter(|f| f.found).count());
     r.key_facts_stated = n(facts.iter().filter(|f| f.stated).count());
-    if r.key_facts_judged.is_some() {
-        r.judge_agreement = Some(n(facts
-            .iter()
-            .filter(|f| f.judge.is_some_and(|v| agrees(v, f.found)))
-            .count()));
-    }
     r.facts = facts;
+    if r.key_facts_judged.is_some() {
+        crate::eval::judge::recount_verdicts(r);
+    }
 }
