@@ -7,26 +7,26 @@ FROM docker.io/library/rust:1.95-bookworm AS build
 WORKDIR /src
 # Dependencies first, so a source change does not rebuild them: build against stub sources.
 COPY Cargo.toml Cargo.lock ./
-COPY crates/vocab/Cargo.toml crates/vocab/Cargo.toml
-COPY crates/engine/Cargo.toml crates/engine/Cargo.toml
-COPY crates/api/Cargo.toml crates/api/Cargo.toml
-COPY crates/operator/Cargo.toml crates/operator/Cargo.toml
-COPY crates/quarry/Cargo.toml crates/quarry/Cargo.toml
+COPY operator/vocab/Cargo.toml operator/vocab/Cargo.toml
+COPY operator/engine/Cargo.toml operator/engine/Cargo.toml
+COPY operator/api/Cargo.toml operator/api/Cargo.toml
+COPY operator/controller/Cargo.toml operator/controller/Cargo.toml
+COPY operator/quarry/Cargo.toml operator/quarry/Cargo.toml
 COPY tests/Cargo.toml tests/Cargo.toml
-RUN mkdir -p crates/vocab/src crates/engine/src crates/engine/benches crates/api/src \
-        crates/operator/src crates/quarry/src/bin tests/src tests/benches tests/src/bin \
-    && for c in vocab engine api operator quarry; do touch crates/$c/src/lib.rs; done \
-    && echo 'fn main() {}' > crates/quarry/src/main.rs \
-    && echo 'fn main() {}' > crates/quarry/src/bin/kubectl-quarry.rs \
-    && touch tests/src/lib.rs && echo 'fn main() {}' > crates/engine/benches/extraction.rs \
+RUN mkdir -p operator/vocab/src operator/engine/src operator/engine/benches operator/api/src \
+        operator/controller/src operator/quarry/src/bin tests/src tests/benches tests/src/bin \
+    && for c in vocab engine api controller quarry; do touch operator/$c/src/lib.rs; done \
+    && echo 'fn main() {}' > operator/quarry/src/main.rs \
+    && echo 'fn main() {}' > operator/quarry/src/bin/kubectl-quarry.rs \
+    && touch tests/src/lib.rs && echo 'fn main() {}' > operator/engine/benches/extraction.rs \
     && for b in orchestration scale; do echo 'fn main() {}' > tests/benches/$b.rs; done \
     && for b in scripted-model demo-services; do echo 'fn main() {}' > tests/src/bin/$b.rs; done \
     && cargo build --release --locked -p quarry \
-    && rm -rf crates/*/src tests/src
-COPY crates crates
+    && rm -rf operator/*/src tests/src
+COPY operator operator
 COPY config config
 # Prompts and the price table are compiled in from config/ (include_str!).
-RUN touch crates/*/src/lib.rs crates/quarry/src/main.rs \
+RUN touch operator/*/src/lib.rs operator/quarry/src/main.rs \
     && cargo build --release --locked -p quarry --bin quarry \
     && install -D target/release/quarry /out/quarry
 

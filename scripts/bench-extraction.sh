@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Extraction benchmark: Quarry's extractor and trafilatura 2.0.0 (Python) on the same labelled
-# pages, scored by the same metric code in one run (crates/engine/benches/extraction.rs).
+# pages, scored by the same metric code in one run (operator/engine/benches/extraction.rs).
 #
 # Creates its own venv (.work/bench-venv, gitignored) with trafilatura from PyPI, extracts every
 # page with it (timed inside Python, single-threaded, extraction calls only), then runs the Rust

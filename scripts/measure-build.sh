@@ -19,8 +19,8 @@ export CARGO_TARGET_DIR="$target" CARGO_TERM_COLOR=never
 # The files a change to the engine and to the controller touches (first that exists: the layout
 # before and after the crate split).
 first() { for f in "$@"; do [ -f "$f" ] && { echo "$f"; return; }; done; }
-engine_file=$(first crates/engine/src/research/reducer.rs operator/src/research/reducer.rs)
-controller_file=$(first crates/operator/src/controller/mod.rs operator/src/controller/mod.rs)
+engine_file=$(first operator/engine/src/research/reducer.rs operator/src/research/reducer.rs)
+controller_file=$(first operator/controller/src/controller/mod.rs operator/src/controller/mod.rs)
 
 test_build() {
   if cargo nextest --version >/dev/null 2>&1; then

@@ -5,7 +5,7 @@
 //!
 //! Without helm or kubectl the tests skip with a message; under CI=true they fail instead.
 
-#[path = "../../crates/api/tests/common/mod.rs"]
+#[path = "../../operator/api/tests/common/mod.rs"]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

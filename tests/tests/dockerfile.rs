@@ -114,11 +114,11 @@ fn stub_step_covers_every_cargo_target_path() {
     // Every explicit or conventional target path of the manifests the stub build reads.
     let mut needed = BTreeSet::new();
     for (dir, manifest) in [
-        ("crates/vocab", "crates/vocab/Cargo.toml"),
-        ("crates/engine", "crates/engine/Cargo.toml"),
-        ("crates/api", "crates/api/Cargo.toml"),
-        ("crates/operator", "crates/operator/Cargo.toml"),
-        ("crates/quarry", "crates/quarry/Cargo.toml"),
+        ("operator/vocab", "operator/vocab/Cargo.toml"),
+        ("operator/engine", "operator/engine/Cargo.toml"),
+        ("operator/api", "operator/api/Cargo.toml"),
+        ("operator/controller", "operator/controller/Cargo.toml"),
+        ("operator/quarry", "operator/quarry/Cargo.toml"),
         ("tests", "tests/Cargo.toml"),
     ] {
         let toml = std::fs::read_to_string(repo_root().join(manifest)).unwrap();

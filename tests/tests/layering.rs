@@ -305,7 +305,7 @@ fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 /// The source roots checked: every crate of the workspace.
 fn source_roots() -> Vec<PathBuf> {
     let root = repo_root();
-    let mut roots: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+    let mut roots: Vec<PathBuf> = std::fs::read_dir(root.join("operator"))
         .unwrap()
         .flatten()
         .map(|e| e.path().join("src"))
@@ -378,7 +378,7 @@ fn test_sources() -> Vec<PathBuf> {
     let root = repo_root();
     let mut files = Vec::new();
     let mut dirs = vec![root.join("tests/tests"), root.join("tests/src")];
-    for krate in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+    for krate in std::fs::read_dir(root.join("operator")).unwrap().flatten() {
         dirs.push(krate.path().join("tests"));
         dirs.push(krate.path().join("src"));
     }

@@ -4,8 +4,8 @@
 //! given (`--timeout 40m`; the test allows 45 minutes in all).
 //!
 //! Every answer the model gives is kept in a transcript (`QUARRY_LLM_TRANSCRIPT`); each one that
-//! Quarry's strict parser for its role rejects is written under `crates/engine/tests/model_outputs/`
-//! as a parser fixture (set `QUARRY_RECORD_FIXTURES=1`), which `crates/engine/tests/model_outputs.rs`
+//! Quarry's strict parser for its role rejects is written under `operator/engine/tests/model_outputs/`
+//! as a parser fixture (set `QUARRY_RECORD_FIXTURES=1`), which `operator/engine/tests/model_outputs.rs`
 //! then checks in every CI run.
 //!
 //! Too slow for CI on 2 cores: `#[ignore]`d, run with `--run-ignored` (or
@@ -65,7 +65,7 @@ fn record_fixtures(transcript: &Path) -> usize {
     let Ok(text) = std::fs::read_to_string(transcript) else {
         return 0;
     };
-    let dir = quarry_e2e::real_model::repo_root().join("crates/engine/tests/model_outputs");
+    let dir = quarry_e2e::real_model::repo_root().join("operator/engine/tests/model_outputs");
     let record = std::env::var("QUARRY_RECORD_FIXTURES").is_ok_and(|v| v == "1");
     let mut malformed = 0;
     for (i, line) in text.lines().enumerate() {

@@ -1,6 +1,6 @@
 //! Main-content extraction from HTML to Markdown.
 //!
-//! The pipeline was chosen by measurement (see `crates/engine/benches/README.md`): rs-trafilatura
+//! The pipeline was chosen by measurement (see `operator/engine/benches/README.md`): rs-trafilatura
 //! selects the main content and converts it to Markdown; when it returns almost nothing the
 //! whole page is converted with htmd instead, so a model still sees the page's text.
 

@@ -113,8 +113,8 @@ fn fields(schema: &Value, path: &str, required: bool, out: &mut Vec<[String; 4]>
 /// The whole reference as Markdown.
 fn generate() -> String {
     let mut md = String::from(
-        "# Quarry API reference\n\nGenerated from the CRD schemas (`crates/api/src/`) by \
-         `crates/api/tests/api_docs.rs`; do not edit. Regenerate with\n\
+        "# Quarry API reference\n\nGenerated from the CRD schemas (`operator/api/src/`) by \
+         `operator/api/tests/api_docs.rs`; do not edit. Regenerate with\n\
          `QUARRY_UPDATE_DOCS=1 cargo test -p quarry --test api_docs`.\n\n\
          Group `quarry.dev`, version `v1alpha1`. All kinds are namespaced and in the category \
          `quarry` (`kubectl get quarry`).\n",
@@ -242,8 +242,8 @@ fn readme_troubleshooting_explains_every_condition_reason() {
     for file in [
         "src/conditions.rs",
         "../vocab/src/lib.rs",
-        "../operator/src/controller/search_engine.rs",
-        "../operator/src/queue/protocol.rs",
+        "../controller/src/controller/search_engine.rs",
+        "../controller/src/queue/protocol.rs",
     ] {
         all.extend(reasons_in(file));
     }

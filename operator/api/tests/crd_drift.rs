@@ -54,7 +54,7 @@ fn crd_files_match_the_code() {
     }
     assert!(
         drift.is_empty(),
-        "generated CRDs drifted from crates/api/src/:\n  {}\nregenerate with: QUARRY_UPDATE_CRDS=1 cargo test -p quarry-api --test crd_drift",
+        "generated CRDs drifted from operator/api/src/:\n  {}\nregenerate with: QUARRY_UPDATE_CRDS=1 cargo test -p quarry-api --test crd_drift",
         drift.join("\n  ")
     );
 }

@@ -1,6 +1,6 @@
 //! `kubectl quarry ...`: kubectl runs any `kubectl-NAME` program on PATH as `kubectl NAME`. This
 //! one runs the `quarry` binary installed beside it (else the one on PATH) with the same
-//! arguments, so `cargo install --path crates/quarry` provides both and they never drift apart.
+//! arguments, so `cargo install --path operator/quarry` provides both and they never drift apart.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         use std::os::unix::process::CommandExt;
         let error = command.arg0("kubectl quarry").exec();
         eprintln!(
-            "kubectl-quarry: cannot run {}: {error}; install both binaries with: cargo install --path crates/quarry",
+            "kubectl-quarry: cannot run {}: {error}; install both binaries with: cargo install --path operator/quarry",
             program.display()
         );
         ExitCode::from(127)
@@ -36,7 +36,7 @@ fn main() -> ExitCode {
         Ok(status) => ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8),
         Err(error) => {
             eprintln!(
-                "kubectl-quarry: cannot run {}: {error}; install both binaries with: cargo install --path crates/quarry",
+                "kubectl-quarry: cannot run {}: {error}; install both binaries with: cargo install --path operator/quarry",
                 program.display()
             );
             ExitCode::from(127)
