@@ -21,7 +21,8 @@ def package_of(path: Path) -> str:
     rel = path.relative_to(REPO).parts
     if rel[0] == "tests":
         return "quarry-e2e"
-    crate = rel[1]
+    # operator/<dir>: the controller crate is the package quarry-operator.
+    crate = {"controller": "operator"}.get(rel[1], rel[1])
     return "quarry" if crate == "quarry" else f"quarry-{crate}"
 
 
