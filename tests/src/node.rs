@@ -176,6 +176,14 @@ impl Node {
         }
         let dir = work_dir().join("node");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // node.sh adds the node address to lo unless `ip addr show dev lo | grep -q` finds it;
+        // under its `pipefail` grep's early exit can fail that check while the address is there,
+        // and `ip addr add` then stops the script ("Address already assigned"). Seen on the second
+        // `up` of a machine: removing the address first leaves only the path that works.
+        let _ = Command::new("ip")
+            .args(["addr", "del", &format!("{NODE_IP}/32"), "dev", "lo"])
+            .stderr(Stdio::null())
+            .status();
         let started = std::time::Instant::now();
         let out = Command::new(node_script())
             .args(["up", &dir.to_string_lossy()])
@@ -191,9 +199,10 @@ impl Node {
             ));
         }
         eprintln!("node Ready in {:?}", started.elapsed());
-        let kubeconfig = dir.join("admin.kubeconfig");
-        let client = client_for(&kubeconfig).await?;
-        let (dns, dns_sync) = start_dns(&dir, client.clone())?;
+        // Until the Node exists (its Drop stops the cluster), a failure stops it here.
+        let kubeconfig = v3_admin_kubeconfig(&dir).inspect_err(|_| down(&dir))?;
+        let client = client_for(&kubeconfig).await.inspect_err(|_| down(&dir))?;
+        let (dns, dns_sync) = start_dns(&dir, client.clone()).inspect_err(|_| down(&dir))?;
         let node = Node {
             dir,
             kubeconfig,
@@ -294,13 +303,53 @@ impl Drop for Node {
         self.dns_sync.abort();
         let _ = self.dns.kill();
         let _ = self.dns.wait();
-        let _ = Command::new(node_script())
-            .args(["down", &self.dir.to_string_lossy()])
-            .env("PATH", tool_path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        down(&self.dir);
     }
+}
+
+/// `node.sh down DIR`: stops every process of the node.
+fn down(dir: &Path) {
+    let _ = Command::new(node_script())
+        .args(["down", &dir.to_string_lossy()])
+        .env("PATH", tool_path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// node.sh's admin certificate is X.509 v1 (`openssl x509 -req` without extensions), which rustls,
+/// kube's TLS stack, refuses ("UnsupportedCertVersion"; kubectl and helm accept it). A v3 client
+/// certificate for the same identity, signed by the node's CA, in `admin-v3.kubeconfig`.
+fn v3_admin_kubeconfig(dir: &Path) -> Result<PathBuf, String> {
+    let pki = dir.join("pki");
+    std::fs::write(
+        pki.join("admin-v3.ext"),
+        "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n",
+    )
+    .map_err(|e| e.to_string())?;
+    for args in [
+        "req -newkey rsa:2048 -nodes -keyout admin-v3.key -out admin-v3.csr -subj /CN=admin/O=system:masters",
+        "x509 -req -in admin-v3.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out admin-v3.crt -days 3650 -extfile admin-v3.ext",
+    ] {
+        let out = Command::new("openssl")
+            .args(args.split(' '))
+            .current_dir(&pki)
+            .output()
+            .map_err(|e| format!("running openssl: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "openssl {args}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    let original = dir.join("admin.kubeconfig");
+    let text =
+        std::fs::read_to_string(&original).map_err(|e| format!("{}: {e}", original.display()))?;
+    let path = dir.join("admin-v3.kubeconfig");
+    std::fs::write(&path, text.replace("/pki/admin.", "/pki/admin-v3."))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// The hosts file of the Services: `<clusterIP> <svc>.<ns>.svc.cluster.local <svc>.<ns>.svc`.
