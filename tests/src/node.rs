@@ -176,6 +176,9 @@ impl Node {
         }
         let dir = work_dir().join("node");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // The physical path: `node.sh down` unmounts what /proc/mounts lists under DIR, and a
+        // worktree's `.work` is a symlink (its pods' mounts were left behind under the link's path).
+        let dir = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         // node.sh adds the node address to lo unless `ip addr show dev lo | grep -q` finds it;
         // under its `pipefail` grep's early exit can fail that check while the address is there,
         // and `ip addr add` then stops the script ("Address already assigned"). Seen on the second
@@ -376,7 +379,10 @@ fn start_dns(dir: &Path, client: Client) -> Result<(Child, tokio::task::JoinHand
     // A dnsmasq an earlier, killed test left holding the port.
     let pid_file = dir.join("dns.pid");
     if let Ok(pid) = std::fs::read_to_string(&pid_file) {
-        let _ = Command::new("kill").arg(pid.trim()).status();
+        let _ = Command::new("kill")
+            .arg(pid.trim())
+            .stderr(Stdio::null())
+            .status();
         std::thread::sleep(Duration::from_millis(300));
     }
     let log = std::fs::File::create(dir.join("logs/dns.log")).map_err(|e| e.to_string())?;
