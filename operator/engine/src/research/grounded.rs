@@ -168,7 +168,11 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
 /// when it does not: too few shared terms, a number the passage does not have, a default
 /// the passage states otherwise, or a "not" the passage does not say.
 fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
-    let verdict = check_support(text, &item.text, asked);
+    // The passage as the run's claim check reads its page: under its title and heading, which
+    // name what the passage documents (`max_connections (integer)` heads a description that
+    // never repeats the name).
+    let evidence = format!("{}\n{}\n{}", item.title, item.heading, item.text);
+    let verdict = check_support(text, &evidence, asked);
     (verdict.supported && !focus::contradicts_default(text, &item.text)).then_some(verdict.overlap)
 }
 
