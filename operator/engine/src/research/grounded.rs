@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::evidence::{check_support, sentences};
+use super::evidence::{check_support, sentences, subject};
 use super::passages::{Passage, PassageKind, focus, rank};
 use super::queries;
 use crate::llm::JsonSchema;
@@ -174,6 +174,30 @@ fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
     let evidence = format!("{}\n{}\n{}", item.title, item.heading, item.text);
     let verdict = check_support(text, &evidence, asked);
     (verdict.supported && !focus::contradicts_default(text, &item.text)).then_some(verdict.overlap)
+}
+
+/// Pure: the subjects `asked` names that none of the passages `items` names, under its page's
+/// title and its heading or in its text ([`subject::unanswered`]). Empty when they answer.
+pub fn unanswered(asked: &str, items: &[Numbered]) -> Vec<String> {
+    if items.is_empty() {
+        return vec![];
+    }
+    let texts: Vec<String> = items
+        .iter()
+        .map(|n| format!("{}\n{}\n{}", n.title, n.heading, n.text))
+        .collect();
+    subject::unanswered(asked, &texts)
+}
+
+/// Pure: the pages of `items`, best passage first, each once.
+pub fn closest_pages(items: &[Numbered]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in items {
+        if !out.contains(&n.url) {
+            out.push(n.url.clone());
+        }
+    }
+    out
 }
 
 /// A sentence without its final stop, and the stop (`.` when it had none).

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::json;
 
-use super::evidence::{ClaimCheck, EvidenceBase, check_claims, gate_links};
+use super::evidence::{ClaimCheck, EvidenceBase, check_claims, gate_links, subject};
 use super::links::{LINK_RE, normalize_url};
 use super::outputs::{ParsedOutput, ResearchItem};
 use super::state::{FinalReport, RunState, SourceRef, TaskState};
@@ -449,8 +449,35 @@ pub fn abort_report(state: &RunState) -> FinalReport {
             }
         }
     }
+    // Pages whose passages were shown but left out a subject of the question (the researcher's
+    // answerability gate keeps them, closest first): the reader sees what came nearest.
+    let mut closest: Vec<(&str, &str)> = Vec::new();
+    let mut texts: Vec<String> = Vec::new();
+    for r in &state.reports {
+        for p in &r.pages {
+            if !closest.iter().any(|(u, _)| *u == p.url) {
+                closest.push((&p.url, &p.title));
+                texts.push(format!("{}\n{}", p.title, p.text));
+            }
+        }
+    }
+    let missing = if closest.is_empty() {
+        vec![]
+    } else {
+        subject::unanswered(&state.input.query, &texts)
+    };
     let finding = if read.is_empty() {
         "found no source it could read for this question".to_string()
+    } else if !missing.is_empty() {
+        let names: Vec<String> = missing
+            .iter()
+            .map(|m| format!("`{}`", m.replace('`', "'")))
+            .collect();
+        format!(
+            "read {} page(s), and none of them names {}, which the question asks about",
+            read.len(),
+            names.join(", ")
+        )
     } else {
         format!(
             "read {} page(s), and no passage of any of them matches the question",
@@ -472,15 +499,32 @@ pub fn abort_report(state: &RunState) -> FinalReport {
             md.push_str(&format!("- `{}`\n", one_line(query).replace('`', "'")));
         }
     }
-    if !read.is_empty() {
-        md.push_str("\n## What was read (none of it answers the question)\n\n");
-        for (url, title) in read.iter().take(20) {
-            let title = if title.trim().is_empty() {
-                "(untitled)"
-            } else {
-                title.trim()
-            };
-            md.push_str(&format!("- {} — <{url}>\n", one_line(title)));
+    let line = |url: &str, title: &str| {
+        let title = if title.trim().is_empty() {
+            "(untitled)"
+        } else {
+            title.trim()
+        };
+        format!("- {} — <{url}>\n", one_line(title))
+    };
+    if !closest.is_empty() {
+        md.push_str("\n## Closest pages read (none of them answers the question)\n\n");
+        for (url, title) in closest.iter().take(5) {
+            md.push_str(&line(url, title));
+        }
+    }
+    let rest: Vec<&(&str, &str)> = read
+        .iter()
+        .filter(|(u, _)| !closest.iter().take(5).any(|(c, _)| c == u))
+        .collect();
+    if !rest.is_empty() {
+        md.push_str(if closest.is_empty() {
+            "\n## What was read (none of it answers the question)\n\n"
+        } else {
+            "\n## What else was read\n\n"
+        });
+        for (url, title) in rest.into_iter().take(20) {
+            md.push_str(&line(url, title));
         }
     }
     md.push_str(

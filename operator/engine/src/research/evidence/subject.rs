@@ -387,3 +387,29 @@ pub fn unnamed(claim: &str, evidence: &Named, asked: &str) -> Vec<String> {
         .map(|s| s.label())
         .collect()
 }
+
+/// Pure: the subjects `question` names ([`subject_terms`]: its identifiers, else its
+/// capitalised names, and the words a product owns, less the products it is asked in) that
+/// none of `texts` names. Passages that leave one out do not answer the question: a page
+/// about another library's pool answers nothing about `create_engine()`'s `pool_size`.
+pub fn unanswered(question: &str, texts: &[String]) -> Vec<String> {
+    let context = context_terms(question);
+    let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
+    subject_terms(question)
+        .into_iter()
+        .filter(|k| !is_context(k, &context))
+        .filter(|k| {
+            // `check=True` is two names, each looked for alone.
+            let parts: Vec<String> = k
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect();
+            let s = match parts.as_slice() {
+                [one] => Subject::Name(one.clone()),
+                _ => Subject::Words(parts),
+            };
+            !named.iter().any(|n| n.names(&s))
+        })
+        .collect()
+}

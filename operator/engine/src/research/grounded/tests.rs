@@ -774,3 +774,73 @@ fn a_version_note_is_shown_when_the_task_asks_for_the_version() {
         "{not_asked:#?}"
     );
 }
+
+fn titled(number: usize, url: &str, title: &str, heading: &str, text: &str) -> Numbered {
+    Numbered {
+        number,
+        url: url.into(),
+        title: title.into(),
+        heading: heading.into(),
+        text: text.into(),
+    }
+}
+
+#[test]
+fn passages_that_leave_out_a_subject_of_the_question_do_not_answer_it() {
+    let items = vec![
+        titled(
+            1,
+            "http://docs/runtime-config-connection.html",
+            "20.3. Connections and Authentication",
+            "20.3.1. Connection Settings › max_connections (integer)",
+            "Determines the maximum number of concurrent connections to the database server. The default is typically 100 connections.",
+        ),
+        titled(
+            2,
+            "http://docs/runtime-config-resource.html",
+            "20.4. Resource Consumption",
+            "20.4.1. Memory › shared_buffers (integer)",
+            "Sets the amount of memory the database server uses for shared memory buffers. The default is typically 128 megabytes (128MB).",
+        ),
+    ];
+    // Every subject named somewhere (a heading counts); the product is context.
+    assert!(
+        unanswered(
+            "What is the default value of max_connections in PostgreSQL 15?",
+            &items
+        )
+        .is_empty()
+    );
+    assert!(
+        unanswered(
+            "What are the default values of max_connections and shared_buffers in PostgreSQL 15?",
+            &items
+        )
+        .is_empty()
+    );
+    // A setting no passage names: however many words they share, they do not answer (the
+    // product a possessive names, SQLAlchemy, is context, as PostgreSQL is).
+    assert_eq!(
+        unanswered(
+            "What are the default values of max_connections and work_mem in PostgreSQL 15?",
+            &items
+        ),
+        ["work_mem"]
+    );
+    assert_eq!(
+        unanswered(
+            "What is the default pool_size of the connection pool created by SQLAlchemy's create_engine()?",
+            &items
+        ),
+        ["pool_size", "create_engine"]
+    );
+    assert_eq!(
+        closest_pages(&items),
+        [
+            "http://docs/runtime-config-connection.html",
+            "http://docs/runtime-config-resource.html"
+        ]
+    );
+    // No passage: nothing to judge (the caller has its own report for that).
+    assert!(unanswered("What is the default pool_size?", &[]).is_empty());
+}
