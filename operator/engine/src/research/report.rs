@@ -345,8 +345,13 @@ pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport 
         md.push('\n');
         md.push_str(&super::changes::section(changes));
     }
+    // Sources are the pages the report cites; the rest the run read are listed apart, folded:
+    // a one-fact answer listed 13 sources, most of them unrelated (a held-out question).
     md.push_str("\n\n## Sources\n\n");
-    for (i, s) in ordered.iter().enumerate() {
+    let (cited, also): (Vec<&SourceRef>, Vec<&SourceRef>) = ordered
+        .iter()
+        .partition(|s| checked.cited.contains(&s.url));
+    let entry = |i: usize, s: &SourceRef| {
         let title = if s.title.trim().is_empty() {
             s.url.as_str()
         } else {
@@ -357,12 +362,28 @@ pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport 
         } else {
             " (search result, not read)"
         };
-        md.push_str(&format!(
+        format!(
             "{}. [{}]({}){note}\n",
             i + 1,
             escape_link_text(title),
             s.url
+        )
+    };
+    if cited.is_empty() {
+        md.push_str("_The report cites no page._\n");
+    }
+    for (i, s) in cited.iter().enumerate() {
+        md.push_str(&entry(i, s));
+    }
+    if !also.is_empty() {
+        md.push_str(&format!(
+            "\n<details>\n<summary>Also read ({} page(s), not cited)</summary>\n\n",
+            also.len()
         ));
+        for (i, s) in also.iter().enumerate() {
+            md.push_str(&entry(i, s));
+        }
+        md.push_str("\n</details>\n");
     }
     if !checked.unverified.is_empty() {
         md.push_str(&format!(
@@ -723,6 +744,46 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&r.findings_json).unwrap();
         assert_eq!(v["unverifiedReferences"], json!(["http://made.up"]));
         assert_eq!(r.sources.len(), 1);
+    }
+
+    #[test]
+    fn sources_are_the_cited_pages_and_the_rest_read_is_folded_apart() {
+        let mut state = RunState::new(RunInput::new("what is json", Mode::Quick));
+        state.reports.push(ResearcherReport {
+            task_id: 0,
+            markdown: String::new(),
+            fetched: vec![
+                SourceRef::new("http://h/json.html", "json — JSON encoder"),
+                SourceRef::new("http://h/pickle.html", "pickle"),
+                SourceRef::new("http://h/csv.html", "csv"),
+            ],
+            seen: vec![],
+            pages: vec![],
+            irrelevant: vec![],
+            queries: vec![],
+            searches: 1,
+            usage: Default::default(),
+        });
+        let r = compose(
+            &state,
+            "JSON is parsed by [json](http://h/json.html).",
+            false,
+        );
+        assert!(
+            r.markdown.contains(
+                "## Sources\n\n1. [json — JSON encoder](http://h/json.html)\n\n<details>\n<summary>Also read (2 page(s), not cited)</summary>\n\n1. [csv](http://h/csv.html)\n2. [pickle](http://h/pickle.html)\n\n</details>\n"
+            ),
+            "{}",
+            r.markdown
+        );
+        // Nothing cited: the report says so, and everything read is folded.
+        let r = compose(&state, "JSON is a format.", false);
+        assert!(
+            r.markdown
+                .contains("## Sources\n\n_The report cites no page._\n\n<details>"),
+            "{}",
+            r.markdown
+        );
     }
 
     #[test]

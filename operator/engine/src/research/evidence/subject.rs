@@ -159,7 +159,7 @@ pub fn subjects(claim: &str, asked: &str) -> Vec<Subject> {
         }
     }
     let (straight, text) = take_spans(&text, '"', '"');
-    let (curly, text) = take_spans(&text, '“', '”');
+    let (curly, mut text) = take_spans(&text, '“', '”');
     for quoted in straight.into_iter().chain(curly) {
         let words: Vec<String> = quoted
             .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
@@ -168,6 +168,10 @@ pub fn subjects(claim: &str, asked: &str) -> Vec<Subject> {
             .collect();
         if (1..=6).contains(&words.len()) {
             push(Subject::Phrase(words), &mut out);
+        } else {
+            // A quoted sentence is a claim like any other: its names are looked for.
+            text.push_str(" . ");
+            text.push_str(&quoted);
         }
     }
     let toks = tokens(&text);

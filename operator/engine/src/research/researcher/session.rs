@@ -597,7 +597,7 @@ impl Session<'_> {
             }
             // The model's answer is unusable: the passages it was shown are the best extract of
             // what was read, across pages and best first.
-            let md = grounded::quoted_report(&items);
+            let md = grounded::quoted_report(task, &items);
             return Ok(finish(self, task_id, md));
         }
         let md = extractive_report(task, &self.pages);
