@@ -704,7 +704,10 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<Cla
         // the claim: a page's title would be a subject every other page it is checked against
         // must name, and its words would count as shared with the page it names.
         let claim = claim_text(&CITATION_RE.replace_all(&sentence, ""));
-        if terms(&claim).len() < MIN_CLAIM_TERMS {
+        // A line ending in a colon introduces what follows (the grounded report's "- [page](url)
+        // › heading:" over each quoted passage): a label, not a claim. Its heading's names
+        // (`parse_int=Non…` of a cut signature) were judged as subjects and failed.
+        if terms(&claim).len() < MIN_CLAIM_TERMS || claim.trim_end().ends_with(':') {
             continue;
         }
         let mut seen_urls = BTreeSet::new();

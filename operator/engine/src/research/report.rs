@@ -348,9 +348,8 @@ pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport 
     // Sources are the pages the report cites; the rest the run read are listed apart, folded:
     // a one-fact answer listed 13 sources, most of them unrelated (a held-out question).
     md.push_str("\n\n## Sources\n\n");
-    let (cited, also): (Vec<&SourceRef>, Vec<&SourceRef>) = ordered
-        .iter()
-        .partition(|s| checked.cited.contains(&s.url));
+    let (cited, also): (Vec<&SourceRef>, Vec<&SourceRef>) =
+        ordered.iter().partition(|s| checked.cited.contains(&s.url));
     let entry = |i: usize, s: &SourceRef| {
         let title = if s.title.trim().is_empty() {
             s.url.as_str()

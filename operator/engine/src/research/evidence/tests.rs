@@ -362,3 +362,15 @@ fn the_run_check_ignores_the_cited_pages_titles() {
     assert!(!checks[1].supported);
     assert_eq!(checks[1].missing_subjects, ["commit_delay", "wal"]);
 }
+
+#[test]
+fn a_label_over_a_quoted_passage_is_no_claim() {
+    let mut base = EvidenceBase::default();
+    base.add_page(
+        "http://docs/json.html",
+        "json — JSON encoder and decoder",
+        "§ json › Basic Usage › json.loads(s, *, cls=None)\nDeserialize s to a Python object.",
+    );
+    let md = "- [json — JSON encoder and decoder](http://docs/json.html) › `json` › Basic Usage › json.loads(s, *, cls=None, object_hook=None, parse_int=Non…):\n\n> Deserialize s to a Python object.\n";
+    assert!(check_claims(md, &base, "How do I decode JSON?").is_empty());
+}
