@@ -3,7 +3,9 @@
 //! and a model stand-in records the numbered passages it would be shown. A key fact counts as
 //! shown when its verbatim quote is in those passages, and as matched when one of its match
 //! strings is. This measures the deterministic half of an answer in seconds per question, so
-//! search, scoring and passage selection can be tuned without running the model.
+//! search, scoring and passage selection can be tuned without running the model. It also counts
+//! the questions whose pages would all be judged off the question (the run would end
+//! NoEvidence): refusals of answerable questions, and the no-answer questions refused.
 //!
 //! `cargo run -p quarry-engine --example retrieval -- QUESTIONS.jsonl SEARX_URL [PAGE_CHARS] [--only a,b] [-v] [--show]`
 
@@ -106,14 +108,16 @@ async fn main() -> std::process::ExitCode {
     };
     let (gatherer, fetcher) = (Arc::new(gatherer), Arc::new(fetcher));
     let (mut shown_total, mut matched_total, mut facts_total) = (0, 0, 0);
+    let (mut refused_total, mut no_answer_total, mut no_answer_refused) = (0, 0, 0);
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let Ok(q) = serde_json::from_str::<Value>(line) else {
             continue;
         };
         let id = q["id"].as_str().unwrap_or_default();
-        if q["expect"] != "answer" || (!only.is_empty() && !only.iter().any(|o| o == id)) {
+        if !only.is_empty() && !only.iter().any(|o| o == id) {
             continue;
         }
+        let answerable = q["expect"] == "answer";
         let recorder = Arc::new(Recorder::default());
         let deps = ResearcherDeps {
             model: recorder.clone(),
@@ -144,6 +148,38 @@ async fn main() -> std::process::ExitCode {
             .lock()
             .map(|p| p.clone())
             .unwrap_or_default();
+        // Every page read judged off the question (its passages matched nothing, or left out a
+        // subject the question names): the run would end NoEvidence.
+        let refused = report
+            .as_ref()
+            .is_ok_and(|r| r.fetched.iter().all(|f| r.irrelevant.contains(&f.url)));
+        let why = report
+            .as_ref()
+            .ok()
+            .and_then(|r| {
+                r.markdown
+                    .lines()
+                    .find(|l| l.starts_with("The sources read"))
+            })
+            .unwrap_or("nothing on the pages matches")
+            .to_string();
+        if !answerable {
+            no_answer_total += 1;
+            no_answer_refused += usize::from(refused);
+            println!(
+                "{id}: no-answer, {}",
+                if refused {
+                    format!("refused ({why})")
+                } else {
+                    "ANSWERED from unrelated passages".to_string()
+                }
+            );
+            continue;
+        }
+        if refused {
+            refused_total += 1;
+            println!("{id}: REFUSED: {why}");
+        }
         let shown = norm(&passages);
         let (mut s, mut m) = (0, 0);
         let facts = q["keyFacts"].as_array().cloned().unwrap_or_default();
@@ -213,6 +249,9 @@ async fn main() -> std::process::ExitCode {
         "total: quotes shown {shown_total}/{facts_total} ({:.0}%), match strings {matched_total}/{facts_total} ({:.0}%)",
         100.0 * shown_total as f64 / facts_total.max(1) as f64,
         100.0 * matched_total as f64 / facts_total.max(1) as f64
+    );
+    println!(
+        "answerable questions refused (would end NoEvidence): {refused_total}; no-answer questions refused: {no_answer_refused}/{no_answer_total}"
     );
     std::process::ExitCode::SUCCESS
 }

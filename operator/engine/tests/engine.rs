@@ -170,6 +170,8 @@ impl Gatherer for FakeGatherer {
 
 struct FakeFetcher {
     fetched: Mutex<Vec<String>>,
+    /// When set, every page read is this (title, Markdown) instead of "Content of {url}".
+    page: Option<(String, String)>,
 }
 
 #[async_trait]
@@ -182,11 +184,15 @@ impl Fetcher for FakeFetcher {
                 status: 404,
             });
         }
+        let (title, markdown) = self
+            .page
+            .clone()
+            .unwrap_or_else(|| (format!("Title of {url}"), format!("Content of {url}")));
         Ok(Page {
             url: url.into(),
             final_url: url.into(),
-            title: format!("Title of {url}"),
-            markdown: format!("Content of {url}"),
+            title,
+            markdown,
             bytes: 100,
         })
     }
@@ -200,8 +206,18 @@ struct Harness {
 }
 
 fn harness(model: Arc<FakeModel>, empty_search: bool) -> Harness {
+    harness_reading(model, empty_search, None)
+}
+
+/// [`harness`] whose fetcher returns `page` (title, Markdown) for every URL.
+fn harness_reading(
+    model: Arc<FakeModel>,
+    empty_search: bool,
+    page: Option<(String, String)>,
+) -> Harness {
     let fetcher = Arc::new(FakeFetcher {
         fetched: Mutex::new(vec![]),
+        page,
     });
     let store = Arc::new(MemoryStore::new());
     let engine = Arc::new(Engine {
@@ -1383,4 +1399,48 @@ async fn a_plan_nobody_approves_fails_approval_timeout_having_searched_nothing()
     assert_eq!(purposes, vec![CallPurpose::Plan]);
     assert_eq!(s.searches, 0);
     assert_eq!(h.store.text(REPORT_KEY), None);
+}
+
+#[tokio::test]
+async fn passages_that_never_name_the_asked_setting_end_no_evidence_without_an_answer() {
+    // A small model's guided run: every page read is Python's sqlite3 entry, which names
+    // create_engine() in passing and never `pool_size`; the model, if asked, would answer.
+    let mut model = Arc::into_inner(FakeModel::new(|req| {
+        Ok(text(match &req.json_schema {
+            Some(_) => r#"{"1": "The default pool_size of create_engine() is 5 connections."}"#,
+            None => "The default pool_size of create_engine() is 5 connections [1].",
+        }))
+    }))
+    .unwrap();
+    model.window = 8_192;
+    model.json = true;
+    let page = (
+        "sqlite3 — DB-API 2.0 interface for SQLite databases".to_string(),
+        "# sqlite3\n\n## sqlite3.connect(database, timeout=5.0)\n\nOpen a connection to an SQLite \
+         database. Unlike a create_engine() connection pool, each call opens one connection; \
+         timeout is how many seconds the connection waits, 5.0 by default."
+            .to_string(),
+    );
+    let mut h = harness_reading(Arc::new(model), false, Some(page));
+    let mut engine = Arc::into_inner(h.engine).unwrap();
+    engine.settings.researcher.guided = Some(true);
+    h.engine = Arc::new(engine);
+    let question = "What is the default pool_size of the connection pool created by SQLAlchemy's create_engine()?";
+    let s = run(&h, RunState::new(RunInput::new(question, Mode::Quick))).await;
+    assert_eq!(s.phase, Phase::Failed);
+    assert_eq!(s.failure.as_ref().unwrap().reason, "NoEvidence");
+    // Nothing was written: no grounded call was made.
+    assert!(
+        h.model.requests().iter().all(|r| r.json_schema.is_none()),
+        "{:?}",
+        h.model.requests()
+    );
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(report.starts_with("# Unable to research"), "{report}");
+    assert!(
+        report.contains("none of them names `pool_size`, which"),
+        "{report}"
+    );
+    assert!(report.contains("## Closest pages read"), "{report}");
+    assert!(!report.contains("5 connections"), "{report}");
 }

@@ -193,6 +193,7 @@ mod tests {
             url: url.into(),
             overlap: 1.0,
             missing_numbers: vec![],
+            missing_subjects: vec![],
             supported,
             judged_by: "lexical",
         }

@@ -4,7 +4,9 @@
 //! saw (its snippet is stored); anything else is removed. Each sentence that cites a source is then
 //! checked for lexical support in the cited text: the share of its content words (crudely stemmed)
 //! that occur there, with every number it states required verbatim and no "not" the text does
-//! not say ([`negation_unsupported`]). An optional model judge
+//! not say ([`negation_unsupported`]), and every subject it names (its identifiers, code,
+//! quoted and capitalised terms, multi-word terms it shares with the question) named by the cited
+//! text ([`subject::subjects`]). An optional model judge
 //! (`lead::judge_claims`) can overrule the lexical verdicts.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,6 +22,10 @@ use super::state::RunState;
 pub const SUPPORT_THRESHOLD: f64 = 0.5;
 /// Sentences with fewer content words are references ("see [the docs](...)"), not claims.
 pub const MIN_CLAIM_TERMS: usize = 3;
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static CITATION_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\s*\(\s*\[[^\]]*\]\([^)\s]*\)\s*\)").expect("valid regex"));
 
 #[allow(clippy::expect_used)] // constant pattern, checked by the tests
 static NUMBER_RE: LazyLock<Regex> =
@@ -285,6 +291,9 @@ pub struct ClaimCheck {
     /// Numbers the claim states that the cited text does not contain.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing_numbers: Vec<String>,
+    /// Subjects the claim names that the cited text does not ([`subject::subjects`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_subjects: Vec<String>,
     /// The verdict.
     pub supported: bool,
     /// Who decided: `lexical` or `model`.
@@ -631,25 +640,36 @@ pub struct Support {
     pub overlap: f64,
     /// Numbers of the claim the text lacks (a version restated from the question excepted).
     pub missing_numbers: Vec<String>,
-    /// Enough shared words, no missing number, and every "not" backed.
+    /// Subjects of the claim the text does not name ([`subject::subjects`]).
+    pub missing_subjects: Vec<String>,
+    /// The text names every subject of the claim and holds its numbers, enough words are
+    /// shared, and every "not" is backed.
     pub supported: bool,
 }
 
-/// Pure: checks `claim` against `evidence` for the question `asked`: [`support`], less the
-/// versions the claim only restates from the question ([`restated_versions`]) unless the text
-/// speaks of another version, and [`negation_unsupported`]. The grounded answer's check and
-/// the run's claim check both judge by this.
+/// Pure: checks `claim` against `evidence` for the question `asked`. Support means the text
+/// says it: the text names each subject of the claim ([`subject::subjects`], the ones it
+/// shares with the question included) and holds each of its numbers ([`support`]; a version
+/// only restated from the question, [`restated_versions`], is exempt unless the text speaks of
+/// another version), backs each "not" ([`negation_unsupported`]), and shares at least
+/// [`SUPPORT_THRESHOLD`] of its words (a floor). Shared words alone passed "The default value of
+/// `wal_writer_delay` is 1 ..." citing a passage that never names `wal_writer_delay` (a
+/// held-out question, precision reported 1.00). The grounded answer's check and the run's
+/// claim check both judge by this.
 pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
     let (overlap, mut missing_numbers) = support(claim, evidence);
     let restated = restated_versions(claim, asked);
     missing_numbers.retain(|n| !restated.contains(n) || speaks_of_other_version(evidence, n));
+    let missing_subjects = subject::unnamed(claim, &subject::Named::new(evidence), asked);
     let supported = overlap >= SUPPORT_THRESHOLD
         && missing_numbers.is_empty()
+        && missing_subjects.is_empty()
         && !negation_unsupported(claim, evidence)
         && !restates_question(claim, asked);
     Support {
         overlap,
         missing_numbers,
+        missing_subjects,
         supported,
     }
 }
@@ -680,8 +700,14 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<Cla
         if urls.is_empty() {
             continue;
         }
-        let claim = claim_text(&sentence);
-        if terms(&claim).len() < MIN_CLAIM_TERMS {
+        // The citations themselves ("([json — JSON encoder and decoder](url))") are no part of
+        // the claim: a page's title would be a subject every other page it is checked against
+        // must name, and its words would count as shared with the page it names.
+        let claim = claim_text(&CITATION_RE.replace_all(&sentence, ""));
+        // A line ending in a colon introduces what follows (the grounded report's "- [page](url)
+        // › heading:" over each quoted passage): a label, not a claim. Its heading's names
+        // (`parse_int=Non…` of a cut signature) were judged as subjects and failed.
+        if terms(&claim).len() < MIN_CLAIM_TERMS || claim.trim_end().ends_with(':') {
             continue;
         }
         let mut seen_urls = BTreeSet::new();
@@ -695,6 +721,7 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<Cla
             let Support {
                 overlap,
                 missing_numbers,
+                missing_subjects,
                 supported,
             } = check_support(&claim, evidence, asked);
             checks.push(ClaimCheck {
@@ -703,12 +730,15 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<Cla
                 url,
                 overlap: (overlap * 1000.0).round() / 1000.0,
                 missing_numbers,
+                missing_subjects,
                 judged_by: "lexical",
             });
         }
     }
     checks
 }
+
+pub mod subject;
 
 #[cfg(test)]
 mod tests;

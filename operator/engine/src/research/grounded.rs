@@ -12,8 +12,8 @@
 
 use serde_json::{Value, json};
 
-use super::evidence::{check_support, sentences};
-use super::passages::{Passage, PassageKind, focus, rank};
+use super::evidence::{check_support, sentences, subject, terms};
+use super::passages::{Passage, PassageKind, focus, rank, subject_terms};
 use super::queries;
 use crate::llm::JsonSchema;
 use crate::llm::json_extract::{close_truncated_json, extract_json, extract_json_object};
@@ -123,6 +123,8 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
     let mut cited: Vec<usize> = Vec::new();
     // (text, stop): the stop after a citation may come in the next segment ("object [1].").
     let mut sentences: Vec<(String, String)> = Vec::new();
+    // The sentences without their citations, to judge whether they answer.
+    let mut plain: Vec<String> = Vec::new();
     for (text, cite) in segments(answer, items) {
         let mut text = text;
         for l in &labels {
@@ -136,8 +138,8 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
             }
             text = text[lead.len()..].to_string();
         }
-        let text = text.trim_start_matches(['*', '-', ' ']).to_string();
-        if text.is_empty() {
+        let text = strip_signature(text.trim_start_matches(['*', '-', ' ']));
+        if text.is_empty() || is_heading_copy(&text, items) {
             continue;
         }
         match cite {
@@ -149,27 +151,59 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
                     continue;
                 }
                 let (body, stop) = split_stop(&text);
+                plain.push(body.to_string());
                 sentences.push((format!("{body}{}", citation(item)), stop.to_string()));
                 if !cited.contains(&n) {
                     cited.push(n);
                 }
             }
-            None => sentences.push((text, String::new())),
+            None => {
+                plain.push(text.clone());
+                sentences.push((text, String::new()));
+            }
         }
     }
     let sentences: Vec<String> = sentences.into_iter().map(|(t, s)| t + &s).collect();
     if cited.is_empty() {
         return None;
     }
-    Some(report(asked, &sentences, &cited, items))
+    Some(report(asked, &sentences, &plain, cited, items))
 }
 
 /// How well `item` supports `text` (the share of the sentence's terms it holds), or `None`
 /// when it does not: too few shared terms, a number the passage does not have, a default
 /// the passage states otherwise, or a "not" the passage does not say.
 fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
-    let verdict = check_support(text, &item.text, asked);
+    // The passage as the run's claim check reads its page: under its title and heading, which
+    // name what the passage documents (`max_connections (integer)` heads a description that
+    // never repeats the name).
+    let evidence = format!("{}\n{}\n{}", item.title, item.heading, item.text);
+    let verdict = check_support(text, &evidence, asked);
     (verdict.supported && !focus::contradicts_default(text, &item.text)).then_some(verdict.overlap)
+}
+
+/// Pure: the subjects `asked` names that none of the passages `items` names, under its page's
+/// title and its heading or in its text ([`subject::unanswered`]). Empty when they answer.
+pub fn unanswered(asked: &str, items: &[Numbered]) -> Vec<String> {
+    if items.is_empty() {
+        return vec![];
+    }
+    let texts: Vec<String> = items
+        .iter()
+        .map(|n| format!("{}\n{}\n{}", n.title, n.heading, n.text))
+        .collect();
+    subject::unanswered(asked, &texts)
+}
+
+/// Pure: the pages of `items`, best passage first, each once.
+pub fn closest_pages(items: &[Numbered]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in items {
+        if !out.contains(&n.url) {
+            out.push(n.url.clone());
+        }
+    }
+    out
 }
 
 /// A sentence without its final stop, and the stop (`.` when it had none).
@@ -186,12 +220,33 @@ fn citation(item: &Numbered) -> String {
 }
 
 /// The report: the cited sentences as a summary, then each cited passage quoted under its page,
-/// then the best passages the summary left out (see [`uncited_best`]).
-fn report(asked: &str, sentences: &[String], cited: &[usize], items: &[Numbered]) -> String {
+/// then the best passages the summary left out (see [`uncited_best`]). When the sentences
+/// leave out what the best passage answers ([`misses_the_answer`]), the summary leads with
+/// that passage's statement, quoted and cited: the 0.5B model wrote about a sibling parameter
+/// while the answer sat in the "Best-matching passage" below it (a held-out question).
+fn report(
+    asked: &str,
+    sentences: &[String],
+    plain: &[String],
+    mut cited: Vec<usize>,
+    items: &[Numbered],
+) -> String {
+    let mut summary: Vec<String> = Vec::new();
+    if let Some(best) = items.first()
+        && misses_the_answer(asked, plain, best)
+        && let Some(statement) = statement(asked, best)
+    {
+        summary.push(format!("“{statement}”{}.", citation(best)));
+        if !cited.contains(&1) {
+            cited.insert(0, 1);
+        }
+    }
+    summary.extend(sentences.iter().cloned());
+    let cited = cited.as_slice();
     let quoted: Vec<&Numbered> = cited.iter().map(|n| &items[n - 1]).collect();
     let mut md = format!(
         "## Summary\n\n{}\n\n## Evidence\n{}",
-        sentences.join(" "),
+        summary.join(" "),
         quoted_list(&quoted)
     );
     let extra = uncited_best(asked, cited, items);
@@ -284,12 +339,143 @@ fn quoted_list(items: &[&Numbered]) -> String {
 /// The extractive report made of the numbered passages when the model's answer is unusable:
 /// the best passages for the task across every page read, best first, quoted unedited (issue
 /// 14: the answer a page-by-page excerpt left out, `max_workers`' default, was passage 2 here).
-pub fn quoted_report(items: &[Numbered]) -> String {
+/// The summary's first sentence is the best passage's statement for the task `asked`, quoted
+/// and cited: the answer first, then the note that the model wrote none.
+pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
+    let lead = items
+        .first()
+        .and_then(|best| statement(asked, best).map(|s| format!("“{s}”{}. ", citation(best))))
+        .unwrap_or_default();
     let items: Vec<&Numbered> = items.iter().collect();
     format!(
-        "## Summary\n\nThe model did not write a usable report, so this section quotes, unedited, the passages of the pages read that best match the task, best first.\n\n## Key findings\n{}",
+        "## Summary\n\n{lead}The model did not write a usable report, so this section quotes, unedited, the passages of the pages read that best match the task, best first.\n\n## Key findings\n{}",
         quoted_list(&items)
     )
+}
+
+/// Pure: `text` without a leading API signature a model copied from its passage
+/// ("contextlib.chdir(path): Non parallel-safe context manager ..." → "Non parallel-safe context
+/// manager ..."): the engine puts an entry's signature in front of its passage so the model
+/// knows what the passage documents, and a sentence that begins with it is a copy, not an answer.
+pub fn strip_signature(text: &str) -> String {
+    let t = text.trim();
+    let bare = t.trim_start_matches('`');
+    let name_end = bare
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .unwrap_or(bare.len());
+    if name_end == 0 || !bare[name_end..].starts_with('(') {
+        return t.to_string();
+    }
+    // The call's closing parenthesis, then a colon.
+    let mut depth = 0usize;
+    let mut close = None;
+    for (i, c) in bare[name_end..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    close = Some(name_end + i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(close) = close else {
+        return t.to_string();
+    };
+    let after = bare[close + 1..].trim_start_matches('`');
+    match after.strip_prefix(':') {
+        Some(rest) if rest.starts_with(char::is_whitespace) && !rest.trim().is_empty() => {
+            let rest = rest.trim();
+            let mut chars = rest.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect())
+                .unwrap_or_default()
+        }
+        _ => t.to_string(),
+    }
+}
+
+/// Fewest words with letters a sentence of a summary needs.
+const MIN_STATEMENT_WORDS: usize = 3;
+
+/// Pure: whether `text` is a heading copied from the passages, not a statement: fewer than
+/// three words, or the title or a heading of a shown passage ("Numeric Types", "8.1. Numeric
+/// Types"). The 0.5B model's whole summary was once "Numeric Types".
+pub fn is_heading_copy(text: &str, items: &[Numbered]) -> bool {
+    let norm = |s: &str| -> String {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().any(char::is_alphabetic))
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let t = norm(text);
+    if t.split(' ').filter(|w| !w.is_empty()).count() < MIN_STATEMENT_WORDS {
+        return true;
+    }
+    items
+        .iter()
+        .any(|n| norm(&n.title) == t || n.heading.split('›').any(|h| norm(h) == t))
+}
+
+/// Pure: whether the summary's sentences `plain` leave out what the best passage answers: a
+/// subject the task names that the passage's text names and no sentence does (the model wrote
+/// about a sibling parameter; a subject only in the passage's heading, such as the class whose
+/// parameter it is, need not be repeated), or, when the task asks for a default, a default the
+/// passage states and no sentence does.
+fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) -> bool {
+    let passage = strip_signature(&best.text);
+    let said = plain.join("\n");
+    let unnamed_by_passage = subject::unanswered(asked, std::slice::from_ref(&passage));
+    let leaves_out_subject = subject::unanswered(asked, std::slice::from_ref(&said))
+        .iter()
+        .any(|s| !unnamed_by_passage.contains(s));
+    let asks_default = asked.to_lowercase().contains("default");
+    let leaves_out_default = asks_default
+        && focus::states_default(&best.text)
+        && !plain.iter().any(|s| focus::states_default(s));
+    leaves_out_subject || leaves_out_default
+}
+
+/// Pure: the sentence of passage `best` that answers `asked` best, without its final stop: the
+/// one naming most of the task's subjects, stating a default when the task asks for one, and
+/// sharing most of its words. `None` for a passage without a sentence of three words.
+fn statement(asked: &str, best: &Numbered) -> Option<String> {
+    let asked_terms = terms(asked);
+    let asks_default = asked.to_lowercase().contains("default");
+    let keys = subject_terms(asked);
+    let text = strip_signature(&best.text);
+    let mut chosen: Option<(usize, String)> = None;
+    for s in sentences(&text) {
+        let words = s
+            .split_whitespace()
+            .filter(|w| w.chars().any(char::is_alphabetic))
+            .count();
+        if words < MIN_STATEMENT_WORDS {
+            continue;
+        }
+        let named = subject::Named::new(&s);
+        let names = keys
+            .iter()
+            .filter(|k| named.names(&subject::Subject::Name((*k).clone())))
+            .count();
+        let default = usize::from(asks_default && focus::states_default(&s));
+        let shared = terms(&s).intersection(&asked_terms).count();
+        let score = names * 100 + default * 50 + shared;
+        if chosen.as_ref().is_none_or(|(b, _)| score > *b) {
+            chosen = Some((score, s));
+        }
+    }
+    chosen.map(|(_, s)| {
+        let s = s.trim();
+        s.strip_suffix(['.', '!', '?'])
+            .unwrap_or(s)
+            .replace(['“', '”'], "\"")
+    })
 }
 
 /// Most points a JSON answer makes (the schema's `maxItems`; more from an unconstrained model
@@ -459,16 +645,18 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
     let mut cited: Vec<usize> = Vec::new();
     let mut sentences_out: Vec<String> = Vec::new();
     let mut said: Vec<String> = Vec::new();
+    let mut plain: Vec<String> = Vec::new();
     for p in points {
         // A point of two sentences is judged sentence by sentence: the 0.5B model put a wrong
         // "does not set the timeout" before the right "If no timeout is supplied, the global
         // default ... is used", and the right half was lost with the wrong one (issue 14).
         let mut kept: Vec<(String, Vec<usize>)> = Vec::new();
         for text in sentences(&clean_sentence(&p.sentence, &labels)) {
+            let text = strip_signature(&text);
             // A small model repeats its point to fill the number the schema asks for: once is
             // enough.
             let key = text.to_lowercase();
-            if text.is_empty() || said.contains(&key) {
+            if text.is_empty() || said.contains(&key) || is_heading_copy(&text, items) {
                 continue;
             }
             said.push(key);
@@ -478,6 +666,7 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
         }
         // Sentences of a point citing one passage in a row carry its link once, at the end.
         for (i, (text, cites)) in kept.iter().enumerate() {
+            plain.push(text.clone());
             let same_next = kept.get(i + 1).is_some_and(|(_, next)| next[0] == cites[0]);
             if same_next {
                 sentences_out.push(text.clone());
@@ -495,7 +684,7 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
     if cited.is_empty() {
         return None;
     }
-    Some(report(asked, &sentences_out, &cited, items))
+    Some(report(asked, &sentences_out, &plain, cited, items))
 }
 
 /// The passages a sentence cites that support it, the one its citation goes to first: the

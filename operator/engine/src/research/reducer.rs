@@ -534,14 +534,15 @@ fn synthesize(state: &mut RunState, cmds: &mut Vec<Command>, partial: bool) {
     }
 }
 
-/// True when researchers read pages but every one of them missed the task: a report made of
-/// them would answer nothing (issue 14), so the run ends with the honest report instead.
+/// True when researchers read pages but every one of them missed the task (its passages
+/// matched nothing, or left out a subject the task names): a report made of them would answer
+/// nothing, so the run ends with the honest report instead.
 fn nothing_relevant_read(state: &RunState) -> bool {
     !state.reports.is_empty()
         && state
             .reports
             .iter()
-            .all(|r| r.pages.is_empty() && r.fetched.iter().all(|f| r.irrelevant.contains(&f.url)))
+            .all(|r| r.fetched.iter().all(|f| r.irrelevant.contains(&f.url)))
 }
 
 fn fail(state: &mut RunState, cmds: &mut Vec<Command>, failure: Failure) {

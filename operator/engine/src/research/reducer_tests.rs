@@ -269,6 +269,38 @@ fn pages_read_that_all_miss_the_question_end_in_the_honest_report_not_a_synthesi
         failure.message
     );
 
+    // Pages the researcher kept but found to leave out a subject of the question (its
+    // answerability gate marks every page read off the task): the run ends the same way, and
+    // the report names what no page names and the closest pages.
+    let mut gated = report(0, &["https://docs/sqlite3.html"], usage(1, 1, 1));
+    gated.irrelevant = vec!["https://docs/sqlite3.html".into()];
+    gated.pages = vec![crate::research::state::PageExtract {
+        url: "https://docs/sqlite3.html".into(),
+        title: "sqlite3 — DB-API 2.0 interface for SQLite databases".into(),
+        text: "Unlike a create_engine() pool, each call opens one connection.".into(),
+    }];
+    let mut state = quick();
+    state.input.query = "What is the default pool_size of SQLAlchemy's create_engine()?".into();
+    let (s, _) = run(
+        state,
+        vec![Event::Start, Event::ResearcherFinished { report: gated }],
+    );
+    let r = s.final_report.as_ref().unwrap();
+    assert!(r.aborted, "{}", r.markdown);
+    assert!(
+        r.markdown.contains(
+            "read 1 page(s), and none of them names `pool_size`, which the question asks about"
+        ),
+        "{}",
+        r.markdown
+    );
+    assert!(
+        r.markdown.contains("## Closest pages read (none of them answers the question)\n\n- sqlite3 — DB-API 2.0 interface for SQLite databases — <https://docs/sqlite3.html>"),
+        "{}",
+        r.markdown
+    );
+    assert!(!r.markdown.contains("What else was read"), "{}", r.markdown);
+
     // One relevant page among them is enough to synthesise.
     let mut mixed = report(
         0,

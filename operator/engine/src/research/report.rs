@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::json;
 
-use super::evidence::{ClaimCheck, EvidenceBase, check_claims, gate_links};
+use super::evidence::{ClaimCheck, EvidenceBase, check_claims, gate_links, subject};
 use super::links::{LINK_RE, normalize_url};
 use super::outputs::{ParsedOutput, ResearchItem};
 use super::state::{FinalReport, RunState, SourceRef, TaskState};
@@ -345,8 +345,12 @@ pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport 
         md.push('\n');
         md.push_str(&super::changes::section(changes));
     }
+    // Sources are the pages the report cites; the rest the run read are listed apart, folded:
+    // a one-fact answer listed 13 sources, most of them unrelated (a held-out question).
     md.push_str("\n\n## Sources\n\n");
-    for (i, s) in ordered.iter().enumerate() {
+    let (cited, also): (Vec<&SourceRef>, Vec<&SourceRef>) =
+        ordered.iter().partition(|s| checked.cited.contains(&s.url));
+    let entry = |i: usize, s: &SourceRef| {
         let title = if s.title.trim().is_empty() {
             s.url.as_str()
         } else {
@@ -357,12 +361,28 @@ pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport 
         } else {
             " (search result, not read)"
         };
-        md.push_str(&format!(
+        format!(
             "{}. [{}]({}){note}\n",
             i + 1,
             escape_link_text(title),
             s.url
+        )
+    };
+    if cited.is_empty() {
+        md.push_str("_The report cites no page._\n");
+    }
+    for (i, s) in cited.iter().enumerate() {
+        md.push_str(&entry(i, s));
+    }
+    if !also.is_empty() {
+        md.push_str(&format!(
+            "\n<details>\n<summary>Also read ({} page(s), not cited)</summary>\n\n",
+            also.len()
         ));
+        for (i, s) in also.iter().enumerate() {
+            md.push_str(&entry(i, s));
+        }
+        md.push_str("\n</details>\n");
     }
     if !checked.unverified.is_empty() {
         md.push_str(&format!(
@@ -449,8 +469,35 @@ pub fn abort_report(state: &RunState) -> FinalReport {
             }
         }
     }
+    // Pages whose passages were shown but left out a subject of the question (the researcher's
+    // answerability gate keeps them, closest first): the reader sees what came nearest.
+    let mut closest: Vec<(&str, &str)> = Vec::new();
+    let mut texts: Vec<String> = Vec::new();
+    for r in &state.reports {
+        for p in &r.pages {
+            if !closest.iter().any(|(u, _)| *u == p.url) {
+                closest.push((&p.url, &p.title));
+                texts.push(format!("{}\n{}", p.title, p.text));
+            }
+        }
+    }
+    let missing = if closest.is_empty() {
+        vec![]
+    } else {
+        subject::unanswered(&state.input.query, &texts)
+    };
     let finding = if read.is_empty() {
         "found no source it could read for this question".to_string()
+    } else if !missing.is_empty() {
+        let names: Vec<String> = missing
+            .iter()
+            .map(|m| format!("`{}`", m.replace('`', "'")))
+            .collect();
+        format!(
+            "read {} page(s), and none of them names {}, which the question asks about",
+            read.len(),
+            names.join(", ")
+        )
     } else {
         format!(
             "read {} page(s), and no passage of any of them matches the question",
@@ -472,15 +519,32 @@ pub fn abort_report(state: &RunState) -> FinalReport {
             md.push_str(&format!("- `{}`\n", one_line(query).replace('`', "'")));
         }
     }
-    if !read.is_empty() {
-        md.push_str("\n## What was read (none of it answers the question)\n\n");
-        for (url, title) in read.iter().take(20) {
-            let title = if title.trim().is_empty() {
-                "(untitled)"
-            } else {
-                title.trim()
-            };
-            md.push_str(&format!("- {} — <{url}>\n", one_line(title)));
+    let line = |url: &str, title: &str| {
+        let title = if title.trim().is_empty() {
+            "(untitled)"
+        } else {
+            title.trim()
+        };
+        format!("- {} — <{url}>\n", one_line(title))
+    };
+    if !closest.is_empty() {
+        md.push_str("\n## Closest pages read (none of them answers the question)\n\n");
+        for (url, title) in closest.iter().take(5) {
+            md.push_str(&line(url, title));
+        }
+    }
+    let rest: Vec<&(&str, &str)> = read
+        .iter()
+        .filter(|(u, _)| !closest.iter().take(5).any(|(c, _)| c == u))
+        .collect();
+    if !rest.is_empty() {
+        md.push_str(if closest.is_empty() {
+            "\n## What was read (none of it answers the question)\n\n"
+        } else {
+            "\n## What else was read\n\n"
+        });
+        for (url, title) in rest.into_iter().take(20) {
+            md.push_str(&line(url, title));
         }
     }
     md.push_str(
@@ -679,6 +743,46 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&r.findings_json).unwrap();
         assert_eq!(v["unverifiedReferences"], json!(["http://made.up"]));
         assert_eq!(r.sources.len(), 1);
+    }
+
+    #[test]
+    fn sources_are_the_cited_pages_and_the_rest_read_is_folded_apart() {
+        let mut state = RunState::new(RunInput::new("what is json", Mode::Quick));
+        state.reports.push(ResearcherReport {
+            task_id: 0,
+            markdown: String::new(),
+            fetched: vec![
+                SourceRef::new("http://h/json.html", "json — JSON encoder"),
+                SourceRef::new("http://h/pickle.html", "pickle"),
+                SourceRef::new("http://h/csv.html", "csv"),
+            ],
+            seen: vec![],
+            pages: vec![],
+            irrelevant: vec![],
+            queries: vec![],
+            searches: 1,
+            usage: Default::default(),
+        });
+        let r = compose(
+            &state,
+            "JSON is parsed by [json](http://h/json.html).",
+            false,
+        );
+        assert!(
+            r.markdown.contains(
+                "## Sources\n\n1. [json — JSON encoder](http://h/json.html)\n\n<details>\n<summary>Also read (2 page(s), not cited)</summary>\n\n1. [csv](http://h/csv.html)\n2. [pickle](http://h/pickle.html)\n\n</details>\n"
+            ),
+            "{}",
+            r.markdown
+        );
+        // Nothing cited: the report says so, and everything read is folded.
+        let r = compose(&state, "JSON is a format.", false);
+        assert!(
+            r.markdown
+                .contains("## Sources\n\n_The report cites no page._\n\n<details>"),
+            "{}",
+            r.markdown
+        );
     }
 
     #[test]

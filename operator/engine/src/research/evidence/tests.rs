@@ -225,6 +225,152 @@ fn a_sentence_made_only_of_the_questions_words_is_no_answer() {
     // The same words with the passage's answer are a claim.
     let answer = "Clustering is a one-time operation: changes made when the table is later updated are not clustered.";
     assert!(check_support(answer, passage, asked).supported);
-    // Without the question, nothing is a restatement.
-    assert!(check_support(restated, passage, "").supported);
+    // Without the question, nothing is a restatement (on a page that names the product).
+    let page = format!("PostgreSQL 15 Documentation: CLUSTER\n{passage}");
+    assert!(check_support(restated, &page, "").supported);
+}
+
+/// PostgreSQL 15's `commit_delay` entry, as the run stores it (breadcrumb and description).
+const COMMIT_DELAY: &str = "§ 20.5. Write Ahead Log › 20.5.1. Settings › commit_delay (integer)\n\
+    Setting commit_delay adds a time delay before a WAL flush is initiated. This can improve \
+    group commit throughput by allowing a larger number of transactions to commit via a single \
+    WAL flush. If this value is specified without units, it is taken as microseconds. The \
+    default commit_delay is zero (no delay).";
+
+#[test]
+fn a_claim_whose_subject_its_passage_never_names_is_unsupported() {
+    let asked = "What is the default value of wal_writer_flush_after in PostgreSQL 15?";
+    // Every word but the setting's name is on the passage, and the shared-word floor passes it.
+    let invented =
+        "The default value of wal_writer_flush_after is 1 and it is specified in microseconds.";
+    let (overlap, _) = support(invented, COMMIT_DELAY);
+    assert!(overlap >= SUPPORT_THRESHOLD, "{overlap}");
+    let verdict = check_support(invented, COMMIT_DELAY, asked);
+    assert!(!verdict.supported, "{verdict:?}");
+    assert_eq!(verdict.missing_subjects, ["wal_writer_flush_after"]);
+    // The same sentence about the setting the passage documents is supported: the name is in
+    // its heading, the unit in its text (a number it lacks would still sink it).
+    let asked = "What is the default value of commit_delay in PostgreSQL 15?";
+    let right =
+        "If the commit_delay value is specified without units, it is taken as microseconds.";
+    assert!(check_support(right, COMMIT_DELAY, asked).supported);
+    assert!(
+        !check_support(
+            "The default commit_delay is 10 microseconds.",
+            COMMIT_DELAY,
+            asked
+        )
+        .supported
+    );
+}
+
+#[test]
+fn a_subject_the_claim_shares_with_the_question_is_checked_too() {
+    // Streaming replication's paragraph, cited for a sentence about logical replication.
+    let passage = "§ 27.2. Log-Shipping Standby Servers › 27.2.8. Synchronous Replication\n\
+        By default, streaming replication is asynchronous: the primary does not wait for the \
+        standby to confirm that a transaction's WAL has been written before the commit returns.";
+    let asked = "Is logical replication asynchronous by default in PostgreSQL?";
+    let claim = "Logical replication is asynchronous by default: the primary does not wait for the standby.";
+    let verdict = check_support(claim, passage, asked);
+    assert!(!verdict.supported, "{verdict:?}");
+    assert_eq!(verdict.missing_subjects, ["logical replication"]);
+    let asked = "Is streaming replication asynchronous by default in PostgreSQL?";
+    let claim = "Streaming replication is asynchronous by default: the primary does not wait for the standby.";
+    assert!(check_support(claim, passage, asked).supported);
+    // "default value of" is what the question asks of its subject, not a subject.
+    let asked = "What is the default value of commit_delay in PostgreSQL 15?";
+    let claim = "The default value of commit_delay is zero, so there is no delay.";
+    let verdict = check_support(claim, COMMIT_DELAY, asked);
+    assert!(verdict.supported, "{verdict:?}");
+}
+
+#[test]
+fn the_subjects_of_a_claim_are_its_names_quoted_and_capitalised_terms() {
+    use subject::{Subject, subjects};
+    let asked =
+        "How does CREATE INDEX CONCURRENTLY differ from a standard CREATE INDEX in PostgreSQL 15?";
+    let found = subjects(
+        "In PostgreSQL 15, `CREATE INDEX CONCURRENTLY` builds the index without the \"exclusive lock\" that json.loads() and TaskGroup never take; Repeatable Read is not involved.",
+        asked,
+    );
+    let labels: Vec<String> = found.iter().map(Subject::label).collect();
+    // The product the question is asked in is context; a sentence's capitalised first word is
+    // grammar ("In").
+    assert_eq!(
+        labels,
+        [
+            "create",
+            "index",
+            "concurrently",
+            "exclusive lock",
+            "json.loads",
+            "taskgroup",
+            "repeatable read"
+        ],
+        "{found:?}"
+    );
+    // An all-capitals first word names something.
+    let labels: Vec<String> = subjects("NULL values are not equal.", "")
+        .iter()
+        .map(Subject::label)
+        .collect();
+    assert_eq!(labels, ["null"]);
+}
+
+#[test]
+fn a_name_is_found_as_written_or_by_its_code_form() {
+    use subject::{Named, Subject};
+    let page = Named::new(
+        "§ functools › @functools.lru_cache(user_function)\nIf maxsize is set to None, the LRU \
+         feature is disabled. Use json.loads() or call cache_info().",
+    );
+    assert!(page.names(&Subject::Name("functools.lru_cache".into())));
+    assert!(page.names(&Subject::Name("lru_cache".into())));
+    assert!(page.names(&Subject::Name("loads".into())));
+    assert!(page.names(&Subject::Name("functools.cache_info".into())));
+    assert!(page.names(&Subject::Name("maxsize".into())));
+    assert!(!page.names(&Subject::Name("functools.cache".into())));
+    assert!(!page.names(&Subject::Name("copy.deepcopy".into())));
+    assert!(page.names(&Subject::Phrase(vec!["lru".into(), "feature".into()])));
+    assert!(!page.names(&Subject::Phrase(vec!["feature".into(), "lru".into()])));
+    assert!(page.names(&Subject::Words(vec!["feature".into(), "lru".into()])));
+}
+
+#[test]
+fn the_run_check_ignores_the_cited_pages_titles() {
+    let mut base = EvidenceBase::default();
+    base.add_page(
+        "http://docs/wal.html",
+        "20.5. Write Ahead Log",
+        COMMIT_DELAY,
+    );
+    base.add_page(
+        "http://docs/json.html",
+        "json — JSON encoder and decoder",
+        "Deserialize s to a Python object.",
+    );
+    // The second page's title is no subject the first must name.
+    let md = "Setting commit_delay adds a time delay before a WAL flush is initiated ([20.5. Write Ahead Log](http://docs/wal.html)) ([json — JSON encoder and decoder](http://docs/json.html)).";
+    let checks = check_claims(md, &base, "What does commit_delay do?");
+    assert_eq!(checks.len(), 2, "{checks:?}");
+    assert!(checks[0].supported, "{checks:?}");
+    assert_eq!(
+        checks[0].claim,
+        "Setting commit_delay adds a time delay before a WAL flush is initiated."
+    );
+    assert!(!checks[1].supported);
+    assert_eq!(checks[1].missing_subjects, ["commit_delay", "wal"]);
+}
+
+#[test]
+fn a_label_over_a_quoted_passage_is_no_claim() {
+    let mut base = EvidenceBase::default();
+    base.add_page(
+        "http://docs/json.html",
+        "json — JSON encoder and decoder",
+        "§ json › Basic Usage › json.loads(s, *, cls=None)\nDeserialize s to a Python object.",
+    );
+    let md = "- [json — JSON encoder and decoder](http://docs/json.html) › `json` › Basic Usage › json.loads(s, *, cls=None, object_hook=None, parse_int=Non…):\n\n> Deserialize s to a Python object.\n";
+    assert!(check_claims(md, &base, "How do I decode JSON?").is_empty());
 }

@@ -212,9 +212,10 @@ fn a_json_answer_becomes_the_same_cited_report() {
 #[test]
 fn an_unusable_answer_leaves_the_numbered_passages_quoted_best_first() {
     let items = json_items();
-    let md = quoted_report(&items);
+    let md = quoted_report("", &items);
+    // The best passage's statement first, quoted and cited; then why the rest is quotes.
     assert!(
-        md.starts_with("## Summary\n\nThe model did not write a usable report"),
+        md.starts_with("## Summary\n\n“Deserialize s (a str instance containing a JSON document) to a Python object” ([json — JSON encoder and decoder](http://docs/json.html)). The model did not write a usable report"),
         "{md}"
     );
     let first = md
@@ -230,7 +231,7 @@ fn an_unusable_answer_leaves_the_numbered_passages_quoted_best_first() {
     let mut twice = json_items();
     twice[1].heading = twice[0].heading.clone();
     twice[1].url = twice[0].url.clone();
-    let md = crate::research::report::tidy_model_markdown(&quoted_report(&twice));
+    let md = crate::research::report::tidy_model_markdown(&quoted_report("", &twice));
     assert!(md.contains("> json.load(fp): Deserialize fp"), "{md}");
     assert_eq!(md.matches("- [").count(), 1, "{md}");
 }
@@ -772,5 +773,180 @@ fn a_version_note_is_shown_when_the_task_asks_for_the_version() {
     assert!(
         not_asked.iter().all(|n| !n.text.contains("New in version")),
         "{not_asked:#?}"
+    );
+}
+
+fn titled(number: usize, url: &str, title: &str, heading: &str, text: &str) -> Numbered {
+    Numbered {
+        number,
+        url: url.into(),
+        title: title.into(),
+        heading: heading.into(),
+        text: text.into(),
+    }
+}
+
+#[test]
+fn passages_that_leave_out_a_subject_of_the_question_do_not_answer_it() {
+    let items = vec![
+        titled(
+            1,
+            "http://docs/runtime-config-connection.html",
+            "20.3. Connections and Authentication",
+            "20.3.1. Connection Settings › max_connections (integer)",
+            "Determines the maximum number of concurrent connections to the database server. The default is typically 100 connections.",
+        ),
+        titled(
+            2,
+            "http://docs/runtime-config-resource.html",
+            "20.4. Resource Consumption",
+            "20.4.1. Memory › shared_buffers (integer)",
+            "Sets the amount of memory the database server uses for shared memory buffers. The default is typically 128 megabytes (128MB).",
+        ),
+    ];
+    // Every subject named somewhere (a heading counts); the product is context.
+    assert!(
+        unanswered(
+            "What is the default value of max_connections in PostgreSQL 15?",
+            &items
+        )
+        .is_empty()
+    );
+    assert!(
+        unanswered(
+            "What are the default values of max_connections and shared_buffers in PostgreSQL 15?",
+            &items
+        )
+        .is_empty()
+    );
+    // A setting no passage names: however many words they share, they do not answer (the
+    // product a possessive names, SQLAlchemy, is context, as PostgreSQL is).
+    assert_eq!(
+        unanswered(
+            "What are the default values of max_connections and work_mem in PostgreSQL 15?",
+            &items
+        ),
+        ["work_mem"]
+    );
+    assert_eq!(
+        unanswered(
+            "What is the default pool_size of the connection pool created by SQLAlchemy's create_engine()?",
+            &items
+        ),
+        ["pool_size", "create_engine"]
+    );
+    assert_eq!(
+        closest_pages(&items),
+        [
+            "http://docs/runtime-config-connection.html",
+            "http://docs/runtime-config-resource.html"
+        ]
+    );
+    // No passage: nothing to judge (the caller has its own report for that).
+    assert!(unanswered("What is the default pool_size?", &[]).is_empty());
+}
+
+#[test]
+fn a_copied_signature_is_stripped_and_a_heading_is_no_statement() {
+    assert_eq!(
+        strip_signature(
+            "contextlib.chdir(path): Non parallel-safe context manager to change the current working directory."
+        ),
+        "Non parallel-safe context manager to change the current working directory."
+    );
+    assert_eq!(
+        strip_signature("`json.loads(s, *, cls=None)`: deserialize s to a Python object."),
+        "Deserialize s to a Python object."
+    );
+    // A sentence that only begins with a call keeps it.
+    let kept = "json.loads(s) deserializes s to a Python object.";
+    assert_eq!(strip_signature(kept), kept);
+    assert_eq!(strip_signature("f(x):"), "f(x):");
+    let items = vec![titled(
+        1,
+        "http://docs/datatype-numeric.html",
+        "8.1. Numeric Types",
+        "8.1. Numeric Types › 8.1.4. Serial Types",
+        "The data types smallserial, serial and bigserial are not true types.",
+    )];
+    assert!(is_heading_copy("Numeric Types", &items));
+    assert!(is_heading_copy("8.1.4. Serial Types.", &items));
+    assert!(is_heading_copy("8.1. Numeric Types", &items));
+    assert!(!is_heading_copy(
+        "The serial types are not true types.",
+        &items
+    ));
+    // A summary that is only a heading is no answer: the passages are quoted, the best first.
+    assert_eq!(
+        assemble_for(
+            "Is serial a real data type in PostgreSQL?",
+            "Numeric Types [1].",
+            &items
+        ),
+        None
+    );
+}
+
+/// The Python 3.11 `concurrent.futures` entries a held-out-shaped question is answered from.
+fn executor_items() -> Vec<Numbered> {
+    vec![
+        titled(
+            1,
+            "http://docs/library/concurrent.futures.html",
+            "concurrent.futures — Launching parallel tasks",
+            "ThreadPoolExecutor › concurrent.futures.ThreadPoolExecutor(max_workers=None, thread_name_prefix='', initializer=None, initargs=())",
+            "An Executor subclass that uses a pool of at most max_workers threads to execute calls asynchronously. Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4).",
+        ),
+        titled(
+            2,
+            "http://docs/library/concurrent.futures.html",
+            "concurrent.futures — Launching parallel tasks",
+            "ThreadPoolExecutor › concurrent.futures.ThreadPoolExecutor(max_workers=None, thread_name_prefix='', initializer=None, initargs=())",
+            "New in version 3.6: The thread_name_prefix argument was added to allow users to control the threading.Thread names for worker threads created by the pool for easier debugging.",
+        ),
+    ]
+}
+
+#[test]
+fn a_summary_about_a_sibling_parameter_leads_with_the_best_passages_answer() {
+    let asked =
+        "What is the default max_workers of concurrent.futures.ThreadPoolExecutor in Python 3.11?";
+    let items = executor_items();
+    let answer = r#"{"points": [{"passages": [2], "sentence": "The thread_name_prefix argument allows users to control the threading.Thread names for worker threads created by the pool."}]}"#;
+    let md = assemble_json_for(asked, answer, &items).unwrap();
+    let summary = md
+        .split("## Summary\n\n")
+        .nth(1)
+        .and_then(|s| s.split("\n\n").next())
+        .unwrap();
+    assert!(
+        summary.starts_with("“Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4)” ([concurrent.futures — Launching parallel tasks](http://docs/library/concurrent.futures.html))."),
+        "{md}"
+    );
+    // The model's sentence follows it, and the passage is quoted as evidence, not as "not cited".
+    assert!(
+        summary.contains("The thread_name_prefix argument allows"),
+        "{md}"
+    );
+    assert!(!md.contains("not cited above"), "{md}");
+    // A summary that answers keeps its own first sentence.
+    let answer = r#"{"points": [{"passages": [1], "sentence": "The default value of max_workers is min(32, os.cpu_count() + 4)."}]}"#;
+    let md = assemble_json_for(asked, answer, &items).unwrap();
+    assert!(
+        md.starts_with(
+            "## Summary\n\nThe default value of max_workers is min(32, os.cpu_count() + 4) ("
+        ),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_quoted_fallback_leads_with_the_best_statement() {
+    let asked =
+        "What is the default max_workers of concurrent.futures.ThreadPoolExecutor in Python 3.11?";
+    let md = quoted_report(asked, &executor_items());
+    assert!(
+        md.starts_with("## Summary\n\n“Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4)” (["),
+        "{md}"
     );
 }

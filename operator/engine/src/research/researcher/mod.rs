@@ -462,6 +462,49 @@ fn nothing_relevant_report(task: &str, read: &[SourceRef]) -> String {
     md
 }
 
+/// The report of a researcher whose passages leave out a subject of the task
+/// ([`grounded::unanswered`]): which subjects no passage names, the closest pages (those
+/// whose passages were best, best first) and the rest read. It cites nothing.
+fn unanswered_report(
+    task: &str,
+    missing: &[String],
+    closest: &[PageExtract],
+    read: &[SourceRef],
+) -> String {
+    let names: Vec<String> = missing
+        .iter()
+        .map(|m| format!("`{}`", m.replace('`', "'")))
+        .collect();
+    let mut md = format!(
+        "## Summary\n\nThe sources read do not answer \"{}\": none of the {} page(s) read names {}, so nothing here answers it.\n\n## Closest pages read\n",
+        task.trim(),
+        read.len(),
+        names.join(", ")
+    );
+    let line = |url: &str, title: &str| {
+        let title = if title.trim().is_empty() {
+            "(untitled)"
+        } else {
+            title.trim()
+        };
+        format!("- {title} — {url}\n")
+    };
+    for p in closest {
+        md.push_str(&line(&p.url, &p.title));
+    }
+    let rest: Vec<&SourceRef> = read
+        .iter()
+        .filter(|s| !closest.iter().any(|p| p.url == s.url))
+        .collect();
+    if !rest.is_empty() {
+        md.push_str("\n## Also read\n");
+        for s in rest {
+            md.push_str(&line(&s.url, &s.title));
+        }
+    }
+    md
+}
+
 /// True when an answer is a tool call written as JSON rather than a report (weak models do this
 /// when no tools are offered any more).
 fn looks_like_tool_call(text: &str) -> bool {

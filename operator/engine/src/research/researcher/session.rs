@@ -523,6 +523,33 @@ impl Session<'_> {
         // context window for the passages (at three characters per token), at most 6000 chars.
         let budget = (self.deps.model.context_window() as usize * 3 / 4).clamp(1500, 6000);
         let items = grounded::number_passages(&self.pages, task, budget);
+        // The answerability gate: passages that leave out a subject the task names do not
+        // answer it, and a model shown them writes about what they do name (a held-out
+        // question's unrelated passages ended Completed as its answer). Nothing is written;
+        // every page read counts as off the task, so the run ends NoEvidence and lists them,
+        // the closest first.
+        let missing = grounded::unanswered(task, &items);
+        if !missing.is_empty() {
+            tracing::info!(
+                ?missing,
+                passages = items.len(),
+                "the passages read do not name every subject of the task"
+            );
+            let closest = grounded::closest_pages(&items);
+            self.pages.sort_by_key(|p| {
+                closest
+                    .iter()
+                    .position(|u| *u == p.url)
+                    .unwrap_or(usize::MAX)
+            });
+            for f in &self.fetched {
+                if !self.irrelevant.contains(&f.url) {
+                    self.irrelevant.push(f.url.clone());
+                }
+            }
+            let md = unanswered_report(task, &missing, &self.pages, &self.fetched);
+            return Ok(finish(self, task_id, md));
+        }
         if !items.is_empty() {
             // With JSON mode the model answers in a JSON form, held to its schema by the server:
             // first one sentence per best passage, then (when none holds) points over them all.
@@ -570,7 +597,7 @@ impl Session<'_> {
             }
             // The model's answer is unusable: the passages it was shown are the best extract of
             // what was read, across pages and best first.
-            let md = grounded::quoted_report(&items);
+            let md = grounded::quoted_report(task, &items);
             return Ok(finish(self, task_id, md));
         }
         let md = extractive_report(task, &self.pages);
