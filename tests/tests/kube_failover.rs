@@ -5,7 +5,15 @@
 //!   the other's call held) and in Synthesizing: a restarted process (as the kubelet restarts a
 //!   container: same pod name) finishes the run; exactly one report ConfigMap exists; status cost
 //!   equals the cost journal (`<run>-events`) and every call the model answered; no finished
-//!   researcher is asked again (the model server's request log).
+//!   researcher is asked again (the model server's request log). The checkpoint (pointer and
+//!   slots) at the kill is printed.
+//! - SIGKILL in the instant between a checkpoint slot and its pointer (slot B and the pointer live
+//!   in two ConfigMaps: two requests): that slot is complete and verifies, so the restarted
+//!   process resumes from it and does not ask the researcher it holds as finished again.
+//! - SIGKILL at seeded random moments (`QUARRY_KILLS` in all, 12 unless set, a soak sets 100 or
+//!   more; `QUARRY_KILL_SEED` replays the kill times): every run completes once with the report of
+//!   a run without kills, status cost equals the cost journal, and no step the durable checkpoint
+//!   held as finished at a kill is asked again.
 //! - Two operator processes: only the Lease holder writes status (the audit log, each replica
 //!   with a ServiceAccount of its own so its writes can be told apart); when the holder is killed
 //!   the other takes the lease within the lease duration and completes the run.
@@ -224,7 +232,8 @@ impl Setup {
         .await
     }
 
-    /// Whether a checkpoint slot of run `name` holds `marker`.
+    /// Whether a checkpoint slot of run `name` holds `marker`: durable from the moment it shows,
+    /// since a restarted operator resumes from the newest slot that verifies.
     async fn checkpointed(&self, name: &str, marker: &str) -> bool {
         let configmaps: Api<ConfigMap> = Api::namespaced(self.client(), &self.namespace);
         for cm in [format!("{name}-state"), format!("{name}-state-b")] {
