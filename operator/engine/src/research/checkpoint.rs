@@ -2,10 +2,14 @@
 //!
 //! A checkpoint is the state JSON behind a header line holding its SHA-256 and a sequence number.
 //! Two slots alternate (`checkpoint-a.json`, `checkpoint-b.json`); the pointer
-//! (`checkpoint.json`) names the slot of the latest one and is switched only after that slot was
-//! written. A crash between the two writes leaves the pointer on the previous, complete slot; a
-//! slot that fails its hash (bit rot, a truncated write, a hand edit) falls back to the other one.
-//! Stores without atomic multi-key writes (every one of them) get the same guarantee this way.
+//! (`checkpoint.json`) names the slot of the latest one and is switched after that slot was
+//! written. A checkpoint is durable once its slot is: a slot is one atomic write that verifies
+//! itself, so the loader takes the newest slot that verifies, whether or not the pointer was
+//! switched to it (the ConfigMap store keeps the slots in two ConfigMaps, and the pointer follows
+//! the second slot in a separate request that a crash can prevent: a finished researcher visible
+//! in that slot must not be paid for again). A slot that fails its hash (bit rot, a truncated
+//! write, a hand edit) falls back to the other one; the pointer's sequence tells that the newest
+//! checkpoint was lost, and its slot breaks ties.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -89,9 +93,19 @@ async fn read_slot(
     }
 }
 
-/// Loads the latest usable checkpoint: the pointer's slot, else the other slot (the previous
-/// checkpoint), else a checkpoint of the older single-key format. `Ok(None)` when the run has
-/// none; an error only when checkpoints exist and none of them verifies.
+/// Which of the two slots holds the checkpoint to resume from, given each slot's verified
+/// sequence number (`None`: absent or failing its hash) and the slot the pointer names: the
+/// highest sequence, the pointer's slot on a tie.
+fn newest(sequences: [Option<u64>; 2], pointed: Option<usize>) -> Option<usize> {
+    (0..SLOTS.len())
+        .filter_map(|i| sequences[i].map(|seq| (i, seq)))
+        .max_by_key(|(i, seq)| (*seq, Some(*i) == pointed))
+        .map(|(i, _)| i)
+}
+
+/// Loads the latest usable checkpoint: the newest slot that verifies (see the module comment),
+/// else a checkpoint of the older single-key format. `Ok(None)` when the run has none; an error
+/// only when checkpoints exist and none of them verifies.
 pub async fn load(store: &dyn ArtifactStore) -> Result<Option<Loaded>, StoreError> {
     let head = store.get(CHECKPOINT_KEY).await?;
     let pointer = match &head {
@@ -112,43 +126,22 @@ pub async fn load(store: &dyn ArtifactStore) -> Result<Option<Loaded>, StoreErro
             }
         },
     };
-    // The pointer's slot first; a missing or unreadable pointer tries both, newest first.
-    let mut order: Vec<&str> = SLOTS.to_vec();
-    if let Some(p) = &pointer
-        && let Some(i) = SLOTS.iter().position(|s| *s == p.slot)
-    {
-        order = vec![SLOTS[i], SLOTS[1 - i]];
-    }
-    let mut found: Vec<(RunState, u64, usize)> = Vec::new();
+    let mut found: [Option<(RunState, u64)>; 2] = [None, None];
     let mut errors = Vec::new();
-    for (rank, slot) in order.iter().enumerate() {
+    for (i, slot) in SLOTS.iter().enumerate() {
         match read_slot(store, slot).await {
-            Ok(Some((state, sequence))) => found.push((state, sequence, rank)),
-            Ok(None) => {}
+            Ok(f) => found[i] = f,
             Err(e) => errors.push(e.to_string()),
         }
     }
-    let chosen = match &pointer {
-        // The pointer's slot when it verified, else the other (previous) one.
-        Some(p) => {
-            let by_rank = found
-                .iter()
-                .position(|(_, seq, rank)| *rank == 0 && *seq == p.sequence);
-            match by_rank {
-                Some(i) => Some((found.swap_remove(i), false)),
-                None => found
-                    .into_iter()
-                    .max_by_key(|(_, seq, _)| *seq)
-                    .map(|f| (f, true)),
-            }
-        }
-        None => found
-            .into_iter()
-            .max_by_key(|(_, seq, _)| *seq)
-            .map(|f| (f, false)),
-    };
-    match chosen {
-        Some(((state, sequence, _), fell_back)) => {
+    let pointed = pointer
+        .as_ref()
+        .and_then(|p| SLOTS.iter().position(|s| *s == p.slot));
+    let sequences = [0, 1].map(|i| found[i].as_ref().map(|(_, seq)| *seq));
+    match newest(sequences, pointed).and_then(|i| found[i].take()) {
+        Some((state, sequence)) => {
+            // Older than the pointer says: the latest checkpoint is unusable.
+            let fell_back = pointer.as_ref().is_some_and(|p| sequence < p.sequence);
             if fell_back {
                 warn!(
                     errors = %errors.join("; "),
@@ -194,28 +187,34 @@ impl Writer {
         Self::default()
     }
 
-    /// Where to write next: never over the slot of the latest usable checkpoint.
+    /// Where to write next: never over the slot that [`load`] resumes from, and after every
+    /// sequence number already used (so the next checkpoint is the newest one).
     async fn init(store: &dyn ArtifactStore) -> Result<WriterState, StoreError> {
         let pointer = store
             .get(CHECKPOINT_KEY)
             .await?
             .and_then(|b| serde_json::from_slice::<Pointer>(&b).ok());
-        let Some(p) = pointer else {
-            return Ok(WriterState {
-                sequence: 0,
-                next: 0,
-                last_digest: None,
-            });
-        };
-        let named = SLOTS.iter().position(|s| *s == p.slot).unwrap_or(0);
-        let usable = matches!(
-            store.get(SLOTS[named]).await?.map(|b| decode(&b)),
-            Some(Ok((_, seq))) if seq == p.sequence
-        );
+        let mut sequences = [None, None];
+        for (i, slot) in SLOTS.iter().enumerate() {
+            sequences[i] = store
+                .get(slot)
+                .await?
+                .and_then(|b| decode(&b).ok())
+                .map(|(_, seq)| seq);
+        }
+        let pointed = pointer
+            .as_ref()
+            .and_then(|p| SLOTS.iter().position(|s| *s == p.slot));
+        let sequence = sequences
+            .into_iter()
+            .flatten()
+            .chain(pointer.as_ref().map(|p| p.sequence))
+            .max()
+            .unwrap_or(0);
         Ok(WriterState {
-            sequence: p.sequence,
-            // A corrupt latest slot is the one to overwrite; the previous one is kept.
-            next: if usable { 1 - named } else { named },
+            sequence,
+            // A corrupt or missing slot is the one to overwrite; the usable one is kept.
+            next: newest(sequences, pointed).map_or(pointed.unwrap_or(0), |i| 1 - i),
             last_digest: None,
         })
     }
@@ -266,9 +265,9 @@ impl Writer {
             key: CHECKPOINT_KEY.to_string(),
             message: e.to_string(),
         })?;
-        // In order: the slot, then the pointer that names it (a crash between them leaves the
-        // pointer on the previous complete checkpoint), then the rest. A store that writes the
-        // slot and the pointer in one request makes the switch atomic.
+        // In order: the slot (from then on the checkpoint is durable, see `load`), then the
+        // pointer that names it, then the rest. A store that writes the slot and the pointer in
+        // one request switches both at once.
         let mut items: Vec<(&str, &[u8])> = vec![(SLOTS[slot], &bytes), (CHECKPOINT_KEY, &pointer)];
         items.extend_from_slice(extra);
         store.put_many(&items).await?;
@@ -349,15 +348,40 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_crash_between_slot_and_pointer_keeps_the_previous_checkpoint() {
+    async fn a_crash_between_slot_and_pointer_keeps_the_newer_complete_slot() {
         let store = MemoryStore::new();
         let w = Writer::new();
         w.write(&store, &state(1)).await.unwrap();
-        // The next slot was written, the pointer never switched.
+        // The next slot was written, the pointer never switched (the ConfigMap store writes
+        // slot B and the pointer in two requests): that slot is complete and verifies.
         let (bytes, _) = encode(&state(2), 2).unwrap();
         store.put(SLOTS[1], &bytes).await.unwrap();
         let loaded = load(&store).await.unwrap().unwrap();
-        assert_eq!((loaded.state.round, loaded.fell_back), (1, false));
+        assert_eq!(
+            (loaded.state.round, loaded.sequence, loaded.fell_back),
+            (2, 2, false)
+        );
+        // A writer resuming from it writes over the older slot, with a newer sequence.
+        let w = Writer::new();
+        w.write(&store, &state(3)).await.unwrap();
+        assert_eq!(
+            decode(&store.get(SLOTS[1]).await.unwrap().unwrap()).unwrap(),
+            (state(2), 2)
+        );
+        let loaded = load(&store).await.unwrap().unwrap();
+        assert_eq!((loaded.state.round, loaded.sequence), (3, 3));
+        let p: Pointer =
+            serde_json::from_slice(&store.get(CHECKPOINT_KEY).await.unwrap().unwrap()).unwrap();
+        assert_eq!((p.slot.as_str(), p.sequence), (SLOTS[0], 3));
+    }
+
+    #[test]
+    fn the_newest_verified_slot_wins_and_the_pointer_breaks_ties() {
+        assert_eq!(newest([Some(1), Some(2)], Some(0)), Some(1));
+        assert_eq!(newest([Some(3), Some(2)], Some(1)), Some(0));
+        assert_eq!(newest([None, Some(2)], Some(0)), Some(1));
+        assert_eq!(newest([Some(0), Some(0)], Some(1)), Some(1));
+        assert_eq!(newest([None, None], Some(0)), None);
     }
 
     #[tokio::test]
