@@ -79,7 +79,7 @@ fn secrets_api(secrets: Vec<(&'static str, Result<serde_json::Value, u16>)>) -> 
             let (status, body) = match secrets.iter().find(|(n, _)| *n == name) {
                 Some((_, Ok(data))) => (
                     200,
-                    serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "team-a"}, "data": data}),
+                    serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "team-a", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "api.example.com,api.search.brave.com"}}, "data": data}),
                 ),
                 Some((_, Err(code))) => (
                     *code,
