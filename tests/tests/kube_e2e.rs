@@ -280,9 +280,9 @@ async fn object_store_scenario(
         .map_err(|e| format!("model server: {e}"))?;
     let s3 = S3Server::start().await?;
     for secret in [
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
                "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds"},
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
                "stringData": {"aws_access_key_id": s3.access_key_id, "aws_secret_access_key": s3.secret_access_key}}),
     ] {
         apply(client, ("", "v1", "Secret"), namespace, secret).await?;
@@ -1371,7 +1371,7 @@ async fn api_outage_scenario(
         client,
         ("", "v1", "Secret"),
         namespace,
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"}, "stringData": {"apiKey": "sk-e2e"}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "stringData": {"apiKey": "sk-e2e"}}),
     )
     .await?;
     apply(
@@ -1778,7 +1778,7 @@ async fn leader_scenario(
         client,
         ("", "v1", "Secret"),
         namespace,
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"}, "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
     )
     .await?;
     apply(
@@ -2289,7 +2289,7 @@ async fn key_and_profile(
         ("", "v1", "Secret"),
         namespace,
         json!({
-            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
             "stringData": {"apiKey": "sk-e2e-not-a-real-key"}
         }),
     )

@@ -150,7 +150,7 @@ async fn research_namespace(
     apply(
         &client,
         Some(&namespace),
-        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"}, "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
+        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
     )
     .await?;
     apply(

@@ -133,7 +133,7 @@ async fn research_in(client: &Client, namespace: &str) -> Result<Research, Strin
     apply(
         client,
         Some(namespace),
-        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"}, "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
+        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
     )
     .await?;
     apply(
@@ -405,7 +405,7 @@ async fn object_store_finalizers_work_under_the_charts_service_account() {
         apply(
             &client,
             Some(&ns),
-            &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials"},
+            &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-credentials", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
                     "stringData": {"aws_access_key_id": &s3.access_key_id, "aws_secret_access_key": &s3.secret_access_key}}),
         )
         .await?;
@@ -523,7 +523,7 @@ async fn watch_namespaces_mode_works_with_the_charts_roles_only() {
         .unwrap();
     let outcome = async {
         let research = research_in(&client, watched).await?;
-        apply(&client, Some(other), &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"}, "stringData": {"apiKey": "k"}})).await?;
+        apply(&client, Some(other), &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "stringData": {"apiKey": "k"}})).await?;
         apply(&client, Some(other), &profile("default", &research.model.base_url(), json!({"url": research.searx}))).await?;
         apply(&client, Some(watched), &run("here", "default", "quick", json!({}))).await?;
         apply(&client, Some(other), &run("elsewhere", "default", "quick", json!({}))).await?;

@@ -94,7 +94,7 @@ async fn a_deep_run_costs_at_most_30_writes_and_no_status_hot_loop() {
     let model = ScriptedModel::start(script).await.unwrap();
     let client = plane.client();
     let ns = plane.namespace("requests").await.unwrap();
-    apply(&client, Some(&ns), &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"}, "stringData": {"apiKey": "k"}})).await.unwrap();
+    apply(&client, Some(&ns), &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "stringData": {"apiKey": "k"}})).await.unwrap();
     apply(
         &client,
         Some(&ns),

@@ -105,7 +105,7 @@ fn secret(access_key_id: &str, secret_access_key: &str) -> Value {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     json!({
         "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "s3-creds", "namespace": "ns"},
+        "metadata": {"name": "s3-creds", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
         "data": {"aws_access_key_id": b64(access_key_id), "aws_secret_access_key": b64(secret_access_key)}
     })
 }

@@ -430,7 +430,7 @@ async fn every_dashboard_panel_answers_plausibly_on_prometheus_after_scripted_ru
     apply(
         &client,
         Some(&namespace),
-        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key"},
+        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
                 "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
     )
     .await

@@ -321,6 +321,12 @@ impl FakeApi {
                     self.configmaps.insert(name, parsed.clone());
                     respond(200, &parsed)
                 }
+                // The store creates a ConfigMap it has not written yet.
+                ("POST", p) if p.ends_with(&format!("{NS}configmaps")) => {
+                    let name = parsed["metadata"]["name"].as_str().unwrap_or_default();
+                    self.configmaps.insert(name.to_owned(), parsed.clone());
+                    respond(201, &parsed)
+                }
                 (_, p) => not_found(p),
             };
             send.send_response(response);
@@ -407,7 +413,7 @@ async fn operator_run(test: &str, status: u16) -> String {
     });
     let secret = json!({
         "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "model-key", "namespace": "ns"},
+        "metadata": {"name": "model-key", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
         "data": {"apiKey": base64(CANARY.as_bytes())}
     });
     let sent = Arc::new(Mutex::new(Vec::new()));
@@ -473,7 +479,10 @@ async fn operator_run(test: &str, status: u16) -> String {
         let report = sent
             .iter()
             .rev()
-            .find(|s| s.uri.contains("/configmaps/canary-report") && s.method == "PATCH")
+            .find(|s| {
+                (s.uri.contains("/configmaps/canary-report") && s.method == "PATCH")
+                    || (s.method == "POST" && s.body.contains("\"name\":\"canary-report\""))
+            })
             .expect("the report ConfigMap was written");
         assert!(report.body.contains("json.loads"), "{}", report.body);
     }

@@ -42,6 +42,14 @@ pub mod reasons {
     pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
     /// The Secret exists but lacks the key named by `apiKeySecretRef.key`.
     pub const SECRET_KEY_MISSING: &str = "SecretKeyMissing";
+    /// The Secret exists but has not opted in to being used by Quarry for this destination
+    /// (label `quarry.dev/credential: "true"` and annotation `quarry.dev/credential-hosts`).
+    pub const SECRET_NOT_OPTED_IN: &str = "SecretNotOptedIn";
+    /// The run's `spec.limits` set a limit above its ResearchProfile's `limits`.
+    pub const LIMITS_ABOVE_PROFILE: &str = "LimitsAboveProfile";
+    /// A ConfigMap with the name of one of the run's artifact ConfigMaps exists and is not the
+    /// run's (Quarry never takes it over).
+    pub const CONFIGMAP_NOT_OWNED: &str = "ConfigMapNotOwned";
     /// The SearchEngine named by the profile's `search.searchEngineRef` does not exist.
     pub const SEARCH_ENGINE_NOT_FOUND: &str = "SearchEngineNotFound";
     /// `spec.report.kind` is objectStore but no object store is configured.
@@ -366,6 +374,9 @@ mod tests {
             reasons::PROFILE_INVALID,
             reasons::SECRET_NOT_FOUND,
             reasons::SECRET_KEY_MISSING,
+            reasons::SECRET_NOT_OPTED_IN,
+            reasons::LIMITS_ABOVE_PROFILE,
+            reasons::CONFIGMAP_NOT_OWNED,
             reasons::MODEL_UNREACHABLE,
             reasons::SEARCH_UNREACHABLE,
             reasons::PLAN_UNPARSEABLE,

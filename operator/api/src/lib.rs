@@ -18,15 +18,17 @@ pub use conditions::{
     types as condition_types,
 };
 pub use profile::{
-    FetchPolicy, ModelPrice, ModelTier, ModelTiers, ObjectStoreSpec, Provider, ResearchProfile,
-    ResearchProfileSpec, ResearchProfileStatus, RoleModels, SearchEndpoint, SearchEngineRef,
-    SearchProvider, SearchProviderKind, SearchTarget, SecretKeyRef, SecretRef, SecuritySourcesSpec,
-    SourcesSpec, StackExchangeSpec, TierName, ToolMode,
+    CREDENTIAL_HOSTS_ANNOTATION, CREDENTIAL_LABEL, FetchPolicy, ModelPrice, ModelTier, ModelTiers,
+    ObjectStoreSpec, Provider, ResearchProfile, ResearchProfileSpec, ResearchProfileStatus,
+    RoleModels, SearchEndpoint, SearchEngineRef, SearchProvider, SearchProviderKind, SearchTarget,
+    SecretKeyRef, SecretRef, SecuritySourcesSpec, SourcesSpec, StackExchangeSpec, TierName,
+    ToolMode,
 };
 pub use run::{
-    AgendaTask, ApprovalSpec, ApprovalStatus, CostRange, EffectiveLimits, Mode, ModelUsage, Output,
-    Phase, ReportKind, ReportRef, ReportTarget, ResearchRun, ResearchRunSpec, ResearchRunStatus,
-    ResearcherState, ResearcherStatus, RunLimits, RunUsage, SourceKind, TaskState,
+    AgendaTask, ApprovalSpec, ApprovalStatus, CostRange, EffectiveLimits, LimitAbove, Mode,
+    ModelUsage, Output, Phase, ReportKind, ReportRef, ReportTarget, ResearchRun, ResearchRunSpec,
+    ResearchRunStatus, ResearcherState, ResearcherStatus, RunLimits, RunUsage, SourceKind,
+    TaskState,
 };
 pub use schedule::{
     ConcurrencyPolicy, ResearchSchedule, ResearchScheduleSpec, ResearchScheduleStatus, RunTemplate,

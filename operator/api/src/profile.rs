@@ -126,12 +126,14 @@ pub struct ObjectStoreSpec {
     /// Secret in the profile's namespace whose keys are `object_store` options, e.g.
     /// `aws_access_key_id` and `aws_secret_access_key`, `google_service_account_key`, or
     /// `azure_storage_account_name` and `azure_storage_account_key`. Without it the store is
-    /// reached without credentials (workload identity is not supported yet).
+    /// reached without credentials (workload identity is not supported yet). The Secret must opt
+    /// in: label `quarry.dev/credential: "true"`, annotation `quarry.dev/credential-hosts` naming
+    /// the endpoint's host (or `amazonaws.com`, `storage.googleapis.com`, `blob.core.windows.net`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_secret_ref: Option<SecretRef>,
 }
 
-/// Reference to a whole Secret in the profile's namespace.
+/// Reference to a whole Secret in the profile's namespace (opted in like [`SecretKeyRef`]'s).
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
 pub struct SecretRef {
     /// Secret name.
@@ -273,6 +275,14 @@ pub enum ToolMode {
     JsonAction,
 }
 
+/// Label a Secret carries, with value `"true"`, to opt in to being used by Quarry: a Secret a
+/// profile names without it is refused (`SecretNotOptedIn`).
+pub const CREDENTIAL_LABEL: &str = "quarry.dev/credential";
+/// Annotation of an opted-in Secret: comma-separated hosts its keys may be sent to (an entry
+/// also covers its subdomains), e.g. `api.openai.com`. A profile pointing the Secret at any
+/// other host is refused.
+pub const CREDENTIAL_HOSTS_ANNOTATION: &str = "quarry.dev/credential-hosts";
+
 /// Reference to a key in a Secret in the profile's namespace.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
 pub struct SecretKeyRef {
@@ -310,7 +320,9 @@ pub struct ModelTier {
     /// Model name sent in requests.
     #[schemars(length(min = 1, max = 256))]
     pub model: String,
-    /// Secret holding the API key (cluster mode); local servers need none.
+    /// Secret holding the API key (cluster mode); local servers need none. The Secret must opt
+    /// in: label `quarry.dev/credential: "true"`, annotation `quarry.dev/credential-hosts` naming
+    /// the host of `baseURL`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_secret_ref: Option<SecretKeyRef>,
     /// Environment variable holding the API key (standalone mode only).
@@ -497,7 +509,9 @@ impl SearchProviderKind {
 pub struct SearchProvider {
     /// Which API.
     pub kind: SearchProviderKind,
-    /// Secret holding the API key.
+    /// Secret holding the API key; it must opt in like a model tier's (label
+    /// `quarry.dev/credential: "true"`, annotation `quarry.dev/credential-hosts` naming the API's
+    /// host).
     pub api_key_secret_ref: SecretKeyRef,
     /// Base URL of the API (a proxy, or a test server); unset means the provider's public one.
     #[serde(rename = "baseURL", default, skip_serializing_if = "Option::is_none")]

@@ -148,6 +148,7 @@ pub struct ResearchRunSpec {
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub sources: Vec<SourceKind>,
     /// Limits of this run; unset fields fall back to the profile's `limits`, then to built-ins.
+    /// A run may only lower its profile's limits: one above them is refused (`LimitsAboveProfile`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<RunLimits>,
     /// Where the report is stored.
@@ -372,6 +373,25 @@ impl RunLimits {
     }
 }
 
+/// The smaller of two caps, `None` meaning uncapped.
+fn stricter<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A limit a run sets above its profile's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitAbove {
+    /// Field name under `limits`, e.g. `maxCostUSD`.
+    pub field: &'static str,
+    /// The run's value, as written.
+    pub run: String,
+    /// The profile's value, as written.
+    pub profile: String,
+}
+
 /// Kind of report store.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
@@ -407,16 +427,104 @@ impl ResearchRunSpec {
         self.limits.clone().unwrap_or_default().or(&builtin)
     }
 
-    /// Limits of this run layered over the profile's defaults, then built-ins, parsed.
+    /// Limits of this run under its profile's, then built-ins, parsed: for every limit the
+    /// stricter of the two, so a run can lower its profile's limits but never raise them.
     pub fn effective_limits(
         &self,
         profile_limits: Option<&RunLimits>,
     ) -> Result<EffectiveLimits, ApiError> {
         let own = self.limits.clone().unwrap_or_default();
-        match profile_limits {
-            Some(profile) => own.or(profile).effective(),
-            None => own.effective(),
-        }
+        let Some(profile) = profile_limits else {
+            return own.effective();
+        };
+        let mine = own.effective()?;
+        let theirs = profile.effective()?;
+        let concurrency = match (
+            own.max_concurrent_researchers,
+            profile.max_concurrent_researchers,
+        ) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(DEFAULT_MAX_CONCURRENT_RESEARCHERS),
+        };
+        Ok(EffectiveLimits {
+            max_concurrent_researchers: concurrency,
+            max_rounds: stricter(mine.max_rounds, theirs.max_rounds),
+            max_cost_micro_usd: stricter(mine.max_cost_micro_usd, theirs.max_cost_micro_usd),
+            max_tokens: stricter(mine.max_tokens, theirs.max_tokens),
+            timeout: stricter(mine.timeout, theirs.timeout),
+        })
+    }
+
+    /// The limits this run sets above its profile's (each would be lowered to the profile's):
+    /// empty when the run only lowers them or leaves them to the profile.
+    pub fn limits_above_profile(
+        &self,
+        profile_limits: Option<&RunLimits>,
+    ) -> Result<Vec<LimitAbove>, ApiError> {
+        let (Some(own), Some(profile)) = (self.limits.as_ref(), profile_limits) else {
+            return Ok(Vec::new());
+        };
+        let mut above = Vec::new();
+        let mut check =
+            |field: &'static str, run: Option<String>, cap: Option<String>, over: bool| {
+                if let (true, Some(run), Some(profile)) = (over, run, cap) {
+                    above.push(LimitAbove {
+                        field,
+                        run,
+                        profile,
+                    });
+                }
+            };
+        let over = |a: Option<u128>, b: Option<u128>| matches!((a, b), (Some(a), Some(b)) if a > b);
+        let text = |v: Option<u32>| v.map(|v| v.to_string());
+        check(
+            "maxConcurrentResearchers",
+            text(own.max_concurrent_researchers),
+            text(profile.max_concurrent_researchers),
+            over(
+                own.max_concurrent_researchers.map(u128::from),
+                profile.max_concurrent_researchers.map(u128::from),
+            ),
+        );
+        check(
+            "maxRounds",
+            text(own.max_rounds),
+            text(profile.max_rounds),
+            over(
+                own.max_rounds.map(u128::from),
+                profile.max_rounds.map(u128::from),
+            ),
+        );
+        let cost = |v: &Option<String>| v.as_deref().map(parse_usd_micros).transpose();
+        check(
+            "maxCostUSD",
+            own.max_cost_usd.clone(),
+            profile.max_cost_usd.clone(),
+            over(
+                cost(&own.max_cost_usd)?.map(u128::from),
+                cost(&profile.max_cost_usd)?.map(u128::from),
+            ),
+        );
+        check(
+            "maxTokens",
+            own.max_tokens.map(|v| v.to_string()),
+            profile.max_tokens.map(|v| v.to_string()),
+            over(
+                own.max_tokens.map(u128::from),
+                profile.max_tokens.map(u128::from),
+            ),
+        );
+        let time = |v: &Option<String>| v.as_deref().map(parse_duration).transpose();
+        check(
+            "timeout",
+            own.timeout.clone(),
+            profile.timeout.clone(),
+            over(
+                time(&own.timeout)?.map(|d| d.as_millis()),
+                time(&profile.timeout)?.map(|d| d.as_millis()),
+            ),
+        );
+        Ok(above)
     }
 
     /// Whether output `output` was requested.

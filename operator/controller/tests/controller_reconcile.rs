@@ -89,7 +89,7 @@ fn profile(with_secret: bool) -> Value {
 }
 
 fn secret(data: Value) -> Value {
-    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "openai", "namespace": "ns"}, "data": data})
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "openai", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "data": data})
 }
 
 fn not_found(kind: &str, name: &str) -> Response<Body> {
@@ -286,6 +286,232 @@ async fn missing_secret_stalls_with_secret_not_found() {
     let action = reconcile(Arc::new(run(None)), ctx).await.unwrap();
     assert_eq!(action, Action::requeue(Duration::from_secs(15)));
     server.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_run_asking_for_more_than_its_profile_allows_stalls_before_any_secret_is_read() {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let message = "spec.limits.maxCostUSD \"999999999\" is above ResearchProfile \"default\" limits.maxCostUSD \"5.00\"; spec.limits.timeout \"24h\" is above ResearchProfile \"default\" limits.timeout \"1h\". A run may only lower its profile's limits: recreate the run with values at most the profile's (or without them, to use the profile's), or have whoever manages the ResearchProfile raise them";
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        let mut capped = profile(true);
+        capped["spec"]["limits"] = json!({"maxCostUSD": "5.00", "timeout": "1h", "maxRounds": 3});
+        send.send_response(ok(&capped));
+        // No Secret is read for a refused run.
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(
+            scrubbed(&body),
+            stalled_status_body("LimitsAboveProfile", message)
+        );
+        answer_status(send, &body);
+        expect_event(&mut handle, "Warning", "LimitsAboveProfile", message).await;
+        expect_silence(&mut handle).await;
+    });
+    let mut greedy = run(None);
+    // maxRounds 2 lowers the profile's 3: allowed, and not named.
+    greedy.spec.limits = Some(
+        serde_json::from_value(
+            json!({"maxCostUSD": "999999999", "timeout": "24h", "maxRounds": 2}),
+        )
+        .unwrap(),
+    );
+    let action = reconcile(Arc::new(greedy), ctx).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(15)));
+    server.await.unwrap();
+    assert!(launcher.recorded.lock().unwrap().requests.is_empty());
+}
+
+#[tokio::test]
+async fn a_run_lowering_its_profiles_limits_starts_with_the_stricter_values() {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        let mut capped = profile(false);
+        capped["spec"]["limits"] = json!({"maxCostUSD": "5.00", "timeout": "1h", "maxRounds": 3});
+        send.send_response(ok(&capped));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(body["status"]["conditions"][0]["reason"], "Running");
+        answer_status(send, &body);
+        expect_silence(&mut handle).await;
+    });
+    let mut modest = run(None);
+    modest.spec.limits =
+        Some(serde_json::from_value(json!({"maxCostUSD": "0.50", "maxRounds": 2})).unwrap());
+    reconcile(Arc::new(modest), ctx).await.unwrap();
+    server.await.unwrap();
+    let rec = launcher.recorded.lock().unwrap();
+    let limits = &rec.requests[0].input.limits;
+    // The run's own lower cost and rounds; the profile's timeout it did not set.
+    assert_eq!(limits.max_cost_pico_usd, Some(500_000_000_000));
+    assert_eq!(limits.max_rounds, 2);
+    assert_eq!(limits.timeout_secs, Some(3600));
+}
+
+/// Reconciles run r1 whose profile names Secret `openai` answered with `secret`; checks the
+/// stall it ends in, with its Event, and that nothing was launched.
+async fn secret_stall(secret: Value, reason: &'static str, message: &'static str) {
+    let launcher = FakeLauncher::default();
+    let (ctx, mut handle) = context(launcher.clone());
+    let server = tokio::spawn(async move {
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+        )
+        .await;
+        send.send_response(ok(&profile(true)));
+        let (_, send) = expect(
+            &mut handle,
+            Method::GET,
+            "/api/v1/namespaces/ns/secrets/openai",
+        )
+        .await;
+        send.send_response(ok(&secret));
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        // "c2stdGVzdA==" is base64 of "sk-test": never shown.
+        assert!(!body.to_string().contains("sk-test"));
+        assert_eq!(scrubbed(&body), stalled_status_body(reason, message));
+        answer_status(send, &body);
+        expect_event(&mut handle, "Warning", reason, message).await;
+        expect_silence(&mut handle).await;
+    });
+    let action = reconcile(Arc::new(run(None)), ctx).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(15)));
+    server.await.unwrap();
+    assert!(launcher.recorded.lock().unwrap().requests.is_empty());
+}
+
+#[tokio::test]
+async fn a_secret_that_did_not_opt_in_is_not_used_and_the_message_says_how_to_opt_in() {
+    let plain = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "openai", "namespace": "ns"}, "data": {"apiKey": "c2stdGVzdA=="}});
+    secret_stall(
+        plain,
+        "SecretNotOptedIn",
+        "Secret \"openai\" in namespace \"ns\" (ResearchProfile \"default\" models.primary.apiKeySecretRef) has not opted in to use by Quarry, so Quarry will not send it to 127.0.0.1. If that is what the Secret is for, opt it in: kubectl -n ns label secret openai quarry.dev/credential=true && kubectl -n ns annotate --overwrite secret openai quarry.dev/credential-hosts=127.0.0.1",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_secret_made_for_another_host_is_not_sent_to_the_profiles_url() {
+    // Opted in, for OpenAI: a profile pointing baseURL elsewhere does not get it.
+    let openai_only = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "openai", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "api.openai.com"}}, "data": {"apiKey": "c2stdGVzdA=="}});
+    secret_stall(
+        openai_only,
+        "SecretNotOptedIn",
+        "Secret \"openai\" in namespace \"ns\" (ResearchProfile \"default\" models.primary.apiKeySecretRef) is for api.openai.com (quarry.dev/credential-hosts), not 127.0.0.1, so Quarry will not send it to 127.0.0.1. If that is what the Secret is for, opt it in: kubectl -n ns annotate --overwrite secret openai quarry.dev/credential-hosts=api.openai.com,127.0.0.1",
+    )
+    .await;
+    // The hosts annotation without the label: not opted in either.
+    let unlabelled = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "openai", "namespace": "ns", "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "data": {"apiKey": "c2stdGVzdA=="}});
+    secret_stall(
+        unlabelled,
+        "SecretNotOptedIn",
+        "Secret \"openai\" in namespace \"ns\" (ResearchProfile \"default\" models.primary.apiKeySecretRef) has no label quarry.dev/credential=true, so Quarry will not send it to 127.0.0.1. If that is what the Secret is for, opt it in: kubectl -n ns label secret openai quarry.dev/credential=true",
+    )
+    .await;
+}
+
+#[test]
+fn every_secret_use_names_the_host_its_key_is_sent_to() {
+    let profile: quarry_api::ResearchProfileSpec = serde_yaml::from_str(
+        r#"
+models:
+  primary: {baseURL: "https://API.openai.com/v1", model: m, apiKeySecretRef: {name: openai, key: k}}
+  fallback: {baseURL: "http://[::1]:8000/v1", model: m, apiKeySecretRef: {name: local, key: k}}
+search:
+  url: "http://searx:8080"
+  providers:
+    - {kind: brave, apiKeySecretRef: {name: search, key: brave}}
+    - {kind: tavily, apiKeySecretRef: {name: search, key: tavily}, baseURL: "http://proxy.internal:9000"}
+  sources:
+    security: {nvdApiKeySecretRef: {name: sec, key: nvd}, githubTokenSecretRef: {name: sec, key: gh}}
+    stackExchange: {keySecretRef: {name: se, key: k}}
+"#,
+    )
+    .unwrap();
+    let uses: Vec<(String, String)> = quarry_operator::controller::secret_uses(&profile)
+        .into_iter()
+        .map(|u| (u.field, u.host))
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("models.primary.apiKeySecretRef", "api.openai.com"),
+        ("models.fallback.apiKeySecretRef", "::1"),
+        (
+            "search.providers[0].apiKeySecretRef",
+            "api.search.brave.com",
+        ),
+        ("search.providers[1].apiKeySecretRef", "proxy.internal"),
+        (
+            "search.sources.security.nvdApiKeySecretRef",
+            "services.nvd.nist.gov",
+        ),
+        (
+            "search.sources.security.githubTokenSecretRef",
+            "api.github.com",
+        ),
+        (
+            "search.sources.stackExchange.keySecretRef",
+            "api.stackexchange.com",
+        ),
+    ]
+    .iter()
+    .map(|(f, h)| (f.to_string(), h.to_string()))
+    .collect();
+    assert_eq!(uses, expected);
+}
+
+#[test]
+fn a_hosts_entry_covers_the_host_and_its_subdomains_only() {
+    use quarry_operator::controller::opted_in;
+    let secret = |hosts: &str| -> k8s_openapi::api::core::v1::Secret {
+        serde_json::from_value(json!({"metadata": {"name": "s", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": hosts}}})).unwrap()
+    };
+    let ok_for = |hosts: &str, host: &str| opted_in(&secret(hosts), host, "p", "f").is_ok();
+    assert!(ok_for("api.openai.com", "api.openai.com"));
+    assert!(ok_for(" example.org , api.openai.com ", "api.openai.com"));
+    assert!(ok_for("amazonaws.com", "s3.amazonaws.com"));
+    assert!(ok_for("API.OpenAI.com.", "api.openai.com"));
+    assert!(!ok_for("openai.com", "evilopenai.com"));
+    assert!(!ok_for("api.openai.com", "api.openai.com.evil.example"));
+    assert!(!ok_for("api.openai.com", "openai.com"));
+    assert!(!ok_for("", "api.openai.com"));
+    assert!(!ok_for(",", "api.openai.com"));
+    let mut wrong_value = secret("api.openai.com");
+    wrong_value
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert("quarry.dev/credential".into(), "yes".into());
+    assert!(opted_in(&wrong_value, "api.openai.com", "p", "f").is_err());
 }
 
 #[tokio::test]
@@ -716,7 +942,7 @@ fn profile_with_object_store() -> Value {
 }
 
 fn s3_secret(data: Value) -> Value {
-    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "namespace": "ns"}, "data": data})
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "data": data})
 }
 
 const PROFILE_PATH: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default";

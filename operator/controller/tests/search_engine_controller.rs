@@ -222,8 +222,12 @@ async fn expect_status(handle: &mut Handle) -> Value {
 }
 
 async fn expect_event(handle: &mut Handle, reason: &str, note: &str) {
+    expect_event_of(handle, "Normal", reason, note).await;
+}
+
+async fn expect_event_of(handle: &mut Handle, type_: &str, reason: &str, note: &str) {
     let (body, send) = expect(handle, Method::POST, &format!("{EVENTS}?")).await;
-    assert_eq!(body["type"], "Normal");
+    assert_eq!(body["type"], type_);
     assert_eq!(body["reason"], reason);
     assert_eq!(body["note"], note);
     assert_eq!(
@@ -437,4 +441,129 @@ async fn invalid_overrides_stall_with_a_message_and_no_children_are_applied() {
         Action::requeue(Duration::from_secs(60))
     );
     expect_silence(&mut handle).await;
+}
+
+#[tokio::test]
+async fn an_image_from_a_repository_the_operator_does_not_allow_is_never_deployed() {
+    let (ctx, mut handle, _) = context();
+    let mut foreign: SearchEngine = engine(None);
+    foreign.spec.image = "ghcr.io/someone/miner:1.0".into();
+    let task = {
+        let foreign = foreign.clone();
+        tokio::spawn(async move { reconcile_inner(&foreign, &ctx, &at(0)).await.unwrap() })
+    };
+    serve_lookups(&mut handle, run_list(&[Some("Researching")])).await;
+    // No Secret, ConfigMap, Service or Deployment: straight to status.
+    let status = expect_status(&mut handle).await;
+    let message = "spec.image \"ghcr.io/someone/miner:1.0\" is not from an image repository this operator allows (docker.io/searxng/searxng); use an image from one of them, or have the cluster admin add the repository to the chart value searchEngine.allowedImages (operator flag --allowed-search-images)";
+    assert_eq!(condition(&status, "Ready"), ("False", "ImageNotAllowed"));
+    assert_eq!(condition(&status, "Stalled"), ("True", "ImageNotAllowed"));
+    let stalled = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Stalled")
+        .unwrap();
+    assert_eq!(stalled["message"], message);
+    expect_event_of(&mut handle, "Warning", "ImageNotAllowed", message).await;
+    assert_eq!(
+        task.await.unwrap(),
+        Action::requeue(Duration::from_secs(60))
+    );
+    expect_silence(&mut handle).await;
+
+    // Looked at again with that status: still nothing deployed, and no second write or Event.
+    let (ctx, mut handle, _) = context();
+    let mut refused = foreign.clone();
+    refused.status = Some(serde_json::from_value(status).unwrap());
+    let task = tokio::spawn(async move { reconcile_inner(&refused, &ctx, &at(5)).await.unwrap() });
+    serve_lookups(&mut handle, run_list(&[Some("Researching")])).await;
+    task.await.unwrap();
+    expect_silence(&mut handle).await;
+
+    // The operator may allow more: the same image from an allowed prefix is deployed.
+    let (ctx, mut handle, _) = context();
+    let ctx = ctx.with_allowed_images(vec![
+        "docker.io/searxng/searxng".into(),
+        "ghcr.io/someone/".into(),
+    ]);
+    let task = tokio::spawn(async move { reconcile_inner(&foreign, &ctx, &at(0)).await.unwrap() });
+    serve_lookups(&mut handle, run_list(&[Some("Researching")])).await;
+    let (_, deployment) = serve_children(&mut handle, true, 0).await;
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "ghcr.io/someone/miner:1.0"
+    );
+    expect_status(&mut handle).await;
+    expect_event(
+        &mut handle,
+        "ScaledUp",
+        "scaled SearXNG from 0 to 2 replicas for 1 active run(s)",
+    )
+    .await;
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn searxng_pods_run_hardened_like_the_operator() {
+    let (ctx, mut handle, _) = context();
+    let task =
+        tokio::spawn(async move { reconcile_inner(&engine(None), &ctx, &at(0)).await.unwrap() });
+    serve_lookups(&mut handle, run_list(&[Some("Researching")])).await;
+    let (_, deployment) = serve_children(&mut handle, true, 0).await;
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["automountServiceAccountToken"], false);
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(pod["securityContext"]["runAsUser"], 977);
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"],
+        json!({"type": "RuntimeDefault"})
+    );
+    let container = &pod["containers"][0];
+    assert_eq!(
+        container["securityContext"],
+        json!({
+            "runAsNonRoot": true,
+            "readOnlyRootFilesystem": true,
+            "allowPrivilegeEscalation": false,
+            "privileged": false,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"}
+        })
+    );
+    // With a read-only root, every path SearXNG writes is an emptyDir.
+    let mounts: Vec<(&str, &str)> = container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap(),
+                m["mountPath"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    for (name, path) in [
+        ("workdir", "/etc/searxng"),
+        ("tmp", "/tmp"),
+        ("cache", "/var/cache/searxng"),
+    ] {
+        assert!(mounts.contains(&(name, path)), "{mounts:?}");
+        assert!(
+            pod["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v["name"] == name && v["emptyDir"] == json!({})),
+            "{name} is an emptyDir"
+        );
+    }
+    expect_status(&mut handle).await;
+    expect_event(
+        &mut handle,
+        "ScaledUp",
+        "scaled SearXNG from 0 to 2 replicas for 1 active run(s)",
+    )
+    .await;
+    task.await.unwrap();
 }

@@ -95,6 +95,10 @@ struct OperatorArgs {
     /// credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
     #[arg(long, env = "QUARRY_OBJECT_STORE_URL")]
     object_store_url: Option<String>,
+    /// Image repositories a SearchEngine may run, comma-separated (any tag or digest of each;
+    /// an entry ending in `/` allows everything under it); default SearXNG's own.
+    #[arg(long, env = "QUARRY_ALLOWED_SEARCH_IMAGES", value_delimiter = ',')]
+    allowed_search_images: Vec<String>,
     /// Serve the web console under /console on the same port (callers sign in with a bearer
     /// token; their own RBAC applies through SubjectAccessReviews).
     #[arg(long, env = "QUARRY_CONSOLE", default_value_t = true, action = clap::ArgAction::Set)]
@@ -341,6 +345,7 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
             grace_seconds: (args.lease_duration_seconds / 3).max(1),
         }),
         object_store_url: args.object_store_url.clone(),
+        allowed_search_images: args.allowed_search_images.clone(),
         extra_routes: args.console.then(|| {
             let build: quarry_operator::controller::ExtraRoutes =
                 std::sync::Arc::new(quarry::console::in_cluster);

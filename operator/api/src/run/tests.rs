@@ -67,10 +67,10 @@ fn limits_layer_run_over_profile_over_builtin() {
     let s = spec("query: abc\nlimits: {maxRounds: 4, timeout: 1h30m}\n");
     let profile = RunLimits {
         max_concurrent_researchers: Some(5),
-        max_rounds: Some(2),
+        max_rounds: Some(6),
         max_cost_usd: Some("1.25".into()),
         max_tokens: Some(100_000),
-        timeout: Some("10m".into()),
+        timeout: Some("2h".into()),
     };
     assert_eq!(
         s.effective_limits(Some(&profile)).unwrap(),
@@ -82,6 +82,7 @@ fn limits_layer_run_over_profile_over_builtin() {
             timeout: Some(Duration::from_secs(5400)),
         }
     );
+    assert_eq!(s.limits_above_profile(Some(&profile)).unwrap(), vec![]);
     assert_eq!(
         s.effective_limits(None).unwrap(),
         EffectiveLimits {
@@ -101,6 +102,65 @@ fn limits_layer_run_over_profile_over_builtin() {
             ..RunLimits::default()
         }
     );
+}
+
+#[test]
+fn a_run_cannot_raise_its_profiles_limits() {
+    let s = spec(
+        "query: abc\nlimits: {maxConcurrentResearchers: 9, maxRounds: 8, maxCostUSD: \"999999999\", maxTokens: 5000000, timeout: 24h}\n",
+    );
+    let profile = RunLimits {
+        max_concurrent_researchers: Some(2),
+        max_rounds: Some(3),
+        max_cost_usd: Some("5.00".into()),
+        max_tokens: Some(200_000),
+        timeout: Some("30m".into()),
+    };
+    // Every limit is the stricter of the two: the profile's here.
+    assert_eq!(
+        s.effective_limits(Some(&profile)).unwrap(),
+        EffectiveLimits {
+            max_concurrent_researchers: 2,
+            max_rounds: Some(3),
+            max_cost_micro_usd: Some(5_000_000),
+            max_tokens: Some(200_000),
+            timeout: Some(Duration::from_secs(1800)),
+        }
+    );
+    let above = s.limits_above_profile(Some(&profile)).unwrap();
+    assert_eq!(
+        above
+            .iter()
+            .map(|a| (a.field, a.run.as_str(), a.profile.as_str()))
+            .collect::<Vec<_>>(),
+        vec![
+            ("maxConcurrentResearchers", "9", "2"),
+            ("maxRounds", "8", "3"),
+            ("maxCostUSD", "999999999", "5.00"),
+            ("maxTokens", "5000000", "200000"),
+            ("timeout", "24h", "30m"),
+        ]
+    );
+    // Compared as values, not text: "5" equals "5.00", 1800s equals 30m.
+    let same = spec("query: abc\nlimits: {maxCostUSD: \"5\", timeout: 1800s}\n");
+    assert_eq!(same.limits_above_profile(Some(&profile)).unwrap(), vec![]);
+    // A profile without limits caps nothing; a run without limits asks for nothing more.
+    assert_eq!(s.limits_above_profile(None).unwrap(), vec![]);
+    assert_eq!(
+        spec("query: abc")
+            .limits_above_profile(Some(&profile))
+            .unwrap(),
+        vec![]
+    );
+    // Fields the profile leaves unset stay the run's own.
+    let partial = RunLimits {
+        max_cost_usd: Some("5.00".into()),
+        ..RunLimits::default()
+    };
+    let eff = s.effective_limits(Some(&partial)).unwrap();
+    assert_eq!(eff.max_cost_micro_usd, Some(5_000_000));
+    assert_eq!(eff.max_rounds, Some(8));
+    assert_eq!(eff.max_concurrent_researchers, 9);
 }
 
 #[test]

@@ -108,12 +108,27 @@ pub fn object_store_config(
     })
 }
 
+/// Pure: the host an object store's credentials go to: its `endpoint`'s, else the public
+/// service's domain (covered by an opt-in entry for it or a parent domain).
+pub fn object_store_host(spec: &ObjectStoreSpec) -> String {
+    use crate::store::object::StoreKind;
+    if let Some(endpoint) = &spec.endpoint {
+        return super::url_host(endpoint);
+    }
+    match parse_url(&spec.url).map(|(kind, _, _)| kind) {
+        Ok(StoreKind::S3) => "s3.amazonaws.com".into(),
+        Ok(StoreKind::Gcs) => "storage.googleapis.com".into(),
+        Ok(StoreKind::Azure) => "blob.core.windows.net".into(),
+        Err(_) => super::url_host(&spec.url),
+    }
+}
+
 /// Why a credentials Secret could not be read.
 #[derive(Debug)]
 pub enum SecretLookup {
     /// The API call failed.
     Kube(kube::Error),
-    /// The Secret does not exist: the stall to show.
+    /// The Secret does not exist, or has not opted in: the stall to show.
     Missing(Stall),
 }
 
@@ -141,6 +156,13 @@ pub async fn credentials(
                 ),
             })
         })?;
+    super::opted_in(
+        &secret,
+        &object_store_host(spec),
+        profile_name,
+        "objectStore.credentialsSecretRef",
+    )
+    .map_err(SecretLookup::Missing)?;
     let mut data = secret.data.unwrap_or_default();
     for (k, v) in secret.string_data.unwrap_or_default() {
         data.entry(k).or_insert(ByteString(v.into_bytes()));

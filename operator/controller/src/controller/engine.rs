@@ -12,7 +12,7 @@ use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Stall, Starter};
 use crate::store::configmap::ConfigMapStore;
 use crate::store::object::Bucket;
 use crate::store::routed::{BeforeObjectWrite, RoutedStore};
-use quarry_api::{ModelTier, ReportKind, ResearchProfileSpec, SecretKeyRef};
+use quarry_api::{ModelTier, ReportKind, ResearchProfileSpec, ResearchRun, SecretKeyRef};
 use quarry_engine::events::publish::{StreamPublisher, run_published};
 use quarry_engine::events::{RunEvents, RunRef};
 use quarry_engine::research::executor::{self, Engine, RunObserver};
@@ -177,12 +177,36 @@ fn run_store(client: &Client, request: &LaunchRequest) -> Result<RoutedStore, La
     })
 }
 
+/// Refuses to start a run when a ConfigMap with the name of one of its artifact ConfigMaps
+/// exists and is not the run's: its objects are created only when absent or already its own.
+async fn configmaps_check(client: &Client, run: &ResearchRun) -> Result<(), Stall> {
+    let (Some(namespace), Some(owner)) = (run.namespace(), run.controller_owner_ref(&())) else {
+        return Ok(());
+    };
+    let store = ConfigMapStore::new(client.clone(), &namespace, &run.name_any(), owner);
+    match store.foreign_configmap().await {
+        Ok(None) => Ok(()),
+        Ok(Some(message)) => Err(Stall {
+            reason: quarry_api::reasons::CONFIGMAP_NOT_OWNED,
+            message,
+        }),
+        // Unreadable now (API trouble): the store checks again on every read and write.
+        Err(e) => {
+            warn!(run = %run.name_any(), error = %e, "could not check the run's ConfigMaps");
+            Ok(())
+        }
+    }
+}
+
 impl Launcher for EngineLauncher {
     fn check<'a>(
         &'a self,
         request: &'a LaunchRequest,
     ) -> futures::future::BoxFuture<'a, Result<(), Stall>> {
         Box::pin(async move {
+            if request.run.spec.report.kind == ReportKind::ConfigMap {
+                configmaps_check(&self.client, &request.run).await?;
+            }
             let Some(config) = &request.artifacts.object_store else {
                 return Ok(());
             };

@@ -62,6 +62,164 @@ pub fn extract_key(
     Ok(ApiKey::new(value))
 }
 
+/// A Secret key a profile uses, where it holds the reference, and the host the key is sent to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretUse {
+    /// Where the profile references it, e.g. `models.primary.apiKeySecretRef`.
+    pub field: String,
+    /// The reference.
+    pub key_ref: SecretKeyRef,
+    /// The host the key is sent to (from the referencing block's URL, or its public default).
+    pub host: String,
+}
+
+/// Pure: the host of `url`, lower-cased (the URL itself when it has none: the schema only
+/// admits http(s) URLs, so this is for messages only).
+pub fn url_host(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| {
+            u.host_str()
+                .map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase())
+        })
+        .unwrap_or_else(|| url.to_string())
+}
+
+/// Pure: every Secret key a profile uses, with the host each is sent to: model tiers (their
+/// `baseURL`), search providers and specialised sources (their base URL, or the public API's).
+pub fn secret_uses(profile: &ResearchProfileSpec) -> Vec<SecretUse> {
+    use quarry_engine::sources::providers::{brave, serper, tavily};
+    use quarry_engine::sources::security::{ghsa, nvd};
+    use quarry_engine::sources::stackexchange;
+    let host = |url: Option<&String>, default: &str| url_host(url.map_or(default, |u| u.as_str()));
+    let tiers: BTreeMap<String, String> = profile
+        .models
+        .iter()
+        .map(|(tier, model)| (tier.as_str().to_string(), url_host(&model.base_url)))
+        .collect();
+    let providers = profile.search_providers();
+    let security = profile.sources().and_then(|s| s.security.as_ref());
+    let stack = profile.sources().and_then(|s| s.stack_exchange.as_ref());
+    secret_refs(profile)
+        .into_iter()
+        .map(|(field, key_ref)| {
+            let host = if let Some(tier) = field
+                .strip_prefix("models.")
+                .and_then(|f| f.strip_suffix(".apiKeySecretRef"))
+            {
+                tiers.get(tier).cloned().unwrap_or_default()
+            } else if let Some(i) = field
+                .strip_prefix("search.providers[")
+                .and_then(|f| f.split(']').next())
+                .and_then(|i| i.parse::<usize>().ok())
+            {
+                providers.get(i).map_or_else(String::new, |p| {
+                    let default = match p.kind {
+                        SearchProviderKind::Brave => brave::DEFAULT_BASE_URL,
+                        SearchProviderKind::Tavily => tavily::DEFAULT_BASE_URL,
+                        SearchProviderKind::Serper => serper::DEFAULT_BASE_URL,
+                    };
+                    host(p.base_url.as_ref(), default)
+                })
+            } else if field.ends_with("nvdApiKeySecretRef") {
+                host(
+                    security.and_then(|s| s.nvd_base_url.as_ref()),
+                    nvd::DEFAULT_BASE_URL,
+                )
+            } else if field.ends_with("githubTokenSecretRef") {
+                host(
+                    security.and_then(|s| s.github_base_url.as_ref()),
+                    ghsa::DEFAULT_BASE_URL,
+                )
+            } else {
+                host(
+                    stack.and_then(|s| s.base_url.as_ref()),
+                    stackexchange::DEFAULT_BASE_URL,
+                )
+            };
+            SecretUse {
+                field,
+                key_ref,
+                host,
+            }
+        })
+        .collect()
+}
+
+/// Pure: whether a credentials-hosts entry covers `host` (the host itself or a parent domain).
+fn host_covered(entry: &str, host: &str) -> bool {
+    let entry = entry.trim().trim_end_matches('.').to_ascii_lowercase();
+    !entry.is_empty()
+        && (host == entry
+            || host
+                .strip_suffix(entry.as_str())
+                .is_some_and(|rest| rest.ends_with('.')))
+}
+
+/// Pure: whether `secret` opted in to being sent to `host` by Quarry, or the stall saying
+/// exactly how to opt it in. A Secret is used only when labelled [`CREDENTIAL_LABEL`]`: "true"`
+/// and annotated [`CREDENTIAL_HOSTS_ANNOTATION`] with hosts that cover `host`: whoever may edit
+/// a profile (and so its URLs) cannot have Quarry send any other Secret of the namespace, nor a
+/// credential to a host it was not made for.
+pub fn opted_in(secret: &Secret, host: &str, profile: &str, field: &str) -> Result<(), Stall> {
+    let name = secret.metadata.name.as_deref().unwrap_or_default();
+    let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
+    let labelled = secret
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(CREDENTIAL_LABEL))
+        .is_some_and(|v| v == "true");
+    let hosts = secret
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CREDENTIAL_HOSTS_ANNOTATION));
+    let covered = hosts.is_some_and(|h| h.split(',').any(|e| host_covered(e, host)));
+    if labelled && covered {
+        return Ok(());
+    }
+    let listed: Vec<&str> = hosts
+        .map(|h| {
+            h.split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut wanted = listed.clone();
+    wanted.push(host);
+    let label = format!("kubectl -n {namespace} label secret {name} {CREDENTIAL_LABEL}=true");
+    let annotate = format!(
+        "kubectl -n {namespace} annotate --overwrite secret {name} {CREDENTIAL_HOSTS_ANNOTATION}={}",
+        wanted.join(",")
+    );
+    let (why, how) = match (labelled, covered) {
+        (false, true) => (format!("has no label {CREDENTIAL_LABEL}=true"), label),
+        (true, false) if !listed.is_empty() => (
+            format!(
+                "is for {} ({CREDENTIAL_HOSTS_ANNOTATION}), not {host}",
+                listed.join(",")
+            ),
+            annotate,
+        ),
+        (true, _) => (
+            format!("names no host in the annotation {CREDENTIAL_HOSTS_ANNOTATION}"),
+            annotate,
+        ),
+        (false, false) => (
+            "has not opted in to use by Quarry".to_string(),
+            format!("{label} && {annotate}"),
+        ),
+    };
+    Err(Stall {
+        reason: reasons::SECRET_NOT_OPTED_IN,
+        message: format!(
+            "Secret \"{name}\" in namespace \"{namespace}\" (ResearchProfile \"{profile}\" {field}) {why}, so Quarry will not send it to {host}. If that is what the Secret is for, opt it in: {how}"
+        ),
+    })
+}
+
 /// Pure: every Secret reference of a profile with the field that holds it: model tiers, search
 /// providers and specialised sources.
 pub fn secret_refs(profile: &ResearchProfileSpec) -> Vec<(String, SecretKeyRef)> {
@@ -108,6 +266,44 @@ pub fn secret_refs(profile: &ResearchProfileSpec) -> Vec<(String, SecretKeyRef)>
         }
     }
     refs
+}
+
+/// Pure: why a run may not start with the limits it asks for: a run may only lower its
+/// profile's limits, so one set above them is refused, naming each limit and both values.
+/// (The engine would use the stricter value anyway; refusing says so before anything is paid.)
+pub fn limits_stall(
+    spec: &ResearchRunSpec,
+    profile_name: &str,
+    profile: &ResearchProfileSpec,
+) -> Option<Stall> {
+    let above = match spec.limits_above_profile(profile.limits.as_ref()) {
+        Ok(above) => above,
+        Err(e) => {
+            return Some(Stall {
+                reason: reasons::PROFILE_INVALID,
+                message: format!("invalid limits: {e}"),
+            });
+        }
+    };
+    if above.is_empty() {
+        return None;
+    }
+    let list = above
+        .iter()
+        .map(|a| {
+            format!(
+                "spec.limits.{} \"{}\" is above ResearchProfile \"{profile_name}\" limits.{} \"{}\"",
+                a.field, a.run, a.field, a.profile
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(Stall {
+        reason: reasons::LIMITS_ABOVE_PROFILE,
+        message: format!(
+            "{list}. A run may only lower its profile's limits: recreate the run with values at most the profile's (or without them, to use the profile's), or have whoever manages the ResearchProfile raise them"
+        ),
+    })
 }
 
 /// Pure: the engine input for `spec` under `profile`'s default limits.
@@ -195,10 +391,19 @@ pub(super) async fn resolve(
             ),
         }));
     };
+    // Before any Secret is read: a run asking for more than its profile allows does not start.
+    if let Some(stall) = limits_stall(&run.spec, &profile_name, &profile.spec) {
+        return Ok(Err(stall));
+    }
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
     let mut fetched: BTreeMap<String, Secret> = BTreeMap::new();
     let mut api_keys = Vec::new();
-    for (field, key_ref) in secret_refs(&profile.spec) {
+    for SecretUse {
+        field,
+        key_ref,
+        host,
+    } in secret_uses(&profile.spec)
+    {
         if !fetched.contains_key(&key_ref.name) {
             let secret = secrets
                 .get_opt(&key_ref.name)
@@ -219,6 +424,9 @@ pub(super) async fn resolve(
             fetched.insert(key_ref.name.clone(), secret);
         }
         let secret = &fetched[&key_ref.name];
+        if let Err(stall) = opted_in(secret, &host, &profile_name, &field) {
+            return Ok(Err(stall));
+        }
         match extract_key(secret, &key_ref, &profile_name, &field) {
             Ok(key) => api_keys.push((key_ref.clone(), key)),
             Err(stall) => return Ok(Err(stall)),

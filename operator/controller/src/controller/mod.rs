@@ -31,8 +31,9 @@ use crate::server::{Readiness, ServerState};
 use crate::store::configmap::{FIELD_MANAGER, report_configmap_name};
 use crate::store::routed::{ReportLocation, ReportSlot};
 use quarry_api::{
-    ReportKind, ReportRef, ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec,
-    ResearchRunStatus, SearchEngine, SearchTarget, SecretKeyRef, reasons,
+    CREDENTIAL_HOSTS_ANNOTATION, CREDENTIAL_LABEL, ReportKind, ReportRef, ResearchProfile,
+    ResearchProfileSpec, ResearchRun, ResearchRunSpec, ResearchRunStatus, SearchEngine,
+    SearchProviderKind, SearchTarget, SecretKeyRef, reasons,
 };
 use quarry_engine::research::state::{ApprovalPolicy, Mode, OutputKind, RunInput, RunState};
 use quarry_engine::telemetry::{ErrorLabels, Metrics, ModelLabels, PhaseLabel, RunLabels};
@@ -50,7 +51,10 @@ use writer::{apply_status, status_writer};
 
 mod lookup;
 use lookup::resolve;
-pub use lookup::{Stall, extract_key, run_input, search_engine_wait, secret_refs, ttl_wait};
+pub use lookup::{
+    SecretUse, Stall, extract_key, limits_stall, opted_in, run_input, search_engine_wait,
+    secret_refs, secret_uses, ttl_wait, url_host,
+};
 
 /// Name the operator reports Events under.
 pub const CONTROLLER_NAME: &str = "quarry-operator";

@@ -14,6 +14,9 @@ pub struct OperatorConfig {
     /// Operator-wide object store for profiles without `objectStore`; credentials and options
     /// from the operator's environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`, filled from a Secret).
     pub object_store_url: Option<String>,
+    /// Image repositories a SearchEngine may run (empty: SearXNG's own,
+    /// [`search_engine::DEFAULT_ALLOWED_IMAGES`]).
+    pub allowed_search_images: Vec<String>,
     /// Leader election: only the Lease holder runs research (`None`: a single replica).
     pub leader: Option<LeaderSettings>,
     /// Scale-out mode: researchers run on `quarry worker` processes through `redis_url`.
@@ -70,6 +73,7 @@ impl Default for OperatorConfig {
             redis_url: None,
             leader: Some(LeaderSettings::default()),
             object_store_url: None,
+            allowed_search_images: Vec::new(),
             workers: false,
             extra_routes: None,
         }
@@ -273,11 +277,10 @@ pub(super) async fn run_controllers(
         }
     };
     let services = services(config.redis_url.as_deref(), Some(metrics.clone()))?;
-    let engines_ctx = Arc::new(search_engine::EngineContext::new(
-        client.clone(),
-        metrics.clone(),
-        services.health.clone(),
-    ));
+    let engines_ctx = Arc::new(
+        search_engine::EngineContext::new(client.clone(), metrics.clone(), services.health.clone())
+            .with_allowed_images(config.allowed_search_images.clone()),
+    );
     let scopes = watch_scopes(config.namespace.as_deref());
     let engines: Vec<_> = scopes
         .iter()

@@ -30,7 +30,7 @@ use quarry_api::search_engine::SEARXNG_PORT;
 use quarry_api::values::parse_duration;
 use quarry_api::{
     ConditionStatus, EngineHealthStatus, ResearchProfile, ResearchRun, SearchEngine,
-    SearchEngineStatus, SearchTarget, condition_types, set_condition,
+    SearchEngineStatus, SearchTarget, condition_types, find_condition, set_condition,
 };
 use quarry_engine::sources::health::HealthBook;
 use quarry_engine::telemetry::Metrics;
@@ -59,18 +59,98 @@ pub mod reasons {
     pub const SETTINGS_INVALID: &str = "SettingsInvalid";
     /// Nothing blocks progress.
     pub const RECONCILED: &str = "Reconciled";
+    /// `spec.image` is not from a repository the operator allows.
+    pub const IMAGE_NOT_ALLOWED: &str = "ImageNotAllowed";
 }
 
 /// A spec the controller cannot turn into objects; the message names the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SpecError(pub String);
+#[error("{message}")]
+pub struct SpecError {
+    /// Condition reason: [`reasons::SETTINGS_INVALID`] or [`reasons::IMAGE_NOT_ALLOWED`].
+    pub reason: &'static str,
+    /// What is wrong, naming the field.
+    pub message: String,
+}
+
+impl SpecError {
+    /// Settings that cannot be rendered.
+    pub fn settings(message: impl Into<String>) -> Self {
+        Self {
+            reason: reasons::SETTINGS_INVALID,
+            message: message.into(),
+        }
+    }
+}
+
+/// User and group id of the `searxng` user of SearXNG's image: its pods run as it, never root.
+pub const SEARXNG_UID: i64 = 977;
+
+/// Image repositories a SearchEngine may run when the operator is given none: SearXNG's own.
+pub const DEFAULT_ALLOWED_IMAGES: &[&str] = &["docker.io/searxng/searxng"];
+
+/// Pure: `image` in its full form: a reference without a registry is Docker Hub's, as the
+/// container runtime reads it (`searxng/searxng` is `docker.io/searxng/searxng`, `nginx` is
+/// `docker.io/library/nginx`).
+pub fn normalize_image(image: &str) -> String {
+    let image = image.trim();
+    let first = image.split('/').next().unwrap_or_default();
+    let has_registry =
+        image.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+    let full = if has_registry {
+        image.to_string()
+    } else if image.contains('/') {
+        format!("docker.io/{image}")
+    } else {
+        format!("docker.io/library/{image}")
+    };
+    full.strip_prefix("index.docker.io/")
+        .map_or(full.clone(), |rest| format!("docker.io/{rest}"))
+}
+
+/// Pure: whether `image` comes from one of the `allowed` repositories: the repository itself
+/// with any tag or digest, or, for an entry ending in `/`, anything under that prefix.
+pub fn image_allowed(image: &str, allowed: &[String]) -> bool {
+    let image = normalize_image(image);
+    let named = image.split('@').next().unwrap_or_default();
+    let repository = match named.rfind(':') {
+        // A colon after the last slash starts the tag; before it, it is a registry port.
+        Some(colon) if !named[colon..].contains('/') => &named[..colon],
+        _ => named,
+    };
+    allowed.iter().any(|entry| {
+        let entry = entry.trim();
+        if entry.is_empty() {
+            return false;
+        }
+        if entry.ends_with('/') {
+            let prefix = normalize_image(&format!("{entry}x"));
+            return repository.starts_with(prefix.trim_end_matches('x'));
+        }
+        repository == normalize_image(entry)
+    })
+}
+
+/// Pure: why `image` may not run, naming the allowed repositories and the way out.
+pub fn image_refusal(image: &str, allowed: &[String]) -> Option<SpecError> {
+    if image_allowed(image, allowed) {
+        return None;
+    }
+    Some(SpecError {
+        reason: reasons::IMAGE_NOT_ALLOWED,
+        message: format!(
+            "spec.image {image:?} is not from an image repository this operator allows ({}); use an image from one of them, or have the cluster admin add the repository to the chart value searchEngine.allowedImages (operator flag --allowed-search-images)",
+            allowed.join(", ")
+        ),
+    })
+}
 
 /// Renders settings.yml: the base file, the spec's engine list, its overrides, and the settings
 /// Quarry needs (JSON output, limiter off) forced last.
 pub fn render_settings(engine: &SearchEngine) -> Result<String, SpecError> {
-    let mut settings: Value = serde_yaml::from_str(BASE_SETTINGS)
-        .map_err(|e| SpecError(format!("config/searxng/settings.yml is not YAML: {e}")))?;
+    let mut settings: Value = serde_yaml::from_str(BASE_SETTINGS).map_err(|e| {
+        SpecError::settings(format!("config/searxng/settings.yml is not YAML: {e}"))
+    })?;
     let spec = &engine.spec;
     if !spec.engines.is_empty() {
         let keep: Vec<Value> = spec.engines.iter().map(|e| json!(e.name)).collect();
@@ -96,8 +176,8 @@ pub fn render_settings(engine: &SearchEngine) -> Result<String, SpecError> {
     }
     if let Some(overrides) = &spec.settings_overrides {
         if !overrides.is_object() {
-            return Err(SpecError(
-                "spec.settingsOverrides must be an object of SearXNG settings".into(),
+            return Err(SpecError::settings(
+                "spec.settingsOverrides must be an object of SearXNG settings",
             ));
         }
         merge(&mut settings, overrides);
@@ -119,7 +199,8 @@ pub fn render_settings(engine: &SearchEngine) -> Result<String, SpecError> {
         // The key comes from the Secret (SEARXNG_SECRET); never from a ConfigMap.
         server.remove("secret_key");
     }
-    serde_yaml::to_string(&settings).map_err(|e| SpecError(format!("rendering settings: {e}")))
+    serde_yaml::to_string(&settings)
+        .map_err(|e| SpecError::settings(format!("rendering settings: {e}")))
 }
 
 /// Deep merge: objects merge key by key, anything else replaces.
@@ -231,7 +312,7 @@ fn metadata(engine: &SearchEngine, owner: &OwnerReference) -> Result<Value, Spec
     let name = engine.name_any();
     let namespace = engine
         .namespace()
-        .ok_or_else(|| SpecError("the SearchEngine has no namespace".into()))?;
+        .ok_or_else(|| SpecError::settings("the SearchEngine has no namespace"))?;
     Ok(json!({
         "name": SearchEngine::child_name(&name),
         "namespace": namespace,
@@ -263,7 +344,7 @@ pub fn desired_children(
     let meta = metadata(engine, owner)?;
     let settings_hash = hex::encode(Sha256::digest(settings.as_bytes()));
     let resources = match &engine.spec.resources {
-        Some(r) => serde_json::to_value(r).map_err(|e| SpecError(e.to_string()))?,
+        Some(r) => serde_json::to_value(r).map_err(|e| SpecError::settings(e.to_string()))?,
         None => json!({
             "requests": {"cpu": "100m", "memory": "256Mi"},
             "limits": {"memory": "1Gi"},
@@ -300,7 +381,15 @@ pub fn desired_children(
                 },
                 "spec": {
                     "automountServiceAccountToken": false,
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    // The operator's own hardening: SearXNG's image runs as its `searxng` user
+                    // (977) and writes only to the emptyDirs below.
+                    "securityContext": {
+                        "runAsNonRoot": true,
+                        "runAsUser": SEARXNG_UID,
+                        "runAsGroup": SEARXNG_UID,
+                        "fsGroup": SEARXNG_UID,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     "containers": [{
                         "name": "searxng",
                         "image": engine.spec.image,
@@ -313,18 +402,28 @@ pub fn desired_children(
                         "livenessProbe": probe("/healthz", 20),
                         "resources": resources,
                         "securityContext": {
+                            "runAsNonRoot": true,
+                            "readOnlyRootFilesystem": true,
                             "allowPrivilegeEscalation": false,
+                            "privileged": false,
                             "capabilities": {"drop": ["ALL"]},
+                            "seccompProfile": {"type": "RuntimeDefault"},
                         },
                         "volumeMounts": [
                             {"name": "settings", "mountPath": "/etc/quarry-searxng", "readOnly": true},
-                            // The image's entrypoint writes its defaults under /etc/searxng.
+                            // The image's entrypoint writes its defaults under /etc/searxng;
+                            // Python and uWSGI write temporary files and caches under /tmp and
+                            // /var/cache/searxng: with a read-only root these are emptyDirs.
                             {"name": "workdir", "mountPath": "/etc/searxng"},
+                            {"name": "tmp", "mountPath": "/tmp"},
+                            {"name": "cache", "mountPath": "/var/cache/searxng"},
                         ],
                     }],
                     "volumes": [
                         {"name": "settings", "configMap": {"name": child}},
                         {"name": "workdir", "emptyDir": {}},
+                        {"name": "tmp", "emptyDir": {}},
+                        {"name": "cache", "emptyDir": {}},
                     ],
                 },
             },
@@ -372,6 +471,11 @@ pub fn desired_status(
     let generation = engine.metadata.generation;
     let mut conditions = previous.conditions.clone();
     let (ready, reason, message) = match spec_error {
+        Some(e) if e.reason == reasons::IMAGE_NOT_ALLOWED => (
+            ConditionStatus::False,
+            reasons::IMAGE_NOT_ALLOWED,
+            e.to_string(),
+        ),
         Some(e) => (
             ConditionStatus::False,
             reasons::SETTINGS_INVALID,
@@ -439,11 +543,7 @@ pub fn desired_status(
         } else {
             ConditionStatus::False
         },
-        if stalled {
-            reasons::SETTINGS_INVALID
-        } else {
-            reasons::RECONCILED
-        },
+        if stalled { reason } else { reasons::RECONCILED },
         if stalled {
             &message
         } else {
@@ -499,6 +599,8 @@ pub struct EngineContext {
     pub metrics: Metrics,
     /// Engine health as the operator's searches see it.
     pub health: Arc<HealthBook>,
+    /// Image repositories a SearchEngine may run ([`image_allowed`]).
+    pub allowed_images: Vec<String>,
 }
 
 impl EngineContext {
@@ -513,7 +615,19 @@ impl EngineContext {
             client,
             metrics,
             health,
+            allowed_images: DEFAULT_ALLOWED_IMAGES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
+    }
+
+    /// The same context allowing images from `allowed` only (empty: the defaults).
+    pub fn with_allowed_images(mut self, allowed: Vec<String>) -> Self {
+        if !allowed.is_empty() {
+            self.allowed_images = allowed;
+        }
+        self
     }
 }
 
@@ -591,7 +705,12 @@ pub async fn reconcile_inner(
         idle,
         now,
     );
-    let (ready_replicas, spec_error) = match render_settings(engine)
+    // An image from a repository the operator does not allow is never deployed.
+    let checked = match image_refusal(&engine.spec.image, &ctx.allowed_images) {
+        Some(refusal) => Err(refusal),
+        None => render_settings(engine),
+    };
+    let (ready_replicas, spec_error) = match checked
         .and_then(|settings| desired_children(engine, &owner, &settings, decision.replicas))
     {
         Ok(children) => (
@@ -612,6 +731,9 @@ pub async fn reconcile_inner(
         spec_error.as_ref(),
         now,
     );
+    let newly_refused = find_condition(&status.conditions, condition_types::STALLED)
+        .is_some_and(|c| c.reason == reasons::IMAGE_NOT_ALLOWED)
+        && previous_stall_reason(engine) != Some(reasons::IMAGE_NOT_ALLOWED);
     if engine.status.as_ref() != Some(&status) {
         let api: Api<SearchEngine> = Api::namespaced(ctx.client.clone(), &namespace);
         let body = json!({
@@ -629,7 +751,14 @@ pub async fn reconcile_inner(
             "patching status of SearchEngine {namespace}/{name}"
         )))?;
     }
-    if previous.replicas != decision.replicas || engine.status.is_none() {
+    if newly_refused && let Some(e) = &spec_error {
+        publish_refusal_event(ctx, engine, &e.to_string()).await;
+    }
+    // A refused image was not deployed: there is no scaling to tell of.
+    let deployed = spec_error
+        .as_ref()
+        .is_none_or(|e| e.reason != reasons::IMAGE_NOT_ALLOWED);
+    if deployed && (previous.replicas != decision.replicas || engine.status.is_none()) {
         publish_scale_event(ctx, engine, previous.replicas, decision.replicas, active).await;
     }
     Ok(match (decision.requeue, &spec_error) {
@@ -683,6 +812,31 @@ async fn apply_children(
         .status
         .and_then(|s| s.ready_replicas)
         .unwrap_or_default())
+}
+
+/// The reason of the engine's current `Stalled=True` condition, if any.
+fn previous_stall_reason(engine: &SearchEngine) -> Option<&str> {
+    engine
+        .status
+        .as_ref()
+        .and_then(|s| find_condition(&s.conditions, condition_types::STALLED))
+        .filter(|c| c.status == "True")
+        .map(|c| c.reason.as_str())
+}
+
+/// A Warning Event saying why the engine's image is refused (once per refusal).
+async fn publish_refusal_event(ctx: &EngineContext, engine: &SearchEngine, note: &str) {
+    warn!(search_engine = %engine.name_any(), "{note}");
+    let event = Event {
+        type_: EventType::Warning,
+        reason: reasons::IMAGE_NOT_ALLOWED.into(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &engine.object_ref(&())).await {
+        warn!(error = %e, "publishing event failed");
+    }
 }
 
 async fn publish_scale_event(

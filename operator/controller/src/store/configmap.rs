@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Patch, PatchParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use tokio::sync::Mutex;
 
@@ -103,12 +103,79 @@ impl ConfigMapStore {
         Ok((cm, data_key))
     }
 
+    /// Reads ConfigMap `name`; one that exists but is not this run's is an error, never data:
+    /// a foreign object must neither be taken over nor read as the run's checkpoint or report.
     async fn read(&self, name: &str, key: &str) -> Result<Option<ConfigMap>, StoreError> {
+        match self.fetch(name, key).await? {
+            Some(cm) if !self.owns(&cm) => Err(StoreError::Io {
+                key: key.to_string(),
+                message: not_owned_message(name, &self.run_name),
+            }),
+            other => Ok(other),
+        }
+    }
+
+    async fn fetch(&self, name: &str, key: &str) -> Result<Option<ConfigMap>, StoreError> {
         self.api.get_opt(name).await.map_err(|e| StoreError::Io {
             key: key.to_string(),
             message: format!("reading ConfigMap {name}: {e}"),
         })
     }
+
+    fn owns(&self, cm: &ConfigMap) -> bool {
+        is_runs_configmap(cm, &self.run_name, &self.owner.uid)
+    }
+
+    /// The message for the first of the run's ConfigMaps that exists and is not the run's, if
+    /// any (one read per ConfigMap): checked before research starts, so the run stalls saying so
+    /// instead of failing once its artifacts are written.
+    pub async fn foreign_configmap(&self) -> Result<Option<String>, StoreError> {
+        for name in configmap_names(&self.run_name) {
+            if let Some(cm) = self.fetch(&name, &name).await?
+                && !self.owns(&cm)
+            {
+                return Ok(Some(not_owned_message(&name, &self.run_name)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Every ConfigMap a run's artifacts may go to.
+pub fn configmap_names(run_name: &str) -> [String; 4] {
+    [
+        report_configmap_name(run_name),
+        events_configmap_name(run_name),
+        state_configmap_name(run_name),
+        checkpoint_b_configmap_name(run_name),
+    ]
+}
+
+/// Pure: whether `cm` is the run's own: labelled with the run's name and controlled by the run
+/// with this UID (what this store puts on every ConfigMap it creates). A ConfigMap of an earlier
+/// run of the same name has another UID and is not.
+pub fn is_runs_configmap(cm: &ConfigMap, run_name: &str, run_uid: &str) -> bool {
+    let labelled = cm
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(RUN_LABEL))
+        .is_some_and(|v| v == run_name);
+    let controlled = cm.metadata.owner_references.iter().flatten().any(|o| {
+        o.controller == Some(true)
+            && o.uid == run_uid
+            && o.kind == "ResearchRun"
+            && o.api_version.starts_with("quarry.dev/")
+    });
+    labelled && controlled
+}
+
+/// Pure: what a person sees when a ConfigMap with the name of one of a run's artifact
+/// ConfigMaps exists and is not the run's.
+pub fn not_owned_message(configmap: &str, run_name: &str) -> String {
+    format!(
+        "ConfigMap \"{configmap}\" already exists and is not this run's (Quarry's carry the label {RUN_LABEL}={run_name} and a controller owner reference to this ResearchRun); Quarry never overwrites or adopts an object it did not create: delete or rename that ConfigMap if it is stale, or create the run under another name"
+    )
 }
 
 /// One artifact to write: its key and bytes.
@@ -200,6 +267,7 @@ impl ConfigMapStore {
         let (name, _) = self.locate(first)?;
         let _guard = self.lock.lock().await;
         let existing = self.read(&name, first).await?;
+        let exists = existing.is_some();
         let (mut data, mut binary) = match existing {
             Some(cm) => (
                 cm.data.unwrap_or_default(),
@@ -234,7 +302,7 @@ impl ConfigMapStore {
         if !decide(&name, payload_size(&data, &binary))? {
             return Ok(false);
         }
-        self.apply(&name, first, data, binary).await?;
+        self.apply(&name, first, data, binary, exists).await?;
         Ok(true)
     }
 
@@ -251,13 +319,16 @@ impl ConfigMapStore {
         Ok(groups.into_iter().map(|(_, g)| g).collect())
     }
 
-    /// Server-side applies ConfigMap `name` with exactly these entries.
+    /// Writes ConfigMap `name` with exactly these entries: created when it did not exist (a
+    /// create fails if someone else made one meanwhile, so nothing foreign is ever adopted), else
+    /// server-side applied over this run's own (read and checked just before).
     async fn apply(
         &self,
         name: &str,
         key: &str,
         data: BTreeMap<String, String>,
         binary: BTreeMap<String, ByteString>,
+        exists: bool,
     ) -> Result<(), StoreError> {
         let mut labels = BTreeMap::new();
         labels.insert(RUN_LABEL.to_string(), self.run_name.clone());
@@ -276,6 +347,23 @@ impl ConfigMapStore {
             binary_data: Some(binary),
             ..Default::default()
         };
+        if !exists {
+            let params = PostParams {
+                field_manager: Some(FIELD_MANAGER.to_string()),
+                ..Default::default()
+            };
+            return match self.api.create(&params, &cm).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(status)) if status.code == 409 => Err(StoreError::Io {
+                    key: key.to_string(),
+                    message: not_owned_message(name, &self.run_name),
+                }),
+                Err(e) => Err(StoreError::Io {
+                    key: key.to_string(),
+                    message: format!("creating ConfigMap {name}: {e}"),
+                }),
+            };
+        }
         let mut value = serde_json::to_value(&cm).map_err(|e| StoreError::Io {
             key: key.to_string(),
             message: format!("serializing ConfigMap: {e}"),
@@ -356,7 +444,7 @@ impl ArtifactStore for ConfigMapStore {
         if !had_text && !had_packed {
             return Ok(());
         }
-        self.apply(&name, key, data, binary).await
+        self.apply(&name, key, data, binary, true).await
     }
 }
 
@@ -413,6 +501,15 @@ mod tests {
             .unwrap()
     }
 
+    /// Metadata of a ConfigMap this store made for run r1 (uid-1).
+    fn ours(name: &str) -> serde_json::Value {
+        serde_json::json!({
+            "name": name, "namespace": "ns",
+            "labels": {"app.kubernetes.io/managed-by": "quarry", "quarry.dev/run": "r1"},
+            "ownerReferences": [{"apiVersion":"quarry.dev/v1alpha1","kind":"ResearchRun","name":"r1","uid":"uid-1","controller":true,"blockOwnerDeletion":true}]
+        })
+    }
+
     fn ok_json(value: &serde_json::Value) -> Response<Body> {
         Response::builder()
             .status(200)
@@ -431,7 +528,7 @@ mod tests {
                 "/api/v1/namespaces/ns/configmaps/r1-report"
             );
             send.send_response(ok_json(&serde_json::json!({
-                "apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r1-report","namespace":"ns"},
+                "apiVersion":"v1","kind":"ConfigMap","metadata": ours("r1-report"),
                 "data":{"report.md":"# old"}
             })));
             let (req, send) = handle.next_request().await.unwrap();
@@ -479,6 +576,9 @@ mod tests {
                 if method == http::Method::GET {
                     send.send_response(not_found());
                 } else {
+                    // Absent ConfigMaps are created (POST to the collection), never applied.
+                    assert_eq!(method, http::Method::POST);
+                    assert_eq!(uri, "/api/v1/namespaces/ns/configmaps");
                     let body: serde_json::Value =
                         serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap())
                             .unwrap();
@@ -487,12 +587,11 @@ mod tests {
                     keys.sort();
                     seen.push(format!(
                         "{} {}",
-                        uri.rsplit('/').next().unwrap(),
+                        body["metadata"]["name"].as_str().unwrap(),
                         keys.join(",")
                     ));
                     send.send_response(ok_json(&body));
                 }
-                let _ = method;
             }
             seen
         });
@@ -547,7 +646,7 @@ mod tests {
             );
             send.send_response(not_found());
             let (req, send) = handle.next_request().await.unwrap();
-            assert_eq!(req.method(), http::Method::PATCH);
+            assert_eq!(req.method(), http::Method::POST);
             let body: serde_json::Value =
                 serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
             assert_eq!(body["data"], serde_json::json!({}));
@@ -564,7 +663,7 @@ mod tests {
                 "/api/v1/namespaces/ns/configmaps/r1-state"
             );
             send.send_response(ok_json(&serde_json::json!({
-                "apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r1-state"},
+                "apiVersion":"v1","kind":"ConfigMap","metadata": ours("r1-state"),
                 "binaryData":{"checkpoint.json.gz": packed}
             })));
         });
@@ -618,7 +717,7 @@ mod tests {
                 "/api/v1/namespaces/ns/configmaps/r1-report"
             );
             send.send_response(ok_json(&serde_json::json!({
-                "apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r1-report"},
+                "apiVersion":"v1","kind":"ConfigMap","metadata": ours("r1-report"),
                 "data":{"findings.json":"{}"},"binaryData":{"report.md.gz":"H4sIAAAAAAAA/wMAAAAAAAAAAAA="}
             })));
             let (req, send) = handle.next_request().await.unwrap();
@@ -636,6 +735,97 @@ mod tests {
         });
         store.delete("report.md").await.unwrap();
         store.delete("report.md").await.unwrap();
+        server.await.unwrap();
+    }
+
+    #[test]
+    fn only_a_configmap_labelled_and_controlled_by_this_run_is_its_own() {
+        let cm = |meta: serde_json::Value| -> ConfigMap {
+            serde_json::from_value(serde_json::json!({"metadata": meta})).unwrap()
+        };
+        assert!(is_runs_configmap(&cm(ours("r1-report")), "r1", "uid-1"));
+        // A run of the same name before this one: another UID.
+        assert!(!is_runs_configmap(&cm(ours("r1-report")), "r1", "uid-2"));
+        let mut unlabelled = ours("r1-report");
+        unlabelled["labels"] = serde_json::json!({});
+        assert!(!is_runs_configmap(&cm(unlabelled), "r1", "uid-1"));
+        // The label alone is anyone's to set.
+        let mut labelled_only = ours("r1-report");
+        labelled_only["ownerReferences"] = serde_json::json!([]);
+        assert!(!is_runs_configmap(&cm(labelled_only), "r1", "uid-1"));
+        // An owner that is not the controller does not make it the run's.
+        let mut not_controller = ours("r1-report");
+        not_controller["ownerReferences"][0]["controller"] = serde_json::json!(false);
+        assert!(!is_runs_configmap(&cm(not_controller), "r1", "uid-1"));
+        assert!(!is_runs_configmap(
+            &cm(serde_json::json!({"name": "r1-report"})),
+            "r1",
+            "uid-1"
+        ));
+    }
+
+    /// Someone's ConfigMap named like the run's report: never written, never read as the run's.
+    #[tokio::test]
+    async fn a_foreign_configmap_is_neither_written_nor_read() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let foreign = serde_json::json!({
+                "apiVersion":"v1","kind":"ConfigMap",
+                "metadata":{"name":"r1-report","namespace":"ns","labels":{"quarry.dev/run":"r1"}},
+                "data":{"report.md":"someone else's"}
+            });
+            for _ in 0..3 {
+                let (req, send) = handle.next_request().await.unwrap();
+                assert_eq!(req.method(), http::Method::GET);
+                send.send_response(ok_json(&foreign));
+            }
+            // Nothing but the reads.
+            assert!(
+                tokio::time::timeout(std::time::Duration::from_millis(200), handle.next_request())
+                    .await
+                    .is_err()
+            );
+        });
+        let expected = not_owned_message("r1-report", "r1");
+        let err = store.put("report.md", b"# mine").await.unwrap_err();
+        assert!(err.to_string().contains(&expected), "{err}");
+        let err = store.get("report.md").await.unwrap_err();
+        assert!(err.to_string().contains(&expected), "{err}");
+        assert_eq!(
+            store.foreign_configmap().await.unwrap(),
+            Some(expected.clone())
+        );
+        server.await.unwrap();
+        assert!(
+            expected.contains("ConfigMap \"r1-report\" already exists and is not this run's"),
+            "{expected}"
+        );
+    }
+
+    /// A ConfigMap that appears between the read and the create is not adopted: the create
+    /// fails and the write is refused with the same message.
+    #[tokio::test]
+    async fn a_configmap_created_meanwhile_is_not_adopted() {
+        let (store, mut handle) = store();
+        let server = tokio::spawn(async move {
+            let (_, send) = handle.next_request().await.unwrap();
+            send.send_response(not_found());
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!(req.method(), http::Method::POST);
+            let body = serde_json::json!({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"AlreadyExists","code":409,"message":"configmaps \"r1-report\" already exists"});
+            send.send_response(
+                Response::builder()
+                    .status(409)
+                    .body(Body::from(serde_json::to_vec(&body).unwrap()))
+                    .unwrap(),
+            );
+        });
+        let err = store.put("report.md", b"# mine").await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&not_owned_message("r1-report", "r1")),
+            "{err}"
+        );
         server.await.unwrap();
     }
 

@@ -249,9 +249,58 @@ fn status_reports_url_readiness_and_engine_health() {
         0,
         0,
         vec![],
-        Some(&SpecError("bad".into())),
+        Some(&SpecError::settings("bad")),
         &t(0),
     );
     assert_eq!(s.conditions[2].type_, "Stalled");
     assert_eq!(s.conditions[2].status, "True");
+}
+
+#[test]
+fn images_are_allowed_by_repository_with_any_tag_or_digest() {
+    let allowed = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let default = allowed(DEFAULT_ALLOWED_IMAGES);
+    for ok in [
+        "docker.io/searxng/searxng:latest",
+        "docker.io/searxng/searxng:2025.1.1-abc",
+        "searxng/searxng",
+        "searxng/searxng:2024.5.10",
+        "index.docker.io/searxng/searxng:1",
+        "docker.io/searxng/searxng@sha256:0123456789abcdef",
+        "docker.io/searxng/searxng:1@sha256:0123456789abcdef",
+    ] {
+        assert!(image_allowed(ok, &default), "{ok}");
+    }
+    for refused in [
+        "docker.io/searxng/searxng-evil:latest",
+        "docker.io/searxng/searxngx",
+        "ghcr.io/searxng/searxng:latest",
+        "evil.example/docker.io/searxng/searxng:1",
+        "searxng",
+        "localhost:5000/searxng/searxng:1",
+    ] {
+        assert!(!image_allowed(refused, &default), "{refused}");
+    }
+    // A registry with a port, and a prefix entry.
+    let mirror = allowed(&["registry.internal:5000/mirror/"]);
+    assert!(image_allowed(
+        "registry.internal:5000/mirror/searxng:1",
+        &mirror
+    ));
+    assert!(!image_allowed(
+        "registry.internal:5000/other/searxng:1",
+        &mirror
+    ));
+    assert!(!image_allowed(
+        "registry.internal:5000/mirrorx/searxng:1",
+        &mirror
+    ));
+    assert!(!image_allowed(
+        "docker.io/searxng/searxng:1",
+        &allowed(&[""])
+    ));
+    assert_eq!(normalize_image("nginx"), "docker.io/library/nginx");
+    assert!(image_refusal("searxng/searxng:1", &default).is_none());
+    let refusal = image_refusal("ghcr.io/x/y:1", &default).unwrap();
+    assert_eq!(refusal.reason, reasons::IMAGE_NOT_ALLOWED);
 }

@@ -114,7 +114,12 @@ pub async fn cluster_keys(
     let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
     let mut fetched: BTreeMap<String, Secret> = BTreeMap::new();
     let mut keys = Vec::new();
-    for (field, r) in secret_refs(profile) {
+    for crate::controller::SecretUse {
+        field,
+        key_ref: r,
+        host,
+    } in crate::controller::secret_uses(profile)
+    {
         let where_ = format!(
             "Secret \"{}\" in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" {field})",
             r.name
@@ -136,6 +141,10 @@ pub async fn cluster_keys(
             fetched.insert(r.name.clone(), secret);
         }
         let secret = &fetched[&r.name];
+        // The same opt-in the operator checked before queueing: a worker never sends a Secret
+        // that did not opt in for this host either.
+        crate::controller::opted_in(secret, &host, profile_name, &field)
+            .map_err(|stall| Failure::new(SECRET_UNAVAILABLE, stall.message))?;
         let key = extract_key(secret, &r, profile_name, &field)
             .map_err(|stall| Failure::new(SECRET_UNAVAILABLE, stall.message))?;
         keys.push((r, key));

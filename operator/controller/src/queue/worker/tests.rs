@@ -77,9 +77,11 @@ fn secrets_api(secrets: Vec<(&'static str, Result<serde_json::Value, u16>)>) -> 
                 .strip_prefix("/api/v1/namespaces/team-a/secrets/")
                 .unwrap_or_else(|| panic!("unexpected request {path}"));
             let (status, body) = match secrets.iter().find(|(n, _)| *n == name) {
+                // A whole Secret is served as it is (one that did not opt in).
+                Some((_, Ok(secret))) if secret.get("metadata").is_some() => (200, secret.clone()),
                 Some((_, Ok(data))) => (
                     200,
-                    serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "team-a"}, "data": data}),
+                    serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "team-a", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "api.example.com,api.search.brave.com"}}, "data": data}),
                 ),
                 Some((_, Err(code))) => (
                     *code,
@@ -151,6 +153,24 @@ async fn in_cluster_keys_come_from_the_task_namespace_or_the_failure_says_what_t
         failure
             .message
             .starts_with("Secret \"model-keys\" in namespace \"team-a\" has no key \"openai\""),
+        "{}",
+        failure.message
+    );
+    // A worker sends no Secret that did not opt in, as the operator does not.
+    let client = secrets_api(vec![(
+        "model-keys",
+        Ok(
+            serde_json::json!({"metadata": {"name": "model-keys", "namespace": "team-a"}, "data": {"openai": "c2stbGl2ZQ=="}}),
+        ),
+    )]);
+    let failure = cluster_keys(&client, "team-a", "p", &p, "w1")
+        .await
+        .unwrap_err();
+    assert_eq!(failure.reason, SECRET_UNAVAILABLE);
+    assert!(
+        failure.message.starts_with(
+            "Secret \"model-keys\" in namespace \"team-a\" (ResearchProfile \"p\" models.primary.apiKeySecretRef) has not opted in to use by Quarry, so Quarry will not send it to api.example.com."
+        ),
         "{}",
         failure.message
     );
