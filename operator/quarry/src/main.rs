@@ -231,7 +231,24 @@ fn init_tracing(s: &Settings, console: bool) -> quarry_operator::subscriber::Tel
     }
 }
 
+/// The hidden subcommand under which this binary runs as its own PDF helper.
+const PDF_HELPER_COMMAND: &str = "__pdf-extract";
+
 fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    let _program = args.next();
+    if args.next().is_some_and(|a| a == PDF_HELPER_COMMAND) {
+        return quarry_engine::scrape::pdf_sandbox::helper_main(args);
+    }
+    // PDF text extraction runs in a child of this very binary, under memory and CPU limits.
+    match std::env::current_exe() {
+        Ok(exe) => {
+            quarry_engine::scrape::pdf_sandbox::install(
+                quarry_engine::scrape::pdf_sandbox::PdfSandbox::new(exe, &[PDF_HELPER_COMMAND]),
+            );
+        }
+        Err(e) => eprintln!("quarry: PDF extraction stays in-process (no executable path: {e})"),
+    }
     let cli = Cli::parse();
     let settings = match settings(&cli) {
         Ok(s) => s,
