@@ -23,6 +23,11 @@ struct Cli {
     /// Log filter, e.g. `info` or `quarry=debug`.
     #[arg(long, global = true)]
     log_level: Option<String>,
+    /// Hosts exempt from the egress guard, comma-separated (also QUARRY_EGRESS_EXEMPT_HOSTS),
+    /// e.g. an in-cluster model server; loopback, private, metadata and cluster-internal
+    /// addresses are refused for every other host.
+    #[arg(long, global = true)]
+    egress_exempt_hosts: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -192,6 +197,7 @@ fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
     let mut flags = Layer {
         log_format: cli.log_format.clone(),
         log_level: cli.log_level.clone(),
+        egress_exempt_hosts: cli.egress_exempt_hosts.clone(),
         ..Layer::default()
     };
     if let Command::Run(r) = &cli.command {
@@ -257,6 +263,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // One egress policy for every outbound client of this process, from the operator's own
+    // configuration: profiles can only narrow it.
+    quarry_engine::egress::install(quarry_engine::egress::EgressPolicy::new(
+        &settings.egress_exempt_hosts,
+    ));
     match &cli.command {
         Command::Crd => match quarry_api::crds_yaml() {
             Ok(yaml) => {
