@@ -292,21 +292,23 @@ impl Operator {
         let port = crate::searx::free_port().map_err(|e| e.to_string())?;
         let log = std::fs::File::create(&options.log)
             .map_err(|e| format!("creating {}: {e}", options.log.display()))?;
-        let mut child = tokio::process::Command::new(crate::quarry_bin::quarry_bin()?)
-            .arg("operator")
-            .args(&options.args)
-            .env("KUBECONFIG", &options.kubeconfig)
-            .env("POD_NAMESPACE", &options.pod_namespace)
-            .env("POD_NAME", &options.identity)
-            .env("QUARRY_BIND", format!("127.0.0.1:{port}"))
-            .env_remove("QUARRY_NAMESPACE")
-            .env("RUST_LOG", "info,quarry=debug")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("starting the operator: {e}"))?;
+        let mut child = crate::quarry_bin::exempt_loopback_async(tokio::process::Command::new(
+            crate::quarry_bin::quarry_bin()?,
+        ))
+        .arg("operator")
+        .args(&options.args)
+        .env("KUBECONFIG", &options.kubeconfig)
+        .env("POD_NAMESPACE", &options.pod_namespace)
+        .env("POD_NAME", &options.identity)
+        .env("QUARRY_BIND", format!("127.0.0.1:{port}"))
+        .env_remove("QUARRY_NAMESPACE")
+        .env("RUST_LOG", "info,quarry=debug")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("starting the operator: {e}"))?;
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(2))
             .build()

@@ -95,3 +95,20 @@ pub fn kubectl_quarry_bin() -> Result<PathBuf, String> {
         Err(format!("kubectl-quarry not found at {}", plugin.display()))
     }
 }
+
+/// The operator-level egress exemption of every test run of the binary: the stand-in model,
+/// search and page servers listen on 127.0.0.1, which the egress guard refuses otherwise.
+pub const EGRESS_EXEMPT_ENV: (&str, &str) = ("QUARRY_EGRESS_EXEMPT_HOSTS", "127.0.0.1");
+
+/// `command` (a `quarry` process) with the test servers' loopback address exempt from the
+/// egress guard at operator level.
+pub fn exempt_loopback(mut command: std::process::Command) -> std::process::Command {
+    command.env(EGRESS_EXEMPT_ENV.0, EGRESS_EXEMPT_ENV.1);
+    command
+}
+
+/// [`exempt_loopback`] for a tokio command.
+pub fn exempt_loopback_async(mut command: tokio::process::Command) -> tokio::process::Command {
+    command.env(EGRESS_EXEMPT_ENV.0, EGRESS_EXEMPT_ENV.1);
+    command
+}

@@ -30,7 +30,7 @@ impl WorkerProcess {
         let bin = quarry_bin().map_err(std::io::Error::other)?;
         let port = free_port()?;
         let stderr = dir.join(format!("{name}.log"));
-        let child = Command::new(bin)
+        let child = crate::quarry_bin::exempt_loopback(Command::new(bin))
             .args(["worker", "--redis-url", redis_url, "--consumer", name])
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(args)

@@ -648,3 +648,50 @@ fn which(program: &str) -> Option<PathBuf> {
             .find(|p| p.is_file())
     })
 }
+
+/// Runs `quarry __pdf-extract <limit-ms> <memory-bytes>` with `pdf` on stdin.
+fn pdf_helper(pdf: Vec<u8>) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(quarry_bin().unwrap())
+        .args(["__pdf-extract", "10000", "805306368"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&pdf));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    out
+}
+
+#[tokio::test]
+async fn the_binary_is_its_own_pdf_helper_and_refuses_a_decoding_bomb() {
+    let garbage = tokio::task::spawn_blocking(|| pdf_helper(b"not a pdf".to_vec()))
+        .await
+        .unwrap();
+    assert!(garbage.status.success(), "{}", stderr(&garbage));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&garbage.stdout).unwrap(),
+        json!({"Err": {"Malformed": "no %PDF- header"}})
+    );
+    // 17 Mi `z` decode to 68 MiB of zeros through ASCII85: past the 64 MiB decoded cap.
+    let data = "z".repeat(17 * 1024 * 1024);
+    let mut pdf = format!(
+        "%PDF-1.7\n1 0 obj\n<< /Length {} /Filter /ASCII85Decode >>\nstream\n",
+        data.len()
+    )
+    .into_bytes();
+    pdf.extend_from_slice(data.as_bytes());
+    pdf.extend_from_slice(b"\nendstream\nendobj\n%%EOF\n");
+    let bomb = tokio::task::spawn_blocking(move || pdf_helper(pdf))
+        .await
+        .unwrap();
+    assert!(bomb.status.success(), "{}", stderr(&bomb));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&bomb.stdout).unwrap(),
+        json!({"Err": {"TooLarge": 64 * 1024 * 1024}})
+    );
+}

@@ -36,7 +36,7 @@ async fn quarry_eval(dir: &Path, profile: &Path, questions: &Path) -> Output {
         questions.to_path_buf(),
     );
     tokio::task::spawn_blocking(move || {
-        std::process::Command::new(bin)
+        quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(bin))
             .arg("eval")
             .arg(&questions)
             .args(["--mode", "quick", "--profile"])

@@ -645,21 +645,23 @@ async fn start_operator_as(
     };
     let log_file =
         std::fs::File::create(logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
-    let mut operator = tokio::process::Command::new(operator_binary()?)
-        .arg("operator")
-        .args(extra)
-        .env("KUBECONFIG", kubeconfig)
-        .env("POD_NAMESPACE", namespace)
-        .env("POD_NAME", identity)
-        .env("QUARRY_BIND", format!("127.0.0.1:{port}"))
-        .env("QUARRY_NAMESPACE", namespace)
-        .env("RUST_LOG", "info,quarry=debug")
-        .stdin(Stdio::null())
-        .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
-        .stderr(log_file)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("starting the operator: {e}"))?;
+    let mut operator = quarry_e2e::quarry_bin::exempt_loopback_async(tokio::process::Command::new(
+        operator_binary()?,
+    ))
+    .arg("operator")
+    .args(extra)
+    .env("KUBECONFIG", kubeconfig)
+    .env("POD_NAMESPACE", namespace)
+    .env("POD_NAME", identity)
+    .env("QUARRY_BIND", format!("127.0.0.1:{port}"))
+    .env("QUARRY_NAMESPACE", namespace)
+    .env("RUST_LOG", "info,quarry=debug")
+    .stdin(Stdio::null())
+    .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
+    .stderr(log_file)
+    .kill_on_drop(true)
+    .spawn()
+    .map_err(|e| format!("starting the operator: {e}"))?;
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(2))
         .build()
@@ -1876,12 +1878,14 @@ async fn leader_scenario(
 
 /// Runs `quarry ARGS` against the test cluster and returns its stdout.
 async fn quarry_cli(kubeconfig: &str, args: &[&str]) -> Result<String, String> {
-    let out = tokio::process::Command::new(operator_binary()?)
-        .args(args)
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .await
-        .map_err(|e| format!("quarry {args:?}: {e}"))?;
+    let out = quarry_e2e::quarry_bin::exempt_loopback_async(tokio::process::Command::new(
+        operator_binary()?,
+    ))
+    .args(args)
+    .env("KUBECONFIG", kubeconfig)
+    .output()
+    .await
+    .map_err(|e| format!("quarry {args:?}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "quarry {args:?} exited {}: {}",

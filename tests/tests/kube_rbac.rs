@@ -549,7 +549,9 @@ async fn watch_namespaces_mode_works_with_the_charts_roles_only() {
 
 /// Runs the `quarry` CLI with `kubeconfig`; (success, stdout, stderr).
 async fn quarry(kubeconfig: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let mut cmd = std::process::Command::new(quarry_e2e::quarry_bin::quarry_bin().unwrap());
+    let mut cmd = quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(
+        quarry_e2e::quarry_bin::quarry_bin().unwrap(),
+    ));
     cmd.args(args).env("KUBECONFIG", kubeconfig);
     let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await

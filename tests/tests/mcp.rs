@@ -31,6 +31,8 @@ async fn call(
     let mut server = vec![
         quarry_bin().unwrap().display().to_string(),
         "mcp".to_string(),
+        "--egress-exempt-hosts".to_string(),
+        quarry_e2e::quarry_bin::EGRESS_EXEMPT_ENV.1.to_string(),
     ];
     server.extend(server_args.iter().cloned());
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();

@@ -235,7 +235,7 @@ async fn a_quick_run_on_anthropic_cites_what_it_read() {
     let state = dir.join("state");
     let profile_arg = profile.clone();
     let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(bin)
+        quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(bin))
             .args([
                 "run",
                 "How do I decode JSON in Python?",

@@ -40,7 +40,7 @@ async fn quarry_run(dir: &Path, profile: &Path, query: &str) -> Output {
     let query = query.to_string();
     let profile = profile.to_path_buf();
     tokio::task::spawn_blocking(move || {
-        std::process::Command::new(bin)
+        quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(bin))
             .args(["run", &query, "--mode", "quick", "--profile"])
             .arg(&profile)
             .arg("--out")
@@ -229,7 +229,7 @@ async fn quarry_run_approving(dir: &Path, profile: &Path, query: &str, answer: &
     let (out, state) = (dir.join("report.md"), dir.join("state"));
     let (query, profile, answer) = (query.to_string(), profile.to_path_buf(), answer.to_string());
     tokio::task::spawn_blocking(move || {
-        let mut child = std::process::Command::new(bin)
+        let mut child = quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(bin))
             .args(["run", &query, "--mode", "quick", "--approve", "--profile"])
             .arg(&profile)
             .arg("--out")
@@ -352,7 +352,7 @@ async fn a_run_compared_with_an_earlier_one_reports_what_changed() {
         let bin = quarry_bin().unwrap();
         let (dir, profile, earlier) = (second.0.clone(), profile.clone(), earlier.clone());
         tokio::task::spawn_blocking(move || {
-            std::process::Command::new(bin)
+            quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(bin))
                 .args([
                     "run",
                     "How do I decode JSON in Python?",
@@ -399,14 +399,15 @@ async fn a_run_compared_with_an_earlier_one_reports_what_changed() {
     // A file that is no findings.json is refused before anything runs.
     let bogus = second.0.join("bogus.json");
     std::fs::write(&bogus, "{\"not\": \"findings\"}").unwrap();
-    let out = std::process::Command::new(quarry_bin().unwrap())
-        .args(["run", "q?", "--mode", "quick", "--profile"])
-        .arg(&profile)
-        .arg("--compare-with")
-        .arg(&bogus)
-        .env("QUARRY_TEST_KEY", "sk-test-secret-123")
-        .output()
-        .unwrap();
+    let out =
+        quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(quarry_bin().unwrap()))
+            .args(["run", "q?", "--mode", "quick", "--profile"])
+            .arg(&profile)
+            .arg("--compare-with")
+            .arg(&bogus)
+            .env("QUARRY_TEST_KEY", "sk-test-secret-123")
+            .output()
+            .unwrap();
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr)

@@ -113,7 +113,7 @@ async fn deep_run_with_the_1_5b_model_completes_or_fails_honestly() {
     let out = tokio::time::timeout(
         Duration::from_secs(45 * 60),
         tokio::task::spawn_blocking(move || {
-            std::process::Command::new(bin)
+            quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(bin))
                 .args([
                     "run",
                     "How do I parse JSON and handle decoding errors in Python?",

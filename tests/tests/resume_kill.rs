@@ -53,7 +53,7 @@ impl Run {
     }
 
     fn command(&self) -> Command {
-        let mut cmd = Command::new(quarry_bin().unwrap());
+        let mut cmd = quarry_e2e::quarry_bin::exempt_loopback(Command::new(quarry_bin().unwrap()));
         cmd.args([
             "run",
             QUERY,

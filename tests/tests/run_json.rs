@@ -37,7 +37,8 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
     )
     .unwrap();
     let out_file = dir.path().join("report.md");
-    let mut command = std::process::Command::new(quarry_bin().unwrap());
+    let mut command =
+        quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(quarry_bin().unwrap()));
     command
         .args([
             "run",
@@ -162,7 +163,8 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
 #[tokio::test]
 async fn json_mode_reports_a_run_that_cannot_start() {
     let dir = dir();
-    let mut command = std::process::Command::new(quarry_bin().unwrap());
+    let mut command =
+        quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(quarry_bin().unwrap()));
     command
         .args(["run", "What is CEL?", "--output", "json", "--profile"])
         .arg(dir.path().join("missing.yaml"));

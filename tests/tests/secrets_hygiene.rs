@@ -181,7 +181,7 @@ async fn standalone(test: &str, format: &str, status: u16) {
     let (report, state): (PathBuf, PathBuf) =
         (dir.path().join("report.md"), dir.path().join("state"));
     let bin = quarry_bin().unwrap();
-    let mut command = std::process::Command::new(bin);
+    let mut command = quarry_e2e::quarry_bin::exempt_loopback(std::process::Command::new(bin));
     command
         .args(["run", QUERY, "--mode", "quick", "--profile"])
         .arg(&profile)

@@ -637,10 +637,13 @@ pub enum SearchTarget<'a> {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct FetchPolicy {
-    /// Hosts (exact names or IP literals) exempt from the SSRF address guard, so they may be
-    /// fetched even when they resolve to loopback/private/link-local addresses (an in-cluster
-    /// service). This only lifts the guard; it does not restrict other hosts (see
-    /// allowedDomains). Entries are bare host names or IP literals: no scheme, port or path.
+    /// Hosts (exact names or IP literals) whose pages may be fetched even when they resolve to
+    /// loopback/private/link-local addresses (an in-cluster service), among the hosts the
+    /// operator exempts from its egress guard (egressExemptHosts): a profile can narrow the
+    /// operator's exemptions, never add one, so metadata, loopback, private and
+    /// cluster-internal hosts the operator does not exempt stay refused. This only lifts the
+    /// guard; it does not restrict other hosts (see allowedDomains). Entries are bare host
+    /// names or IP literals: no scheme, port or path.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
         length(max = 256),

@@ -6,6 +6,7 @@
 //! workspace checks it.
 
 pub mod cache;
+pub mod egress;
 pub mod events;
 pub mod llm;
 pub mod research;

@@ -50,6 +50,10 @@ pub struct Layer {
     pub max_cost_usd: Option<String>,
     /// Redis URL (`redis://host:6379/0`) for the shared search and page cache.
     pub redis_url: Option<String>,
+    /// Hosts (exact names or IP literals, comma-separated) exempt from the egress guard that
+    /// refuses loopback, private, link-local, metadata and cluster-internal addresses for every
+    /// outbound call (models, search, providers, pages); e.g. an in-cluster model server.
+    pub egress_exempt_hosts: Option<String>,
 }
 
 /// Where a value came from, for error messages.
@@ -73,6 +77,8 @@ pub struct Settings {
     pub timeout: Option<Duration>,
     pub max_cost_usd: Option<String>,
     pub redis_url: Option<String>,
+    /// Hosts exempt from the egress guard (profiles can only narrow this for page fetches).
+    pub egress_exempt_hosts: Vec<String>,
 }
 
 impl Layer {
@@ -119,6 +125,7 @@ impl Layer {
             timeout: get("TIMEOUT"),
             max_cost_usd: get("MAX_COST_USD"),
             redis_url: get("REDIS_URL"),
+            egress_exempt_hosts: get("EGRESS_EXEMPT_HOSTS"),
         }
     }
 }
@@ -238,7 +245,32 @@ impl Settings {
                 Some(v)
             }
         };
+        let egress_exempt_hosts = match pick(|l| &l.egress_exempt_hosts) {
+            None => Vec::new(),
+            Some((v, o)) => {
+                let hosts: Vec<String> = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|h| !h.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if let Some(bad) = hosts
+                    .iter()
+                    .find(|h| h.contains(['/', ':', '@', ' ']) && !h.starts_with('['))
+                {
+                    return Err(invalid(
+                        "egressExemptHosts",
+                        o,
+                        format!(
+                            "{bad:?} is not a bare host name or IP literal (no scheme, port or path)"
+                        ),
+                    ));
+                }
+                hosts
+            }
+        };
         Ok(Self {
+            egress_exempt_hosts,
             redis_url,
             log_format,
             log_level,
@@ -261,6 +293,33 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn egress_exemptions_come_from_the_operators_own_settings() {
+        let env_layer = Layer::from_env(&env(&[(
+            "QUARRY_EGRESS_EXEMPT_HOSTS",
+            "127.0.0.1, ollama.models.svc,[::1]",
+        )]));
+        let s = Settings::resolve(&[
+            (Origin::Default, Layer::defaults()),
+            (Origin::Env, env_layer),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.egress_exempt_hosts,
+            vec!["127.0.0.1", "ollama.models.svc", "[::1]"]
+        );
+        let none = Settings::resolve(&[(Origin::Default, Layer::defaults())]).unwrap();
+        assert!(none.egress_exempt_hosts.is_empty());
+        let flags = Layer {
+            egress_exempt_hosts: Some("http://10.0.0.1:8080".into()),
+            ..Layer::default()
+        };
+        assert!(matches!(
+            Settings::resolve(&[(Origin::Flag, flags)]),
+            Err(ConfigError::Invalid { setting, .. }) if setting == "egressExemptHosts"
+        ));
     }
 
     #[test]

@@ -23,6 +23,11 @@ struct Cli {
     /// Log filter, e.g. `info` or `quarry=debug`.
     #[arg(long, global = true)]
     log_level: Option<String>,
+    /// Hosts exempt from the egress guard, comma-separated (also QUARRY_EGRESS_EXEMPT_HOSTS),
+    /// e.g. an in-cluster model server; loopback, private, metadata and cluster-internal
+    /// addresses are refused for every other host.
+    #[arg(long, global = true)]
+    egress_exempt_hosts: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -196,6 +201,7 @@ fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
     let mut flags = Layer {
         log_format: cli.log_format.clone(),
         log_level: cli.log_level.clone(),
+        egress_exempt_hosts: cli.egress_exempt_hosts.clone(),
         ..Layer::default()
     };
     if let Command::Run(r) = &cli.command {
@@ -235,7 +241,24 @@ fn init_tracing(s: &Settings, console: bool) -> quarry_operator::subscriber::Tel
     }
 }
 
+/// The hidden subcommand under which this binary runs as its own PDF helper.
+const PDF_HELPER_COMMAND: &str = "__pdf-extract";
+
 fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    let _program = args.next();
+    if args.next().is_some_and(|a| a == PDF_HELPER_COMMAND) {
+        return quarry_engine::scrape::pdf_sandbox::helper_main(args);
+    }
+    // PDF text extraction runs in a child of this very binary, under memory and CPU limits.
+    match std::env::current_exe() {
+        Ok(exe) => {
+            quarry_engine::scrape::pdf_sandbox::install(
+                quarry_engine::scrape::pdf_sandbox::PdfSandbox::new(exe, &[PDF_HELPER_COMMAND]),
+            );
+        }
+        Err(e) => eprintln!("quarry: PDF extraction stays in-process (no executable path: {e})"),
+    }
     let cli = Cli::parse();
     let settings = match settings(&cli) {
         Ok(s) => s,
@@ -244,6 +267,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // One egress policy for every outbound client of this process, from the operator's own
+    // configuration: profiles can only narrow it.
+    quarry_engine::egress::install(quarry_engine::egress::EgressPolicy::new(
+        &settings.egress_exempt_hosts,
+    ));
     match &cli.command {
         Command::Crd => match quarry_api::crds_yaml() {
             Ok(yaml) => {

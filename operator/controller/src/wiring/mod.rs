@@ -14,6 +14,7 @@ use quarry_engine::cache::{
     Cache, CacheObserver, CachedFetcher, CachedGatherer, DEFAULT_PAGE_TTL, DEFAULT_SEARCH_TTL,
     Lookup, MemoryCache,
 };
+use quarry_engine::egress::EgressPolicy;
 use quarry_engine::llm::anthropic::AnthropicClient;
 use quarry_engine::llm::breaker::BreakerSettings;
 use quarry_engine::llm::limiter::{RateLimits, endpoint_with};
@@ -105,11 +106,25 @@ pub fn model_config(
     })
 }
 
-/// The fetch policy of a profile.
+/// The fetch policy of a profile under the process's egress policy.
 pub fn fetch_policy(profile: &ResearchProfileSpec) -> FetchPolicy {
+    fetch_policy_under(profile, quarry_engine::egress::installed())
+}
+
+/// The fetch policy of a profile: its `allowedHosts` lift the address guard only for hosts the
+/// operator's egress policy exempts (a profile narrows the exemptions, never widens them);
+/// without a policy (library use) they are taken as given.
+pub fn fetch_policy_under(
+    profile: &ResearchProfileSpec,
+    egress: Option<&EgressPolicy>,
+) -> FetchPolicy {
     let defaults = FetchPolicy::default();
+    let allowed_hosts = match egress {
+        Some(policy) => policy.narrow(&profile.fetch.allowed_hosts),
+        None => profile.fetch.allowed_hosts.clone(),
+    };
     FetchPolicy {
-        allowed_hosts: profile.fetch.allowed_hosts.clone(),
+        allowed_hosts,
         allowed_domains: profile.fetch.allowed_domains.clone(),
         denied_domains: profile.fetch.denied_domains.clone(),
         respect_robots: profile.fetch.respect_robots,
@@ -193,13 +208,14 @@ fn searxng_backend(
     profile: &ResearchProfileSpec,
     inputs: &Inputs<'_>,
 ) -> Result<(String, SearxngGatherer), WiringError> {
-    let (backend, url, field) = match profile.search_target() {
-        SearchTarget::Url(url) => (url.to_string(), url.to_string(), "spec.search.url"),
+    let (backend, url, field, managed) = match profile.search_target() {
+        SearchTarget::Url(url) => (url.to_string(), url.to_string(), "spec.search.url", false),
         SearchTarget::Engine(name) => match &inputs.managed_search {
             Some(m) => (
                 m.backend.clone(),
                 m.url.clone(),
                 "spec.search.searchEngineRef",
+                true,
             ),
             None => {
                 return Err(err(
@@ -211,7 +227,12 @@ fn searxng_backend(
             }
         },
     };
-    let gatherer = SearxngGatherer::new(&url, SEARCH_TIMEOUT)
+    let gatherer = if managed {
+        SearxngGatherer::operator_managed(&url, SEARCH_TIMEOUT)
+    } else {
+        SearxngGatherer::new(&url, SEARCH_TIMEOUT)
+    };
+    let gatherer = gatherer
         .map_err(|e| err(field, e.to_string()))?
         .with_health(inputs.services.health.clone(), backend.clone());
     Ok((backend, gatherer))
@@ -575,6 +596,44 @@ spec:
   search: {url: "http://127.0.0.1:8888"}
   fetch: {allowedHosts: ["127.0.0.1"], pageCharsForModel: 3000, maxPageBytes: 1048576}
 "#;
+
+    #[tokio::test]
+    async fn a_profiles_allowed_hosts_cannot_re_allow_what_the_guard_refuses() {
+        let yaml = PROFILE.replace(
+            r#"allowedHosts: ["127.0.0.1"]"#,
+            r#"allowedHosts: ["169.254.169.254", "kubernetes.default.svc", "127.0.0.1", "10.0.0.1", "ollama.models.svc"]"#,
+        );
+        let p = ResearchProfile::from_yaml(&yaml).unwrap();
+        // No exemption at operator level: the profile's list lifts nothing.
+        let strict = fetch_policy_under(&p.spec, Some(&EgressPolicy::default()));
+        assert!(
+            strict.allowed_hosts.is_empty(),
+            "{:?}",
+            strict.allowed_hosts
+        );
+        let fetcher = HttpFetcher::new(strict).unwrap();
+        for url in [
+            "http://169.254.169.254/latest/meta-data/",
+            "https://kubernetes.default.svc/api",
+            "http://127.0.0.1:9/",
+            "http://10.0.0.1/",
+        ] {
+            match fetcher.fetch_document(url).await {
+                Err(quarry_engine::scrape::FetchError::Refused { reason, .. }) => {
+                    assert!(!reason.is_empty(), "{url}");
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        // The operator exempts an in-cluster model server: the profile may keep that exemption
+        // for pages, and still not add the others.
+        let operator = EgressPolicy::new(["ollama.models.svc"]);
+        let narrowed = fetch_policy_under(&p.spec, Some(&operator));
+        assert_eq!(
+            narrowed.allowed_hosts,
+            vec!["ollama.models.svc".to_string()]
+        );
+    }
 
     #[test]
     fn profile_settings_reach_the_engine_parts() {

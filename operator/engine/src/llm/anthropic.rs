@@ -5,13 +5,13 @@
 //! API requires alternating roles. Answers are read whole (no streaming), with the same retry,
 //! `Retry-After`, timeout, size and redaction rules as the OpenAI-compatible client.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::json_extract::strip_think;
-use super::openai::{read_limited, redact_key, status_error, validated_http_client, with_retries};
+use super::openai::{
+    read_limited, redact_key, status_error, transport_error, validated_http_client, with_retries,
+};
 use super::window::{estimate_tokens, request_chars};
 use super::{
     ChatModel, ChatRequest, ChatResponse, LlmError, Message, ModelConfig, Role, ToolCall, Usage,
@@ -20,7 +20,6 @@ use super::{
 /// The API version header every request carries.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The Messages API client.
 pub struct AnthropicClient {
@@ -93,18 +92,7 @@ impl AnthropicClient {
             value.set_sensitive(true);
             builder = builder.header("x-api-key", value);
         }
-        let unreachable = |source: reqwest::Error| {
-            if source.is_timeout() {
-                LlmError::Timeout {
-                    seconds: CONNECT_TIMEOUT.as_secs(),
-                }
-            } else {
-                LlmError::Unreachable {
-                    endpoint: self.endpoint.clone(),
-                    source,
-                }
-            }
-        };
+        let unreachable = |source: reqwest::Error| transport_error(&self.endpoint, source);
         let response = builder.send().await.map_err(unreachable)?;
         let status = response.status();
         if !status.is_success() {

@@ -177,7 +177,9 @@ pub enum LlmError {
     },
     #[error("model call timed out after {seconds}s")]
     Timeout { seconds: u64 },
-    #[error("model server answered HTTP {status}: {body}")]
+    /// A non-2xx answer. The body is kept for the client's own decisions (a refused JSON
+    /// schema) but never shown: it reaches status conditions and reports a tenant reads.
+    #[error("model server answered HTTP {status}{}", status_reason(*.status))]
     Status {
         status: u16,
         body: String,
@@ -242,6 +244,15 @@ impl LlmError {
             _ => false,
         }
     }
+}
+
+/// " (Reason Phrase)" of a known HTTP status, else nothing.
+fn status_reason(status: u16) -> String {
+    http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default()
 }
 
 /// The port through which the engine talks to any language model.

@@ -86,10 +86,39 @@ pub(crate) fn validated_http_client(config: &ModelConfig) -> Result<reqwest::Cli
             "api key is empty or contains characters not allowed in a header".into(),
         ));
     }
-    crate::tls::with_shared_tls(reqwest::Client::builder())
-        .connect_timeout(CONNECT_TIMEOUT)
+    let mut builder =
+        crate::tls::with_shared_tls(reqwest::Client::builder()).connect_timeout(CONNECT_TIMEOUT);
+    if let Some(egress) = crate::egress::installed() {
+        egress.check_url(&base).map_err(|reason| {
+            LlmError::Config(format!(
+                "base_url `{}` is refused: {reason}",
+                config.base_url
+            ))
+        })?;
+        builder = egress.guard(builder);
+    }
+    builder
         .build()
         .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))
+}
+
+/// The error of a request that got no answer: a timeout, the egress guard refusing the
+/// endpoint's addresses (a configuration error, never retried), or an unreachable endpoint.
+pub(crate) fn transport_error(endpoint: &str, source: reqwest::Error) -> LlmError {
+    if source.is_timeout() {
+        return LlmError::Timeout {
+            seconds: CONNECT_TIMEOUT.as_secs(),
+        };
+    }
+    if let Some(refused) = crate::egress::refused_by_guard(&source) {
+        return LlmError::Config(format!(
+            "model endpoint {endpoint} is refused by the operator's egress policy: {refused}"
+        ));
+    }
+    LlmError::Unreachable {
+        endpoint: endpoint.to_string(),
+        source,
+    }
 }
 
 /// Removes the API key from text that came from a server (some echo request headers).
@@ -100,7 +129,8 @@ pub(crate) fn redact_key(text: String, key: Option<&str>) -> String {
     }
 }
 
-/// The error of a non-2xx answer: status, `Retry-After`, and the start of the body, key redacted.
+/// The error of a non-2xx answer: status, `Retry-After`, and the start of the body, key redacted
+/// (kept to recognise a refused JSON schema; the error's message never shows it).
 pub(crate) async fn status_error(response: reqwest::Response, key: Option<&str>) -> LlmError {
     let status = response.status().as_u16();
     let retry_after = parse_retry_after(response.headers());
@@ -444,15 +474,7 @@ impl OpenAiClient {
     }
 
     fn transport_error(&self, source: reqwest::Error) -> LlmError {
-        if source.is_timeout() {
-            return LlmError::Timeout {
-                seconds: CONNECT_TIMEOUT.as_secs(),
-            };
-        }
-        LlmError::Unreachable {
-            endpoint: self.endpoint.clone(),
-            source,
-        }
+        transport_error(&self.endpoint, source)
     }
 
     /// Removes the API key from text that came from the server (some echo request headers).

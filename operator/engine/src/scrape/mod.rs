@@ -10,6 +10,8 @@ pub mod guard;
 pub mod metric;
 pub mod nesting;
 pub mod pdf;
+pub mod pdf_sandbox;
+pub mod pdf_streams;
 pub mod politeness;
 pub mod robots;
 pub mod truncate;

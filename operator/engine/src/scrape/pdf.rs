@@ -1,24 +1,30 @@
 //! PDF text extraction (`pdf-extract` over `lopdf`), bounded and never a panic.
 //!
 //! PDF parsing is CPU-bound and the crates in this space panic on hostile files, so extraction
-//! runs on the blocking pool inside `catch_unwind` (the release profile keeps unwinding for this)
-//! and under a timeout. Before parsing, the compressed streams are inflated once into a sink
-//! against [`MAX_PDF_INFLATED_BYTES`], because `lopdf` inflates object and content streams
-//! without a cap: a few kilobytes of flate can otherwise claim gigabytes. Pages past
+//! runs inside `catch_unwind` (the release profile keeps unwinding for this) and under a
+//! timeout: in a helper process under memory and CPU limits when the embedding binary installed
+//! a [`pdf_sandbox::PdfSandbox`] (the `quarry` binary does), else on the blocking pool.
+//! `lopdf` decodes object and content streams without a cap (a few kilobytes of flate can claim
+//! gigabytes), so every stream is first decoded through capped streaming decoders
+//! ([`pdf_streams`]: filter chains, LZW, the raw-deflate fallback) against
+//! [`MAX_PDF_INFLATED_BYTES`]: the raw file before parsing, and the parsed streams (decrypted,
+//! with their real dictionaries) before any page is read. Pages past
 //! [`MAX_PDF_PAGES`] and text past [`MAX_PDF_TEXT_BYTES`] are not extracted; the deadline is
 //! checked for every character written, so a slow file stops with the text read so far.
 
-use std::io::Read;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 use pdf_extract::{Document, MediaBox, OutputDev, OutputError, PlainTextOutput, Transform};
 
+use super::pdf_sandbox;
+use super::pdf_streams::{self, Budget, Exceeded, Params};
+
 /// Pages whose text is extracted; later pages are skipped.
 pub const MAX_PDF_PAGES: u32 = 300;
 /// Bytes of extracted text kept (a model reads a few thousand characters of a page anyway).
 pub const MAX_PDF_TEXT_BYTES: usize = 1024 * 1024;
-/// Total bytes the file's flate streams may inflate to.
+/// Total bytes the file's compressed streams may decode to (every layer of a filter chain).
 pub const MAX_PDF_INFLATED_BYTES: u64 = 64 * 1024 * 1024;
 /// Time extraction may take.
 pub const PDF_TIMEOUT: Duration = Duration::from_secs(15);
@@ -26,7 +32,7 @@ pub const PDF_TIMEOUT: Duration = Duration::from_secs(15);
 const MAX_TITLE_CHARS: usize = 200;
 
 /// Text extracted from a PDF.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PdfText {
     /// The Info dictionary's Title, when present and not blank.
     pub title: Option<String>,
@@ -39,7 +45,7 @@ pub struct PdfText {
 }
 
 /// Why a PDF yields no text.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PdfError {
     /// Encrypted with a user password (files readable with the empty password are read).
     #[error("the PDF is encrypted and needs a password")]
@@ -56,20 +62,28 @@ pub enum PdfError {
     /// Extraction ran out of time before any text was read.
     #[error("PDF text extraction took longer than {0:?}")]
     Timeout(Duration),
+    /// The helper process was stopped by its resource limits.
+    #[error("the PDF parser was stopped: {0}")]
+    Stopped(String),
 }
 
-/// Extracts title and text from PDF bytes on the blocking pool, within [`PDF_TIMEOUT`].
+/// Extracts title and text from PDF bytes within [`PDF_TIMEOUT`], in the installed sandbox or
+/// else on the blocking pool.
 pub async fn extract_pdf(bytes: Vec<u8>) -> Result<PdfText, PdfError> {
     extract_pdf_within(bytes, PDF_TIMEOUT).await
 }
 
 /// [`extract_pdf`] with another time limit.
 pub async fn extract_pdf_within(bytes: Vec<u8>, limit: Duration) -> Result<PdfText, PdfError> {
+    if let Some(sandbox) = pdf_sandbox::installed() {
+        return pdf_sandbox::extract_in(sandbox, bytes, limit).await;
+    }
     let task = tokio::task::spawn_blocking(move || {
         std::panic::catch_unwind(AssertUnwindSafe(|| extract_blocking(&bytes, limit)))
     });
     // The in-task deadline normally ends the work; this outer bound covers a parser stuck
-    // somewhere that writes no text (the thread then finishes on its own, unobserved).
+    // somewhere that writes no text (the thread then finishes on its own, unobserved: only the
+    // sandbox stops such work for real).
     match tokio::time::timeout(limit + Duration::from_secs(1), task).await {
         Err(_) => Err(PdfError::Timeout(limit)),
         Ok(Err(join)) => Err(PdfError::Crashed(join.to_string())),
@@ -78,7 +92,8 @@ pub async fn extract_pdf_within(bytes: Vec<u8>, limit: Duration) -> Result<PdfTe
     }
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+/// The message of a caught panic.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_string())
@@ -93,13 +108,14 @@ pub fn extract_blocking(bytes: &[u8], limit: Duration) -> Result<PdfText, PdfErr
     if find(&bytes[..bytes.len().min(1024)], b"%PDF-").is_none() {
         return Err(PdfError::Malformed("no %PDF- header".to_string()));
     }
-    check_inflated_size(bytes, MAX_PDF_INFLATED_BYTES)?;
+    check_decoded_size(bytes, MAX_PDF_INFLATED_BYTES, deadline, limit)?;
     let doc = Document::load_mem(bytes).map_err(|e| PdfError::Malformed(e.to_string()))?;
     // lopdf already decrypts files whose user password is empty; what is still encrypted
     // needs a password Quarry does not have.
     if doc.is_encrypted() {
         return Err(PdfError::Encrypted);
     }
+    check_parsed_streams(&doc, MAX_PDF_INFLATED_BYTES, deadline, limit)?;
     let title = info_title(&doc);
     let page_numbers: Vec<u32> = doc.get_pages().keys().copied().collect();
     let pages = u32::try_from(page_numbers.len()).unwrap_or(u32::MAX);
@@ -179,38 +195,78 @@ fn info_title(doc: &Document) -> Option<String> {
     (!title.is_empty()).then_some(title)
 }
 
-/// Inflates every flate-looking stream of the raw file into a sink and fails past `cap` bytes.
-///
-/// Streams are found textually (`stream` + EOL, not preceded by `end`); a false match just
-/// fails to inflate. This runs before `lopdf` sees the file, object streams included.
-fn check_inflated_size(bytes: &[u8], cap: u64) -> Result<(), PdfError> {
-    let mut total: u64 = 0;
-    let mut at = 0;
-    while let Some(found) = find(&bytes[at..], b"stream") {
-        let start = at + found;
-        at = start + b"stream".len();
-        if start >= 3 && &bytes[start - 3..start] == b"end" {
+/// Decodes every stream of the raw file through capped decoders; fails past `cap` decoded
+/// bytes (all streams, all layers) or at the deadline. Runs before `lopdf` sees the file,
+/// which decodes object streams while loading.
+pub fn check_decoded_size(
+    bytes: &[u8],
+    cap: u64,
+    deadline: Instant,
+    limit: Duration,
+) -> Result<(), PdfError> {
+    exceeded(
+        pdf_streams::check_raw_file(bytes, &Budget::new(cap, deadline)),
+        cap,
+        limit,
+    )
+}
+
+/// Decodes the parsed streams (decrypted, filters from their real dictionaries) through capped
+/// decoders before any page is read.
+fn check_parsed_streams(
+    doc: &Document,
+    cap: u64,
+    deadline: Instant,
+    limit: Duration,
+) -> Result<(), PdfError> {
+    let budget = Budget::new(cap, deadline);
+    for object in doc.objects.values() {
+        let Ok(stream) = object.as_stream() else {
+            continue;
+        };
+        let filters: Vec<Vec<u8>> = stream
+            .filters()
+            .map(|f| f.into_iter().map(<[u8]>::to_vec).collect())
+            .unwrap_or_default();
+        if filters.is_empty() {
             continue;
         }
-        let data = match &bytes[at..] {
-            [b'\r', b'\n', rest @ ..] | [b'\n', rest @ ..] | [b'\r', rest @ ..] => rest,
-            _ => continue,
+        let parms = stream
+            .dict
+            .get(b"DecodeParms")
+            .and_then(pdf_extract::Object::as_dict)
+            .ok();
+        let int = |key: &[u8], default: i64| {
+            parms
+                .and_then(|p| p.get(key).and_then(pdf_extract::Object::as_i64).ok())
+                .unwrap_or(default)
         };
-        let left = cap - total;
-        let mut inflater = flate2::read::ZlibDecoder::new(data).take(left + 1);
-        // Errors (not flate, truncated) end this stream's count; what inflated still counts.
-        let n = std::io::copy(&mut inflater, &mut std::io::sink())
-            .unwrap_or_else(|_| inflater.get_ref().total_out());
-        total += n;
-        if total > cap {
-            return Err(PdfError::TooLarge(cap));
-        }
+        let params = Params {
+            early_change: int(b"EarlyChange", 1) != 0,
+            predictor: int(b"Predictor", 1),
+            columns: int(b"Columns", 1),
+            colors: int(b"Colors", 1),
+            bits: int(b"BitsPerComponent", 8),
+        };
+        exceeded(
+            pdf_streams::decode_into_budget(&stream.content, &filters, &params, &budget),
+            cap,
+            limit,
+        )?;
     }
     Ok(())
 }
 
+fn exceeded(r: Result<(), Exceeded>, cap: u64, limit: Duration) -> Result<(), PdfError> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(Exceeded::Bytes) => Err(PdfError::TooLarge(cap)),
+        Err(Exceeded::Time) => Err(PdfError::Timeout(limit)),
+    }
+}
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    pdf_streams::find(haystack, needle)
 }
 
 /// Why extraction stopped early.
@@ -308,10 +364,15 @@ mod tests {
         let mut file = b"%PDF-1.7\n1 0 obj << /Length 0 /Filter /FlateDecode >>\nstream\n".to_vec();
         file.extend_from_slice(&bomb);
         file.extend_from_slice(b"\nendstream\nendobj\n");
+        let far = Instant::now() + Duration::from_secs(30);
+        let limit = Duration::from_secs(30);
         assert_eq!(
-            check_inflated_size(&file, 1024 * 1024),
+            check_decoded_size(&file, 1024 * 1024, far, limit),
             Err(PdfError::TooLarge(1024 * 1024))
         );
-        assert_eq!(check_inflated_size(&file, 8 * 1024 * 1024), Ok(()));
+        assert_eq!(
+            check_decoded_size(&file, 8 * 1024 * 1024, far, limit),
+            Ok(())
+        );
     }
 }

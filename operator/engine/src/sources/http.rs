@@ -11,6 +11,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::SourceError;
+use crate::egress::EgressPolicy;
 
 /// Default per-call timeout of a source (connect, send and read the whole body).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -77,6 +78,8 @@ pub struct HttpSource {
     timeout: Duration,
     max_body_bytes: usize,
     secrets: Vec<Secret>,
+    /// The egress policy every request of this source is checked against, when one applies.
+    egress: Option<EgressPolicy>,
 }
 
 impl fmt::Debug for HttpSource {
@@ -98,7 +101,29 @@ impl HttpSource {
         max_body_bytes: usize,
         secrets: Vec<Secret>,
     ) -> Result<Self, SourceError> {
-        let client = crate::tls::with_shared_tls(reqwest::Client::builder())
+        Self::with_egress(
+            provider,
+            timeout,
+            max_body_bytes,
+            secrets,
+            crate::egress::installed().cloned(),
+        )
+    }
+
+    /// [`Self::new`] under an explicit egress policy (`None`: no address guard) instead of the
+    /// process's.
+    pub fn with_egress(
+        provider: &'static str,
+        timeout: Duration,
+        max_body_bytes: usize,
+        secrets: Vec<Secret>,
+        egress: Option<EgressPolicy>,
+    ) -> Result<Self, SourceError> {
+        let mut builder = crate::tls::with_shared_tls(reqwest::Client::builder());
+        if let Some(policy) = &egress {
+            builder = policy.guard(builder);
+        }
+        let client = builder
             .timeout(timeout)
             .connect_timeout(timeout)
             // APIs answer in place; a redirect would only send the key header somewhere else.
@@ -117,6 +142,7 @@ impl HttpSource {
                 .into_iter()
                 .filter(|s| !s.expose().is_empty())
                 .collect(),
+            egress,
         })
     }
 
@@ -165,7 +191,20 @@ impl HttpSource {
                 self.redact(&error_chain(&e.without_url()))
             },
         };
-        let mut response = request.send().await.map_err(unreachable)?;
+        let request = request.build().map_err(unreachable)?;
+        if let Some(policy) = &self.egress {
+            // IP literals and cluster-internal names never reach the guarded resolver.
+            policy
+                .check_url(request.url())
+                .map_err(|reason| self.refused(&shown, &reason))?;
+        }
+        let mut response =
+            self.client.execute(request).await.map_err(
+                |e| match crate::egress::refused_by_guard(&e) {
+                    Some(reason) => self.refused(&shown, &reason),
+                    None => unreachable(e),
+                },
+            )?;
         let status = response.status();
         let headers = response.headers().clone();
         let too_large = || SourceError::TooLarge {
@@ -191,6 +230,15 @@ impl HttpSource {
             headers,
             body,
         })
+    }
+
+    /// The error of a request the egress policy refuses.
+    fn refused(&self, endpoint: &Url, reason: &str) -> SourceError {
+        SourceError::Config(format!(
+            "{}: endpoint {endpoint} is refused by the operator's egress policy: {}",
+            self.provider,
+            self.redact(reason)
+        ))
     }
 
     /// The common mapping of a non-success status: 401/403 auth, 429 rate limited (with

@@ -39,10 +39,37 @@ impl SearxngGatherer {
     /// Builds a gatherer for the instance at `base_url` (e.g. `http://searxng:8080/`); every call
     /// (connect, send, read the whole body) is bounded by `timeout`.
     pub fn new(base_url: &str, timeout: Duration) -> Result<Self, SourceError> {
+        Self::build(base_url, timeout, false)
+    }
+
+    /// A gatherer for the Service of a SearchEngine the operator manages: the operator resolved
+    /// this URL itself, so its host is exempt from the egress policy (a tenant's URL is not).
+    pub fn operator_managed(base_url: &str, timeout: Duration) -> Result<Self, SourceError> {
+        Self::build(base_url, timeout, true)
+    }
+
+    fn build(base_url: &str, timeout: Duration, managed: bool) -> Result<Self, SourceError> {
         let search_url = search_endpoint(base_url)?;
+        let egress = crate::egress::installed().map(|p| match search_url.host_str() {
+            Some(host) if managed => p.with_exempt(host),
+            _ => p.clone(),
+        });
+        if let Some(policy) = &egress {
+            policy.check_url(&search_url).map_err(|reason| {
+                SourceError::Config(format!(
+                    "searxng: {search_url} is refused by the operator's egress policy: {reason}"
+                ))
+            })?;
+        }
         // No redirects: searx answers 302 to the front page for some bad requests; following
         // it would only turn a clear status into a confusing parse error.
-        let source = HttpSource::new("searxng", timeout, DEFAULT_MAX_BODY_BYTES, Vec::new())?;
+        let source = HttpSource::with_egress(
+            "searxng",
+            timeout,
+            DEFAULT_MAX_BODY_BYTES,
+            Vec::new(),
+            egress,
+        )?;
         Ok(Self {
             source,
             search_url,
