@@ -8,6 +8,18 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
+# Only nextest can run the ignored tests by the filter built below (and the test groups of
+# .config/nextest.toml); `cargo test` would silently leave them out, so nextest is required.
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "==> cargo-nextest is missing: installing it (cargo install --locked cargo-nextest)"
+  if ! cargo install --locked cargo-nextest || ! cargo nextest --version >/dev/null 2>&1; then
+    echo "scripts/test.sh needs cargo-nextest, and installing it failed." >&2
+    echo "Install it yourself (cargo install --locked cargo-nextest, or see https://nexte.st)" >&2
+    echo "and run scripts/test.sh again; plain 'cargo test' would skip the ignored tests." >&2
+    exit 1
+  fi
+fi
+
 scripts/install-test-deps.sh
 if [ "${QUARRY_REAL_MODEL:-1}" != 0 ]; then
   scripts/install-real-model.sh
@@ -56,12 +68,6 @@ if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2
   missing+=("prometheus")
 fi
 filter=$(/usr/bin/python3 scripts/ignored-tests.py filter "${missing[@]}")
-
-if ! cargo nextest --version >/dev/null 2>&1; then
-  # Without nextest there is no filter: the ignored tests are left out.
-  cargo test --workspace --no-fail-fast "$@"
-  exit $?
-fi
 
 # nextest's store is `target/nextest` under the workspace root whatever CARGO_TARGET_DIR says; an
 # old report is removed first so that it can never stand in for this run's.
