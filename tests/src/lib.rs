@@ -6,6 +6,7 @@ pub mod control_plane;
 pub mod critical_path;
 pub mod dashboard;
 pub mod deep_script;
+pub mod doc_trees;
 pub mod docs_server;
 pub mod event_stream;
 pub mod fake_api;

@@ -1,11 +1,12 @@
 //! A real searx instance (Debian's `searx` package, SearXNG's predecessor with the same JSON API)
-//! on 127.0.0.1, searching only an offline SQLite FTS5 index of Debian's Python and PostgreSQL
-//! HTML documentation, started and stopped by the tests themselves.
+//! on 127.0.0.1, searching only an offline SQLite FTS5 index of HTML documentation trees
+//! (by default Debian's Python and PostgreSQL docs; see [`crate::doc_trees`]), started and
+//! stopped by the tests themselves.
 //!
 //! The index (built by `tests/tools/build_docs_index.py`, see `scripts/install-test-deps.sh`)
-//! stores each page's path relative to `/usr/share/doc`; the docs server's port is only known at
-//! run time, so the settings written here bake the docs base URL into the engine's SQL
-//! (`'<base>/' || path AS url`). One index thus serves any port.
+//! stores each page's URL path (below `/usr/share/doc` for the Debian trees); the docs server's
+//! port is only known at run time, so the settings written here bake the docs base URL into the
+//! engine's SQL (`'<base>/' || path AS url`). One index thus serves any port.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,8 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::docs_server::{DEFAULT_DOC_ROOT, DocsServer, DocsServerError};
+use crate::doc_trees::{DocTrees, DocTreesError};
+use crate::docs_server::{DocsServer, DocsServerError};
 
 /// Debian's interpreter: the one `python3-searx` is installed for (a pyenv `python3` may come
 /// first on PATH and has no searx).
@@ -24,14 +26,13 @@ pub const SYSTEM_PYTHON: &str = "/usr/bin/python3";
 pub const SEARX_PACKAGE_DIR: &str = "/usr/lib/python3/dist-packages/searx";
 /// Debian's location of searx's templates and static files (not inside the Python package).
 pub const SEARX_SHARE_DIR: &str = "/usr/share/python3-searx";
-/// HTML trees (relative to `/usr/share/doc`) the index covers; both must be installed.
-pub const DOC_TREES: [&str; 2] = ["python3.11-doc/html", "postgresql-doc-15/html"];
 /// Name of the searx engine (and the `engine` field of every result).
 pub const ENGINE_NAME: &str = "docs";
 /// Results per page; searx's sqlite engine appends `LIMIT <limit> OFFSET (pageno-1)*limit`.
 pub const PAGE_SIZE: u32 = 10;
-/// File name of the index inside the work directory.
-pub const INDEX_FILE: &str = "docs-index.sqlite";
+/// File name of the index of the default trees inside the work directory (other tree sets:
+/// [`DocTrees::index_file_name`]).
+pub const INDEX_FILE: &str = crate::doc_trees::DEFAULT_INDEX_FILE;
 /// What to tell a person whose machine lacks the stack.
 pub const INSTALL_HINT: &str = "run scripts/install-test-deps.sh";
 
@@ -93,28 +94,80 @@ pub enum SearxError {
     /// The docs server could not start.
     #[error("docs server: {0}")]
     Docs(#[from] DocsServerError),
+    /// The configured list of documentation trees is unusable.
+    #[error("{0}")]
+    Trees(#[from] DocTreesError),
 }
 
-/// The index path used when none is given: `$QUARRY_DOCS_INDEX`, else
-/// `$QUARRY_WORK_DIR/docs-index.sqlite`, else `<repo>/.work/docs-index.sqlite` (what
-/// `scripts/install-test-deps.sh` writes). Relative paths are taken from the repository root.
+/// The index path used when none is given for the default trees (see [`index_path_for`]).
 pub fn default_index_path() -> PathBuf {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
+    index_path_for(&DocTrees::default_trees())
+}
+
+/// The index path of `trees`: `$QUARRY_DOCS_INDEX`, else `$QUARRY_WORK_DIR/<name>`, else
+/// `<repo>/.work/<name>` (what `scripts/install-test-deps.sh` writes), where `<name>` is
+/// [`DocTrees::index_file_name`] (`docs-index.sqlite` for the default trees). Relative paths are
+/// taken from the repository root.
+pub fn index_path_for(trees: &DocTrees) -> PathBuf {
+    let repo = repo_root();
     let from_env = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
+    let name = trees.index_file_name();
     let path = from_env("QUARRY_DOCS_INDEX")
-        .or_else(|| from_env("QUARRY_WORK_DIR").map(|dir| dir.join(INDEX_FILE)))
-        .unwrap_or_else(|| PathBuf::from(".work").join(INDEX_FILE));
+        .or_else(|| from_env("QUARRY_WORK_DIR").map(|dir| dir.join(&name)))
+        .unwrap_or_else(|| PathBuf::from(".work").join(&name));
     if path.is_absolute() {
         path
     } else {
         repo.join(path)
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The index builder, `tests/tools/build_docs_index.py`.
+pub fn index_builder() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/build_docs_index.py")
+}
+
+/// Why the index at `index_path` is not a current index of `trees` (`None` when it is, or when
+/// there is no index file to ask about: [`missing_dependencies`] reports that). The builder
+/// answers (`--check`), so the rule lives in one place: same version, doc root and trees.
+pub fn index_mismatch(index_path: &Path, trees: &DocTrees) -> Option<String> {
+    if !index_path.is_file() || !Path::new(SYSTEM_PYTHON).is_file() {
+        return None;
+    }
+    let output = Command::new(SYSTEM_PYTHON)
+        .arg(index_builder())
+        .arg("--check")
+        .arg("--out")
+        .arg(index_path)
+        .args(trees.builder_args())
+        .stdin(Stdio::null())
+        .output();
+    match output {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(format!(
+            "docs index {} for the trees {:?} ({}; build it with {}={} set)",
+            index_path.display(),
+            trees.url_paths(),
+            String::from_utf8_lossy(&out.stdout).trim(),
+            crate::doc_trees::DOC_TREES_ENV,
+            trees.url_paths().join(":"),
+        )),
+        Err(e) => Some(format!(
+            "a check of docs index {} ({SYSTEM_PYTHON} {}: {e})",
+            index_path.display(),
+            index_builder().display()
+        )),
     }
 }
 
@@ -136,21 +189,9 @@ pub fn missing_dependencies(index_path: &Path) -> Vec<String> {
     missing
 }
 
-/// Doc packages of [`DOC_TREES`] that are not installed (empty when all are).
+/// Doc packages of the default trees that are not installed (empty when all are).
 pub fn missing_doc_trees() -> Vec<String> {
-    DOC_TREES
-        .iter()
-        .filter(|tree| {
-            !Path::new(DEFAULT_DOC_ROOT)
-                .join(tree)
-                .join("index.html")
-                .is_file()
-        })
-        .map(|tree| {
-            let package = tree.split('/').next().unwrap_or(tree);
-            format!("Debian package {package} ({DEFAULT_DOC_ROOT}/{tree})")
-        })
-        .collect()
+    DocTrees::default_trees().missing()
 }
 
 /// Panics, naming what is missing and how to install it, when `missing` is not empty. Tests that
@@ -460,22 +501,35 @@ pub struct SearchStack {
 }
 
 impl SearchStack {
-    /// Starts both with the default doc root and index (see [`default_index_path`]).
+    /// Starts both with the configured trees ([`DocTrees::from_env`]) and their index (see
+    /// [`index_path_for`]).
     pub async fn start() -> Result<Self, SearxError> {
         Self::start_with_engines(Vec::new()).await
     }
 
     /// Starts both, with `extra_engines` configured in searx after the docs engine.
     pub async fn start_with_engines(extra_engines: Vec<Value>) -> Result<Self, SearxError> {
-        let index = default_index_path();
+        Self::start_with_trees(&DocTrees::from_env()?, extra_engines).await
+    }
+
+    /// Starts both over `trees`: the docs server serves their doc root and mounts the trees
+    /// outside it, and searx searches their index, which must be current (see [`index_mismatch`]).
+    pub async fn start_with_trees(
+        trees: &DocTrees,
+        extra_engines: Vec<Value>,
+    ) -> Result<Self, SearxError> {
+        let index = index_path_for(trees);
         let mut missing = missing_dependencies(&index);
-        missing.extend(missing_doc_trees());
+        missing.extend(trees.missing());
+        if missing.is_empty() {
+            missing.extend(index_mismatch(&index, trees));
+        }
         if !missing.is_empty() {
             return Err(SearxError::Missing {
                 what: missing.join(", "),
             });
         }
-        let docs = DocsServer::start(DEFAULT_DOC_ROOT).await?;
+        let docs = DocsServer::start_with_trees(trees).await?;
         let searx =
             SearxInstance::start_with_engines(&index, &docs.base_url(), extra_engines).await?;
         Ok(Self { docs, searx })

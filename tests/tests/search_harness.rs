@@ -9,10 +9,11 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use quarry_e2e::doc_trees::{DocTrees, EVAL_FROZEN_DOC_TREES};
 use quarry_e2e::docs_server::DocsServer;
 use quarry_e2e::searx::{
-    ENGINE_NAME, PAGE_SIZE, SYSTEM_PYTHON, SearchStack, SearxError, SearxInstance,
-    missing_dependencies, require_installed,
+    ENGINE_NAME, PAGE_SIZE, SYSTEM_PYTHON, SearchStack, SearxError, SearxInstance, index_builder,
+    index_mismatch, index_path_for, missing_dependencies, require_installed,
 };
 use quarry_engine::sources::Gatherer;
 use quarry_engine::sources::searxng::SearxngGatherer;
@@ -333,4 +334,143 @@ async fn index_builder_indexes_page_text_without_chrome() {
             "{chrome}"
         );
     }
+}
+
+/// Runs the index builder with `args` and returns its exit code and stdout.
+fn run_builder(args: &[String]) -> (i32, String) {
+    let output = std::process::Command::new(SYSTEM_PYTHON)
+        .arg(index_builder())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap() + &String::from_utf8_lossy(&output.stderr),
+    )
+}
+
+#[tokio::test]
+#[ignore = "needs searx (scripts/install-test-deps.sh)"]
+async fn configured_trees_below_and_outside_the_root_are_indexed_served_and_searched() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("doc");
+    std::fs::create_dir_all(root.join("pkg/html")).unwrap();
+    std::fs::write(
+        root.join("pkg/html/inside.html"),
+        "<html><head><title>Inside</title></head><body><p>zzinsideword here</p></body></html>",
+    )
+    .unwrap();
+    let outside = dir.path().join("elsewhere/manual");
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    std::fs::write(
+        outside.join("sub/out.html"),
+        "<html><head><title>Outside</title></head><body><p>zzoutsideword there</p></body></html>",
+    )
+    .unwrap();
+    let work = dir.path().join("work");
+    let trees = DocTrees::new(&["pkg/html", outside.to_str().unwrap()], &root, "test").unwrap();
+    let missing = missing_dependencies(&root.join("pkg/html/inside.html"));
+    require_installed(
+        "configured_trees_below_and_outside_the_root_are_indexed_served_and_searched",
+        &missing,
+    );
+
+    // The builder names the index as the harness does, and --check agrees with what it built.
+    let mut args = vec!["--out-dir".to_string(), work.display().to_string()];
+    args.extend(trees.builder_args());
+    let (code, printed) = run_builder(&[args.clone(), vec!["--print-path".into()]].concat());
+    assert_eq!(code, 0, "{printed}");
+    let index = work.join(trees.index_file_name());
+    assert_eq!(printed.trim(), index.display().to_string());
+    let (code, printed) = run_builder(&[args.clone(), vec!["--check".into()]].concat());
+    assert_eq!((code, printed.trim()), (3, "no index file"));
+    let (code, printed) = run_builder(&args);
+    assert_eq!(code, 0, "{printed}");
+    assert!(printed.starts_with("indexed 2 pages ("), "{printed}");
+    assert_eq!(index_mismatch(&index, &trees), None);
+    let only_inside = DocTrees::new(&["pkg/html"], &root, "test").unwrap();
+    let mismatch = index_mismatch(&index, &only_inside).expect("a different tree list is stale");
+    assert!(mismatch.contains("index of trees pkg/html,"), "{mismatch}");
+    assert!(mismatch.contains("QUARRY_DOC_TREES=pkg/html"), "{mismatch}");
+
+    let docs = DocsServer::start_with_trees(&trees).await.unwrap();
+    let searx = SearxInstance::start(&index, &docs.base_url())
+        .await
+        .unwrap();
+    let gatherer = SearxngGatherer::new(searx.base_url(), Duration::from_secs(10)).unwrap();
+    for (word, path) in [
+        ("zzinsideword", "pkg/html/inside.html".to_string()),
+        (
+            "zzoutsideword",
+            format!("{}/sub/out.html", trees.trees()[1].url_path()),
+        ),
+    ] {
+        let hits = gatherer.search(word, 10).await.unwrap();
+        let url = format!("{}/{path}", docs.base_url());
+        assert_eq!(
+            hits.iter().map(|h| h.url.as_str()).collect::<Vec<_>>(),
+            vec![url.as_str()],
+            "{word}"
+        );
+        let page = reqwest::get(&url).await.unwrap();
+        assert_eq!(page.status(), 200, "{url}");
+        assert!(page.text().await.unwrap().contains(word), "{url}");
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
+async fn the_git_manual_is_served_and_searched_beside_the_default_trees() {
+    let test = "the_git_manual_is_served_and_searched_beside_the_default_trees";
+    let trees = DocTrees::new(
+        &EVAL_FROZEN_DOC_TREES,
+        Path::new(quarry_e2e::docs_server::DEFAULT_DOC_ROOT),
+        "test",
+    )
+    .unwrap();
+    assert_eq!(
+        index_path_for(&trees).file_name().unwrap(),
+        "docs-index-python3.11-doc_html+postgresql-doc-15_html+git-doc.sqlite"
+    );
+    let stack = match SearchStack::start_with_trees(&trees, Vec::new()).await {
+        Ok(stack) => stack,
+        Err(SearxError::Missing { what }) => {
+            require_installed(test, &[what]);
+            unreachable!("require_installed panics on a missing dependency")
+        }
+        Err(e) => panic!("{test}: {e}"),
+    };
+    let gatherer = SearxngGatherer::new(stack.searx.base_url(), Duration::from_secs(10)).unwrap();
+    let base = stack.docs.base_url();
+    // One query per tree: each tree's pages are in the index and their URLs are served.
+    for (query, page) in [
+        ("git rebase interactive", "git-doc/git-rebase.html"),
+        ("json loads", "python3.11-doc/html/library/json.html"),
+        ("vacuum full", "postgresql-doc-15/html/sql-vacuum.html"),
+    ] {
+        let hits = gatherer.search(query, 10).await.unwrap();
+        let url = format!("{base}/{page}");
+        assert!(
+            hits.iter().any(|h| h.url == url),
+            "{query}: {url} not among {:?}",
+            hits.iter().map(|h| &h.url).collect::<Vec<_>>()
+        );
+        let response = reqwest::get(&url).await.unwrap();
+        assert_eq!(response.status(), 200, "{url}");
+        assert!(response.text().await.unwrap().contains("</html>"), "{url}");
+    }
+    // The default stack's index has no Git pages: the trees are really configuration.
+    let default = SearchStack::start_with_trees(&DocTrees::default_trees(), Vec::new())
+        .await
+        .unwrap();
+    let default_gatherer =
+        SearxngGatherer::new(default.searx.base_url(), Duration::from_secs(10)).unwrap();
+    let hits = default_gatherer
+        .search("git rebase interactive", 10)
+        .await
+        .unwrap();
+    assert!(
+        hits.iter().all(|h| !h.url.contains("/git-doc/")),
+        "{hits:?}"
+    );
 }

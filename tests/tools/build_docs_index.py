@@ -1,21 +1,28 @@
 #!/usr/bin/env python3
 """Build the SQLite FTS5 index that the test searx instance searches.
 
-Walks HTML documentation trees under /usr/share/doc (Debian's python3.11-doc and
-postgresql-doc-15 by default), extracts each page's title and main text with the standard
-library's html.parser, and writes them to an FTS5 table:
+Walks HTML documentation trees (Debian's python3.11-doc and postgresql-doc-15 under
+/usr/share/doc by default; any directory below the doc root, or an absolute path), extracts each
+page's title and main text with the standard library's html.parser, and writes them to an FTS5
+table:
 
     docs(path UNINDEXED, title, content)   tokenize = 'porter unicode61'
 
-`path` is the page's URL path relative to the docs root, already percent-encoded
-(e.g. `python3.11-doc/html/library/json.html`). The HTTP port of the docs server is only known
+`path` is the page's URL path, already percent-encoded: relative to the docs root for a tree
+below it (e.g. `python3.11-doc/html/library/json.html`), the absolute file path without its
+leading `/` for a tree elsewhere (the test docs server mounts such a tree there). The HTTP port of the docs server is only known
 when a test starts it, so the index stores no host: the searx settings written by the test
 harness build the URL in SQL (`'<docs base URL>/' || path`), and the same index serves any port.
 
 Only the standard library is used (python3's sqlite3 module ships FTS5). Usage:
 
-    python3 tests/tools/build_docs_index.py --out .work/docs-index.sqlite \
+    python3 tests/tools/build_docs_index.py (--out FILE | --out-dir DIR) [--if-stale | --check] \
         [--doc-root /usr/share/doc] [--tree python3.11-doc/html] [--tree postgresql-doc-15/html]
+
+`--out-dir DIR` writes DIR/docs-index.sqlite for the default trees and
+DIR/docs-index-<tree>+<tree>....sqlite for any other list (the name the test harness looks for,
+`DocTrees::index_file_name` in tests/src/doc_trees.rs). `--check` builds nothing: it exits 0 when
+the index is current for these trees, else 3 after saying why.
 
 The index is written to a temporary file and renamed into place, so a reader never sees a
 half-built index.
@@ -151,10 +158,44 @@ def extract(raw: bytes) -> tuple[str, str]:
     return title, content[:MAX_CONTENT_CHARS]
 
 
-def iter_pages(doc_root: str, trees: list[str]):
-    """Yields (relative path, absolute path) of every .html page of the trees, sorted."""
+def url_path(tree: str, doc_root: str) -> str:
+    """A tree's URL path: below the doc root, its path there; elsewhere, its absolute path
+    without the leading `/` (lexically: the tree may be a symlink, its name is what counts)."""
+    path = os.path.normpath(os.path.join(doc_root, tree))
+    root = os.path.normpath(doc_root)
+    if path.startswith(root.rstrip("/") + "/"):
+        return path[len(root.rstrip("/")) + 1:]
+    return path.lstrip("/")
+
+
+def normalise_trees(doc_root: str, trees: list[str]) -> list[str]:
+    """The trees as URL paths; refuses `..`, `.` and the root itself."""
+    out = []
     for tree in trees:
-        top = os.path.join(doc_root, tree)
+        parts = tree.strip().rstrip("/").split("/")
+        if any(p in ("..", ".") for p in parts[1:] if p) or parts[0] in ("..", "."):
+            raise SystemExit(f"error: documentation tree {tree!r} is not a plain path")
+        rel = url_path(tree.strip().rstrip("/"), doc_root)
+        if not rel or rel == ".":
+            raise SystemExit(f"error: documentation tree {tree!r} is not a plain path")
+        if rel in out:
+            raise SystemExit(f"error: documentation tree {rel!r} is listed twice")
+        out.append(rel)
+    return out
+
+
+def index_file_name(trees: list[str]) -> str:
+    """docs-index.sqlite for the default trees, else one name per tree list (see --out-dir)."""
+    if tuple(trees) == DEFAULT_TREES:
+        return "docs-index.sqlite"
+    names = [re.sub(r"[^A-Za-z0-9._-]", "_", t) for t in trees]
+    return "docs-index-" + "+".join(names) + ".sqlite"
+
+
+def iter_pages(doc_root: str, trees: list[str], dirs: dict[str, str]):
+    """Yields (URL path, absolute path) of every .html page of the trees, sorted."""
+    for tree in trees:
+        top = dirs[tree]
         if not os.path.isdir(top):
             raise SystemExit(f"error: {top} is not a directory (is its package installed?)")
         found = []
@@ -169,10 +210,10 @@ def iter_pages(doc_root: str, trees: list[str]):
                         continue
                     found.append(full)
         for full in sorted(found):
-            yield os.path.relpath(full, doc_root), full
+            yield tree + "/" + os.path.relpath(full, top), full
 
 
-def build(out: str, doc_root: str, trees: list[str]) -> dict:
+def build(out: str, doc_root: str, trees: list[str], dirs: dict[str, str]) -> dict:
     started = time.monotonic()
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     tmp = out + ".tmp"
@@ -187,7 +228,7 @@ def build(out: str, doc_root: str, trees: list[str]) -> dict:
         db.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         pages = 0
         text_bytes = 0
-        for rel, full in iter_pages(doc_root, trees):
+        for rel, full in iter_pages(doc_root, trees, dirs):
             with open(full, "rb") as f:
                 raw = f.read(MAX_PAGE_BYTES)
             title, content = extract(raw)
@@ -227,42 +268,71 @@ def build(out: str, doc_root: str, trees: list[str]) -> dict:
     }
 
 
-def is_current(out: str, doc_root: str, trees: list[str]) -> bool:
-    """True when `out` is an index of this version over the same trees."""
+def staleness(out: str, doc_root: str, trees: list[str]) -> str | None:
+    """Why `out` is not an index of this version over the same trees (None when it is)."""
     if not os.path.isfile(out):
-        return False
+        return "no index file"
     try:
         db = sqlite3.connect(f"file:{out}?mode=ro", uri=True)
         try:
             meta = dict(db.execute("SELECT key, value FROM meta"))
         finally:
             db.close()
-    except sqlite3.Error:
-        return False
-    return (
-        meta.get("version") == INDEX_VERSION
-        and meta.get("doc_root") == doc_root
-        and meta.get("trees") == ",".join(trees)
-    )
+    except sqlite3.Error as e:
+        return f"unreadable index: {e}"
+    if meta.get("version") != INDEX_VERSION:
+        return f"index version {meta.get('version')}, want {INDEX_VERSION}"
+    if meta.get("doc_root") != doc_root:
+        return f"index of doc root {meta.get('doc_root')}, want {doc_root}"
+    if meta.get("trees") != ",".join(trees):
+        return f"index of trees {meta.get('trees')}, want {','.join(trees)}"
+    return None
+
+
+def is_current(out: str, doc_root: str, trees: list[str]) -> bool:
+    """True when `out` is an index of this version over the same trees."""
+    return staleness(out, doc_root, trees) is None
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, help="index file to write")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", help="index file to write")
+    where.add_argument("--out-dir", help="directory to write the index into, named after the trees")
     ap.add_argument("--doc-root", default=DEFAULT_DOC_ROOT, help="root the page paths are relative to")
     ap.add_argument("--tree", action="append", dest="trees",
-                    help="HTML tree relative to --doc-root (repeatable)")
-    ap.add_argument("--if-stale", action="store_true",
-                    help="do nothing when --out already is a current index of the same trees")
+                    help="HTML tree relative to --doc-root, or an absolute path (repeatable)")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--if-stale", action="store_true",
+                      help="do nothing when the index already is a current index of the same trees")
+    mode.add_argument("--check", action="store_true",
+                      help="build nothing; exit 0 when the index is current, else 3")
+    ap.add_argument("--print-path", action="store_true",
+                    help="print the index path (with --out-dir: named after the trees) and exit")
     args = ap.parse_args(argv)
-    trees = args.trees or list(DEFAULT_TREES)
     doc_root = os.path.abspath(args.doc_root)
-    if args.if_stale and is_current(args.out, doc_root, trees):
-        print(f"index {args.out} is up to date")
+    trees = normalise_trees(doc_root, args.trees or list(DEFAULT_TREES))
+    out = args.out or os.path.join(args.out_dir, index_file_name(trees))
+    if args.print_path:
+        print(out)
         return 0
-    stats = build(args.out, doc_root, trees)
+    if args.check:
+        why = staleness(out, doc_root, trees)
+        if why is None:
+            print(f"index {out} is up to date")
+            return 0
+        print(why)
+        return 3
+    if args.if_stale and is_current(out, doc_root, trees):
+        print(f"index {out} is up to date")
+        return 0
+    dirs = {}
+    for tree, spec in zip(trees, args.trees or list(DEFAULT_TREES)):
+        spec = spec.strip().rstrip("/")
+        dirs[tree] = os.path.join(doc_root, spec) if not os.path.isabs(spec) else spec
+    stats = build(out, doc_root, trees, dirs)
     print(
-        f"indexed {stats['pages']} pages ({stats['text_bytes']} bytes of text) into {args.out}: "
+        f"indexed {stats['pages']} pages ({stats['text_bytes']} bytes of text) into {out}: "
         f"{stats['index_bytes']} bytes in {stats['seconds']} s"
     )
     return 0

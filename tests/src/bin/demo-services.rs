@@ -1,21 +1,60 @@
 //! Starts the local demo services (docs server, searx over the docs index, the real small model)
 //! on 127.0.0.1, writes a ResearchProfile for them and keeps them up until interrupted.
 //!
-//! Usage: `demo-services PROFILE_OUT [--scripted-model]`. Used by `scripts/demo.sh`.
+//! Usage: `demo-services PROFILE_OUT [--doc-tree TREE]...`. Used by `scripts/demo.sh`.
+//! `--doc-tree` (repeatable) names the documentation trees to serve and search, relative to
+//! `/usr/share/doc` or absolute; without it `$QUARRY_DOC_TREES` (`:`-separated), else Debian's
+//! Python 3.11 and PostgreSQL 15 docs. Their index must have been built
+//! (`QUARRY_DOC_TREES=... scripts/install-test-deps.sh --demo`).
 
 use std::process::ExitCode;
 
+use quarry_e2e::doc_trees::DocTrees;
 use quarry_e2e::profiles::demo_profile;
 use quarry_e2e::real_model::{MODEL_NAME, RealModel};
 use quarry_e2e::searx::SearchStack;
 
+const USAGE: &str = "usage: demo-services PROFILE_OUT [--doc-tree TREE]...";
+
+/// The profile path and the `--doc-tree` values, or what is wrong with the arguments.
+fn parse_args(args: &[String]) -> Result<(String, Vec<String>), String> {
+    let mut out = None;
+    let mut trees = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        if arg == "--doc-tree" {
+            let tree = rest.next().ok_or("--doc-tree needs a value")?;
+            trees.push(tree.clone());
+        } else if let Some(tree) = arg.strip_prefix("--doc-tree=") {
+            trees.push(tree.to_string());
+        } else if arg.starts_with('-') {
+            return Err(format!("unknown option {arg}"));
+        } else if out.replace(arg.clone()).is_some() {
+            return Err(format!("unexpected argument {arg}"));
+        }
+    }
+    let out = out.ok_or("PROFILE_OUT is missing")?;
+    Ok((out, trees))
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    let Some(out) = std::env::args().nth(1) else {
-        eprintln!("usage: demo-services PROFILE_OUT");
-        return ExitCode::from(2);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (out, tree_flags) = match parse_args(&args) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            eprintln!("demo-services: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
     };
-    let stack = match SearchStack::start().await {
+    let trees = match DocTrees::from_flags_or_env(&tree_flags) {
+        Ok(trees) => trees,
+        Err(e) => {
+            eprintln!("demo-services: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let stack = match SearchStack::start_with_trees(&trees, Vec::new()).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("demo-services: search stack: {e}");
@@ -23,8 +62,9 @@ async fn main() -> ExitCode {
         }
     };
     eprintln!(
-        "demo-services: docs at {}, searx at {}",
+        "demo-services: docs at {} (trees {}), searx at {}",
         stack.docs.base_url(),
+        trees.url_paths().join(", "),
         stack.searx.base_url()
     );
     eprintln!("demo-services: loading the model (this takes a little while on 2 cores)...");
@@ -45,4 +85,37 @@ async fn main() -> ExitCode {
     drop(model);
     drop(stack);
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn doc_tree_flags_repeat_and_the_profile_is_required() {
+        assert_eq!(
+            parse_args(&args(&[
+                "p.yaml",
+                "--doc-tree",
+                "git-doc",
+                "--doc-tree=/opt/m"
+            ])),
+            Ok((
+                "p.yaml".to_string(),
+                vec!["git-doc".to_string(), "/opt/m".to_string()]
+            ))
+        );
+        assert_eq!(
+            parse_args(&args(&["p.yaml"])),
+            Ok(("p.yaml".to_string(), vec![]))
+        );
+        assert!(parse_args(&args(&["--doc-tree", "git-doc"])).is_err());
+        assert!(parse_args(&args(&["p.yaml", "--doc-tree"])).is_err());
+        assert!(parse_args(&args(&["p.yaml", "--scripted-model"])).is_err());
+        assert!(parse_args(&args(&["a", "b"])).is_err());
+    }
 }
