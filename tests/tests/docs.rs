@@ -1,7 +1,8 @@
 //! The documentation a newcomer reads: README.md stays short and keeps the two commands first,
 //! every relative link in README.md and docs/*.md reaches a file (and a heading, when it names
-//! one), every docs page is reachable from the README, and `scripts/test.sh` refuses to run
-//! without cargo-nextest rather than fall back to `cargo test`, which would skip ignored tests.
+//! one), every docs page is reachable from the README, every `quarry` command and flag the docs
+//! show exists in the binary, and `scripts/test.sh` refuses to run without cargo-nextest rather
+//! than fall back to `cargo test`, which would skip ignored tests.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -325,4 +326,92 @@ fn test_script_installs_nextest_and_runs_the_ignored_tests_with_it() {
         "{log}"
     );
     assert!(!lines.iter().any(|l| l.starts_with("test")), "{log}");
+}
+
+/// Every `quarry SUBCOMMAND ... --flag` the docs show (in shell blocks and code spans), as the
+/// subcommand and its long flags.
+fn documented_invocations() -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let mut out: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    let mut add = |command: &str| {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        if words.first() != Some(&"quarry") {
+            return;
+        }
+        let Some(sub) = words
+            .get(1)
+            .filter(|w| w.chars().all(|c| c.is_ascii_lowercase()))
+        else {
+            return;
+        };
+        let flags = out.entry((*sub).to_string()).or_default();
+        for word in &words[2..] {
+            if let Some(flag) = word.strip_prefix("--") {
+                let name: String = flag
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                if !name.is_empty() {
+                    flags.insert(format!("--{name}"));
+                }
+            }
+        }
+    };
+    for file in doc_files() {
+        let text = read(&file);
+        let mut in_shell = false;
+        let mut in_fence = false;
+        for line in text.lines() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("```") {
+                in_shell = !in_fence && (trimmed == "```sh" || trimmed == "```bash");
+                in_fence = !in_fence;
+                continue;
+            }
+            if in_shell {
+                add(line.split(" #").next().unwrap_or_default().trim());
+            } else if !in_fence {
+                for (i, span) in line.split('`').enumerate() {
+                    if i % 2 == 1 {
+                        add(span);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_documented_quarry_command_and_flag_exists() {
+    let invocations = documented_invocations();
+    assert!(
+        invocations.len() >= 10,
+        "only {} subcommands found in the docs: {invocations:?}",
+        invocations.len()
+    );
+    let quarry = quarry_e2e::quarry_bin::quarry_bin().expect("quarry builds");
+    let mut wrong = Vec::new();
+    for (sub, flags) in &invocations {
+        let out = std::process::Command::new(&quarry)
+            .args([sub.as_str(), "--help"])
+            .output()
+            .expect("quarry runs");
+        if !out.status.success() {
+            wrong.push(format!("quarry {sub}: no such command"));
+            continue;
+        }
+        let help = String::from_utf8_lossy(&out.stdout);
+        for flag in flags {
+            let known = help.match_indices(flag.as_str()).any(|(at, _)| {
+                !help[at + flag.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+            if !known {
+                wrong.push(format!("quarry {sub} {flag}: no such flag"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "the docs show:\n{}", wrong.join("\n"));
 }
