@@ -31,7 +31,8 @@ fi
 # machine lacks (scripts/ignored-tests.py lists them). The install scripts above provide searx, the
 # docs corpus, redis-server, moto, lua, the MCP Inspector and rotel (the OTLP collector of the
 # trace test) (or fail); the rest may be absent:
-# - a kube-apiserver: $KUBE_APISERVER_BIN or the shared one beside this repository; under CI the
+# - a kube-apiserver: $KUBE_APISERVER_BIN, or the compressed one the CI machine keeps beside this
+#   repository; under CI the
 #   JUnit report must show the kube suite run, or the test command fails;
 # - the real model: QUARRY_REAL_MODEL=0 skips it;
 # - the 1.5B model's deep run (40 min on 2 cores): only with QUARRY_REAL_MODEL_DEEP=1;
@@ -48,7 +49,7 @@ missing=()
 if [ -n "$apiserver" ]; then
   echo "==> kube suite: running against $apiserver"
 else
-  echo "==> kube suite: NOT RUN (no kube-apiserver: set KUBE_APISERVER_BIN or provide ../shared/k8s)"
+  echo "==> kube suite: NOT RUN (no kube-apiserver: set KUBE_APISERVER_BIN)"
   missing+=("a kube-apiserver")
 fi
 if [ "${QUARRY_REAL_MODEL:-1}" = 0 ]; then
