@@ -2,8 +2,16 @@
 # The Quarry image: the `quarry` binary (operator, worker, CLI) and the shipped config/ on a
 # distroless base, running as uid 65532. Build from the repository root:
 #   docker build -t ghcr.io/quarry-dev/quarry:0.1.0 .
+# The base images are build arguments so that a machine without registry access can build from
+# local stand-ins (scripts/build-images.sh does, for the real-node tests); the defaults are the
+# public images every other build uses.
+ARG BUILD_IMAGE=docker.io/library/rust:1.95-bookworm
+ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 
-FROM docker.io/library/rust:1.95-bookworm AS build
+FROM ${BUILD_IMAGE} AS build
+# cargo reads this from the environment (a stage's ARGs are): 3 is cargo's release default;
+# scripts/build-images.sh lowers it for test images, where a 2-core build at 3 takes too long.
+ARG CARGO_PROFILE_RELEASE_OPT_LEVEL=3
 WORKDIR /src
 # Dependencies first, so a source change does not rebuild them: build against stub sources.
 COPY Cargo.toml Cargo.lock ./
@@ -31,7 +39,7 @@ RUN touch operator/*/src/lib.rs operator/quarry/src/main.rs \
     && install -D target/release/quarry /out/quarry
 
 # glibc, CA certificates and tzdata; no shell, no package manager. uid 65532 is `nonroot`.
-FROM gcr.io/distroless/cc-debian12:nonroot
+FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/quarry /usr/local/bin/quarry
 COPY config /etc/quarry
 USER 65532:65532

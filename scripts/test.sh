@@ -39,6 +39,9 @@ fi
 # - root, for the tmpfs of the full-disk test;
 # - prometheus and promtool (Debian's prometheus package, which the install script adds): the
 #   dashboard and alert tests need them on PATH.
+# - a node (tests/tests/kube_node.rs: ../shared/k8s/node/node.sh, root, and the packages of
+#   scripts/install-node-deps.sh, installed here); the image is built first (scripts/build-images.sh,
+#   cached in /var/cache/quarry-images); under CI the node suite must run when the node can start.
 apiserver=""
 if [ -n "${KUBE_APISERVER_BIN:-}" ] && [ -x "$KUBE_APISERVER_BIN" ]; then
   apiserver="$KUBE_APISERVER_BIN"
@@ -68,6 +71,23 @@ if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2
   echo "==> Prometheus tests: NOT RUN (no prometheus/promtool on PATH: Debian's prometheus package)"
   missing+=("prometheus")
 fi
+node_sh=${QUARRY_NODE_SH:-$repo/../shared/k8s/node/node.sh}
+node=""
+if [ "$(id -u)" != 0 ]; then
+  echo "==> node suite: NOT RUN (the node needs root)"
+elif [ ! -f "$node_sh" ]; then
+  echo "==> node suite: NOT RUN (no $node_sh)"
+else
+  scripts/install-node-deps.sh
+  node_started=$(date +%s)
+  if scripts/build-images.sh >/dev/null; then
+    echo "==> node suite: image ready in $(( $(date +%s) - node_started )) s; running against $node_sh"
+  else
+    echo "==> node suite: the image build FAILED (above); its tests will fail" >&2
+  fi
+  node=1
+fi
+[ -n "$node" ] || missing+=("a node")
 filter=$(/usr/bin/python3 scripts/ignored-tests.py filter "${missing[@]}")
 
 # nextest's store is `target/nextest` under the workspace root whatever CARGO_TARGET_DIR says; an
@@ -76,20 +96,31 @@ junit="$repo/target/nextest/ci/junit.xml"
 rm -f "$junit"
 status=0
 cargo nextest run --workspace --profile ci --run-ignored all -E "$filter" "$@" || status=$?
-if [ -n "$apiserver" ] && [ "${CI:-}" = true ]; then
-  ran=$(/usr/bin/python3 - "$junit" <<'PY'
+# How many tests of the binaries whose name starts with $1 ran (not skipped), from the JUnit report.
+ran_in() {
+  /usr/bin/python3 - "$junit" "$1" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:
     root = ET.parse(sys.argv[1]).getroot()
 except Exception:
     print(0); sys.exit()
-print(sum(1 for suite in root.iter("testsuite") if suite.get("name", "").split("::")[-1].startswith("kube_")
+print(sum(1 for suite in root.iter("testsuite") if suite.get("name", "").split("::")[-1].startswith(sys.argv[2])
           for case in suite.iter("testcase") if case.find("skipped") is None))
 PY
-)
+}
+if [ -n "$apiserver" ] && [ "${CI:-}" = true ]; then
+  ran=$(ran_in kube_)
   echo "==> kube suite: $ran tests ran against the real API server"
   if [ "$ran" -lt 1 ]; then
     echo "the kube-apiserver is present but the kube suite did not run" >&2
+    status=1
+  fi
+fi
+if [ -n "$node" ] && [ "${CI:-}" = true ]; then
+  ran=$(ran_in kube_node)
+  echo "==> node suite: $ran tests ran on the real node"
+  if [ "$ran" -lt 1 ]; then
+    echo "the node can start here but the node suite did not run" >&2
     status=1
   fi
 fi

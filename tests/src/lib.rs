@@ -16,6 +16,7 @@ pub mod kube_operator;
 pub mod kube_tools;
 pub mod mcp_inspector;
 pub mod model_server;
+pub mod node;
 pub mod profiles;
 pub mod prometheus;
 pub mod quarry_bin;

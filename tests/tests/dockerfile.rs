@@ -1,6 +1,7 @@
-//! The Dockerfile read as text (no Docker engine runs here, so the image cannot be built in CI):
-//! what the image holds and runs as, and that the dependency-caching stub step matches the
+//! The Dockerfile read as text: what the image holds and runs as, that its bases are build
+//! arguments defaulting to the public images, and that the dependency-caching stub step matches the
 //! workspace's Cargo targets, which is what would break the build first when a target is added.
+//! (The image is really built, from local bases, and run by tests/tests/kube_node.rs.)
 
 use std::collections::BTreeSet;
 
@@ -35,11 +36,20 @@ fn image_is_multi_stage_distroless_non_root_with_only_the_binary_and_config() {
     let lines = instructions(&dockerfile());
     let froms: Vec<&String> = lines.iter().filter(|l| l.starts_with("FROM ")).collect();
     assert_eq!(froms.len(), 2, "{froms:?}");
-    assert!(froms[0].ends_with(" AS build"));
-    assert!(
-        froms[1].starts_with("FROM gcr.io/distroless/cc-debian12:nonroot"),
-        "{}",
-        froms[1]
+    // The bases are build arguments whose defaults are the public images (a plain `docker build`
+    // uses them; scripts/build-images.sh passes local stand-ins).
+    assert_eq!(froms[0], "FROM ${BUILD_IMAGE} AS build");
+    assert_eq!(froms[1], "FROM ${RUNTIME_IMAGE}");
+    let global_args: Vec<&String> = lines
+        .iter()
+        .take_while(|l| !l.starts_with("FROM "))
+        .collect();
+    assert_eq!(
+        global_args,
+        vec![
+            "ARG BUILD_IMAGE=docker.io/library/rust:1.95-bookworm",
+            "ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot"
+        ]
     );
     let final_stage: Vec<&String> = lines
         .iter()
@@ -153,4 +163,34 @@ fn stub_step_covers_every_cargo_target_path() {
         );
     }
     assert!(needed.len() >= 5, "{needed:?}");
+}
+
+#[test]
+fn release_opt_level_is_a_build_argument_defaulting_to_cargos_and_set_before_any_build() {
+    let lines = instructions(&dockerfile());
+    let build_stage: Vec<&String> = lines
+        .iter()
+        .skip_while(|l| !l.ends_with(" AS build"))
+        .collect();
+    let arg = build_stage
+        .iter()
+        .position(|l| *l == "ARG CARGO_PROFILE_RELEASE_OPT_LEVEL=3")
+        .expect("the opt-level ARG in the build stage, default 3");
+    let first_build = build_stage
+        .iter()
+        .position(|l| l.contains("cargo build"))
+        .expect("a cargo build");
+    // An ARG is in RUN's environment only after it is declared: the dependency layer must see it.
+    assert!(arg < first_build, "{build_stage:?}");
+    let script = std::fs::read_to_string(repo_root().join("scripts/build-images.sh")).unwrap();
+    for arg in [
+        "BUILD_IMAGE=",
+        "RUNTIME_IMAGE=",
+        "CARGO_PROFILE_RELEASE_OPT_LEVEL=",
+    ] {
+        assert!(
+            script.contains(&format!("--build-arg \"{arg}")),
+            "scripts/build-images.sh does not pass {arg}"
+        );
+    }
 }

@@ -60,6 +60,21 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "documents where the benchmark looks for its data",
     ),
     (
+        "scripts/test.sh",
+        "../shared/k8s/node/node.sh",
+        "where the test command looks for the one-node cluster's script when QUARRY_NODE_SH is unset",
+    ),
+    (
+        "tests/src/node.rs",
+        "../shared/k8s/node/node.sh",
+        "the node harness looks in the same place as scripts/test.sh",
+    ),
+    (
+        "docs/real-node.md",
+        "../shared/k8s/node/node.sh",
+        "documents where the node tests look for the node script",
+    ),
+    (
         "operator/engine/src/scrape/robots.rs",
         "RFC 9309 \u{a7}",
         "a section of a public RFC",

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Builds the Quarry image from the repository's Dockerfile without any container registry, for the
+# real-node tests (tests/tests/kube_node.rs): Debian bookworm base images made with debootstrap and
+# committed with buildah stand in for the Dockerfile's public bases (its BUILD_IMAGE and
+# RUNTIME_IMAGE build arguments):
+#   quarry-runtime-base  bookworm minbase + ca-certificates, for distroless/cc-debian12
+#   quarry-build-base    the runtime base + build-essential + this machine's Rust toolchain, for rust:bookworm
+# Every image is tagged with a hash of its inputs and the quarry image is kept as an OCI archive in
+# the cache directory ($QUARRY_IMAGE_CACHE, default /var/cache/quarry-images: outside the clone, so
+# another clone on the same machine, CI's included, reuses it). Only what changed is rebuilt; within
+# a rebuild buildah's layer cache keeps the Dockerfile's dependency layer while Cargo.lock is unchanged.
+#
+#   scripts/build-images.sh            -> prints `image=localhost/quarry:<hash>` and `archive=<file>`
+#
+# QUARRY_IMAGE_OPT_LEVEL (default 1) is the release build's opt-level for this test image (cargo's
+# default 3 is what a plain `docker build` uses). Needs root, debootstrap, buildah (Debian packages).
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache=${QUARRY_IMAGE_CACHE:-/var/cache/quarry-images}
+opt=${QUARRY_IMAGE_OPT_LEVEL:-1}
+mirror=${QUARRY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mkdir -p "$cache/debs" "$cache/tmp"
+log() { echo "build-images: $*" >&2; }
+have_image() { buildah images --quiet "$1" >/dev/null 2>&1; }
+key_of() { sha256sum | cut -c1-16; }
+
+# A bookworm minbase root filesystem with extra packages, committed as NAME:KEY.
+debian_image() {
+  local name=$1 packages=$2 key=$3 rootfs tarball ctr
+  have_image "localhost/$name:$key" && { log "$name:$key cached"; return; }
+  rootfs="$cache/tmp/$name-rootfs"; rm -rf "$rootfs"
+  log "debootstrap $name ($packages)"
+  debootstrap --variant=minbase --cache-dir="$cache/debs" --include="$packages" bookworm "$rootfs" "$mirror" >"$cache/tmp/$name.log" 2>&1 \
+    || { tail -n 20 "$cache/tmp/$name.log" >&2; exit 1; }
+  chroot "$rootfs" apt-get clean
+  rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin
+  # /dev is the runtime's to populate; device nodes in a layer are refused by rootless tools.
+  tarball="$cache/tmp/$name.tar"
+  tar -C "$rootfs" --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -cf "$tarball" .
+  ctr=$(buildah from scratch)
+  buildah add --quiet "$ctr" "$tarball" / >/dev/null
+  buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
+  buildah commit --quiet "$ctr" "localhost/$name:$key" >/dev/null
+  buildah rm "$ctr" >/dev/null
+  rm -rf "$rootfs" "$tarball"
+}
+
+runtime_pkgs=ca-certificates
+runtime_key=$(echo "v1 bookworm $runtime_pkgs $mirror" | key_of)
+debian_image quarry-runtime-base "$runtime_pkgs" "$runtime_key"
+
+# The build base: the Dockerfile's build stage expects cargo on PATH and CARGO_HOME=/usr/local/cargo,
+# as in the official rust image. The toolchain is this machine's (Debian's rustc is too old for
+# edition 2024); its version is part of the key.
+sysroot=$(rustc --print sysroot)
+build_pkgs=ca-certificates,build-essential,pkg-config,perl
+rust_version=$(rustc -V)
+build_key=$(echo "v1 bookworm $build_pkgs $mirror $rust_version" | key_of)
+if ! have_image "localhost/quarry-build-base:$build_key"; then
+  debian_image quarry-build-debian "$build_pkgs" "$build_key"
+  ctr=$(buildah from "localhost/quarry-build-debian:$build_key")
+  log "copying the Rust toolchain ($rust_version)"
+  buildah copy --quiet "$ctr" "$sysroot/bin" /usr/local/rust/bin >/dev/null
+  buildah copy --quiet "$ctr" "$sysroot/lib" /usr/local/rust/lib >/dev/null
+  buildah config --env CARGO_HOME=/usr/local/cargo \
+    --env PATH=/usr/local/cargo/bin:/usr/local/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
+  buildah commit --quiet "$ctr" "localhost/quarry-build-base:$build_key" >/dev/null
+  buildah rm "$ctr" >/dev/null
+  buildah rmi "localhost/quarry-build-debian:$build_key" >/dev/null
+fi
+
+# The quarry image's inputs: what .dockerignore admits into the build context, the Dockerfile, the
+# bases and the opt-level.
+cd "$repo"
+mapfile -t admitted < <(sed -n 's/^!//p' .dockerignore)
+inputs=$( { find "${admitted[@]}" -type f -print0 | sort -z | xargs -0 sha256sum
+  sha256sum Dockerfile .dockerignore; echo "$runtime_key $build_key $opt"; } | key_of)
+image="localhost/quarry:$inputs"
+archive="$cache/quarry-$inputs.oci.tar"
+if [ ! -f "$archive" ]; then
+  # Crates come from crates.io through the host network, cached between builds; seeded from this
+  # machine's cargo cache when it has one.
+  registry="$cache/cargo-registry"
+  if [ ! -d "$registry" ] && [ -d "${CARGO_HOME:-$HOME/.cargo}/registry/cache" ]; then
+    mkdir -p "$registry.tmp"
+    cp -r "${CARGO_HOME:-$HOME/.cargo}/registry/index" "${CARGO_HOME:-$HOME/.cargo}/registry/cache" "$registry.tmp/"
+    mv "$registry.tmp" "$registry"
+  fi
+  mkdir -p "$registry"
+  log "building $image (opt-level $opt)"
+  start=$(date +%s)
+  buildah bud --layers --network host --volume "$registry:/usr/local/cargo/registry" \
+    --build-arg "BUILD_IMAGE=localhost/quarry-build-base:$build_key" \
+    --build-arg "RUNTIME_IMAGE=localhost/quarry-runtime-base:$runtime_key" \
+    --build-arg "CARGO_PROFILE_RELEASE_OPT_LEVEL=$opt" \
+    -t "$image" -f Dockerfile . >"$cache/tmp/quarry-build.log" 2>&1 \
+    || { tail -n 40 "$cache/tmp/quarry-build.log" >&2; exit 1; }
+  log "built $image in $(( $(date +%s) - start )) s"
+  buildah push --quiet "$image" "oci-archive:$archive.tmp:$image" >/dev/null
+  mv "$archive.tmp" "$archive"
+  # Earlier archives of the quarry image are superseded.
+  find "$cache" -maxdepth 1 -name 'quarry-*.oci.tar' ! -name "quarry-$inputs.oci.tar" -delete
+fi
+echo "image=$image"
+echo "archive=$archive"
