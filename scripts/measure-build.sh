@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build times of the workspace on this machine, for the README's Layout section and BENCHMARKS.md:
+# Build times of the workspace on this machine, for docs/architecture.md and BENCHMARKS.md:
 # a clean build and test build in a fresh target directory, then incremental ones after an edit
 # of one engine file and of one controller file (a function appended, then removed again: a
 # mere `touch` is nearly free under incremental compilation and would measure nothing).

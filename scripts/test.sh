@@ -8,6 +8,18 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
+# Only nextest can run the ignored tests by the filter built below (and the test groups of
+# .config/nextest.toml); `cargo test` would silently leave them out, so nextest is required.
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "==> cargo-nextest is missing: installing it (cargo install --locked cargo-nextest)"
+  if ! cargo install --locked cargo-nextest || ! cargo nextest --version >/dev/null 2>&1; then
+    echo "scripts/test.sh needs cargo-nextest, and installing it failed." >&2
+    echo "Install it yourself (cargo install --locked cargo-nextest, or see https://nexte.st)" >&2
+    echo "and run scripts/test.sh again; plain 'cargo test' would skip the ignored tests." >&2
+    exit 1
+  fi
+fi
+
 scripts/install-test-deps.sh
 if [ "${QUARRY_REAL_MODEL:-1}" != 0 ]; then
   scripts/install-real-model.sh
@@ -19,7 +31,8 @@ fi
 # machine lacks (scripts/ignored-tests.py lists them). The install scripts above provide searx, the
 # docs corpus, redis-server, moto, lua, the MCP Inspector and rotel (the OTLP collector of the
 # trace test) (or fail); the rest may be absent:
-# - a kube-apiserver: $KUBE_APISERVER_BIN or the shared one beside this repository; under CI the
+# - a kube-apiserver: $KUBE_APISERVER_BIN, or the compressed one the CI machine keeps beside this
+#   repository; under CI the
 #   JUnit report must show the kube suite run, or the test command fails;
 # - the real model: QUARRY_REAL_MODEL=0 skips it;
 # - the 1.5B model's deep run (40 min on 2 cores): only with QUARRY_REAL_MODEL_DEEP=1;
@@ -39,7 +52,7 @@ missing=()
 if [ -n "$apiserver" ]; then
   echo "==> kube suite: running against $apiserver"
 else
-  echo "==> kube suite: NOT RUN (no kube-apiserver: set KUBE_APISERVER_BIN or provide ../shared/k8s)"
+  echo "==> kube suite: NOT RUN (no kube-apiserver: set KUBE_APISERVER_BIN)"
   missing+=("a kube-apiserver")
 fi
 if [ "${QUARRY_REAL_MODEL:-1}" = 0 ]; then
@@ -76,12 +89,6 @@ else
 fi
 [ -n "$node" ] || missing+=("a node")
 filter=$(/usr/bin/python3 scripts/ignored-tests.py filter "${missing[@]}")
-
-if ! cargo nextest --version >/dev/null 2>&1; then
-  # Without nextest there is no filter: the ignored tests are left out.
-  cargo test --workspace --no-fail-fast "$@"
-  exit $?
-fi
 
 # nextest's store is `target/nextest` under the workspace root whatever CARGO_TARGET_DIR says; an
 # old report is removed first so that it can never stand in for this run's.

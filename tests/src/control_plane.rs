@@ -33,9 +33,9 @@ use serde_json::{Value, json};
 
 /// The reason string kube tests are ignored with (shown by nextest as the skip reason).
 pub const NEEDS: &str =
-    "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)";
+    "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)";
 
-/// sha256 of the unpacked `../shared/k8s/kube-apiserver` (from its README).
+/// sha256 of the unpacked kube-apiserver the CI machine keeps, so a corrupt copy fails loudly.
 const APISERVER_SHA256: &str = "892f096d3a391f435344f9f5782cb521a82e2dd728e954c9953692d6a3afd03d";
 
 /// Field manager the harness applies with.
@@ -71,7 +71,8 @@ fn work_dir() -> PathBuf {
     }
 }
 
-/// The shared compressed apiserver beside this repository (`../shared/k8s/kube-apiserver.xz`).
+/// The compressed apiserver the CI machine keeps beside this repository
+/// (`../shared/k8s/kube-apiserver.xz`), used when `KUBE_APISERVER_BIN` is unset.
 fn shared_apiserver_xz() -> PathBuf {
     repo_root().join("../shared/k8s/kube-apiserver.xz")
 }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::model_server::{Route, Step};
 
-/// The planner route: an agenda of `tasks` (seed 000: complexity 1, 2, 3 plans 2, 3, 5 tasks).
+/// The planner route: an agenda of `tasks` (complexity 1, 2, 3 plans 2, 3, 5 tasks).
 pub fn planner(tasks: &[&str]) -> Route {
     let complexity = match tasks.len() {
         0..=2 => 1,

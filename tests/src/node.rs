@@ -25,7 +25,7 @@ use crate::kube_tools::{repo_root, tool};
 
 /// The reason string node tests are ignored with.
 pub const NEEDS: &str =
-    "needs a node (root, containerd: scripts/install-node-deps.sh, ../shared/k8s/node)";
+    "needs a node (root, containerd: scripts/install-node-deps.sh, QUARRY_NODE_SH)";
 
 /// The node's address: the kubelet points pods' DNS here, and pods reach host processes on it.
 pub const NODE_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 255, 254);

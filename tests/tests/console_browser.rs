@@ -182,7 +182,7 @@ async fn set_progress(runs: &Api<ResearchRun>, name: &str, phase: &str, progress
 }
 
 #[tokio::test]
-#[ignore = "needs chromium and chromium-driver and a kube-apiserver and etcd and helm (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs chromium and chromium-driver and a kube-apiserver and etcd and helm (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn on_a_cluster_the_console_updates_live_creates_cancels_and_explains_refusals() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let client = plane.client();
@@ -364,7 +364,7 @@ async fn on_a_cluster_the_console_updates_live_creates_cancels_and_explains_refu
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd and helm (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd and helm (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn the_in_cluster_console_signs_callers_in_with_a_token_and_applies_their_rbac() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let client = plane.client();

@@ -154,7 +154,7 @@ async fn scenario(client: &Client, namespace: &str) -> Result<(), String> {
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn api_server_refuses_every_admission_case_with_its_message() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let namespace = plane.namespace("admission").await.unwrap();

@@ -10,7 +10,7 @@ use quarry_e2e::control_plane::{ControlPlane, client_for};
 use serde_json::json;
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn control_plane_enforces_cel_rules_rbac_and_writes_an_audit_log() {
     let started = std::time::Instant::now();
     let plane = ControlPlane::start().await.expect("control plane");

@@ -235,7 +235,7 @@ where
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn operator_reconciles_runs_to_report_configmaps() {
     in_test_namespace(
         "runs",
@@ -250,7 +250,7 @@ async fn operator_reconciles_runs_to_report_configmaps() {
 /// 127.0.0.1), status points at it, `quarry report` reads it, and deleting the run deletes its
 /// objects through the finalizer.
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn operator_keeps_object_store_runs_in_s3_and_deletes_their_objects() {
     assert!(
         quarry_e2e::s3_server::moto_available(),
@@ -1224,7 +1224,7 @@ fn proxied_kubeconfig(
 /// could expire): the leader keeps its leadership and its run, which completes with no call
 /// repeated. Production behaviour: ride out what the lease allows.
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn a_leader_rides_out_an_api_outage_shorter_than_its_lease() {
     in_test_namespace(
         "outage-short",
@@ -1241,7 +1241,7 @@ async fn a_leader_rides_out_an_api_outage_shorter_than_its_lease() {
 /// restarted operator finishes the run from its journal: the run completes, one report exists,
 /// and usage counts every call the model answered, the dead attempt's included.
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn an_operator_that_steps_down_in_a_long_api_outage_is_restarted_and_finishes_the_run() {
     in_test_namespace(
         "outage-long",
@@ -1517,7 +1517,7 @@ async fn api_outage_scenario(
 /// whitespace-only query was still allowed can have no status written (422). The operator says so
 /// once with a Warning Event and stops; it does not retry every 10 s forever.
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn a_run_stored_before_a_stricter_rule_gets_an_event_not_a_retry_loop() {
     in_test_namespace(
         "ratchet",
@@ -1721,7 +1721,7 @@ async fn the_api_proxy_cuts_and_refuses_connections_while_down() {
 /// killed mid-researcher the other takes the lease within its duration, resumes the run from its
 /// checkpoint and completes it.
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn two_operators_one_leader_and_a_killed_leader_is_replaced() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let client = plane.client();
@@ -1921,7 +1921,7 @@ async fn event_reasons(client: &Client, namespace: &str, run: &str) -> Vec<Strin
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn a_plan_waits_for_approval_then_runs_is_rejected_or_times_out() {
     in_test_namespace(
         "approval",
@@ -2075,7 +2075,7 @@ async fn a_plan_waits_for_approval_then_runs_is_rejected_or_times_out() {
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn a_schedule_makes_runs_at_their_times_compares_them_and_a_suspended_one_makes_none() {
     use quarry_api::ResearchSchedule;
     in_test_namespace("schedule", |client, kubeconfig, namespace, logs, _audit| async move {

@@ -568,25 +568,25 @@ async fn kill_and_restart(kill: KillIn) {
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn an_operator_killed_in_planning_is_restarted_and_plans_once_more() {
     kill_and_restart(KillIn::Planning).await;
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn an_operator_killed_mid_research_does_not_rerun_the_finished_researcher() {
     kill_and_restart(KillIn::Researching).await;
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn an_operator_killed_between_a_checkpoint_slot_and_its_pointer_keeps_that_checkpoint() {
     kill_and_restart(KillIn::BetweenSlotAndPointer).await;
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn an_operator_killed_in_synthesis_only_writes_the_report_again() {
     kill_and_restart(KillIn::Synthesizing).await;
 }
@@ -644,7 +644,7 @@ async fn lease_holder(client: Client) -> Option<String> {
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn only_the_lease_holder_writes_status_and_a_killed_holder_is_replaced_within_the_lease() {
     let s = setup("two-replicas").await.expect("setup");
     let outcome = async {

@@ -23,7 +23,7 @@ fn ready(pod: &Pod) -> bool {
 }
 
 #[tokio::test]
-#[ignore = "needs a node (root, containerd: scripts/install-node-deps.sh, ../shared/k8s/node)"]
+#[ignore = "needs a node (root, containerd: scripts/install-node-deps.sh, QUARRY_NODE_SH)"]
 async fn helm_install_runs_a_ready_operator_that_leads_and_serves_metrics() {
     let image = build_image().expect("image");
     let node = Node::up().await.expect("node");

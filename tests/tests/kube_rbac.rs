@@ -180,7 +180,7 @@ fn no_403(plane: &ControlPlane, user: &str) -> Result<(), String> {
 /// Cluster-wide mode: quick and deep runs, cancel, TTL deletion, a SearchEngine's children and a
 /// SearchEngine scaled up by a run, all with the chart's ServiceAccount and no 403.
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn the_operator_under_the_charts_service_account_is_never_refused() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let sa = install_chart_rbac(&plane, &[]).await.unwrap();
@@ -391,7 +391,7 @@ async fn cluster_wide_scenario(plane: &ControlPlane) -> Result<(), String> {
 /// Object-store runs under the ServiceAccount: the finalizer is added, the report goes to S3
 /// (moto on 127.0.0.1), and deleting the run deletes its objects, with no 403.
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn object_store_finalizers_work_under_the_charts_service_account() {
     use quarry_e2e::s3_server::{BUCKET, S3Server};
     let plane = ControlPlane::start().await.expect("test control plane");
@@ -497,7 +497,7 @@ fn bucket_of(
 /// operator (`--namespace=...` as the chart passes it) completes runs there, ignores other
 /// namespaces, and is never refused.
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn watch_namespaces_mode_works_with_the_charts_roles_only() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let client = plane.client();
@@ -567,7 +567,7 @@ async fn quarry(kubeconfig: &std::path::Path, args: &[&str]) -> (bool, String, S
 /// report) and is refused create and cancel with a message, not a crash. The person's own
 /// identity is what the API server judges.
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn quarry_view_reads_and_quarry_edit_writes_through_the_cli() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let sa = install_chart_rbac(&plane, &[]).await.unwrap();

@@ -1,6 +1,6 @@
 //! Status and watch hygiene, measured on the real API server: the requests the operator (the
 //! chart's ServiceAccount) makes for one deep run, read from the audit log and counted by verb and
-//! resource. Goals (issue 15): at most 30 write requests per run, and no hot loop (no more than
+//! resource. Goals: at most 30 write requests per run, and no hot loop (no more than
 //! one status write per second). The cost journal is the exception, by design: it is written
 //! once per answered model call (at most), so a run's spend survives a SIGKILL exactly; the
 //! test holds it to that bound and everything else to 30.
@@ -44,7 +44,7 @@ fn table(requests: &[&Request]) -> BTreeMap<String, usize> {
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn a_deep_run_costs_at_most_30_writes_and_no_status_hot_loop() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let sa = install_chart_rbac(&plane, &[]).await.unwrap();

@@ -191,7 +191,7 @@ fn scheduled_at(run: &ResearchRun) -> Option<String> {
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn schedules_catch_up_once_follow_their_concurrency_policy_keep_their_history_and_suspend() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let client = plane.client();

@@ -147,7 +147,7 @@ async fn research_runs_standalone_and_returns_the_cited_report() {
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     assert_eq!(out.json["isError"], false);
     let text = text_of(&out);
-    // The one report written: named after the question (seed 000), in the reports directory.
+    // The one report written: named after the question, in the reports directory.
     let files: Vec<PathBuf> = std::fs::read_dir(&reports)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -144,7 +144,7 @@ async fn a_runs_artifacts_are_written_read_listed_and_deleted_in_s3() {
         store.get("report.md").await.unwrap().as_deref(),
         Some(&b"# VACUUM FULL\n"[..])
     );
-    // Seed 000's naming under <prefix>/<namespace>/<run>/, the suffix from the run's UID.
+    // The standalone report naming under <prefix>/<namespace>/<run>/, the suffix from the run's UID.
     let name = layout_of("vacuum").report_name();
     assert!(name.starts_with("what-does-vacuum-full-lock-") && name.ends_with(".md"));
     assert_eq!(

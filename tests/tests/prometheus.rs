@@ -419,7 +419,7 @@ fn facts_of(all: &[ResearchRun], window: &BTreeSet<String>) -> Facts {
 }
 
 #[tokio::test]
-#[ignore = "needs prometheus and a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs prometheus and a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn every_dashboard_panel_answers_plausibly_on_prometheus_after_scripted_runs() {
     quarry_e2e::prometheus::binary("prometheus");
     let plane = ControlPlane::start().await.expect("test control plane");

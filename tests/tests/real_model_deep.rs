@@ -10,7 +10,7 @@
 //!
 //! Too slow for CI on 2 cores: `#[ignore]`d, run with `--run-ignored` (or
 //! `QUARRY_REAL_MODEL_DEEP=1 scripts/test.sh`) after
-//! `QUARRY_REAL_MODEL_VARIANT=1.5b scripts/install-real-model.sh` (see the README).
+//! `QUARRY_REAL_MODEL_VARIANT=1.5b scripts/install-real-model.sh` (see docs/testing.md).
 
 use std::path::Path;
 use std::time::{Duration, Instant};

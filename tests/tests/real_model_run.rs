@@ -88,7 +88,8 @@ async fn quick_run_with_the_real_model_completes_or_fails_honestly() {
         }
         assert!(findings["usage"]["llmCalls"].as_u64().unwrap() >= 1);
         eprintln!("report:\n{report}");
-        // Issue 14's first target: the answer is there, with a verified citation to json.html.
+        // The first target for small models: the answer is there, with a verified citation to
+        // json.html.
         assert!(
             body.contains("json.loads") || body.contains("json.load("),
             "the report does not name json.loads or json.load:\n{report}"
@@ -107,7 +108,7 @@ async fn quick_run_with_the_real_model_completes_or_fails_honestly() {
             findings["claims"]
         );
         // The guided researcher of an 8k window: one model call, a third of the 63,871 input
-        // tokens the agent loop spent on this question before issue 14, and far less.
+        // tokens the agent loop spent on this question before the guided researcher, and far less.
         assert!(
             findings["usage"]["inputTokens"].as_u64().unwrap() <= 21_290,
             "{}",

@@ -1,4 +1,4 @@
-//! Kill tests through real processes (issue 6): a deep `quarry run` is killed with SIGKILL at
+//! Kill tests through real processes: a deep `quarry run` is killed with SIGKILL at
 //! each phase boundary and in the middle of a researcher, then started again with the same state
 //! directory. It must resume and complete; the report file exists exactly once; finished work is
 //! not requested again (the scripted model server's request log proves it); and the recorded

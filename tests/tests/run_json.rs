@@ -1,4 +1,4 @@
-//! `quarry run --output json`: the run's events as JSON lines on stdout (seed 002's JSON mode),
+//! `quarry run --output json`: the run's events as JSON lines on stdout (like coding agents' JSON modes),
 //! against real searx over the docs and a scripted model.
 
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! Secrets hygiene (issue 8, DESIGN §2 "Keys live only in Secrets"): a run whose API key is a
+//! Secrets hygiene (keys live only in Secrets): a run whose API key is a
 //! distinctive canary completes, the key provably reaches the model, and the key appears nowhere
 //! else: not in logs, events, status, artifacts, the report or `/metrics`.
 //!

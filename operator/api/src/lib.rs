@@ -1,4 +1,4 @@
-//! CRD types (DESIGN §2): the only place ResearchRun, ResearchProfile and SearchEngine are defined.
+//! CRD types: the only place ResearchRun, ResearchProfile and SearchEngine are defined.
 //!
 //! `crds/*.yaml` and `charts/quarry/crds/*.yaml` are generated from these types
 //! ([`crd_files`]); `operator/api/tests/crd_drift.rs` fails when they differ.

@@ -141,7 +141,7 @@ pub struct SecretRef {
     pub name: String,
 }
 
-/// How synthesis treats evidence (seed 004's compressor; the evidence gate's model judge).
+/// How synthesis treats evidence (per-page summaries before writing; the evidence gate's model judge).
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct EvidencePolicy {
@@ -171,7 +171,7 @@ pub struct ModelTiers {
     pub roles: Option<RoleModels>,
 }
 
-/// Per-role model overrides (seed 001).
+/// Per-role model overrides.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct RoleModels {
@@ -372,7 +372,7 @@ pub struct ModelTier {
     pub circuit_breaker: Option<CircuitBreakerSpec>,
 }
 
-/// Circuit breaker thresholds of a model endpoint (seed 004).
+/// Circuit breaker thresholds of a model endpoint.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct CircuitBreakerSpec {

@@ -1,4 +1,4 @@
-//! `ResearchRun`: what to research (DESIGN §2).
+//! `ResearchRun`: what to research.
 
 use std::time::Duration;
 
@@ -129,7 +129,7 @@ pub struct ResearchRunSpec {
     /// `quick` (one researcher, no planner or evaluator) or `deep` (planned, multi-round).
     #[serde(default)]
     pub mode: Mode,
-    /// Which outputs to produce (seed 003): any of `study`, `ideas`, `implementations`.
+    /// Which outputs to produce: any of `study`, `ideas`, `implementations`.
     #[serde(default = "default_outputs")]
     #[schemars(length(min = 1, max = 3))]
     #[x_kube(merge_strategy = ListMerge::Set)]
@@ -216,7 +216,7 @@ fn default_sources() -> Vec<SourceKind> {
     ]
 }
 
-/// Orchestration mode (seed 000).
+/// Orchestration mode.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum Mode {
@@ -243,13 +243,13 @@ impl std::fmt::Display for Mode {
     }
 }
 
-/// A requested output (seed 003).
+/// A requested output.
 #[derive(
     Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord,
 )]
 #[serde(rename_all = "camelCase")]
 pub enum Output {
-    /// A study report with the sections of seed 003.
+    /// A study report with the sections of `config/prompts/study.md`.
     Study,
     /// Tagged research ideas.
     Ideas,
@@ -538,7 +538,7 @@ impl ResearchRunSpec {
     }
 }
 
-/// Phase of a run, for people (derived from the conditions; seed 000's state machine).
+/// Phase of a run, for people (derived from the conditions).
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Phase {
     /// Accepted, waiting for its profile or a worker.
@@ -608,7 +608,7 @@ pub struct ResearchRunStatus {
     /// One entry per researcher started so far.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub researchers: Vec<ResearcherStatus>,
-    /// `"70%"` when the total is known, else `"exploring"` (seed 000).
+    /// `"70%"` when the total is known, else `"exploring"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<String>,
     /// Tokens, cost and call counts so far.
@@ -689,7 +689,7 @@ pub struct AgendaTask {
     pub state: TaskState,
 }
 
-/// State of a researcher (seed 000 phases).
+/// State of a researcher.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ResearcherState {
     /// Waiting for a slot.
@@ -802,7 +802,7 @@ pub struct ReportRef {
     /// Number of distinct sources the report cites.
     #[serde(default)]
     pub sources: u32,
-    /// Whether the report was cut short by a limit (DESIGN §5).
+    /// Whether the report was cut short by a limit.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
     /// Cited claims the evidence gate checked against the text of the cited source.

@@ -1,4 +1,4 @@
-//! `ResearchSchedule`: a ResearchRun made on a cron schedule, as a CronJob makes Jobs (issue 18).
+//! `ResearchSchedule`: a ResearchRun made on a cron schedule, as a CronJob makes Jobs.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};

@@ -1,5 +1,5 @@
 //! `SearchEngine`: a SearXNG instance the operator manages as shared search infrastructure
-//! (DESIGN §2, seed 000: started lazily, shared by every run, alive while used).
+//! (started lazily, shared by every run, alive while used).
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};

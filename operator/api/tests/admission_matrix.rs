@@ -1,4 +1,4 @@
-//! The admission matrix (issue 8): every invalid ResearchRun, ResearchProfile and SearchEngine spec
+//! The admission matrix: every invalid ResearchRun, ResearchProfile and SearchEngine spec
 //! in `admission/cases.yaml` is refused by the GENERATED CRDs with the expected message.
 //!
 //! The structural layer is checked with the shared OpenAPI validator (worded like the API server),

@@ -1,4 +1,4 @@
-//! Extraction quality and speed on `shared/bench/article-extraction/` (see benches/README.md).
+//! Extraction quality and speed on a labelled set of real pages (see benches/README.md).
 //!
 //! Run with `cargo bench -p quarry --bench extraction`, or `scripts/bench-extraction.sh` to add
 //! trafilatura 2.0.0 (Python) to the table. The directory is found by walking up from the crate,

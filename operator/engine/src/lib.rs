@@ -1,4 +1,4 @@
-//! The research engine (DESIGN §1): the pure reducer that plans, researches and reports, and the
+//! The research engine: the pure reducer that plans, researches and reports, and the
 //! ports it works through (models, search, pages, artifact stores, events), with the
 //! implementations that need nothing of Kubernetes, axum or Redis.
 //!

@@ -1,4 +1,4 @@
-//! Layered configuration (seed 001): defaults < config file < environment < flags.
+//! Layered configuration: defaults < config file < environment < flags.
 //!
 //! Every layer is a [`Layer`] of optional values; [`Settings::resolve`] merges them in order and
 //! validates the result, naming the setting and the layer that supplied a bad value.

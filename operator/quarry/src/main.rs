@@ -117,7 +117,7 @@ struct RunArgs {
     /// ResearchProfile manifest (YAML) naming the model, search endpoint and fetch policy.
     #[arg(long)]
     profile: Option<String>,
-    /// Report file; by default a new file named after the question (see the README).
+    /// Report file; by default a new file named after the question (see docs/usage.md).
     #[arg(long)]
     out: Option<PathBuf>,
     /// quick (one researcher) or deep (planner, rounds, evaluator).

@@ -1,4 +1,4 @@
-//! `quarry report`: prints a run's stored report from wherever it lives (issue 6): the run's
+//! `quarry report`: prints a run's stored report from wherever it lives: the run's
 //! ConfigMap (gzip `binaryData` included), an object store (credentials from the profile's
 //! Secret, or the environment for the operator-wide store), or a standalone run's state directory.
 

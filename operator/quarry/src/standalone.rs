@@ -68,7 +68,7 @@ pub fn read_earlier(path: &Path) -> Result<Earlier, StandaloneError> {
     Ok(Earlier::from_findings(&findings, &date))
 }
 
-/// Subdirectories that receive reports, in priority order (seed 000), matched case-insensitively.
+/// Subdirectories that receive reports, in priority order, matched case-insensitively.
 pub const REPORT_SUBDIRS: [&str; 6] = ["research", "docs", "doc", "ref", "references", "notes"];
 
 /// What `quarry run` was asked to do.
@@ -79,7 +79,7 @@ pub struct StandaloneOptions {
     pub profile: PathBuf,
     pub out: Option<PathBuf>,
     pub mode: Mode,
-    /// Requested outputs (seed 003); empty means the study report.
+    /// Requested outputs; empty means the study report.
     pub outputs: Vec<OutputKind>,
     /// Items per idea/implementation output.
     pub top_k: u32,
@@ -106,7 +106,7 @@ fn is_system_dir(dir: &Path) -> bool {
     EXACT.iter().any(|e| dir == Path::new(e)) || TREES.iter().any(|t| dir.starts_with(t))
 }
 
-/// The directory a report goes to (seed 000): home or system directory → temp dir;
+/// The directory a report goes to: home or system directory → temp dir;
 /// a recognised subdirectory → there; otherwise the working directory.
 pub fn report_dir(cwd: &Path, home: Option<&Path>, temp: &Path) -> PathBuf {
     if home.is_some_and(|h| h == cwd) || is_system_dir(cwd) {

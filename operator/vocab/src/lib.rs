@@ -17,7 +17,7 @@ pub mod reasons {
     pub const MODEL_REJECTED: &str = "ModelRejected";
     /// The final report could not be stored.
     pub const REPORT_STORE_FAILED: &str = "ReportStoreFailed";
-    /// Every researcher of a round failed (seed 000's error check).
+    /// Every researcher of a round failed (the evaluator's error check).
     pub const ALL_RESEARCHERS_FAILED: &str = "AllResearchersFailed";
     /// The synthesis call failed.
     pub const SYNTHESIS_FAILED: &str = "SynthesisFailed";
@@ -29,9 +29,9 @@ pub mod reasons {
     pub const TIME_LIMIT: &str = "TimeLimit";
     /// The run was cancelled (deleted or cancelled by the user).
     pub const CANCELLED: &str = "Cancelled";
-    /// The query was refused by the intent policy (seed 004).
+    /// The query was refused by the intent policy.
     pub const POLICY_REFUSED: &str = "PolicyRefused";
-    /// No usable source was found; the honest "unable to research" report was stored (seed 004).
+    /// No usable source was found; the honest "unable to research" report was stored.
     pub const NO_EVIDENCE: &str = "NoEvidence";
     /// The plan waited for approval longer than `spec.approval.timeout`.
     pub const APPROVAL_TIMEOUT: &str = "ApprovalTimeout";

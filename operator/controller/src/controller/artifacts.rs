@@ -1,4 +1,4 @@
-//! Where a run's artifacts go, and their cleanup (issue 6): the object store a run may use
+//! Where a run's artifacts go, and their cleanup: the object store a run may use
 //! (its profile's `objectStore` with the credentials Secret read, or the operator-wide default),
 //! the `quarry.dev/artifacts` finalizer that runs with object-store artifacts carry, and the
 //! cleanup that deletes those objects when the run is deleted.

@@ -1,5 +1,5 @@
 //! Production launcher: builds the engine of a run (model client, gatherer, fetcher, ConfigMap
-//! store) and drives it, resuming from the run's checkpoint when one exists (DESIGN §4).
+//! store) and drives it, resuming from the run's checkpoint when one exists.
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
 //! The ResearchRun controller: maps ResearchRuns onto research tasks and their progress back onto
-//! status (DESIGN §1). Reconcile is a short pipeline — look up, validate, build desired status,
+//! status. Reconcile is a short pipeline — look up, validate, build desired status,
 //! apply — and never runs research itself: it hands runs to the [`registry::Registry`].
 
 pub mod artifacts;

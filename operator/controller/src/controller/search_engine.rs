@@ -1,5 +1,5 @@
 //! The SearchEngine controller: a SearXNG Deployment, Service, settings ConfigMap and secret-key
-//! Secret per SearchEngine, scaled from zero while runs use it (DESIGN §2, issue 5).
+//! Secret per SearchEngine, scaled from zero while runs use it.
 //!
 //! Reconcile is a pipeline: look up (runs, profiles, the Secret) → validate and build the desired
 //! objects (pure: [`render_settings`], [`desired_children`], [`scale`]) → apply them with

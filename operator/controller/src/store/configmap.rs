@@ -1,4 +1,4 @@
-//! `ConfigMapStore`: the default artifact store of a ResearchRun (DESIGN §4). Artifacts live in
+//! `ConfigMapStore`: the default artifact store of a ResearchRun. Artifacts live in
 //! ConfigMaps owned by the run, so deleting the run deletes them:
 //! - `report.md` and `findings.json` in `<run>-report` (people read them with kubectl),
 //! - everything else (the `checkpoint.json` first of all) in `<run>-state`.
@@ -234,7 +234,7 @@ fn payload_size(data: &BTreeMap<String, String>, binary: &BTreeMap<String, ByteS
 }
 
 /// The error text for a ConfigMap that would outgrow the limit: it names the object-store option,
-/// the way out (DESIGN §4).
+/// the way out.
 pub fn too_large_message(configmap: &str, size: usize) -> String {
     format!(
         "ConfigMap {configmap} would hold {size} bytes, over the {CONFIGMAP_LIMIT}-byte ConfigMap limit even after gzip; configure object storage (spec.objectStore in the run's ResearchProfile, or the operator's --object-store-url) and large artifacts go there automatically, or set the run's spec.report.kind to objectStore"

@@ -1,7 +1,7 @@
 //! Object storage for reports and artifacts (S3 and S3-compatible servers, GCS, Azure) through the
-//! `object_store` crate (DESIGN §4).
+//! `object_store` crate.
 //!
-//! Layout (issue 6, after seed 000's report naming): a run's artifacts are the direct children of
+//! Layout (the report named as standalone reports are): a run's artifacts are the direct children of
 //! `<prefix>/<namespace>/<run>/`, the report is `<sanitized-query>-<letter><digit>.md` there. The
 //! suffix comes from the run's UID, so a retried write lands on the same key (written once), and a
 //! run recreated under the same name gets a new one. Keys with `/` are flattened to `__`, so a run's
@@ -516,13 +516,13 @@ impl RunLayout {
         path.join(self.namespace.as_str()).join(self.run.as_str())
     }
 
-    /// Pure: the report's object name, seed 000's `<sanitized-query>-<letter><digit>.md`.
+    /// Pure: the report's object name, `<sanitized-query>-<letter><digit>.md`.
     pub fn report_name(&self) -> String {
         report_object_name(&self.query, &self.uid)
     }
 }
 
-/// Pure: seed 000's report file name with the suffix derived from the run's UID.
+/// Pure: the standalone report file name, with the suffix derived from the run's UID.
 pub fn report_object_name(query: &str, uid: &str) -> String {
     let digest = sha2::Sha256::digest(uid.as_bytes());
     let letter = (b'a' + digest[0] % 26) as char;

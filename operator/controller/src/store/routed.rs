@@ -1,4 +1,4 @@
-//! The artifact store of one cluster run: its ConfigMaps, object storage, or both (issue 6).
+//! The artifact store of one cluster run: its ConfigMaps, object storage, or both.
 //!
 //! - `spec.report.kind: objectStore`: every artifact goes to the object store.
 //! - `configMap` (the default): artifacts go to the run's ConfigMaps; one that would push its

@@ -515,7 +515,7 @@ pub fn build_engine_with(
     }
     let primary =
         primary.ok_or_else(|| err("spec.models.primary", "a primary model is required"))?;
-    // The planner's last resort after an unusable agenda (seed 001): the budget tier on its own.
+    // The planner's last resort after an unusable agenda: the budget tier on its own.
     let budget_model: Option<Arc<dyn ChatModel>> = match &profile.models.budget {
         Some(spec) => Some(
             client(spec.provider, model_config(profile, spec, api_key(spec))?)

@@ -1,4 +1,4 @@
-//! Caching of search answers and page extracts (issue 5): in Redis when configured (shared by
+//! Caching of search answers and page extracts: in Redis when configured (shared by
 //! operator replicas and runs), in an in-process LRU otherwise.
 //!
 //! Keys are normalised so that the same search or page from any run maps to one entry; they

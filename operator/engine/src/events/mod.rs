@@ -1,4 +1,4 @@
-//! The live event stream of a run (DESIGN §4, seed 004's decoupled streaming).
+//! The live event stream of a run.
 //!
 //! A run publishes what happens to it (phase changes, the agenda, researchers, evaluations, every
 //! model call, search and page read, the stored report, the end) to a [`RunEvents`] port; the

@@ -1,4 +1,4 @@
-//! A circuit breaker per model endpoint (seed 004): closed → open after 5 consecutive failures →
+//! A circuit breaker per model endpoint: closed → open after 5 consecutive failures →
 //! half-open after 60 s → closed after 2 successes; a failure while half-open opens it again.
 //!
 //! Pure: the caller passes the time, so every transition is tested without sleeping.
@@ -31,7 +31,7 @@ impl BreakerState {
     }
 }
 
-/// When a breaker opens and closes (seed 004's values by default).
+/// When a breaker opens and closes (by default: after 5 failures, for 60 s, closed by 2 successes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerSettings {
     pub failures_to_open: u32,

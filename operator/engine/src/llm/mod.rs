@@ -195,7 +195,7 @@ pub enum LlmError {
     Degenerate { tokens: u64 },
     #[error("model configuration invalid: {0}")]
     Config(String),
-    /// The call was not made: its worst case would pass the run's budget (DESIGN §5).
+    /// The call was not made: its worst case would pass the run's budget.
     #[error("{message}")]
     BudgetExhausted { tokens: bool, message: String },
     /// Every tier's circuit breaker is open; no call was made.

@@ -514,7 +514,7 @@ impl ChatModel for OpenAiClient {
             ));
         }
         // The context window is a hard limit: the prompt is measured and trimmed to fit
-        // before it is sent (issue 14: a conversation grew to 8192 of 8192 tokens).
+        // before it is sent (a conversation grew to 8192 of 8192 tokens).
         let budget = window::prompt_budget_chars(&request, self.config.context_window);
         let (request, cut) = window::fit(request, budget);
         if cut > 0 {

@@ -1,4 +1,4 @@
-//! The model router (seed 001): tiers tried in order, per-role overrides, a circuit breaker and a
+//! The model router: tiers tried in order, per-role overrides, a circuit breaker and a
 //! shared rate limiter per endpoint, and the run's budget guard.
 //!
 //! Every model call of a run goes through one [`Router`]. Before a call it reserves the call's
@@ -17,7 +17,7 @@ use super::window::{estimate_tokens, request_chars};
 use super::{CallPurpose, ChatModel, ChatRequest, ChatResponse, LlmError, Usage};
 use crate::telemetry::RunMetrics;
 
-/// Share of a budget past which the budget tier is preferred (DESIGN §5).
+/// Share of a budget past which the budget tier is preferred.
 pub const BUDGET_TIER_AT: f64 = 0.8;
 
 /// Who a call is for; a profile may give a role its own primary model.

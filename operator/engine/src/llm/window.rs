@@ -1,4 +1,4 @@
-//! The context window as a hard limit (issue 14): every prompt is measured before it is sent
+//! The context window as a hard limit: every prompt is measured before it is sent
 //! and trimmed to fit `contextWindow - maxOutputTokens`; a server that still refuses it for
 //! its length gets one smaller prompt.
 //!
@@ -8,7 +8,7 @@ use super::ChatRequest;
 
 /// Characters per token assumed when measuring a prompt before sending it. Lower than the
 /// 4 used to estimate usage: code, URLs and non-English text tokenize denser, and a prompt
-/// that is measured too small is refused by the server (issue 14: 8192 of 8192).
+/// that is measured too small is refused by the server (8192 of 8192).
 pub const SAFE_CHARS_PER_TOKEN: usize = 3;
 /// Characters per token used to estimate usage when the server reports none.
 const CHARS_PER_TOKEN: u64 = 4;

@@ -1,4 +1,4 @@
-//! The researcher's tool budgets (seed 000), as a pure tracker.
+//! The researcher's tool budgets, as a pure tracker.
 
 /// Gathering calls per researcher, shared by every search-like tool.
 pub const GATHER_CALLS: u32 = 4;
@@ -73,7 +73,7 @@ impl ToolBudget {
         self.scrape_calls > SCRAPE_BATCHES.len()
     }
 
-    /// Progress units (seed 000): one per tool call, the report makes the tenth.
+    /// Progress units: one per tool call, the report makes the tenth.
     pub fn units(&self) -> u32 {
         self.gathers + self.scrape_calls as u32
     }

@@ -1,4 +1,4 @@
-//! What changed since an earlier run of the same question (issue 18): the earlier run's findings
+//! What changed since an earlier run of the same question: the earlier run's findings
 //! in, a "Changes since <date>" section and a structured diff out.
 //!
 //! Pure. Claims are compared by their content words (a reworded sentence is the same claim when

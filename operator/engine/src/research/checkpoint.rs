@@ -1,4 +1,4 @@
-//! Checkpoints of the engine state (seed 001's atomic checkpoints, DESIGN §4).
+//! Checkpoints of the engine state, written atomically so a crash never leaves a torn one.
 //!
 //! A checkpoint is the state JSON behind a header line holding its SHA-256 and a sequence number.
 //! Two slots alternate (`checkpoint-a.json`, `checkpoint-b.json`); the pointer

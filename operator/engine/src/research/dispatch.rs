@@ -23,7 +23,7 @@ pub struct ResearcherJob {
     /// The agenda task.
     pub query: String,
     pub input: RunInput,
-    /// Reports of siblings that finished before this task started (seed 000).
+    /// Reports of siblings that finished before this task started.
     pub injected: Vec<ResearcherReport>,
     /// What the run had spent when the task started (a remote budget guard starts there).
     pub spent: crate::llm::Usage,

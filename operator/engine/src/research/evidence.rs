@@ -479,7 +479,7 @@ static VERSIONED_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// "PostgreSQL 15" and "Python 3.11" when the question says so too. A model answering "What is
 /// the default of max_connections in PostgreSQL 15?" writes "In PostgreSQL 15, the default is
 /// 100", and the passage (the version's own manual) never says "15": that number is the
-/// question's context, not a claim the passage must back (issue 14: the 1.5B model's right
+/// question's context, not a claim the passage must back (the 1.5B model's right
 /// answer was dropped for it). Empty when `asked` is.
 fn restated_versions(claim: &str, asked: &str) -> Vec<String> {
     let pairs = |text: &str| -> Vec<(String, String)> {
@@ -582,7 +582,7 @@ const NEGATION_SKIPS: &[&str] = &[
 /// sentence holding it that shares most of the claim's words does not negate. The 0.5B model
 /// copied "will set the timeout on the socket instance" as "does not set the timeout ...", and
 /// cited the paragraph beside it; every other word was on the page, so the share of shared words
-/// could not see it (issue 14). A negative claim is the easiest to get backwards and the hardest
+/// could not see it. A negative claim is the easiest to get backwards and the hardest
 /// for a reader to check, so it needs its own negative sentence.
 fn negation_unsupported(claim: &str, passage: &str) -> bool {
     let words = |text: &str| -> Vec<String> {

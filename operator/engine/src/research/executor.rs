@@ -32,7 +32,7 @@ use crate::store::keys::{EVENTS_KEY, FINDINGS_KEY, PROGRESS_KEY, REPORT_KEY};
 /// The engine's ports and settings: everything a run talks to.
 pub struct Engine {
     pub model: Arc<dyn ChatModel>,
-    /// The profile's budget tier, asked when the primary's agenda is unusable (seed 001).
+    /// The profile's budget tier, asked when the primary's agenda is unusable.
     pub budget_model: Option<Arc<dyn ChatModel>>,
     /// The run's budget as the model router enforces it (configured when the run starts).
     pub spend: Arc<SpendGuard>,
@@ -127,7 +127,7 @@ struct Runner {
     checkpoints: CheckpointWriter,
     /// Researcher reports already in the progressive Markdown.
     progress_written: usize,
-    /// Steering channels of running researchers, by task id (seed 000).
+    /// Steering channels of running researchers, by task id.
     steering: std::collections::BTreeMap<u32, mpsc::UnboundedSender<ResearcherReport>>,
 }
 
@@ -165,7 +165,7 @@ impl Runner {
         }
     }
 
-    /// A finished report goes to every researcher still running (seed 000's steering); a
+    /// A finished report goes to every researcher still running (steering); a
     /// researcher that ended leaves the steering list.
     fn steer(&mut self, event: &Event) {
         match event {
@@ -236,7 +236,7 @@ impl Runner {
                     round,
                     query: task,
                     input: self.state.input.clone(),
-                    // Reports of siblings that finished earlier are injected (seed 000).
+                    // Reports of siblings that finished earlier are injected.
                     injected: self.state.reports.clone(),
                     spent: self.state.usage,
                 };
@@ -276,7 +276,7 @@ impl Runner {
             }
             Command::Synthesize { partial } => {
                 if partial || lead::synthesis_is_free(&self.state) {
-                    // Quick mode returns the researcher's report (seed 000); partial reports cost nothing more.
+                    // Quick mode returns the researcher's report; partial reports cost nothing more.
                     let report =
                         report::compose(&self.state, &lead::merged_reports(&self.state), partial);
                     let _ = self.tx.send(Event::Synthesized {

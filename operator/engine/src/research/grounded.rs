@@ -1,4 +1,4 @@
-//! Grounded answers that small models can write (issue 14): the passages that best match the
+//! Grounded answers that small models can write: the passages that best match the
 //! task are numbered, the model answers in a few sentences that each end with a passage number,
 //! and the engine turns the numbers into citations. A model that cannot write a URL can still
 //! write `[2]`; the links, titles and quotes come from the engine.
@@ -253,7 +253,7 @@ fn report(
     if !extra.is_empty() {
         // Their link lines differ from the evidence's ("Also from ..."): the same line twice
         // reads as a repeat to the report's repetition guard, which cut this section whenever
-        // the best passage was another paragraph of a cited entry (issue 14: shared_buffers'
+        // the best passage was another paragraph of a cited entry (shared_buffers'
         // "The default is typically 128 megabytes" never reached the reader).
         let also = quoted_list(&extra).replace("\n- [", "\n- Also from [");
         let heading = if extra.len() == 1 {
@@ -271,7 +271,7 @@ const MAX_UNCITED_QUOTED: usize = 3;
 
 /// Pure: the passages a reader should see that the summary did not cite: the one matching the
 /// task best (a small model often answers from the second passage and leaves out the first,
-/// which holds the answer: issue 14's "The default is typically 128 megabytes"), and for a task
+/// which holds the answer: "The default is typically 128 megabytes"), and for a task
 /// asking several things, the best passage for each ([`queries::question_parts`]): the 1.5B
 /// model answered "What isolation levels does PostgreSQL support and how does Serializable
 /// differ from Repeatable Read?" with one sentence about the second question, and the passage
@@ -649,7 +649,7 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
     for p in points {
         // A point of two sentences is judged sentence by sentence: the 0.5B model put a wrong
         // "does not set the timeout" before the right "If no timeout is supplied, the global
-        // default ... is used", and the right half was lost with the wrong one (issue 14).
+        // default ... is used", and the right half was lost with the wrong one.
         let mut kept: Vec<(String, Vec<usize>)> = Vec::new();
         for text in sentences(&clean_sentence(&p.sentence, &labels)) {
             let text = strip_signature(&text);
@@ -720,7 +720,7 @@ fn supporting(
 /// The cited passages (valid numbers, in the model's order, without repeats), all of one page,
 /// when together they support `text` though none does alone; `None` otherwise. The 1.5B
 /// model answered a two-part question with one sentence over both settings' passages, and
-/// each passage alone lacked the other's number, so the right answer was dropped (issue 14).
+/// each passage alone lacked the other's number, so the right answer was dropped.
 fn supported_together(
     text: &str,
     passages: &[usize],

@@ -1,4 +1,4 @@
-//! The run's provenance log (`events.jsonl`, seed 001's JSONL event log), which doubles as its
+//! The run's provenance log (`events.jsonl`, one JSON line per call, search and read), which doubles as its
 //! cost journal.
 //!
 //! Every model call, search and page read is one JSON line. The router waits for the log to be

@@ -22,7 +22,7 @@ use crate::llm::{CallPurpose, ChatModel, ChatRequest, Message, Usage};
 use crate::scrape::truncate_page;
 use quarry_vocab::reasons;
 
-/// Tasks per complexity level (seed 000: 1 → 2, 2 → 3, 3 → 5).
+/// Tasks per complexity level (1 → 2, 2 → 3, 3 → 5).
 pub fn tasks_for_complexity(complexity: u64) -> usize {
     match complexity {
         0 | 1 => 2,
@@ -41,7 +41,8 @@ pub enum PlanOutcome {
 /// Parses the coordinator's answer into an agenda; the error quotes what was wrong for a repair retry.
 pub fn parse_plan(answer: &str) -> Result<PlanOutcome, String> {
     let v = extract_json_object(answer).map_err(|e| e.to_string())?;
-    // Seed 004's intents; only MALICIOUS stops the run (the user asked for research).
+    // The planner classifies the question's intent; only MALICIOUS stops the run (the user asked
+    // for research).
     if v.get("intent")
         .and_then(Value::as_str)
         .is_some_and(|i| i.trim().eq_ignore_ascii_case("malicious"))
@@ -78,7 +79,7 @@ pub fn parse_plan(answer: &str) -> Result<PlanOutcome, String> {
     ))
 }
 
-/// Like [`parse_plan`], but an agenda shorter than its complexity asks for (seed 000: 2, 3 or
+/// Like [`parse_plan`], but an agenda shorter than its complexity asks for (2, 3 or
 /// 5 tasks) is an error, so the first answer gets a repair retry that names the shortfall.
 pub fn parse_plan_strict(answer: &str) -> Result<PlanOutcome, String> {
     let outcome = parse_plan(answer)?;
@@ -98,7 +99,7 @@ pub fn parse_plan_strict(answer: &str) -> Result<PlanOutcome, String> {
     Ok(outcome)
 }
 
-/// Parses the evaluator's answer; anything that is not a JSON delegation counts as synthesis (seed 000).
+/// Parses the evaluator's answer; anything that is not a JSON delegation counts as synthesis.
 pub fn parse_decision(answer: &str, max_queries: usize) -> Decision {
     let Ok(v) = extract_json_object(answer) else {
         return Decision::Synthesize;
@@ -279,7 +280,7 @@ pub async fn evaluate(model: &dyn ChatModel, state: &RunState, max_tokens: u32) 
     }
 }
 
-/// The outputs a run asked for, in seed 003's order (study when none).
+/// The outputs a run asked for, in a fixed order: study, ideas, implementations (study when none).
 pub fn requested_outputs(state: &RunState) -> Vec<OutputKind> {
     let mut kinds: Vec<OutputKind> = state.input.outputs.clone();
     kinds.sort();
@@ -291,7 +292,7 @@ pub fn requested_outputs(state: &RunState) -> Vec<OutputKind> {
 }
 
 /// True when synthesis needs no model call: quick mode with only the study (the researcher's
-/// report is the result, seed 000).
+/// report is the result).
 pub fn synthesis_is_free(state: &RunState) -> bool {
     state.input.mode == Mode::Quick && requested_outputs(state) == [OutputKind::Study]
 }
@@ -308,7 +309,7 @@ fn unique_pages(state: &RunState) -> Vec<PageExtract> {
         .collect()
 }
 
-/// Seed 004's compressor: one summary per page read, in parallel under a semaphore. A failed
+/// The compressor: one summary per page read, in parallel under a semaphore. A failed
 /// summary falls back to the page's opening text, so no source is ever dropped silently.
 pub async fn summarize_sources(
     model: &dyn ChatModel,
@@ -473,7 +474,7 @@ pub fn fallback_study(state: &RunState, notes: &[SourceNote]) -> String {
     md
 }
 
-/// One seed 003 output call.
+/// One output call (study, ideas or implementations).
 async fn output_call(
     model: &dyn ChatModel,
     state: &RunState,

@@ -1,6 +1,6 @@
 //! The research engine: a pure reducer at the core, an executor shell around it.
 //!
-//! Knows nothing about Kubernetes (DESIGN §1).
+//! Knows nothing about Kubernetes.
 
 pub mod budget;
 pub mod changes;

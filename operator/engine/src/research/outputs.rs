@@ -1,4 +1,4 @@
-//! Seed 003's structured outputs: `<research_result>` with a study report or `<research_item>`s,
+//! The structured outputs: `<research_result>` with a study report or `<research_item>`s,
 //! and their tolerant parser.
 //!
 //! Pure. Models truncate, fence and mangle tags; the parser keeps whatever is usable: a missing
@@ -10,12 +10,12 @@ use serde::Serialize;
 
 use super::state::OutputKind;
 
-/// One idea or implementation (seed 003's `IdeaResult` / `ImplementationResult`).
+/// One idea or implementation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ResearchItem {
     /// URL where this was found.
     pub source: String,
-    /// Markdown with the sections seed 003 lists for the mode.
+    /// Markdown with the sections the mode's prompt asks for (`config/prompts/`).
     pub content: String,
 }
 
@@ -144,7 +144,7 @@ fn unfence_content(c: &str) -> String {
     c.trim().to_string()
 }
 
-/// Parses one model answer for one output kind (seed 003's `parse_research_result`, tolerant).
+/// Parses one model answer for one output kind, tolerating what models get wrong.
 pub fn parse(raw: &str, kind: OutputKind, top_k: usize) -> ParsedOutput {
     let (inner, truncated) = match extract(raw, "research_result") {
         Some(found) => found,

@@ -367,7 +367,7 @@ fn names_a_kind(before: &str, prev: &str, w: &str) -> bool {
 /// (`PostgreSQL's jsonb type`), a product used as a modifier (`a PostgreSQL table`) or the kind of
 /// thing a name is (`the MERGE command`, see [`names_a_kind`]). They say
 /// which documentation to look in, not which passage answers; on a page of that product's
-/// docs they match by accident (issue 14: "PostgreSQL versions before 9.4 ..." outranked the
+/// docs they match by accident ("PostgreSQL versions before 9.4 ..." outranked the
 /// `max_connections` entry for "the default of max_connections in PostgreSQL 15").
 pub fn context_terms(query: &str) -> BTreeSet<String> {
     let words: Vec<&str> = query

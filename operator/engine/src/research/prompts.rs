@@ -16,16 +16,16 @@ pub const GROUNDED_EACH: &str = include_str!("../../../../config/prompts/grounde
 pub const PLANNER: &str = include_str!("../../../../config/prompts/planner.md");
 /// The lead evaluator's prompt.
 pub const EVALUATOR: &str = include_str!("../../../../config/prompts/evaluator.md");
-/// The common frame of every synthesis call (seed 003's envelope).
+/// The common frame of every synthesis call.
 pub const SYNTHESIS_ENVELOPE: &str =
     include_str!("../../../../config/prompts/synthesis_envelope.md");
-/// Study mode instructions (seed 003).
+/// Study mode instructions.
 pub const STUDY: &str = include_str!("../../../../config/prompts/study.md");
-/// Idea mode instructions (seed 003).
+/// Idea mode instructions.
 pub const IDEAS: &str = include_str!("../../../../config/prompts/ideas.md");
-/// Implementation mode instructions (seed 003).
+/// Implementation mode instructions.
 pub const IMPLEMENTATIONS: &str = include_str!("../../../../config/prompts/implementations.md");
-/// Per-document summaries (seed 004's compressor).
+/// Per-document summaries, which keep synthesis within the writer's context window.
 pub const SUMMARIZER: &str = include_str!("../../../../config/prompts/summarizer.md");
 /// The optional model judge of the evidence gate.
 pub const JUDGE: &str = include_str!("../../../../config/prompts/judge.md");
@@ -39,7 +39,7 @@ pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
     out
 }
 
-/// Fences untrusted text so a model can tell evidence from instructions (DESIGN §6).
+/// Fences untrusted text so a model can tell evidence from instructions.
 pub fn fence_page(url: &str, title: &str, body: &str) -> String {
     // A page cannot close the fence early: its own closing tags, in any case, are defused.
     let body = defuse_closing_tag(body, "</page");

@@ -1,4 +1,4 @@
-//! Search queries that cannot go wrong (issue 14): the task is always searched first, in its own
+//! Search queries that cannot go wrong: the task is always searched first, in its own
 //! words and as keywords; what the model writes is added to that, and a query that is empty, a
 //! placeholder copied from an example, or a repeat is refused before it spends the budget.
 //!

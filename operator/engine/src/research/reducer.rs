@@ -1,7 +1,7 @@
 //! The pure state machine of a run: `reduce(state, event) -> (state, commands)`.
 //!
 //! No I/O, no clock, no randomness: the executor interprets the commands and feeds
-//! their results back as events. Every transition of DESIGN §3 lives here.
+//! their results back as events. Every transition of a run's phases lives here.
 
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +22,7 @@ pub enum Event {
     PlanReady { tasks: Vec<String>, usage: Usage },
     /// Planning failed for good (after repair retries), or the query was refused.
     PlanFailed { failure: Failure, usage: Usage },
-    /// A researcher used more of its budget: tool-call units so far (seed 000) and the usage of
+    /// A researcher used more of its budget: tool-call units so far and the usage of
     /// the model calls made since its last progress event. All researcher spend is accounted
     /// here, as it happens, so limits apply mid-task and aborted work is still paid for.
     ResearcherProgress {
@@ -487,7 +487,8 @@ fn after_researcher(state: &mut RunState, cmds: &mut Vec<Command>) {
     }
 }
 
-/// Seed 000's evaluator framework, step 1 (error check) is pure; the rest is the evaluator's call.
+/// After a round: the error check (did every researcher fail?) is pure; the rest is the
+/// evaluator's call.
 fn after_round(state: &mut RunState, cmds: &mut Vec<Command>) {
     let round = state.round;
     let all_failed = state
@@ -522,7 +523,7 @@ fn after_round(state: &mut RunState, cmds: &mut Vec<Command>) {
     }
 }
 
-/// Enters Synthesizing; with no usable source the honest abort report replaces synthesis (seed 004).
+/// Enters Synthesizing; with no usable source the honest abort report replaces synthesis.
 fn synthesize(state: &mut RunState, cmds: &mut Vec<Command>, partial: bool) {
     state.phase = Phase::Synthesizing;
     if state.fetched_urls.is_empty() || nothing_relevant_read(state) {
@@ -553,7 +554,7 @@ fn fail(state: &mut RunState, cmds: &mut Vec<Command>, failure: Failure) {
     cmds.push(Command::Checkpoint);
 }
 
-/// Work in flight is redone later (DESIGN §4), so running tasks go back to Pending.
+/// Work in flight is redone later, so running tasks go back to Pending.
 fn requeue_running(state: &mut RunState) {
     for t in state
         .agenda

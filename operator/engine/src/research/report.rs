@@ -1,5 +1,5 @@
 //! Pure report assembly: citation verification, the Sources section, findings JSON and the
-//! honest "unable to research" report of seed 004.
+//! honest "unable to research" report.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
@@ -136,7 +136,7 @@ pub fn fetched_sources(state: &RunState) -> Vec<SourceRef> {
         .collect()
 }
 
-/// A per-document summary (seed 004's compressor), or the page's opening text when the summary
+/// A per-document summary, or the page's opening text when the summary
 /// failed.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SourceNote {
@@ -147,7 +147,7 @@ pub struct SourceNote {
     pub summarized: bool,
 }
 
-/// The model's output before the evidence gate: a study body and/or seed 003 items.
+/// The model's output before the evidence gate: a study body and/or idea and implementation items.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Draft {
     /// Per-document summaries the outputs were written from.
@@ -195,7 +195,7 @@ fn push_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = String>) 
     }
 }
 
-/// Runs the evidence gate over a draft (DESIGN §3): unverifiable links removed, items whose
+/// Runs the evidence gate over a draft: unverifiable links removed, items whose
 /// source the run never saw dropped, every cited claim checked against the cited text.
 pub fn check(state: &RunState, draft: Draft) -> Checked {
     let base = EvidenceBase::from_state(state);
@@ -250,7 +250,7 @@ pub fn check(state: &RunState, draft: Draft) -> Checked {
     }
 }
 
-/// The progressive Markdown (seed 001): every finished researcher report in agenda order,
+/// The progressive Markdown: every finished researcher report in agenda order,
 /// readable while the run goes on and kept if it never finishes. Citations here have not been
 /// through the evidence gate yet; the final report's have.
 pub fn progress_markdown(state: &RunState) -> String {
@@ -451,7 +451,7 @@ pub fn demote(md: &str, levels: usize) -> String {
         .join("\n")
 }
 
-/// Seed 004's abort path: an honest report when no usable source was found, instead of an invented one.
+/// The abort path: an honest report when no usable source was found, instead of an invented one.
 pub fn abort_report(state: &RunState) -> FinalReport {
     let q = one_line(&state.input.query);
     let searched = state.searches;

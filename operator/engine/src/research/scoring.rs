@@ -1,10 +1,11 @@
-//! Seed 004's source scoring, adaptive threshold and query reformulation, as pure functions.
+//! Source scoring, adaptive threshold and query reformulation, as pure functions.
 //!
-//! Seed 004 asks a model for the three dimensions; Quarry scores search results without a model
+//! The three dimensions could be asked of a model; Quarry scores search results without a model
 //! call (a call per result would cost more than the researcher itself on a small model):
 //! relevance is the share of the query's content words in the title, snippet and URL path,
 //! quality a prior by source type and domain, usefulness how much checkable substance the snippet
-//! shows. The weights (50/30/20), extractability multipliers and thresholds are seed 004's.
+//! shows. The weights (50/30/20) put relevance first; the extractability multipliers and
+//! thresholds are tuned so a niche question still passes a few results.
 
 use serde::Serialize;
 
@@ -14,7 +15,7 @@ use crate::sources::SearchHit;
 /// Sources that must pass the threshold before a search stops reformulating.
 pub const MIN_PASSING_SOURCES: usize = 3;
 
-/// What kind of site a result is on (seed 004's extractability classes, plus documentation and forums).
+/// What kind of site a result is on: how much readable content its pages tend to hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum SourceType {
@@ -29,7 +30,7 @@ pub enum SourceType {
 }
 
 impl SourceType {
-    /// Seed 004's extractability multiplier (penalizes low-content sources).
+    /// The extractability multiplier (penalizes low-content sources).
     pub fn multiplier(self) -> f64 {
         match self {
             SourceType::Video => 0.20,
@@ -252,7 +253,7 @@ pub fn score(query: &str, hit: &SearchHit) -> SourceScore {
     }
 }
 
-/// Seed 004's adaptive threshold: niche queries and social-heavy results get 0.45, well-covered
+/// The adaptive threshold: niche queries and social-heavy results get 0.45, well-covered
 /// topics 0.65, everything else 0.60.
 pub fn adaptive_threshold(result_count: usize, social_ratio: f64) -> f64 {
     if result_count < 15 || social_ratio > 0.5 {
@@ -281,7 +282,7 @@ pub fn social_ratio(hits: &[SearchHit]) -> f64 {
     social as f64 / hits.len() as f64
 }
 
-/// Seed 004's reformulation strategies, in the order they are tried.
+/// The reformulation strategies, in the order they are tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Reformulation {

@@ -10,7 +10,8 @@ pub struct EngineSettings {
     pub lead_max_tokens: u32,
     /// Output cap of each synthesis (output) call.
     pub synthesis_max_tokens: u32,
-    /// Summarize every page read before synthesis (seed 004's compressor, deep mode).
+    /// Summarize every page read before synthesis (deep mode), so the writer sees every source
+    /// within its context window.
     pub summarize_sources: bool,
     /// Pages summarized at most; the rest reach synthesis through the researchers' reports.
     pub max_summaries: usize,

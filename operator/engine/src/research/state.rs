@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::llm::Usage;
 use quarry_vocab::reasons;
 
-/// Orchestration mode (seed 000): one researcher, or planner + rounds + evaluator.
+/// Orchestration mode: one researcher, or planner + rounds + evaluator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -16,7 +16,7 @@ pub enum Mode {
     Deep,
 }
 
-/// Requested outputs (seed 003).
+/// Requested outputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputKind {
@@ -48,11 +48,11 @@ impl Default for Limits {
     }
 }
 
-/// Rounds the planner's agenda is expected to take (seed 000: `targetRounds`).
+/// Rounds the planner's agenda is expected to take (`targetRounds`).
 pub const TARGET_ROUNDS: u32 = 1;
-/// Bonus rounds the evaluator may add beyond the target (seed 000: hard limit `targetRounds + 2`).
+/// Bonus rounds the evaluator may add beyond the target (hard limit `targetRounds + 2`).
 pub const MAX_EXTRA_ROUNDS: u32 = 2;
-/// Progress units budgeted per researcher (seed 000).
+/// Progress units budgeted per researcher.
 pub const UNITS_PER_RESEARCHER: u32 = 10;
 
 /// What the user asked for, fixed for the life of a run.
@@ -150,7 +150,7 @@ impl RunInput {
     }
 }
 
-/// Phase of a run as people see it (DESIGN §2).
+/// Phase of a run as people see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Phase {
     Pending,
@@ -250,7 +250,7 @@ pub struct ResearcherReport {
     pub usage: Usage,
 }
 
-/// The lead evaluator's decision (seed 000).
+/// The lead evaluator's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Decision {
     Synthesize,
@@ -265,7 +265,7 @@ pub struct FinalReport {
     pub sources: Vec<SourceRef>,
     /// True when limits stopped the run before the evaluator chose to synthesize.
     pub partial: bool,
-    /// True for seed 004's honest "unable to research" report.
+    /// True for the honest "unable to research" report.
     pub aborted: bool,
     /// Cited claims checked against the cited page's text by the evidence gate.
     #[serde(default)]
@@ -341,7 +341,7 @@ pub struct RunState {
     pub pages_fetched: u32,
     /// Every URL fetched by any researcher of this run (the shared URL pool).
     pub fetched_urls: BTreeSet<String>,
-    /// Planned progress units (seed 000: 10 per researcher, grows on delegation).
+    /// Planned progress units (10 per researcher, grows on delegation).
     pub budget_units: u32,
     pub limit_hit: Option<LimitHit>,
     pub final_report: Option<FinalReport>,
@@ -381,7 +381,7 @@ impl RunState {
         }
     }
 
-    /// Progress for people (seed 000): `"NN%"` of planned units, or `"exploring"` past the planned rounds.
+    /// Progress for people: `"NN%"` of planned units, or `"exploring"` past the planned rounds.
     pub fn progress(&self) -> String {
         match self.phase {
             Phase::Completed => return "100%".to_string(),

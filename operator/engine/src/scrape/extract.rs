@@ -109,7 +109,7 @@ fn html_to_markdown(html: &str) -> Option<String> {
 /// Pure: every `<pre>` without a `<code>` inside gets one, so the converter writes a fenced
 /// code block. The extractor's HTML keeps Sphinx's code examples as bare `<pre>`, which the
 /// converter turns into unfenced lines; a passage splitter then cut them at blank lines and a
-/// small model quoted a stray `import csv` as a finding (issue 14).
+/// small model quoted a stray `import csv` as a finding.
 fn code_in_bare_pre(html: &str) -> std::borrow::Cow<'_, str> {
     if !html.contains("<pre>") {
         return std::borrow::Cow::Borrowed(html);

@@ -1,4 +1,5 @@
-//! The article-extraction quality metric of `shared/bench/article-extraction/README.md`.
+//! The article-extraction quality metric of the public Article Extraction Benchmark
+//! (scrapinghub/article-extraction-benchmark), which the extraction bench scores with.
 //!
 //! Texts are compared as multisets of 4-token shingles of `\w+` tokens; every page weighs the
 //! same because its tp/fp/fn are normalised by their sum before averaging.

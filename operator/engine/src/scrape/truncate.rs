@@ -1,4 +1,4 @@
-//! Truncation of page text before it reaches a model (seed 002: keep the head, 50 KB / 2000
+//! Truncation of page text before it reaches a model (keep the head, 50 KB / 2000
 //! lines, whichever comes first, and say that it was cut).
 
 /// Default byte budget of text handed to a model.

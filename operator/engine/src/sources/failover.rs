@@ -1,5 +1,5 @@
 //! Search failover: SearXNG first, then the API providers the profile configures, each behind a
-//! circuit breaker shared by every run of the process (issue 5).
+//! circuit breaker shared by every run of the process.
 //!
 //! A backend is skipped while its breaker is open; an error counts against the breaker and falls
 //! over to the next backend; an answer without results also falls over (public engines often

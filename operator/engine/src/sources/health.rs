@@ -1,4 +1,4 @@
-//! Per-engine health of SearXNG backends, read off every answer (issue 5).
+//! Per-engine health of SearXNG backends, read off every answer.
 //!
 //! Public engines answer datacenter addresses with CAPTCHAs, suspensions and HTTP 200 with zero
 //! results. SearXNG reports the first two in `unresponsive_engines` (`[[engine, message], ...]`)

@@ -1,4 +1,4 @@
-//! The specialised sources a researcher may call besides web search (seed 000's
+//! The specialised sources a researcher may call besides web search (the
 //! `security_search` and `stackexchange` tools), behind two small ports so the engine runs
 //! against doubles in tests.
 
@@ -32,7 +32,7 @@ impl SecurityQuery {
 }
 
 /// What a specialised tool call returns: hits for the researcher's URL pool (readable and
-/// citable like search hits) and the text the model reads, already truncated (seed 002).
+/// citable like search hits) and the text the model reads, already truncated.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolAnswer {
     /// Results the researcher may read and cite.

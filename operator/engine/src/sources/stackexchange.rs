@@ -1,4 +1,4 @@
-//! Stack Exchange (seed 000's `stackexchange` tool): `GET {base}/2.3/search/advanced?order=desc&
+//! Stack Exchange (the researcher's `stackexchange` tool): `GET {base}/2.3/search/advanced?order=desc&
 //! sort=relevance&q=..&site=..&pagesize=..&filter=withbody[&key=..]`; the answer is
 //! `{items[]{question_id,title,link,score,answer_count,is_answered,tags,body}, has_more,
 //! quota_remaining, backoff?}` or an error `{error_id, error_message, error_name}`.

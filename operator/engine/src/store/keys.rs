@@ -5,7 +5,7 @@
 pub const REPORT_KEY: &str = "report.md";
 /// The machine-readable findings.
 pub const FINDINGS_KEY: &str = "findings.json";
-/// The progressive Markdown: finished researcher reports, readable before synthesis (seed 001).
+/// The progressive Markdown: finished researcher reports, readable before synthesis.
 pub const PROGRESS_KEY: &str = "progress.md";
 /// The provenance log (one JSON line per model call, search and page read).
 pub const EVENTS_KEY: &str = "events.jsonl";

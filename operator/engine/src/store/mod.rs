@@ -1,4 +1,4 @@
-//! The `ArtifactStore` port (DESIGN §4) through which the engine persists checkpoints, artifacts
+//! The `ArtifactStore` port through which the engine persists checkpoints, artifacts
 //! and reports, with the stores that need nothing outside the engine: local files (standalone
 //! mode) and memory (tests). The ConfigMap and object stores are the operator's.
 
@@ -62,7 +62,7 @@ pub fn sanitize_query(query: &str) -> String {
     }
 }
 
-/// The report file name of seed 000: `<sanitized-query>-<letter><digit>.md`. Standalone runs draw
+/// The report file name: `<sanitized-query>-<letter><digit>.md`, readable and rarely taken. Standalone runs draw
 /// the suffix at random; object storage derives it from the run's UID (see
 /// `quarry_operator::store::object::report_object_name`).
 pub fn report_file_name(query: &str, letter: char, digit: u8) -> String {

@@ -1,9 +1,9 @@
-//! Telemetry: every Prometheus metric Quarry exports (names live only here, DESIGN §1) and the
+//! Telemetry: every Prometheus metric Quarry exports (names live only here, so dashboards and code cannot drift apart) and the
 //! trace ids their exemplars carry. The tracing subscriber is the operator's
 //! (`quarry_operator::subscriber`).
 //!
 //! Metrics are labelled by namespace, profile, provider and model, never by run name: run names are
-//! unbounded and would explode the series count (DESIGN §5).
+//! unbounded and would explode the series count.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,5 @@
-//! `quarry run --output json`: the run's events as JSON lines on stdout, like the JSON mode of
-//! seed 002's coding agent (one object per line, `type` first), for agents that call Quarry.
+//! `quarry run --output json`: the run's events as JSON lines on stdout, like the JSON output
+//! modes of coding agents (one object per line, `type` first), for agents that call Quarry.
 //!
 //! Sources today: the executor's [`RunObserver`] (state changes) and the model router's
 //! provenance records (model calls, searches, page reads). [`event_json`], [`call_json`] and

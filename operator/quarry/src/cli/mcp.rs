@@ -1,10 +1,10 @@
-//! `quarry mcp`: a Model Context Protocol server on stdin/stdout for coding agents (seed 000 is a
-//! research tool for the agent of seed 002).
+//! `quarry mcp`: a Model Context Protocol server on stdin/stdout, so coding agents can use Quarry
+//! as a research tool.
 //!
 //! Tools:
 //! - `research`: runs standalone (a `quarry run --output json` child process) when the server
 //!   was given a profile file, else creates a ResearchRun in the kube context's namespace; with
-//!   `wait` it returns the report cut per seed 002 (50 KB / 2000 lines, head kept) and where
+//!   `wait` it returns the report cut to the tool-output bound (50 KB / 2000 lines, head kept) and where
 //!   the full report is;
 //! - `get_report`: a finished run's report, same cut;
 //! - `list_runs`: the namespace's runs and this server's standalone runs.

@@ -5,7 +5,7 @@ fn a_claim_negating_what_its_passage_affirms_or_never_says_is_unsupported() {
     let passage = "Connect to a TCP service. If supplied, timeout sets the timeout on the \
         socket instance before attempting to connect. If no timeout is supplied, the global \
         default timeout setting returned by getdefaulttimeout() is used.";
-    // The 0.5B model's sentence (issue 14).
+    // The 0.5B model's sentence.
     assert!(negation_unsupported(
         "The timeout parameter does not set the timeout on the socket instance before attempting to connect.",
         passage

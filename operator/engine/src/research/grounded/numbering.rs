@@ -50,7 +50,7 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         .collect();
     // The first paragraph of an API or setting entry says what the entry is ("Deserialize s
     // ... to a Python object"); its later paragraphs qualify it. Among passages matching alike,
-    // the definition wins (issue 14: three `parse_int` details crowded out json.loads' own).
+    // the definition wins (three `parse_int` details crowded out json.loads' own).
     // The entry of the very name asked about says what it is in its first prose paragraph
     // ("Special type to represent the current enclosed class."), which names nothing of the
     // question: the entry's code samples, full of `self`, outranked it (typing.Self).
@@ -168,7 +168,7 @@ pub(super) fn is_lead_in(text: &str) -> bool {
 
 /// Pure: whether `text` is only a version note ("New in version 3.11.", "Changed in version
 /// 3.8."): it says when, not what, and a small model answered a question about TaskGroup's
-/// exceptions with nothing but "New in version 3.11" (issue 14).
+/// exceptions with nothing but "New in version 3.11".
 pub(super) fn is_version_note(text: &str) -> bool {
     let t = text.trim().trim_matches(['*', '_']).trim_end_matches('.');
     focus::is_version_note(t)

@@ -632,8 +632,8 @@ fn a_sentence_two_passages_of_a_page_support_together_is_kept() {
     assert_eq!(assemble_json(&answer, &two_pages), None);
 }
 
-/// The 0.5B model's answer to "What does the timeout parameter of socket.create_connection() do?"
-/// (issue 14): it copied the passage's sentence with a "not" added, and cited the paragraph
+/// The 0.5B model's answer to "What does the timeout parameter of socket.create_connection() do?":
+/// it copied the passage's sentence with a "not" added, and cited the paragraph
 /// beside it. Every other word was on the page.
 #[test]
 fn a_sentence_turning_its_passage_round_is_dropped() {
@@ -672,7 +672,7 @@ fn a_sentence_turning_its_passage_round_is_dropped() {
 }
 
 /// The 1.5B model's answer to "What is the default value of max_connections in PostgreSQL 15,
-/// ...?": right, but "15" is not in the passage (issue 14). The question's own "PostgreSQL 15"
+/// ...?": right, but "15" is not in the passage. The question's own "PostgreSQL 15"
 /// is context; another number the passage lacks still drops the sentence.
 #[test]
 fn a_version_restated_from_the_question_needs_no_backing() {

@@ -1,7 +1,7 @@
 //! What the question asks for, beyond its words: the names it asks about and whether it asks for
 //! a default. BM25 sees `wal_level` and `default` as two terms among others; a reader knows the
 //! answer sits in the `wal_level (enum)` entry, in the sentence that says "The default value is".
-//! Measured on the eval set (issue 14): the `wal_compression` entry, whose page mentions WAL and
+//! Measured on the eval set: the `wal_compression` entry, whose page mentions WAL and
 //! a default more often, outranked `wal_level`'s own, and the 0.5B model answered from it.
 
 use super::Passage;
@@ -13,7 +13,7 @@ const STATES_DEFAULT_BOOST: f64 = 1.3;
 
 /// Score factor of a passage that is a version note ("Changed in version 3.8: Added `copy.copy()`
 /// support to compression objects."), when the question does not ask what changed: such notes
-/// name the asked-for API in passing, on pages about something else (issue 14: three of the six
+/// name the asked-for API in passing, on pages about something else (three of the six
 /// passages shown for "copy.copy() versus copy.deepcopy()" were zlib's and re's version notes).
 const VERSION_NOTE_FACTOR: f64 = 0.5;
 
@@ -499,7 +499,7 @@ mod tests {
             "Be careful not to set the default too high."
         ));
         // socket.create_connection's paragraph on errors outranked its timeout paragraph for
-        // "what is the timeout's default" (issue 14).
+        // "what is the timeout's default".
         assert!(!states_default(
             "When a connection cannot be created, an exception is raised. By default, it is the exception from the last address in the list."
         ));

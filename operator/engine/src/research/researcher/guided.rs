@@ -12,7 +12,7 @@ use super::*;
 
 /// A small model (one the profile offers tools through the prompt, `toolMode: jsonAction`) with a
 /// window at or below this many tokens gets the guided researcher unless the settings say
-/// otherwise: 8k windows overflowed in the agent loop (issue 14), 32k ones do not. A model with
+/// otherwise: 8k windows overflowed in the agent loop, 32k ones do not. A model with
 /// native tool calling keeps the agent loop whatever its window (the profile default is 8k).
 pub const GUIDED_WINDOW_TOKENS: u64 = 16_384;
 

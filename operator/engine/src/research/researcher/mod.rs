@@ -1,4 +1,4 @@
-//! The agent researcher (seed 000): gathering, scraping, reporting, within its tool budgets.
+//! The agent researcher: gathering, scraping, reporting, within its tool budgets.
 //!
 //! This is the imperative shell around one model conversation; the budgets are the pure
 //! [`ToolBudget`], the prompts come from [`prompts`].
@@ -31,7 +31,7 @@ use quarry_vocab::reasons;
 /// Characters of each page kept for the extractive fallback report.
 const EXCERPT_CHARS: usize = 600;
 
-/// Largest report injected from a sibling (seed 000: up to 50k chars).
+/// Largest report injected from a sibling (up to 50k chars).
 pub const INJECTED_REPORT_CHARS: usize = 50_000;
 /// Characters of a search snippet kept as evidence for citations of unread results.
 const SNIPPET_CHARS: usize = 500;
@@ -39,7 +39,7 @@ const SNIPPET_CHARS: usize = 500;
 const HANDSHAKE_LIST: usize = 40;
 
 /// Reports of siblings that finish while a researcher runs, steered in before its next model
-/// turn (seed 000).
+/// turn.
 pub type SteeringInbox = tokio::sync::mpsc::UnboundedReceiver<ResearcherReport>;
 
 /// Tunables of a researcher.
@@ -122,7 +122,8 @@ fn tools(specialised: Option<&SpecialisedSources>) -> Vec<ToolSpec> {
             }),
         },
     ];
-    // Seed 000: the specialised tools share the gathering budget with `search`.
+    // The specialised tools share the gathering budget with `search`, so offering them never
+    // lets a researcher gather more.
     if specialised.is_some_and(|s| s.security.is_some()) {
         tools.push(ToolSpec {
             name: "security_search".into(),
@@ -202,7 +203,7 @@ struct Session<'a> {
     known_urls: Vec<String>,
     /// The task this researcher investigates.
     task: String,
-    /// Score of every search result seen, by URL (seed 004).
+    /// Score of every search result seen, by URL.
     scores: std::collections::BTreeMap<String, f64>,
     /// Reformulated searches made so far (broaden, narrow, synonyms).
     reformulations: u32,
@@ -223,14 +224,15 @@ fn urls_in(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Caps text at `max` characters with a notice, within seed 002's byte and line budgets.
+/// Caps text at `max` characters with a notice, within the byte and line budgets of every tool
+/// output (`scrape::truncate`).
 fn truncate_chars(text: &str, max: usize) -> String {
     truncate_page(text, max).text
 }
 
 /// Runs one researcher on one task and returns its report.
 ///
-/// `progress` receives tool-call units as they are used (seed 000's percentage).
+/// `progress` receives tool-call units as they are used (the run's progress percentage).
 pub async fn run_researcher(
     deps: &ResearcherDeps,
     input: &RunInput,
@@ -373,7 +375,7 @@ pub async fn run_researcher(
         }
         progress(s.budget.units(), Usage::default());
         // A turn that found nothing new and used no budget (a refused or repeated call) is idle.
-        // Weak models repeat one call for a dozen turns (issue 14: 13 identical turns, 48k
+        // Weak models repeat one call for a dozen turns (13 identical turns, 48k
         // tokens); after two idle turns the engine moves on for them: it reads the best results
         // when nothing was read yet, and otherwise asks for the answer from what was read.
         if (s.seen.len(), s.fetched.len(), s.budget.units()) == before {

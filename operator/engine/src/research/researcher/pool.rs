@@ -1,4 +1,4 @@
-//! The URL pool sibling researchers share, so no page is read twice in one run (seed 000).
+//! The URL pool sibling researchers share, so no page is read twice in one run.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -13,7 +13,7 @@ pub trait SharedUrls: Send + Sync {
     async fn taken(&self) -> Result<BTreeSet<String>, String>;
 }
 
-/// The per-run pool of URLs already read, shared by sibling researchers (seed 000).
+/// The per-run pool of URLs already read, shared by sibling researchers.
 #[derive(Default)]
 pub struct UrlPool {
     pub(super) urls: Mutex<BTreeSet<String>>,

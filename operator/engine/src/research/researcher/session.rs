@@ -121,7 +121,7 @@ impl Session<'_> {
     pub(super) async fn search(&mut self, queries: &[String]) -> String {
         // The task is searched first, as written and as keywords, whatever the model asks for;
         // the model's queries are added to it, screened so a placeholder or a repeat never
-        // spends the budget (issue 14: a 0.5B model searched `example1` twelve times).
+        // spends the budget (a 0.5B model searched `example1` twelve times).
         let seeds: Vec<String> = if self.seeded {
             vec![]
         } else {
@@ -164,7 +164,7 @@ impl Session<'_> {
             results.push((q.clone(), r));
         }
         let queries = to_run.as_slice();
-        // Seed 004's sufficiency check: too few results above the adaptive threshold means the
+        // The sufficiency check: too few results above the adaptive threshold means the
         // query is reformulated (broaden, narrow, synonyms) with one more gathering call.
         let passing = |s: &Self, results: &[(String, Result<Vec<SearchHit>, String>)]| {
             let hits: Vec<SearchHit> = results
@@ -256,7 +256,7 @@ impl Session<'_> {
     pub(super) fn record(&mut self, q: &str, hits: &[SearchHit]) {
         // Results are scored against the task, not the query that found them: a broad or
         // off-topic query ("python", a reformulation) matches its own results perfectly, and
-        // its pages then outranked the page the task is about (issue 14: `plpython` read
+        // its pages then outranked the page the task is about (`plpython` read
         // instead of `pickle` for "Which pickle protocol ...").
         let against = if self.task.trim().is_empty() {
             q
@@ -304,7 +304,7 @@ impl Session<'_> {
         match answer {
             Ok(answer) => {
                 self.record(&query.query, &answer.hits);
-                // Sources truncate already; this keeps seed 002's bound whatever the source.
+                // Sources truncate already; this keeps the tool-output bound whatever the source.
                 truncate_head(&answer.text, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES).text
             }
             Err(e) => format!("{tool} failed: {e}"),
@@ -312,7 +312,7 @@ impl Session<'_> {
     }
 
     pub(super) async fn scrape(&mut self, urls: &[String]) -> String {
-        // Gathering comes before scraping (seed 000): a model that skips it gets a search for its
+        // Gathering comes before scraping: a model that skips it gets a search for its
         // task instead of a wasted scrape step, and picks from real results.
         if self.seen.is_empty() && self.known_urls.is_empty() && !self.budget.gathering_exhausted()
         {
@@ -322,7 +322,7 @@ impl Session<'_> {
                 "There are no search results to read yet: gathering comes before scraping. The task was searched for you:\n{results}\nCall `scrape` with URLs from these results."
             );
         }
-        // Seed 000's 55% gate protects room for the report; before anything was read there is
+        // The 55% gate protects room for the report; before anything was read there is
         // nothing to report from, so the first batch is never skipped (a 0.5B model's search
         // results alone filled 64% of an 8k window and every batch was skipped). The window
         // itself is enforced when each prompt is sent (llm::window).
@@ -333,7 +333,8 @@ impl Session<'_> {
         };
         match self.budget.take_scrape(used) {
             ScrapeStep::Handshake => {
-                // Seed 000: the handshake returns what siblings took, with no network activity.
+                // The handshake returns what siblings took, with no network activity, so the
+                // model does not ask for pages another researcher already read.
                 let all = self.deps.pool.taken().await;
                 let taken: Vec<&String> = all.iter().take(HANDSHAKE_LIST).collect();
                 let list = if taken.is_empty() {
@@ -387,7 +388,7 @@ impl Session<'_> {
             if !(u.starts_with("http://") || u.starts_with("https://")) {
                 skipped.push(format!("{u} (not an http(s) URL)"));
             } else if !self.may_read(u) {
-                // Reading only what gathering found keeps invented URLs out of reports (seed 000).
+                // Reading only what gathering found keeps invented URLs out of reports.
                 skipped.push(format!("{u} (not among your search results)"));
             } else if !self.deps.pool.claim(u).await {
                 skipped.push(format!("{u} (already read by a researcher)"));
@@ -413,7 +414,7 @@ impl Session<'_> {
         let off_task_before = self.irrelevant.len();
         self.fetch_into(&chosen, &mut out).await;
         // Every page of the batch was off the task: the batch goes to the next candidates
-        // instead, once (issue 14: the search engine ranked three unrelated pages first).
+        // instead, once (the search engine ranked three unrelated pages first).
         let off_task = self.irrelevant.len() - off_task_before;
         if self.pages.len() == relevant_before && off_task > 0 {
             let mut next = Vec::new();
@@ -489,7 +490,7 @@ impl Session<'_> {
     /// When the model cannot write a usable report in its conversation, it is asked once more in
     /// a clean context holding only the task and the pages read (small models imitate a history
     /// full of tool calls); if that fails too, an honest extractive report is built from the pages
-    /// (seed 004: pass raw content when summarisation fails). With nothing read, the task fails.
+    /// (pass raw content when summarisation fails). With nothing read, the task fails.
     pub(super) async fn fallback_report(
         mut self,
         task_id: u32,
@@ -518,7 +519,7 @@ impl Session<'_> {
             let md = nothing_relevant_report(task, &self.fetched);
             return Ok(finish(self, task_id, md));
         }
-        // Grounded answer (issue 14): the best passages for the task, numbered; the model writes
+        // Grounded answer: the best passages for the task, numbered; the model writes
         // a few sentences ending in `[n]` and the engine makes the citations. A quarter of the
         // context window for the passages (at three characters per token), at most 6000 chars.
         let budget = (self.deps.model.context_window() as usize * 3 / 4).clamp(1500, 6000);

@@ -353,8 +353,8 @@ async fn degenerate_turns_are_billed_and_the_engine_searches_and_reads_for_the_m
     assert_eq!(report.usage.input_tokens, 2700);
     assert_eq!(report.usage.output_tokens, 495);
     assert_eq!(*reported.lock().unwrap(), report.usage);
-    // The engine searched the task as written and as keywords (then perhaps reformulated,
-    // seed 004), and read the result.
+    // The engine searched the task as written and as keywords (then perhaps reformulated), and
+    // read the result.
     let searched = search.0.lock().unwrap().clone();
     assert_eq!(
         searched[..2],
@@ -502,7 +502,7 @@ async fn placeholder_and_repeated_queries_do_not_spend_the_search_budget() {
         .await
         .unwrap();
     // Turn 0: the task's own searches run, the placeholders do not. Turn 1: one new query.
-    // Turn 2: a repeat, refused without a search call. Turn 3: one more. (Seed 004's
+    // Turn 2: a repeat, refused without a search call. Turn 3: one more. (The
     // reformulations may follow a search; they are never repeats either.)
     let searched = search.0.lock().unwrap().clone();
     assert_eq!(

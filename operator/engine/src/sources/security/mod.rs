@@ -1,4 +1,4 @@
-//! Security advisory sources (seed 000's `security_search`): OSV, NVD, CISA KEV and GitHub
+//! Security advisory sources (the researcher's `security_search` tool): OSV, NVD, CISA KEV and GitHub
 //! Security Advisories, and [`SecuritySearch`], which asks the applicable ones concurrently.
 //!
 //! Hits point at the public advisory pages (NVD detail, osv.dev, GitHub advisory, CISA
@@ -333,7 +333,7 @@ impl SecurityLookup for SecuritySearch {
     }
 }
 
-/// Merges what the sources said into hits and the model's text (truncated, seed 002).
+/// Merges what the sources said into hits and the model's text (truncated like every tool output).
 pub fn render(query: &SecurityQuery, results: &[SourceResult]) -> ToolAnswer {
     let mut text = format!("Security advisories for \"{}\"", query.query.trim());
     if let Some(p) = &query.package {

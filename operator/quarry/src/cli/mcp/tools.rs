@@ -150,7 +150,7 @@ pub fn tools() -> Vec<Tool> {
     vec![research, get_report, list_runs, list_schedules]
 }
 
-/// Pure: what an agent receives for a report: the head within seed 002's budget (50 KB / 2000
+/// Pure: what an agent receives for a report: the head within the tool-output budget (50 KB / 2000
 /// lines, the notice included) and, always, where the full report is.
 pub fn report_text(markdown: &str, location: &str) -> String {
     let total_lines = markdown.lines().count();
