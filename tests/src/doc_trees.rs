@@ -14,7 +14,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::docs_server::DEFAULT_DOC_ROOT;
+/// Root served by default: where Debian's doc packages install their HTML.
+pub const DEFAULT_DOC_ROOT: &str = "/usr/share/doc";
 
 /// The trees served and indexed when none are configured: Debian's Python 3.11 and
 /// PostgreSQL 15 HTML docs, relative to [`DEFAULT_DOC_ROOT`].

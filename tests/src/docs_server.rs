@@ -21,10 +21,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tower_http::services::ServeDir;
 
+pub use crate::doc_trees::DEFAULT_DOC_ROOT;
 use crate::doc_trees::DocTrees;
-
-/// Root served by default: where Debian's doc packages install their HTML.
-pub const DEFAULT_DOC_ROOT: &str = "/usr/share/doc";
 
 /// Errors starting the docs server.
 #[derive(Debug, thiserror::Error)]
