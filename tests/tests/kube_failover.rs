@@ -1034,7 +1034,7 @@ impl Setup {
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn operators_killed_at_random_moments_finish_every_run_exactly_once() {
     use rand::SeedableRng;
     let kills: usize = std::env::var(KILLS_ENV)

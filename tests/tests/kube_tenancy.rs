@@ -105,7 +105,7 @@ async fn client_of(kubeconfig: &std::path::Path) -> Client {
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn a_quarry_editor_cannot_have_the_operator_send_a_secret_that_did_not_opt_in() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let mut operator = operator(&plane).await;
@@ -220,7 +220,7 @@ async fn a_quarry_editor_cannot_have_the_operator_send_a_secret_that_did_not_opt
 }
 
 #[tokio::test]
-#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, ../shared/k8s)"]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn a_configmap_named_like_a_runs_report_is_left_intact() {
     let plane = ControlPlane::start().await.expect("test control plane");
     let mut operator = operator(&plane).await;
