@@ -70,7 +70,8 @@ pub fn run_args(
     ]
 }
 
-/// Runs `quarry ARGS` with `env` on a blocking thread; resolves to its output.
+/// Runs `quarry ARGS` with `env` on a blocking thread (the test servers' loopback address
+/// exempt from the egress guard unless `env` says otherwise); resolves to its output.
 pub fn spawn_quarry(
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -79,6 +80,7 @@ pub fn spawn_quarry(
         let bin = quarry_bin().unwrap_or_else(|e| panic!("{e}"));
         Command::new(bin)
             .args(&args)
+            .env(EGRESS_EXEMPT_ENV.0, EGRESS_EXEMPT_ENV.1)
             .envs(env)
             .output()
             .unwrap_or_else(|e| panic!("cannot run quarry: {e}"))

@@ -1,6 +1,7 @@
 //! Unit tests of `run`.
 
 use super::*;
+use std::time::Duration;
 
 fn spec(yaml: &str) -> ResearchRunSpec {
     serde_yaml::from_str(yaml).unwrap()

@@ -26,7 +26,7 @@ use url::Url;
 use super::charset::{self, DocKind};
 use super::extract;
 use super::guard::{self, BlockedAddress, GuardedResolver, HostRules, Lookup};
-use super::pdf;
+use super::pdf_sandbox;
 use super::politeness::{HostLimiter, HostLimits, HostPermit};
 use super::robots::{self, ROBOTS_MAX_BYTES, RobotsCache, RobotsRules};
 use super::{FetchError, Fetcher, Page};
@@ -533,12 +533,13 @@ impl HttpFetcher {
                 })?,
         };
         if kind == DocKind::Pdf {
-            let text = pdf::extract_pdf(body)
-                .await
-                .map_err(|e| FetchError::Extraction {
-                    url: url_s.clone(),
-                    message: format!("unreadable PDF: {e}"),
-                })?;
+            let text =
+                pdf_sandbox::extract_pdf(body)
+                    .await
+                    .map_err(|e| FetchError::Extraction {
+                        url: url_s.clone(),
+                        message: format!("unreadable PDF: {e}"),
+                    })?;
             return Ok(Document {
                 final_url: url_s,
                 kind,

@@ -3,7 +3,7 @@
 //! PDF parsing is CPU-bound and the crates in this space panic on hostile files, so extraction
 //! runs inside `catch_unwind` (the release profile keeps unwinding for this) and under a
 //! timeout: in a helper process under memory and CPU limits when the embedding binary installed
-//! a [`pdf_sandbox::PdfSandbox`] (the `quarry` binary does), else on the blocking pool.
+//! a `PdfSandbox` (`pdf_sandbox.rs`) (the `quarry` binary does), else on the blocking pool.
 //! `lopdf` decodes object and content streams without a cap (a few kilobytes of flate can claim
 //! gigabytes), so every stream is first decoded through capped streaming decoders
 //! ([`pdf_streams`]: filter chains, LZW, the raw-deflate fallback) against
@@ -12,12 +12,10 @@
 //! [`MAX_PDF_PAGES`] and text past [`MAX_PDF_TEXT_BYTES`] are not extracted; the deadline is
 //! checked for every character written, so a slow file stops with the text read so far.
 
-use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 use pdf_extract::{Document, MediaBox, OutputDev, OutputError, PlainTextOutput, Transform};
 
-use super::pdf_sandbox;
 use super::pdf_streams::{self, Budget, Exceeded, Params};
 
 /// Pages whose text is extracted; later pages are skipped.
@@ -65,31 +63,6 @@ pub enum PdfError {
     /// The helper process was stopped by its resource limits.
     #[error("the PDF parser was stopped: {0}")]
     Stopped(String),
-}
-
-/// Extracts title and text from PDF bytes within [`PDF_TIMEOUT`], in the installed sandbox or
-/// else on the blocking pool.
-pub async fn extract_pdf(bytes: Vec<u8>) -> Result<PdfText, PdfError> {
-    extract_pdf_within(bytes, PDF_TIMEOUT).await
-}
-
-/// [`extract_pdf`] with another time limit.
-pub async fn extract_pdf_within(bytes: Vec<u8>, limit: Duration) -> Result<PdfText, PdfError> {
-    if let Some(sandbox) = pdf_sandbox::installed() {
-        return pdf_sandbox::extract_in(sandbox, bytes, limit).await;
-    }
-    let task = tokio::task::spawn_blocking(move || {
-        std::panic::catch_unwind(AssertUnwindSafe(|| extract_blocking(&bytes, limit)))
-    });
-    // The in-task deadline normally ends the work; this outer bound covers a parser stuck
-    // somewhere that writes no text (the thread then finishes on its own, unobserved: only the
-    // sandbox stops such work for real).
-    match tokio::time::timeout(limit + Duration::from_secs(1), task).await {
-        Err(_) => Err(PdfError::Timeout(limit)),
-        Ok(Err(join)) => Err(PdfError::Crashed(join.to_string())),
-        Ok(Ok(Err(panic))) => Err(PdfError::Crashed(panic_message(panic.as_ref()))),
-        Ok(Ok(Ok(result))) => result,
-    }
 }
 
 /// The message of a caught panic.

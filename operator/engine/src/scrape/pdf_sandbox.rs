@@ -18,6 +18,32 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
 use super::pdf::{self, PdfError, PdfText};
+use std::panic::AssertUnwindSafe;
+
+/// Extracts title and text from PDF bytes within [`pdf::PDF_TIMEOUT`], in the installed sandbox or
+/// else on the blocking pool.
+pub async fn extract_pdf(bytes: Vec<u8>) -> Result<PdfText, PdfError> {
+    extract_pdf_within(bytes, pdf::PDF_TIMEOUT).await
+}
+
+/// [`extract_pdf`] with another time limit.
+pub async fn extract_pdf_within(bytes: Vec<u8>, limit: Duration) -> Result<PdfText, PdfError> {
+    if let Some(sandbox) = installed() {
+        return extract_in(sandbox, bytes, limit).await;
+    }
+    let task = tokio::task::spawn_blocking(move || {
+        std::panic::catch_unwind(AssertUnwindSafe(|| pdf::extract_blocking(&bytes, limit)))
+    });
+    // The in-task deadline normally ends the work; this outer bound covers a parser stuck
+    // somewhere that writes no text (the thread then finishes on its own, unobserved: only the
+    // sandbox stops such work for real).
+    match tokio::time::timeout(limit + Duration::from_secs(1), task).await {
+        Err(_) => Err(PdfError::Timeout(limit)),
+        Ok(Err(join)) => Err(PdfError::Crashed(join.to_string())),
+        Ok(Ok(Err(panic))) => Err(PdfError::Crashed(pdf::panic_message(panic.as_ref()))),
+        Ok(Ok(Ok(result))) => result,
+    }
+}
 
 /// Address space a helper may map (the binary, its heap and the parser's data).
 pub const HELPER_MEMORY_BYTES: u64 = 768 * 1024 * 1024;
@@ -55,7 +81,7 @@ impl PdfSandbox {
 
 static SANDBOX: OnceLock<PdfSandbox> = OnceLock::new();
 
-/// Makes every later [`pdf::extract_pdf`] of this process run in `sandbox`; the first call
+/// Makes every later [`extract_pdf`] of this process run in `sandbox`; the first call
 /// wins (returns false when one was installed already).
 pub fn install(sandbox: PdfSandbox) -> bool {
     SANDBOX.set(sandbox).is_ok()
