@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use tokio::sync::Mutex;
 
@@ -319,9 +319,8 @@ impl ConfigMapStore {
         Ok(groups.into_iter().map(|(_, g)| g).collect())
     }
 
-    /// Writes ConfigMap `name` with exactly these entries: created when it did not exist (a
-    /// create fails if someone else made one meanwhile, so nothing foreign is ever adopted), else
-    /// server-side applied over this run's own (read and checked just before).
+    /// Writes ConfigMap `name` with exactly these entries by server-side apply, only after the
+    /// read just before found it absent or this run's own (label and controller owner).
     async fn apply(
         &self,
         name: &str,
@@ -347,23 +346,8 @@ impl ConfigMapStore {
             binary_data: Some(binary),
             ..Default::default()
         };
-        if !exists {
-            let params = PostParams {
-                field_manager: Some(FIELD_MANAGER.to_string()),
-                ..Default::default()
-            };
-            return match self.api.create(&params, &cm).await {
-                Ok(_) => Ok(()),
-                Err(kube::Error::Api(status)) if status.code == 409 => Err(StoreError::Io {
-                    key: key.to_string(),
-                    message: not_owned_message(name, &self.run_name),
-                }),
-                Err(e) => Err(StoreError::Io {
-                    key: key.to_string(),
-                    message: format!("creating ConfigMap {name}: {e}"),
-                }),
-            };
-        }
+        // Absent or this run's own (read and checked just before): server-side apply.
+        let _ = exists;
         let mut value = serde_json::to_value(&cm).map_err(|e| StoreError::Io {
             key: key.to_string(),
             message: format!("serializing ConfigMap: {e}"),

