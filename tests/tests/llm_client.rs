@@ -574,10 +574,9 @@ async fn api_key_is_sent_as_bearer_and_never_shown() {
     );
     assert!(!err.to_string().contains(KEY), "{err}");
     assert!(!format!("{err:?}").contains(KEY), "{err:?}");
-    assert!(
-        err.to_string().contains("invalid key Bearer [redacted]"),
-        "{err}"
-    );
+    // The server's body is never echoed (it may hold anything); the status and its reason are.
+    assert!(err.to_string().contains("401"), "{err}");
+    assert!(!err.to_string().contains("invalid key"), "{err}");
 }
 
 #[tokio::test]

@@ -276,7 +276,13 @@ async fn finished_run_in_api(web: &SlowWeb, api: &FakeApi, name: &str) -> String
     );
     api.put(
         &format!("/api/v1/namespaces/team/configmaps/{name}-events"),
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("{name}-events"), "namespace": "team"}, "data": {"events.jsonl": log}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": format!("{name}-events"), "namespace": "team",
+            // The run's own: the operator reads only ConfigMaps carrying its label and owner.
+            "labels": {"quarry.dev/run": name},
+            "ownerReferences": [{"apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun", "name": name,
+                "uid": format!("uid-{name}"), "controller": true, "blockOwnerDeletion": true}]
+        }, "data": {"events.jsonl": log}}),
     );
     log
 }

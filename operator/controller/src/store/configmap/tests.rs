@@ -106,7 +106,10 @@ async fn put_many_writes_neighbours_of_one_configmap_in_one_apply() {
             } else {
                 // Absent ConfigMaps are server-side applied after the read found none.
                 assert_eq!(method, http::Method::PATCH);
-                assert!(uri.starts_with("/api/v1/namespaces/ns/configmaps/r1-"), "{uri}");
+                assert!(
+                    uri.starts_with("/api/v1/namespaces/ns/configmaps/r1-"),
+                    "{uri}"
+                );
                 let body: serde_json::Value =
                     serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap())
                         .unwrap();
