@@ -28,6 +28,11 @@ async fn call(
 ) -> InspectorOutput {
     let launcher = launcher.to_path_buf();
     let home = home.to_path_buf();
+    let mut env = env;
+    env.push((
+        quarry_e2e::quarry_bin::EGRESS_EXEMPT_ENV.0,
+        quarry_e2e::quarry_bin::EGRESS_EXEMPT_ENV.1.to_string(),
+    ));
     let mut server = vec![
         quarry_bin().unwrap().display().to_string(),
         "mcp".to_string(),
@@ -246,7 +251,12 @@ async fn research_on_a_cluster_creates_a_run_and_returns_the_report_from_its_con
         "# How do I decode JSON in Python?\n\nUse `json.loads` ([json](http://docs/json.html)).\n";
     kube.insert(json!({
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": format!("{name}-report"), "namespace": "team-a"},
+        // The run's own report (its label and controller owner): the fake server gives the run,
+        // created third after this profile and ConfigMap, the uid `uid-3`.
+        "metadata": {"name": format!("{name}-report"), "namespace": "team-a",
+            "labels": {"quarry.dev/run": name},
+            "ownerReferences": [{"apiVersion": QUARRY_GV, "kind": "ResearchRun", "name": name,
+                "uid": "uid-3", "controller": true, "blockOwnerDeletion": true}]},
         "data": {"report.md": report, "findings.json": "{}"}
     }));
     kube.script_watch(
