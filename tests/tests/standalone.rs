@@ -75,6 +75,16 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "documents where the node tests look for the node script",
     ),
     (
+        "operator/engine/src/research/evidence/tests.rs",
+        "\u{a7} 20.5. Write Ahead Log",
+        "test data: the breadcrumb of a PostgreSQL documentation passage, as the engine labels it",
+    ),
+    (
+        "operator/engine/src/research/evidence/tests.rs",
+        "\u{a7} 27.2. Log-Shipping Standby Servers",
+        "test data: the breadcrumb of a PostgreSQL documentation passage, as the engine labels it",
+    ),
+    (
         "operator/engine/src/scrape/robots.rs",
         "RFC 9309 \u{a7}",
         "a section of a public RFC",

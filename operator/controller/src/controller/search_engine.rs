@@ -89,7 +89,6 @@ pub use images::{
     DEFAULT_ALLOWED_IMAGES, SEARXNG_UID, image_allowed, image_refusal, normalize_image,
 };
 pub use settings::render_settings;
-
 /// Non-terminal, unsuspended runs whose profile searches through the engine `name`.
 pub fn active_runs(name: &str, runs: &[ResearchRun], profiles: &[ResearchProfile]) -> i32 {
     let uses_engine: BTreeMap<String, bool> = profiles
