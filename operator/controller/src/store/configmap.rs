@@ -267,7 +267,6 @@ impl ConfigMapStore {
         let (name, _) = self.locate(first)?;
         let _guard = self.lock.lock().await;
         let existing = self.read(&name, first).await?;
-        let exists = existing.is_some();
         let (mut data, mut binary) = match existing {
             Some(cm) => (
                 cm.data.unwrap_or_default(),
@@ -302,7 +301,7 @@ impl ConfigMapStore {
         if !decide(&name, payload_size(&data, &binary))? {
             return Ok(false);
         }
-        self.apply(&name, first, data, binary, exists).await?;
+        self.apply(&name, first, data, binary).await?;
         Ok(true)
     }
 
@@ -327,7 +326,6 @@ impl ConfigMapStore {
         key: &str,
         data: BTreeMap<String, String>,
         binary: BTreeMap<String, ByteString>,
-        exists: bool,
     ) -> Result<(), StoreError> {
         let mut labels = BTreeMap::new();
         labels.insert(RUN_LABEL.to_string(), self.run_name.clone());
@@ -346,8 +344,6 @@ impl ConfigMapStore {
             binary_data: Some(binary),
             ..Default::default()
         };
-        // Absent or this run's own (read and checked just before): server-side apply.
-        let _ = exists;
         let mut value = serde_json::to_value(&cm).map_err(|e| StoreError::Io {
             key: key.to_string(),
             message: format!("serializing ConfigMap: {e}"),
@@ -428,7 +424,7 @@ impl ArtifactStore for ConfigMapStore {
         if !had_text && !had_packed {
             return Ok(());
         }
-        self.apply(&name, key, data, binary, true).await
+        self.apply(&name, key, data, binary).await
     }
 }
 
