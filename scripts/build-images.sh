@@ -5,15 +5,24 @@
 # RUNTIME_IMAGE build arguments):
 #   quarry-runtime-base  bookworm minbase + ca-certificates, for distroless/cc-debian12
 #   quarry-build-base    the runtime base + build-essential + this machine's Rust toolchain, for rust:bookworm
+#                        (only for a build from source)
+#   quarry-searx         bookworm minbase + Debian's searx, with tests/images/searx/entrypoint.sh mapping
+#                        what the operator's SearchEngine Deployment sets (SearXNG's interface) onto it
 # Every image is tagged with a hash of its inputs and the quarry image is kept as an OCI archive in
 # the cache directory ($QUARRY_IMAGE_CACHE, default /var/cache/quarry-images: outside the clone, so
 # another clone on the same machine, CI's included, reuses it). Only what changed is rebuilt; within
 # a rebuild buildah's layer cache keeps the Dockerfile's dependency layer while Cargo.lock is unchanged.
 #
-#   scripts/build-images.sh            -> prints `image=localhost/quarry:<hash>` and `archive=<file>`
+#   scripts/build-images.sh    -> prints `image=localhost/quarry:<hash>`, `archive=<file>`,
+#                                 `searx_image=localhost/quarry-searx:<hash>`, `searx_archive=<file>`
 #
-# QUARRY_IMAGE_OPT_LEVEL (default 1) is the release build's opt-level for this test image (cargo's
-# default 3 is what a plain `docker build` uses). Needs root, debootstrap, buildah (Debian packages).
+# QUARRY_BINARY=PATH: the image is the Dockerfile's `prebuilt` target around that binary (a
+# stripped copy), e.g. the debug `target/debug/quarry` the test suite builds anyway on this bookworm
+# host: seconds instead of a release build of the workspace inside buildah (68 min cold on the
+# shared 2-core machine). Without it, the Dockerfile's default target builds from source, as a
+# user's `docker build` does; QUARRY_IMAGE_OPT_LEVEL (default 1) is then the release build's
+# opt-level (cargo's default 3 is what a plain `docker build` uses).
+# Needs root, debootstrap, buildah (Debian packages).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache=${QUARRY_IMAGE_CACHE:-/var/cache/quarry-images}
@@ -22,6 +31,11 @@ mirror=${QUARRY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mkdir -p "$cache/debs" "$cache/tmp"
 log() { echo "build-images: $*" >&2; }
 have_image() { buildah images --quiet "$1" >/dev/null 2>&1; }
+binary=${QUARRY_BINARY:-}
+if [ -n "$binary" ] && [ ! -x "$binary" ]; then
+  echo "build-images: QUARRY_BINARY=$binary is not an executable file" >&2
+  exit 1
+fi
 key_of() { sha256sum | cut -c1-16; }
 
 # A bookworm minbase root filesystem with extra packages, committed as NAME:KEY.
@@ -56,7 +70,7 @@ sysroot=$(rustc --print sysroot)
 build_pkgs=ca-certificates,build-essential,pkg-config,perl
 rust_version=$(rustc -V)
 build_key=$(echo "v1 bookworm $build_pkgs $mirror $rust_version" | key_of)
-if ! have_image "localhost/quarry-build-base:$build_key"; then
+if [ -z "$binary" ] && ! have_image "localhost/quarry-build-base:$build_key"; then
   debian_image quarry-build-debian "$build_pkgs" "$build_key"
   ctr=$(buildah from "localhost/quarry-build-debian:$build_key")
   log "copying the Rust toolchain ($rust_version)"
@@ -69,15 +83,34 @@ if ! have_image "localhost/quarry-build-base:$build_key"; then
   buildah rmi "localhost/quarry-build-debian:$build_key" >/dev/null
 fi
 
-# The quarry image's inputs: what .dockerignore admits into the build context, the Dockerfile, the
-# bases and the opt-level.
+# The quarry image's inputs: what .dockerignore admits into the build context (or, prebuilt, the
+# binary and config/), the Dockerfile, the bases and the opt-level.
 cd "$repo"
-mapfile -t admitted < <(sed -n 's/^!//p' .dockerignore)
-inputs=$( { find "${admitted[@]}" -type f -print0 | sort -z | xargs -0 sha256sum
-  sha256sum Dockerfile .dockerignore; echo "$runtime_key $build_key $opt"; } | key_of)
+if [ -n "$binary" ]; then
+  inputs=$( { sha256sum "$binary"; find config -type f -print0 | sort -z | xargs -0 sha256sum
+    sha256sum Dockerfile .dockerignore; echo "prebuilt $runtime_key"; } | key_of)
+else
+  mapfile -t admitted < <(sed -n 's/^!//p' .dockerignore)
+  inputs=$( { find "${admitted[@]}" -type f -print0 | sort -z | xargs -0 sha256sum
+    sha256sum Dockerfile .dockerignore; echo "$runtime_key $build_key $opt"; } | key_of)
+fi
 image="localhost/quarry:$inputs"
 archive="$cache/quarry-$inputs.oci.tar"
-if [ ! -f "$archive" ]; then
+if [ ! -f "$archive" ] && [ -n "$binary" ]; then
+  log "building $image around $binary (prebuilt)"
+  start=$(date +%s)
+  bindir="$cache/tmp/quarry-bin"; rm -rf "$bindir"; mkdir -p "$bindir"
+  # Debug sections are most of a debug binary; the image does not need them.
+  strip --strip-debug -o "$bindir/quarry" "$binary"
+  buildah bud --layers --target prebuilt --build-context "quarry-bin=$bindir" \
+    --build-arg "RUNTIME_IMAGE=localhost/quarry-runtime-base:$runtime_key" \
+    -t "$image" -f Dockerfile . >"$cache/tmp/quarry-build.log" 2>&1 \
+    || { tail -n 40 "$cache/tmp/quarry-build.log" >&2; exit 1; }
+  rm -rf "$bindir"
+  buildah push --quiet "$image" "oci-archive:$archive.tmp:$image" >/dev/null
+  mv "$archive.tmp" "$archive"
+  log "built $image in $(( $(date +%s) - start )) s"
+elif [ ! -f "$archive" ]; then
   # Crates come from crates.io through the host network, cached between builds; seeded from this
   # machine's cargo cache when it has one.
   registry="$cache/cargo-registry"
@@ -98,8 +131,38 @@ if [ ! -f "$archive" ]; then
   log "built $image in $(( $(date +%s) - start )) s"
   buildah push --quiet "$image" "oci-archive:$archive.tmp:$image" >/dev/null
   mv "$archive.tmp" "$archive"
-  # Earlier archives of the quarry image are superseded.
-  find "$cache" -maxdepth 1 -name 'quarry-*.oci.tar' ! -name "quarry-$inputs.oci.tar" -delete
+fi
+# Earlier archives of the quarry image are superseded (and their images: a debug binary's image is
+# a new one for every source change).
+for old in "$cache"/quarry-[0-9a-f]*.oci.tar; do
+  [ -e "$old" ] && [ "$old" != "$archive" ] || continue
+  old_tag=${old##*/quarry-}; old_tag=${old_tag%.oci.tar}
+  buildah rmi "localhost/quarry:$old_tag" >/dev/null 2>&1 || true
+  rm -f "$old"
+done
+
+# The search-engine image: Debian's searx behind SearXNG's interface (tests/images/searx/).
+# debootstrap's resolver does not follow virtual packages: python3-cryptography's
+# python3-cffi-backend-api-min/max are provided by python3-cffi-backend, named here.
+searx_pkgs=ca-certificates,searx,python3-searx,python3-cffi-backend
+searx_base_key=$(echo "v1 bookworm $searx_pkgs $mirror" | key_of)
+debian_image quarry-searx-base "$searx_pkgs" "$searx_base_key"
+searx_inputs=$( { find tests/images/searx -type f -print0 | sort -z | xargs -0 sha256sum
+  echo "$searx_base_key"; } | key_of)
+searx_image="localhost/quarry-searx:$searx_inputs"
+searx_archive="$cache/quarry-searx-$searx_inputs.oci.tar"
+if [ ! -f "$searx_archive" ]; then
+  log "building $searx_image"
+  start=$(date +%s)
+  buildah bud --layers --build-arg "BASE_IMAGE=localhost/quarry-searx-base:$searx_base_key" \
+    -t "$searx_image" -f tests/images/searx/Containerfile tests/images/searx >"$cache/tmp/searx-build.log" 2>&1 \
+    || { tail -n 40 "$cache/tmp/searx-build.log" >&2; exit 1; }
+  buildah push --quiet "$searx_image" "oci-archive:$searx_archive.tmp:$searx_image" >/dev/null
+  mv "$searx_archive.tmp" "$searx_archive"
+  find "$cache" -maxdepth 1 -name 'quarry-searx-*.oci.tar' ! -name "${searx_archive##*/}" -delete
+  log "built $searx_image in $(( $(date +%s) - start )) s"
 fi
 echo "image=$image"
 echo "archive=$archive"
+echo "searx_image=$searx_image"
+echo "searx_archive=$searx_archive"

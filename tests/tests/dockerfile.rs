@@ -31,15 +31,36 @@ fn instructions(text: &str) -> Vec<String> {
     out
 }
 
+/// The stages: (FROM line, the stage's other instructions).
+fn stages(lines: &[String]) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for line in lines {
+        if line.starts_with("FROM ") {
+            out.push((line.clone(), Vec::new()));
+        } else if let Some((_, body)) = out.last_mut() {
+            body.push(line.clone());
+        }
+    }
+    out
+}
+
 #[test]
 fn image_is_multi_stage_distroless_non_root_with_only_the_binary_and_config() {
     let lines = instructions(&dockerfile());
-    let froms: Vec<&String> = lines.iter().filter(|l| l.starts_with("FROM ")).collect();
-    assert_eq!(froms.len(), 2, "{froms:?}");
+    let stages = stages(&lines);
+    let froms: Vec<&str> = stages.iter().map(|(f, _)| f.as_str()).collect();
     // The bases are build arguments whose defaults are the public images (a plain `docker build`
-    // uses them; scripts/build-images.sh passes local stand-ins).
-    assert_eq!(froms[0], "FROM ${BUILD_IMAGE} AS build");
-    assert_eq!(froms[1], "FROM ${RUNTIME_IMAGE}");
+    // uses them; scripts/build-images.sh passes local stand-ins). The default target is the last
+    // stage: the runtime stage with the binary built from source.
+    assert_eq!(
+        froms,
+        vec![
+            "FROM ${BUILD_IMAGE} AS build",
+            "FROM ${RUNTIME_IMAGE} AS runtime",
+            "FROM runtime AS prebuilt",
+            "FROM runtime",
+        ]
+    );
     let global_args: Vec<&String> = lines
         .iter()
         .take_while(|l| !l.starts_with("FROM "))
@@ -51,34 +72,55 @@ fn image_is_multi_stage_distroless_non_root_with_only_the_binary_and_config() {
             "ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot"
         ]
     );
-    let final_stage: Vec<&String> = lines
-        .iter()
-        .skip_while(|l| *l != froms[1])
-        .skip(1)
-        .collect();
-    let copies: Vec<&str> = final_stage
-        .iter()
-        .filter(|l| l.starts_with("COPY "))
-        .map(|l| l.as_str())
-        .collect();
+    let runtime = &stages[1].1;
     assert_eq!(
-        copies,
-        vec![
-            "COPY --from=build /out/quarry /usr/local/bin/quarry",
-            "COPY config /etc/quarry"
+        runtime,
+        &vec![
+            "COPY config /etc/quarry".to_owned(),
+            "USER 65532:65532".to_owned(),
+            "EXPOSE 8080".to_owned(),
+            "ENTRYPOINT [\"/usr/local/bin/quarry\"]".to_owned(),
+            "CMD [\"operator\"]".to_owned(),
         ]
     );
-    assert!(final_stage.contains(&&"USER 65532:65532".to_owned()));
-    assert!(
-        !final_stage.iter().any(|l| l.starts_with("RUN ")),
-        "no shell in distroless"
+    // Each image target adds only the binary, at the same place; no shell in distroless.
+    assert_eq!(
+        stages[3].1,
+        vec!["COPY --from=build /out/quarry /usr/local/bin/quarry".to_owned()]
+    );
+    assert_eq!(
+        stages[2].1,
+        vec!["COPY --from=quarry-bin quarry /usr/local/bin/quarry".to_owned()]
     );
     assert!(
         lines
             .iter()
             .any(|l| l.contains("cargo build --release --locked -p quarry --bin quarry"))
     );
-    assert!(final_stage.contains(&&"ENTRYPOINT [\"/usr/local/bin/quarry\"]".to_owned()));
+}
+
+#[test]
+fn build_images_uses_the_prebuilt_target_only_when_given_a_binary() {
+    let script = std::fs::read_to_string(repo_root().join("scripts/build-images.sh")).unwrap();
+    let bud: Vec<&str> = script
+        .lines()
+        .filter(|l| l.trim_start().starts_with("buildah bud"))
+        .collect();
+    // The prebuilt build, the from-source build (default target), the search-engine image.
+    assert_eq!(bud.len(), 3, "{bud:?}");
+    assert!(
+        bud[0].contains("--target prebuilt --build-context \"quarry-bin=$bindir\""),
+        "{}",
+        bud[0]
+    );
+    assert!(!bud[1].contains("--target"), "{}", bud[1]);
+    // The prebuilt image's cache key covers the binary it wraps.
+    assert!(script.contains("sha256sum \"$binary\""));
+    // The prebuilt branch is the one taken with QUARRY_BINARY, and the test harness passes the
+    // binary the suite built.
+    assert!(script.contains("binary=${QUARRY_BINARY:-}"));
+    let harness = std::fs::read_to_string(repo_root().join("tests/src/node.rs")).unwrap();
+    assert!(harness.contains(".env(\"QUARRY_BINARY\""));
 }
 
 #[test]
