@@ -92,14 +92,23 @@ fn work_dir() -> PathBuf {
     }
 }
 
-/// The Quarry image `scripts/build-images.sh` built (or found in its cache): its name and the OCI
+/// An image `scripts/build-images.sh` built (or found in its cache): its name and the OCI
 /// archive to import.
 #[derive(Debug, Clone)]
 pub struct Image {
-    /// `localhost/quarry:<hash of the inputs>`.
+    /// `localhost/<name>:<hash of the inputs>`.
     pub name: String,
     /// The OCI archive in the image cache.
     pub archive: PathBuf,
+}
+
+/// The images of the node tests.
+#[derive(Debug, Clone)]
+pub struct Images {
+    /// Quarry: the Dockerfile's `prebuilt` target around this workspace's `quarry`.
+    pub quarry: Image,
+    /// The search engine: Debian's searx behind SearXNG's interface (tests/images/searx).
+    pub searx: Image,
 }
 
 impl Image {
@@ -114,10 +123,14 @@ impl Image {
     }
 }
 
-/// Runs `scripts/build-images.sh` (a cache hit takes seconds; a build, minutes).
-pub fn build_image() -> Result<Image, String> {
+/// Runs `scripts/build-images.sh` with this workspace's `quarry` (built by cargo when needed, as
+/// for every test that runs the binary), so the image holds the code under test and takes
+/// seconds to make (a cache hit, under a second).
+pub fn build_images() -> Result<Images, String> {
     let started = std::time::Instant::now();
+    let binary = crate::quarry_bin::quarry_bin()?;
     let out = Command::new(repo_root().join("scripts/build-images.sh"))
+        .env("QUARRY_BINARY", &binary)
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("running scripts/build-images.sh: {e}"))?;
@@ -131,12 +144,23 @@ pub fn build_image() -> Result<Image, String> {
             .map(str::to_owned)
             .ok_or_else(|| format!("scripts/build-images.sh printed no {key}=: {text}"))
     };
-    let image = Image {
-        name: field("image")?,
-        archive: PathBuf::from(field("archive")?),
+    let images = Images {
+        quarry: Image {
+            name: field("image")?,
+            archive: PathBuf::from(field("archive")?),
+        },
+        searx: Image {
+            name: field("searx_image")?,
+            archive: PathBuf::from(field("searx_archive")?),
+        },
     };
-    eprintln!("image {} ready in {:?}", image.name, started.elapsed());
-    Ok(image)
+    eprintln!(
+        "images {} and {} ready in {:?}",
+        images.quarry.name,
+        images.searx.name,
+        started.elapsed()
+    );
+    Ok(images)
 }
 
 /// A running node with cluster DNS; stopped (`node.sh down`) when dropped.
@@ -460,4 +484,116 @@ pub fn resolve(name: &str) -> Result<Option<Ipv4Addr>, String> {
         answer[n - 2],
         answer[n - 1],
     )))
+}
+
+/// The commands of the README's "Install on a cluster" section, as a user copies them: every
+/// line of its `sh` blocks, continuations joined, comments dropped, split into words (double
+/// quotes grouped). The node tests run these, so the README cannot drift from what works.
+pub fn readme_install_commands() -> Result<Vec<Vec<String>>, String> {
+    let readme = std::fs::read_to_string(repo_root().join("README.md"))
+        .map_err(|e| format!("README.md: {e}"))?;
+    let section = readme
+        .split("\n## ")
+        .find(|s| s.starts_with("Install on a cluster"))
+        .ok_or("README.md has no \"## Install on a cluster\" section")?;
+    let mut commands = Vec::new();
+    let mut in_block = false;
+    let mut current = String::new();
+    for line in section.lines() {
+        if line.starts_with("```") {
+            in_block = !in_block && line.trim() == "```sh";
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        // A ` #` outside quotes starts a comment (the README's commands quote no `#`).
+        let code = line.split(" #").next().unwrap_or_default().trim_end();
+        match code.strip_suffix('\\') {
+            Some(part) => current.push_str(part),
+            None => {
+                current.push_str(code);
+                let words = shell_words(&current);
+                if !words.is_empty() {
+                    commands.push(words);
+                }
+                current.clear();
+            }
+        }
+    }
+    Ok(commands)
+}
+
+/// Splits a command line into words: whitespace separates, double quotes group (and go).
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for c in line.chars() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                any = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if any {
+                    words.push(std::mem::take(&mut word));
+                    any = false;
+                }
+            }
+            c => {
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        words.push(word);
+    }
+    words
+}
+
+/// The README command whose first words are `prefix` (e.g. `["helm", "install"]`).
+pub fn readme_command(commands: &[Vec<String>], prefix: &[&str]) -> Result<Vec<String>, String> {
+    commands
+        .iter()
+        .find(|c| c.len() >= prefix.len() && c.iter().zip(prefix).all(|(w, p)| w == p))
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "the README's install section has no `{}` command",
+                prefix.join(" ")
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readme_install_commands_are_read_as_a_shell_would() {
+        let commands = readme_install_commands().unwrap();
+        let helm = readme_command(&commands, &["helm", "install"]).unwrap();
+        assert_eq!(
+            helm[..6],
+            [
+                "helm",
+                "install",
+                "quarry",
+                "charts/quarry",
+                "-n",
+                "quarry-system"
+            ]
+        );
+        assert!(helm.contains(&"image.repository=registry.example.com/quarry".to_owned()));
+        let secret = readme_command(&commands, &["kubectl", "create", "secret"]).unwrap();
+        assert_eq!(
+            secret.last().unwrap(),
+            "--from-literal=apiKey=$OPENAI_API_KEY"
+        );
+        let watch = readme_command(&commands, &["kubectl", "get", "rr"]).unwrap();
+        assert_eq!(watch, ["kubectl", "get", "rr", "-w"]);
+    }
 }

@@ -5,14 +5,47 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
+use quarry_api::{Phase, ResearchRun};
 use quarry_e2e::kube_operator::wait_for;
-use quarry_e2e::node::{Node, build_image, resolve};
+use quarry_e2e::model_server::{Route, Script, ScriptedModel, Step};
+use quarry_e2e::node::{
+    Images, Node, build_images, readme_command, readme_install_commands, resolve,
+};
 use serde_json::json;
 
 const NS: &str = "quarry-system";
+
+/// The README's `helm install`, with its example registry replaced by the imported image, and
+/// `extra` `--set` values a test needs (never pulled: `image.pullPolicy=Never`).
+fn helm_install(node: &Node, images: &Images, extra: &[&str]) {
+    let commands = readme_install_commands().expect("README");
+    let readme = readme_command(&commands, &["helm", "install"]).expect("helm install");
+    let mut args: Vec<String> = readme[1..]
+        .iter()
+        .map(|w| match w.as_str() {
+            "image.repository=registry.example.com/quarry" => {
+                format!("image.repository={}", images.quarry.repository())
+            }
+            "image.tag=0.1.0" => format!("image.tag={}", images.quarry.tag()),
+            other => other.to_owned(),
+        })
+        .collect();
+    assert!(
+        args.iter()
+            .any(|a| a.starts_with("image.tag=") && a != "image.tag=0.1.0"),
+        "the README's helm install no longer sets image.tag=0.1.0: {readme:?}"
+    );
+    for value in ["image.pullPolicy=Never"].iter().chain(extra) {
+        args.push("--set".into());
+        args.push((*value).to_owned());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, out, err) = node.run("helm", &args);
+    assert!(ok, "helm {args:?}: {out}{err}");
+}
 
 /// Whether a pod's Ready condition is True.
 fn ready(pod: &Pod) -> bool {
@@ -25,35 +58,16 @@ fn ready(pod: &Pod) -> bool {
 #[tokio::test]
 #[ignore = "needs a node (root, containerd: scripts/install-node-deps.sh, QUARRY_NODE_SH)"]
 async fn helm_install_runs_a_ready_operator_that_leads_and_serves_metrics() {
-    let image = build_image().expect("image");
+    let images = build_images().expect("images");
+    let image = images.quarry.clone();
     let node = Node::up().await.expect("node");
     node.import(&image.archive).expect("import");
 
     // The README's command, with the image overridden to the imported one (never pulled). The
-    // default SearchEngine would need SearXNG's public image: left out here.
+    // default SearchEngine would need SearXNG's public image: left out here (the SearchEngine test
+    // below runs one).
     let started = std::time::Instant::now();
-    let repository = format!("image.repository={}", image.repository());
-    let tag = format!("image.tag={}", image.tag());
-    let (ok, out, err) = node.run(
-        "helm",
-        &[
-            "install",
-            "quarry",
-            "charts/quarry",
-            "-n",
-            NS,
-            "--create-namespace",
-            "--set",
-            &repository,
-            "--set",
-            &tag,
-            "--set",
-            "image.pullPolicy=Never",
-            "--set",
-            "searchEngine.create=false",
-        ],
-    );
-    assert!(ok, "helm install: {out}{err}");
+    helm_install(&node, &images, &["searchEngine.create=false"]);
 
     // Ready under the chart's probes (startup on /livez, readiness on /readyz).
     let pods: Api<Pod> = Api::namespaced(node.client(), NS);
@@ -206,4 +220,571 @@ fn container_pid(node: &Node, status: &serde_json::Value) -> String {
         .and_then(|l| l.split_whitespace().nth(1))
         .unwrap_or_else(|| panic!("no task {id}: {text}"))
         .to_owned()
+}
+
+/// Where the Pods reach this host: the node's address (on lo), whatever port the OS gives.
+fn on_node() -> std::net::SocketAddr {
+    (quarry_e2e::node::NODE_IP, 0).into()
+}
+
+/// The pages the runs read: about the README example's question (a page that does not answer
+/// the question is not a source, and a run without one fails honestly).
+const TASKGROUP_PAGE: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>asyncio.TaskGroup</title></head><body><main><article>\
+<h1>Task groups in asyncio</h1><p>asyncio.TaskGroup is an asynchronous context manager holding a group of tasks. \
+When a child task raises an exception, the TaskGroup cancels the remaining tasks in the group.</p>\
+<p>Once all tasks have finished, the exceptions raised by child tasks are combined and raised together in an ExceptionGroup.</p></article></main></body></html>";
+
+const EXCEPT_STAR_PAGE: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>Exception groups</title></head><body><main><article>\
+<h1>Exception groups and except*</h1><p>The except* clause handles the exceptions of an ExceptionGroup raised by a TaskGroup: \
+each except* clause extracts the child task exceptions that match its type.</p></article></main></body></html>";
+
+/// The web the Pods search and read, on the node address: `/search?q=` (JSON, the shape searx's
+/// `json_engine` reads) over two pages under `/docs/`. Returns its base URL.
+async fn start_web() -> String {
+    use axum::Router;
+    use axum::response::Html;
+    use axum::routing::get;
+    let listener = tokio::net::TcpListener::bind(on_node()).await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let results = json!({"results": [
+        {"url": format!("{base}/docs/taskgroup.html"), "title": "asyncio.TaskGroup", "content": "Task groups cancel the remaining tasks when a child task raises"},
+        {"url": format!("{base}/docs/except-star.html"), "title": "Exception groups", "content": "except* handles the ExceptionGroup of a TaskGroup"}
+    ]});
+    let app = Router::new()
+        .route(
+            "/search",
+            get(move || {
+                let results = results.clone();
+                async move { axum::Json(results) }
+            }),
+        )
+        .route(
+            "/docs/taskgroup.html",
+            get(|| async { Html(TASKGROUP_PAGE) }),
+        )
+        .route(
+            "/docs/except-star.html",
+            get(|| async { Html(EXCEPT_STAR_PAGE) }),
+        );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    base
+}
+
+/// A researcher answering by turn (a researcher redone after an operator restart gets the same
+/// replies): search, scrape handshake, one batch, its report. `delay` holds its batch turn.
+fn researcher(name: &str, task: &str, web: &str, delay_ms: u64) -> Route {
+    let url = format!("{web}/docs/taskgroup.html");
+    let report = format!(
+        "## Summary\nWhen a child task raises an exception, the TaskGroup cancels the remaining tasks in the group ([TaskGroup]({url})).\n\n## Key findings\n- The exceptions raised by child tasks are raised together in an ExceptionGroup ([TaskGroup]({url})).\n\n## Links\n- {url}"
+    );
+    Route::new(
+        name,
+        format!("Research task: {task}\n"),
+        vec![
+            Step::tool_call("search", json!({"queries": [task]})).with_usage(100, 10),
+            Step::tool_call("scrape", json!({"urls": [url]})).with_usage(100, 10),
+            Step::delay(
+                delay_ms,
+                Step::tool_call("scrape", json!({"urls": [url]})).with_usage(200, 10),
+            ),
+            Step::text(report.clone()).with_usage(300, 50),
+        ],
+    )
+    .with_fallback(Step::text(report).with_usage(300, 50))
+    .by_turn()
+}
+
+const DEEP_TASKS: [&str; 2] = ["TaskGroup exception handling", "TaskGroup cancellation"];
+
+/// The scripted model of the node's runs: the quick run's researcher (any other query) and a deep
+/// run (planner, two researchers, evaluator, summaries, study).
+fn model_script(web: &str, quick_query: &str) -> Script {
+    let url = format!("{web}/docs/taskgroup.html");
+    let plan =
+        json!({"intent": "RESEARCH_REQUIRED", "complexity": 1, "tasks": DEEP_TASKS}).to_string();
+    let study = format!(
+        "<research_result>\n# asyncio.TaskGroup and exceptions\n\n## Key Takeaways\n1. When a child task raises an exception, the TaskGroup cancels the remaining tasks in the group ([TaskGroup]({url})).\n2. Once all tasks have finished, the exceptions raised by child tasks are combined and raised together in an ExceptionGroup ([TaskGroup]({url})).\n\n## Abstract\nHow a TaskGroup handles the exceptions of its child tasks.\n</research_result>"
+    );
+    Script::default()
+        .with_route(
+            Route::new(
+                "planner",
+                "You are the research coordinator",
+                vec![Step::text(plan).with_usage(300, 40)],
+            )
+            .by_turn(),
+        )
+        // The deep researchers' batch turn is held 6 s: long enough to delete the operator Pod
+        // while the run is Researching.
+        .with_route(researcher("admission", DEEP_TASKS[0], web, 6000))
+        .with_route(researcher("transition", DEEP_TASKS[1], web, 6000))
+        .with_route(
+            Route::new(
+                "evaluator",
+                "You are the lead evaluator",
+                vec![Step::text(r#"{"action": "synthesize"}"#).with_usage(2500, 10)],
+            )
+            .by_turn(),
+        )
+        .with_route(quarry_e2e::deep_script::summarizer())
+        .with_route(
+            Route::new(
+                "study",
+                "Mode: study",
+                vec![Step::text(study).with_usage(5000, 400)],
+            )
+            .by_turn(),
+        )
+        // The quick runs' researcher (its task is the README example's query).
+        .with_route(researcher("quick", quick_query, web, 0))
+}
+
+/// A ResearchProfile `name` for the node: the scripted model and the SearchEngine `default`, pages
+/// fetched from the node address.
+fn node_profile(name: &str, model: &str) -> serde_json::Value {
+    let host = quarry_e2e::node::NODE_IP.to_string();
+    json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchProfile",
+        "metadata": {"name": name},
+        "spec": {
+            "models": {"primary": {
+                "baseURL": model, "model": "scripted",
+                "apiKeySecretRef": {"name": "openai-api-key", "key": "apiKey"},
+                "timeoutSeconds": 30
+            }},
+            "prices": [{"model": "scripted", "inputUSDPerMillion": "1.00", "outputUSDPerMillion": "2.00"}],
+            "search": {"searchEngineRef": {"name": "default"}},
+            "fetch": {"allowedHosts": [host], "respectRobots": false, "politenessDelayMillis": 0, "perHostConcurrency": 8}
+        }
+    })
+}
+
+/// Runs `kubectl apply -f -` with `doc` (JSON is YAML) in `namespace`.
+fn kubectl_apply(node: &Node, namespace: &str, doc: &serde_json::Value) {
+    let path = node.dir().join(format!(
+        "apply-{}.json",
+        doc["metadata"]["name"].as_str().unwrap_or("doc")
+    ));
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let (ok, out, err) = node.run(
+        "kubectl",
+        &["-n", namespace, "apply", "-f", path.to_str().unwrap()],
+    );
+    assert!(ok, "kubectl apply {doc}: {out}{err}");
+}
+
+/// Runs one README `kubectl` command (its words after `kubectl`), failing with its output.
+fn kubectl(node: &Node, words: &[String]) -> String {
+    let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    let (ok, out, err) = node.run("kubectl", &args);
+    assert!(ok, "kubectl {args:?}: {out}{err}");
+    out
+}
+
+async fn wait_phase(
+    node: &Node,
+    runs: &Api<ResearchRun>,
+    name: &str,
+    timeout: Duration,
+    done: impl Fn(&ResearchRun) -> bool,
+) -> ResearchRun {
+    match wait_for(
+        &format!("run {name}"),
+        timeout,
+        || async { runs.get_opt(name).await.ok().flatten() },
+        done,
+    )
+    .await
+    {
+        Ok(run) => run,
+        Err(e) => panic!(
+            "{e}\n{}\n{}",
+            node.diagnostics(NS),
+            node.diagnostics("default")
+        ),
+    }
+}
+
+/// The report ConfigMaps of `run` in `namespace` (the run's own: owner reference).
+async fn reports_of(node: &Node, namespace: &str, run: &str) -> Vec<ConfigMap> {
+    let cms: Api<ConfigMap> = Api::namespaced(node.client(), namespace);
+    cms.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|cm| {
+            cm.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.kind == "ResearchRun" && o.name == run)
+                && cm
+                    .data
+                    .as_ref()
+                    .is_some_and(|d| d.contains_key("report.md"))
+        })
+        .collect()
+}
+
+/// A SearchEngine from Debian's searx answers JSON searches inside the cluster by its Service's
+/// name; the README's first run (quick) and a deep run complete in Pods against it and the
+/// scripted model on the node address; the operator Pod deleted mid-run is replaced and the run
+/// finishes with one report; deleting runs leaves their ConfigMaps to the garbage collector; a
+/// namespace holding runs and schedules is deleted completely.
+#[tokio::test]
+#[ignore = "needs a node (root, containerd: scripts/install-node-deps.sh, QUARRY_NODE_SH)"]
+async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install() {
+    let started = std::time::Instant::now();
+    let images = build_images().expect("images");
+    let node = Node::up().await.expect("node");
+    node.import(&images.quarry.archive).expect("import quarry");
+    node.import(&images.searx.archive).expect("import searx");
+    let web = start_web().await;
+    let run_quick: serde_json::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(
+            quarry_e2e::kube_tools::repo_root().join("deploy/examples/run-quick.yaml"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let quick_query = run_quick["spec"]["query"].as_str().unwrap().to_owned();
+    let model = ScriptedModel::start_on(model_script(&web, &quick_query), on_node(), None)
+        .await
+        .expect("model server");
+    let model_url = model.base_url();
+    let host = quarry_e2e::node::NODE_IP.to_string();
+
+    // The README's install, with the search-engine image allowed and the node address (model,
+    // pages) exempt from the egress guard: both are chart values a user sets the same way.
+    let searx_repository = images.searx.repository().to_owned();
+    let allowed =
+        format!("searchEngine.allowedImages={{docker.io/searxng/searxng,{searx_repository}}}");
+    let exempt = format!("operator.egressExemptHosts={{{host}}}");
+    helm_install(
+        &node,
+        &images,
+        &["searchEngine.create=false", &allowed, &exempt],
+    );
+    eprintln!("helm install done at {:?}", started.elapsed());
+
+    // The README's first-run commands, with the scripted model's key and host.
+    let commands = readme_install_commands().unwrap();
+    let mut secret = readme_command(&commands, &["kubectl", "create", "secret"]).unwrap();
+    let last = secret.len() - 1;
+    secret[last] = "--from-literal=apiKey=sk-node-not-a-real-key".into();
+    kubectl(&node, &secret);
+    kubectl(
+        &node,
+        &readme_command(&commands, &["kubectl", "label", "secret"]).unwrap(),
+    );
+    let mut annotate = readme_command(&commands, &["kubectl", "annotate", "secret"]).unwrap();
+    let last = annotate.len() - 1;
+    assert_eq!(annotate[last], "quarry.dev/credential-hosts=api.openai.com");
+    annotate[last] = format!("quarry.dev/credential-hosts={host}");
+    kubectl(&node, &annotate);
+    // The README's profile points at OpenAI; the node's at the scripted model, under the name the
+    // README's run uses (`default`).
+    assert!(
+        readme_command(
+            &commands,
+            &[
+                "kubectl",
+                "apply",
+                "-f",
+                "deploy/examples/profile-openai.yaml"
+            ]
+        )
+        .is_ok()
+    );
+    kubectl_apply(&node, "default", &node_profile("default", &model_url));
+
+    // The SearchEngine of deploy/examples/searchengine.yaml with the searx image, searching the
+    // node's web through a searx `json_engine` (a user's custom engine in settingsOverrides).
+    let example: serde_json::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(
+            quarry_e2e::kube_tools::repo_root().join("deploy/examples/searchengine.yaml"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut engine = example.clone();
+    engine["spec"]["image"] = json!(images.searx.name);
+    engine["spec"]["engines"] = json!([]);
+    engine["spec"]["settingsOverrides"] = json!({
+        "use_default_settings": {"engines": {"keep_only": ["stub"]}},
+        "engines": [{
+            "name": "stub", "engine": "json_engine", "shortcut": "stub", "categories": "general",
+            // searx sends plain-http requests only for engines that enable it.
+            "enable_http": true,
+            "search_url": format!("{web}/search?q={{query}}"), "paging": false,
+            "results_query": "results", "url_query": "url", "title_query": "title", "content_query": "content"
+        }],
+    });
+    kubectl_apply(&node, "default", &engine);
+
+    // The README's run (quick), as it is in deploy/examples: the engine scales up from zero for it.
+    let apply_run = readme_command(
+        &commands,
+        &["kubectl", "apply", "-f", "deploy/examples/run-quick.yaml"],
+    )
+    .unwrap();
+    kubectl(&node, &apply_run);
+    let pods: Api<Pod> = Api::namespaced(node.client(), "default");
+    let engine_selector = ListParams::default().labels("app.kubernetes.io/name=searxng");
+    let engine_pod = wait_for(
+        "a Ready search-engine pod",
+        Duration::from_secs(120),
+        || async {
+            pods.list(&engine_selector)
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .next()
+        },
+        ready,
+    )
+    .await;
+    let engine_pod = match engine_pod {
+        Ok(p) => p,
+        Err(e) => panic!("{e}\n{}", node.diagnostics("default")),
+    };
+    eprintln!("search engine Ready at {:?}", started.elapsed());
+    let spec = serde_json::to_value(engine_pod.spec.as_ref().unwrap()).unwrap();
+    assert_eq!(spec["securityContext"]["runAsUser"], 977);
+    assert_eq!(
+        spec["containers"][0]["securityContext"]["readOnlyRootFilesystem"],
+        true
+    );
+
+    // A JSON search from inside the cluster by the Service's DNS name (a pod of the same image).
+    let url = format!(
+        "{}/search?q=taskgroup&format=json",
+        quarry_api::SearchEngine::service_url("default", "default")
+    );
+    let probe: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "search-probe"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "probe", "image": images.searx.name, "imagePullPolicy": "Never",
+                "command": ["/usr/bin/python3", "-c",
+                    "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())", &url],
+            }],
+        },
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &probe).await.unwrap();
+    let done = wait_for(
+        "the search probe pod to finish",
+        Duration::from_secs(60),
+        || async { pods.get_opt("search-probe").await.ok().flatten() },
+        |p: &Pod| {
+            matches!(
+                p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Succeeded" | "Failed")
+            )
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", node.diagnostics("default")));
+    let (_, logs, _) = node.run("kubectl", &["logs", "search-probe"]);
+    assert_eq!(
+        done.status.and_then(|s| s.phase).as_deref(),
+        Some("Succeeded"),
+        "{logs}"
+    );
+    let answer: serde_json::Value =
+        serde_json::from_str(logs.trim()).unwrap_or_else(|e| panic!("{e}: {logs}"));
+    let urls: Vec<&str> = answer["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["url"].as_str())
+        .collect();
+    assert!(
+        urls.contains(&format!("{web}/docs/taskgroup.html").as_str()),
+        "{answer}"
+    );
+    eprintln!("in-cluster JSON search answered at {:?}", started.elapsed());
+
+    // The quick run completes; `kubectl get rr` shows it.
+    let runs: Api<ResearchRun> = Api::namespaced(node.client(), "default");
+    let quick = "python-asyncio-taskgroup";
+    let run = wait_phase(
+        &node,
+        &runs,
+        quick,
+        Duration::from_secs(180),
+        ResearchRun::is_finished,
+    )
+    .await;
+    assert_eq!(run.phase(), Phase::Completed, "{:?}", run.status);
+    assert_eq!(reports_of(&node, "default", quick).await.len(), 1);
+    let listed = kubectl(
+        &node,
+        &readme_command(&commands, &["kubectl", "get", "rr"]).unwrap()[..3],
+    );
+    assert!(
+        listed.contains(quick) && listed.contains("Completed"),
+        "{listed}"
+    );
+    eprintln!("quick run Completed at {:?}", started.elapsed());
+
+    // A deep run; the operator Pod is deleted while it is Researching.
+    let deep_run = json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+        "metadata": {"name": "taskgroup-deep"},
+        "spec": {"query": "How does asyncio.TaskGroup cancel tasks and report their exceptions?", "mode": "deep", "profileRef": "default",
+                 "limits": {"maxRounds": 1}}
+    });
+    kubectl_apply(&node, "default", &deep_run);
+    wait_phase(
+        &node,
+        &runs,
+        "taskgroup-deep",
+        Duration::from_secs(120),
+        |r| r.phase() == Phase::Researching || r.is_finished(),
+    )
+    .await;
+    let operator_pods: Api<Pod> = Api::namespaced(node.client(), NS);
+    let operator_selector = ListParams::default().labels("app.kubernetes.io/component=operator");
+    let old = operator_pods.list(&operator_selector).await.unwrap().items;
+    let old_name = old[0].metadata.name.clone().unwrap();
+    let (ok, out, err) = node.run(
+        "kubectl",
+        &["-n", NS, "delete", "pod", &old_name, "--wait=false"],
+    );
+    assert!(ok, "{out}{err}");
+    let deep = wait_phase(
+        &node,
+        &runs,
+        "taskgroup-deep",
+        Duration::from_secs(240),
+        ResearchRun::is_finished,
+    )
+    .await;
+    assert_eq!(deep.phase(), Phase::Completed, "{:?}", deep.status);
+    let now = operator_pods.list(&operator_selector).await.unwrap().items;
+    assert!(
+        now.iter()
+            .all(|p| p.metadata.name.as_deref() != Some(old_name.as_str())),
+        "the deleted pod is still there"
+    );
+    assert_eq!(
+        reports_of(&node, "default", "taskgroup-deep").await.len(),
+        1
+    );
+    eprintln!(
+        "deep run Completed across an operator Pod deletion at {:?}",
+        started.elapsed()
+    );
+
+    // Deleting the runs: their ConfigMaps go with them (the real garbage collector, by owner).
+    let cms: Api<ConfigMap> = Api::namespaced(node.client(), "default");
+    let owned_by = |cm: &ConfigMap, run: &str| {
+        cm.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.kind == "ResearchRun" && o.name == run)
+    };
+    let before = cms.list(&ListParams::default()).await.unwrap().items;
+    let owned = before
+        .iter()
+        .filter(|cm| owned_by(cm, quick) || owned_by(cm, "taskgroup-deep"))
+        .count();
+    assert!(owned >= 2, "{before:?}");
+    for name in [quick, "taskgroup-deep"] {
+        runs.delete(name, &Default::default()).await.unwrap();
+    }
+    wait_for(
+        "the runs' ConfigMaps to be collected",
+        Duration::from_secs(90),
+        || async {
+            let left = cms.list(&ListParams::default()).await.ok()?.items;
+            Some(
+                left.iter()
+                    .filter(|cm| owned_by(cm, quick) || owned_by(cm, "taskgroup-deep"))
+                    .count(),
+            )
+        },
+        |n| *n == 0,
+    )
+    .await
+    .unwrap();
+    eprintln!("{owned} ConfigMaps collected at {:?}", started.elapsed());
+
+    // A namespace holding a finished run and a schedule: deleted completely.
+    let doomed = "doomed";
+    let (ok, out, err) = node.run("kubectl", &["create", "namespace", doomed]);
+    assert!(ok, "{out}{err}");
+    kubectl(
+        &node,
+        &[
+            vec!["kubectl".to_owned(), "-n".into(), doomed.into()],
+            secret[1..].to_vec(),
+        ]
+        .concat(),
+    );
+    kubectl(
+        &node,
+        &[
+            vec!["kubectl".to_owned(), "-n".into(), doomed.into()],
+            readme_command(&commands, &["kubectl", "label", "secret"]).unwrap()[1..].to_vec(),
+        ]
+        .concat(),
+    );
+    kubectl(
+        &node,
+        &[
+            vec!["kubectl".to_owned(), "-n".into(), doomed.into()],
+            annotate[1..].to_vec(),
+        ]
+        .concat(),
+    );
+    kubectl_apply(&node, doomed, &node_profile("default", &model_url));
+    kubectl_apply(&node, doomed, &engine);
+    let mut doomed_run = run_quick.clone();
+    doomed_run["metadata"]["name"] = json!("doomed-quick");
+    kubectl_apply(&node, doomed, &doomed_run);
+    let schedule = json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchSchedule",
+        "metadata": {"name": "weekly"},
+        "spec": {"schedule": "0 7 * * 1", "runTemplate": {"spec": {"query": "What changed in asyncio.TaskGroup?", "mode": "quick", "profileRef": "default"}}}
+    });
+    kubectl_apply(&node, doomed, &schedule);
+    let doomed_runs: Api<ResearchRun> = Api::namespaced(node.client(), doomed);
+    let finished = wait_phase(
+        &node,
+        &doomed_runs,
+        "doomed-quick",
+        Duration::from_secs(180),
+        ResearchRun::is_finished,
+    )
+    .await;
+    assert_eq!(finished.phase(), Phase::Completed, "{:?}", finished.status);
+    let (ok, out, err) = node.run("kubectl", &["delete", "namespace", doomed, "--wait=false"]);
+    assert!(ok, "{out}{err}");
+    let namespaces: Api<Namespace> = Api::all(node.client());
+    let gone = wait_for(
+        "the namespace to be gone",
+        Duration::from_secs(120),
+        || async { Some(namespaces.get_opt(doomed).await.ok()?.is_none()) },
+        |gone| *gone,
+    )
+    .await;
+    if let Err(e) = gone {
+        let (_, left, _) = node.run("kubectl", &["get", "namespace", doomed, "-o", "yaml"]);
+        panic!("{e}\n{left}\n{}", node.diagnostics(doomed));
+    }
+    eprintln!(
+        "namespace deleted at {:?}; model calls: {}",
+        started.elapsed(),
+        model.request_count()
+    );
 }
