@@ -635,26 +635,45 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     );
     eprintln!("quick run Completed at {:?}", started.elapsed());
 
-    // A deep run; the operator Pod is deleted while it is Researching.
-    let deep_run = json!({
-        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
-        "metadata": {"name": "taskgroup-deep"},
-        "spec": {"query": "How does asyncio.TaskGroup cancel tasks and report their exceptions?", "mode": "deep", "profileRef": "default",
-                 "limits": {"maxRounds": 1}}
-    });
-    kubectl_apply(&node, "default", &deep_run);
-    wait_phase(
+    // A deep run; the operator Pod is deleted while it is Researching (its researchers' batch turns
+    // are held 6 s), and the Deployment's new Pod finishes it.
+    let deep_run = |name: &str| {
+        json!({
+            "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+            "metadata": {"name": name},
+            "spec": {"query": "How does asyncio.TaskGroup cancel tasks and report their exceptions?",
+                     "mode": "deep", "profileRef": "default", "limits": {"maxRounds": 1}}
+        })
+    };
+    let operator_pods: Api<Pod> = Api::namespaced(node.client(), NS);
+    let operator_selector = ListParams::default().labels("app.kubernetes.io/component=operator");
+    let operator_pod_names = || async {
+        operator_pods
+            .list(&operator_selector)
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .collect::<Vec<_>>()
+    };
+    let researching = |r: &ResearchRun| r.phase() == Phase::Researching || r.is_finished();
+    kubectl_apply(&node, "default", &deep_run("taskgroup-deep"));
+    let at_delete = wait_phase(
         &node,
         &runs,
         "taskgroup-deep",
         Duration::from_secs(120),
-        |r| r.phase() == Phase::Researching || r.is_finished(),
+        researching,
     )
     .await;
-    let operator_pods: Api<Pod> = Api::namespaced(node.client(), NS);
-    let operator_selector = ListParams::default().labels("app.kubernetes.io/component=operator");
-    let old = operator_pods.list(&operator_selector).await.unwrap().items;
-    let old_name = old[0].metadata.name.clone().unwrap();
+    assert_eq!(
+        at_delete.phase(),
+        Phase::Researching,
+        "{:?}",
+        at_delete.status
+    );
+    let old_name = operator_pod_names().await[0].clone();
     let (ok, out, err) = node.run(
         "kubectl",
         &["-n", NS, "delete", "pod", &old_name, "--wait=false"],
@@ -669,10 +688,8 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     )
     .await;
     assert_eq!(deep.phase(), Phase::Completed, "{:?}", deep.status);
-    let now = operator_pods.list(&operator_selector).await.unwrap().items;
     assert!(
-        now.iter()
-            .all(|p| p.metadata.name.as_deref() != Some(old_name.as_str())),
+        !operator_pod_names().await.contains(&old_name),
         "the deleted pod is still there"
     );
     assert_eq!(
@@ -682,6 +699,80 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     eprintln!(
         "deep run Completed across an operator Pod deletion at {:?}",
         started.elapsed()
+    );
+
+    // `helm upgrade` with a changed value during another deep run: the Deployment rolls to a new
+    // Pod, and the run finishes with one report.
+    kubectl_apply(&node, "default", &deep_run("taskgroup-upgrade"));
+    let at_upgrade = wait_phase(
+        &node,
+        &runs,
+        "taskgroup-upgrade",
+        Duration::from_secs(120),
+        researching,
+    )
+    .await;
+    assert_eq!(
+        at_upgrade.phase(),
+        Phase::Researching,
+        "{:?}",
+        at_upgrade.status
+    );
+    let before_upgrade = operator_pod_names().await;
+    let (ok, out, err) = node.run(
+        "helm",
+        &[
+            "upgrade",
+            "quarry",
+            "charts/quarry",
+            "-n",
+            NS,
+            "--reuse-values",
+            "--set",
+            "operator.logLevel=debug",
+        ],
+    );
+    assert!(ok, "helm upgrade: {out}{err}");
+    let upgraded = wait_phase(
+        &node,
+        &runs,
+        "taskgroup-upgrade",
+        Duration::from_secs(240),
+        ResearchRun::is_finished,
+    )
+    .await;
+    assert_eq!(upgraded.phase(), Phase::Completed, "{:?}", upgraded.status);
+    assert_eq!(
+        reports_of(&node, "default", "taskgroup-upgrade")
+            .await
+            .len(),
+        1
+    );
+    let after_upgrade = wait_for(
+        "the upgraded operator Pod alone",
+        Duration::from_secs(60),
+        || async {
+            let pods = operator_pods.list(&operator_selector).await.ok()?.items;
+            (pods.len() == 1).then(|| pods.into_iter().next()).flatten()
+        },
+        ready,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", node.diagnostics(NS)));
+    assert!(!before_upgrade.contains(after_upgrade.metadata.name.as_ref().unwrap()));
+    let args = serde_json::to_value(&after_upgrade.spec.as_ref().unwrap().containers[0]).unwrap();
+    assert!(args.to_string().contains("debug"), "{args}");
+    // The Pod that ran the rest of the run, under the chart's default 1Gi limit: not restarted
+    // (no OOM kill), and its peak memory as the kernel counted it.
+    let status = serde_json::to_value(after_upgrade.status.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        status["containerStatuses"][0]["restartCount"], 0,
+        "{status}"
+    );
+    eprintln!(
+        "deep run Completed across helm upgrade at {:?}; operator peak memory {}",
+        started.elapsed(),
+        peak_memory(&node, &status).map_or("unknown".into(), |b| format!("{} MiB", b / (1 << 20)))
     );
 
     // Deleting the runs: their ConfigMaps go with them (the real garbage collector, by owner).
@@ -696,10 +787,14 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     let before = cms.list(&ListParams::default()).await.unwrap().items;
     let owned = before
         .iter()
-        .filter(|cm| owned_by(cm, quick) || owned_by(cm, "taskgroup-deep"))
+        .filter(|cm| {
+            ["taskgroup-deep", "taskgroup-upgrade", quick]
+                .iter()
+                .any(|r| owned_by(cm, r))
+        })
         .count();
     assert!(owned >= 2, "{before:?}");
-    for name in [quick, "taskgroup-deep"] {
+    for name in [quick, "taskgroup-deep", "taskgroup-upgrade"] {
         runs.delete(name, &Default::default()).await.unwrap();
     }
     wait_for(
@@ -709,7 +804,11 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
             let left = cms.list(&ListParams::default()).await.ok()?.items;
             Some(
                 left.iter()
-                    .filter(|cm| owned_by(cm, quick) || owned_by(cm, "taskgroup-deep"))
+                    .filter(|cm| {
+                        ["taskgroup-deep", "taskgroup-upgrade", quick]
+                            .iter()
+                            .any(|r| owned_by(cm, r))
+                    })
                     .count(),
             )
         },
@@ -768,6 +867,7 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     )
     .await;
     assert_eq!(finished.phase(), Phase::Completed, "{:?}", finished.status);
+    let deleting = std::time::Instant::now();
     let (ok, out, err) = node.run("kubectl", &["delete", "namespace", doomed, "--wait=false"]);
     assert!(ok, "{out}{err}");
     let namespaces: Api<Namespace> = Api::all(node.client());
@@ -783,8 +883,25 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
         panic!("{e}\n{left}\n{}", node.diagnostics(doomed));
     }
     eprintln!(
-        "namespace deleted at {:?}; model calls: {}",
+        "namespace deleted in {:?}, at {:?}; model calls: {}",
+        deleting.elapsed(),
         started.elapsed(),
         model.request_count()
     );
+}
+
+/// The peak resident memory (bytes) of the pod's first container's process: `VmHWM` in its
+/// `/proc/PID/status` on the node.
+fn peak_memory(node: &Node, status: &serde_json::Value) -> Option<u64> {
+    let pid = container_pid(node, status);
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }
