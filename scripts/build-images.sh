@@ -95,7 +95,9 @@ else
     sha256sum Dockerfile .dockerignore; echo "$runtime_key $build_key $opt"; } | key_of)
 fi
 image="localhost/quarry:$inputs"
-archive="$cache/quarry-$inputs.oci.tar"
+# Prebuilt and from-source archives are superseded separately (a from-source build is the costly one).
+kind=$([ -n "$binary" ] && echo prebuilt- || true)
+archive="$cache/quarry-$kind$inputs.oci.tar"
 if [ ! -f "$archive" ] && [ -n "$binary" ]; then
   log "building $image around $binary (prebuilt)"
   start=$(date +%s)
@@ -134,9 +136,9 @@ elif [ ! -f "$archive" ]; then
 fi
 # Earlier archives of the quarry image are superseded (and their images: a debug binary's image is
 # a new one for every source change).
-for old in "$cache"/quarry-[0-9a-f]*.oci.tar; do
+for old in "$cache"/quarry-"$kind"[0-9a-f]*.oci.tar; do
   [ -e "$old" ] && [ "$old" != "$archive" ] || continue
-  old_tag=${old##*/quarry-}; old_tag=${old_tag%.oci.tar}
+  old_tag=${old##*/quarry-"$kind"}; old_tag=${old_tag%.oci.tar}
   buildah rmi "localhost/quarry:$old_tag" >/dev/null 2>&1 || true
   rm -f "$old"
 done
@@ -159,7 +161,12 @@ if [ ! -f "$searx_archive" ]; then
     || { tail -n 40 "$cache/tmp/searx-build.log" >&2; exit 1; }
   buildah push --quiet "$searx_image" "oci-archive:$searx_archive.tmp:$searx_image" >/dev/null
   mv "$searx_archive.tmp" "$searx_archive"
-  find "$cache" -maxdepth 1 -name 'quarry-searx-*.oci.tar' ! -name "${searx_archive##*/}" -delete
+  for old in "$cache"/quarry-searx-*.oci.tar; do
+    [ -e "$old" ] && [ "$old" != "$searx_archive" ] || continue
+    old_tag=${old##*/quarry-searx-}; old_tag=${old_tag%.oci.tar}
+    buildah rmi "localhost/quarry-searx:$old_tag" >/dev/null 2>&1 || true
+    rm -f "$old"
+  done
   log "built $searx_image in $(( $(date +%s) - start )) s"
 fi
 echo "image=$image"

@@ -1,8 +1,9 @@
 //! A real one-node cluster for the installation tests: `../shared/k8s/node/node.sh` (etcd,
 //! kube-apiserver, controller-manager, scheduler, kubelet with containerd + runc, CNI bridge,
-//! kube-proxy), the Quarry image built by `scripts/build-images.sh` and imported into containerd,
-//! and cluster DNS: dnsmasq on the node address, answering `<svc>.<ns>.svc.cluster.local` from a
-//! hosts file this harness rewrites from the Services every second.
+//! kube-proxy), the images built by `scripts/build-images.sh` (Quarry around this workspace's
+//! binary, and Debian's searx behind SearXNG's interface) and imported into containerd, cluster
+//! DNS (dnsmasq on the node address, answering `<svc>.<ns>.svc.cluster.local` from a hosts file
+//! this harness rewrites from the Services every second), and the README's install commands.
 //!
 //! The node is one per machine (fixed addresses and ports), so its tests run one at a time (the
 //! `kube_` test group) and each brings it up and down. Components: root, containerd, runc, the

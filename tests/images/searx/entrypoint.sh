@@ -15,4 +15,9 @@ if [ -n "${SEARXNG_BIND_ADDRESS:-}" ]; then
 fi
 # The root filesystem is read-only under the operator's securityContext: no bytecode caches.
 export PYTHONDONTWRITEBYTECODE=1 SEARX_DEBUG=0
-exec /usr/bin/python3 -m searx.webapp "$@"
+# As the container's PID 1, python would ignore SIGTERM (no handler, and the kernel drops default-
+# action signals to PID 1): every Pod deletion would wait out the 30 s grace period. A handler
+# exits at once.
+exec /usr/bin/python3 -c 'import os, runpy, signal
+signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+runpy.run_module("searx.webapp", run_name="__main__", alter_sys=True)' "$@"
