@@ -559,6 +559,16 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
         spec["containers"][0]["securityContext"]["readOnlyRootFilesystem"],
         true
     );
+    // searx really runs as 977 (the image's USER and the operator's runAsUser agree), as /proc on
+    // the node shows.
+    let engine_status = serde_json::to_value(engine_pod.status.as_ref().unwrap()).unwrap();
+    let pid = container_pid(&node, &engine_status);
+    let proc_status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let uid_line = proc_status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    assert!(
+        uid_line.split_whitespace().skip(1).all(|u| u == "977"),
+        "{uid_line}"
+    );
 
     // A JSON search from inside the cluster by the Service's DNS name (a pod of the same image).
     let url = format!(
@@ -773,6 +783,17 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
         "deep run Completed across helm upgrade at {:?}; operator peak memory {}",
         started.elapsed(),
         peak_memory(&node, &status).map_or("unknown".into(), |b| format!("{} MiB", b / (1 << 20)))
+    );
+
+    // The search engine served every run without a restart (probes, read-only root, its limit).
+    let engine_now = pods
+        .get(engine_pod.metadata.name.as_ref().unwrap())
+        .await
+        .unwrap();
+    let engine_status = serde_json::to_value(engine_now.status.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        engine_status["containerStatuses"][0]["restartCount"], 0,
+        "{engine_status}"
     );
 
     // Deleting the runs: their ConfigMaps go with them (the real garbage collector, by owner).
