@@ -839,6 +839,39 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     .unwrap();
     eprintln!("{owned} ConfigMaps collected at {:?}", started.elapsed());
 
+    // TTL expiry: the README's run with `ttlSecondsAfterFinished: 3` is deleted by the operator
+    // after it completes, and the garbage collector takes its ConfigMaps.
+    let mut ttl_run = run_quick.clone();
+    ttl_run["metadata"]["name"] = json!("ttl-quick");
+    ttl_run["spec"]["ttlSecondsAfterFinished"] = json!(3);
+    kubectl_apply(&node, "default", &ttl_run);
+    let ttl_done = wait_phase(
+        &node,
+        &runs,
+        "ttl-quick",
+        Duration::from_secs(120),
+        ResearchRun::is_finished,
+    )
+    .await;
+    assert_eq!(ttl_done.phase(), Phase::Completed, "{:?}", ttl_done.status);
+    assert_eq!(reports_of(&node, "default", "ttl-quick").await.len(), 1);
+    wait_for(
+        "the expired run and its ConfigMaps to be gone",
+        Duration::from_secs(90),
+        || async {
+            let run = runs.get_opt("ttl-quick").await.ok()?;
+            let left = cms.list(&ListParams::default()).await.ok()?.items;
+            Some(run.is_none() && !left.iter().any(|cm| owned_by(cm, "ttl-quick")))
+        },
+        |gone| *gone,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", node.diagnostics(NS)));
+    eprintln!(
+        "TTL-expired run and its ConfigMaps gone at {:?}",
+        started.elapsed()
+    );
+
     // A namespace holding a finished run and a schedule: deleted completely.
     let doomed = "doomed";
     let (ok, out, err) = node.run("kubectl", &["create", "namespace", doomed]);
