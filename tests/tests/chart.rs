@@ -582,11 +582,8 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
     let secrets = grants(&docs, "quarry", "", "secrets");
     assert_eq!(
         secrets,
-        vec![(
-            String::new(),
-            vec!["get".into(), "create".into(), "patch".into()]
-        )],
-        "Secrets: read by name, never listed or watched"
+        vec![(String::new(), vec!["get".into()])],
+        "Secrets: read by name (the opt-in), never listed, watched, created or changed"
     );
     let leases = grants(&docs, "quarry", "coordination.k8s.io", "leases");
     assert_eq!(leases.len(), 1);
@@ -620,6 +617,12 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
         BTreeSet::from(["research", "team-b"]),
         "{secrets:?}"
     );
+    assert!(
+        secrets
+            .iter()
+            .all(|(_, verbs)| verbs == &vec!["get".to_owned()]),
+        "{secrets:?}"
+    );
     // The one cluster-wide binding: the console's token and access reviews (cluster-scoped by
     // nature), which grant no access to any object.
     let bindings: Vec<&str> = of_kind(&docs, "ClusterRoleBinding")
@@ -643,7 +646,7 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
             continue;
         }
         assert!(
-            ["quarry-view", "quarry-edit"].contains(&name(role)),
+            ["quarry-view", "quarry-edit", "quarry-admin"].contains(&name(role)),
             "unexpected ClusterRole {}",
             name(role)
         );
@@ -701,6 +704,50 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
         "true"
     );
     assert!(edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"].is_null());
+    // Who may configure what: editors write runs and schedules only; profiles and SearchEngines
+    // (keys, hosts, spend caps, SearXNG settings) are quarry-admin's, aggregated into admin alone.
+    let writes = |role: &Value, resource: &str| {
+        role["rules"].as_array().unwrap().iter().any(|rule| {
+            rule["resources"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(resource))
+                && rule["verbs"].as_array().unwrap().iter().any(|v| {
+                    [
+                        "create",
+                        "update",
+                        "patch",
+                        "delete",
+                        "deletecollection",
+                        "*",
+                    ]
+                    .contains(&v.as_str().unwrap_or_default())
+                })
+        })
+    };
+    for resource in ["researchruns", "researchschedules"] {
+        assert!(writes(edit, resource), "quarry-edit writes {resource}");
+    }
+    for resource in ["researchprofiles", "searchengines"] {
+        assert!(
+            !writes(edit, resource),
+            "quarry-edit must not write {resource}"
+        );
+    }
+    let admin = of_kind(&docs, "ClusterRole")
+        .into_iter()
+        .find(|r| name(r) == "quarry-admin")
+        .expect("quarry-admin");
+    for resource in ["researchprofiles", "searchengines"] {
+        assert!(writes(admin, resource), "quarry-admin writes {resource}");
+    }
+    let labels = &admin["metadata"]["labels"];
+    assert_eq!(
+        labels["rbac.authorization.k8s.io/aggregate-to-admin"],
+        "true"
+    );
+    assert!(labels["rbac.authorization.k8s.io/aggregate-to-edit"].is_null());
+    assert!(labels["rbac.authorization.k8s.io/aggregate-to-view"].is_null());
 }
 
 // ---------------------------------------------------------------- features

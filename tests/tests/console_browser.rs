@@ -86,6 +86,7 @@ async fn a_standalone_report_renders_with_marked_citations_and_hostile_markup_st
     let args = ConsoleArgs {
         state_dir: Some(tmp.path().join("runs")),
         listen: "127.0.0.1:0".into(),
+        allow_host: vec![],
         kube: KubeArgs {
             namespace: None,
             kube_context: None,
@@ -199,6 +200,7 @@ async fn on_a_cluster_the_console_updates_live_creates_cancels_and_explains_refu
     let console_for = |kubeconfig: &Path| ConsoleArgs {
         state_dir: None,
         listen: "127.0.0.1:0".into(),
+        allow_host: vec![],
         kube: KubeArgs {
             namespace: Some(ns.clone()),
             kube_context: None,
@@ -394,7 +396,23 @@ async fn the_in_cluster_console_signs_callers_in_with_a_token_and_applies_their_
         directory,
         quarry_engine::telemetry::Metrics::new(),
     );
-    let base = serve(quarry::console::in_cluster(client.clone(), Some(api))).await;
+    // Writes go to the API server with the caller's own token, over the admin's connection.
+    let kubeconfig = kube::config::Kubeconfig::read_from(plane.kubeconfig()).unwrap();
+    let people = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions {
+            context: Some("admin".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let base = serve(quarry::console::in_cluster_with(
+        client.clone(),
+        Some(people),
+        Some(api),
+    ))
+    .await;
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -551,4 +569,75 @@ async fn the_in_cluster_console_signs_callers_in_with_a_token_and_applies_their_
         names.iter().any(|n| n.starts_with("what-is-cel-")),
         "{names:?}"
     );
+    // The API server saw the editor create it (audit, admission and RBAC name the person), not
+    // the console's own client.
+    let editor_user = quarry_e2e::kube_operator::service_account_user(&ns, "editor");
+    let creates: Vec<_> = quarry_e2e::kube_operator::audit_requests(&plane)
+        .into_iter()
+        .filter(|r| r.resource == "researchruns" && r.verb == "create" && r.namespace == ns)
+        .collect();
+    assert!(
+        !creates.is_empty()
+            && creates
+                .iter()
+                .all(|r| r.user == editor_user && r.code == 201),
+        "{creates:#?}"
+    );
+
+    // Signing in sets a cookie that is Secure, HttpOnly, same-site and short-lived; pages then
+    // offer signing out, which expires it.
+    let jar = format!("quarry_csrf={csrf}");
+    let r = http
+        .post(format!("{base}/console/login"))
+        .header("cookie", &jar)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}&token={editor}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(
+        r.headers()["set-cookie"].to_str().unwrap(),
+        format!(
+            "quarry_token={editor}; Path=/console; Secure; HttpOnly; SameSite=Strict; Max-Age=3600"
+        )
+    );
+    let signed_in = format!("{jar}; quarry_token={editor}");
+    let page = http
+        .get(&list)
+        .header("cookie", &signed_in)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("href=\"/console/logout\">Sign out</a>"),
+        "{page}"
+    );
+    let r = http
+        .post(format!("{base}/console/logout"))
+        .header("cookie", &signed_in)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/console/login");
+    assert_eq!(
+        r.headers()["set-cookie"].to_str().unwrap(),
+        "quarry_token=; Path=/console; Secure; HttpOnly; SameSite=Strict; Max-Age=0"
+    );
+    // Signing out needs the page's CSRF token (another site cannot sign the person out).
+    let r = http
+        .post(format!("{base}/console/logout"))
+        .header("cookie", &signed_in)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("csrf=")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
 }

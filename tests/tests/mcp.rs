@@ -28,11 +28,8 @@ async fn call(
 ) -> InspectorOutput {
     let launcher = launcher.to_path_buf();
     let home = home.to_path_buf();
-    let mut env = env;
-    env.push((
-        quarry_e2e::quarry_bin::EGRESS_EXEMPT_ENV.0,
-        quarry_e2e::quarry_bin::EGRESS_EXEMPT_ENV.1.to_string(),
-    ));
+    // The loopback test servers are exempt by the flag alone (not the environment), so the
+    // standalone child runs prove the flag reaches them.
     let mut server = vec![
         quarry_bin().unwrap().display().to_string(),
         "mcp".to_string(),

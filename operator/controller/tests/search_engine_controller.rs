@@ -78,14 +78,6 @@ fn ok(value: &Value) -> Response<Body> {
         .unwrap()
 }
 
-fn not_found() -> Response<Body> {
-    let body = json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"not found","reason":"NotFound","code":404});
-    Response::builder()
-        .status(404)
-        .body(Body::from(serde_json::to_vec(&body).unwrap()))
-        .unwrap()
-}
-
 fn context() -> (EngineContext, Handle, Arc<HealthBook>) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, "ns");
@@ -147,35 +139,10 @@ fn owner() -> Value {
     json!([{"apiVersion": "quarry.dev/v1alpha1", "kind": "SearchEngine", "name": "default", "uid": "se-1", "controller": true}])
 }
 
-/// Serves the Secret lookup (`existing`: it is there with its key) and, when missing, checks the
-/// generated Secret; then the ConfigMap, Service and Deployment applies. Returns the Deployment
-/// body; the Deployment answers with `ready` ready replicas.
-async fn serve_children(handle: &mut Handle, existing: bool, ready: i32) -> (Value, Value) {
-    let (_, send) = expect(
-        handle,
-        Method::GET,
-        "/api/v1/namespaces/ns/secrets/default-searxng",
-    )
-    .await;
-    if existing {
-        send.send_response(ok(&json!({
-            "apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "default-searxng", "namespace": "ns"},
-            "data": {"secret_key": "c2VjcmV0"}
-        })));
-    } else {
-        send.send_response(not_found());
-        let (body, send) = expect(
-            handle,
-            Method::PATCH,
-            &format!("/api/v1/namespaces/ns/secrets/default-searxng{APPLY_QUERY}"),
-        )
-        .await;
-        assert_eq!(body["metadata"]["ownerReferences"], owner());
-        let key = body["stringData"]["secret_key"].as_str().unwrap();
-        assert_eq!(key.len(), 64, "256-bit hex key");
-        send.send_response(ok(&body));
-    }
+/// Serves the ConfigMap, Service and Deployment applies (no Secret is read or written: the
+/// operator's RBAC has only `get` on Secrets, for opted-in keys). Returns the ConfigMap and
+/// Deployment bodies; the Deployment answers with `ready` ready replicas.
+async fn serve_children(handle: &mut Handle, ready: i32) -> (Value, Value) {
     let (config_map, send) = expect(
         handle,
         Method::PATCH,
@@ -265,7 +232,7 @@ async fn a_new_run_scales_the_engine_from_zero_and_creates_owned_children() {
         run_list(&[Some("Researching"), Some("Completed")]),
     )
     .await;
-    let (config_map, deployment) = serve_children(&mut handle, false, 0).await;
+    let (config_map, deployment) = serve_children(&mut handle, 0).await;
     // Settings: the spec's engines, JSON output, limiter off, no secret key in the ConfigMap.
     let settings: Value =
         serde_yaml::from_str(config_map["data"]["settings.yml"].as_str().unwrap()).unwrap();
@@ -290,12 +257,12 @@ async fn a_new_run_scales_the_engine_from_zero_and_creates_owned_children() {
             .unwrap()
             .contains("secret_key")
     );
-    // Deployment: spec.replicas while a run is active, key from the Secret.
+    // Deployment: spec.replicas while a run is active, SearXNG's key from the pod's UID.
     assert_eq!(deployment["spec"]["replicas"], 2);
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
         container["env"][1],
-        json!({"name": "SEARXNG_SECRET", "valueFrom": {"secretKeyRef": {"name": "default-searxng", "key": "secret_key"}}})
+        json!({"name": "SEARXNG_SECRET", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}})
     );
     let status = expect_status(&mut handle).await;
     assert_eq!(status["replicas"], 2);
@@ -317,7 +284,7 @@ async fn a_new_run_scales_the_engine_from_zero_and_creates_owned_children() {
 }
 
 #[tokio::test]
-async fn status_comes_from_the_deployment_and_the_health_book_and_the_key_is_kept() {
+async fn status_comes_from_the_deployment_and_the_health_book() {
     let (ctx, mut handle, book) = context();
     book.observe(
         "ns/default",
@@ -334,7 +301,7 @@ async fn status_comes_from_the_deployment_and_the_health_book_and_the_key_is_kep
     let task = tokio::spawn(async move { reconcile_inner(&starting, &ctx, &at(0)).await.unwrap() });
     serve_lookups(&mut handle, run_list(&[None])).await;
     // The Secret exists: it is not rewritten (a new key would log every user out mid-run).
-    let (_, deployment) = serve_children(&mut handle, true, 2).await;
+    let (_, deployment) = serve_children(&mut handle, 2).await;
     assert_eq!(deployment["spec"]["replicas"], 2);
     let status = expect_status(&mut handle).await;
     assert_eq!(status["readyReplicas"], 2);
@@ -382,7 +349,7 @@ async fn an_idle_engine_stays_up_until_the_idle_timeout_then_scales_to_zero() {
         tokio::spawn(async move { reconcile_inner(&recent, &ctx, &at(0)).await.unwrap() })
     };
     serve_lookups(&mut handle, run_list(&[Some("Completed")])).await;
-    let (_, deployment) = serve_children(&mut handle, true, 2).await;
+    let (_, deployment) = serve_children(&mut handle, 2).await;
     assert_eq!(deployment["spec"]["replicas"], 2);
     assert_eq!(
         task.await.unwrap(),
@@ -401,7 +368,7 @@ async fn an_idle_engine_stays_up_until_the_idle_timeout_then_scales_to_zero() {
     );
     let task = tokio::spawn(async move { reconcile_inner(&recent, &ctx, &at(0)).await.unwrap() });
     serve_lookups(&mut handle, run_list(&[])).await;
-    let (_, deployment) = serve_children(&mut handle, true, 0).await;
+    let (_, deployment) = serve_children(&mut handle, 0).await;
     assert_eq!(deployment["spec"]["replicas"], 0);
     let status = expect_status(&mut handle).await;
     assert_eq!(status["replicas"], 0);
@@ -489,7 +456,7 @@ async fn an_image_from_a_repository_the_operator_does_not_allow_is_never_deploye
     ]);
     let task = tokio::spawn(async move { reconcile_inner(&foreign, &ctx, &at(0)).await.unwrap() });
     serve_lookups(&mut handle, run_list(&[Some("Researching")])).await;
-    let (_, deployment) = serve_children(&mut handle, true, 0).await;
+    let (_, deployment) = serve_children(&mut handle, 0).await;
     assert_eq!(
         deployment["spec"]["template"]["spec"]["containers"][0]["image"],
         "ghcr.io/someone/miner:1.0"
@@ -510,7 +477,7 @@ async fn searxng_pods_run_hardened_like_the_operator() {
     let task =
         tokio::spawn(async move { reconcile_inner(&engine(None), &ctx, &at(0)).await.unwrap() });
     serve_lookups(&mut handle, run_list(&[Some("Researching")])).await;
-    let (_, deployment) = serve_children(&mut handle, true, 0).await;
+    let (_, deployment) = serve_children(&mut handle, 0).await;
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["automountServiceAccountToken"], false);
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);

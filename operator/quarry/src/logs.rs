@@ -72,6 +72,23 @@ pub struct LogsArgs {
     /// Name of the operator's Service (port `http`), for the service proxy.
     #[arg(long, env = "QUARRY_OPERATOR_SERVICE", default_value = DEFAULT_OPERATOR_SERVICE)]
     pub operator_service: String,
+    /// Bearer token the operator's event stream checks (TokenReview, then `get researchruns`
+    /// in the run's namespace). Default: the kubeconfig's token or token file; a kubeconfig
+    /// with a client certificate has none: mint one with `kubectl create token NAME`.
+    #[arg(long, env = "QUARRY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+/// Pure: the bearer token a kubeconfig user authenticates with (a token, or a token file as in
+/// a pod), for the operator's event stream; `None` for client certificates and exec plugins.
+pub fn config_token(auth: &kube::config::AuthInfo) -> Option<String> {
+    use secrecy::ExposeSecret;
+    let token = match (&auth.token, &auth.token_file) {
+        (Some(token), _) => token.expose_secret().to_string(),
+        (None, Some(file)) => std::fs::read_to_string(file).ok()?,
+        (None, None) => return None,
+    };
+    Some(token.trim().to_string()).filter(|t| !t.is_empty())
 }
 
 /// Why `quarry logs` could not print a run's events.
@@ -377,11 +394,13 @@ enum Transport {
     Direct {
         http: reqwest::Client,
         base: String,
+        token: Option<String>,
     },
     Proxy {
         client: kube::Client,
         prefix: String,
         service: String,
+        token: Option<String>,
     },
 }
 
@@ -432,10 +451,13 @@ impl Transport {
     async fn open(&self, path: &str, last_id: Option<&str>) -> Result<ByteStream, OpenError> {
         let via = self.describe();
         let (status, mut body): (u16, ByteStream) = match self {
-            Transport::Direct { http, base } => {
+            Transport::Direct { http, base, token } => {
                 let mut request = http
                     .get(format!("{base}{path}"))
                     .header(reqwest::header::ACCEPT, "text/event-stream");
+                if let Some(token) = token {
+                    request = request.bearer_auth(token);
+                }
                 if let Some(id) = last_id {
                     request = request.header("Last-Event-ID", id);
                 }
@@ -446,9 +468,22 @@ impl Transport {
                     .map(|r| r.map_err(|e| e.to_string()));
                 (status, Box::pin(body))
             }
-            Transport::Proxy { client, prefix, .. } => {
+            Transport::Proxy {
+                client,
+                prefix,
+                token,
+                ..
+            } => {
                 let mut request = axum::http::Request::get(format!("{prefix}{path}"))
                     .header(axum::http::header::ACCEPT, "text/event-stream");
+                // The API server's proxy removes `Authorization` once it has authenticated the
+                // caller; the operator reads the token from its own header.
+                if let Some(token) = token {
+                    request = request.header(
+                        quarry_operator::server::stream_auth::TOKEN_HEADER,
+                        token.as_str(),
+                    );
+                }
                 if let Some(id) = last_id {
                     request = request.header("Last-Event-ID", id);
                 }
@@ -636,13 +671,19 @@ pub async fn logs(args: &LogsArgs, out: &mut dyn Write) -> Result<(), LogsError>
         let transport = Transport::Direct {
             http,
             base: server.trim_end_matches('/').to_string(),
+            token: args.token.clone(),
         };
         let path = events_path(namespace, &args.name);
         return stream(&transport, &path, args.follow, args.output, out).await;
     }
-    let client = kube::Client::try_default()
+    let config = kube::Config::infer()
         .await
         .map_err(|e| LogsError::NoCluster(e.to_string()))?;
+    let token = args
+        .token
+        .clone()
+        .or_else(|| config_token(&config.auth_info));
+    let client = kube::Client::try_from(config).map_err(|e| LogsError::NoCluster(e.to_string()))?;
     let namespace = args
         .namespace
         .clone()
@@ -668,6 +709,7 @@ pub async fn logs(args: &LogsArgs, out: &mut dyn Write) -> Result<(), LogsError>
             args.operator_namespace, args.operator_service
         ),
         service: format!("{}/{}", args.operator_namespace, args.operator_service),
+        token,
     };
     let path = events_path(&namespace, &args.name);
     stream(&transport, &path, args.follow, args.output, out).await

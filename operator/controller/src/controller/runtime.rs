@@ -159,7 +159,11 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     let events = run_events(config.redis_url.as_deref(), &metrics)?;
     let directory = Arc::new(directory::KubeDirectory::new(client.clone()));
     let events_api =
-        crate::server::events::EventsApi::new(events.clone(), directory.clone(), metrics.clone());
+        crate::server::events::EventsApi::new(events.clone(), directory.clone(), metrics.clone())
+            .with_auth(Arc::new(crate::server::stream_auth::StreamAuth::new(
+                client.clone(),
+                crate::server::stream_auth::DEFAULT_MAX_PER_CALLER,
+            )));
     let extra = config
         .extra_routes
         .as_ref()

@@ -1,7 +1,7 @@
-//! The SearchEngine controller: a SearXNG Deployment, Service, settings ConfigMap and secret-key
-//! Secret per SearchEngine, scaled from zero while runs use it.
+//! The SearchEngine controller: a SearXNG Deployment, Service and settings ConfigMap per
+//! SearchEngine, scaled from zero while runs use it.
 //!
-//! Reconcile is a pipeline: look up (runs, profiles, the Secret) → validate and build the desired
+//! Reconcile is a pipeline: look up (runs, profiles) → validate and build the desired
 //! objects (pure: [`render_settings`], [`desired_children`], [`scale`]) → apply them with
 //! Server-Side Apply → write status only when it changed. None of the children is owned by a
 //! ResearchRun: the instance is shared and outlives every run.
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -37,8 +37,6 @@ use quarry_engine::telemetry::Metrics;
 
 /// The settings file every SearchEngine starts from.
 pub const BASE_SETTINGS: &str = include_str!("../../../../config/searxng/settings.yml");
-/// Key of the secret key in the engine's Secret.
-pub const SECRET_KEY: &str = "secret_key";
 /// Key of the settings file in the engine's ConfigMap.
 pub const SETTINGS_KEY: &str = "settings.yml";
 /// Pod-template annotation carrying the settings' sha256, so a settings change rolls the pods.
@@ -195,7 +193,7 @@ fn metadata(engine: &SearchEngine, owner: &OwnerReference) -> Result<Value, Spec
     }))
 }
 
-/// The ConfigMap, Service and Deployment of an engine (the Secret is [`desired_secret`]).
+/// The ConfigMap, Service and Deployment of an engine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Children {
     /// Settings ConfigMap.
@@ -270,7 +268,11 @@ pub fn desired_children(
                         "ports": [{"name": "http", "containerPort": SEARXNG_PORT, "protocol": "TCP"}],
                         "env": [
                             {"name": "SEARXNG_SETTINGS_PATH", "value": "/etc/quarry-searxng/settings.yml"},
-                            {"name": "SEARXNG_SECRET", "valueFrom": {"secretKeyRef": {"name": child, "key": SECRET_KEY}}},
+                            // SearXNG's secret_key signs only its image-proxy and limiter links,
+                            // which Quarry's JSON searches never use; it must merely not be the
+                            // default. Each pod's UID (random, set by the API server) serves, so
+                            // the operator writes no Secrets and needs only `get` on them.
+                            {"name": "SEARXNG_SECRET", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
                         ],
                         "readinessProbe": probe("/healthz", 5),
                         "livenessProbe": probe("/healthz", 20),
@@ -308,27 +310,6 @@ pub fn desired_children(
         service,
         deployment,
     })
-}
-
-/// Pure: the engine's Secret with `secret_key` (hex).
-pub fn desired_secret(
-    engine: &SearchEngine,
-    owner: &OwnerReference,
-    secret_key: &str,
-) -> Result<Value, SpecError> {
-    Ok(json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": metadata(engine, owner)?,
-        "type": "Opaque",
-        "stringData": {SECRET_KEY: secret_key},
-    }))
-}
-
-/// A fresh random secret key (256 bits, hex).
-pub fn new_secret_key() -> String {
-    let bytes: [u8; 32] = rand::random();
-    hex::encode(bytes)
 }
 
 /// Pure: the status an engine should have.
@@ -588,7 +569,7 @@ pub async fn reconcile_inner(
         .and_then(|settings| desired_children(engine, &owner, &settings, decision.replicas))
     {
         Ok(children) => (
-            apply_children(ctx, engine, &owner, &namespace, children).await?,
+            apply_children(ctx, engine, &namespace, children).await?,
             None,
         ),
         Err(e) => {
@@ -642,31 +623,15 @@ pub async fn reconcile_inner(
     })
 }
 
-/// Applies the Secret (only when missing: the key must stay stable), ConfigMap, Service and
-/// Deployment; returns the Deployment's ready replicas.
+/// Applies the ConfigMap, Service and Deployment; returns the Deployment's ready replicas.
 async fn apply_children(
     ctx: &EngineContext,
     engine: &SearchEngine,
-    owner: &OwnerReference,
     namespace: &str,
     children: Children,
 ) -> Result<i32, Error> {
     let child = SearchEngine::child_name(&engine.name_any());
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
-    let has_key = secrets
-        .get_opt(&child)
-        .await
-        .map_err(kube_err(format!("reading Secret {namespace}/{child}")))?
-        .is_some_and(|s| s.data.as_ref().is_some_and(|d| d.contains_key(SECRET_KEY)));
-    if !has_key {
-        let secret = desired_secret(engine, owner, &new_secret_key())
-            .map_err(|e| Error::Config(e.to_string()))?;
-        secrets
-            .patch(&child, &params, &Patch::Apply(secret))
-            .await
-            .map_err(kube_err(format!("applying Secret {namespace}/{child}")))?;
-    }
     let config_maps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
     config_maps
         .patch(&child, &params, &Patch::Apply(children.config_map))

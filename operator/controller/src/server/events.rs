@@ -9,6 +9,8 @@
 //! - Keep-alive comments every 15 s; a connection ends after 30 min at most, and the client
 //!   resumes with `Last-Event-ID`.
 //! - At most [`StreamSettings::max_streams`] streams at once; more get 503 with `Retry-After`.
+//! - With [`EventsApi::with_auth`] (the operator sets it), callers need a token that may read
+//!   the run's namespace, and each holds a bounded number of streams ([`super::stream_auth`]).
 //!
 //! A client only reads: disconnecting drops its reader and nothing else, the run never notices.
 
@@ -27,6 +29,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, warn};
 
 use super::ServerState;
+use super::stream_auth::{CallerSlot, Refusal, StreamAuth};
 use quarry_engine::events::{
     EventId, EventReader, EventsError, RUN_FINISHED, RunDirectory, RunEvents, RunInfo, StoredEvent,
     log_events, now_rfc3339, synthesized_final,
@@ -76,6 +79,7 @@ pub struct EventsApi {
     slots: Arc<Semaphore>,
     metrics: Metrics,
     settings: StreamSettings,
+    auth: Option<Arc<StreamAuth>>,
 }
 
 impl std::fmt::Debug for EventsApi {
@@ -110,8 +114,32 @@ impl EventsApi {
             slots: Arc::new(Semaphore::new(settings.max_streams.max(1))),
             metrics,
             settings,
+            auth: None,
         }
     }
+
+    /// Serves only callers `auth` admits, each with a bounded number of streams.
+    pub fn with_auth(mut self, auth: Arc<StreamAuth>) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+}
+
+/// The response to a caller who may not open a stream.
+fn refusal(refused: &Refusal) -> Response {
+    let (status, reason) = match refused {
+        Refusal::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "Unauthenticated"),
+        Refusal::Forbidden(_) => (StatusCode::FORBIDDEN, "Forbidden"),
+        Refusal::TooMany(_) => (StatusCode::TOO_MANY_REQUESTS, "TooManyStreamsForCaller"),
+        Refusal::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ReviewFailed"),
+    };
+    let mut response = problem(status, reason, refused.to_string());
+    if matches!(refused, Refusal::TooMany(_)) {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+    }
+    response
 }
 
 /// The query of the endpoint.
@@ -145,7 +173,19 @@ pub async fn run_events(
             "this server does not serve run events",
         );
     };
-    api.respond(&namespace, &name, query, &headers).await
+    let Some(auth) = api.auth.clone() else {
+        return api.respond(&namespace, &name, query, &headers).await;
+    };
+    match auth.admit(&headers, &namespace).await {
+        Ok(caller) => {
+            api.respond_as(&caller, &namespace, &name, query, &headers)
+                .await
+        }
+        Err(refused) => {
+            debug!(run = %name, namespace = %namespace, error = %refused, "event stream refused");
+            refusal(&refused)
+        }
+    }
 }
 
 impl EventsApi {
@@ -154,6 +194,39 @@ impl EventsApi {
     /// may read the run (the web console checks with a SubjectAccessReview first).
     pub async fn respond(
         &self,
+        namespace: &str,
+        name: &str,
+        query: EventsQuery,
+        headers: &HeaderMap,
+    ) -> Response {
+        self.respond_with(None, namespace, name, query, headers)
+            .await
+    }
+
+    /// [`EventsApi::respond`] for `caller`, who holds at most the per-caller number of streams
+    /// when the API has an authorizer ([`EventsApi::with_auth`]).
+    pub async fn respond_as(
+        &self,
+        caller: &str,
+        namespace: &str,
+        name: &str,
+        query: EventsQuery,
+        headers: &HeaderMap,
+    ) -> Response {
+        let slot = match self.auth.as_ref().map(|auth| auth.slot(caller)).transpose() {
+            Ok(slot) => slot,
+            Err(refused) => {
+                warn!(caller, run = %name, namespace = %namespace, "event stream refused: too many open streams for one caller");
+                return refusal(&refused);
+            }
+        };
+        self.respond_with(slot, namespace, name, query, headers)
+            .await
+    }
+
+    async fn respond_with(
+        &self,
+        slot: Option<CallerSlot>,
         namespace: &str,
         name: &str,
         query: EventsQuery,
@@ -210,6 +283,7 @@ impl EventsApi {
         let keep_alive = api.settings.keep_alive;
         let feed = Feed {
             _client: Client::new(api.metrics.clone(), permit),
+            _caller: slot,
             api,
             info,
             after,
@@ -260,6 +334,8 @@ struct Feed {
     started: Instant,
     /// Held for the slot and the gauge.
     _client: Client,
+    /// Held for the caller's own bound.
+    _caller: Option<CallerSlot>,
 }
 
 fn sse(event: &StoredEvent) -> SseEvent {

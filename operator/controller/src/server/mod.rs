@@ -2,14 +2,14 @@
 //! stream ([`events`]) and, when configured, extra routes (the web console, which checks its
 //! callers' tokens and permissions itself) on one port.
 //!
-//! Who may read run events: the port is meant for in-cluster and API-server-proxied access only
-//! (the chart's NetworkPolicy limits ingress). `quarry logs` reaches it through the Kubernetes API
-//! server's service proxy, so the API server authenticates the caller and RBAC decides (`get` on
-//! `services/proxy` of the operator's Service). The operator does not check bearer tokens itself:
-//! the service proxy strips the caller's `Authorization` header, so a TokenReview here would
-//! lock out exactly that path.
+//! Who may read run events: a caller whose bearer token the API server accepts and who may
+//! `get` ResearchRuns in the run's namespace ([`stream_auth`]), each holding a bounded number of
+//! streams. `quarry logs` reaches the port through the API server's service proxy, which
+//! removes `Authorization` after authenticating the caller, so it sends its token in
+//! [`stream_auth::TOKEN_HEADER`] as well.
 
 pub mod events;
+pub mod stream_auth;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -129,6 +129,42 @@ struct LocalRun {
     state: watch::Receiver<LocalState>,
 }
 
+/// What a standalone child run is started with.
+struct StandaloneRun<'a> {
+    query: &'a str,
+    profile: &'a Path,
+    mode: &'a str,
+    report: &'a Path,
+    outputs: &'a [&'a str],
+    egress_exempt_hosts: &'a [String],
+}
+
+/// Pure: the arguments of the `quarry run` child, with this server's egress exemption passed on
+/// as a flag (the child's own settings see only the environment it inherits).
+fn standalone_run_args(run: &StandaloneRun<'_>) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        run.query.into(),
+        "--profile".into(),
+        run.profile.into(),
+        "--mode".into(),
+        run.mode.into(),
+        "--output".into(),
+        "json".into(),
+        "--out".into(),
+        run.report.into(),
+    ];
+    if !run.outputs.is_empty() {
+        args.push("--outputs".into());
+        args.push(run.outputs.join(",").into());
+    }
+    if !run.egress_exempt_hosts.is_empty() {
+        args.push("--egress-exempt-hosts".into());
+        args.push(run.egress_exempt_hosts.join(",").into());
+    }
+    args
+}
+
 /// The MCP server.
 #[derive(Clone)]
 pub struct QuarryMcp {
@@ -144,6 +180,9 @@ struct Inner {
     wait_text: String,
     reports_dir: Option<PathBuf>,
     exe: PathBuf,
+    /// The operator-level egress exemption of this server (flag, environment or file), handed
+    /// to every child run: a child re-reads only the environment and its own flags.
+    egress_exempt_hosts: Vec<String>,
     local: Mutex<BTreeMap<String, LocalRun>>,
 }
 
@@ -170,6 +209,7 @@ impl QuarryMcp {
                 wait_text: args.wait_timeout,
                 reports_dir: args.reports_dir,
                 exe,
+                egress_exempt_hosts: settings.egress_exempt_hosts.clone(),
                 local: Mutex::new(BTreeMap::new()),
             }),
         })
@@ -237,22 +277,21 @@ impl QuarryMcp {
             .map(|s| s.to_string_lossy().to_string())
             .unwrap_or_else(|| "research".into());
         let mode = input.mode(self.inner.default_mode);
+        let wanted = input.outputs();
+        let outputs: Vec<&str> = wanted.iter().map(|o| o.as_str()).collect();
         let mut command = tokio::process::Command::new(&self.inner.exe);
         command
-            .arg("run")
-            .arg(&query)
-            .arg("--profile")
-            .arg(profile)
-            .args(["--mode", mode.as_str(), "--output", "json", "--out"])
-            .arg(&report)
+            .args(standalone_run_args(&StandaloneRun {
+                query: &query,
+                profile,
+                mode: mode.as_str(),
+                report: &report,
+                outputs: &outputs,
+                egress_exempt_hosts: &self.inner.egress_exempt_hosts,
+            }))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit());
-        let outputs = input.outputs();
-        if !outputs.is_empty() {
-            let list: Vec<&str> = outputs.iter().map(|o| o.as_str()).collect();
-            command.arg("--outputs").arg(list.join(","));
-        }
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {

@@ -31,6 +31,31 @@ pub struct Caller {
     pub uid: Option<String>,
     /// Groups.
     pub groups: Vec<String>,
+    /// The bearer token they signed in with: the console's writes are sent with it, so the API
+    /// server authorizes, admits and audits the person, not the operator.
+    pub token: Option<BearerToken>,
+}
+
+/// A caller's bearer token; never printed (its `Debug` says only that there is one).
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Wraps a token.
+    pub fn new(token: impl Into<String>) -> Self {
+        Self(token.into())
+    }
+
+    /// The token itself, for an `Authorization` header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(..)")
+    }
 }
 
 /// One action on a resource, as a SubjectAccessReview asks it.
@@ -97,6 +122,7 @@ impl Authorizer {
             user: user.username.unwrap_or_default(),
             uid: user.uid,
             groups: user.groups.unwrap_or_default(),
+            token: Some(BearerToken::new(token)),
         };
         if let Ok(mut cache) = self.reviewed.lock() {
             if cache.len() >= MAX_CACHED {

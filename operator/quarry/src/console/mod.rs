@@ -8,6 +8,7 @@
 //! Kubernetes watch, no polling).
 
 pub mod auth;
+pub mod local;
 pub mod markdown;
 pub mod model;
 pub mod render;
@@ -29,14 +30,28 @@ pub struct ConsoleArgs {
     /// Address to listen on (keep it on loopback: the page acts with your identity).
     #[arg(long, default_value = "127.0.0.1:8090")]
     pub listen: String,
+    /// Another `host:port` the browser may use to reach this console (besides 127.0.0.1,
+    /// localhost and [::1] on the listening port); requests naming any other Host are refused.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub allow_host: Vec<String>,
     #[command(flatten)]
     pub kube: KubeArgs,
 }
 
-/// The console the operator serves in the cluster: its own client reads and writes, after the
-/// caller's token and permissions were checked.
+/// The console the operator serves in the cluster: its own client reads after the caller's
+/// token and permissions were checked; writes go to the API server with the caller's own token.
 pub fn in_cluster(
     client: kube::Client,
+    events: Option<quarry_operator::server::events::EventsApi>,
+) -> axum::Router {
+    in_cluster_with(client, None, events)
+}
+
+/// [`in_cluster`], reaching the API server as a signed-in person the way `people` says
+/// (`None`: as `kube::Config::infer` finds it, like the operator's own client).
+pub fn in_cluster_with(
+    client: kube::Client,
+    people: Option<kube::Config>,
     events: Option<quarry_operator::server::events::EventsApi>,
 ) -> axum::Router {
     // The first watched namespace, else the operator's own (`*` in the filter shows all).
@@ -49,7 +64,8 @@ pub fn in_cluster(
                 .map(str::to_string)
         })
         .unwrap_or_else(|| client.default_namespace().to_string());
-    let source = source::KubeSource::new(client.clone(), "in-cluster console".into(), namespace);
+    let source = source::KubeSource::new(client.clone(), "in-cluster console".into(), namespace)
+        .for_people(people);
     let mut console = server::Console::new(
         Arc::new(source),
         Some(Arc::new(auth::Authorizer::new(client))),
@@ -86,8 +102,14 @@ pub async fn serve(args: ConsoleArgs) -> Result<(), CliError> {
     let addr = listener
         .local_addr()
         .map_err(|e| CliError::Output(e.to_string()))?;
-    eprintln!("Quarry console on http://{addr}/console (Ctrl-C stops it)");
-    axum::serve(listener, router)
+    // Only this launch's browser tab gets in: the printed address carries a one-time key that
+    // becomes a cookie, and requests naming another Host (DNS rebinding) are refused.
+    let guard = local::LocalGuard::random(addr.port(), &args.allow_host);
+    eprintln!(
+        "Quarry console on {} (Ctrl-C stops it)",
+        guard.launch_url(addr)
+    );
+    axum::serve(listener, guard.protect(router))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

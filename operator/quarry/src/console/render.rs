@@ -37,15 +37,23 @@ pub fn esc(s: &str) -> String {
     out
 }
 
+/// What [`layout`] looks for in the header's source line to offer signing out.
+pub const SIGNED_IN_MARK: &str = " · signed in as ";
+
 /// The page around `body`.
 pub fn layout(title: &str, source: &str, body: &str) -> String {
+    let sign_out = if source.contains(SIGNED_IN_MARK) {
+        " <a href=\"/console/logout\">Sign out</a>"
+    } else {
+        ""
+    };
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
 <title>{title} · Quarry</title><link rel=\"stylesheet\" href=\"/console/static/console.css\">\
 <script src=\"/console/static/console.js\" defer></script></head><body>\
 <header><a class=\"brand\" href=\"/console\">Quarry</a> <span class=\"source\">{source}</span>\
-<nav><a href=\"/console\">Runs</a> <a href=\"/console/new\">New run</a></nav></header>\
+<nav><a href=\"/console\">Runs</a> <a href=\"/console/new\">New run</a>{sign_out}</nav></header>\
 <main>{body}</main></body></html>\n",
         title = esc(title),
         source = esc(source),
@@ -417,6 +425,20 @@ pub fn login_page(csrf: &str, error: Option<&str>) -> String {
 Your own RBAC permissions decide what you see and do.</p>\
 <form method=\"post\" action=\"/console/login\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
 <label>Token <input type=\"password\" name=\"token\" autocomplete=\"off\" required></label><button type=\"submit\">Sign in</button></form>",
+            esc(csrf)
+        ),
+    )
+}
+
+/// The sign-out page of the in-cluster console: one button (a POST with the CSRF token).
+pub fn logout_page(csrf: &str) -> String {
+    layout(
+        "Sign out",
+        "in-cluster console",
+        &format!(
+            "<h1>Sign out</h1><p>This browser forgets your token; sign in again to continue.</p>\
+<form method=\"post\" action=\"/console/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<button type=\"submit\">Sign out</button></form>",
             esc(csrf)
         ),
     )

@@ -28,6 +28,22 @@ const JS: &str = include_str!("assets/console.js");
 pub const CSRF_COOKIE: &str = "quarry_csrf";
 /// Cookie holding the in-cluster console's bearer token.
 pub const TOKEN_COOKIE: &str = "quarry_token";
+/// How long the token cookie lives (an hour, as `kubectl create token` mints by default): a
+/// browser left signed in on a shared machine forgets it.
+pub const TOKEN_MAX_AGE_SECS: u64 = 3600;
+
+/// Pure: the Set-Cookie value holding the caller's token: sent only over HTTPS (or to
+/// localhost), never readable by scripts, never sent from another site, gone after an hour.
+pub fn token_cookie(token: &str) -> String {
+    format!(
+        "{TOKEN_COOKIE}={token}; Path=/console; Secure; HttpOnly; SameSite=Strict; Max-Age={TOKEN_MAX_AGE_SECS}"
+    )
+}
+
+/// Pure: the Set-Cookie value that signs out (the token cookie, emptied and expired).
+pub fn signed_out_cookie() -> String {
+    format!("{TOKEN_COOKIE}=; Path=/console; Secure; HttpOnly; SameSite=Strict; Max-Age=0")
+}
 /// The Content-Security-Policy of every response: no inline script or style, nothing loaded
 /// from elsewhere, no framing. A report's images and scripts, if any survived, cannot load.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -77,6 +93,7 @@ pub fn router(console: Console) -> Router {
         )
         .route("/console/watch", get(watch))
         .route("/console/login", get(login_form).post(login))
+        .route("/console/logout", get(logout_form).post(logout))
         .route(
             "/console/static/console.css",
             get(|| async { asset(CSS, "text/css; charset=utf-8") }),
@@ -181,7 +198,12 @@ fn html(status: StatusCode, body: String, set_cookie: Option<String>) -> Respons
 impl Console {
     fn label(&self, caller: Option<&Caller>) -> String {
         match caller {
-            Some(c) => format!("{} · signed in as {}", self.source.describe(), c.user),
+            Some(c) => format!(
+                "{}{}{}",
+                self.source.describe(),
+                render::SIGNED_IN_MARK,
+                c.user
+            ),
             None => self.source.describe(),
         }
     }
@@ -227,6 +249,19 @@ impl Console {
                 ))
             }
             Err(e) => Err(self.fail(&e, None)),
+        }
+    }
+
+    /// The source a write goes through: in the cluster, the signed-in person's own identity
+    /// (their token), so the API server authorizes, admits and audits them, not the operator.
+    async fn acting(&self, caller: Option<&Caller>) -> Result<Arc<dyn RunSource>, Response> {
+        let Some(token) = caller.and_then(|c| c.token.as_ref()) else {
+            return Ok(self.source.clone());
+        };
+        match self.source.as_person(token.expose()).await {
+            Ok(Some(person)) => Ok(person),
+            Ok(None) => Ok(self.source.clone()),
+            Err(e) => Err(self.fail(&e, caller)),
         }
     }
 
@@ -366,8 +401,10 @@ async fn log(
         after: None,
         follow: Some(true),
     };
+    // Each person holds a bounded number of live logs, as on the operator's own route.
+    let who = caller.as_ref().map_or("local console", |c| c.user.as_str());
     let upstream = api
-        .respond(&namespace, &name, query, &HeaderMap::new())
+        .respond_as(who, &namespace, &name, query, &HeaderMap::new())
         .await;
     if !upstream.status().is_success() {
         return upstream;
@@ -525,7 +562,11 @@ async fn create(
     if let Err(r) = c.check(caller.as_ref(), action).await {
         return r;
     }
-    match c.source.create(&namespace, &new).await {
+    let source = match c.acting(caller.as_ref()).await {
+        Ok(source) => source,
+        Err(r) => return r,
+    };
+    match source.create(&namespace, &new).await {
         Ok(name) => Redirect::to(&format!(
             "/console/runs/{}/{}",
             url_segment(&namespace),
@@ -577,9 +618,13 @@ async fn decide(
     if let Err(r) = c.check(caller.as_ref(), action).await {
         return r;
     }
+    let source = match c.acting(caller.as_ref()).await {
+        Ok(source) => source,
+        Err(r) => return r,
+    };
     let done = match decision {
-        Decision::Cancel => c.source.cancel(&namespace, &name).await,
-        Decision::Approve => c.source.approve(&namespace, &name).await,
+        Decision::Cancel => source.cancel(&namespace, &name).await,
+        Decision::Approve => source.approve(&namespace, &name).await,
     };
     match done {
         Ok(()) => Redirect::to(&format!(
@@ -679,9 +724,7 @@ async fn login(
     match auth.review(&token).await {
         Ok(_) => {
             let mut response = Redirect::to("/console").into_response();
-            let cookie =
-                format!("{TOKEN_COOKIE}={token}; Path=/console; HttpOnly; SameSite=Strict");
-            if let Ok(v) = HeaderValue::from_str(&cookie) {
+            if let Ok(v) = HeaderValue::from_str(&token_cookie(&token)) {
                 response.headers_mut().append(header::SET_COOKIE, v);
             }
             response
@@ -695,4 +738,32 @@ async fn login(
             )
         }
     }
+}
+
+async fn logout_form(State(c): State<Console>, headers: HeaderMap) -> Response {
+    if c.auth.is_none() {
+        return Redirect::to("/console").into_response();
+    }
+    let (csrf, set) = csrf_of(&headers);
+    html(StatusCode::OK, render::logout_page(&csrf), set)
+}
+
+/// Signs out: the token cookie is expired (the form's CSRF token guards against a page of
+/// another site signing the person out).
+async fn logout(
+    State(c): State<Console>,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    if c.auth.is_none() {
+        return Redirect::to("/console").into_response();
+    }
+    if !csrf_ok(&headers, form.get("csrf").map(String::as_str)) {
+        return forged(&c);
+    }
+    let mut response = Redirect::to("/console/login").into_response();
+    if let Ok(v) = HeaderValue::from_str(&signed_out_cookie()) {
+        response.headers_mut().append(header::SET_COOKIE, v);
+    }
+    response
 }

@@ -3,6 +3,7 @@
 //! directories. Both give [`RunView`]s and the stored artifacts.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -174,6 +175,16 @@ pub trait RunSource: Send + Sync {
     fn watch(&self, namespace: Option<String>) -> BoxStream<'static, RunView>;
     /// Whether runs can be created and cancelled here.
     fn writable(&self) -> bool;
+    /// This source acting as the person whose bearer token `token` is, so the API server
+    /// authorizes, admits and audits them; `None` when the source already acts as its user
+    /// (the local console) or reads files.
+    fn as_person<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<dyn RunSource>>, SourceError>> {
+        let _ = token;
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// Pure: a Kubernetes error as a message a person can act on.
@@ -202,6 +213,9 @@ pub struct KubeSource {
     label: String,
     /// The kubeconfig context's namespace.
     namespace: String,
+    /// In the cluster: how to reach the API server as a signed-in person (the operator's own
+    /// connection settings, found once, with the person's token instead of the operator's).
+    people: Option<Arc<tokio::sync::OnceCell<kube::Config>>>,
 }
 
 impl KubeSource {
@@ -212,7 +226,25 @@ impl KubeSource {
             client,
             label,
             namespace,
+            people: None,
         }
+    }
+
+    /// Lets [`RunSource::as_person`] act as signed-in people, connecting as `config` does
+    /// (`None`: as `kube::Config::infer` finds it when first needed) but with their token.
+    pub fn for_people(mut self, config: Option<kube::Config>) -> Self {
+        self.people = Some(Arc::new(tokio::sync::OnceCell::new_with(config)));
+        self
+    }
+
+    /// Pure: `base` with its credentials replaced by `token` alone.
+    pub fn person_config(base: &kube::Config, token: &str) -> kube::Config {
+        let mut config = base.clone();
+        config.auth_info = kube::config::AuthInfo {
+            token: Some(token.to_string().into()),
+            ..kube::config::AuthInfo::default()
+        };
+        config
     }
 
     fn api(&self, namespace: Option<&str>) -> Api<ResearchRun> {
@@ -396,6 +428,34 @@ impl RunSource for KubeSource {
 
     fn writable(&self) -> bool {
         true
+    }
+
+    fn as_person<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<dyn RunSource>>, SourceError>> {
+        Box::pin(async move {
+            let Some(people) = &self.people else {
+                return Ok(None);
+            };
+            let base = people
+                .get_or_try_init(kube::Config::infer)
+                .await
+                .map_err(|e| {
+                    SourceError::Unavailable(format!(
+                        "cannot act as you: the console found no way to reach the API server: {e}"
+                    ))
+                })?;
+            let client = Client::try_from(Self::person_config(base, token))
+                .map_err(|e| SourceError::Unavailable(format!("cannot act as you: {e}")))?;
+            let person = KubeSource {
+                client,
+                label: self.label.clone(),
+                namespace: self.namespace.clone(),
+                people: None,
+            };
+            Ok(Some(Arc::new(person) as Arc<dyn RunSource>))
+        })
     }
 }
 

@@ -355,3 +355,25 @@ async fn a_plan_awaiting_approval_is_approved_or_rejected_from_its_page() {
     assert_eq!(headers[header::LOCATION], "/console/runs/team/waits");
     assert_eq!(*fake.approved.lock().unwrap(), vec!["waits".to_string()]);
 }
+
+#[test]
+fn a_callers_token_is_never_printed_and_the_cookie_is_locked_down() {
+    let caller = super::auth::Caller {
+        user: "alice".into(),
+        uid: None,
+        groups: vec![],
+        token: Some(super::auth::BearerToken::new("eyJ-secret-token")),
+    };
+    assert!(!format!("{caller:?}").contains("eyJ-secret-token"));
+    let set = super::server::token_cookie("eyJ-secret-token");
+    for flag in [
+        "Secure",
+        "HttpOnly",
+        "SameSite=Strict",
+        "Max-Age=3600",
+        "Path=/console",
+    ] {
+        assert!(set.split("; ").any(|part| part == flag), "{flag} in {set}");
+    }
+    assert!(super::server::signed_out_cookie().ends_with("Max-Age=0"));
+}

@@ -163,3 +163,20 @@ fn the_resume_position_travels_in_the_query_too() {
         format!("{path}?after=17-2")
     );
 }
+
+#[test]
+fn the_event_stream_token_comes_from_the_kubeconfig_token_or_its_file() {
+    let mut auth = kube::config::AuthInfo::default();
+    assert_eq!(
+        config_token(&auth),
+        None,
+        "client certificates carry no token"
+    );
+    let file = std::env::temp_dir().join(format!("quarry-token-{}", std::process::id()));
+    std::fs::write(&file, "from-file\n").unwrap();
+    auth.token_file = Some(file.display().to_string());
+    assert_eq!(config_token(&auth).as_deref(), Some("from-file"));
+    auth.token = Some("inline".to_string().into());
+    assert_eq!(config_token(&auth).as_deref(), Some("inline"));
+    std::fs::remove_file(&file).unwrap();
+}

@@ -56,7 +56,7 @@ pub fn render_settings(engine: &SearchEngine) -> Result<String, SpecError> {
     settings["server"]["port"] = json!(SEARXNG_PORT);
     settings["server"]["bind_address"] = json!("0.0.0.0");
     if let Some(server) = settings["server"].as_object_mut() {
-        // The key comes from the Secret (SEARXNG_SECRET); never from a ConfigMap.
+        // The key comes from the pod (SEARXNG_SECRET), never from a ConfigMap anyone may read.
         server.remove("secret_key");
     }
     serde_yaml::to_string(&settings)

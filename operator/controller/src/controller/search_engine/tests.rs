@@ -111,7 +111,7 @@ fn scaling_follows_activity_and_the_idle_timeout() {
 }
 
 #[test]
-fn children_are_owned_by_the_engine_and_wired_to_the_secret() {
+fn children_are_owned_by_the_engine_and_need_no_secret() {
     let e = engine(json!({"image": "searxng/searxng:2025.1.1"}));
     let owner = e.controller_owner_ref(&()).unwrap();
     let c = desired_children(&e, &owner, "x: 1\n", 3).unwrap();
@@ -131,8 +131,8 @@ fn children_are_owned_by_the_engine_and_wired_to_the_secret() {
     let container = &pod["containers"][0];
     assert_eq!(container["image"], "searxng/searxng:2025.1.1");
     assert_eq!(
-        container["env"][1]["valueFrom"]["secretKeyRef"],
-        json!({"name": "default-searxng", "key": "secret_key"})
+        container["env"][1],
+        json!({"name": "SEARXNG_SECRET", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}})
     );
     assert_eq!(
         container["securityContext"]["capabilities"]["drop"],
@@ -143,10 +143,6 @@ fn children_are_owned_by_the_engine_and_wired_to_the_secret() {
         hex::encode(Sha256::digest(b"x: 1\n"))
     );
     assert_eq!(d["selector"]["matchLabels"], c.service["spec"]["selector"]);
-    let secret = desired_secret(&e, &owner, "abc").unwrap();
-    assert_eq!(secret["stringData"]["secret_key"], "abc");
-    assert_eq!(new_secret_key().len(), 64);
-    assert_ne!(new_secret_key(), new_secret_key());
 }
 
 #[test]

@@ -91,3 +91,49 @@ fn cluster_runs_take_the_tools_arguments() {
             .is_err()
     );
 }
+
+#[test]
+fn a_standalone_child_run_gets_the_servers_egress_exemption_as_a_flag() {
+    let exempt = vec!["127.0.0.1".to_string(), "vllm.models.svc".to_string()];
+    let run = StandaloneRun {
+        query: "How does VACUUM FULL lock?",
+        profile: Path::new("/p.yaml"),
+        mode: "quick",
+        report: Path::new("/r.md"),
+        outputs: &["study", "ideas"],
+        egress_exempt_hosts: &exempt,
+    };
+    let args: Vec<String> = standalone_run_args(&run)
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "run",
+            "How does VACUUM FULL lock?",
+            "--profile",
+            "/p.yaml",
+            "--mode",
+            "quick",
+            "--output",
+            "json",
+            "--out",
+            "/r.md",
+            "--outputs",
+            "study,ideas",
+            "--egress-exempt-hosts",
+            "127.0.0.1,vllm.models.svc",
+        ]
+    );
+    let none = StandaloneRun {
+        egress_exempt_hosts: &[],
+        outputs: &[],
+        ..run
+    };
+    assert!(
+        !standalone_run_args(&none)
+            .iter()
+            .any(|a| a == "--egress-exempt-hosts")
+    );
+}
