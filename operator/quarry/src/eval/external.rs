@@ -240,6 +240,7 @@ pub fn score_external(
         key_facts_judged: None,
         judge_agreement: None,
         judge_spend: None,
+        claim_verdicts: Vec::new(),
         honest,
         invented,
         partial: false,

@@ -368,6 +368,31 @@ pub struct FactResult {
     pub stated: bool,
 }
 
+/// One cited claim of a run put to the model judge: does the page it cites support it?
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimVerdict {
+    /// The sentence, as the run checked it.
+    pub claim: String,
+    /// The page it cites.
+    pub url: String,
+    /// The run's own check (findings.json's `supported`).
+    pub supported: bool,
+    /// The judge's verdict; absent when its call failed (asked again on the next run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Verdict>,
+}
+
+impl ClaimVerdict {
+    /// Whether the judge said yes or no and the run's check said the opposite.
+    pub fn disagrees(&self) -> bool {
+        matches!(
+            (self.judge, self.supported),
+            (Some(Verdict::Yes), false) | (Some(Verdict::No), true)
+        )
+    }
+}
+
 /// Tokens and cost the judge spent on one question (or all of them): never part of the run's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -416,6 +441,9 @@ pub struct QuestionResult {
     /// What the judge spent on this question (not in `inputTokens`, `outputTokens` or the cost).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_spend: Option<JudgeSpend>,
+    /// The judge's verdict on each cited claim (`--judge`; empty when not judged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claim_verdicts: Vec<ClaimVerdict>,
     /// No-answer questions: the run ended NoEvidence or its report says the sources do not answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub honest: Option<bool>,
@@ -542,6 +570,7 @@ pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
         key_facts_judged: None,
         judge_agreement: None,
         judge_spend: None,
+        claim_verdicts: Vec::new(),
         honest,
         invented,
         partial: findings["partial"].as_bool().unwrap_or(false),
@@ -594,6 +623,24 @@ pub struct Totals {
     pub judge_unknown: u32,
     /// What the judge spent, apart from the runs' tokens and cost.
     pub judge_spend: JudgeSpend,
+    /// Cited claims the judge gave a verdict on (`--judge`).
+    #[serde(default)]
+    pub judged_claims: u32,
+    /// Of those, claims the judge says their cited page supports.
+    #[serde(default)]
+    pub judge_supported_claims: u32,
+    /// Of those, claims the run's own check called supported (the same claims, for comparison).
+    #[serde(default)]
+    pub run_supported_of_judged: u32,
+    /// Of those, claims whose verdict is `unknown`.
+    #[serde(default)]
+    pub claims_judge_unknown: u32,
+    /// Of those, claims on which the judge (yes or no) and the run's check disagree.
+    #[serde(default)]
+    pub claim_disagreements: u32,
+    /// `judgeSupportedClaims / judgedClaims`: citation precision by the judge.
+    #[serde(default)]
+    pub judge_precision: Option<f64>,
     pub no_answer: u32,
     pub honest: u32,
     pub invented: u32,
@@ -669,6 +716,14 @@ pub fn totals(results: &[QuestionResult]) -> Totals {
                 t.invented += u32::from(r.invented == Some(true));
             }
         }
+        for c in &r.claim_verdicts {
+            let Some(v) = c.judge else { continue };
+            t.judged_claims += 1;
+            t.judge_supported_claims += u32::from(v == Verdict::Yes);
+            t.run_supported_of_judged += u32::from(c.supported);
+            t.claims_judge_unknown += u32::from(v == Verdict::Unknown);
+            t.claim_disagreements += u32::from(c.disagrees());
+        }
         t.runaways += u32::from(r.runaway);
         if let Some(s) = &r.judge_spend {
             t.judge_spend.add(s);
@@ -687,6 +742,7 @@ pub fn totals(results: &[QuestionResult]) -> Totals {
     t.all_facts_share = ratio(t.all_facts_found, t.answerable);
     t.mean_fact_share = (t.answerable > 0).then(|| round3(share_sum / f64::from(t.answerable)));
     t.citation_precision = ratio(t.supported_claims, t.claims);
+    t.judge_precision = ratio(t.judge_supported_claims, t.judged_claims);
     t.cost_usd = format_pico_usd(t.cost_pico_usd);
     t.wall_seconds = (t.wall_seconds * 10.0).round() / 10.0;
     t

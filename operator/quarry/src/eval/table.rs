@@ -16,6 +16,10 @@ pub fn facts_cell(r: &QuestionResult) -> String {
     }
 }
 
+fn ratio3(a: u32, b: u32) -> Option<f64> {
+    (b > 0).then(|| f64::from(a) / f64::from(b))
+}
+
 fn precision_cell(p: Option<f64>) -> String {
     p.map_or_else(|| "-".to_string(), |p| format!("{p:.2}"))
 }
@@ -126,6 +130,21 @@ pub fn render_table(system: &str, results: &[QuestionResult], t: &Totals) -> Str
         t.cited_urls,
         t.invented_urls
     ));
+    if t.judged_claims > 0 {
+        let d = t.claim_disagreements;
+        out.push_str(&format!(
+            "citations judged: precision by the judge {} ({}/{} claims), by the run's check {} on the same claims; {d} disagreement{}, {} unknown\n",
+            precision_cell(ratio3(t.judge_supported_claims, t.judged_claims)),
+            t.judge_supported_claims,
+            t.judged_claims,
+            precision_cell(ratio3(t.run_supported_of_judged, t.judged_claims)),
+            if d == 1 { "" } else { "s" },
+            t.claims_judge_unknown
+        ));
+        for line in super::judge::claims::disagreement_lines(results) {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
     out.push_str(&format!(
         "spend: {} input + {} output tokens, ${}, {:.0} s\n",
         t.input_tokens, t.output_tokens, t.cost_usd, t.wall_seconds
