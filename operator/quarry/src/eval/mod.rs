@@ -101,6 +101,10 @@ pub struct EvalArgs {
     /// ResearchProfile whose primary model judges (implies --judge).
     #[arg(long, value_name = "FILE")]
     pub judge_profile: Option<PathBuf>,
+    /// With --judge: judge only the cited claims, not the key facts (a fact's call reads the
+    /// whole report, a claim's only the part of its page about it: far cheaper on a small model).
+    #[arg(long)]
+    pub judge_claims_only: bool,
     /// Score the reports another system wrote in DIR (reports/<id>.md, runs/<id>.json; format:
     /// tests/eval/README.md) instead of running research; results go to DIR.
     #[arg(long, value_name = "DIR")]
@@ -371,11 +375,16 @@ async fn eval(args: &EvalArgs, settings: Settings) -> Result<String, EvalError> 
         };
         // A result scored without a judge (or before --judge was asked for) is judged now,
         // from the report on disk: the research is not run again.
+        let pending = if args.judge_claims_only {
+            judge::claims::needs_claim_judge(&result)
+        } else {
+            judge::needs_judge(&result)
+        };
         if let Some(judge) = &judge
-            && judge::needs_judge(&result)
+            && pending
         {
             let answer = quarry_answer(out, q, &result);
-            if result.facts.iter().any(|f| f.judge.is_none()) {
+            if !args.judge_claims_only && result.facts.iter().any(|f| f.judge.is_none()) {
                 judge.judge(q, answer.as_deref(), &mut result).await;
             }
             let findings =
