@@ -671,7 +671,10 @@ async fn run_one(
             .ok()
             .map(|p| p.display().to_string()),
     };
-    Ok(score(q, &run))
+    let mut scored = score(q, &run);
+    let events_text = std::fs::read_to_string(&events_path).unwrap_or_default();
+    (scored.model_calls, scored.model_seconds) = model_time(&events_text);
+    Ok(scored)
 }
 
 #[cfg(test)]

@@ -475,8 +475,31 @@ pub struct QuestionResult {
     pub cost_usd: String,
     pub cost_pico_usd: u64,
     pub wall_seconds: f64,
+    /// Model calls the run made, from its events (0 when unknown).
+    #[serde(default)]
+    pub model_calls: u32,
+    /// Seconds those calls took, summed (parallel calls overlap: the sum can exceed the wall time).
+    #[serde(default)]
+    pub model_seconds: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<String>,
+}
+
+/// Pure: the model calls in a run's JSON-lines events (`"type":"model_call"`) and the seconds
+/// they took, summed; lines that are not such events are skipped.
+pub fn model_time(events: &str) -> (u32, f64) {
+    let mut calls = 0u32;
+    let mut ms = 0u64;
+    for line in events.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v["type"] == "model_call" {
+            calls += 1;
+            ms += v["durationMs"].as_u64().unwrap_or(0);
+        }
+    }
+    (calls, (ms as f64 / 100.0).round() / 10.0)
 }
 
 fn count(v: &Value) -> u32 {
@@ -586,6 +609,8 @@ pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
         cost_usd: format_pico_usd(run.spend.cost_pico_usd),
         cost_pico_usd: run.spend.cost_pico_usd,
         wall_seconds: (run.wall_seconds * 10.0).round() / 10.0,
+        model_calls: 0,
+        model_seconds: 0.0,
         report: run.report_path.clone(),
     }
 }

@@ -168,13 +168,26 @@ pub fn progress_line(index: usize, of: usize, r: &QuestionResult) -> String {
         Expect::Answer => format!("{} facts", facts_cell(r)),
         Expect::NoAnswer => facts_cell(r),
     };
-    format!(
+    let mut line = format!(
         "[{index}/{of}] {} … {:.0} s, {score}, {}",
         r.id,
         r.wall_seconds,
         r.outcome.label()
-    )
+    );
+    if r.wall_seconds > SLOW_RUN_SECONDS && r.model_calls > 0 {
+        // Why a run took long: on a small local model nearly always the model calls.
+        line.push_str(&format!(
+            "; over {} min: {} model calls took {:.0} s (summed)",
+            SLOW_RUN_SECONDS as u64 / 60,
+            r.model_calls,
+            r.model_seconds
+        ));
+    }
+    line
 }
+
+/// A run longer than this says in its progress line where the time went.
+pub const SLOW_RUN_SECONDS: f64 = 300.0;
 
 /// Pure: the progress line of a question whose result is already on disk.
 pub fn skipped_line(index: usize, of: usize, id: &str) -> String {
