@@ -145,23 +145,63 @@ fn request(
     }
 }
 
-/// Runs the coordinator: one repair retry quoting the parse error, then the budget tier (when the
-/// profile has one) with its own repair retry, then `PlanUnparseable`.
+/// How long planning may take before the run goes on with [`fallback_agenda`]: a small model on
+/// busy cores can spend minutes on one planning call, and deep mode's whole run should take a
+/// few minutes.
+pub const PLAN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// Pure: the agenda when the planner gives none: the question's parts
+/// ([`super::queries::question_parts`]: "What does the MERGE command introduced in PostgreSQL
+/// 15 do, and when was PostgreSQL 15 released?" becomes two tasks), or the question itself
+/// when it asks one thing.
+pub fn fallback_agenda(query: &str) -> Vec<String> {
+    let parts = super::queries::question_parts(query);
+    if parts.len() >= 2 {
+        parts
+    } else {
+        vec![query.trim().to_string()]
+    }
+}
+
+/// Runs the coordinator within [`PLAN_DEADLINE`] ([`plan_within`]).
 pub async fn plan(
     model: &dyn ChatModel,
     budget: Option<&dyn ChatModel>,
     state: &RunState,
     max_tokens: u32,
 ) -> Event {
+    plan_within(model, budget, state, max_tokens, PLAN_DEADLINE).await
+}
+
+/// Runs the coordinator: one repair retry quoting the parse error, then the budget tier (when the
+/// profile has one) with its own repair retry. An answer that is still no agenda, a model call
+/// that timed out, or planning that outlasts `deadline` gives the deterministic
+/// [`fallback_agenda`] rather than failing or waiting; a refusal or another model error fails.
+pub async fn plan_within(
+    model: &dyn ChatModel,
+    budget: Option<&dyn ChatModel>,
+    state: &RunState,
+    max_tokens: u32,
+    deadline: std::time::Duration,
+) -> Event {
     let mut usage = Usage::default();
-    let first = plan_with(model, state, max_tokens, &mut usage).await;
-    let outcome = match (first, budget) {
-        (Err(PlanError::Unparseable(_)), Some(budget)) => {
-            tracing::info!("the planner's answer was unusable; asking the budget tier");
-            plan_with(budget, state, max_tokens, &mut usage).await
+    let planned = tokio::time::timeout(deadline, async {
+        let first = plan_with(model, state, max_tokens, &mut usage).await;
+        match (first, budget) {
+            (Err(PlanError::Unparseable(_)), Some(budget)) => {
+                tracing::info!("the planner's answer was unusable; asking the budget tier");
+                plan_with(budget, state, max_tokens, &mut usage).await
+            }
+            (other, _) => other,
         }
-        (other, _) => other,
-    };
+    })
+    .await;
+    let outcome = planned.unwrap_or_else(|_| {
+        Err(PlanError::Slow(format!(
+            "planning took longer than {} s",
+            deadline.as_secs()
+        )))
+    });
     match outcome {
         Ok(PlanOutcome::Agenda(tasks)) => Event::PlanReady { tasks, usage },
         Ok(PlanOutcome::Refused) => Event::PlanFailed {
@@ -172,21 +212,23 @@ pub async fn plan(
             usage,
         },
         Err(PlanError::Model(failure)) => Event::PlanFailed { failure, usage },
-        Err(PlanError::Unparseable(last_error)) => Event::PlanFailed {
-            failure: Failure::new(
-                reasons::PLAN_UNPARSEABLE,
-                format!(
-                    "the planner's answer was not a usable agenda after a repair retry: {last_error}"
-                ),
-            ),
-            usage,
-        },
+        Err(PlanError::Unparseable(why) | PlanError::Slow(why)) => {
+            let tasks = fallback_agenda(&state.input.query);
+            tracing::warn!(
+                reason = %why,
+                tasks = tasks.len(),
+                "no agenda from the planner; researching the question's own parts"
+            );
+            Event::PlanReady { tasks, usage }
+        }
     }
 }
 
 enum PlanError {
     Model(Failure),
     Unparseable(String),
+    /// The model call timed out, or planning outlasted its deadline.
+    Slow(String),
 }
 
 async fn plan_with(
@@ -217,7 +259,12 @@ async fn plan_with(
             .await
             .map_err(|e| {
                 usage.add(&e.billed());
-                PlanError::Model(failure_from_llm(&e))
+                match e {
+                    crate::llm::LlmError::Timeout { seconds } => {
+                        PlanError::Slow(format!("the planning call timed out after {seconds} s"))
+                    }
+                    e => PlanError::Model(failure_from_llm(&e)),
+                }
             })?;
         usage.add(&resp.usage);
         // The retry is judged leniently: a short agenda beats no agenda.

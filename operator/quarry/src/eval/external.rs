@@ -240,6 +240,7 @@ pub fn score_external(
         key_facts_judged: None,
         judge_agreement: None,
         judge_spend: None,
+        claim_verdicts: Vec::new(),
         honest,
         invented,
         partial: false,
@@ -256,6 +257,8 @@ pub fn score_external(
         cost_usd: format_pico_usd(0),
         cost_pico_usd: 0,
         wall_seconds: run.map_or(0.0, |r| (r.seconds * 10.0).round() / 10.0),
+        model_calls: 0,
+        model_seconds: 0.0,
         report: input.report_path.clone(),
     }
 }

@@ -13,6 +13,8 @@ use quarry_engine::llm::{CallPurpose, ChatModel, ChatRequest, JsonSchema, Messag
 use quarry_engine::research::evidence::terms;
 use serde_json::Value;
 
+pub mod claims;
+
 use super::score::{FactResult, JudgeSpend, KeyFact, Question, QuestionResult, Verdict, agrees, n};
 
 /// Characters per token assumed when fitting a prompt: conservative for English and code.
@@ -191,9 +193,14 @@ fn verdict_of(v: &Value) -> Option<Verdict> {
 /// word when it is one of those, else the only polarity the answer uses. Anything else, or both
 /// polarities with nothing to choose between them, is [`Verdict::Unknown`].
 pub fn parse_verdict(answer: &str) -> Verdict {
+    parse_verdict_as(answer, "stated")
+}
+
+/// Pure: [`parse_verdict`] with another field name (`supported` for the claim judge).
+pub fn parse_verdict_as(answer: &str, field: &str) -> Verdict {
     if let Ok(Value::Object(o)) = extract_json_object(answer)
         && let Some(v) = o.iter().find_map(|(k, v)| {
-            k.eq_ignore_ascii_case("stated")
+            k.eq_ignore_ascii_case(field)
                 .then(|| verdict_of(v))
                 .flatten()
         })
@@ -205,7 +212,7 @@ pub fn parse_verdict(answer: &str) -> Verdict {
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
-    if let Some(at) = words.iter().position(|w| *w == "stated")
+    if let Some(at) = words.iter().position(|w| *w == field)
         && let Some(v) = words[at + 1..].iter().find_map(|w| polarity(w))
     {
         return v;
@@ -262,9 +269,10 @@ pub async fn judge_fact(
     }
 }
 
-/// Pure: whether a result still lacks a verdict on some key fact.
+/// Pure: whether a result still lacks a verdict on some key fact or on some cited claim (its
+/// claims are not yet listed, or a call about one failed).
 pub fn needs_judge(r: &QuestionResult) -> bool {
-    r.facts.iter().any(|f| f.judge.is_none())
+    r.facts.iter().any(|f| f.judge.is_none()) || claims::needs_claim_judge(r)
 }
 
 /// Pure: records verdicts (one per fact of `r`, in order; missing ones stay unjudged) and what

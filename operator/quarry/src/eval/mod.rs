@@ -101,6 +101,10 @@ pub struct EvalArgs {
     /// ResearchProfile whose primary model judges (implies --judge).
     #[arg(long, value_name = "FILE")]
     pub judge_profile: Option<PathBuf>,
+    /// With --judge: judge only the cited claims, not the key facts (a fact's call reads the
+    /// whole report, a claim's only the part of its page about it: far cheaper on a small model).
+    #[arg(long)]
+    pub judge_claims_only: bool,
     /// Score the reports another system wrote in DIR (reports/<id>.md, runs/<id>.json; format:
     /// tests/eval/README.md) instead of running research; results go to DIR.
     #[arg(long, value_name = "DIR")]
@@ -245,6 +249,41 @@ impl Judge {
     }
 }
 
+impl Judge {
+    /// Judges the cited claims of `r` still without a verdict against `pages` and says so on
+    /// stderr, with every claim on which the judge and the run's check disagree.
+    async fn judge_claims(&self, r: &mut QuestionResult, pages: &BTreeMap<String, PageText>) {
+        if r.claim_verdicts.is_empty() {
+            return;
+        }
+        let failed =
+            judge::claims::judge_claims(self.model.as_ref(), &self.settings, r, pages).await;
+        let judged: Vec<&ClaimVerdict> = r
+            .claim_verdicts
+            .iter()
+            .filter(|c| c.judge.is_some())
+            .collect();
+        let failed = if failed > 0 {
+            format!(", {failed} failed (judged again on the next run)")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "    {} claims judged: {} of {} supported by the judge (run's check: {}){failed}",
+            r.id,
+            judged
+                .iter()
+                .filter(|c| c.judge == Some(Verdict::Yes))
+                .count(),
+            judged.len(),
+            judged.iter().filter(|c| c.supported).count(),
+        );
+        for line in judge::claims::disagreement_lines(std::slice::from_ref(r)) {
+            eprintln!("      disagreement: {line}");
+        }
+    }
+}
+
 /// The report text a Quarry result's facts were matched in, read again from the run's state
 /// (`state/<id>/report.md`, else `reports/<id>.md`) for judging.
 fn quarry_answer(out: &Path, q: &Question, r: &QuestionResult) -> Option<String> {
@@ -311,6 +350,8 @@ async fn eval(args: &EvalArgs, settings: Settings) -> Result<String, EvalError> 
         timeout_secs: settings.timeout.map(|d| d.as_secs().max(1)),
         ..quarry_engine::research::state::Limits::default()
     };
+    let http = page_client()?;
+    let mut cache: BTreeMap<String, Option<PageText>> = BTreeMap::new();
     let total = questions.len();
     let mut results = Vec::with_capacity(total);
     for (i, (q, p)) in questions.iter().zip(plans).enumerate() {
@@ -334,11 +375,27 @@ async fn eval(args: &EvalArgs, settings: Settings) -> Result<String, EvalError> 
         };
         // A result scored without a judge (or before --judge was asked for) is judged now,
         // from the report on disk: the research is not run again.
+        let pending = if args.judge_claims_only {
+            judge::claims::needs_claim_judge(&result)
+        } else {
+            judge::needs_judge(&result)
+        };
         if let Some(judge) = &judge
-            && judge::needs_judge(&result)
+            && pending
         {
             let answer = quarry_answer(out, q, &result);
-            judge.judge(q, answer.as_deref(), &mut result).await;
+            if !args.judge_claims_only && result.facts.iter().any(|f| f.judge.is_none()) {
+                judge.judge(q, answer.as_deref(), &mut result).await;
+            }
+            let findings =
+                std::fs::read_to_string(out.join("state").join(&q.id).join("findings.json"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                    .unwrap_or(Value::Null);
+            let listed = judge::claims::findings_claims(&findings);
+            result.claim_verdicts = judge::claims::merge_claims(&result, listed);
+            let pages = cited_pages(&http, &mut cache, &result.claim_verdicts).await;
+            judge.judge_claims(&mut result, &pages).await;
             write_result(out, &result)?;
         }
         results.push(result);
@@ -376,6 +433,40 @@ pub fn fetchable(url: &str) -> bool {
     })
 }
 
+/// The HTTP client that fetches cited pages for checking.
+fn page_client() -> Result<reqwest::Client, EvalError> {
+    reqwest::Client::builder()
+        .timeout(PAGE_TIMEOUT)
+        .connect_timeout(PAGE_TIMEOUT)
+        .build()
+        .map_err(|e| EvalError::Usage(format!("HTTP client: {e}")))
+}
+
+/// The pages cited by claims without a verdict, fetched once per eval (`cache`; `None` marks a
+/// page that could not be read, or one off this machine), keyed by [`judge::claims::page_key`].
+async fn cited_pages(
+    http: &reqwest::Client,
+    cache: &mut BTreeMap<String, Option<PageText>>,
+    claims: &[ClaimVerdict],
+) -> BTreeMap<String, PageText> {
+    let mut pages = BTreeMap::new();
+    for c in claims.iter().filter(|c| c.judge.is_none()) {
+        let key = judge::claims::page_key(&c.url);
+        if !cache.contains_key(&key) {
+            let page = if fetchable(&c.url) {
+                fetch_page(http, &c.url).await
+            } else {
+                None
+            };
+            cache.insert(key.clone(), page);
+        }
+        if let Some(Some(page)) = cache.get(&key) {
+            pages.insert(key, page.clone());
+        }
+    }
+    pages
+}
+
 /// Fetches and extracts one cited page; `None` when it cannot be read.
 async fn fetch_page(http: &reqwest::Client, url: &str) -> Option<PageText> {
     let target = url.split('#').next().unwrap_or(url);
@@ -409,11 +500,7 @@ async fn eval_external(
     std::fs::create_dir_all(&results_dir).map_err(io_err(&results_dir))?;
     let done = load_done(&results_dir);
     let plans = plan(questions, &done, args.fresh);
-    let http = reqwest::Client::builder()
-        .timeout(PAGE_TIMEOUT)
-        .connect_timeout(PAGE_TIMEOUT)
-        .build()
-        .map_err(|e| EvalError::Usage(format!("HTTP client: {e}")))?;
+    let http = page_client()?;
     // Each cited page is fetched once per eval; `None` marks one that could not be read.
     let mut cache: BTreeMap<String, Option<PageText>> = BTreeMap::new();
     let total = questions.len();
@@ -584,7 +671,10 @@ async fn run_one(
             .ok()
             .map(|p| p.display().to_string()),
     };
-    Ok(score(q, &run))
+    let mut scored = score(q, &run);
+    let events_text = std::fs::read_to_string(&events_path).unwrap_or_default();
+    (scored.model_calls, scored.model_seconds) = model_time(&events_text);
+    Ok(scored)
 }
 
 #[cfg(test)]

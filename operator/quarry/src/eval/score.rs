@@ -368,6 +368,31 @@ pub struct FactResult {
     pub stated: bool,
 }
 
+/// One cited claim of a run put to the model judge: does the page it cites support it?
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimVerdict {
+    /// The sentence, as the run checked it.
+    pub claim: String,
+    /// The page it cites.
+    pub url: String,
+    /// The run's own check (findings.json's `supported`).
+    pub supported: bool,
+    /// The judge's verdict; absent when its call failed (asked again on the next run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Verdict>,
+}
+
+impl ClaimVerdict {
+    /// Whether the judge said yes or no and the run's check said the opposite.
+    pub fn disagrees(&self) -> bool {
+        matches!(
+            (self.judge, self.supported),
+            (Some(Verdict::Yes), false) | (Some(Verdict::No), true)
+        )
+    }
+}
+
 /// Tokens and cost the judge spent on one question (or all of them): never part of the run's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -416,6 +441,9 @@ pub struct QuestionResult {
     /// What the judge spent on this question (not in `inputTokens`, `outputTokens` or the cost).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_spend: Option<JudgeSpend>,
+    /// The judge's verdict on each cited claim (`--judge`; empty when not judged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claim_verdicts: Vec<ClaimVerdict>,
     /// No-answer questions: the run ended NoEvidence or its report says the sources do not answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub honest: Option<bool>,
@@ -447,8 +475,31 @@ pub struct QuestionResult {
     pub cost_usd: String,
     pub cost_pico_usd: u64,
     pub wall_seconds: f64,
+    /// Model calls the run made, from its events (0 when unknown).
+    #[serde(default)]
+    pub model_calls: u32,
+    /// Seconds those calls took, summed (parallel calls overlap: the sum can exceed the wall time).
+    #[serde(default)]
+    pub model_seconds: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<String>,
+}
+
+/// Pure: the model calls in a run's JSON-lines events (`"type":"model_call"`) and the seconds
+/// they took, summed; lines that are not such events are skipped.
+pub fn model_time(events: &str) -> (u32, f64) {
+    let mut calls = 0u32;
+    let mut ms = 0u64;
+    for line in events.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v["type"] == "model_call" {
+            calls += 1;
+            ms += v["durationMs"].as_u64().unwrap_or(0);
+        }
+    }
+    (calls, (ms as f64 / 100.0).round() / 10.0)
 }
 
 fn count(v: &Value) -> u32 {
@@ -542,6 +593,7 @@ pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
         key_facts_judged: None,
         judge_agreement: None,
         judge_spend: None,
+        claim_verdicts: Vec::new(),
         honest,
         invented,
         partial: findings["partial"].as_bool().unwrap_or(false),
@@ -557,6 +609,8 @@ pub fn score(q: &Question, run: &FinishedRun<'_>) -> QuestionResult {
         cost_usd: format_pico_usd(run.spend.cost_pico_usd),
         cost_pico_usd: run.spend.cost_pico_usd,
         wall_seconds: (run.wall_seconds * 10.0).round() / 10.0,
+        model_calls: 0,
+        model_seconds: 0.0,
         report: run.report_path.clone(),
     }
 }
@@ -594,6 +648,24 @@ pub struct Totals {
     pub judge_unknown: u32,
     /// What the judge spent, apart from the runs' tokens and cost.
     pub judge_spend: JudgeSpend,
+    /// Cited claims the judge gave a verdict on (`--judge`).
+    #[serde(default)]
+    pub judged_claims: u32,
+    /// Of those, claims the judge says their cited page supports.
+    #[serde(default)]
+    pub judge_supported_claims: u32,
+    /// Of those, claims the run's own check called supported (the same claims, for comparison).
+    #[serde(default)]
+    pub run_supported_of_judged: u32,
+    /// Of those, claims whose verdict is `unknown`.
+    #[serde(default)]
+    pub claims_judge_unknown: u32,
+    /// Of those, claims on which the judge (yes or no) and the run's check disagree.
+    #[serde(default)]
+    pub claim_disagreements: u32,
+    /// `judgeSupportedClaims / judgedClaims`: citation precision by the judge.
+    #[serde(default)]
+    pub judge_precision: Option<f64>,
     pub no_answer: u32,
     pub honest: u32,
     pub invented: u32,
@@ -669,6 +741,14 @@ pub fn totals(results: &[QuestionResult]) -> Totals {
                 t.invented += u32::from(r.invented == Some(true));
             }
         }
+        for c in &r.claim_verdicts {
+            let Some(v) = c.judge else { continue };
+            t.judged_claims += 1;
+            t.judge_supported_claims += u32::from(v == Verdict::Yes);
+            t.run_supported_of_judged += u32::from(c.supported);
+            t.claims_judge_unknown += u32::from(v == Verdict::Unknown);
+            t.claim_disagreements += u32::from(c.disagrees());
+        }
         t.runaways += u32::from(r.runaway);
         if let Some(s) = &r.judge_spend {
             t.judge_spend.add(s);
@@ -687,6 +767,7 @@ pub fn totals(results: &[QuestionResult]) -> Totals {
     t.all_facts_share = ratio(t.all_facts_found, t.answerable);
     t.mean_fact_share = (t.answerable > 0).then(|| round3(share_sum / f64::from(t.answerable)));
     t.citation_precision = ratio(t.supported_claims, t.claims);
+    t.judge_precision = ratio(t.judge_supported_claims, t.judged_claims);
     t.cost_usd = format_pico_usd(t.cost_pico_usd);
     t.wall_seconds = (t.wall_seconds * 10.0).round() / 10.0;
     t

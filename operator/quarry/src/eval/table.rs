@@ -16,6 +16,10 @@ pub fn facts_cell(r: &QuestionResult) -> String {
     }
 }
 
+fn ratio3(a: u32, b: u32) -> Option<f64> {
+    (b > 0).then(|| f64::from(a) / f64::from(b))
+}
+
 fn precision_cell(p: Option<f64>) -> String {
     p.map_or_else(|| "-".to_string(), |p| format!("{p:.2}"))
 }
@@ -126,6 +130,21 @@ pub fn render_table(system: &str, results: &[QuestionResult], t: &Totals) -> Str
         t.cited_urls,
         t.invented_urls
     ));
+    if t.judged_claims > 0 {
+        let d = t.claim_disagreements;
+        out.push_str(&format!(
+            "citations judged: precision by the judge {} ({}/{} claims), by the run's check {} on the same claims; {d} disagreement{}, {} unknown\n",
+            precision_cell(ratio3(t.judge_supported_claims, t.judged_claims)),
+            t.judge_supported_claims,
+            t.judged_claims,
+            precision_cell(ratio3(t.run_supported_of_judged, t.judged_claims)),
+            if d == 1 { "" } else { "s" },
+            t.claims_judge_unknown
+        ));
+        for line in super::judge::claims::disagreement_lines(results) {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
     out.push_str(&format!(
         "spend: {} input + {} output tokens, ${}, {:.0} s\n",
         t.input_tokens, t.output_tokens, t.cost_usd, t.wall_seconds
@@ -149,13 +168,26 @@ pub fn progress_line(index: usize, of: usize, r: &QuestionResult) -> String {
         Expect::Answer => format!("{} facts", facts_cell(r)),
         Expect::NoAnswer => facts_cell(r),
     };
-    format!(
+    let mut line = format!(
         "[{index}/{of}] {} … {:.0} s, {score}, {}",
         r.id,
         r.wall_seconds,
         r.outcome.label()
-    )
+    );
+    if r.wall_seconds > SLOW_RUN_SECONDS && r.model_calls > 0 {
+        // Why a run took long: on a small local model nearly always the model calls.
+        line.push_str(&format!(
+            "; over {} min: {} model calls took {:.0} s (summed)",
+            SLOW_RUN_SECONDS as u64 / 60,
+            r.model_calls,
+            r.model_seconds
+        ));
+    }
+    line
 }
+
+/// A run longer than this says in its progress line where the time went.
+pub const SLOW_RUN_SECONDS: f64 = 300.0;
 
 /// Pure: the progress line of a question whose result is already on disk.
 pub fn skipped_line(index: usize, of: usize, id: &str) -> String {

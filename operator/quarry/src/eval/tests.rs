@@ -102,6 +102,7 @@ fn args(questions: PathBuf) -> EvalArgs {
         max_cost_usd: None,
         judge: false,
         judge_profile: None,
+        judge_claims_only: false,
         external: None,
         system: None,
     }
@@ -278,6 +279,87 @@ async fn results_on_disk_are_judged_without_running_the_research_again() {
     assert_eq!(back.key_facts_found, 2);
     assert_eq!(back.facts[1].judge, Some(Verdict::No));
     assert_eq!((back.input_tokens, back.output_tokens), (9000, 300));
+}
+
+#[tokio::test]
+async fn cited_claims_are_judged_against_their_fetched_pages_and_disagreements_listed() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let base = server(calls.clone()).await;
+    let tmp = Scratch::new("claims");
+    let questions = tmp.write("questions.jsonl", QUESTIONS);
+    let profile = tmp.write("profile.yaml", &profile(&base));
+    let page = format!("{base}/doc/json.html");
+    let report = format!(
+        "# How do I decode JSON in Python?\n\n## Summary\n\njson.loads parses a string ([json]({page})).\n"
+    );
+    tmp.write("out/state/py-json-decode/report.md", &report);
+    // The run's own check: the first claim unsupported, the second supported.
+    let findings = serde_json::json!({
+        "aborted": false,
+        "claims": [
+            {"claim": "json.loads parses a string.", "url": format!("{page}#json.loads"), "supported": false},
+            {"claim": "pickle.dumps writes a file.", "url": page, "supported": true}
+        ]
+    });
+    tmp.write(
+        "out/state/py-json-decode/findings.json",
+        &findings.to_string(),
+    );
+    let qs = parse_questions(QUESTIONS).unwrap();
+    let r = score(
+        &qs[0],
+        &FinishedRun {
+            outcome: Some(Outcome::completed()),
+            report: Some(&report),
+            findings: Some(&findings),
+            spend: Spend::default(),
+            wall_seconds: 10.0,
+            report_path: None,
+        },
+    );
+    tmp.write(
+        "out/results/py-json-decode.json",
+        &serde_json::to_string(&r).unwrap(),
+    );
+    let mut a = args(questions);
+    a.only = vec!["py-json-decode".into()];
+    a.out = tmp.0.join("out");
+    a.judge = true;
+    a.judge_claims_only = true;
+    let table = eval(&a, settings(Some(profile))).await.unwrap();
+    // Two claims judged (the scripted judge says yes to the json.loads one only); no fact.
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let back: QuestionResult = serde_json::from_str(
+        &std::fs::read_to_string(tmp.0.join("out/results/py-json-decode.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(back.facts.iter().all(|f| f.judge.is_none()));
+    assert_eq!(
+        back.claim_verdicts
+            .iter()
+            .map(|c| c.judge)
+            .collect::<Vec<_>>(),
+        vec![Some(Verdict::Yes), Some(Verdict::No)]
+    );
+    assert!(
+        table.contains("precision by the judge 0.50 (1/2 claims), by the run's check 0.50 on the same claims; 2 disagreements"),
+        "{table}"
+    );
+    assert!(
+        table.contains("py-json-decode: run check not supported, judge supported: \"json.loads parses a string.\""),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "py-json-decode: run check supported, judge not: \"pickle.dumps writes a file.\""
+        ),
+        "{table}"
+    );
+    // Judged once: a rerun calls nothing.
+    eval(&a, settings(Some(tmp.0.join("profile.yaml"))))
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
 #[test]

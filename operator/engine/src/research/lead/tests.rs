@@ -138,3 +138,121 @@ fn decisions_default_to_synthesis() {
         }
     );
 }
+
+/// A planner that answers every call the same way (after `delay`), counting its calls.
+struct Planner {
+    answer: Result<&'static str, crate::llm::LlmError>,
+    delay: std::time::Duration,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl ChatModel for Planner {
+    async fn chat(
+        &self,
+        _request: ChatRequest,
+    ) -> Result<crate::llm::ChatResponse, crate::llm::LlmError> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(self.delay).await;
+        match &self.answer {
+            Ok(content) => Ok(crate::llm::ChatResponse {
+                content: (*content).into(),
+                usage: Usage {
+                    input_tokens: 10,
+                    llm_calls: 1,
+                    ..Usage::default()
+                },
+                model: "fake".into(),
+                ..crate::llm::ChatResponse::default()
+            }),
+            Err(crate::llm::LlmError::Timeout { seconds }) => {
+                Err(crate::llm::LlmError::Timeout { seconds: *seconds })
+            }
+            Err(_) => Err(crate::llm::LlmError::Garbled("scripted".into())),
+        }
+    }
+    fn context_window(&self) -> u64 {
+        8192
+    }
+}
+
+fn planner(answer: Result<&'static str, crate::llm::LlmError>, delay_secs: u64) -> Planner {
+    Planner {
+        answer,
+        delay: std::time::Duration::from_secs(delay_secs),
+        calls: std::sync::atomic::AtomicUsize::new(0),
+    }
+}
+
+const TWO_PART: &str = "What does the MERGE command introduced in PostgreSQL 15 do, and when was PostgreSQL 15 released?";
+
+fn deep_state(query: &str) -> RunState {
+    use crate::research::state::{Mode, RunInput};
+    RunState::new(RunInput::new(query, Mode::Deep))
+}
+
+#[test]
+fn the_fallback_agenda_is_the_questions_parts_or_the_question() {
+    assert_eq!(
+        fallback_agenda(TWO_PART),
+        vec![
+            "What does the MERGE command introduced in PostgreSQL 15 do".to_string(),
+            "when was PostgreSQL 15 released".to_string()
+        ]
+    );
+    assert_eq!(
+        fallback_agenda(" How do I decode JSON with the json module in Python? "),
+        vec!["How do I decode JSON with the json module in Python?".to_string()]
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_is_no_agenda_falls_back_to_the_questions_parts() {
+    let model = planner(Ok("I would rather not use JSON."), 0);
+    let event = plan(&model, None, &deep_state(TWO_PART), 200).await;
+    // One repair retry, then the deterministic agenda; the two calls are billed.
+    assert_eq!(model.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    match event {
+        Event::PlanReady { tasks, usage } => {
+            assert_eq!(tasks, fallback_agenda(TWO_PART));
+            assert_eq!(usage.input_tokens, 20);
+        }
+        other => panic!("expected the fallback agenda, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn planning_that_outlasts_its_deadline_falls_back_instead_of_waiting() {
+    // A planner that would answer well, but only after ten minutes.
+    let model = planner(
+        Ok(r#"{"intent": "research", "complexity": 1, "tasks": ["a", "b"]}"#),
+        600,
+    );
+    let started = tokio::time::Instant::now();
+    let event = plan(&model, None, &deep_state(TWO_PART), 200).await;
+    assert_eq!(started.elapsed(), PLAN_DEADLINE);
+    match event {
+        Event::PlanReady { tasks, .. } => assert_eq!(tasks, fallback_agenda(TWO_PART)),
+        other => panic!("expected the fallback agenda, got {other:?}"),
+    }
+    // A planning call that times out on its own falls back too.
+    let model = planner(Err(crate::llm::LlmError::Timeout { seconds: 900 }), 0);
+    match plan(&model, None, &deep_state("What is VACUUM?"), 200).await {
+        Event::PlanReady { tasks, .. } => assert_eq!(tasks, vec!["What is VACUUM?".to_string()]),
+        other => panic!("expected the fallback agenda, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_or_another_model_error_still_fails_the_plan() {
+    let model = planner(Ok(r#"{"intent": "malicious", "tasks": []}"#), 0);
+    assert!(matches!(
+        plan(&model, None, &deep_state(TWO_PART), 200).await,
+        Event::PlanFailed { .. }
+    ));
+    let model = planner(Err(crate::llm::LlmError::Garbled("x".into())), 0);
+    assert!(matches!(
+        plan(&model, None, &deep_state(TWO_PART), 200).await,
+        Event::PlanFailed { .. }
+    ));
+}

@@ -363,6 +363,23 @@ fn table_rows_and_progress_lines() {
         progress_line(3, 58, &r),
         "[3/58] py-json-decode … 41 s, 1/2 facts, Completed"
     );
+    // A run over five minutes says where the time went: its model calls, from its events.
+    let events = concat!(
+        r#"{"type":"fetch","durationMs":900}"#,
+        "\n",
+        r#"{"type":"model_call","durationMs":200000,"inputTokens":800}"#,
+        "\nnot json\n",
+        r#"{"type":"model_call","durationMs":150400}"#,
+        "\n"
+    );
+    assert_eq!(model_time(events), (2, 350.4));
+    let mut slow = r.clone();
+    slow.wall_seconds = 361.0;
+    (slow.model_calls, slow.model_seconds) = model_time(events);
+    assert_eq!(
+        progress_line(3, 58, &slow),
+        "[3/58] py-json-decode … 361 s, 1/2 facts, Completed; over 5 min: 2 model calls took 350 s (summed)"
+    );
 }
 
 #[test]

@@ -1,0 +1,200 @@
+//! The claim judge of `quarry eval --judge`: each cited claim of a run is put to the judge model
+//! with the page it cites, asking whether the page supports it. Its verdicts sit beside the run's
+//! own support check, so citation precision is reported by both, and every claim on which they
+//! disagree is printed.
+//!
+//! Everything but [`judge_claim`] and [`judge_claims`] is pure; those two talk to the model only
+//! through [`ChatModel`], so tests script it.
+
+use std::collections::BTreeMap;
+
+use quarry_engine::llm::{CallPurpose, ChatModel, ChatRequest, JsonSchema, Message, Usage};
+use quarry_engine::research::links::normalize_url;
+use serde_json::Value;
+
+use super::{JudgeSettings, fit_body, parse_verdict_as};
+use crate::eval::external::PageText;
+use crate::eval::score::{ClaimVerdict, JudgeSpend, QuestionResult, Verdict, n};
+
+/// Characters of the cited page shown to the judge: the sentences sharing the most words with
+/// the claim. Small, so one call stays a few seconds on 2 cores; the run's check read the page.
+pub const CLAIM_PASSAGE_CHARS: usize = 1600;
+
+const SYSTEM: &str = "You check whether a source supports a claim. Answer with one JSON object and nothing else: {\"supported\": true} if the source says what the claim says (in any wording), {\"supported\": false} if it does not say it or says something else.";
+
+fn user_prompt(claim: &str, source: &str) -> String {
+    format!(
+        "Claim: {claim}\n\nSource:\n<<<\n{source}\n>>>\n\nDoes the source support the claim? Answer {{\"supported\": true}} or {{\"supported\": false}}."
+    )
+}
+
+/// Pure: the judge's messages for one claim and the part of its page fitted with [`source_text`].
+pub fn claim_messages(claim: &str, source: &str) -> Vec<Message> {
+    vec![
+        Message::system(SYSTEM),
+        Message::user(user_prompt(claim, source)),
+    ]
+}
+
+/// Pure: what the judge reads of `page` for `claim`: its title, then the sentences sharing the
+/// most words with the claim, at most [`CLAIM_PASSAGE_CHARS`] characters and never more than the
+/// judge's window holds.
+pub fn source_text(settings: &JudgeSettings, claim: &str, page: &PageText) -> String {
+    let fixed = SYSTEM.chars().count() + user_prompt(claim, "").chars().count();
+    let room = settings
+        .prompt_chars()
+        .saturating_sub(fixed)
+        .min(CLAIM_PASSAGE_CHARS);
+    let text = format!("{}\n{}", page.title.trim(), page.text);
+    fit_body(&text, claim, room)
+}
+
+/// The answer's schema, `{"supported": boolean}`.
+pub fn supported_schema() -> JsonSchema {
+    JsonSchema {
+        name: "support".into(),
+        schema: serde_json::json!({
+            "type": "object",
+            "properties": {"supported": {"type": "boolean"}},
+            "required": ["supported"],
+            "additionalProperties": false
+        }),
+        strict: true,
+    }
+}
+
+/// Pure: the cited claims of a run's `findings.json` (`claims[].claim`, `.url`, `.supported`),
+/// not yet judged.
+pub fn findings_claims(findings: &Value) -> Vec<ClaimVerdict> {
+    findings["claims"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            Some(ClaimVerdict {
+                claim: c["claim"].as_str()?.to_string(),
+                url: c["url"].as_str()?.to_string(),
+                supported: c["supported"].as_bool().unwrap_or(false),
+                judge: None,
+            })
+        })
+        .collect()
+}
+
+/// Pure: whether `r` has cited claims the judge has not given a verdict on: none listed yet, or
+/// a call about one failed.
+pub fn needs_claim_judge(r: &QuestionResult) -> bool {
+    r.claims > 0
+        && (n(r.claim_verdicts.len()) != r.claims
+            || r.claim_verdicts.iter().any(|c| c.judge.is_none()))
+}
+
+/// Pure: the claims of `r` to judge: `listed` (from the run's findings) with the verdicts `r`
+/// already holds for the same claim and URL kept.
+pub fn merge_claims(r: &QuestionResult, listed: Vec<ClaimVerdict>) -> Vec<ClaimVerdict> {
+    listed
+        .into_iter()
+        .map(|mut c| {
+            c.judge = r
+                .claim_verdicts
+                .iter()
+                .find(|old| old.claim == c.claim && old.url == c.url)
+                .and_then(|old| old.judge);
+            c
+        })
+        .collect()
+}
+
+/// Asks `model` whether `page` supports `claim`. A page that could not be read supports
+/// nothing: `no` without a call. `None` and the failed call's bill when the call failed.
+pub async fn judge_claim(
+    model: &dyn ChatModel,
+    settings: &JudgeSettings,
+    claim: &str,
+    page: Option<&PageText>,
+) -> (Option<Verdict>, Usage, bool) {
+    let Some(page) = page else {
+        return (Some(Verdict::No), Usage::default(), false);
+    };
+    let request = ChatRequest {
+        messages: claim_messages(claim, &source_text(settings, claim, page)),
+        tools: Vec::new(),
+        json_mode: settings.json_mode,
+        json_schema: settings.json_mode.then(supported_schema),
+        max_tokens: settings.max_tokens(),
+        purpose: CallPurpose::Classify,
+    };
+    match model.chat(request).await {
+        Ok(answer) => (
+            Some(parse_verdict_as(&answer.content, "supported")),
+            answer.usage,
+            true,
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "claim judge call failed");
+            (None, e.billed(), true)
+        }
+    }
+}
+
+/// Judges every claim of `r.claim_verdicts` without a verdict against its page in `pages`
+/// (keyed by [`normalize_url`] without fragment; a missing page supports nothing) and adds the
+/// calls to `r`'s judge spend. Returns how many calls failed (those claims stay unjudged).
+pub async fn judge_claims(
+    model: &dyn ChatModel,
+    settings: &JudgeSettings,
+    r: &mut QuestionResult,
+    pages: &BTreeMap<String, PageText>,
+) -> usize {
+    let mut spend = JudgeSpend::default();
+    let mut failed = 0;
+    for c in r.claim_verdicts.iter_mut().filter(|c| c.judge.is_none()) {
+        let page = pages.get(&page_key(&c.url));
+        let (v, usage, called) = judge_claim(model, settings, &c.claim, page).await;
+        if called {
+            spend.calls += 1;
+            spend.input_tokens += usage.input_tokens;
+            spend.output_tokens += usage.output_tokens;
+            spend.cost_pico_usd += usage.cost_pico_usd;
+        }
+        failed += usize::from(v.is_none());
+        c.judge = v;
+    }
+    let mut total = r.judge_spend.unwrap_or_default();
+    total.add(&spend);
+    r.judge_spend = Some(total);
+    failed
+}
+
+/// Pure: the key of a cited page: its URL normalised, without fragment.
+pub fn page_key(url: &str) -> String {
+    normalize_url(url.split('#').next().unwrap_or(url))
+}
+
+/// Pure: one line per claim on which the judge and the run's check disagree, e.g.
+/// `py-x: run check supported, judge not: "claim" (url)`.
+pub fn disagreement_lines(results: &[QuestionResult]) -> Vec<String> {
+    results
+        .iter()
+        .flat_map(|r| {
+            r.claim_verdicts
+                .iter()
+                .filter(|c| c.disagrees())
+                .map(|c| {
+                    let (run, judge) = if c.supported {
+                        ("supported", "not")
+                    } else {
+                        ("not supported", "supported")
+                    };
+                    format!(
+                        "{}: run check {run}, judge {judge}: {:?} ({})",
+                        r.id, c.claim, c.url
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,175 @@
+//! Unit tests of the claim judge, with a scripted model.
+
+use super::*;
+use crate::eval::score::{FinishedRun, Outcome, Spend, parse_questions, score, totals};
+use crate::eval::table::render_table;
+use async_trait::async_trait;
+use quarry_engine::llm::{ChatResponse, LlmError};
+use std::sync::Mutex;
+
+/// Answers each call with the next scripted answer and keeps the requests.
+struct Script {
+    answers: Mutex<Vec<Result<&'static str, LlmError>>>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+#[async_trait]
+impl ChatModel for Script {
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.requests.lock().unwrap().push(request);
+        let next = self.answers.lock().unwrap().remove(0);
+        next.map(|content| ChatResponse {
+            content: content.into(),
+            usage: Usage {
+                input_tokens: 50,
+                output_tokens: 4,
+                llm_calls: 1,
+                ..Usage::default()
+            },
+            model: "fake".into(),
+            ..ChatResponse::default()
+        })
+    }
+    fn context_window(&self) -> u64 {
+        8192
+    }
+}
+
+const SETTINGS: JudgeSettings = JudgeSettings {
+    context_window: 8192,
+    max_output_tokens: 400,
+    json_mode: true,
+};
+
+const QUESTION: &str = r#"{"id":"q1","kind":"fact","question":"What does json.loads do?","keyFacts":[{"fact":"it decodes","match":["deserialize"]}]}"#;
+
+/// A scored run with two cited claims, the first supported by the run's check, the second not.
+fn result() -> QuestionResult {
+    let q = &parse_questions(QUESTION).unwrap()[0];
+    let findings = serde_json::json!({
+        "claims": [
+            {"claim": "json.loads deserializes a str to a Python object.", "url": "http://127.0.0.1:1/json.html#json.loads", "supported": true},
+            {"claim": "json.loads writes files.", "url": "http://127.0.0.1:1/gone.html", "supported": false}
+        ]
+    });
+    let report = "# What does json.loads do?\n\n## Summary\n\njson.loads deserializes a str.\n";
+    let mut r = score(
+        q,
+        &FinishedRun {
+            outcome: Some(Outcome::completed()),
+            report: Some(report),
+            findings: Some(&findings),
+            spend: Spend::default(),
+            wall_seconds: 1.0,
+            report_path: None,
+        },
+    );
+    r.claim_verdicts = merge_claims(&r, findings_claims(&findings));
+    r
+}
+
+fn pages() -> BTreeMap<String, PageText> {
+    let mut pages = BTreeMap::new();
+    pages.insert(
+        page_key("http://127.0.0.1:1/json.html"),
+        PageText {
+            title: "json — JSON encoder and decoder".into(),
+            text: "Deserialize s (a str, bytes or bytearray instance containing a JSON document) to a Python object using this conversion table. Other text.".into(),
+        },
+    );
+    pages
+}
+
+#[tokio::test]
+async fn each_claim_is_judged_against_its_page_and_disagreements_are_printed() {
+    let mut r = result();
+    assert_eq!(r.claims, 2);
+    assert!(needs_claim_judge(&r));
+    // The judge says no to a claim the run's check supported: a disagreement.
+    let model = Script {
+        answers: Mutex::new(vec![Ok("{\"supported\": false}")]),
+        requests: Mutex::new(Vec::new()),
+    };
+    let failed = judge_claims(&model, &SETTINGS, &mut r, &pages()).await;
+    assert_eq!(failed, 0);
+    // One call: the second claim's page was never read, which supports nothing without a call.
+    let requests = model.requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    let prompt = &requests[0].messages[1].content;
+    assert!(
+        prompt.contains("Claim: json.loads deserializes"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("Deserialize s (a str"), "{prompt}");
+    assert_eq!(
+        r.claim_verdicts.iter().map(|c| c.judge).collect::<Vec<_>>(),
+        vec![Some(Verdict::No), Some(Verdict::No)]
+    );
+    assert!(!needs_claim_judge(&r));
+    assert_eq!(r.judge_spend.unwrap().calls, 1);
+
+    let t = totals(std::slice::from_ref(&r));
+    assert_eq!(t.judged_claims, 2);
+    assert_eq!(t.judge_supported_claims, 0);
+    assert_eq!(t.run_supported_of_judged, 1);
+    assert_eq!(t.claim_disagreements, 1);
+    assert_eq!(t.judge_precision, Some(0.0));
+    let lines = disagreement_lines(std::slice::from_ref(&r));
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].starts_with("q1: run check supported, judge not:"),
+        "{}",
+        lines[0]
+    );
+    let table = render_table("quarry", std::slice::from_ref(&r), &t);
+    assert!(
+        table.contains("precision by the judge 0.00 (0/2 claims), by the run's check 0.50 on the same claims; 1 disagreement"),
+        "{table}"
+    );
+    assert!(table.contains(&lines[0]), "{table}");
+}
+
+#[tokio::test]
+async fn a_failed_call_leaves_the_claim_for_the_next_run_and_verdicts_are_kept() {
+    let mut r = result();
+    let model = Script {
+        answers: Mutex::new(vec![Err(LlmError::Timeout { seconds: 1 })]),
+        requests: Mutex::new(Vec::new()),
+    };
+    assert_eq!(judge_claims(&model, &SETTINGS, &mut r, &pages()).await, 1);
+    assert_eq!(r.claim_verdicts[0].judge, None);
+    assert!(needs_claim_judge(&r));
+    // A rerun lists the claims again from the findings: the verdict already given stays.
+    let again = merge_claims(&r, r.claim_verdicts.clone());
+    assert_eq!(again[1].judge, Some(Verdict::No));
+    assert_eq!(again[0].judge, None);
+}
+
+#[test]
+fn the_source_is_cut_to_the_sentences_about_the_claim() {
+    let filler = "Unrelated sentence about sockets and threads. ".repeat(100);
+    let page = PageText {
+        title: "json".into(),
+        text: format!("{filler}json.loads deserializes a str to a Python object. {filler}"),
+    };
+    let claim = "json.loads deserializes a str.";
+    let text = source_text(&SETTINGS, claim, &page);
+    assert!(text.chars().count() <= CLAIM_PASSAGE_CHARS);
+    assert!(
+        text.contains("json.loads deserializes a str to a Python object."),
+        "{text}"
+    );
+}
+
+#[test]
+fn supported_answers_are_read_tolerantly() {
+    assert_eq!(
+        parse_verdict_as("{\"supported\": true}", "supported"),
+        Verdict::Yes
+    );
+    assert_eq!(parse_verdict_as("supported: no", "supported"), Verdict::No);
+    assert_eq!(
+        parse_verdict_as("{\"stated\": true}", "supported"),
+        Verdict::Yes
+    );
+}
