@@ -289,3 +289,65 @@ async fn a_leader_whose_lease_is_taken_stops_at_once() {
         started.elapsed()
     );
 }
+
+/// Leads with pending work for `periods` lease periods and returns how it ended: `None` when it
+/// still led at the end (what a healthy leader does), else the error that made it step down.
+async fn lead_for(la: &mut Leadership, periods: u64) -> Option<LeaderError> {
+    let work = tokio::time::sleep(Duration::from_secs(4 * periods));
+    la.lead(work, || {}).await.err()
+}
+
+#[tokio::test]
+async fn a_leader_keeps_its_lease_across_many_renewals() {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica {
+        store: store.clone(),
+        cut: Arc::new(AtomicBool::new(false)),
+    };
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    la.acquired().await.unwrap();
+    // Every period has a renewal; a leader must never see its own renewal as too late.
+    let lost = lead_for(&mut la, 3).await;
+    assert!(lost.is_none(), "a healthy leader stepped down: {lost:?}");
+    assert!(la.fence().is_open());
+    assert_eq!(holder(&store).as_deref(), Some("a"));
+}
+
+#[tokio::test]
+async fn a_process_restarted_under_the_same_name_keeps_the_lease_its_predecessor_held() {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica {
+        store: store.clone(),
+        cut: Arc::new(AtomicBool::new(false)),
+    };
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    // What a SIGKILLed holder leaves: its identity, renewed 1.3 s ago (a fraction of a second
+    // past a whole second, as real renewals are), with its field manager owning the holder.
+    {
+        let mut s = store.lock().unwrap();
+        let renewed = k8s_openapi::jiff::Timestamp::now()
+            - k8s_openapi::jiff::SignedDuration::from_millis(1300);
+        let lease = s.lease.as_mut().unwrap();
+        lease["spec"] = json!({
+            "holderIdentity": "a",
+            "acquireTime": renewed.to_string(),
+            "renewTime": renewed.to_string(),
+            "leaseDurationSeconds": 4,
+            "leaseTransitions": 3,
+        });
+        s.holder_owner = Some("quarry-lease-a".into());
+    }
+    // The kubelet restarts the container: same pod name, so the lease is its own at once.
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(2), la.acquired())
+        .await
+        .expect("the lease held under its own name is taken at once")
+        .unwrap();
+    let lost = lead_for(&mut la, 3).await;
+    assert!(
+        lost.is_none(),
+        "the restarted leader stepped down: {lost:?}"
+    );
+    assert_eq!(holder(&store).as_deref(), Some("a"));
+}

@@ -224,23 +224,27 @@ impl Leadership {
     ///
     /// The lease manager only reports changes it could read; a leader cut off from the API
     /// would never hear that its lease ran out. So the lease is also checked here, and a leader
-    /// that cannot see a valid lease of its own steps down `grace` before it could expire, before
-    /// any standby may take it (client-go's renew deadline).
+    /// that cannot see a valid lease of its own steps down before any standby may take it
+    /// (client-go's renew deadline). The manager renews `grace` before expiry; the leader waits
+    /// for that renewal until `grace / 2` before expiry, to the millisecond. Stepping down at the
+    /// renewal moment itself (or at the whole second before it) raced the renewal: a healthy
+    /// leader, and most often one restarted under the same name (it inherits the killed
+    /// process's renewal time and renews on its schedule), read its lease a moment before its
+    /// own renewal landed and exited.
     pub async fn lead<F, T>(&mut self, work: F, on_lost: impl FnOnce()) -> Result<T, LeaderError>
     where
         F: std::future::Future<Output = T>,
     {
         let (api, name, identity) = (self.api.clone(), self.name.clone(), self.identity.clone());
-        let (duration, grace) = (
-            self.lease_seconds,
-            self.grace_seconds.min(self.lease_seconds / 2),
-        );
+        let duration_ms = self.lease_seconds as i64 * 1000;
+        let grace_ms = self.grace_seconds.min(self.lease_seconds / 2) as i64 * 1000;
+        let margin_ms = grace_ms / 2;
         let lease_label = self.lease.clone();
         let confirm = async move {
-            let mut valid_until = now_secs() + duration as i64;
-            let every = Duration::from_millis((grace * 1000 / 2).clamp(250, 2000));
+            // Until the lease is read, the leader trusts it for `grace` only.
+            let mut valid_until = now_millis() + grace_ms;
+            let every = (grace_ms / 2).clamp(250, 2000);
             loop {
-                tokio::time::sleep(every).await;
                 match api.get(&name).await {
                     Ok(lease) => {
                         let spec = lease.spec.unwrap_or_default();
@@ -250,15 +254,18 @@ impl Leadership {
                         if let Some(renewed) = spec.renew_time {
                             let seconds = spec
                                 .lease_duration_seconds
-                                .map_or(duration as i64, i64::from);
-                            valid_until = renewed.0.as_second() + seconds;
+                                .map_or(duration_ms, |s| i64::from(s) * 1000);
+                            valid_until = renewed.0.as_millisecond() + seconds;
                         }
                     }
                     Err(e) => warn!(error = %e, "cannot confirm the leader lease"),
                 }
-                if now_secs() >= valid_until - grace as i64 {
+                let left = valid_until - margin_ms - now_millis();
+                if left <= 0 {
                     return LeaderError::Lost(format!("{lease_label} (not renewed in time)"));
                 }
+                // Wake at the deadline itself, not at the next poll after it.
+                tokio::time::sleep(Duration::from_millis(left.min(every) as u64)).await;
             }
         };
         let lost = async {
@@ -306,8 +313,8 @@ impl Leadership {
     }
 }
 
-fn now_secs() -> i64 {
-    k8s_openapi::jiff::Timestamp::now().as_second()
+fn now_millis() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_millisecond()
 }
 
 fn describe(
