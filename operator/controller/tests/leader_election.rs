@@ -33,6 +33,8 @@ struct LeaseStore {
 struct Replica {
     store: Arc<Mutex<LeaseStore>>,
     cut: Arc<AtomicBool>,
+    /// Every request of that replica hangs unanswered, as when etcd stalls behind the server.
+    stall: Arc<AtomicBool>,
 }
 
 fn status(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
@@ -73,6 +75,9 @@ fn merge(target: &mut Value, patch: &Value) {
 
 impl Replica {
     async fn handle(self, req: Request<Body>) -> Result<Response<Body>, std::convert::Infallible> {
+        if self.stall.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         if self.cut.load(Ordering::SeqCst) {
             return Ok(status(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -186,6 +191,7 @@ async fn one_replica_leads_and_a_cut_off_leader_steps_down_before_the_other_take
     let replica = |cut: bool| Replica {
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(cut)),
+        stall: Arc::new(AtomicBool::new(false)),
     };
     let (a, b) = (replica(false), replica(false));
 
@@ -260,6 +266,7 @@ async fn a_leader_whose_lease_is_taken_stops_at_once() {
     let a = Replica {
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
     };
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
@@ -303,6 +310,7 @@ async fn a_leader_keeps_its_lease_across_many_renewals() {
     let a = Replica {
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
     };
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
@@ -320,6 +328,7 @@ async fn a_process_restarted_under_the_same_name_keeps_the_lease_its_predecessor
     let a = Replica {
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
     };
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     // What a SIGKILLed holder leaves: its identity, renewed 1.3 s ago (a fraction of a second
@@ -350,4 +359,41 @@ async fn a_process_restarted_under_the_same_name_keeps_the_lease_its_predecessor
         "the restarted leader stepped down: {lost:?}"
     );
     assert_eq!(holder(&store).as_deref(), Some("a"));
+}
+
+#[tokio::test]
+async fn a_leader_whose_reads_hang_steps_down_before_its_lease_expires() {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica {
+        store: store.clone(),
+        cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
+    };
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    la.acquired().await.unwrap();
+    let stall = a.stall.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        stall.store(true, Ordering::SeqCst);
+    });
+    let lost = lead_for(&mut la, 3).await;
+    let stepped_down = k8s_openapi::jiff::Timestamp::now();
+    assert!(
+        matches!(lost, Some(LeaderError::Lost(_))),
+        "a leader that cannot read its lease kept leading: {lost:?}"
+    );
+    assert!(!la.fence().is_open());
+    // Before a standby could take the lease: its last renewal plus the lease duration.
+    let renewed: k8s_openapi::jiff::Timestamp =
+        store.lock().unwrap().lease.as_ref().unwrap()["spec"]["renewTime"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+    let expires = renewed + k8s_openapi::jiff::SignedDuration::from_secs(4);
+    assert!(
+        stepped_down < expires,
+        "stepped down at {stepped_down}, the lease expired at {expires}"
+    );
 }

@@ -242,11 +242,19 @@ impl Leadership {
         let lease_label = self.lease.clone();
         let confirm = async move {
             // Until the lease is read, the leader trusts it for `grace` only.
-            let mut valid_until = now_millis() + grace_ms;
+            let mut valid_until = now_millis() + grace_ms + margin_ms;
             let every = (grace_ms / 2).clamp(250, 2000);
             loop {
-                match api.get(&name).await {
-                    Ok(lease) => {
+                // A read that hangs (etcd stalled behind the API server) must not hold the
+                // deadline check back: it gets until the deadline.
+                let left = valid_until - margin_ms - now_millis();
+                if left <= 0 {
+                    return LeaderError::Lost(format!("{lease_label} (not renewed in time)"));
+                }
+                let read = tokio::time::timeout(Duration::from_millis(left as u64), api.get(&name));
+                match read.await {
+                    Err(_) => continue,
+                    Ok(Ok(lease)) => {
                         let spec = lease.spec.unwrap_or_default();
                         if spec.holder_identity.as_deref() != Some(identity.as_str()) {
                             return LeaderError::Lost(lease_label);
@@ -258,7 +266,7 @@ impl Leadership {
                             valid_until = renewed.0.as_millisecond() + seconds;
                         }
                     }
-                    Err(e) => warn!(error = %e, "cannot confirm the leader lease"),
+                    Ok(Err(e)) => warn!(error = %e, "cannot confirm the leader lease"),
                 }
                 let left = valid_until - margin_ms - now_millis();
                 if left <= 0 {
