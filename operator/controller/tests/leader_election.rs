@@ -397,3 +397,47 @@ async fn a_leader_whose_reads_hang_steps_down_before_its_lease_expires() {
         "stepped down at {stepped_down}, the lease expired at {expires}"
     );
 }
+
+#[tokio::test]
+async fn a_process_restarted_after_its_own_lease_lapsed_leads_once_it_has_renewed_it() {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica {
+        store: store.clone(),
+        cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
+    };
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    // The predecessor was killed 10 s ago (or etcd stood still that long): the lease is in this
+    // pod's name but lapsed.
+    let lapsed =
+        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(10);
+    {
+        let mut s = store.lock().unwrap();
+        let lease = s.lease.as_mut().unwrap();
+        lease["spec"] = json!({
+            "holderIdentity": "a",
+            "acquireTime": lapsed.to_string(),
+            "renewTime": lapsed.to_string(),
+            "leaseDurationSeconds": 4,
+            "leaseTransitions": 3,
+        });
+        s.holder_owner = Some("quarry-lease-a".into());
+    }
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(4), la.acquired())
+        .await
+        .expect("the lapsed lease is renewed and taken")
+        .unwrap();
+    let renewed: k8s_openapi::jiff::Timestamp =
+        store.lock().unwrap().lease.as_ref().unwrap()["spec"]["renewTime"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+    assert!(renewed > lapsed, "leading on the lapsed lease");
+    let lost = lead_for(&mut la, 2).await;
+    assert!(
+        lost.is_none(),
+        "the restarted leader stepped down: {lost:?}"
+    );
+}

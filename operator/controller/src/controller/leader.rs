@@ -200,10 +200,20 @@ impl Leadership {
         self.fence.clone()
     }
 
-    /// Waits until this replica holds the lease.
+    /// Waits until this replica holds the lease, and the lease is valid for longer than the
+    /// step-down margin of [`Leadership::lead`].
+    ///
+    /// A process restarted under the same name (the kubelet keeps the pod name) finds the lease
+    /// already in its own name, and the lease manager reports it as held at once, with the
+    /// killed predecessor's renewal time. If that has lapsed (the restart took longer than the
+    /// lease, or etcd stood still), the manager renews at once, but leading before that
+    /// renewal lands would step down on the first check: a run would be started and aborted
+    /// over and over. So leadership begins only once a read shows a lease good for more than
+    /// the margin.
     pub async fn acquired(&mut self) -> Result<(), LeaderError> {
         loop {
-            if *self.rx.borrow_and_update() {
+            let held = *self.rx.borrow_and_update();
+            if held && self.lease_valid().await {
                 self.fence.set(true);
                 info!(lease = %self.lease, "leader lease acquired");
                 return Ok(());
@@ -215,8 +225,32 @@ impl Leadership {
                     }
                 }
                 ended = &mut self.task => return Err(LeaderError::TaskDied(describe(ended))),
+                // Held but not yet renewed: look again shortly.
+                _ = tokio::time::sleep(Duration::from_millis(200)), if held => {}
             }
         }
+    }
+
+    /// The step-down margin: a leader steps down this long before its lease would lapse.
+    fn margin_ms(&self) -> i64 {
+        self.grace_seconds.min(self.lease_seconds / 2) as i64 * 1000 / 2
+    }
+
+    /// Whether the Lease, read now, is this replica's and valid beyond the step-down margin.
+    async fn lease_valid(&self) -> bool {
+        let read = tokio::time::timeout(Duration::from_secs(2), self.api.get(&self.name)).await;
+        let Ok(Ok(lease)) = read else {
+            return false;
+        };
+        let spec = lease.spec.unwrap_or_default();
+        let (Some(holder), Some(renewed)) = (spec.holder_identity, spec.renew_time) else {
+            return false;
+        };
+        let seconds = spec
+            .lease_duration_seconds
+            .map_or(self.lease_seconds as i64, i64::from);
+        holder == self.identity
+            && renewed.0.as_millisecond() + seconds * 1000 - self.margin_ms() > now_millis()
     }
 
     /// Runs `work` while this replica leads. Losing the lease, or the lease task dying, closes
@@ -238,7 +272,7 @@ impl Leadership {
         let (api, name, identity) = (self.api.clone(), self.name.clone(), self.identity.clone());
         let duration_ms = self.lease_seconds as i64 * 1000;
         let grace_ms = self.grace_seconds.min(self.lease_seconds / 2) as i64 * 1000;
-        let margin_ms = grace_ms / 2;
+        let margin_ms = self.margin_ms();
         let lease_label = self.lease.clone();
         let confirm = async move {
             // Until the lease is read, the leader trusts it for `grace` only.
