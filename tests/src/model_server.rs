@@ -558,7 +558,8 @@ impl ScriptedModelHandle {
         self.inner.limit.as_ref().map_or(0, |l| lock(l).rejected)
     }
     /// Holds the next request of `route` at `turn` (assistant messages so far) unanswered for
-    /// ten minutes: a client can be killed mid-call at an exact point. Once only.
+    /// ten minutes, or until `release_held`: a client can be killed mid-call at an exact point.
+    /// Once only.
     pub fn hold_once(&self, route: &str, turn: usize) {
         lock(&self.inner.holds).push((route.to_string(), turn));
     }

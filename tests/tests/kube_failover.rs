@@ -53,8 +53,21 @@ fn page(docs: &str, name: &str) -> String {
     format!("{docs}/python3.11-doc/html/library/{name}.html")
 }
 
-/// A researcher answering by turn, so a redone researcher gets the same replies.
-fn researcher(name: &str, task: &str, query: &str, url: &str, marker: &str) -> Route {
+/// How long the planner, the evaluator, the writer and pickle's last call take: each phase of
+/// a run lasts long enough for the randomized kills to aim inside it (with instant replies,
+/// planning and synthesis pass between two reads of the checkpoint).
+const STEP_DELAY_MS: u64 = 400;
+
+/// A researcher answering by turn, so a redone researcher gets the same replies; its report
+/// call takes `report_delay_ms`.
+fn researcher(
+    name: &str,
+    task: &str,
+    query: &str,
+    url: &str,
+    marker: &str,
+    report_delay_ms: u64,
+) -> Route {
     let report = format!("## Summary\n{marker}: the module is documented here ([doc]({url})).");
     Route::new(
         name,
@@ -63,7 +76,10 @@ fn researcher(name: &str, task: &str, query: &str, url: &str, marker: &str) -> R
             Step::tool_call("search", json!({"queries": [query]})).with_usage(1000, 10),
             Step::tool_call("scrape", json!({"urls": [url]})).with_usage(1200, 10),
             Step::tool_call("scrape", json!({"urls": [url]})).with_usage(1400, 12),
-            Step::text(report.clone()).with_usage(3000, 120),
+            Step::delay(
+                report_delay_ms,
+                Step::text(report.clone()).with_usage(3000, 120),
+            ),
         ],
     )
     .with_fallback(Step::text(report).with_usage(900, 100))
@@ -81,7 +97,10 @@ fn script(docs: &str) -> Script {
             Route::new(
                 "planner",
                 "You are the research coordinator",
-                vec![Step::text(plan).with_usage(300, 40)],
+                vec![Step::delay(
+                    STEP_DELAY_MS,
+                    Step::text(plan).with_usage(300, 40),
+                )],
             )
             .by_turn(),
         )
@@ -91,6 +110,7 @@ fn script(docs: &str) -> Script {
             "json decoder",
             &json_url,
             "JSON-MARKER",
+            0,
         ))
         .with_route(researcher(
             "pickle",
@@ -98,12 +118,16 @@ fn script(docs: &str) -> Script {
             "pickle",
             &pickle_url,
             "PICKLE-MARKER",
+            2 * STEP_DELAY_MS,
         ))
         .with_route(
             Route::new(
                 "evaluator",
                 "You are the lead evaluator",
-                vec![Step::text(r#"{"action": "synthesize"}"#).with_usage(2500, 10)],
+                vec![Step::delay(
+                    STEP_DELAY_MS,
+                    Step::text(r#"{"action": "synthesize"}"#).with_usage(2500, 10),
+                )],
             )
             .by_turn(),
         )
@@ -112,7 +136,10 @@ fn script(docs: &str) -> Script {
             Route::new(
                 "study",
                 "Mode: study",
-                vec![Step::text(study).with_usage(5000, 400)],
+                vec![Step::delay(
+                    STEP_DELAY_MS,
+                    Step::text(study).with_usage(5000, 400),
+                )],
             )
             .by_turn(),
         )
@@ -1020,7 +1047,7 @@ impl Setup {
         Ok(durable_work(loaded.as_ref().map(|l| &l.state)).0)
     }
 
-    /// Runs `name` without kills, reading its durable phase every 100 ms: the phases a kill can
+    /// Runs `name` without kills, reading its durable phase every 50 ms: the phases a kill can
     /// hit and how long each lasts.
     async fn measure_timeline(&self, name: &str) -> Result<(ResearchRun, Timeline), String> {
         let started = tokio::time::Instant::now();
@@ -1038,7 +1065,7 @@ impl Setup {
             if let Ok(phase) = self.durable_phase(name).await {
                 timeline.saw(phase, started.elapsed());
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
@@ -1075,10 +1102,9 @@ impl Setup {
 
     /// One run killed up to [`KILLS_PER_RUN`] times, then let finish; checks every invariant
     /// against the run without kills (`baseline`). Each kill first picks a phase of `timeline`
-    /// (uniformly among those the run has not passed), waits until the run's durable checkpoint
-    /// reaches it, then waits a uniform moment within that phase's window: every phase is hit
-    /// about as often, however short (a uniform moment over the whole run lands mostly in the
-    /// longest phase).
+    /// uniformly, waits until the run's durable checkpoint reaches it, then waits a uniform
+    /// moment within that phase's window: every phase is aimed at about as often, however short
+    /// (a uniform moment over the whole run lands mostly in the longest phase).
     async fn randomly_killed_run(
         &self,
         name: &str,
@@ -1094,18 +1120,18 @@ impl Setup {
         self.apply_run(name).await?;
         let mut records = Vec::new();
         let mut logs = String::new();
-        'kills: while records.len() < kills {
-            let from = match self.durable_phase(name).await {
-                Ok(now) => timeline.index(&now),
-                Err(_) => 0,
-            };
-            if from >= timeline.phases.len() {
-                break;
-            }
-            let target = rng.random_range(from..timeline.phases.len());
+        // Each kill's phase is drawn uniformly; sorted, since a run only moves forward (a
+        // restarted one resumes from the phase its kill left).
+        let mut aims: Vec<usize> = (0..kills)
+            .map(|_| rng.random_range(0..timeline.phases.len()))
+            .collect();
+        aims.sort_unstable();
+        'kills: for target in aims {
             let (aim, first, last) = &timeline.phases[target];
+            // The first phase's window opens when the run is created.
+            let first = if target == 0 { Duration::ZERO } else { *first };
             let within =
-                Duration::from_millis(rng.random_range(0..=(*last - *first).as_millis() as u64));
+                Duration::from_millis(rng.random_range(0..=(*last - first).as_millis() as u64));
             // Until the run gets there (or past it).
             let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
             loop {

@@ -35,6 +35,8 @@ struct Replica {
     cut: Arc<AtomicBool>,
     /// Every request of that replica hangs unanswered, as when etcd stalls behind the server.
     stall: Arc<AtomicBool>,
+    /// Milliseconds each write (PATCH) of that replica takes before it lands.
+    write_delay_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 fn status(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
@@ -77,6 +79,10 @@ impl Replica {
     async fn handle(self, req: Request<Body>) -> Result<Response<Body>, std::convert::Infallible> {
         if self.stall.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
+        }
+        let delay = self.write_delay_ms.load(Ordering::SeqCst);
+        if req.method() == http::Method::PATCH && delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
         }
         if self.cut.load(Ordering::SeqCst) {
             return Ok(status(
@@ -192,6 +198,7 @@ async fn one_replica_leads_and_a_cut_off_leader_steps_down_before_the_other_take
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(cut)),
         stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
     };
     let (a, b) = (replica(false), replica(false));
 
@@ -267,6 +274,7 @@ async fn a_leader_whose_lease_is_taken_stops_at_once() {
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(false)),
         stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
     };
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
@@ -311,6 +319,7 @@ async fn a_leader_keeps_its_lease_across_many_renewals() {
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(false)),
         stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
     };
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
@@ -329,6 +338,7 @@ async fn a_process_restarted_under_the_same_name_keeps_the_lease_its_predecessor
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(false)),
         stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
     };
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     // What a SIGKILLed holder leaves: its identity, renewed 1.3 s ago (a fraction of a second
@@ -368,6 +378,7 @@ async fn a_leader_whose_reads_hang_steps_down_before_its_lease_expires() {
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(false)),
         stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
     };
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
@@ -405,6 +416,7 @@ async fn a_process_restarted_after_its_own_lease_lapsed_leads_once_it_has_renewe
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(false)),
         stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
     };
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     // The predecessor was killed 10 s ago (or etcd stood still that long): the lease is in this
@@ -440,4 +452,58 @@ async fn a_process_restarted_after_its_own_lease_lapsed_leads_once_it_has_renewe
         lost.is_none(),
         "the restarted leader stepped down: {lost:?}"
     );
+}
+
+#[tokio::test]
+async fn a_restarted_leader_sees_the_renewal_that_lands_after_its_first_read() {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica {
+        store: store.clone(),
+        cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
+    };
+    // The shipped timing: a 15 s lease renewed 5 s before it expires, read every 2 s.
+    let config = |identity: &str| {
+        let mut c = LeaderConfig::new("quarry-system");
+        c.identity = identity.into();
+        c.lease_seconds = 15;
+        c.grace_seconds = 5;
+        c
+    };
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    // The predecessor renewed 11 s ago: 1.5 s before the step-down deadline (2.5 s before
+    // expiry), past its renewal moment, so the new manager renews at once.
+    let renewed =
+        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(11);
+    {
+        let mut s = store.lock().unwrap();
+        let lease = s.lease.as_mut().unwrap();
+        lease["spec"] = json!({
+            "holderIdentity": "a",
+            "acquireTime": renewed.to_string(),
+            "renewTime": renewed.to_string(),
+            "leaseDurationSeconds": 15,
+            "leaseTransitions": 3,
+        });
+        s.holder_owner = Some("quarry-lease-a".into());
+    }
+    // That renewal lands 300 ms late (a loaded API server): the leader's first read still
+    // shows the inherited renewal time.
+    a.write_delay_ms.store(300, Ordering::SeqCst);
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    la.acquired().await.unwrap();
+    let work = tokio::time::sleep(Duration::from_secs(4));
+    let lost = la.lead(work, || {}).await.err();
+    assert!(
+        lost.is_none(),
+        "the restarted leader stepped down: {lost:?}"
+    );
+    let now: k8s_openapi::jiff::Timestamp =
+        store.lock().unwrap().lease.as_ref().unwrap()["spec"]["renewTime"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+    assert!(now > renewed, "the lease was never renewed");
 }

@@ -306,8 +306,13 @@ impl Leadership {
                 if left <= 0 {
                     return LeaderError::Lost(format!("{lease_label} (not renewed in time)"));
                 }
-                // Wake at the deadline itself, not at the next poll after it.
-                tokio::time::sleep(Duration::from_millis(left.min(every) as u64)).await;
+                // Read again ever sooner as the deadline nears (half the time left, at least
+                // 50 ms): the renewal may land a moment after a read, and the leader must see it
+                // before concluding it has none. Sleeping to the deadline itself stepped down a
+                // process restarted under the same name whose first read came just before the
+                // manager's immediate renewal of the lease it inherited.
+                let nap = (left / 2).max(50).min(every);
+                tokio::time::sleep(Duration::from_millis(nap as u64)).await;
             }
         };
         let lost = async {
