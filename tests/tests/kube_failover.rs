@@ -536,12 +536,17 @@ async fn kill_and_restart(kill: KillIn) {
         let mut second = s
             .start_operator("quarry-0", "second.log", None, &[])
             .await?;
-        let done = s.wait_finished("killed").await;
+        // A process that exits by itself is started again, as the kubelet does.
+        let mut restarts = String::new();
+        let (done, exits) = s
+            .finish_restarting(&mut second, "killed", &[], &mut restarts)
+            .await;
         let logs = format!(
-            "checkpoint at the kill: {at_kill}\n--- first:\n{}\n--- second:\n{}",
+            "checkpoint at the kill: {at_kill}\n--- first:\n{}\n{restarts}--- second:\n{}",
             first.log_tail(),
             second.log_tail()
         );
+        eprintln!("the restarted operator exited by itself {exits} time(s)");
         second.kill().await?;
         let done = done.map_err(|e| format!("{e}\n{logs}"))?;
         s.assert_completed_once_with_exact_cost(&done)
@@ -1126,6 +1131,7 @@ impl Setup {
             .map(|_| rng.random_range(0..timeline.phases.len()))
             .collect();
         aims.sort_unstable();
+        let mut early_exits = 0;
         'kills: for target in aims {
             let (aim, first, last) = &timeline.phases[target];
             // The first phase's window opens when the run is created.
@@ -1142,6 +1148,22 @@ impl Setup {
                 let at = self.durable_phase(name).await.unwrap_or_default();
                 if timeline.index(&at) >= target && timeline.index(&at) < timeline.phases.len() {
                     break;
+                }
+                // As the kubelet does, a process that exits by itself is started again.
+                if let Ok(Some(status)) = op.child.try_wait() {
+                    early_exits += 1;
+                    logs.push_str(&format!(
+                        "--- attempt exited by itself with {status}:\n{}\n",
+                        op.log_tail()
+                    ));
+                    op = self
+                        .start_operator(
+                            "quarry-0",
+                            &format!("{name}-early-{early_exits}.log"),
+                            None,
+                            &[],
+                        )
+                        .await?;
                 }
                 if tokio::time::Instant::now() > deadline {
                     return Err(format!("run {name} never reached {aim}"));
@@ -1174,6 +1196,7 @@ impl Setup {
                 .await?;
         }
         let (done, exits) = self.finish_restarting(&mut op, name, &[], &mut logs).await;
+        let exits = exits + early_exits;
         logs.push_str(&format!("--- last attempt:\n{}\n", op.log_tail()));
         op.kill().await?;
         let fail = |e: String| {

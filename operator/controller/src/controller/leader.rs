@@ -22,8 +22,8 @@ use tracing::{info, warn};
 pub const DEFAULT_LEASE_NAME: &str = "quarry-operator";
 /// How long a lease lasts without renewal: a dead leader is replaced within this.
 pub const DEFAULT_LEASE_SECONDS: u64 = 15;
-/// How long before expiry the holder renews.
-pub const DEFAULT_GRACE_SECONDS: u64 = 5;
+/// How long before expiry the holder renews (a third of the way into the lease).
+pub const DEFAULT_GRACE_SECONDS: u64 = 10;
 /// Environment variable naming the operator's Deployment (the Lease's owner).
 pub const OWNER_ENV: &str = "QUARRY_OPERATOR_DEPLOYMENT";
 
@@ -231,9 +231,11 @@ impl Leadership {
         }
     }
 
-    /// The step-down margin: a leader steps down this long before its lease would lapse.
+    /// The step-down margin: a leader steps down this long before its lease would lapse (half
+    /// the renewal grace, at most a sixth of the lease), so a renewal has the rest of the grace
+    /// to land.
     fn margin_ms(&self) -> i64 {
-        self.grace_seconds.min(self.lease_seconds / 2) as i64 * 1000 / 2
+        (self.grace_seconds as i64 * 1000 / 2).min(self.lease_seconds as i64 * 1000 / 6)
     }
 
     /// Whether the Lease, read now, is this replica's and valid beyond the step-down margin.
@@ -260,7 +262,7 @@ impl Leadership {
     /// would never hear that its lease ran out. So the lease is also checked here, and a leader
     /// that cannot see a valid lease of its own steps down before any standby may take it
     /// (client-go's renew deadline). The manager renews `grace` before expiry; the leader waits
-    /// for that renewal until `grace / 2` before expiry, to the millisecond. Stepping down at the
+    /// for that renewal until the margin before expiry, to the millisecond. Stepping down at the
     /// renewal moment itself (or at the whole second before it) raced the renewal: a healthy
     /// leader, and most often one restarted under the same name (it inherits the killed
     /// process's renewal time and renews on its schedule), read its lease a moment before its
