@@ -273,6 +273,9 @@ pub struct ControlPlane {
     dir: tempfile::TempDir,
     etcd: Child,
     apiserver: Child,
+    /// How the apiserver was started, to start it again on the same port and etcd.
+    apiserver_bin: PathBuf,
+    apiserver_args: Vec<String>,
     url: String,
     kubeconfig: PathBuf,
     client: Client,
@@ -350,34 +353,34 @@ impl ControlPlane {
             .spawn()
             .map_err(|e| format!("starting etcd {}: {e}", etcd_bin.display()))?;
         let p = |name: &str| pki.join(name).display().to_string();
-        let apiserver = Command::new(&apiserver_bin)
-            .arg(format!("--etcd-servers=http://127.0.0.1:{etcd_port}"))
-            .args(["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"])
-            .arg(format!("--secure-port={api_port}"))
-            .arg(format!("--tls-cert-file={}", p("serving.crt")))
-            .arg(format!("--tls-private-key-file={}", p("serving.key")))
-            .arg(format!("--client-ca-file={}", p("ca.crt")))
-            .arg(format!("--token-auth-file={}", p("tokens.csv")))
-            .arg(format!("--service-account-key-file={}", p("sa.pub")))
-            .arg(format!("--service-account-signing-key-file={}", p("sa.key")))
-            .arg("--service-account-issuer=https://kubernetes.default.svc")
-            .args(["--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24"])
-            .arg("--disable-admission-plugins=ServiceAccount")
-            .arg("--enable-priority-and-fairness=false")
-            .arg("--endpoint-reconciler-type=none")
+        let apiserver_args: Vec<String> = [
+            format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--secure-port={api_port}"),
+            format!("--tls-cert-file={}", p("serving.crt")),
+            format!("--tls-private-key-file={}", p("serving.key")),
+            format!("--client-ca-file={}", p("ca.crt")),
+            format!("--token-auth-file={}", p("tokens.csv")),
+            format!("--service-account-key-file={}", p("sa.pub")),
+            format!("--service-account-signing-key-file={}", p("sa.key")),
+            "--service-account-issuer=https://kubernetes.default.svc".into(),
+            "--authorization-mode=RBAC".into(),
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--disable-admission-plugins=ServiceAccount".into(),
+            "--enable-priority-and-fairness=false".into(),
+            "--endpoint-reconciler-type=none".into(),
             // Alpha in this tree: without these the server silently drops every CEL rule and
             // accepts unknown fields.
-            .arg("--feature-gates=CustomResourceValidationExpressions=true,ServerSideFieldValidation=true")
-            .arg(format!("--audit-log-path={}", root.join("audit.log").display()))
-            .arg(format!(
+            "--feature-gates=CustomResourceValidationExpressions=true,ServerSideFieldValidation=true".into(),
+            format!("--audit-log-path={}", root.join("audit.log").display()),
+            format!(
                 "--audit-policy-file={}",
                 root.join("audit-policy.yaml").display()
-            ))
-            .stdin(Stdio::null())
-            .stdout(log("apiserver.log")?)
-            .stderr(log("apiserver.log")?)
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", apiserver_bin.display()))?;
+            ),
+        ]
+        .into();
+        let apiserver = spawn_apiserver(&apiserver_bin, &apiserver_args, &root)?;
         let url = format!("https://127.0.0.1:{api_port}");
         let kubeconfig = root.join("kubeconfig");
         std::fs::write(&kubeconfig, admin_kubeconfig(&url, &pki)?).map_err(|e| e.to_string())?;
@@ -387,6 +390,8 @@ impl ControlPlane {
             dir,
             etcd,
             apiserver,
+            apiserver_bin,
+            apiserver_args,
             url,
             kubeconfig,
             client,
@@ -430,6 +435,32 @@ impl ControlPlane {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+    }
+
+    /// Kills the apiserver (SIGKILL, mid-request for whoever is talking to it); etcd keeps the
+    /// data. [`ControlPlane::start_apiserver`] starts it again.
+    pub fn stop_apiserver(&mut self) {
+        let _ = self.apiserver.kill();
+        let _ = self.apiserver.wait();
+    }
+
+    /// Starts the apiserver again on the same port, certificates and etcd, and waits (90 s) until
+    /// `/readyz` answers.
+    pub async fn start_apiserver(&mut self) -> Result<(), String> {
+        self.apiserver =
+            spawn_apiserver(&self.apiserver_bin, &self.apiserver_args, self.dir.path())?;
+        self.wait_ready(Duration::from_secs(90)).await
+    }
+
+    /// Stops etcd where it stands (SIGSTOP): its connections stay open and every request to it
+    /// hangs, as on a stalled disk or a paused VM. [`ControlPlane::resume_etcd`] continues it.
+    pub fn pause_etcd(&self) -> Result<(), String> {
+        signal(self.etcd.id(), "STOP")
+    }
+
+    /// Continues a paused etcd (SIGCONT).
+    pub fn resume_etcd(&self) -> Result<(), String> {
+        signal(self.etcd.id(), "CONT")
     }
 
     /// The last 40 lines of one of the control plane's logs (`apiserver.log`, `etcd.log`).
@@ -568,6 +599,39 @@ impl Drop for ControlPlane {
         let _ = self.apiserver.wait();
         let _ = self.etcd.kill();
         let _ = self.etcd.wait();
+    }
+}
+
+/// Starts kube-apiserver with `args`, appending to `<root>/apiserver.log` (a restart keeps the
+/// earlier process's lines).
+fn spawn_apiserver(bin: &Path, args: &[String], root: &Path) -> Result<Child, String> {
+    let log = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(root.join("apiserver.log"))
+            .map_err(|e| format!("opening apiserver.log: {e}"))
+    };
+    Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log()?)
+        .stderr(log()?)
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", bin.display()))
+}
+
+/// Sends `SIG<name>` to process `pid` (kill(1): the harness needs no libc binding).
+fn signal(pid: u32, name: &str) -> Result<(), String> {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .map_err(|e| format!("kill -{name} {pid}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("kill -{name} {pid} failed with {status}"))
     }
 }
 

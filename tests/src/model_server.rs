@@ -423,6 +423,8 @@ struct Inner {
     log: Option<Mutex<std::fs::File>>,
     /// (route, turn) pairs whose next request is held without an answer (see `hold_once`).
     holds: Mutex<Vec<(String, usize)>>,
+    /// Bumped by `release_held`: a held request waits until it changes.
+    releases: Mutex<u64>,
 }
 
 /// Starts scripted model servers.
@@ -484,6 +486,7 @@ impl ScriptedModel {
             requests: Mutex::new(Vec::new()),
             log,
             holds: Mutex::new(Vec::new()),
+            releases: Mutex::new(0),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
@@ -555,9 +558,15 @@ impl ScriptedModelHandle {
         self.inner.limit.as_ref().map_or(0, |l| lock(l).rejected)
     }
     /// Holds the next request of `route` at `turn` (assistant messages so far) unanswered for
-    /// ten minutes: a client can be killed mid-call at an exact point. Once only.
+    /// ten minutes, or until `release_held`: a client can be killed mid-call at an exact point.
+    /// Once only.
     pub fn hold_once(&self, route: &str, turn: usize) {
         lock(&self.inner.holds).push((route.to_string(), turn));
+    }
+    /// Answers every request held so far (with its scripted step), as if the model had only been
+    /// slow: the client gets its reply at a moment the test chooses.
+    pub fn release_held(&self) {
+        *lock(&self.inner.releases) += 1;
     }
     /// Whether a request of `route` at `turn` (assistant messages so far) is held unanswered.
     pub fn held(&self, route: &str, turn: usize) -> bool {
@@ -617,6 +626,9 @@ async fn serve(
     body: Bytes,
     dialect: Dialect,
 ) -> Response {
+    // Read before the request is recorded (and so before `held` can see it): a release after
+    // that moment answers it.
+    let releases = *lock(&inner.releases);
     let body: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     if let Some(limit) = &inner.limit
@@ -706,7 +718,10 @@ async fn serve(
         }
     });
     if held {
-        tokio::time::sleep(Duration::from_secs(600)).await;
+        let until = tokio::time::Instant::now() + Duration::from_secs(600);
+        while *lock(&inner.releases) == releases && tokio::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
     let Some(mut step) = next else {
         return (

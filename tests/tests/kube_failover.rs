@@ -11,9 +11,16 @@
 //!   in two ConfigMaps: two requests): that slot is complete and verifies, so the restarted
 //!   process resumes from it and does not ask the researcher it holds as finished again.
 //! - SIGKILL at seeded random moments (`QUARRY_KILLS` in all, 12 unless set, a soak sets 100 or
-//!   more; `QUARRY_KILL_SEED` replays the kill times): every run completes once with the report of
-//!   a run without kills, status cost equals the cost journal, and no step the durable checkpoint
-//!   held as finished at a kill is asked again.
+//!   more; `QUARRY_KILL_SEED` replays the schedule): each kill picks a phase of a run without
+//!   kills first, then a moment inside that phase's window, so short phases are hit as often as
+//!   long ones. Every run completes once with the report of a run without kills, status cost
+//!   equals the cost journal, and no step the durable checkpoint held as finished at a kill is
+//!   asked again.
+//! - The other processes: a scale-out worker SIGKILLed mid-task (its task is delivered once more,
+//!   to the other worker), the API server killed and started again on the same etcd while the
+//!   final status is written, and etcd paused (SIGSTOP) longer than the lease (the leader steps
+//!   down before its lease could lapse; the restarted one finishes the run): each run completes
+//!   once, status cost equals the cost journal, and checkpointed work is not asked again.
 //! - Two operator processes: only the Lease holder writes status (the audit log, each replica
 //!   with a ServiceAccount of its own so its writes can be told apart); when the holder is killed
 //!   the other takes the lease within the lease duration and completes the run.
@@ -46,8 +53,21 @@ fn page(docs: &str, name: &str) -> String {
     format!("{docs}/python3.11-doc/html/library/{name}.html")
 }
 
-/// A researcher answering by turn, so a redone researcher gets the same replies.
-fn researcher(name: &str, task: &str, query: &str, url: &str, marker: &str) -> Route {
+/// How long the planner, the evaluator, the writer and pickle's last call take: each phase of
+/// a run lasts long enough for the randomized kills to aim inside it (with instant replies,
+/// planning and synthesis pass between two reads of the checkpoint).
+const STEP_DELAY_MS: u64 = 400;
+
+/// A researcher answering by turn, so a redone researcher gets the same replies; its report
+/// call takes `report_delay_ms`.
+fn researcher(
+    name: &str,
+    task: &str,
+    query: &str,
+    url: &str,
+    marker: &str,
+    report_delay_ms: u64,
+) -> Route {
     let report = format!("## Summary\n{marker}: the module is documented here ([doc]({url})).");
     Route::new(
         name,
@@ -56,7 +76,10 @@ fn researcher(name: &str, task: &str, query: &str, url: &str, marker: &str) -> R
             Step::tool_call("search", json!({"queries": [query]})).with_usage(1000, 10),
             Step::tool_call("scrape", json!({"urls": [url]})).with_usage(1200, 10),
             Step::tool_call("scrape", json!({"urls": [url]})).with_usage(1400, 12),
-            Step::text(report.clone()).with_usage(3000, 120),
+            Step::delay(
+                report_delay_ms,
+                Step::text(report.clone()).with_usage(3000, 120),
+            ),
         ],
     )
     .with_fallback(Step::text(report).with_usage(900, 100))
@@ -74,7 +97,10 @@ fn script(docs: &str) -> Script {
             Route::new(
                 "planner",
                 "You are the research coordinator",
-                vec![Step::text(plan).with_usage(300, 40)],
+                vec![Step::delay(
+                    STEP_DELAY_MS,
+                    Step::text(plan).with_usage(300, 40),
+                )],
             )
             .by_turn(),
         )
@@ -84,6 +110,7 @@ fn script(docs: &str) -> Script {
             "json decoder",
             &json_url,
             "JSON-MARKER",
+            0,
         ))
         .with_route(researcher(
             "pickle",
@@ -91,12 +118,16 @@ fn script(docs: &str) -> Script {
             "pickle",
             &pickle_url,
             "PICKLE-MARKER",
+            2 * STEP_DELAY_MS,
         ))
         .with_route(
             Route::new(
                 "evaluator",
                 "You are the lead evaluator",
-                vec![Step::text(r#"{"action": "synthesize"}"#).with_usage(2500, 10)],
+                vec![Step::delay(
+                    STEP_DELAY_MS,
+                    Step::text(r#"{"action": "synthesize"}"#).with_usage(2500, 10),
+                )],
             )
             .by_turn(),
         )
@@ -105,7 +136,10 @@ fn script(docs: &str) -> Script {
             Route::new(
                 "study",
                 "Mode: study",
-                vec![Step::text(study).with_usage(5000, 400)],
+                vec![Step::delay(
+                    STEP_DELAY_MS,
+                    Step::text(study).with_usage(5000, 400),
+                )],
             )
             .by_turn(),
         )
@@ -502,12 +536,17 @@ async fn kill_and_restart(kill: KillIn) {
         let mut second = s
             .start_operator("quarry-0", "second.log", None, &[])
             .await?;
-        let done = s.wait_finished("killed").await;
+        // A process that exits by itself is started again, as the kubelet does.
+        let mut restarts = String::new();
+        let (done, exits) = s
+            .finish_restarting(&mut second, "killed", &[], &mut restarts)
+            .await;
         let logs = format!(
-            "checkpoint at the kill: {at_kill}\n--- first:\n{}\n--- second:\n{}",
+            "checkpoint at the kill: {at_kill}\n--- first:\n{}\n{restarts}--- second:\n{}",
             first.log_tail(),
             second.log_tail()
         );
+        eprintln!("the restarted operator exited by itself {exits} time(s)");
         second.kill().await?;
         let done = done.map_err(|e| format!("{e}\n{logs}"))?;
         s.assert_completed_once_with_exact_cost(&done)
@@ -753,6 +792,138 @@ async fn only_the_lease_holder_writes_status_and_a_killed_holder_is_replaced_wit
     }
 }
 
+impl Setup {
+    /// Waits for run `name` to finish; an operator that exits by itself (it stepped down: its
+    /// lease could not be confirmed in time) is started again with the same pod name and
+    /// `extra` arguments, as the kubelet restarts a container. Returns the run and the number of
+    /// such exits; `logs` gets each exited process's log.
+    async fn finish_restarting(
+        &self,
+        op: &mut Operator,
+        name: &str,
+        extra: &[&str],
+        logs: &mut String,
+    ) -> (Result<ResearchRun, String>, usize) {
+        let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
+        let mut exits = 0;
+        let done = loop {
+            if let Ok(run) = self.runs().get(name).await
+                && run.is_finished()
+            {
+                break Ok(run);
+            }
+            if tokio::time::Instant::now() > deadline {
+                break Err(format!("run {name} not finished within {RUN_TIMEOUT:?}"));
+            }
+            if let Ok(Some(status)) = op.child.try_wait() {
+                exits += 1;
+                logs.push_str(&format!(
+                    "--- attempt exited by itself with {status}:\n{}\n",
+                    op.log_tail()
+                ));
+                match self
+                    .start_operator("quarry-0", &format!("{name}-exit-{exits}.log"), None, extra)
+                    .await
+                {
+                    Ok(next) => *op = next,
+                    Err(e) => break Err(e),
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        };
+        (done, exits)
+    }
+
+    /// Exactly one report ConfigMap in the namespace: run `name`'s.
+    async fn exactly_one_report(&self, name: &str) -> Result<(), String> {
+        let reports: Vec<String> = Api::<ConfigMap>::namespaced(self.client(), &self.namespace)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .iter()
+            .map(|c| c.name_any())
+            .filter(|n| n.ends_with("-report"))
+            .collect();
+        if reports != vec![format!("{name}-report")] {
+            return Err(format!("expected exactly one report, found {reports:?}"));
+        }
+        Ok(())
+    }
+
+    /// Status usage equals the run's cost journal, and the journal counts no call the model
+    /// server did not answer. Returns the answered calls the journal lacks: those answered in
+    /// the instant before a process died, too late for it to record them.
+    async fn status_matches_journal(&self, done: &ResearchRun) -> Result<usize, String> {
+        let journal = self.journal(done).await?;
+        let spent = quarry_engine::research::journal::recovered_spend(journal.as_bytes())
+            .ok_or("no call in the journal")?
+            .total;
+        let usage = done
+            .status
+            .clone()
+            .unwrap_or_default()
+            .usage
+            .unwrap_or_default();
+        let paid = quarry_engine::llm::format_pico_usd(spent.cost_pico_usd);
+        if (
+            usage.llm_calls,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cost_usd.as_deref(),
+        ) != (
+            spent.llm_calls,
+            spent.input_tokens,
+            spent.output_tokens,
+            Some(paid.as_str()),
+        ) {
+            return Err(format!(
+                "status usage {usage:?} vs the cost journal {spent:?}"
+            ));
+        }
+        let answered = self.model.recorded().iter().filter(|r| r.answered).count() as u64;
+        if spent.llm_calls > answered {
+            return Err(format!(
+                "the journal counts {} calls, the model server answered {answered}",
+                spent.llm_calls
+            ));
+        }
+        Ok((answered - spent.llm_calls) as usize)
+    }
+
+    /// Model requests so far per route, for the failure messages.
+    fn asked(&self) -> String {
+        ["planner", "json", "pickle", "evaluator", "study"]
+            .iter()
+            .map(|r| format!("{r} {}", self.model.route_requests(r).len()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Starts the run `name` with pickle's third call held, and waits until it is held and
+    /// json's finished researcher is in the durable checkpoint: the moment the tests below
+    /// break something, with exactly one model call in flight.
+    async fn run_to_the_held_pickle_call(&self, name: &str) -> Result<(), String> {
+        self.model.hold_once("pickle", 2);
+        self.apply_run(name).await?;
+        wait_for(
+            "pickle held",
+            RUN_TIMEOUT,
+            || async { Some(self.model.held("pickle", 2)) },
+            |h| *h,
+        )
+        .await?;
+        wait_for(
+            "json's report in the checkpoint",
+            RUN_TIMEOUT,
+            || async { Some(self.checkpointed(name, "JSON-MARKER").await) },
+            |h| *h,
+        )
+        .await?;
+        Ok(())
+    }
+}
+
 /// Kills at seeded random moments: `QUARRY_KILLS` in all (12 unless set; a soak sets 100 or
 /// more), `QUARRY_KILL_SEED` to replay a schedule (printed at the start and with any failure).
 const KILLS_ENV: &str = "QUARRY_KILLS";
@@ -772,7 +943,10 @@ fn route_of(task: &str) -> Option<&'static str> {
 /// What one kill left behind, read after the process is gone: where the durable checkpoint
 /// stood, and the model calls so far of each step it records as finished (none may follow).
 struct KillRecord {
+    /// How long into the aimed phase it came.
     after: Duration,
+    /// The phase the schedule aimed at.
+    aimed: String,
     phase: String,
     frozen: Vec<(&'static str, usize)>,
 }
@@ -822,6 +996,31 @@ fn durable_work(
     (phase, done)
 }
 
+/// Where the durable checkpoint of a run without kills stood over time: each phase a restarted
+/// operator would find, with the window (from the run's creation) in which it was the newest.
+#[derive(Debug, Default)]
+struct Timeline {
+    phases: Vec<(String, Duration, Duration)>,
+}
+
+impl Timeline {
+    /// Records that `phase` was seen `at`.
+    fn saw(&mut self, phase: String, at: Duration) {
+        match self.phases.iter_mut().find(|(p, _, _)| *p == phase) {
+            Some((_, _, last)) => *last = at,
+            None => self.phases.push((phase, at, at)),
+        }
+    }
+
+    /// The position of `phase` in the run's order (unknown phases sort last).
+    fn index(&self, phase: &str) -> usize {
+        self.phases
+            .iter()
+            .position(|(p, _, _)| p == phase)
+            .unwrap_or(self.phases.len())
+    }
+}
+
 /// A tiny report of what one randomized run hit.
 struct RunOutcome {
     kills: Vec<KillRecord>,
@@ -842,6 +1041,37 @@ impl Setup {
             .get("report.md")
             .cloned()
             .ok_or_else(|| format!("{name}-report has no report.md"))
+    }
+
+    /// The phase a restarted operator would find for run `name` now (its durable checkpoint).
+    async fn durable_phase(&self, name: &str) -> Result<String, String> {
+        let store = self.store(name).await?;
+        let loaded = checkpoint::load(&store)
+            .await
+            .map_err(|e| format!("the checkpoint of {name}: {e}"))?;
+        Ok(durable_work(loaded.as_ref().map(|l| &l.state)).0)
+    }
+
+    /// Runs `name` without kills, reading its durable phase every 50 ms: the phases a kill can
+    /// hit and how long each lasts.
+    async fn measure_timeline(&self, name: &str) -> Result<(ResearchRun, Timeline), String> {
+        let started = tokio::time::Instant::now();
+        self.apply_run(name).await?;
+        let mut timeline = Timeline::default();
+        loop {
+            let run = self.runs().get(name).await.map_err(|e| e.to_string())?;
+            if run.is_finished() {
+                return Ok((run, timeline));
+            }
+            if started.elapsed() > RUN_TIMEOUT {
+                return Err(format!("run {name} not finished within {RUN_TIMEOUT:?}"));
+            }
+            // Before the operator has taken the run, there is no store to read yet.
+            if let Ok(phase) = self.durable_phase(name).await {
+                timeline.saw(phase, started.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Kills the operator (SIGKILL) and records what the restarted one will find.
@@ -869,18 +1099,22 @@ impl Setup {
             .collect();
         Ok(KillRecord {
             after,
+            aimed: String::new(),
             phase,
             frozen,
         })
     }
 
-    /// One run killed up to [`KILLS_PER_RUN`] times at random moments within `span`, then let
-    /// finish; checks every invariant against the run without kills (`baseline`).
+    /// One run killed up to [`KILLS_PER_RUN`] times, then let finish; checks every invariant
+    /// against the run without kills (`baseline`). Each kill first picks a phase of `timeline`
+    /// uniformly, waits until the run's durable checkpoint reaches it, then waits a uniform
+    /// moment within that phase's window: every phase is aimed at about as often, however short
+    /// (a uniform moment over the whole run lands mostly in the longest phase).
     async fn randomly_killed_run(
         &self,
         name: &str,
         rng: &mut rand::rngs::StdRng,
-        span: Duration,
+        timeline: &Timeline,
         kills: usize,
         baseline: &str,
     ) -> Result<RunOutcome, String> {
@@ -891,14 +1125,59 @@ impl Setup {
         self.apply_run(name).await?;
         let mut records = Vec::new();
         let mut logs = String::new();
-        while records.len() < kills {
-            let after = Duration::from_millis(rng.random_range(0..=span.as_millis() as u64));
-            tokio::time::sleep(after).await;
+        // Each kill's phase is drawn uniformly; sorted, since a run only moves forward (a
+        // restarted one resumes from the phase its kill left).
+        let mut aims: Vec<usize> = (0..kills)
+            .map(|_| rng.random_range(0..timeline.phases.len()))
+            .collect();
+        aims.sort_unstable();
+        let mut early_exits = 0;
+        'kills: for target in aims {
+            let (aim, first, last) = &timeline.phases[target];
+            // The first phase's window opens when the run is created.
+            let first = if target == 0 { Duration::ZERO } else { *first };
+            let within =
+                Duration::from_millis(rng.random_range(0..=(*last - first).as_millis() as u64));
+            // Until the run gets there (or past it).
+            let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
+            loop {
+                let run = self.runs().get(name).await.map_err(|e| e.to_string())?;
+                if run.is_finished() {
+                    break 'kills;
+                }
+                let at = self.durable_phase(name).await.unwrap_or_default();
+                if timeline.index(&at) >= target && timeline.index(&at) < timeline.phases.len() {
+                    break;
+                }
+                // As the kubelet does, a process that exits by itself is started again.
+                if let Ok(Some(status)) = op.child.try_wait() {
+                    early_exits += 1;
+                    logs.push_str(&format!(
+                        "--- attempt exited by itself with {status}:\n{}\n",
+                        op.log_tail()
+                    ));
+                    op = self
+                        .start_operator(
+                            "quarry-0",
+                            &format!("{name}-early-{early_exits}.log"),
+                            None,
+                            &[],
+                        )
+                        .await?;
+                }
+                if tokio::time::Instant::now() > deadline {
+                    return Err(format!("run {name} never reached {aim}"));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            tokio::time::sleep(within).await;
             let run = self.runs().get(name).await.map_err(|e| e.to_string())?;
             if run.is_finished() {
                 break;
             }
-            let record = self.kill_and_record(&mut op, name, after).await?;
+            let after = within;
+            let mut record = self.kill_and_record(&mut op, name, after).await?;
+            record.aimed = aim.clone();
             logs.push_str(&format!(
                 "--- attempt {} (killed after {after:?} in {}):\n{}\n",
                 records.len(),
@@ -916,38 +1195,14 @@ impl Setup {
                 )
                 .await?;
         }
-        // As the kubelet does, a process that exits by itself is started again: an operator
-        // whose lease renewal came too late on a loaded machine exits so that it alone runs
-        // research.
-        let deadline = tokio::time::Instant::now() + RUN_TIMEOUT;
-        let mut exits = 0;
-        let done = loop {
-            if let Ok(run) = self.runs().get(name).await
-                && run.is_finished()
-            {
-                break Ok(run);
-            }
-            if tokio::time::Instant::now() > deadline {
-                break Err(format!("run {name} not finished within {RUN_TIMEOUT:?}"));
-            }
-            if let Ok(Some(status)) = op.child.try_wait() {
-                exits += 1;
-                logs.push_str(&format!(
-                    "--- attempt exited by itself with {status}:\n{}\n",
-                    op.log_tail()
-                ));
-                op = self
-                    .start_operator("quarry-0", &format!("{name}-exit-{exits}.log"), None, &[])
-                    .await?;
-            }
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        };
+        let (done, exits) = self.finish_restarting(&mut op, name, &[], &mut logs).await;
+        let exits = exits + early_exits;
         logs.push_str(&format!("--- last attempt:\n{}\n", op.log_tail()));
         op.kill().await?;
         let fail = |e: String| {
             let hit: Vec<String> = records
                 .iter()
-                .map(|r| format!("after {:?}: {}", r.after, r.phase))
+                .map(|r| format!("aimed at {} + {:?}: {}", r.aimed, r.after, r.phase))
                 .collect();
             format!("{e}\nkills: {hit:#?}\n{logs}")
         };
@@ -956,62 +1211,14 @@ impl Setup {
             return Err(fail(format!("run ended {:?}", done.phase())));
         }
         // Exactly one report, and the report a run without kills writes.
-        let reports: Vec<String> = Api::<ConfigMap>::namespaced(self.client(), &self.namespace)
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| e.to_string())?
-            .items
-            .iter()
-            .map(|c| c.name_any())
-            .filter(|n| n.ends_with("-report"))
-            .collect();
-        if reports != vec![format!("{name}-report")] {
-            return Err(fail(format!(
-                "expected exactly one report, found {reports:?}"
-            )));
-        }
+        self.exactly_one_report(name).await.map_err(fail)?;
         let report = self.report(name).await?;
         if report != baseline {
             return Err(fail(format!(
                 "the report differs from the run without kills:\n{report}\n--- without kills:\n{baseline}"
             )));
         }
-        // Status cost equals the cost journal.
-        let journal = self.journal(&done).await?;
-        let spent = quarry_engine::research::journal::recovered_spend(journal.as_bytes())
-            .ok_or("no call in the journal")?
-            .total;
-        let usage = done
-            .status
-            .clone()
-            .unwrap_or_default()
-            .usage
-            .unwrap_or_default();
-        let paid = quarry_engine::llm::format_pico_usd(spent.cost_pico_usd);
-        if (
-            usage.llm_calls,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cost_usd.as_deref(),
-        ) != (
-            spent.llm_calls,
-            spent.input_tokens,
-            spent.output_tokens,
-            Some(paid.as_str()),
-        ) {
-            return Err(fail(format!(
-                "status usage {usage:?} vs the cost journal {spent:?}"
-            )));
-        }
-        // The journal never counts a call the server did not answer; it may miss one answered
-        // in the instant before a SIGKILL, before the process could record it.
-        let answered = self.model.recorded().iter().filter(|r| r.answered).count() as u64;
-        if spent.llm_calls > answered {
-            return Err(fail(format!(
-                "the journal counts {} calls, the model server answered {answered}",
-                spent.llm_calls
-            )));
-        }
+        let unjournaled = self.status_matches_journal(&done).await.map_err(fail)?;
         // No call for work a checkpoint held as finished when its process was killed.
         for (i, r) in records.iter().enumerate() {
             for (route, before) in &r.frozen {
@@ -1027,7 +1234,7 @@ impl Setup {
         }
         Ok(RunOutcome {
             kills: records,
-            unjournaled: (answered - spent.llm_calls) as usize,
+            unjournaled,
             exits,
         })
     }
@@ -1048,22 +1255,24 @@ async fn operators_killed_at_random_moments_finish_every_run_exactly_once() {
     eprintln!("random kills: {kills}, seed {seed} ({SEED_ENV}={seed} replays the schedule)");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut s = setup("random-kills").await.expect("setup");
-    // The run without kills: its report is the reference, its duration the span kills fall in.
+    // The run without kills: its report is the reference, its phases' windows where kills aim.
     let mut op = s
         .start_operator("quarry-0", "baseline.log", None, &[])
         .await
         .expect("operator");
-    let started = tokio::time::Instant::now();
-    s.apply_run("baseline").await.expect("run");
-    let done = s.wait_finished("baseline").await;
-    let span = started.elapsed();
+    let measured = s.measure_timeline("baseline").await;
     op.kill().await.expect("kill");
-    let done = done.unwrap_or_else(|e| panic!("{e}\n{}", op.log_tail()));
+    let (done, timeline) = measured.unwrap_or_else(|e| panic!("{e}\n{}", op.log_tail()));
     s.assert_completed_once_with_exact_cost(&done)
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", op.log_tail()));
     let baseline = s.report("baseline").await.expect("baseline report");
-    eprintln!("the run without kills took {span:?}");
+    eprintln!("the run without kills, its durable phases (from creation): {timeline:#?}");
+    assert!(
+        timeline.phases.len() >= 3,
+        "too few phases seen to aim at: {timeline:?}"
+    );
+    let mut aimed: std::collections::BTreeMap<String, usize> = Default::default();
     let mut phases: std::collections::BTreeMap<String, usize> = Default::default();
     let (mut killed, mut runs, mut unjournaled, mut frozen_checks, mut exits) = (0, 0, 0, 0, 0);
     while killed < kills {
@@ -1076,7 +1285,7 @@ async fn operators_killed_at_random_moments_finish_every_run_exactly_once() {
         s.renew(&name).await.expect("namespace");
         let per_run = KILLS_PER_RUN.min(kills - killed);
         let outcome = s
-            .randomly_killed_run(&name, &mut rng, span, per_run, &baseline)
+            .randomly_killed_run(&name, &mut rng, &timeline, per_run, &baseline)
             .await
             .unwrap_or_else(|e| panic!("seed {seed}, run {runs}: {e}"));
         runs += 1;
@@ -1085,12 +1294,283 @@ async fn operators_killed_at_random_moments_finish_every_run_exactly_once() {
         exits += outcome.exits;
         for k in &outcome.kills {
             *phases.entry(k.phase.clone()).or_default() += 1;
+            *aimed.entry(k.aimed.clone()).or_default() += 1;
             frozen_checks += k.frozen.len();
         }
     }
     eprintln!(
-        "random kills: seed {seed}: {killed} kills over {runs} runs, all completed once with the reference report and status cost = journal; {frozen_checks} finished steps checked not asked again; {unjournaled} call(s) answered in the instant before a kill; {exits} exit(s) of a process that lost its lease, restarted; phases hit: {phases:#?}"
+        "random kills: seed {seed}: {killed} kills over {runs} runs, all completed once with the reference report and status cost = journal; {frozen_checks} finished steps checked not asked again; {unjournaled} call(s) answered in the instant before a kill; {exits} exit(s) of a process that lost its lease, restarted; phases aimed at: {aimed:#?}; phases hit (the checkpoint after the kill): {phases:#?}"
     );
     let refused = forbidden(&s.plane, &service_account_user(RELEASE_NAMESPACE, "quarry"));
     assert!(refused.is_empty(), "the operator was refused: {refused:#?}");
+}
+
+/// Arguments of an operator in scale-out mode on `redis`.
+fn workers_args(redis: &str) -> [&str; 3] {
+    ["--redis-url", redis, "--workers"]
+}
+
+#[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd and redis-server (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
+async fn a_worker_killed_mid_task_has_its_task_delivered_once_more_and_the_run_completes() {
+    use quarry_e2e::redis_server::RedisServer;
+    use quarry_e2e::worker::{WorkerProcess, metric};
+    let s = setup("worker-kill").await.expect("setup");
+    let redis = RedisServer::start_for("worker_kill");
+    let url = redis.url();
+    let outcome = async {
+        let mut op = s
+            .start_operator("quarry-0", "operator.log", None, &workers_args(&url))
+            .await?;
+        // Workers read the profile's Secret with the operator's ServiceAccount (`get` on Secrets).
+        let kubeconfig = s.operator_kubeconfig.display().to_string();
+        let env = [("KUBECONFIG", kubeconfig.as_str())];
+        let args = |concurrency| {
+            [
+                "--concurrency",
+                concurrency,
+                "--visibility-timeout",
+                "3s",
+                "--drain-timeout",
+                "5s",
+            ]
+        };
+        let dir = s.plane.scratch();
+        let mut w1 = WorkerProcess::start(&dir, &url, "w1", &args("2"), &env)
+            .map_err(|e| format!("worker w1: {e}"))?;
+        if !w1.wait_ready(Duration::from_secs(30)).await {
+            return Err(format!("w1 not ready:\n{}", w1.log()));
+        }
+        // Both researchers run on w1: json finishes and is checkpointed, pickle's third call is
+        // held, so w1 dies with exactly that task in hand.
+        s.run_to_the_held_pickle_call("scaled").await?;
+        let w2 = WorkerProcess::start(&dir, &url, "w2", &args("2"), &env)
+            .map_err(|e| format!("worker w2: {e}"))?;
+        if !w2.wait_ready(Duration::from_secs(30)).await {
+            return Err(format!("w2 not ready:\n{}", w2.log()));
+        }
+        let before = s.asked();
+        w1.kill();
+        let mut logs = String::new();
+        let (done, exits) = s
+            .finish_restarting(&mut op, "scaled", &workers_args(&url), &mut logs)
+            .await;
+        let logs = format!(
+            "asked at the kill: {before}; now: {}\n{logs}--- operator:\n{}\n--- w1:\n{}\n--- w2:\n{}",
+            s.asked(),
+            op.log_tail(),
+            w1.log(),
+            w2.log()
+        );
+        op.kill().await?;
+        let done = done.map_err(|e| format!("{e}\n{logs}"))?;
+        // Workers publish usage per call, so the killed attempt's answered calls are paid for:
+        // status = every call the model server answered = the cost journal.
+        s.assert_completed_once_with_exact_cost(&done)
+            .await
+            .map_err(|e| format!("{e}\n{logs}"))?;
+        let unjournaled = s
+            .status_matches_journal(&done)
+            .await
+            .map_err(|e| format!("{e}\n{logs}"))?;
+        let asked = |route: &str| s.model.route_requests(route).len();
+        // json was checkpointed before the kill: never asked again. pickle ran once more, from
+        // the start (its three calls on w1, four on w2): delivered exactly once more.
+        if (asked("planner"), asked("json"), asked("pickle")) != (1, 4, 3 + 4) {
+            return Err(format!("expected planner 1, json 4, pickle 7\n{logs}"));
+        }
+        let (status, body) = w2.get("metrics").await.ok_or("w2 metrics")?;
+        let reclaimed = metric(&body, "quarry_worker_tasks_reclaimed_total");
+        let finished = metric(
+            &body,
+            r#"quarry_worker_tasks_acked_total{outcome="finished"}"#,
+        );
+        if status != 200 || reclaimed != Some(1.0) || finished != Some(1.0) {
+            return Err(format!(
+                "w2 reclaimed {reclaimed:?} and finished {finished:?} tasks, expected 1 and 1\n{body}\n{logs}"
+            ));
+        }
+        let mut conn = redis::Client::open(url.as_str())
+            .map_err(|e| e.to_string())?
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(|e| e.to_string())?;
+        let left: u64 = redis::cmd("XLEN")
+            .arg("quarry:tasks")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        if left != 0 {
+            return Err(format!("{left} task(s) left in the stream\n{logs}"));
+        }
+        eprintln!(
+            "worker killed mid-task: re-delivered once (w2 reclaimed 1), run completed; {unjournaled} unjournaled call(s), {exits} operator exit(s)"
+        );
+        Ok::<(), String>(())
+    }
+    .await;
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
+async fn an_api_server_restarted_during_the_final_status_write_leaves_one_completed_run() {
+    let mut s = setup("apiserver-restart").await.expect("setup");
+    let outcome = async {
+        let mut op = s.start_operator("quarry-0", "operator.log", None, &[]).await?;
+        // The writer's call is held: when it is answered, the report ConfigMap and the final
+        // status are written next, and the API server is gone by then.
+        s.model.hold_once("study", 0);
+        s.apply_run("restarted").await?;
+        wait_for(
+            "the study call held",
+            RUN_TIMEOUT,
+            || async { Some(s.model.held("study", 0)) },
+            |h| *h,
+        )
+        .await?;
+        s.plane.stop_apiserver();
+        s.model.release_held();
+        wait_for(
+            "the study call answered",
+            Duration::from_secs(30),
+            || async {
+                Some(
+                    s.model
+                        .recorded()
+                        .iter()
+                        .any(|r| r.route.as_deref() == Some("study") && r.answered),
+                )
+            },
+            |a| *a,
+        )
+        .await?;
+        // The operator's report and status writes meet a closed port for a few seconds.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        s.plane.start_apiserver().await?;
+        let mut logs = String::new();
+        let (done, exits) = s.finish_restarting(&mut op, "restarted", &[], &mut logs).await;
+        let logs = format!("{logs}--- operator:\n{}", op.log_tail());
+        op.kill().await?;
+        let done = done.map_err(|e| format!("{e}\n{logs}"))?;
+        if exits == 0 {
+            // The same process wrote everything: every answered call is in the status.
+            s.assert_completed_once_with_exact_cost(&done)
+                .await
+                .map_err(|e| format!("{e}\n{logs}"))?;
+        }
+        s.exactly_one_report("restarted")
+            .await
+            .map_err(|e| format!("{e}\n{logs}"))?;
+        let unjournaled = s
+            .status_matches_journal(&done)
+            .await
+            .map_err(|e| format!("{e}\n{logs}"))?;
+        let asked = |route: &str| s.model.route_requests(route).len();
+        // Research was checkpointed before the outage: no researcher, plan or evaluation is
+        // asked again; at most the writer once more, had the operator stepped down meanwhile.
+        let study = asked("study");
+        if (asked("planner"), asked("json"), asked("pickle"), asked("evaluator")) != (1, 4, 4, 1)
+            || study > 1 + exits
+        {
+            return Err(format!("asked {}\n{logs}", s.asked()));
+        }
+        eprintln!(
+            "API server restarted during the final status write: completed once, {} call(s) of the writer, {exits} operator exit(s), {unjournaled} unjournaled call(s)",
+            study
+        );
+        Ok::<(), String>(())
+    }
+    .await;
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
+async fn etcd_paused_longer_than_the_lease_makes_the_operator_step_down_and_the_run_completes_once()
+{
+    let s = setup("etcd-pause").await.expect("setup");
+    let outcome = async {
+        let lease = ["--lease-duration-seconds", "6"];
+        let mut op = s.start_operator("quarry-0", "operator.log", None, &lease).await?;
+        s.run_to_the_held_pickle_call("paused").await?;
+        let before = s.asked();
+        s.plane.pause_etcd()?;
+        // pickle's researcher finishes while etcd is stalled: its checkpoint cannot land.
+        s.model.release_held();
+        let paused_at = tokio::time::Instant::now();
+        // Twice the lease: the leader must notice it cannot renew and step down.
+        let mut stepped_down = Err("the operator still runs 12 s into the pause".to_string());
+        while paused_at.elapsed() < Duration::from_secs(12) {
+            if let Ok(Some(_)) = op.child.try_wait() {
+                stepped_down = Ok(k8s_openapi::jiff::Timestamp::now());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let stepped_down_after = paused_at.elapsed();
+        let pickle_at_step_down = s.model.route_requests("pickle").len();
+        s.plane.resume_etcd()?;
+        let first_log = op.log_tail();
+        let stepped_down_at = stepped_down.map_err(|e| format!("{e}\n{first_log}"))?;
+        if !first_log.contains("lost the leader lease") {
+            return Err(format!(
+                "the operator exited, but not for its lease:\n{first_log}"
+            ));
+        }
+        // Before a standby could have taken the lease: its last renewal plus its duration.
+        let held = Api::<Lease>::namespaced(s.client(), RELEASE_NAMESPACE)
+            .get("quarry-operator")
+            .await
+            .map_err(|e| e.to_string())?
+            .spec
+            .unwrap_or_default();
+        let renewed = held.renew_time.ok_or("a lease without renewTime")?.0;
+        let lapses = renewed
+            + k8s_openapi::jiff::SignedDuration::from_secs(i64::from(
+                held.lease_duration_seconds.unwrap_or(6),
+            ));
+        if stepped_down_at >= lapses {
+            return Err(format!(
+                "stepped down at {stepped_down_at}, after its lease lapsed at {lapses}\n{first_log}"
+            ));
+        }
+        let mut logs = format!("--- stepped down after {stepped_down_after:?}:\n{first_log}\n");
+        let (done, exits) = s.finish_restarting(&mut op, "paused", &lease, &mut logs).await;
+        let logs = format!("{logs}--- last operator:\n{}", op.log_tail());
+        op.kill().await?;
+        let done = done.map_err(|e| format!("{e}\n{logs}"))?;
+        if done.phase().as_str() != "Completed" {
+            return Err(format!("run ended {:?}\n{logs}", done.phase()));
+        }
+        s.exactly_one_report("paused")
+            .await
+            .map_err(|e| format!("{e}\n{logs}"))?;
+        let unjournaled = s
+            .status_matches_journal(&done)
+            .await
+            .map_err(|e| format!("{e}\n{logs}"))?;
+        let asked = |route: &str| s.model.route_requests(route).len();
+        // json was checkpointed before the pause: never asked again. pickle's end was not (etcd
+        // stood still), so the restarted operator ran it once more, from its start: 4 calls.
+        if (asked("planner"), asked("json"), asked("pickle")) != (1, 4, pickle_at_step_down + 4)
+        {
+            return Err(format!(
+                "asked at the pause: {before}; pickle {pickle_at_step_down} at the step-down; at the end: {}\n{logs}",
+                s.asked()
+            ));
+        }
+        eprintln!(
+            "etcd paused: the leader stepped down after {stepped_down_after:?}; the run completed once (the stepped-down process restarted {exits} time(s), {unjournaled} unjournaled call(s))"
+        );
+        Ok::<(), String>(())
+    }
+    .await;
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
 }

@@ -33,6 +33,10 @@ struct LeaseStore {
 struct Replica {
     store: Arc<Mutex<LeaseStore>>,
     cut: Arc<AtomicBool>,
+    /// Every request of that replica hangs unanswered, as when etcd stalls behind the server.
+    stall: Arc<AtomicBool>,
+    /// Milliseconds each write (PATCH) of that replica takes before it lands.
+    write_delay_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 fn status(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
@@ -73,6 +77,13 @@ fn merge(target: &mut Value, patch: &Value) {
 
 impl Replica {
     async fn handle(self, req: Request<Body>) -> Result<Response<Body>, std::convert::Infallible> {
+        if self.stall.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        let delay = self.write_delay_ms.load(Ordering::SeqCst);
+        if req.method() == http::Method::PATCH && delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
         if self.cut.load(Ordering::SeqCst) {
             return Ok(status(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -186,6 +197,8 @@ async fn one_replica_leads_and_a_cut_off_leader_steps_down_before_the_other_take
     let replica = |cut: bool| Replica {
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(cut)),
+        stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
     };
     let (a, b) = (replica(false), replica(false));
 
@@ -260,6 +273,8 @@ async fn a_leader_whose_lease_is_taken_stops_at_once() {
     let a = Replica {
         store: store.clone(),
         cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
     };
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
@@ -288,4 +303,207 @@ async fn a_leader_whose_lease_is_taken_stops_at_once() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Leads with pending work for `periods` lease periods and returns how it ended: `None` when it
+/// still led at the end (what a healthy leader does), else the error that made it step down.
+async fn lead_for(la: &mut Leadership, periods: u64) -> Option<LeaderError> {
+    let work = tokio::time::sleep(Duration::from_secs(4 * periods));
+    la.lead(work, || {}).await.err()
+}
+
+#[tokio::test]
+async fn a_leader_keeps_its_lease_across_many_renewals() {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica {
+        store: store.clone(),
+        cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
+    };
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    la.acquired().await.unwrap();
+    // Every period has a renewal; a leader must never see its own renewal as too late.
+    let lost = lead_for(&mut la, 3).await;
+    assert!(lost.is_none(), "a healthy leader stepped down: {lost:?}");
+    assert!(la.fence().is_open());
+    assert_eq!(holder(&store).as_deref(), Some("a"));
+}
+
+#[tokio::test]
+async fn a_process_restarted_under_the_same_name_keeps_the_lease_its_predecessor_held() {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica {
+        store: store.clone(),
+        cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
+    };
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    // What a SIGKILLed holder leaves: its identity, renewed 1.3 s ago (a fraction of a second
+    // past a whole second, as real renewals are), with its field manager owning the holder.
+    {
+        let mut s = store.lock().unwrap();
+        let renewed = k8s_openapi::jiff::Timestamp::now()
+            - k8s_openapi::jiff::SignedDuration::from_millis(1300);
+        let lease = s.lease.as_mut().unwrap();
+        lease["spec"] = json!({
+            "holderIdentity": "a",
+            "acquireTime": renewed.to_string(),
+            "renewTime": renewed.to_string(),
+            "leaseDurationSeconds": 4,
+            "leaseTransitions": 3,
+        });
+        s.holder_owner = Some("quarry-lease-a".into());
+    }
+    // The kubelet restarts the container: same pod name, so the lease is its own at once.
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(2), la.acquired())
+        .await
+        .expect("the lease held under its own name is taken at once")
+        .unwrap();
+    let lost = lead_for(&mut la, 3).await;
+    assert!(
+        lost.is_none(),
+        "the restarted leader stepped down: {lost:?}"
+    );
+    assert_eq!(holder(&store).as_deref(), Some("a"));
+}
+
+#[tokio::test]
+async fn a_leader_whose_reads_hang_steps_down_before_its_lease_expires() {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica {
+        store: store.clone(),
+        cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
+    };
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    la.acquired().await.unwrap();
+    let stall = a.stall.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        stall.store(true, Ordering::SeqCst);
+    });
+    let lost = lead_for(&mut la, 3).await;
+    let stepped_down = k8s_openapi::jiff::Timestamp::now();
+    assert!(
+        matches!(lost, Some(LeaderError::Lost(_))),
+        "a leader that cannot read its lease kept leading: {lost:?}"
+    );
+    assert!(!la.fence().is_open());
+    // Before a standby could take the lease: its last renewal plus the lease duration.
+    let renewed: k8s_openapi::jiff::Timestamp =
+        store.lock().unwrap().lease.as_ref().unwrap()["spec"]["renewTime"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+    let expires = renewed + k8s_openapi::jiff::SignedDuration::from_secs(4);
+    assert!(
+        stepped_down < expires,
+        "stepped down at {stepped_down}, the lease expired at {expires}"
+    );
+}
+
+#[tokio::test]
+async fn a_process_restarted_after_its_own_lease_lapsed_leads_once_it_has_renewed_it() {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica {
+        store: store.clone(),
+        cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
+    };
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    // The predecessor was killed 10 s ago (or etcd stood still that long): the lease is in this
+    // pod's name but lapsed.
+    let lapsed =
+        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(10);
+    {
+        let mut s = store.lock().unwrap();
+        let lease = s.lease.as_mut().unwrap();
+        lease["spec"] = json!({
+            "holderIdentity": "a",
+            "acquireTime": lapsed.to_string(),
+            "renewTime": lapsed.to_string(),
+            "leaseDurationSeconds": 4,
+            "leaseTransitions": 3,
+        });
+        s.holder_owner = Some("quarry-lease-a".into());
+    }
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(4), la.acquired())
+        .await
+        .expect("the lapsed lease is renewed and taken")
+        .unwrap();
+    let renewed: k8s_openapi::jiff::Timestamp =
+        store.lock().unwrap().lease.as_ref().unwrap()["spec"]["renewTime"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+    assert!(renewed > lapsed, "leading on the lapsed lease");
+    let lost = lead_for(&mut la, 2).await;
+    assert!(
+        lost.is_none(),
+        "the restarted leader stepped down: {lost:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_restarted_leader_sees_the_renewal_that_lands_after_its_first_read() {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica {
+        store: store.clone(),
+        cut: Arc::new(AtomicBool::new(false)),
+        stall: Arc::new(AtomicBool::new(false)),
+        write_delay_ms: Default::default(),
+    };
+    // The shipped timing: a 15 s lease renewed 5 s before it expires, read every 2 s.
+    let config = |identity: &str| {
+        let mut c = LeaderConfig::new("quarry-system");
+        c.identity = identity.into();
+        c.lease_seconds = 15;
+        c.grace_seconds = 5;
+        c
+    };
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    // The predecessor renewed 11 s ago: 1.5 s before the step-down deadline (2.5 s before
+    // expiry), past its renewal moment, so the new manager renews at once.
+    let renewed =
+        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(11);
+    {
+        let mut s = store.lock().unwrap();
+        let lease = s.lease.as_mut().unwrap();
+        lease["spec"] = json!({
+            "holderIdentity": "a",
+            "acquireTime": renewed.to_string(),
+            "renewTime": renewed.to_string(),
+            "leaseDurationSeconds": 15,
+            "leaseTransitions": 3,
+        });
+        s.holder_owner = Some("quarry-lease-a".into());
+    }
+    // That renewal lands 300 ms late (a loaded API server): the leader's first read still
+    // shows the inherited renewal time.
+    a.write_delay_ms.store(300, Ordering::SeqCst);
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    la.acquired().await.unwrap();
+    let work = tokio::time::sleep(Duration::from_secs(4));
+    let lost = la.lead(work, || {}).await.err();
+    assert!(
+        lost.is_none(),
+        "the restarted leader stepped down: {lost:?}"
+    );
+    let now: k8s_openapi::jiff::Timestamp =
+        store.lock().unwrap().lease.as_ref().unwrap()["spec"]["renewTime"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+    assert!(now > renewed, "the lease was never renewed");
 }

@@ -22,8 +22,8 @@ use tracing::{info, warn};
 pub const DEFAULT_LEASE_NAME: &str = "quarry-operator";
 /// How long a lease lasts without renewal: a dead leader is replaced within this.
 pub const DEFAULT_LEASE_SECONDS: u64 = 15;
-/// How long before expiry the holder renews.
-pub const DEFAULT_GRACE_SECONDS: u64 = 5;
+/// How long before expiry the holder renews (a third of the way into the lease).
+pub const DEFAULT_GRACE_SECONDS: u64 = 10;
 /// Environment variable naming the operator's Deployment (the Lease's owner).
 pub const OWNER_ENV: &str = "QUARRY_OPERATOR_DEPLOYMENT";
 
@@ -200,10 +200,20 @@ impl Leadership {
         self.fence.clone()
     }
 
-    /// Waits until this replica holds the lease.
+    /// Waits until this replica holds the lease, and the lease is valid for longer than the
+    /// step-down margin of [`Leadership::lead`].
+    ///
+    /// A process restarted under the same name (the kubelet keeps the pod name) finds the lease
+    /// already in its own name, and the lease manager reports it as held at once, with the
+    /// killed predecessor's renewal time. If that has lapsed (the restart took longer than the
+    /// lease, or etcd stood still), the manager renews at once, but leading before that
+    /// renewal lands would step down on the first check: a run would be started and aborted
+    /// over and over. So leadership begins only once a read shows a lease good for more than
+    /// the margin.
     pub async fn acquired(&mut self) -> Result<(), LeaderError> {
         loop {
-            if *self.rx.borrow_and_update() {
+            let held = *self.rx.borrow_and_update();
+            if held && self.lease_valid().await {
                 self.fence.set(true);
                 info!(lease = %self.lease, "leader lease acquired");
                 return Ok(());
@@ -215,8 +225,34 @@ impl Leadership {
                     }
                 }
                 ended = &mut self.task => return Err(LeaderError::TaskDied(describe(ended))),
+                // Held but not yet renewed: look again shortly.
+                _ = tokio::time::sleep(Duration::from_millis(200)), if held => {}
             }
         }
+    }
+
+    /// The step-down margin: a leader steps down this long before its lease would lapse (half
+    /// the renewal grace, at most a sixth of the lease), so a renewal has the rest of the grace
+    /// to land.
+    fn margin_ms(&self) -> i64 {
+        (self.grace_seconds as i64 * 1000 / 2).min(self.lease_seconds as i64 * 1000 / 6)
+    }
+
+    /// Whether the Lease, read now, is this replica's and valid beyond the step-down margin.
+    async fn lease_valid(&self) -> bool {
+        let read = tokio::time::timeout(Duration::from_secs(2), self.api.get(&self.name)).await;
+        let Ok(Ok(lease)) = read else {
+            return false;
+        };
+        let spec = lease.spec.unwrap_or_default();
+        let (Some(holder), Some(renewed)) = (spec.holder_identity, spec.renew_time) else {
+            return false;
+        };
+        let seconds = spec
+            .lease_duration_seconds
+            .map_or(self.lease_seconds as i64, i64::from);
+        holder == self.identity
+            && renewed.0.as_millisecond() + seconds * 1000 - self.margin_ms() > now_millis()
     }
 
     /// Runs `work` while this replica leads. Losing the lease, or the lease task dying, closes
@@ -224,25 +260,37 @@ impl Leadership {
     ///
     /// The lease manager only reports changes it could read; a leader cut off from the API
     /// would never hear that its lease ran out. So the lease is also checked here, and a leader
-    /// that cannot see a valid lease of its own steps down `grace` before it could expire, before
-    /// any standby may take it (client-go's renew deadline).
+    /// that cannot see a valid lease of its own steps down before any standby may take it
+    /// (client-go's renew deadline). The manager renews `grace` before expiry; the leader waits
+    /// for that renewal until the margin before expiry, to the millisecond. Stepping down at the
+    /// renewal moment itself (or at the whole second before it) raced the renewal: a healthy
+    /// leader, and most often one restarted under the same name (it inherits the killed
+    /// process's renewal time and renews on its schedule), read its lease a moment before its
+    /// own renewal landed and exited.
     pub async fn lead<F, T>(&mut self, work: F, on_lost: impl FnOnce()) -> Result<T, LeaderError>
     where
         F: std::future::Future<Output = T>,
     {
         let (api, name, identity) = (self.api.clone(), self.name.clone(), self.identity.clone());
-        let (duration, grace) = (
-            self.lease_seconds,
-            self.grace_seconds.min(self.lease_seconds / 2),
-        );
+        let duration_ms = self.lease_seconds as i64 * 1000;
+        let grace_ms = self.grace_seconds.min(self.lease_seconds / 2) as i64 * 1000;
+        let margin_ms = self.margin_ms();
         let lease_label = self.lease.clone();
         let confirm = async move {
-            let mut valid_until = now_secs() + duration as i64;
-            let every = Duration::from_millis((grace * 1000 / 2).clamp(250, 2000));
+            // Until the lease is read, the leader trusts it for `grace` only.
+            let mut valid_until = now_millis() + grace_ms + margin_ms;
+            let every = (grace_ms / 2).clamp(250, 2000);
             loop {
-                tokio::time::sleep(every).await;
-                match api.get(&name).await {
-                    Ok(lease) => {
+                // A read that hangs (etcd stalled behind the API server) must not hold the
+                // deadline check back: it gets until the deadline.
+                let left = valid_until - margin_ms - now_millis();
+                if left <= 0 {
+                    return LeaderError::Lost(format!("{lease_label} (not renewed in time)"));
+                }
+                let read = tokio::time::timeout(Duration::from_millis(left as u64), api.get(&name));
+                match read.await {
+                    Err(_) => continue,
+                    Ok(Ok(lease)) => {
                         let spec = lease.spec.unwrap_or_default();
                         if spec.holder_identity.as_deref() != Some(identity.as_str()) {
                             return LeaderError::Lost(lease_label);
@@ -250,15 +298,23 @@ impl Leadership {
                         if let Some(renewed) = spec.renew_time {
                             let seconds = spec
                                 .lease_duration_seconds
-                                .map_or(duration as i64, i64::from);
-                            valid_until = renewed.0.as_second() + seconds;
+                                .map_or(duration_ms, |s| i64::from(s) * 1000);
+                            valid_until = renewed.0.as_millisecond() + seconds;
                         }
                     }
-                    Err(e) => warn!(error = %e, "cannot confirm the leader lease"),
+                    Ok(Err(e)) => warn!(error = %e, "cannot confirm the leader lease"),
                 }
-                if now_secs() >= valid_until - grace as i64 {
+                let left = valid_until - margin_ms - now_millis();
+                if left <= 0 {
                     return LeaderError::Lost(format!("{lease_label} (not renewed in time)"));
                 }
+                // Read again ever sooner as the deadline nears (half the time left, at least
+                // 50 ms): the renewal may land a moment after a read, and the leader must see it
+                // before concluding it has none. Sleeping to the deadline itself stepped down a
+                // process restarted under the same name whose first read came just before the
+                // manager's immediate renewal of the lease it inherited.
+                let nap = (left / 2).max(50).min(every);
+                tokio::time::sleep(Duration::from_millis(nap as u64)).await;
             }
         };
         let lost = async {
@@ -306,8 +362,8 @@ impl Leadership {
     }
 }
 
-fn now_secs() -> i64 {
-    k8s_openapi::jiff::Timestamp::now().as_second()
+fn now_millis() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_millisecond()
 }
 
 fn describe(

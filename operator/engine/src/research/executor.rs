@@ -351,9 +351,11 @@ async fn publish(store: &dyn ArtifactStore, markdown: &str, findings: &str) -> E
         return Event::Published;
     }
     let mut last = String::new();
-    for attempt in 0..4u32 {
+    // About 20 s in all: long enough to outlast an API server restart (a run whose report met
+    // one was failed after 3.5 s), short enough that a store that refuses for good is reported.
+    for attempt in 0..8u32 {
         if attempt > 0 {
-            tokio::time::sleep(Duration::from_millis(250 * 2u64.pow(attempt))).await;
+            tokio::time::sleep(Duration::from_millis((250 * 2u64.pow(attempt)).min(4000))).await;
         }
         // Findings first, then the report (one request where both share a ConfigMap).
         let result = store
