@@ -11,8 +11,8 @@ use kube::runtime::controller::Action;
 use quarry_api::{ResearchRun, ResearchRunSpec};
 use quarry_engine::research::state::{Phase, RunState};
 use quarry_engine::telemetry::Metrics;
-use quarry_operator::controller::registry::Signal;
-use quarry_operator::controller::{
+use quarry_operator::research_run::registry::Signal;
+use quarry_operator::research_run::{
     Context, LaunchError, LaunchRequest, Launcher, Starter, reconcile,
 };
 use serde_json::{Value, json};
@@ -457,7 +457,7 @@ search:
 "#,
     )
     .unwrap();
-    let uses: Vec<(String, String)> = quarry_operator::controller::secret_uses(&profile)
+    let uses: Vec<(String, String)> = quarry_operator::research_run::secret_uses(&profile)
         .into_iter()
         .map(|u| (u.field, u.host))
         .collect();
@@ -490,7 +490,7 @@ search:
 
 #[test]
 fn a_hosts_entry_covers_the_host_and_its_subdomains_only() {
-    use quarry_operator::controller::opted_in;
+    use quarry_operator::research_run::opted_in;
     let secret = |hosts: &str| -> k8s_openapi::api::core::v1::Secret {
         serde_json::from_value(json!({"metadata": {"name": "s", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": hosts}}})).unwrap()
     };
@@ -771,7 +771,7 @@ fn spec_defaults_reach_the_engine_input() {
     let spec: ResearchRunSpec =
         serde_yaml::from_str("query: q?!\nlimits: {maxCostUSD: \"0.50\", timeout: 10m}").unwrap();
     let profile: quarry_api::ResearchProfileSpec = serde_yaml::from_str("models: {primary: {baseURL: 'http://127.0.0.1:1/v1', model: m}}\nlimits: {maxConcurrentResearchers: 2}").unwrap();
-    let input = quarry_operator::controller::run_input(&spec, &profile).unwrap();
+    let input = quarry_operator::research_run::run_input(&spec, &profile).unwrap();
     assert_eq!(input.limits.max_concurrent_researchers, 2);
     assert_eq!(input.limits.max_cost_pico_usd, Some(500_000_000_000));
     assert_eq!(input.limits.timeout_secs, Some(600));
@@ -829,7 +829,7 @@ fn a_profile_maps_to_the_unfinished_runs_that_use_it() {
         .into_iter()
         .map(Arc::new)
         .collect();
-    let refs = quarry_operator::controller::runs_using_profile(&runs, &profile);
+    let refs = quarry_operator::research_run::runs_using_profile(&runs, &profile);
     assert_eq!(
         refs.iter()
             .map(|r| (r.name.as_str(), r.namespace.as_deref()))
@@ -911,7 +911,7 @@ async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once
     failed_rx.await.unwrap();
     assert_eq!(
         ctx.registry.presence("uid-1"),
-        quarry_operator::controller::registry::Presence::Finished
+        quarry_operator::research_run::registry::Presence::Finished
     );
     // The writer leaves once its retry landed; the reconcile that follows (the watch shows the
     // final status) writes nothing.
@@ -1155,7 +1155,7 @@ async fn a_finished_run_before_its_ttl_waits_without_any_request() {
     let action = reconcile(Arc::new(finished.clone()), ctx).await.unwrap();
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(completion);
     assert_eq!(
-        quarry_operator::controller::ttl_wait(&finished, &now),
+        quarry_operator::research_run::ttl_wait(&finished, &now),
         Some(Duration::from_secs(3600))
     );
     // Requeued for the rest of the hour (a second or two may have passed).
@@ -1280,7 +1280,7 @@ async fn cancelling_a_running_run_stops_its_executor_and_ends_cancelled() {
     server.await.unwrap();
     assert_eq!(
         ctx.registry.presence("uid-1"),
-        quarry_operator::controller::registry::Presence::Finished
+        quarry_operator::research_run::registry::Presence::Finished
     );
     assert_eq!(launcher.starts.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
@@ -1289,17 +1289,17 @@ async fn cancelling_a_running_run_stops_its_executor_and_ends_cancelled() {
 fn cancel_wins_over_suspend_in_the_control_signal() {
     let mut spec: ResearchRunSpec = serde_yaml::from_str("query: q?!").unwrap();
     assert_eq!(
-        quarry_operator::controller::control_signal(&spec),
+        quarry_operator::research_run::control_signal(&spec),
         Signal::Run
     );
     spec.suspend = true;
     assert_eq!(
-        quarry_operator::controller::control_signal(&spec),
+        quarry_operator::research_run::control_signal(&spec),
         Signal::Suspend
     );
     spec.cancel = true;
     assert_eq!(
-        quarry_operator::controller::control_signal(&spec),
+        quarry_operator::research_run::control_signal(&spec),
         Signal::Cancel
     );
 }

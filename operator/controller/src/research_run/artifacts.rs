@@ -20,7 +20,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use super::status::RunView;
-use super::{Context, Error, Stall, apply_status, kube_err};
+use super::{Context, Stall, apply_status};
+use crate::error::{Error, kube_err};
 use crate::store::object::{
     Bucket, ObjectStoreConfig, ObjectStoreError, RunLayout, SecretValue, check_options, parse_url,
 };

@@ -25,7 +25,7 @@ use quarry_engine::telemetry::{Metrics, RunMetrics};
 pub struct EngineLauncher {
     client: Client,
     metrics: Option<Metrics>,
-    services: crate::wiring::Services,
+    services: crate::engine_builder::Services,
     /// Redis URL of the work queue in scale-out mode (researchers run on workers).
     workers: Option<String>,
     /// The live event stream every run publishes to.
@@ -38,7 +38,7 @@ impl EngineLauncher {
         Self {
             client,
             metrics: None,
-            services: crate::wiring::Services::in_memory(),
+            services: crate::engine_builder::Services::in_memory(),
             workers: None,
             events: None,
         }
@@ -64,7 +64,7 @@ impl EngineLauncher {
     }
 
     /// Shares `services` (cache, engine health) between every run of the launcher.
-    pub fn with_services(mut self, services: crate::wiring::Services) -> Self {
+    pub fn with_services(mut self, services: crate::engine_builder::Services) -> Self {
         self.services = services;
         self
     }
@@ -76,7 +76,7 @@ fn key_for<'a>(keys: &'a [(SecretKeyRef, ApiKey)], tier: &ModelTier) -> Option<&
     keys.iter().find(|(r, _)| r == wanted).map(|(_, k)| k)
 }
 
-/// Builds the engine of one run from its profile (see [`crate::wiring`]) with the run's store.
+/// Builds the engine of one run from its profile (see [`crate::engine_builder`]) with the run's store.
 pub fn build_engine(
     profile: &ResearchProfileSpec,
     api_keys: &[(SecretKeyRef, ApiKey)],
@@ -86,7 +86,7 @@ pub fn build_engine(
     build_engine_with(
         profile,
         api_keys,
-        &crate::wiring::Services::in_memory(),
+        &crate::engine_builder::Services::in_memory(),
         None,
         None,
         store,
@@ -98,8 +98,8 @@ pub fn build_engine(
 pub fn build_engine_with(
     profile: &ResearchProfileSpec,
     api_keys: &[(SecretKeyRef, ApiKey)],
-    services: &crate::wiring::Services,
-    managed_search: Option<crate::wiring::ManagedSearch>,
+    services: &crate::engine_builder::Services,
+    managed_search: Option<crate::engine_builder::ManagedSearch>,
     specialised_filter: Option<(bool, bool)>,
     store: Arc<dyn ArtifactStore>,
     metrics: Option<RunMetrics>,
@@ -111,14 +111,14 @@ pub fn build_engine_with(
             .find(|(r, _)| r == wanted)
             .map(|(_, k)| k.expose().to_string())
     };
-    let inputs = crate::wiring::Inputs {
+    let inputs = crate::engine_builder::Inputs {
         api_key: &key,
         secret: &secret,
         services,
         managed_search,
         specialised_filter,
     };
-    crate::wiring::build_engine_with(profile, &inputs, store, metrics)
+    crate::engine_builder::build_engine_with(profile, &inputs, store, metrics)
         .map_err(|e| LaunchError(e.to_string()))
 }
 
@@ -304,7 +304,7 @@ impl Launcher for EngineLauncher {
                     Ok(None) => {
                         let mut input = input;
                         if let Some((client, namespace, earlier, bucket)) = &compare_with
-                            && let Some(found) = super::earlier::earlier_findings(
+                            && let Some(found) = super::earlier_run::earlier_findings(
                                 client,
                                 namespace,
                                 earlier,
@@ -344,7 +344,7 @@ impl Launcher for EngineLauncher {
                     tracing::info_span!("research_run", run = %name, namespace = %span_namespace);
                 let dispatch = match scale_out {
                     Some((url, header)) => {
-                        match crate::queue::leader::RedisDispatch::connect(
+                        match crate::queue::dispatch::RedisDispatch::connect(
                             &url,
                             header,
                             engine.spend.clone(),

@@ -3,61 +3,45 @@
 //! apply — and never runs research itself: it hands runs to the [`registry::Registry`].
 
 pub mod artifacts;
-pub mod directory;
-pub mod earlier;
-pub mod engine;
-pub mod leader;
+pub mod earlier_run;
+pub mod launcher;
 pub mod registry;
-pub mod schedule;
-pub mod search_engine;
+mod resolve;
 pub mod status;
+mod status_writer;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{DeleteParams, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::api::DeleteParams;
+use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-use crate::server::{Readiness, ServerState};
-use crate::store::configmap::{FIELD_MANAGER, report_configmap_name};
+use crate::CONTROLLER_NAME;
+use crate::error::{Error, kube_err};
+use crate::leader_election::Fence;
+use crate::store::configmap::report_configmap_name;
 use crate::store::routed::{ReportLocation, ReportSlot};
 use quarry_api::{
-    CREDENTIAL_HOSTS_ANNOTATION, CREDENTIAL_LABEL, ReportKind, ReportRef, ResearchProfile,
-    ResearchProfileSpec, ResearchRun, ResearchRunSpec, ResearchRunStatus, SearchEngine,
-    SearchProviderKind, SearchTarget, SecretKeyRef, reasons,
+    ReportRef, ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec, SecretKeyRef,
+    reasons,
 };
-use quarry_engine::research::state::{ApprovalPolicy, Mode, OutputKind, RunInput, RunState};
-use quarry_engine::telemetry::{ErrorLabels, Metrics, ModelLabels, PhaseLabel, RunLabels};
+use quarry_engine::research::state::{RunInput, RunState};
+use quarry_engine::telemetry::{ErrorLabels, Metrics, ModelLabels, PhaseLabel};
 use registry::{Presence, Registry, ResearchTask, Signal};
-use status::{RunView, desired_status_at, transition_events};
+use status::RunView;
+use status_writer::{apply_status, status_writer};
 
-mod runtime;
-pub use runtime::{
-    ExtraRoutes, LeaderSettings, OperatorConfig, default_object_store, run_events, run_operator,
-    services, watch_scopes,
-};
-
-mod writer;
-use writer::{apply_status, status_writer};
-
-mod lookup;
-use lookup::resolve;
-pub use lookup::{
+use resolve::resolve;
+pub use resolve::{
     SecretUse, Stall, extract_key, limits_stall, opted_in, run_input, search_engine_wait,
     secret_refs, secret_uses, ttl_wait, url_host,
 };
 
-/// Name the operator reports Events under.
-pub const CONTROLLER_NAME: &str = "quarry-operator";
 /// How often a stalled run is retried (GitOps may apply the run before its profile).
 pub const STALL_REQUEUE: Duration = Duration::from_secs(15);
 /// How often a run with active research is looked at again even without a watch event (a
@@ -70,97 +54,6 @@ pub const SEARCH_ENGINE_WAIT: Duration = Duration::from_secs(180);
 pub const SEARCH_ENGINE_RECHECK: Duration = Duration::from_secs(5);
 /// Minimum time between two status patches of one run.
 pub const STATUS_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Errors of reconcile and of the operator.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A Kubernetes API call failed.
-    #[error("Kubernetes API call failed while {action}: {source}")]
-    Kube {
-        action: String,
-        #[source]
-        source: kube::Error,
-    },
-    /// The object lacks metadata the API server always sets.
-    #[error("ResearchRun is missing metadata.{0}")]
-    MissingMetadata(&'static str),
-    /// Serializing a patch failed.
-    #[error("serializing {what}: {source}")]
-    Serialize {
-        what: &'static str,
-        #[source]
-        source: serde_json::Error,
-    },
-    /// The HTTP server failed.
-    #[error(transparent)]
-    Server(#[from] crate::server::ServerError),
-    /// No Kubernetes client could be configured.
-    #[error("cannot configure a Kubernetes client (set KUBECONFIG or run in a cluster): {0}")]
-    Config(String),
-    /// This replica does not hold the leader lease (any more).
-    #[error("not the leader: another replica owns the runs")]
-    NotLeader,
-    /// Leader election failed or leadership was lost.
-    #[error(transparent)]
-    Leader(#[from] leader::LeaderError),
-    /// The API server refused the run a ResearchSchedule's template makes (schema, CEL rules).
-    #[error("{0}")]
-    TemplateRefused(String),
-    /// A deleted run's object-store artifacts could not be deleted yet.
-    #[error("{0}")]
-    ArtifactCleanup(String),
-    /// The API server refuses every write to the run (422): its stored spec fails validation
-    /// added after it was stored (no validation ratcheting before Kubernetes 1.28).
-    #[error("ResearchRun {namespace}/{name} cannot be written: {message}")]
-    StoredSpecInvalid {
-        namespace: String,
-        name: String,
-        message: String,
-    },
-}
-
-impl Error {
-    /// Every value [`Error::metric_reason`] returns: the `reason` series of
-    /// `quarry_reconcile_errors_total` are created at zero from this list at start, so dashboards
-    /// and alerts find the family before the first error.
-    pub const METRIC_REASONS: [&'static str; 10] = [
-        "KubeApi",
-        "MissingMetadata",
-        "Serialization",
-        "Server",
-        "Config",
-        "NotLeader",
-        "LeaderElection",
-        "ArtifactCleanup",
-        "StoredSpecInvalid",
-        "TemplateRefused",
-    ];
-
-    /// The bounded `reason` label of `quarry_reconcile_errors_total` for this error.
-    pub fn metric_reason(&self) -> &'static str {
-        match self {
-            Error::Kube { .. } => "KubeApi",
-            Error::MissingMetadata(_) => "MissingMetadata",
-            Error::Serialize { .. } => "Serialization",
-            Error::Server(_) => "Server",
-            Error::Config(_) => "Config",
-            Error::NotLeader => "NotLeader",
-            Error::Leader(_) => "LeaderElection",
-            Error::ArtifactCleanup(_) => "ArtifactCleanup",
-            Error::StoredSpecInvalid { .. } => "StoredSpecInvalid",
-            Error::TemplateRefused(_) => "TemplateRefused",
-        }
-    }
-
-    fn is_not_found(&self) -> bool {
-        matches!(self, Error::Kube { source: kube::Error::Api(status), .. } if status.code == 404)
-    }
-}
-
-fn kube_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let action = action.into();
-    move |source| Error::Kube { action, source }
-}
 
 /// An API key read from a Secret. Its `Debug` never shows the value.
 #[derive(Clone, PartialEq, Eq)]
@@ -197,7 +90,7 @@ pub struct LaunchRequest {
     /// The engine input built from the run spec and profile defaults.
     pub input: RunInput,
     /// The managed SearchEngine the profile names, resolved to its Service.
-    pub managed_search: Option<crate::wiring::ManagedSearch>,
+    pub managed_search: Option<crate::engine_builder::ManagedSearch>,
     /// Where the run's artifacts go (object store, report location).
     pub artifacts: artifacts::ArtifactTarget,
 }
@@ -213,7 +106,7 @@ pub type Starter = Box<
         + Send,
 >;
 
-/// Builds research tasks. Production: [`engine::EngineLauncher`]; tests: a recording double.
+/// Builds research tasks. Production: [`launcher::EngineLauncher`]; tests: a recording double.
 pub trait Launcher: Send + Sync {
     /// Checks the request and prepares its task (no I/O); errors are profile problems.
     fn prepare(&self, request: LaunchRequest) -> Result<Starter, LaunchError>;
@@ -249,7 +142,7 @@ pub struct Context {
     /// carries the current `observedGeneration` (spec.suspend and the TTL may change mid-run).
     latest: std::sync::Mutex<LatestRuns>,
     /// Open while this replica holds the leader lease: no status is written otherwise.
-    pub fence: leader::Fence,
+    pub fence: Fence,
     /// The operator-wide object store, for profiles that configure none.
     pub default_object_store: Option<crate::store::object::ObjectStoreConfig>,
     /// Where each started run's store put its report, by run UID.
@@ -271,14 +164,14 @@ impl Context {
             metrics,
             status_interval: STATUS_INTERVAL,
             latest: Default::default(),
-            fence: leader::Fence::leading(),
+            fence: Fence::leading(),
             default_object_store: None,
             report_slots: Default::default(),
         }
     }
 
     /// The same context writing only while `fence` is open.
-    pub fn with_fence(mut self, fence: leader::Fence) -> Self {
+    pub fn with_fence(mut self, fence: Fence) -> Self {
         self.fence = fence;
         self
     }
@@ -645,6 +538,3 @@ pub fn runs_using_profile(
         .map(|r| kube::runtime::reflector::ObjectRef::from_obj(r.as_ref()))
         .collect()
 }
-
-#[cfg(test)]
-mod tests;

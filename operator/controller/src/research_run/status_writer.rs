@@ -1,6 +1,20 @@
 //! The status writer: a run's progress drained into status patches (at most one per interval), metrics and Events.
 
-use super::*;
+use std::sync::Arc;
+
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::Event;
+use kube::{Api, Resource, ResourceExt};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use super::status::{self, RunView, desired_status_at, transition_events};
+use super::{Context, now};
+use crate::error::Error;
+use crate::store::configmap::FIELD_MANAGER;
+use quarry_api::{ResearchRun, ResearchRunStatus};
+use quarry_engine::research::state::RunState;
+use quarry_engine::telemetry::{ModelLabels, PhaseLabel, RunLabels};
 
 /// Writes the status for `view` if it differs from the current one, and publishes the Events the
 /// transition calls for. Returns the status the run now has.

@@ -1,7 +1,8 @@
-//! Unit tests of `controller`.
+//! Unit tests of `startup`.
 
 use super::watch_scopes;
-use super::{Error, leader};
+use crate::error::Error;
+use crate::leader_election;
 
 #[test]
 fn every_metric_reason_is_zeroed_at_start() {
@@ -14,7 +15,7 @@ fn every_metric_reason_is_zeroed_at_start() {
         },
         Error::Config("none".into()),
         Error::NotLeader,
-        Error::Leader(leader::LeaderError::Lost("l".into())),
+        Error::Leader(leader_election::LeaderError::Lost("l".into())),
         Error::ArtifactCleanup("x".into()),
     ];
     for error in &errors {

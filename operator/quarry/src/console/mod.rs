@@ -37,7 +37,7 @@ pub struct ConsoleArgs {
 /// caller's token and permissions were checked.
 pub fn in_cluster(
     client: kube::Client,
-    events: Option<quarry_operator::server::events::EventsApi>,
+    events: Option<quarry_operator::server::run_events::EventsApi>,
 ) -> axum::Router {
     // The first watched namespace, else the operator's own (`*` in the filter shows all).
     let namespace = std::env::var("QUARRY_NAMESPACE")
