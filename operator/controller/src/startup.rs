@@ -412,8 +412,7 @@ async fn run_controllers(
                 for uid in ctx.registry.uids() {
                     if !live.contains(&uid) {
                         info!(uid = %uid, "run deleted; cancelling its research");
-                        ctx.registry.remove(&uid);
-                        ctx.forget_report(&uid);
+                        ctx.registry.forget(&uid);
                     }
                 }
                 ctx.metrics.retain_runs(|uid| live.contains(uid));

@@ -917,12 +917,12 @@ async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once
     // final status) writes nothing.
     let final_body = final_rx.await.unwrap();
     for _ in 0..200 {
-        if !ctx.has_status_writer("uid-1") {
+        if !ctx.registry.has_writer("uid-1") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(!ctx.has_status_writer("uid-1"), "the writer did not exit");
+    assert!(!ctx.registry.has_writer("uid-1"), "the writer did not exit");
     let mut current = run(None);
     current.status = Some(serde_json::from_value(final_body["status"].clone()).unwrap());
     // A finished run waits for changes (or its TTL); nothing more is written.

@@ -1,10 +1,18 @@
 //! The ResearchRun controller: maps ResearchRuns onto research tasks and their progress back onto
-//! status. Reconcile is a short pipeline — look up, validate, build desired status,
-//! apply — and never runs research itself: it hands runs to the [`registry::Registry`].
+//! status. It never runs research itself: it hands runs to the [`registry::Registry`].
+//!
+//! One run's path, a file a step: [`reconcile`](reconcile::reconcile) (the finalizer, then the
+//! steps in order) → `decide` (pure: the next step) → `resolve` (look up and validate the
+//! profile, its Secrets and SearchEngine) → `apply` (start the task through the [`Launcher`]) →
+//! `status_writer` (the one writer of status; the status itself is computed by the pure
+//! [`status`]).
 
+mod apply;
 pub mod artifacts;
+mod decide;
 pub mod earlier_run;
 pub mod launcher;
+mod reconcile;
 pub mod registry;
 mod resolve;
 pub mod status;
@@ -14,29 +22,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::DeleteParams;
-use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::{Client, ResourceExt};
 use tokio::sync::watch;
-use tracing::{debug, info, warn};
 
 use crate::CONTROLLER_NAME;
-use crate::error::{Error, kube_err};
 use crate::leader_election::Fence;
 use crate::store::configmap::report_configmap_name;
-use crate::store::routed::{ReportLocation, ReportSlot};
-use quarry_api::{
-    ReportRef, ResearchProfile, ResearchProfileSpec, ResearchRun, ResearchRunSpec, SecretKeyRef,
-    reasons,
-};
+use crate::store::routed::ReportLocation;
+use quarry_api::{ReportRef, ResearchProfile, ResearchProfileSpec, ResearchRun, SecretKeyRef};
 use quarry_engine::research::state::{RunInput, RunState};
-use quarry_engine::telemetry::{ErrorLabels, Metrics, ModelLabels, PhaseLabel};
-use registry::{Presence, Registry, ResearchTask, Signal};
-use status::RunView;
-use status_writer::{apply_status, status_writer};
+use quarry_engine::telemetry::Metrics;
+use registry::{Registry, ResearchTask, Signal};
 
-use resolve::resolve;
+pub use apply::stored_spec_invalid_note;
+pub use decide::{Next, control_signal, next};
+pub use reconcile::{error_policy, reconcile};
 pub use resolve::{
     SecretUse, Stall, extract_key, limits_stall, opted_in, run_input, search_engine_wait,
     secret_refs, secret_uses, ttl_wait, url_host,
@@ -121,16 +122,13 @@ pub trait Launcher: Send + Sync {
     }
 }
 
-/// Status writers by run UID: writer id and the sender of the latest run object.
-type LatestRuns = std::collections::HashMap<String, (u64, watch::Sender<Arc<ResearchRun>>)>;
-
 /// Shared state of the reconciler.
 pub struct Context {
     /// Kubernetes client.
     pub client: Client,
     /// Event recorder.
     pub recorder: Recorder,
-    /// Research tasks by run UID.
+    /// The per-run state (task, report location, status writer) by run UID.
     pub registry: Registry,
     /// Builds research tasks.
     pub launcher: Arc<dyn Launcher>,
@@ -138,15 +136,10 @@ pub struct Context {
     pub metrics: Metrics,
     /// Minimum time between status patches of one run.
     pub status_interval: Duration,
-    /// The latest run object of each active status writer, so status written during research
-    /// carries the current `observedGeneration` (spec.suspend and the TTL may change mid-run).
-    latest: std::sync::Mutex<LatestRuns>,
     /// Open while this replica holds the leader lease: no status is written otherwise.
     pub fence: Fence,
     /// The operator-wide object store, for profiles that configure none.
     pub default_object_store: Option<crate::store::object::ObjectStoreConfig>,
-    /// Where each started run's store put its report, by run UID.
-    report_slots: std::sync::Mutex<std::collections::HashMap<String, ReportSlot>>,
 }
 
 impl Context {
@@ -163,10 +156,8 @@ impl Context {
             launcher,
             metrics,
             status_interval: STATUS_INTERVAL,
-            latest: Default::default(),
             fence: Fence::leading(),
             default_object_store: None,
-            report_slots: Default::default(),
         }
     }
 
@@ -178,21 +169,12 @@ impl Context {
 }
 
 impl Context {
-    fn slots(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, ReportSlot>> {
-        self.report_slots.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Drops what is kept about a run's report location (the run is gone).
-    pub fn forget_report(&self, uid: &str) {
-        self.slots().remove(uid);
-    }
-
     /// Where the run's report is, or will be: what its store recorded, else what status says,
     /// else its report ConfigMap.
     pub fn report_location(&self, run: &ResearchRun) -> ReportLocation {
         let recorded = run
             .uid()
-            .and_then(|uid| self.slots().get(&uid).and_then(ReportSlot::get));
+            .and_then(|uid| self.registry.report_location(&uid));
         if let Some(location) = recorded {
             return location;
         }
@@ -204,326 +186,10 @@ impl Context {
             _ => ReportLocation::ConfigMap(report_configmap_name(&run.name_any())),
         }
     }
-
-    fn latest_map(&self) -> std::sync::MutexGuard<'_, LatestRuns> {
-        // The map stays consistent even if a holder panicked.
-        self.latest.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Registers the status writer `id` of run `uid`; returns the receiver of newer run objects.
-    fn subscribe_latest(
-        &self,
-        uid: &str,
-        id: u64,
-        run: &Arc<ResearchRun>,
-    ) -> watch::Receiver<Arc<ResearchRun>> {
-        let (tx, rx) = watch::channel(run.clone());
-        self.latest_map().insert(uid.to_string(), (id, tx));
-        rx
-    }
-
-    /// Whether a status writer is registered for the run with `uid`.
-    pub fn has_status_writer(&self, uid: &str) -> bool {
-        self.latest_map().contains_key(uid)
-    }
-
-    /// Unregisters status writer `id` (not a newer writer of the same run).
-    fn unsubscribe_latest(&self, uid: &str, id: u64) {
-        let mut map = self.latest_map();
-        if map.get(uid).is_some_and(|(current, _)| *current == id) {
-            map.remove(uid);
-        }
-    }
-
-    /// Hands a newer generation of an active run to its status writer.
-    fn publish_latest(&self, uid: &str, run: &Arc<ResearchRun>) {
-        if let Some((_, tx)) = self.latest_map().get(uid) {
-            tx.send_if_modified(|current| {
-                let newer = current.metadata.generation != run.metadata.generation;
-                if newer {
-                    *current = run.clone();
-                }
-                newer
-            });
-        }
-    }
 }
 
 fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
-}
-
-/// Reconciles one ResearchRun. Returns quickly: research runs in the registry's tasks.
-#[tracing::instrument(skip_all, fields(run = %run.name_any(), namespace = %run.namespace().unwrap_or_default()))]
-pub async fn reconcile(run: Arc<ResearchRun>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = std::time::Instant::now();
-    let result = reconcile_inner(run, &ctx).await;
-    ctx.metrics
-        .record_reconcile(result.is_ok(), started.elapsed().as_secs_f64());
-    result
-}
-
-async fn reconcile_inner(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Error> {
-    // Runs with object-store artifacts go through the finalizer helper: cleanup on deletion.
-    if artifacts::has_finalizer(&run) {
-        let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
-        let api: Api<ResearchRun> = Api::namespaced(ctx.client.clone(), &namespace);
-        return kube::runtime::finalizer::finalizer(
-            &api,
-            artifacts::ARTIFACTS_FINALIZER,
-            run,
-            |event| async move {
-                match event {
-                    kube::runtime::finalizer::Event::Apply(run) => reconcile_run(run, ctx).await,
-                    kube::runtime::finalizer::Event::Cleanup(run) => {
-                        artifacts::cleanup(run, ctx).await
-                    }
-                }
-            },
-        )
-        .await
-        .map_err(artifacts::finalizer_error);
-    }
-    reconcile_run(run, ctx).await
-}
-
-async fn reconcile_run(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Error> {
-    match reconcile_steps(run.clone(), ctx).await {
-        Err(Error::StoredSpecInvalid { message, .. }) => {
-            stored_spec_invalid(ctx, &run, &message).await;
-            Ok(Action::await_change())
-        }
-        other => other,
-    }
-}
-
-/// A run whose stored spec fails validation added after it was stored (a CRD upgrade that
-/// tightened a rule, on a server without validation ratcheting) can have no status written.
-/// Retrying would loop forever: the run is left alone until it changes, with a Warning Event
-/// that says what to do. Nothing was started for it (status is written before research starts).
-async fn stored_spec_invalid(ctx: &Context, run: &ResearchRun, message: &str) {
-    let name = run.name_any();
-    warn!(run = %name, error = %message, "stored spec fails the current validation; not retrying");
-    ctx.metrics
-        .reconcile_errors
-        .get_or_create(&ErrorLabels {
-            reason: "StoredSpecInvalid".into(),
-        })
-        .inc();
-    let event = Event {
-        type_: EventType::Warning,
-        reason: reasons::STORED_SPEC_INVALID.into(),
-        note: Some(stored_spec_invalid_note(&name, message)),
-        action: "Reconcile".into(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&event, &run.object_ref(&())).await {
-        warn!(run = %name, error = %e, "publishing event failed");
-    }
-}
-
-/// Pure: the Event note for [`stored_spec_invalid`] (Events are bounded at 1 KiB by the API).
-pub fn stored_spec_invalid_note(name: &str, server_message: &str) -> String {
-    let message: String = server_message.chars().take(600).collect();
-    format!(
-        "The stored spec fails this Quarry version's validation, so the API server refuses every \
-         status write and the run cannot start: {message}. Recreate it with a valid spec \
-         (kubectl delete researchrun {name}; fix the spec; kubectl apply)."
-    )
-}
-
-async fn reconcile_steps(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Error> {
-    let uid = run.uid().ok_or(Error::MissingMetadata("uid"))?;
-    let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
-    let name = run.name_any();
-    if run.metadata.deletion_timestamp.is_some() {
-        ctx.registry.remove(&uid);
-        ctx.forget_report(&uid);
-        return Ok(Action::await_change());
-    }
-    // Look up: where the run stands.
-    if run.is_finished() {
-        ctx.metrics.set_run_phase(
-            &uid,
-            &namespace,
-            PhaseLabel::from_phase_name(run.phase().as_str()),
-        );
-        return finished(&run, ctx, &name, &namespace).await;
-    }
-    match ctx.registry.presence(&uid) {
-        Presence::Active => {
-            ctx.publish_latest(&uid, &run);
-            // A cancelled run's executor stops and ends Cancelled; its status writer writes that.
-            ctx.registry.signal(&uid, control_signal(&run.spec));
-            return Ok(Action::requeue(ACTIVE_RECHECK));
-        }
-        // The writer lands the final status (within one status interval); only when it is gone
-        // without having done so is it written from here: two writers would write it twice.
-        Presence::Finished => {
-            if !ctx.has_status_writer(&uid)
-                && let Some(last) = ctx.registry.final_state(&uid)
-            {
-                apply_status(ctx, &run, RunView::Progress(&last)).await?;
-            }
-            return Ok(Action::requeue(Duration::from_secs(5)));
-        }
-        Presence::Absent | Presence::Stopped => {}
-    }
-    // Nothing runs for it here (not started, stalled, suspended, or after a restart): it ends
-    // Cancelled as it stands, keeping the usage already recorded.
-    if run.spec.cancel {
-        info!(run = %name, namespace = %namespace, "run cancelled before research ran in this process");
-        apply_status(ctx, &run, RunView::Cancelled).await?;
-        return Ok(Action::await_change());
-    }
-    if run.spec.suspend {
-        apply_status(ctx, &run, RunView::Suspended).await?;
-        return Ok(Action::await_change());
-    }
-    // Look up and validate the profile and its Secrets.
-    let request = match resolve(ctx, &run, &namespace).await? {
-        Ok(request) => request,
-        Err(wait) if wait.reason == reasons::WAITING_FOR_SEARCH_ENGINE => {
-            apply_status(
-                ctx,
-                &run,
-                RunView::Waiting {
-                    reason: wait.reason,
-                    message: &wait.message,
-                },
-            )
-            .await?;
-            return Ok(Action::requeue(SEARCH_ENGINE_RECHECK));
-        }
-        Err(stall) => return stalled(ctx, &run, &stall).await,
-    };
-    if let Err(stall) = ctx.launcher.check(&request).await {
-        return stalled(ctx, &run, &stall).await;
-    }
-    // Build the task, then apply: status first, so a failed patch leaves nothing running.
-    let starter = match ctx.launcher.prepare(request.clone()) {
-        Ok(starter) => starter,
-        Err(e) => {
-            let stall = Stall {
-                reason: reasons::PROFILE_INVALID,
-                message: format!(
-                    "ResearchProfile \"{}\" cannot be used: {e}",
-                    request.profile_name
-                ),
-            };
-            return stalled(ctx, &run, &stall).await;
-        }
-    };
-    let written = apply_status(ctx, &run, RunView::Starting).await?;
-    let mut base = (*run).clone();
-    base.status = Some(written);
-    let (progress_tx, progress_rx) = watch::channel(None);
-    let progress_tx = Arc::new(progress_tx);
-    let task_tx = progress_tx.clone();
-    let labels = model_labels(&request, &namespace);
-    let started = ctx.registry.start_with(
-        &uid,
-        control_signal(&run.spec),
-        move |control| starter(control, task_tx),
-        move |state| {
-            // The last state reaches the status writer even when the task did not publish it.
-            progress_tx.send_replace(Some(state));
-        },
-    );
-    if started {
-        ctx.slots()
-            .insert(uid.clone(), request.artifacts.report.clone());
-        info!(run = %name, namespace = %namespace, profile = %request.profile_name, "research started");
-        static WRITER_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let writer_id = WRITER_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let latest_rx = ctx.subscribe_latest(&uid, writer_id, &run);
-        tokio::spawn(status_writer(
-            ctx.clone(),
-            base,
-            progress_rx,
-            (writer_id, latest_rx),
-            labels,
-            request.profile_name.clone(),
-        ));
-    }
-    Ok(Action::requeue(ACTIVE_RECHECK))
-}
-
-/// Pure: what the executor of a run with this spec should do (cancel wins over suspend).
-pub fn control_signal(spec: &ResearchRunSpec) -> Signal {
-    if spec.cancel {
-        Signal::Cancel
-    } else if spec.suspend {
-        Signal::Suspend
-    } else if let Some(approval) = spec.approval.as_ref().filter(|a| a.required && a.approved) {
-        Signal::Approve {
-            agenda: approval.agenda.clone(),
-        }
-    } else {
-        Signal::Run
-    }
-}
-
-fn model_labels(request: &LaunchRequest, namespace: &str) -> ModelLabels {
-    let tier = &request.profile.models.primary;
-    let provider = url::Url::parse(&tier.base_url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
-        .unwrap_or_else(|| "unknown".into());
-    ModelLabels {
-        namespace: namespace.to_string(),
-        profile: request.profile_name.clone(),
-        provider,
-        model: tier.model.clone(),
-    }
-}
-
-async fn stalled(ctx: &Context, run: &ResearchRun, stall: &Stall) -> Result<Action, Error> {
-    debug!(run = %run.name_any(), reason = stall.reason, "run stalled");
-    apply_status(
-        ctx,
-        run,
-        RunView::Stalled {
-            reason: stall.reason,
-            message: &stall.message,
-        },
-    )
-    .await?;
-    Ok(Action::requeue(STALL_REQUEUE))
-}
-
-/// A finished run: delete it once its TTL has passed.
-async fn finished(
-    run: &ResearchRun,
-    ctx: &Context,
-    name: &str,
-    namespace: &str,
-) -> Result<Action, Error> {
-    match ttl_wait(run, &now()) {
-        None => Ok(Action::await_change()),
-        Some(wait) if wait.is_zero() => {
-            info!(run = %name, namespace = %namespace, "deleting finished run after ttlSecondsAfterFinished");
-            let api: Api<ResearchRun> = Api::namespaced(ctx.client.clone(), namespace);
-            match api.delete(name, &DeleteParams::default()).await {
-                Ok(_) => Ok(Action::await_change()),
-                Err(kube::Error::Api(status)) if status.code == 404 => Ok(Action::await_change()),
-                Err(e) => Err(kube_err(format!("deleting ResearchRun {namespace}/{name}"))(e)),
-            }
-        }
-        Some(wait) => Ok(Action::requeue(wait)),
-    }
-}
-
-/// Requeue policy after a reconcile error.
-pub fn error_policy(run: Arc<ResearchRun>, error: &Error, ctx: Arc<Context>) -> Action {
-    warn!(run = %run.name_any(), error = %error, "reconcile failed");
-    ctx.metrics
-        .reconcile_errors
-        .get_or_create(&ErrorLabels {
-            reason: error.metric_reason().into(),
-        })
-        .inc();
-    Action::requeue(Duration::from_secs(10))
 }
 
 /// Pure: the unfinished runs in `profile`'s namespace that reference it.

@@ -135,10 +135,8 @@ pub(super) async fn status_writer(
                 }
                 Err(e) if e.is_not_found() => {
                     info!(run = %base.name_any(), "run deleted; cancelling its research");
-                    ctx.registry.remove(&uid);
-                    ctx.forget_report(&uid);
+                    ctx.registry.forget(&uid);
                     ctx.metrics.set_run_phase(&uid, &namespace, None);
-                    ctx.unsubscribe_latest(&uid, writer_id);
                     return;
                 }
                 Err(e) => {
@@ -176,7 +174,7 @@ pub(super) async fn status_writer(
             let terminal = state.phase.is_terminal();
             last = Some(state);
             if terminal && written {
-                ctx.unsubscribe_latest(&uid, writer_id);
+                ctx.registry.unsubscribe_writer(&uid, writer_id);
                 return;
             }
             final_retries = if terminal && !written {
@@ -186,12 +184,12 @@ pub(super) async fn status_writer(
             };
             if final_retries > MAX_FINAL_STATUS_RETRIES {
                 // The reconcile writes it from the registry once this writer is gone.
-                ctx.unsubscribe_latest(&uid, writer_id);
+                ctx.registry.unsubscribe_writer(&uid, writer_id);
                 return;
             }
         }
         if closed && final_retries == 0 {
-            ctx.unsubscribe_latest(&uid, writer_id);
+            ctx.registry.unsubscribe_writer(&uid, writer_id);
             return;
         }
         tokio::time::sleep(ctx.status_interval).await;
