@@ -866,9 +866,10 @@ async fn managed_search_engine(
 #[tokio::test]
 async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_checkpoint() {
     use quarry_engine::research::state::Phase;
+    use quarry_operator::engine_builder::ApiKey;
     use quarry_operator::research_run::launcher::EngineLauncher;
     use quarry_operator::research_run::registry::Signal;
-    use quarry_operator::research_run::{ApiKey, LaunchRequest, Launcher};
+    use quarry_operator::research_run::{LaunchRequest, Launcher};
     use std::sync::Arc;
 
     let (client, fake) = quarry_e2e::fake_kube::FakeKube::start("ns");
@@ -970,10 +971,11 @@ async fn engine_launcher_keeps_an_object_store_run_in_s3() {
     use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
     use quarry_engine::research::state::Phase;
     use quarry_engine::store::ArtifactStore;
+    use quarry_operator::engine_builder::ApiKey;
     use quarry_operator::research_run::artifacts::ArtifactTarget;
     use quarry_operator::research_run::launcher::EngineLauncher;
     use quarry_operator::research_run::registry::Signal;
-    use quarry_operator::research_run::{ApiKey, LaunchRequest, Launcher};
+    use quarry_operator::research_run::{LaunchRequest, Launcher};
     use quarry_operator::store::object::{Bucket, ObjectStoreConfig, SecretValue};
     use quarry_operator::store::routed::{ReportLocation, ReportSlot};
     use std::sync::Arc;

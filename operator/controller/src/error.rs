@@ -1,10 +1,18 @@
 //! The operator's error: what reconcile of any of the three controllers, and start-up, can fail with.
 
+use strum::IntoEnumIterator;
+
 /// Errors of reconcile and of the operator.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(ErrorReason),
+    doc = "The kind of an [`Error`], named as its `quarry_reconcile_errors_total` reason label.",
+    derive(strum::EnumIter, strum::IntoStaticStr)
+)]
 pub enum Error {
     /// A Kubernetes API call failed.
     #[error("Kubernetes API call failed while {action}: {source}")]
+    #[strum_discriminants(strum(serialize = "KubeApi"))]
     Kube {
         action: String,
         #[source]
@@ -15,6 +23,7 @@ pub enum Error {
     MissingMetadata(&'static str),
     /// Serializing a patch failed.
     #[error("serializing {what}: {source}")]
+    #[strum_discriminants(strum(serialize = "Serialization"))]
     Serialize {
         what: &'static str,
         #[source]
@@ -31,6 +40,7 @@ pub enum Error {
     NotLeader,
     /// Leader election failed or leadership was lost.
     #[error(transparent)]
+    #[strum_discriminants(strum(serialize = "LeaderElection"))]
     Leader(#[from] crate::leader_election::LeaderError),
     /// The API server refused the run a ResearchSchedule's template makes (schema, CEL rules).
     #[error("{0}")]
@@ -49,36 +59,17 @@ pub enum Error {
 }
 
 impl Error {
-    /// Every value [`Error::metric_reason`] returns: the `reason` series of
-    /// `quarry_reconcile_errors_total` are created at zero from this list at start, so dashboards
-    /// and alerts find the family before the first error.
-    pub const METRIC_REASONS: [&'static str; 10] = [
-        "KubeApi",
-        "MissingMetadata",
-        "Serialization",
-        "Server",
-        "Config",
-        "NotLeader",
-        "LeaderElection",
-        "ArtifactCleanup",
-        "StoredSpecInvalid",
-        "TemplateRefused",
-    ];
-
-    /// The bounded `reason` label of `quarry_reconcile_errors_total` for this error.
+    /// The bounded `reason` label of `quarry_reconcile_errors_total` for this error: its
+    /// variant's [`ErrorReason`].
     pub fn metric_reason(&self) -> &'static str {
-        match self {
-            Error::Kube { .. } => "KubeApi",
-            Error::MissingMetadata(_) => "MissingMetadata",
-            Error::Serialize { .. } => "Serialization",
-            Error::Server(_) => "Server",
-            Error::Config(_) => "Config",
-            Error::NotLeader => "NotLeader",
-            Error::Leader(_) => "LeaderElection",
-            Error::ArtifactCleanup(_) => "ArtifactCleanup",
-            Error::StoredSpecInvalid { .. } => "StoredSpecInvalid",
-            Error::TemplateRefused(_) => "TemplateRefused",
-        }
+        ErrorReason::from(self).into()
+    }
+
+    /// Every value [`Error::metric_reason`] returns, one per variant: the `reason` series of
+    /// `quarry_reconcile_errors_total` are created at zero from it at start, so dashboards and
+    /// alerts find the family before the first error.
+    pub fn metric_reasons() -> Vec<&'static str> {
+        ErrorReason::iter().map(Into::into).collect()
     }
 
     pub(crate) fn is_not_found(&self) -> bool {

@@ -170,7 +170,7 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
         .await
         .map_err(|e| Error::Config(e.to_string()))?;
     let metrics = Metrics::new();
-    metrics.zero_reconcile_errors(&Error::METRIC_REASONS);
+    metrics.zero_reconcile_errors(&Error::metric_reasons());
     let readiness = Readiness::new();
     let listener = crate::server::bind(&config.listen).await?;
     info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz and run events");

@@ -37,7 +37,8 @@ use super::protocol::{
     TaskMessage, WireCall, WireSource,
 };
 use super::{COMMAND_TIMEOUT, QueueError, connect, ensure_group, field_bytes, timed};
-use crate::research_run::{ApiKey, extract_key, secret_refs};
+use crate::engine_builder::ApiKey;
+use crate::research_run::{extract_key, secret_refs};
 use crate::server::{Readiness, ServerState};
 use quarry_api::{ResearchProfileSpec, SecretKeyRef};
 use quarry_engine::llm::Usage;
@@ -718,7 +719,7 @@ impl Worker {
                     })?;
                 let keys =
                     cluster_keys(client, namespace, &h.profile_name, &h.profile, consumer).await?;
-                crate::research_run::launcher::build_engine_with(
+                crate::engine_builder::build_engine_from_keys(
                     &h.profile,
                     &keys,
                     &self.services,
@@ -727,7 +728,7 @@ impl Worker {
                     store,
                     metrics,
                 )
-                .map_err(|e| misconfigured(e.0))
+                .map_err(|e| misconfigured(e.to_string()))
             }
             None => {
                 let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());

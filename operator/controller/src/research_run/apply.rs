@@ -16,7 +16,7 @@ use super::resolve::{Stall, ttl_wait};
 use super::status::RunView;
 use super::status_writer::{apply_status, status_writer};
 use super::{ACTIVE_RECHECK, Context, LaunchRequest, STALL_REQUEUE, now};
-use crate::error::{Error, kube_err};
+use crate::error::{Error, ErrorReason, kube_err};
 use quarry_api::{ResearchRun, reasons};
 use quarry_engine::telemetry::{ErrorLabels, ModelLabels};
 
@@ -30,7 +30,7 @@ pub(super) async fn stored_spec_invalid(ctx: &Context, run: &ResearchRun, messag
     ctx.metrics
         .reconcile_errors
         .get_or_create(&ErrorLabels {
-            reason: "StoredSpecInvalid".into(),
+            reason: <&str>::from(ErrorReason::StoredSpecInvalid).into(),
         })
         .inc();
     let event = Event {

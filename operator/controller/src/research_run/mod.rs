@@ -27,8 +27,11 @@ use kube::{Client, ResourceExt};
 use tokio::sync::watch;
 
 use crate::CONTROLLER_NAME;
+use crate::engine_builder::{ApiKey, WiringError};
+use crate::error::Error;
 use crate::leader_election::Fence;
 use crate::store::configmap::report_configmap_name;
+use crate::store::object::ObjectStoreError;
 use crate::store::routed::ReportLocation;
 use quarry_api::{ReportRef, ResearchProfile, ResearchProfileSpec, ResearchRun, SecretKeyRef};
 use quarry_engine::research::state::{RunInput, RunState};
@@ -56,27 +59,6 @@ pub const SEARCH_ENGINE_RECHECK: Duration = Duration::from_secs(5);
 /// Minimum time between two status patches of one run.
 pub const STATUS_INTERVAL: Duration = Duration::from_secs(1);
 
-/// An API key read from a Secret. Its `Debug` never shows the value.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-    /// The key value, for the model client only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
-
 /// Everything a launcher needs to start one run's research.
 #[derive(Debug, Clone)]
 pub struct LaunchRequest {
@@ -98,8 +80,20 @@ pub struct LaunchRequest {
 
 /// Why a launch is impossible with the given profile; shown as `Stalled` with reason ProfileInvalid.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct LaunchError(pub String);
+pub enum LaunchError {
+    /// The profile cannot be turned into an engine.
+    #[error(transparent)]
+    Engine(#[from] WiringError),
+    /// The run's object store cannot be opened.
+    #[error(transparent)]
+    ObjectStore(#[from] ObjectStoreError),
+    /// The run lacks metadata its artifacts are named by.
+    #[error(transparent)]
+    Metadata(#[from] Error),
+    /// `spec.report.kind` is `objectStore` but neither the profile nor the operator names one.
+    #[error("spec.report.kind is objectStore but no object store is configured")]
+    NoObjectStore,
+}
 
 /// Starts a prepared run: receives the control channel and the progress sender, returns the task.
 pub type Starter = Box<

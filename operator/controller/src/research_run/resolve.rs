@@ -9,7 +9,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Api, ResourceExt};
 use tracing::warn;
 
-use super::{ApiKey, Context, LaunchRequest, SEARCH_ENGINE_WAIT, artifacts, now};
+use super::{Context, LaunchRequest, SEARCH_ENGINE_WAIT, artifacts, now};
+use crate::engine_builder::ApiKey;
 use crate::error::{Error, kube_err};
 use crate::search_engine;
 use crate::store::routed::ReportSlot;
