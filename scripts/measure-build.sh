@@ -20,7 +20,7 @@ export CARGO_TARGET_DIR="$target" CARGO_TERM_COLOR=never
 # before and after the crate split).
 first() { for f in "$@"; do [ -f "$f" ] && { echo "$f"; return; }; done; }
 engine_file=$(first operator/engine/src/research/reducer.rs operator/src/research/reducer.rs)
-controller_file=$(first operator/controller/src/controller/mod.rs operator/src/controller/mod.rs)
+controller_file=$(first operator/controller/src/research_run/mod.rs operator/controller/src/controller/mod.rs)
 
 test_build() {
   if cargo nextest --version >/dev/null 2>&1; then

@@ -5,7 +5,7 @@
 //! server after 20 ms (all on 127.0.0.1, in this process). A quick run and a deep run (plan of
 //! three tasks, three researchers at once, an evaluation that delegates a fourth task, a second
 //! round, a final evaluation, page summaries, the written study) run in-process through
-//! `quarry_operator::wiring::build_engine` and `quarry_engine::research::executor::run`. The critical path, the
+//! `quarry_operator::engine_builder::build_engine` and `quarry_engine::research::executor::run`. The critical path, the
 //! baseline, is derived from each run's own `events.jsonl` (see `quarry_e2e::critical_path`),
 //! so it is measured in the same run as the wall time it is compared with.
 
@@ -25,7 +25,7 @@ use quarry_engine::research::settings::EngineSettings;
 use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
 use quarry_engine::store::keys::EVENTS_KEY;
 use quarry_engine::store::memory::MemoryStore;
-use quarry_operator::wiring;
+use quarry_operator::engine_builder;
 
 const MODEL_MS: u64 = 200;
 const SEARCH_MS: u64 = 50;
@@ -53,7 +53,7 @@ async fn one_run(web: &SlowWeb, mode: Mode) -> BenchResult<Measured> {
     let store = Arc::new(MemoryStore::new());
     let key = |_: &quarry_api::ModelTier| Some("sk-bench".to_string());
     let built = Instant::now();
-    let engine = wiring::build_engine(&profile.spec, &key, store.clone(), None)?;
+    let engine = engine_builder::build_engine(&profile.spec, &key, store.clone(), None)?;
     let build_ms = built.elapsed().as_secs_f64() * 1000.0;
     let summary_slots = engine.settings.summary_concurrency;
     let question = if mode == Mode::Quick {

@@ -23,7 +23,7 @@ use quarry_e2e::slow_web::SlowWeb;
 use quarry_engine::research::executor::{self, Control, NoopObserver};
 use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
 use quarry_engine::store::memory::MemoryStore;
-use quarry_operator::wiring;
+use quarry_operator::engine_builder;
 
 const MODEL_MS: u64 = 100;
 const SEARCH_MS: u64 = 50;
@@ -110,7 +110,7 @@ struct RunOutcome {
 async fn one_run(profile: Arc<ResearchProfile>) -> RunOutcome {
     let store = Arc::new(MemoryStore::new());
     let key = |_: &quarry_api::ModelTier| Some("sk-bench".to_string());
-    let engine = match wiring::build_engine(&profile.spec, &key, store.clone(), None) {
+    let engine = match engine_builder::build_engine(&profile.spec, &key, store.clone(), None) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("engine not built: {e}");

@@ -17,7 +17,7 @@ use quarry_engine::research::executor::{Control, NoopObserver};
 use quarry_engine::research::state::{Mode, RunInput, RunState};
 use quarry_engine::store::memory::MemoryStore;
 use quarry_engine::telemetry::Metrics;
-use quarry_operator::server::events::{EventsApi, StreamSettings, events_path};
+use quarry_operator::server::run_events::{EventsApi, StreamSettings, events_path};
 use quarry_operator::server::{Readiness, ServerState};
 
 use crate::bench::{DEEP_QUESTION, QUICK_QUESTION, scripted_run};
@@ -49,7 +49,8 @@ pub async fn start_streamed_run(
         ResearchProfile::from_yaml(&scripted_profile(&model.base_url(), &web.base_url()))?;
     let store = Arc::new(MemoryStore::new());
     let key = |_: &quarry_api::ModelTier| Some("sk-stream-test".to_string());
-    let engine = quarry_operator::wiring::build_engine(&profile.spec, &key, store.clone(), None)?;
+    let engine =
+        quarry_operator::engine_builder::build_engine(&profile.spec, &key, store.clone(), None)?;
     let question = if mode == Mode::Quick {
         QUICK_QUESTION
     } else {

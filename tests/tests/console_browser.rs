@@ -388,10 +388,10 @@ async fn the_in_cluster_console_signs_callers_in_with_a_token_and_applies_their_
         Default::default(),
         None,
     ));
-    let directory = std::sync::Arc::new(
-        quarry_operator::controller::directory::KubeDirectory::new(client.clone()),
-    );
-    let api = quarry_operator::server::events::EventsApi::new(
+    let directory = std::sync::Arc::new(quarry_operator::server::run_finder::KubeDirectory::new(
+        client.clone(),
+    ));
+    let api = quarry_operator::server::run_events::EventsApi::new(
         events.clone(),
         directory,
         quarry_engine::telemetry::Metrics::new(),

@@ -18,8 +18,8 @@ use quarry_engine::events::memory::MemoryEvents;
 use quarry_engine::events::{EventId, RUN_FINISHED, RunEvents, RunRef, StoredEvent};
 use quarry_engine::research::state::{Mode, Phase};
 use quarry_engine::telemetry::Metrics;
-use quarry_operator::redis::events::{RedisEvents, RedisSettings, stream_key};
-use quarry_operator::server::events::StreamSettings;
+use quarry_operator::redis::event_stream::{RedisEvents, RedisSettings, stream_key};
+use quarry_operator::server::run_events::StreamSettings;
 
 /// Every model answer takes this long: a deep run lasts a few seconds, time to drop and resume.
 const MODEL_MS: u64 = 150;

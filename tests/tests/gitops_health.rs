@@ -11,7 +11,7 @@ use quarry_e2e::kube_tools::repo_root;
 use quarry_engine::research::state::{
     ApprovalPolicy, Failure, LimitHit, Mode, Phase, RunInput, RunState,
 };
-use quarry_operator::controller::status::{RunView, desired_status};
+use quarry_operator::research_run::status::{RunView, desired_status};
 use serde_json::{Value, json};
 
 /// Debian's lua5.4, or a panic saying how to install it (these tests run only when asked for).

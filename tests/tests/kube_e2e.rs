@@ -866,9 +866,10 @@ async fn managed_search_engine(
 #[tokio::test]
 async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_checkpoint() {
     use quarry_engine::research::state::Phase;
-    use quarry_operator::controller::engine::EngineLauncher;
-    use quarry_operator::controller::registry::Signal;
-    use quarry_operator::controller::{ApiKey, LaunchRequest, Launcher};
+    use quarry_operator::engine_builder::ApiKey;
+    use quarry_operator::research_run::launcher::EngineLauncher;
+    use quarry_operator::research_run::registry::Signal;
+    use quarry_operator::research_run::{LaunchRequest, Launcher};
     use std::sync::Arc;
 
     let (client, fake) = quarry_e2e::fake_kube::FakeKube::start("ns");
@@ -892,7 +893,7 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
         .api_key_secret_ref
         .clone()
         .unwrap();
-    let input = quarry_operator::controller::run_input(&run.spec, &profile.spec).unwrap();
+    let input = quarry_operator::research_run::run_input(&run.spec, &profile.spec).unwrap();
     let request = LaunchRequest {
         run: Arc::new(run),
         profile_name: "default".into(),
@@ -970,10 +971,11 @@ async fn engine_launcher_keeps_an_object_store_run_in_s3() {
     use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
     use quarry_engine::research::state::Phase;
     use quarry_engine::store::ArtifactStore;
-    use quarry_operator::controller::artifacts::ArtifactTarget;
-    use quarry_operator::controller::engine::EngineLauncher;
-    use quarry_operator::controller::registry::Signal;
-    use quarry_operator::controller::{ApiKey, LaunchRequest, Launcher};
+    use quarry_operator::engine_builder::ApiKey;
+    use quarry_operator::research_run::artifacts::ArtifactTarget;
+    use quarry_operator::research_run::launcher::EngineLauncher;
+    use quarry_operator::research_run::registry::Signal;
+    use quarry_operator::research_run::{LaunchRequest, Launcher};
     use quarry_operator::store::object::{Bucket, ObjectStoreConfig, SecretValue};
     use quarry_operator::store::routed::{ReportLocation, ReportSlot};
     use std::sync::Arc;
@@ -1026,7 +1028,7 @@ async fn engine_launcher_keeps_an_object_store_run_in_s3() {
     };
     let slot = ReportSlot::default();
     let request = LaunchRequest {
-        input: quarry_operator::controller::run_input(&run.spec, &profile.spec).unwrap(),
+        input: quarry_operator::research_run::run_input(&run.spec, &profile.spec).unwrap(),
         run: Arc::new(run.clone()),
         profile_name: "default".into(),
         profile: profile.spec.clone(),
@@ -1056,7 +1058,7 @@ async fn engine_launcher_keeps_an_object_store_run_in_s3() {
     };
     let state = launch(request.clone()).await;
     assert_eq!(state.phase, Phase::Completed, "{:?}", state.failure);
-    let layout = quarry_operator::controller::artifacts::layout(&run).unwrap();
+    let layout = quarry_operator::research_run::artifacts::layout(&run).unwrap();
     let store = Bucket::connect(&config).unwrap().for_run(&layout);
     let report_name = layout.report_name();
     let listed = store.list().await.unwrap();

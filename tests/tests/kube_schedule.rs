@@ -2,7 +2,7 @@
 //! downtime (at most one run, none past the starting deadline), the three concurrency policies,
 //! history limits and suspend, each driven by moving the clock, never by sleeping until a time.
 //!
-//! The controller runs in this process (`quarry_operator::controller::schedule::run_controller`)
+//! The controller runs in this process (`quarry_operator::schedule::run_controller`)
 //! with a clock the test sets; no research controller runs, so the test plays its part by writing
 //! a run's status (Completed, Failed) as the run controller would. A "tick" moves the clock, then
 //! changes each schedule's spec so it is reconciled, and waits until status reports that
@@ -20,7 +20,7 @@ use quarry_api::{ResearchRun, ResearchSchedule, find_condition};
 use quarry_e2e::control_plane::{ControlPlane, install_crds};
 use quarry_e2e::kube_operator::{apply, wait_for};
 use quarry_engine::telemetry::Metrics;
-use quarry_operator::controller::schedule::{ScheduleContext, run_controller};
+use quarry_operator::schedule::{ScheduleContext, run_controller};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -183,7 +183,7 @@ async fn quarry(plane: &ControlPlane, namespace: &str, args: &[&str]) -> Result<
 }
 
 fn run_for(schedule: &str, at: DateTime<Utc>) -> String {
-    quarry_operator::controller::schedule::plan::run_name(schedule, at)
+    quarry_operator::schedule::plan::run_name(schedule, at)
 }
 
 fn scheduled_at(run: &ResearchRun) -> Option<String> {

@@ -18,7 +18,7 @@ use quarry_engine::events::memory::MemoryEvents;
 use quarry_engine::events::{EventId, RUN_FINISHED, RunRef};
 use quarry_engine::research::state::{Mode, Phase};
 use quarry_engine::store::keys::EVENTS_KEY;
-use quarry_operator::server::events::StreamSettings;
+use quarry_operator::server::run_events::StreamSettings;
 
 const MODEL_MS: u64 = 150;
 const WAIT: Duration = Duration::from_secs(60);
@@ -400,7 +400,7 @@ async fn the_operator_serves_a_finished_runs_history_from_its_configmap() {
     let log = finished_run_in_api(&web, &api, "old-run").await;
     let client =
         kube::Client::try_from(kube::Config::new(api.base_url().parse().unwrap())).unwrap();
-    let directory = Arc::new(quarry_operator::controller::directory::KubeDirectory::new(
+    let directory = Arc::new(quarry_operator::server::run_finder::KubeDirectory::new(
         client,
     ));
     let server = EventServer::start(

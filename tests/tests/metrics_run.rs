@@ -16,7 +16,7 @@ use quarry_engine::research::executor::{self, Control, NoopObserver};
 use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
 use quarry_engine::store::memory::MemoryStore;
 use quarry_engine::telemetry::{Metrics, PhaseLabel, RunLabels};
-use quarry_operator::wiring;
+use quarry_operator::engine_builder;
 
 const DASHBOARD: &str = include_str!("../../charts/quarry/files/dashboards/quarry.json");
 const RULES: &str = include_str!("../../charts/quarry/files/alerts/quarry-rules.yaml");
@@ -147,7 +147,7 @@ async fn every_metric_the_dashboard_and_alerts_use_is_exported_after_a_run() {
             .unwrap();
     let metrics = Metrics::new();
     let key = |_: &quarry_api::ModelTier| Some("sk-test".to_string());
-    let engine = wiring::build_engine(
+    let engine = engine_builder::build_engine(
         &profile.spec,
         &key,
         Arc::new(MemoryStore::new()),

@@ -17,10 +17,10 @@ use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
 use quarry_engine::research::state::{FinalReport, Mode, Phase, RunInput, RunState};
 use quarry_engine::store::ArtifactStore;
 use quarry_engine::telemetry::Metrics;
-use quarry_operator::controller::Context;
-use quarry_operator::controller::artifacts::{FinalizerGuard, layout};
-use quarry_operator::controller::engine::EngineLauncher;
-use quarry_operator::controller::status::{RunView, desired_status_at};
+use quarry_operator::research_run::Context;
+use quarry_operator::research_run::artifacts::{FinalizerGuard, layout};
+use quarry_operator::research_run::launcher::EngineLauncher;
+use quarry_operator::research_run::status::{RunView, desired_status_at};
 use quarry_operator::store::configmap::ConfigMapStore;
 use quarry_operator::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
 use quarry_operator::store::routed::{ReportLocation, ReportSlot, RoutedStore};
@@ -334,7 +334,7 @@ async fn deleting_a_run_deletes_its_objects_then_releases_it() {
         );
         send.send_response(ok(&run("r1", json!({}), json!({}))));
     });
-    let action = quarry_operator::controller::reconcile(Arc::new(deleting), ctx)
+    let action = quarry_operator::research_run::reconcile(Arc::new(deleting), ctx)
         .await
         .unwrap();
     assert_eq!(action, Action::await_change());
@@ -402,7 +402,7 @@ async fn credentials_come_from_the_secret_and_a_wrong_one_stalls_the_run() {
         send.send_response(ok(&event));
         message
     });
-    let action = quarry_operator::controller::reconcile(Arc::new(object_run), ctx)
+    let action = quarry_operator::research_run::reconcile(Arc::new(object_run), ctx)
         .await
         .unwrap();
     assert_eq!(action, Action::requeue(std::time::Duration::from_secs(15)));
@@ -418,7 +418,7 @@ async fn credentials_come_from_the_secret_and_a_wrong_one_stalls_the_run() {
 #[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
 async fn a_scheduled_run_is_compared_with_an_earlier_report_kept_in_s3() {
     use quarry_e2e::fake_kube::FakeKube;
-    use quarry_operator::controller::earlier::earlier_findings;
+    use quarry_operator::research_run::earlier_run::earlier_findings;
     let s3 = s3().await;
     let bucket = Bucket::connect(&config(&s3, &s3.secret_access_key)).unwrap();
     // The earlier run of the schedule stored its report and findings in the bucket only.

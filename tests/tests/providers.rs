@@ -15,13 +15,14 @@ use quarry_e2e::searx::SearchStack;
 use quarry_engine::llm::{CallPurpose, ChatRequest, Message, ToolSpec};
 use quarry_engine::research::executor::Engine;
 use quarry_engine::store::memory::MemoryStore;
-use quarry_operator::wiring;
+use quarry_operator::engine_builder;
 
 fn engine(yaml: &str, key: &str) -> Engine {
     let profile = ResearchProfile::from_yaml(yaml).unwrap();
     let key = key.to_string();
     let key_for = move |_: &quarry_api::ModelTier| Some(key.clone());
-    wiring::build_engine(&profile.spec, &key_for, Arc::new(MemoryStore::new()), None).unwrap()
+    engine_builder::build_engine(&profile.spec, &key_for, Arc::new(MemoryStore::new()), None)
+        .unwrap()
 }
 
 fn anthropic_profile(url: &str, searx: &str) -> String {
@@ -190,9 +191,10 @@ async fn azure_openai_uses_the_deployment_path_api_version_and_api_key_header() 
     let bad = yaml.replace("      apiVersion: \"2024-10-21\"\n", "");
     let profile = ResearchProfile::from_yaml(&bad).unwrap();
     let no_key = |_: &quarry_api::ModelTier| None;
-    let err = wiring::build_engine(&profile.spec, &no_key, Arc::new(MemoryStore::new()), None)
-        .err()
-        .unwrap();
+    let err =
+        engine_builder::build_engine(&profile.spec, &no_key, Arc::new(MemoryStore::new()), None)
+            .err()
+            .unwrap();
     assert!(
         err.to_string()
             .contains("provider azureOpenai needs apiVersion"),

@@ -8,7 +8,7 @@ use quarry_api::ResearchProfile;
 use quarry_e2e::model_server::{Script, ScriptedModel, Step};
 use quarry_engine::llm::{CallPurpose, ChatRequest, Message};
 use quarry_engine::store::memory::MemoryStore;
-use quarry_operator::wiring;
+use quarry_operator::engine_builder;
 
 const RUNS: usize = 50;
 const CALLS_PER_RUN: usize = 4;
@@ -49,7 +49,7 @@ async fn fifty_concurrent_runs_stay_under_the_endpoints_rate_limit() {
     // One engine per run, as the operator builds them; they share the endpoint's limiter.
     let engines: Vec<_> = (0..RUNS)
         .map(|i| {
-            wiring::build_engine(
+            engine_builder::build_engine(
                 &profile.spec,
                 &no_key,
                 Arc::new(MemoryStore::new()),
@@ -128,7 +128,7 @@ async fn without_the_shared_limit_the_same_load_meets_429s() {
     let no_key = |_: &quarry_api::ModelTier| None;
     let engines: Vec<_> = (0..RUNS)
         .map(|_| {
-            wiring::build_engine(&profile.spec, &no_key, Arc::new(MemoryStore::new()), None)
+            engine_builder::build_engine(&profile.spec, &no_key, Arc::new(MemoryStore::new()), None)
                 .unwrap()
         })
         .collect();

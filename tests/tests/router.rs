@@ -13,7 +13,7 @@ use quarry_engine::research::reducer::Event;
 use quarry_engine::research::state::{Mode, RunInput, RunState};
 use quarry_engine::store::memory::MemoryStore;
 use quarry_engine::telemetry::Metrics;
-use quarry_operator::wiring;
+use quarry_operator::engine_builder;
 
 fn tier(name: &str, url: &str, model: &str, extra: &str) -> String {
     format!(
@@ -28,7 +28,7 @@ fn engine(tiers: &[String], metrics: Option<&Metrics>) -> Engine {
     );
     let profile = ResearchProfile::from_yaml(&yaml).unwrap();
     let no_key = |_: &quarry_api::ModelTier| None;
-    wiring::build_engine(
+    engine_builder::build_engine(
         &profile.spec,
         &no_key,
         Arc::new(MemoryStore::new()),

@@ -5,7 +5,7 @@
 //! Two harnesses:
 //! - standalone: the `quarry` binary with debug logs (text, then JSON; see [`LOG_FILTER`]) against the scripted model
 //!   and the real searx stack; stdout, stderr and every file of the state dir are searched.
-//! - operator: `quarry_operator::controller::reconcile` with the production `EngineLauncher` on a fake
+//! - operator: `quarry_operator::research_run::reconcile` with the production `EngineLauncher` on a fake
 //!   Kubernetes API (a tower-test mock that answers like the API server and records every request
 //!   body: status patches, Events, ConfigMaps with the checkpoint and the report), debug tracing
 //!   captured into a buffer, and the metrics text. Reconcile was chosen over the launcher alone
@@ -379,8 +379,8 @@ fn captured_logs() -> LogBuffer {
 /// Drives one run through `reconcile` to a terminal phase, the model answering HTTP `status`
 /// first; returns the phase. Then searches everything the operator emitted for the key.
 async fn operator_run(test: &str, status: u16) -> String {
-    use quarry_operator::controller::engine::EngineLauncher;
-    use quarry_operator::controller::{Context, reconcile};
+    use quarry_operator::research_run::launcher::EngineLauncher;
+    use quarry_operator::research_run::{Context, reconcile};
 
     let stack = SearchStack::start_for(test).await;
     let logs = captured_logs();

@@ -237,7 +237,7 @@ fn troubleshooting_page_explains_every_condition_reason() {
     for file in [
         "src/conditions.rs",
         "../vocab/src/lib.rs",
-        "../controller/src/controller/search_engine.rs",
+        "../controller/src/search_engine/mod.rs",
         "../controller/src/queue/protocol.rs",
     ] {
         all.extend(reasons_in(file));

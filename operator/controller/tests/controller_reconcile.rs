@@ -11,8 +11,8 @@ use kube::runtime::controller::Action;
 use quarry_api::{ResearchRun, ResearchRunSpec};
 use quarry_engine::research::state::{Phase, RunState};
 use quarry_engine::telemetry::Metrics;
-use quarry_operator::controller::registry::Signal;
-use quarry_operator::controller::{
+use quarry_operator::research_run::registry::Signal;
+use quarry_operator::research_run::{
     Context, LaunchError, LaunchRequest, Launcher, Starter, reconcile,
 };
 use serde_json::{Value, json};
@@ -192,6 +192,47 @@ fn stalled_status_body(reason: &str, message: &str) -> Value {
     })
 }
 
+/// The profile the scenarios' run names, and the Secret of its model key.
+const PROFILE: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default";
+const SECRET: &str = "/api/v1/namespaces/ns/secrets/openai";
+
+/// One exchange of a scenario: expects `method` on `path_and_query` and answers `response`.
+async fn serve(
+    handle: &mut Handle,
+    method: Method,
+    path_and_query: &str,
+    response: Response<Body>,
+) {
+    let (_, send) = expect(handle, method, path_and_query).await;
+    send.send_response(response);
+}
+
+/// The status write of a scenario: expects the server-side apply of r1's status, answers with
+/// the run carrying it, and returns the patch body for the scenario's assertions.
+async fn patch_status(handle: &mut Handle) -> Value {
+    let (body, send) = expect(
+        handle,
+        Method::PATCH,
+        &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+    )
+    .await;
+    answer_status(send, &body);
+    body
+}
+
+/// The conditions of a cancelled run at `generation` (status scrubbed of times).
+fn cancelled_conditions(generation: u64) -> Value {
+    json!([
+        {"type": "Reconciling", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": generation, "lastTransitionTime": "<time>"},
+        {"type": "Succeeded", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": generation, "lastTransitionTime": "<time>"}
+    ])
+}
+
+/// The Event of a run entering phase Cancelled.
+async fn expect_cancelled_event(handle: &mut Handle) {
+    expect_event(handle, "Normal", "Cancelled", "run entered phase Cancelled").await;
+}
+
 /// Serves a status patch: answers with the run carrying the applied status.
 fn answer_status(send: tower_test::mock::SendResponse<Response<Body>>, body: &Value) {
     let mut object = serde_json::to_value(run(None)).unwrap();
@@ -224,25 +265,19 @@ async fn missing_profile_stalls_with_event_and_requeues() {
     let launcher = FakeLauncher::default();
     let (ctx, mut handle) = context(launcher.clone());
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
+        serve(
             &mut handle,
             Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+            PROFILE,
+            not_found("researchprofiles", "default"),
         )
         .await;
-        send.send_response(not_found("researchprofiles", "default"));
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        let body = patch_status(&mut handle).await;
         let scrubbed = scrubbed(&body);
         assert_eq!(
             scrubbed,
             stalled_status_body("ProfileNotFound", PROFILE_MISSING)
         );
-        answer_status(send, &body);
         expect_event(&mut handle, "Warning", "ProfileNotFound", PROFILE_MISSING).await;
         expect_silence(&mut handle).await;
     });
@@ -257,29 +292,17 @@ async fn missing_secret_stalls_with_secret_not_found() {
     let (ctx, mut handle) = context(FakeLauncher::default());
     let message = "Secret \"openai\" not found in namespace \"ns\" (ResearchProfile \"default\" models.primary.apiKeySecretRef); create it with key \"apiKey\"";
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(true))).await;
+        serve(
             &mut handle,
             Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+            SECRET,
+            not_found("secrets", "openai"),
         )
         .await;
-        send.send_response(ok(&profile(true)));
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/api/v1/namespaces/ns/secrets/openai",
-        )
-        .await;
-        send.send_response(not_found("secrets", "openai"));
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        let body = patch_status(&mut handle).await;
         let scrubbed = scrubbed(&body);
         assert_eq!(scrubbed, stalled_status_body("SecretNotFound", message));
-        answer_status(send, &body);
         expect_event(&mut handle, "Warning", "SecretNotFound", message).await;
         expect_silence(&mut handle).await;
     });
@@ -304,17 +327,11 @@ async fn a_run_asking_for_more_than_its_profile_allows_stalls_before_any_secret_
         capped["spec"]["limits"] = json!({"maxCostUSD": "5.00", "timeout": "1h", "maxRounds": 3});
         send.send_response(ok(&capped));
         // No Secret is read for a refused run.
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        let body = patch_status(&mut handle).await;
         assert_eq!(
             scrubbed(&body),
             stalled_status_body("LimitsAboveProfile", message)
         );
-        answer_status(send, &body);
         expect_event(&mut handle, "Warning", "LimitsAboveProfile", message).await;
         expect_silence(&mut handle).await;
     });
@@ -346,14 +363,8 @@ async fn a_run_lowering_its_profiles_limits_starts_with_the_stricter_values() {
         let mut capped = profile(false);
         capped["spec"]["limits"] = json!({"maxCostUSD": "5.00", "timeout": "1h", "maxRounds": 3});
         send.send_response(ok(&capped));
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        let body = patch_status(&mut handle).await;
         assert_eq!(body["status"]["conditions"][0]["reason"], "Running");
-        answer_status(send, &body);
         expect_silence(&mut handle).await;
     });
     let mut modest = run(None);
@@ -375,30 +386,12 @@ async fn secret_stall(secret: Value, reason: &'static str, message: &'static str
     let launcher = FakeLauncher::default();
     let (ctx, mut handle) = context(launcher.clone());
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
-        )
-        .await;
-        send.send_response(ok(&profile(true)));
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/api/v1/namespaces/ns/secrets/openai",
-        )
-        .await;
-        send.send_response(ok(&secret));
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(true))).await;
         // "c2stdGVzdA==" is base64 of "sk-test": never shown.
+        serve(&mut handle, Method::GET, SECRET, ok(&secret)).await;
+        let body = patch_status(&mut handle).await;
         assert!(!body.to_string().contains("sk-test"));
         assert_eq!(scrubbed(&body), stalled_status_body(reason, message));
-        answer_status(send, &body);
         expect_event(&mut handle, "Warning", reason, message).await;
         expect_silence(&mut handle).await;
     });
@@ -457,7 +450,7 @@ search:
 "#,
     )
     .unwrap();
-    let uses: Vec<(String, String)> = quarry_operator::controller::secret_uses(&profile)
+    let uses: Vec<(String, String)> = quarry_operator::research_run::secret_uses(&profile)
         .into_iter()
         .map(|u| (u.field, u.host))
         .collect();
@@ -490,7 +483,7 @@ search:
 
 #[test]
 fn a_hosts_entry_covers_the_host_and_its_subdomains_only() {
-    use quarry_operator::controller::opted_in;
+    use quarry_operator::research_run::opted_in;
     let secret = |hosts: &str| -> k8s_openapi::api::core::v1::Secret {
         serde_json::from_value(json!({"metadata": {"name": "s", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": hosts}}})).unwrap()
     };
@@ -519,31 +512,19 @@ async fn secret_without_key_stalls_without_leaking_values() {
     let (ctx, mut handle) = context(FakeLauncher::default());
     let message = "Secret \"openai\" in namespace \"ns\" has no key \"apiKey\" (ResearchProfile \"default\" models.primary.apiKeySecretRef.key); add the key to the Secret or fix the reference";
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
-        )
-        .await;
-        send.send_response(ok(&profile(true)));
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/api/v1/namespaces/ns/secrets/openai",
-        )
-        .await;
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(true))).await;
         // "c2VjcmV0LXZhbHVl" is base64 of "secret-value" under another key.
-        send.send_response(ok(&secret(json!({"token": "c2VjcmV0LXZhbHVl"}))));
-        let (body, send) = expect(
+        serve(
             &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+            Method::GET,
+            SECRET,
+            ok(&secret(json!({"token": "c2VjcmV0LXZhbHVl"}))),
         )
         .await;
+        let body = patch_status(&mut handle).await;
         assert!(!body.to_string().contains("secret-value"));
         let scrubbed = scrubbed(&body);
         assert_eq!(scrubbed, stalled_status_body("SecretKeyMissing", message));
-        answer_status(send, &body);
         expect_event(&mut handle, "Warning", "SecretKeyMissing", message).await;
     });
     reconcile(Arc::new(run(None)), ctx).await.unwrap();
@@ -557,27 +538,16 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
     let (step_tx, mut step_rx) = mpsc::unbounded_channel::<()>();
     let (planned_tx, planned_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
-        )
-        .await;
-        send.send_response(ok(&profile(true)));
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/api/v1/namespaces/ns/secrets/openai",
-        )
-        .await;
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(true))).await;
         // base64 of "sk-test"
-        send.send_response(ok(&secret(json!({"apiKey": "c2stdGVzdA=="}))));
-        let (body, send) = expect(
+        serve(
             &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+            Method::GET,
+            SECRET,
+            ok(&secret(json!({"apiKey": "c2stdGVzdA=="}))),
         )
         .await;
+        let body = patch_status(&mut handle).await;
         let scrubbed = scrubbed(&body);
         let message = "research in progress: Pending";
         assert_eq!(
@@ -595,21 +565,14 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
                 }
             })
         );
-        answer_status(send, &body);
         // The second reconcile and the suspend signal cause no API call.
         expect_silence(&mut handle).await;
         step_tx.send(()).unwrap();
         // Progress from the executor: one patch now, then the burst coalesced into one more.
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        let body = patch_status(&mut handle).await;
         assert_eq!(body["status"]["phase"], "Planning");
         // The suspend edit bumped the generation; the writer reports it.
         assert_eq!(body["status"]["observedGeneration"], 2);
-        answer_status(send, &body);
         expect_event(
             &mut handle,
             "Normal",
@@ -618,18 +581,12 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
         )
         .await;
         planned_tx.send(()).unwrap();
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        let body = patch_status(&mut handle).await;
         assert_eq!(body["status"]["phase"], "Researching");
         assert_eq!(
             body["status"]["usage"],
             json!({"inputTokens": 30, "outputTokens": 0, "costUSD": "0.000000", "llmCalls": 0, "searches": 2, "pagesFetched": 0})
         );
-        answer_status(send, &body);
         expect_event(
             &mut handle,
             "Normal",
@@ -720,13 +677,13 @@ async fn unchanged_stall_writes_nothing() {
         c["lastTransitionTime"] = json!("2026-01-01T00:00:00Z");
     }
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
+        serve(
             &mut handle,
             Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+            PROFILE,
+            not_found("researchprofiles", "default"),
         )
         .await;
-        send.send_response(not_found("researchprofiles", "default"));
         expect_silence(&mut handle).await;
     });
     let action = reconcile(Arc::new(run(Some(status))), ctx).await.unwrap();
@@ -771,7 +728,7 @@ fn spec_defaults_reach_the_engine_input() {
     let spec: ResearchRunSpec =
         serde_yaml::from_str("query: q?!\nlimits: {maxCostUSD: \"0.50\", timeout: 10m}").unwrap();
     let profile: quarry_api::ResearchProfileSpec = serde_yaml::from_str("models: {primary: {baseURL: 'http://127.0.0.1:1/v1', model: m}}\nlimits: {maxConcurrentResearchers: 2}").unwrap();
-    let input = quarry_operator::controller::run_input(&spec, &profile).unwrap();
+    let input = quarry_operator::research_run::run_input(&spec, &profile).unwrap();
     assert_eq!(input.limits.max_concurrent_researchers, 2);
     assert_eq!(input.limits.max_cost_pico_usd, Some(500_000_000_000));
     assert_eq!(input.limits.timeout_secs, Some(600));
@@ -792,14 +749,8 @@ async fn in_progress_run_after_restart_is_handed_to_a_new_executor_without_statu
         "message": message
     });
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
-        )
-        .await;
         // A profile without API key (a local model): no Secret lookup.
-        send.send_response(ok(&profile(false)));
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
         // The status already says Researching: nothing to write before the executor reports.
         expect_silence(&mut handle).await;
     });
@@ -829,7 +780,7 @@ fn a_profile_maps_to_the_unfinished_runs_that_use_it() {
         .into_iter()
         .map(Arc::new)
         .collect();
-    let refs = quarry_operator::controller::runs_using_profile(&runs, &profile);
+    let refs = quarry_operator::research_run::runs_using_profile(&runs, &profile);
     assert_eq!(
         refs.iter()
             .map(|r| (r.name.as_str(), r.namespace.as_deref()))
@@ -846,22 +797,10 @@ async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
     let (final_tx, final_rx) = tokio::sync::oneshot::channel::<Value>();
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
-        )
-        .await;
-        send.send_response(ok(&profile(false)));
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
-        answer_status(send, &body);
-        written_tx.send(body).unwrap();
         // The writer's final patch fails.
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
+        let body = patch_status(&mut handle).await;
+        written_tx.send(body).unwrap();
         let (body, send) = expect(
             &mut handle,
             Method::PATCH,
@@ -878,29 +817,11 @@ async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once
         );
         failed_tx.send(()).unwrap();
         // The writer tries again one interval later, with its Event.
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        let body = patch_status(&mut handle).await;
         let scrubbed = scrubbed(&body);
         assert_eq!(scrubbed["status"]["phase"], "Cancelled");
-        assert_eq!(
-            scrubbed["status"]["conditions"],
-            json!([
-                {"type": "Reconciling", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 1, "lastTransitionTime": "<time>"},
-                {"type": "Succeeded", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 1, "lastTransitionTime": "<time>"}
-            ])
-        );
-        answer_status(send, &body);
-        expect_event(
-            &mut handle,
-            "Normal",
-            "Cancelled",
-            "run entered phase Cancelled",
-        )
-        .await;
+        assert_eq!(scrubbed["status"]["conditions"], cancelled_conditions(1));
+        expect_cancelled_event(&mut handle).await;
         final_tx.send(body).unwrap();
         expect_silence(&mut handle).await;
     });
@@ -911,18 +832,18 @@ async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once
     failed_rx.await.unwrap();
     assert_eq!(
         ctx.registry.presence("uid-1"),
-        quarry_operator::controller::registry::Presence::Finished
+        quarry_operator::research_run::registry::Presence::Finished
     );
     // The writer leaves once its retry landed; the reconcile that follows (the watch shows the
     // final status) writes nothing.
     let final_body = final_rx.await.unwrap();
     for _ in 0..200 {
-        if !ctx.has_status_writer("uid-1") {
+        if !ctx.registry.has_writer("uid-1") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(!ctx.has_status_writer("uid-1"), "the writer did not exit");
+    assert!(!ctx.registry.has_writer("uid-1"), "the writer did not exit");
     let mut current = run(None);
     current.status = Some(serde_json::from_value(final_body["status"].clone()).unwrap());
     // A finished run waits for changes (or its TTL); nothing more is written.
@@ -945,26 +866,17 @@ fn s3_secret(data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "data": data})
 }
 
-const PROFILE_PATH: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default";
-
 #[tokio::test]
 async fn an_object_store_run_without_an_object_store_stalls_naming_the_option() {
     let (ctx, mut handle) = context(FakeLauncher::default());
     let message = "spec.report.kind is objectStore, but ResearchProfile \"default\" has no objectStore and the operator has no default (--object-store-url); add spec.objectStore to the profile";
     let server = tokio::spawn(async move {
-        let (_, send) = expect(&mut handle, Method::GET, PROFILE_PATH).await;
-        send.send_response(ok(&profile(false)));
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
+        let body = patch_status(&mut handle).await;
         assert_eq!(
             scrubbed(&body),
             stalled_status_body("ObjectStoreNotConfigured", message)
         );
-        answer_status(send, &body);
         expect_event(&mut handle, "Warning", "ObjectStoreNotConfigured", message).await;
         expect_silence(&mut handle).await;
     });
@@ -981,30 +893,23 @@ async fn a_misspelt_credentials_key_stalls_naming_the_key_not_the_value() {
     let (ctx, mut handle) = context(launcher.clone());
     let message = "Secret \"s3-creds\" key \"aws_secret_key\" (ResearchProfile \"default\" objectStore.credentialsSecretRef) is not an option of the s3 object store; rename it to one of its options, for example aws_access_key_id, aws_secret_access_key, aws_session_token";
     let server = tokio::spawn(async move {
-        let (_, send) = expect(&mut handle, Method::GET, PROFILE_PATH).await;
-        send.send_response(ok(&profile_with_object_store()));
-        let (_, send) = expect(
+        serve(
             &mut handle,
             Method::GET,
-            "/api/v1/namespaces/ns/secrets/s3-creds",
+            PROFILE,
+            ok(&profile_with_object_store()),
         )
         .await;
         // "aHVudGVyMi1zZWNyZXQ=" is base64 of "hunter2-secret".
-        send.send_response(ok(&s3_secret(
+        serve(&mut handle, Method::GET, "/api/v1/namespaces/ns/secrets/s3-creds", ok(&s3_secret(
             json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_key": "aHVudGVyMi1zZWNyZXQ="}),
-        )));
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        ))).await;
+        let body = patch_status(&mut handle).await;
         assert!(!body.to_string().contains("hunter2"));
         assert_eq!(
             scrubbed(&body),
             stalled_status_body("ObjectStoreInvalid", message)
         );
-        answer_status(send, &body);
         expect_event(&mut handle, "Warning", "ObjectStoreInvalid", message).await;
         expect_silence(&mut handle).await;
     });
@@ -1020,22 +925,10 @@ async fn status_report_points_where_the_store_put_the_report() {
     let url = "s3://reports/quarry/ns/r1/what-is-cel-k3.md";
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        let (_, send) = expect(&mut handle, Method::GET, PROFILE_PATH).await;
-        send.send_response(ok(&profile(false)));
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
-        answer_status(send, &body);
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
+        patch_status(&mut handle).await;
         started_tx.send(()).unwrap();
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        let body = patch_status(&mut handle).await;
         let message = format!("report stored at {url}");
         assert_eq!(body["status"]["phase"], "Completed");
         assert_eq!(body["status"]["message"], message.as_str());
@@ -1045,7 +938,6 @@ async fn status_report_points_where_the_store_put_the_report() {
             body["status"]["report"],
             json!({"objectUrl": url, "bytes": 12, "sha256": sha256, "sources": 0})
         );
-        answer_status(send, &body);
         expect_event(&mut handle, "Normal", "Completed", &message).await;
     });
     reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
@@ -1089,24 +981,18 @@ async fn a_failing_cleanup_keeps_the_run_stalled_with_a_warning_and_the_way_out(
         ));
     deleting.metadata.finalizers = Some(vec!["quarry.dev/artifacts".into()]);
     let server = tokio::spawn(async move {
-        let (_, send) = expect(&mut handle, Method::GET, PROFILE_PATH).await;
-        send.send_response(ok(&profile_with_object_store()));
-        let (_, send) = expect(
+        serve(
             &mut handle,
             Method::GET,
-            "/api/v1/namespaces/ns/secrets/s3-creds",
+            PROFILE,
+            ok(&profile_with_object_store()),
         )
         .await;
-        send.send_response(ok(&s3_secret(
-            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_access_key": "aHVudGVyMi1zZWNyZXQ="}),
-        )));
         // The object store at port 9 refuses: status says so, the phase stays.
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        serve(&mut handle, Method::GET, "/api/v1/namespaces/ns/secrets/s3-creds", ok(&s3_secret(
+            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_access_key": "aHVudGVyMi1zZWNyZXQ="}),
+        ))).await;
+        let body = patch_status(&mut handle).await;
         assert_eq!(body["status"]["phase"], "Completed");
         let condition = &body["status"]["conditions"][0];
         assert_eq!(condition["type"], "Stalled");
@@ -1119,7 +1005,6 @@ async fn a_failing_cleanup_keeps_the_run_stalled_with_a_warning_and_the_way_out(
             "{message}"
         );
         assert!(!message.contains("hunter2"));
-        answer_status(send, &body);
         expect_event(&mut handle, "Warning", "ArtifactCleanupFailed", &message).await;
         // No finalizer removal: the run stays.
         expect_silence(&mut handle).await;
@@ -1155,7 +1040,7 @@ async fn a_finished_run_before_its_ttl_waits_without_any_request() {
     let action = reconcile(Arc::new(finished.clone()), ctx).await.unwrap();
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(completion);
     assert_eq!(
-        quarry_operator::controller::ttl_wait(&finished, &now),
+        quarry_operator::research_run::ttl_wait(&finished, &now),
         Some(Duration::from_secs(3600))
     );
     // Requeued for the rest of the hour (a second or two may have passed).
@@ -1176,35 +1061,20 @@ async fn cancelled_run_that_never_started_ends_cancelled_without_research() {
     cancelled.spec.cancel = true;
     let server = tokio::spawn(async move {
         // No profile lookup, no Secret: straight to the terminal status.
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        let body = patch_status(&mut handle).await;
         assert_eq!(
             scrubbed(&body),
             json!({
                 "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
                 "status": {
                     "phase": "Cancelled", "observedGeneration": 1,
-                    "conditions": [
-                        {"type": "Reconciling", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 1, "lastTransitionTime": "<time>"},
-                        {"type": "Succeeded", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 1, "lastTransitionTime": "<time>"}
-                    ],
+                    "conditions": cancelled_conditions(1),
                     "completionTime": "<time>",
                     "message": "the run was cancelled"
                 }
             })
         );
-        answer_status(send, &body);
-        expect_event(
-            &mut handle,
-            "Normal",
-            "Cancelled",
-            "run entered phase Cancelled",
-        )
-        .await;
+        expect_cancelled_event(&mut handle).await;
         expect_silence(&mut handle).await;
     });
     let action = reconcile(Arc::new(cancelled), ctx).await.unwrap();
@@ -1220,49 +1090,19 @@ async fn cancelling_a_running_run_stops_its_executor_and_ends_cancelled() {
     let (ctx, mut handle) = context(launcher.clone());
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
-        )
-        .await;
-        send.send_response(ok(&profile(false)));
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
-        assert_eq!(body["status"]["phase"], "Pending");
-        answer_status(send, &body);
-        started_tx.send(()).unwrap();
         // The cancel edit reaches the executor, which ends Cancelled; the writer reports it
         // for the new generation.
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
+        let body = patch_status(&mut handle).await;
+        assert_eq!(body["status"]["phase"], "Pending");
+        started_tx.send(()).unwrap();
+        let body = patch_status(&mut handle).await;
         let scrubbed = scrubbed(&body);
         assert_eq!(scrubbed["status"]["phase"], "Cancelled");
         assert_eq!(scrubbed["status"]["observedGeneration"], 2);
         assert_eq!(scrubbed["status"]["completionTime"], "<time>");
-        assert_eq!(
-            scrubbed["status"]["conditions"],
-            json!([
-                {"type": "Reconciling", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 2, "lastTransitionTime": "<time>"},
-                {"type": "Succeeded", "status": "False", "reason": "Cancelled", "message": "the run was cancelled", "observedGeneration": 2, "lastTransitionTime": "<time>"}
-            ])
-        );
-        answer_status(send, &body);
-        expect_event(
-            &mut handle,
-            "Normal",
-            "Cancelled",
-            "run entered phase Cancelled",
-        )
-        .await;
+        assert_eq!(scrubbed["status"]["conditions"], cancelled_conditions(2));
+        expect_cancelled_event(&mut handle).await;
         expect_silence(&mut handle).await;
     });
     reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
@@ -1280,7 +1120,7 @@ async fn cancelling_a_running_run_stops_its_executor_and_ends_cancelled() {
     server.await.unwrap();
     assert_eq!(
         ctx.registry.presence("uid-1"),
-        quarry_operator::controller::registry::Presence::Finished
+        quarry_operator::research_run::registry::Presence::Finished
     );
     assert_eq!(launcher.starts.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
@@ -1289,17 +1129,17 @@ async fn cancelling_a_running_run_stops_its_executor_and_ends_cancelled() {
 fn cancel_wins_over_suspend_in_the_control_signal() {
     let mut spec: ResearchRunSpec = serde_yaml::from_str("query: q?!").unwrap();
     assert_eq!(
-        quarry_operator::controller::control_signal(&spec),
+        quarry_operator::research_run::control_signal(&spec),
         Signal::Run
     );
     spec.suspend = true;
     assert_eq!(
-        quarry_operator::controller::control_signal(&spec),
+        quarry_operator::research_run::control_signal(&spec),
         Signal::Suspend
     );
     spec.cancel = true;
     assert_eq!(
-        quarry_operator::controller::control_signal(&spec),
+        quarry_operator::research_run::control_signal(&spec),
         Signal::Cancel
     );
 }

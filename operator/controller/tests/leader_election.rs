@@ -1,5 +1,5 @@
 //! Leader election at the request level: two replicas' elections (the production
-//! `controller::leader` code over kube-lease-manager) against one in-process Lease API that keeps
+//! `leader_election` code over kube-lease-manager) against one in-process Lease API that keeps
 //! Server-Side Apply's field ownership, so a second holder conflicts exactly as on a real API
 //! server. Only one replica leads; a leader cut off from the API steps down before the other
 //! takes over (no moment with two leaders), and the other takes over within the lease duration.
@@ -15,7 +15,7 @@ use kube::Client;
 use kube::client::Body;
 use serde_json::{Value, json};
 
-use quarry_operator::controller::leader::{LeaderConfig, LeaderError, Leadership, ensure_lease};
+use quarry_operator::leader_election::{LeaderConfig, LeaderError, Leadership, ensure_lease};
 
 const LEASES: &str = "/apis/coordination.k8s.io/v1/namespaces/quarry-system/leases";
 

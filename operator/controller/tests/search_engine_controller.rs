@@ -12,7 +12,7 @@ use kube::runtime::controller::Action;
 use quarry_api::SearchEngine;
 use quarry_engine::sources::health::{AnswerReport, HealthBook};
 use quarry_engine::telemetry::Metrics;
-use quarry_operator::controller::search_engine::{EngineContext, reconcile_inner};
+use quarry_operator::search_engine::{EngineContext, reconcile_inner};
 use serde_json::{Value, json};
 
 type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
@@ -331,9 +331,9 @@ async fn an_idle_engine_stays_up_until_the_idle_timeout_then_scales_to_zero() {
     let (ctx, mut handle, _) = context();
     let mut recent = engine(None);
     // The status an earlier reconcile wrote for this very situation.
-    recent.status = Some(quarry_operator::controller::search_engine::desired_status(
+    recent.status = Some(quarry_operator::search_engine::desired_status(
         &recent,
-        &quarry_operator::controller::search_engine::Scale {
+        &quarry_operator::search_engine::Scale {
             replicas: 2,
             last_activity: Some(at(-120)),
             requeue: None,

@@ -26,7 +26,7 @@ pub enum ConfigError {
     File { path: String, message: String },
 }
 
-pub use quarry_operator::subscriber::LogFormat;
+pub use quarry_operator::tracing_setup::LogFormat;
 
 /// One layer of settings: every value optional, as given by one source.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

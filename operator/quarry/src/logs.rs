@@ -24,7 +24,7 @@ use serde_json::Value;
 use quarry_api::ResearchRun;
 use quarry_engine::events::{RUN_FINISHED, log_events, now_rfc3339, synthesized_final};
 use quarry_engine::store::keys::EVENTS_KEY;
-use quarry_operator::server::events::events_path;
+use quarry_operator::server::run_events::events_path;
 
 /// Default namespace of the operator's Service.
 pub const DEFAULT_OPERATOR_NAMESPACE: &str = "quarry-system";
@@ -640,10 +640,10 @@ async fn print_stored(
     format: OutputFormat,
     out: &mut dyn Write,
 ) -> Result<(), LogsError> {
-    let Some(info) = quarry_operator::controller::directory::run_info(run) else {
+    let Some(info) = quarry_operator::server::run_finder::run_info(run) else {
         return Err(LogsError::Refused("the run has no namespace or UID".into()));
     };
-    let store = quarry_operator::controller::directory::run_store(client, &info.run);
+    let store = quarry_operator::server::run_finder::run_store(client, &info.run);
     let log = tokio::time::timeout(CONNECT_TIMEOUT, store.get(EVENTS_KEY))
         .await
         .map_err(|_| LogsError::Unreachable(format!("reading {EVENTS_KEY} timed out")))?

@@ -88,13 +88,13 @@ struct OperatorArgs {
     #[arg(long, env = "QUARRY_NO_LEADER_ELECTION")]
     no_leader_election: bool,
     /// Name of the leader-election Lease.
-    #[arg(long, default_value = quarry_operator::controller::leader::DEFAULT_LEASE_NAME)]
+    #[arg(long, default_value = quarry_operator::leader_election::DEFAULT_LEASE_NAME)]
     lease_name: String,
     /// Namespace of the Lease (default: POD_NAMESPACE, else the kubeconfig's namespace).
     #[arg(long, env = "POD_NAMESPACE")]
     lease_namespace: Option<String>,
     /// Seconds a lease lasts unrenewed: a dead leader is replaced within this.
-    #[arg(long, default_value_t = quarry_operator::controller::leader::DEFAULT_LEASE_SECONDS, value_parser = clap::value_parser!(u64).range(2..=300))]
+    #[arg(long, default_value_t = quarry_operator::leader_election::DEFAULT_LEASE_SECONDS, value_parser = clap::value_parser!(u64).range(2..=300))]
     lease_duration_seconds: u64,
     /// Object store for runs whose profile configures none (s3://bucket/prefix, gs://..., az://...);
     /// credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
@@ -231,12 +231,12 @@ fn settings(cli: &Cli) -> Result<Settings, ConfigError> {
     Settings::resolve(&layers)
 }
 
-fn init_tracing(s: &Settings, console: bool) -> quarry_operator::subscriber::TelemetryGuard {
-    match quarry_operator::subscriber::init_tracing(s.log_format, &s.log_level, console) {
+fn init_tracing(s: &Settings, console: bool) -> quarry_operator::tracing_setup::TelemetryGuard {
+    match quarry_operator::tracing_setup::init_tracing(s.log_format, &s.log_level, console) {
         Ok(guard) => guard,
         Err(e) => {
             eprintln!("quarry: logging: {e}");
-            quarry_operator::subscriber::TelemetryGuard::default()
+            quarry_operator::tracing_setup::TelemetryGuard::default()
         }
     }
 }
@@ -317,7 +317,8 @@ fn main() -> ExitCode {
             // Standalone runs print progress lines; logs stay quiet unless asked for, while
             // spans still go to an OTLP endpoint when one is configured.
             let console = std::env::var_os("QUARRY_LOG_LEVEL").is_some() || cli.log_level.is_some();
-            let otlp = std::env::var_os(quarry_operator::subscriber::OTLP_ENDPOINT_ENV).is_some();
+            let otlp =
+                std::env::var_os(quarry_operator::tracing_setup::OTLP_ENDPOINT_ENV).is_some();
             let _traces = (console || otlp).then(|| init_tracing(&settings, console));
             run_standalone(args, settings)
         }
@@ -328,7 +329,8 @@ fn main() -> ExitCode {
         Command::Eval(args) => {
             // As `quarry run`: one line per question on stderr, logs only when asked for.
             let console = std::env::var_os("QUARRY_LOG_LEVEL").is_some() || cli.log_level.is_some();
-            let otlp = std::env::var_os(quarry_operator::subscriber::OTLP_ENDPOINT_ENV).is_some();
+            let otlp =
+                std::env::var_os(quarry_operator::tracing_setup::OTLP_ENDPOINT_ENV).is_some();
             let _traces = (console || otlp).then(|| init_tracing(&settings, console));
             quarry::eval::main(args, settings.clone())
         }
@@ -360,12 +362,12 @@ fn run_worker(args: &quarry_operator::queue::worker::WorkerArgs, settings: &Sett
 }
 
 fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
-    let config = quarry_operator::controller::OperatorConfig {
+    let config = quarry_operator::startup::OperatorConfig {
         listen: settings.bind.to_string(),
         namespace: args.namespace.clone(),
         redis_url: settings.redis_url.clone(),
         workers: args.workers,
-        leader: (!args.no_leader_election).then(|| quarry_operator::controller::LeaderSettings {
+        leader: (!args.no_leader_election).then(|| quarry_operator::startup::LeaderSettings {
             lease_name: args.lease_name.clone(),
             namespace: args.lease_namespace.clone(),
             lease_seconds: args.lease_duration_seconds,
@@ -377,7 +379,7 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
         object_store_url: args.object_store_url.clone(),
         allowed_search_images: args.allowed_search_images.clone(),
         extra_routes: args.console.then(|| {
-            let build: quarry_operator::controller::ExtraRoutes =
+            let build: quarry_operator::startup::ExtraRoutes =
                 std::sync::Arc::new(quarry::console::in_cluster);
             build
         }),
@@ -385,7 +387,7 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
     let Some(runtime) = runtime() else {
         return ExitCode::FAILURE;
     };
-    match runtime.block_on(quarry_operator::controller::run_operator(config)) {
+    match runtime.block_on(quarry_operator::startup::run_operator(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("quarry: operator failed: {e}");

@@ -13,7 +13,7 @@ use quarry_engine::research::executor::load_checkpoint;
 use quarry_engine::store::keys::REPORT_KEY;
 use quarry_engine::store::local::LocalStore;
 use quarry_engine::store::{ArtifactStore, StoreError};
-use quarry_operator::controller::artifacts::{SecretLookup, credentials, object_store_config};
+use quarry_operator::research_run::artifacts::{SecretLookup, credentials, object_store_config};
 use quarry_operator::store::configmap::configmap_value;
 use quarry_operator::store::object::{Bucket, ObjectStoreConfig, parse_url};
 

@@ -23,8 +23,8 @@ use quarry_engine::research::state::{
 };
 use quarry_engine::store::local::LocalStore;
 use quarry_engine::store::{report_file_name, sanitize_query};
-use quarry_operator::wiring;
-use quarry_operator::wiring::sources::secret_env_var;
+use quarry_operator::engine_builder;
+use quarry_operator::engine_builder::sources::secret_env_var;
 
 pub mod error;
 mod prompt;
@@ -442,24 +442,24 @@ pub async fn run_with_events(
     });
     let store = Arc::new(LocalStore::new(&state_dir));
     let services =
-        quarry_operator::controller::services(opts.redis_url.as_deref(), None).map_err(|e| {
+        quarry_operator::startup::services(opts.redis_url.as_deref(), None).map_err(|e| {
             StandaloneError::Wiring {
                 path: path_text.clone(),
-                source: wiring::WiringError {
+                source: engine_builder::WiringError {
                     field: "redisUrl".into(),
                     message: e.to_string(),
                 },
             }
         })?;
     let secret = |r: &quarry_api::SecretKeyRef| std::env::var(secret_env_var(r)).ok();
-    let inputs = wiring::Inputs {
+    let inputs = engine_builder::Inputs {
         api_key: &api_key,
         secret: &secret,
         services: &services,
         managed_search: None,
         specialised_filter: None,
     };
-    let mut engine = wiring::build_engine_with(&profile.spec, &inputs, store.clone(), None)
+    let mut engine = engine_builder::build_engine_with(&profile.spec, &inputs, store.clone(), None)
         .map_err(|source| StandaloneError::Wiring {
             path: path_text,
             source,
@@ -648,7 +648,7 @@ async fn scale_out(
     engine: &quarry_engine::research::executor::Engine,
     store: &dyn quarry_engine::store::ArtifactStore,
     resuming: bool,
-) -> Result<quarry_operator::queue::leader::RedisDispatch, StandaloneError> {
+) -> Result<quarry_operator::queue::dispatch::RedisDispatch, StandaloneError> {
     let fail = |message: String| StandaloneError::WorkQueue { message };
     let url = opts.redis_url.as_deref().ok_or_else(|| {
         fail("it needs Redis: pass --redis-url redis://HOST:6379/0 or set QUARRY_REDIS_URL".into())
@@ -667,7 +667,7 @@ async fn scale_out(
             String::from_utf8_lossy(&key).into_owned()
         }
         _ => {
-            let key = quarry_operator::queue::leader::new_run_key();
+            let key = quarry_operator::queue::dispatch::new_run_key();
             store
                 .put(RUN_KEY_ARTIFACT, key.as_bytes())
                 .await
@@ -687,7 +687,7 @@ async fn scale_out(
         managed_search: None,
         specialised: None,
     };
-    quarry_operator::queue::leader::RedisDispatch::connect(url, header, engine.spend.clone())
+    quarry_operator::queue::dispatch::RedisDispatch::connect(url, header, engine.spend.clone())
         .await
         .map_err(|e| fail(e.to_string()))
 }

@@ -1,11 +1,11 @@
 //! Scale-out mode: researcher tasks on a Redis stream, run by `quarry worker` processes.
 //!
 //! The leader (operator or `quarry run --workers`) keeps the reducer and the run's state; only
-//! researchers run remotely. [`leader::RedisDispatch`] is the executor's dispatch port over Redis,
+//! researchers run remotely. [`dispatch::RedisDispatch`] is the executor's dispatch port over Redis,
 //! [`worker`] the consumer side, [`pool`] the run's URL pool in Redis, and [`protocol`] the
 //! messages and the pure decisions (de-duplication, reclaim). See `protocol` for every key.
 
-pub mod leader;
+pub mod dispatch;
 pub mod pool;
 pub mod protocol;
 pub mod worker;

@@ -37,7 +37,8 @@ use super::protocol::{
     TaskMessage, WireCall, WireSource,
 };
 use super::{COMMAND_TIMEOUT, QueueError, connect, ensure_group, field_bytes, timed};
-use crate::controller::{ApiKey, extract_key, secret_refs};
+use crate::engine_builder::ApiKey;
+use crate::research_run::{extract_key, secret_refs};
 use crate::server::{Readiness, ServerState};
 use quarry_api::{ResearchProfileSpec, SecretKeyRef};
 use quarry_engine::llm::Usage;
@@ -83,7 +84,7 @@ struct Worker {
     config: WorkerConfig,
     conn: ConnectionManager,
     metrics: Metrics,
-    services: crate::wiring::Services,
+    services: crate::engine_builder::Services,
     kube: tokio::sync::OnceCell<kube::Client>,
 }
 
@@ -156,7 +157,7 @@ pub async fn run_worker(config: WorkerConfig) -> Result<(), QueueError> {
         }
     };
     readiness.set(true);
-    let services = crate::controller::services(Some(&config.redis_url), Some(metrics.clone()))
+    let services = crate::startup::services(Some(&config.redis_url), Some(metrics.clone()))
         .map_err(|e| QueueError::Config(e.to_string()))?;
     let worker = Arc::new(Worker {
         config: config.clone(),
@@ -683,7 +684,7 @@ impl Worker {
         let managed = h
             .managed_search
             .as_ref()
-            .map(|m| crate::wiring::ManagedSearch {
+            .map(|m| crate::engine_builder::ManagedSearch {
                 backend: m.backend.clone(),
                 url: m.url.clone(),
             });
@@ -718,7 +719,7 @@ impl Worker {
                     })?;
                 let keys =
                     cluster_keys(client, namespace, &h.profile_name, &h.profile, consumer).await?;
-                crate::controller::engine::build_engine_with(
+                crate::engine_builder::build_engine_from_keys(
                     &h.profile,
                     &keys,
                     &self.services,
@@ -727,7 +728,7 @@ impl Worker {
                     store,
                     metrics,
                 )
-                .map_err(|e| misconfigured(e.0))
+                .map_err(|e| misconfigured(e.to_string()))
             }
             None => {
                 let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
@@ -741,15 +742,16 @@ impl Worker {
                 }
                 let api_key =
                     |tier: &quarry_api::ModelTier| tier.api_key_env.as_deref().and_then(&env);
-                let secret = |r: &SecretKeyRef| env(&crate::wiring::sources::secret_env_var(r));
-                let inputs = crate::wiring::Inputs {
+                let secret =
+                    |r: &SecretKeyRef| env(&crate::engine_builder::sources::secret_env_var(r));
+                let inputs = crate::engine_builder::Inputs {
                     api_key: &api_key,
                     secret: &secret,
                     services: &self.services,
                     managed_search: managed,
                     specialised_filter: h.specialised,
                 };
-                crate::wiring::build_engine_with(&h.profile, &inputs, store, metrics)
+                crate::engine_builder::build_engine_with(&h.profile, &inputs, store, metrics)
                     .map_err(|e| misconfigured(e.to_string()))
             }
         }

@@ -1,11 +1,11 @@
 //! Redis-backed implementations of the engine's ports: the search and page cache (`GET` and
-//! `SET key value EX ttl`, shared by every operator replica) here, the event stream in [`events`].
+//! `SET key value EX ttl`, shared by every operator replica) here, the event stream in [`event_stream`].
 //!
 //! The connection ([`RedisConnector`]) is made lazily and remade by redis-rs's `ConnectionManager` after a drop. Every
 //! command has a short deadline: the cache is an optimisation, so a slow or absent Redis turns
 //! into misses (and a retry at most every [`RECONNECT_EVERY`]) instead of stalling a run.
 
-pub mod events;
+pub mod event_stream;
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,5 @@
 //! The operator's HTTP server: `/metrics` (OpenMetrics), `/livez`, `/readyz`, the run event
-//! stream ([`events`]) and, when configured, extra routes (the web console, which checks its
+//! stream ([`run_events`]) and, when configured, extra routes (the web console, which checks its
 //! callers' tokens and permissions itself) on one port.
 //!
 //! Who may read run events: a caller whose bearer token the API server accepts and who may
@@ -8,7 +8,8 @@
 //! removes `Authorization` after authenticating the caller, so it sends its token in
 //! [`stream_auth::TOKEN_HEADER`] as well.
 
-pub mod events;
+pub mod run_events;
+pub mod run_finder;
 pub mod stream_auth;
 
 use std::future::Future;
@@ -52,7 +53,7 @@ pub struct ServerState {
     /// The flag `/readyz` reports.
     pub readiness: Readiness,
     /// The run event stream, when served.
-    pub events: Option<events::EventsApi>,
+    pub events: Option<run_events::EventsApi>,
 }
 
 /// Errors of the server.
@@ -76,7 +77,7 @@ pub fn router(state: ServerState) -> Router {
         .route("/metrics", get(metrics))
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
-        .route(events::EVENTS_ROUTE, get(events::run_events))
+        .route(run_events::EVENTS_ROUTE, get(run_events::run_events))
         .with_state(state)
 }
 

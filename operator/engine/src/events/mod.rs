@@ -7,7 +7,7 @@
 //! drops the event and counts it, research goes on.
 //!
 //! Two implementations: [`memory::MemoryEvents`] (a bounded ring per run, one process) and
-//! `quarry_operator::redis::events::RedisEvents` (one Redis stream per run, shared by every replica). Event ids have
+//! `quarry_operator::redis::event_stream::RedisEvents` (one Redis stream per run, shared by every replica). Event ids have
 //! Redis's shape `<milliseconds>-<sequence>` in both, strictly increasing per run, so a client
 //! resumes with `Last-Event-ID` the same way whatever the backend.
 

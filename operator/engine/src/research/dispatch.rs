@@ -2,7 +2,7 @@
 //!
 //! The executor keeps the run's state and the pure reducer; only the researcher may run elsewhere.
 //! In-process dispatch (the default) runs it on this process's runtime. The Redis dispatcher
-//! (`quarry_operator::queue::leader`) publishes it to `quarry worker` processes and turns what they report
+//! (`quarry_operator::queue::dispatch`) publishes it to `quarry worker` processes and turns what they report
 //! back into the same events.
 
 use std::future::Future;

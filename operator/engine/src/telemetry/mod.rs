@@ -1,6 +1,6 @@
 //! Telemetry: every Prometheus metric Quarry exports (names live only here, so dashboards and code cannot drift apart) and the
 //! trace ids their exemplars carry. The tracing subscriber is the operator's
-//! (`quarry_operator::subscriber`).
+//! (`quarry_operator::tracing_setup`).
 //!
 //! Metrics are labelled by namespace, profile, provider and model, never by run name: run names are
 //! unbounded and would explode the series count.

@@ -42,7 +42,7 @@ pub struct ConsoleArgs {
 /// token and permissions were checked; writes go to the API server with the caller's own token.
 pub fn in_cluster(
     client: kube::Client,
-    events: Option<quarry_operator::server::events::EventsApi>,
+    events: Option<quarry_operator::server::run_events::EventsApi>,
 ) -> axum::Router {
     in_cluster_with(client, None, events)
 }
@@ -52,7 +52,7 @@ pub fn in_cluster(
 pub fn in_cluster_with(
     client: kube::Client,
     people: Option<kube::Config>,
-    events: Option<quarry_operator::server::events::EventsApi>,
+    events: Option<quarry_operator::server::run_events::EventsApi>,
 ) -> axum::Router {
     // The first watched namespace, else the operator's own (`*` in the filter shows all).
     let namespace = std::env::var("QUARRY_NAMESPACE")

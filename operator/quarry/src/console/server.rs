@@ -55,7 +55,7 @@ pub struct Console {
     /// Set in the cluster: callers sign in with a token, each action is checked for them.
     auth: Option<Arc<Authorizer>>,
     /// The operator's run event stream (in the cluster): the live event log of a run page.
-    events: Option<quarry_operator::server::events::EventsApi>,
+    events: Option<quarry_operator::server::run_events::EventsApi>,
 }
 
 impl Console {
@@ -69,7 +69,7 @@ impl Console {
     }
 
     /// Serves the live event log of running runs from the operator's event stream.
-    pub fn with_events(mut self, events: quarry_operator::server::events::EventsApi) -> Self {
+    pub fn with_events(mut self, events: quarry_operator::server::run_events::EventsApi) -> Self {
         self.events = Some(events);
         self
     }
@@ -397,7 +397,7 @@ async fn log(
     if let Err(r) = c.check(caller.as_ref(), action).await {
         return r;
     }
-    let query = quarry_operator::server::events::EventsQuery {
+    let query = quarry_operator::server::run_events::EventsQuery {
         after: None,
         follow: Some(true),
     };

@@ -205,7 +205,7 @@ impl Judge {
                 })?),
                 None => None,
             };
-        let config = quarry_operator::wiring::model_config(&profile.spec, tier, api_key)
+        let config = quarry_operator::engine_builder::model_config(&profile.spec, tier, api_key)
             .map_err(|e| bad(e.to_string()))?;
         let settings = JudgeSettings {
             context_window: config.context_window,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use quarry_operator::wiring;
+use quarry_operator::engine_builder;
 
 /// Errors of a standalone run, each naming what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -14,7 +14,7 @@ pub enum StandaloneError {
     #[error("profile {path}: {source}")]
     Wiring {
         path: String,
-        source: wiring::WiringError,
+        source: engine_builder::WiringError,
     },
     #[error("writing the report to {path}: {source}")]
     Write {

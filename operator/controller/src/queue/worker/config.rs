@@ -99,7 +99,7 @@ pub fn missing_env_key(
     secret_refs(profile)
         .into_iter()
         .filter(|(field, _)| !field.starts_with("models."))
-        .map(|(field, r)| (crate::wiring::sources::secret_env_var(&r), field))
+        .map(|(field, r)| (crate::engine_builder::sources::secret_env_var(&r), field))
         .find(|(var, _)| env(var).is_none())
 }
 
@@ -114,11 +114,11 @@ pub async fn cluster_keys(
     let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
     let mut fetched: BTreeMap<String, Secret> = BTreeMap::new();
     let mut keys = Vec::new();
-    for crate::controller::SecretUse {
+    for crate::research_run::SecretUse {
         field,
         key_ref: r,
         host,
-    } in crate::controller::secret_uses(profile)
+    } in crate::research_run::secret_uses(profile)
     {
         let where_ = format!(
             "Secret \"{}\" in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" {field})",
@@ -143,7 +143,7 @@ pub async fn cluster_keys(
         let secret = &fetched[&r.name];
         // The same opt-in the operator checked before queueing: a worker never sends a Secret
         // that did not opt in for this host either.
-        crate::controller::opted_in(secret, &host, profile_name, &field)
+        crate::research_run::opted_in(secret, &host, profile_name, &field)
             .map_err(|stall| Failure::new(SECRET_UNAVAILABLE, stall.message))?;
         let key = extract_key(secret, &r, profile_name, &field)
             .map_err(|stall| Failure::new(SECRET_UNAVAILABLE, stall.message))?;

@@ -1,6 +1,26 @@
 //! Starting the operator: its configuration, the clients and services it builds, and the controllers it runs under leader election.
 
-use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::runtime::controller::Controller;
+use kube::runtime::watcher;
+use kube::{Api, Client, ResourceExt};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+
+use crate::error::Error;
+use crate::leader_election::{self, Fence, Leadership};
+use crate::research_run::launcher::EngineLauncher;
+use crate::research_run::registry::Registry;
+use crate::research_run::{Context, error_policy, reconcile, runs_using_profile};
+use crate::server::run_finder::KubeDirectory;
+use crate::server::{Readiness, ServerState};
+use crate::{schedule, search_engine};
+use quarry_api::{ResearchProfile, ResearchRun};
+use quarry_engine::telemetry::Metrics;
 
 /// Configuration of `quarry operator` (the binary fills it from its layered settings).
 #[derive(Clone)]
@@ -28,7 +48,7 @@ pub struct OperatorConfig {
 /// Builds routes served beside `/metrics` from the operator's client and its run event stream
 /// (the console lives in the `quarry` crate, which depends on this one).
 pub type ExtraRoutes =
-    Arc<dyn Fn(Client, Option<crate::server::events::EventsApi>) -> axum::Router + Send + Sync>;
+    Arc<dyn Fn(Client, Option<crate::server::run_events::EventsApi>) -> axum::Router + Send + Sync>;
 
 impl std::fmt::Debug for OperatorConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -57,10 +77,10 @@ pub struct LeaderSettings {
 impl Default for LeaderSettings {
     fn default() -> Self {
         Self {
-            lease_name: leader::DEFAULT_LEASE_NAME.into(),
+            lease_name: leader_election::DEFAULT_LEASE_NAME.into(),
             namespace: None,
-            lease_seconds: leader::DEFAULT_LEASE_SECONDS,
-            grace_seconds: leader::DEFAULT_GRACE_SECONDS,
+            lease_seconds: leader_election::DEFAULT_LEASE_SECONDS,
+            grace_seconds: leader_election::DEFAULT_GRACE_SECONDS,
         }
     }
 }
@@ -95,7 +115,7 @@ pub fn default_object_store(url: &str) -> Result<crate::store::object::ObjectSto
 pub fn services(
     redis_url: Option<&str>,
     metrics: Option<Metrics>,
-) -> Result<crate::wiring::Services, Error> {
+) -> Result<crate::engine_builder::Services, Error> {
     let cache: Arc<dyn quarry_engine::cache::Cache> = match redis_url {
         Some(url) => Arc::new(
             crate::redis::RedisCache::new(url)
@@ -103,7 +123,7 @@ pub fn services(
         ),
         None => Arc::new(quarry_engine::cache::MemoryCache::default()),
     };
-    Ok(crate::wiring::Services::new(cache, metrics))
+    Ok(crate::engine_builder::Services::new(cache, metrics))
 }
 
 /// Pure: the watch scopes of a `--namespace` value: one per listed namespace (comma-separated,
@@ -130,9 +150,9 @@ pub fn run_events(
 ) -> Result<Arc<dyn quarry_engine::events::RunEvents>, Error> {
     Ok(match redis_url {
         Some(url) => Arc::new(
-            crate::redis::events::RedisEvents::start(
+            crate::redis::event_stream::RedisEvents::start(
                 url,
-                crate::redis::events::RedisSettings::default(),
+                crate::redis::event_stream::RedisSettings::default(),
                 Some(metrics.clone()),
             )
             .map_err(|e| Error::Config(format!("redisUrl: {e}")))?,
@@ -150,20 +170,23 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
         .await
         .map_err(|e| Error::Config(e.to_string()))?;
     let metrics = Metrics::new();
-    metrics.zero_reconcile_errors(&Error::METRIC_REASONS);
+    metrics.zero_reconcile_errors(&Error::metric_reasons());
     let readiness = Readiness::new();
     let listener = crate::server::bind(&config.listen).await?;
     info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "serving /metrics, /livez, /readyz and run events");
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut server_stop = stop_rx.clone();
     let events = run_events(config.redis_url.as_deref(), &metrics)?;
-    let directory = Arc::new(directory::KubeDirectory::new(client.clone()));
-    let events_api =
-        crate::server::events::EventsApi::new(events.clone(), directory.clone(), metrics.clone())
-            .with_auth(Arc::new(crate::server::stream_auth::StreamAuth::new(
-                client.clone(),
-                crate::server::stream_auth::DEFAULT_MAX_PER_CALLER,
-            )));
+    let directory = Arc::new(KubeDirectory::new(client.clone()));
+    let events_api = crate::server::run_events::EventsApi::new(
+        events.clone(),
+        directory.clone(),
+        metrics.clone(),
+    )
+    .with_auth(Arc::new(crate::server::stream_auth::StreamAuth::new(
+        client.clone(),
+        crate::server::stream_auth::DEFAULT_MAX_PER_CALLER,
+    )));
     let extra = config
         .extra_routes
         .as_ref()
@@ -186,16 +209,16 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
             let namespace = settings
                 .namespace
                 .clone()
-                .unwrap_or_else(|| leader::operator_namespace(&client));
-            let mut lc = leader::LeaderConfig::new(namespace.clone());
+                .unwrap_or_else(|| leader_election::operator_namespace(&client));
+            let mut lc = leader_election::LeaderConfig::new(namespace.clone());
             lc.lease_name = settings.lease_name.clone();
             lc.lease_seconds = settings.lease_seconds;
             lc.grace_seconds = settings.grace_seconds;
-            let owner = leader::deployment_owner(&client, &namespace).await;
-            info!(lease = %format!("{namespace}/{}", lc.lease_name), identity = %lc.identity, owner = %leader::owner_name(&owner), "leader election");
-            leader::ensure_lease(&client, &lc, owner).await?;
+            let owner = leader_election::deployment_owner(&client, &namespace).await;
+            info!(lease = %format!("{namespace}/{}", lc.lease_name), identity = %lc.identity, owner = %leader_election::owner_name(&owner), "leader election");
+            leader_election::ensure_lease(&client, &lc, owner).await?;
             readiness.set(true);
-            let mut leadership = leader::Leadership::start(client.clone(), &lc).await?;
+            let mut leadership = Leadership::start(client.clone(), &lc).await?;
             metrics.set_leader(false);
             tokio::select! {
                 acquired = leadership.acquired() => acquired?,
@@ -212,7 +235,7 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
     };
     let fence = leadership
         .as_ref()
-        .map_or_else(leader::Fence::leading, leader::Leadership::fence);
+        .map_or_else(Fence::leading, Leadership::fence);
     let registry = Registry::new();
     let work = run_controllers(
         client,
@@ -258,16 +281,16 @@ pub async fn run_operator(config: OperatorConfig) -> Result<(), Error> {
 
 /// The ResearchRun and SearchEngine controllers of the leader, until SIGINT/SIGTERM. Research
 /// tasks go to `registry`, which the caller aborts when the lease is lost.
-pub(super) async fn run_controllers(
+async fn run_controllers(
     client: Client,
     config: OperatorConfig,
     metrics: Metrics,
     readiness: Readiness,
-    fence: leader::Fence,
+    fence: Fence,
     registry: Registry,
     (events, directory): (
         Arc<dyn quarry_engine::events::RunEvents>,
-        Arc<directory::KubeDirectory>,
+        Arc<KubeDirectory>,
     ),
 ) -> Result<(), Error> {
     let workers = match (config.workers, &config.redis_url) {
@@ -316,7 +339,7 @@ pub(super) async fn run_controllers(
         })
         .collect();
     let launcher = Arc::new(
-        engine::EngineLauncher::new(client.clone())
+        EngineLauncher::new(client.clone())
             .with_metrics(metrics.clone())
             .with_services(services)
             .with_workers(workers)
@@ -393,8 +416,7 @@ pub(super) async fn run_controllers(
                 for uid in ctx.registry.uids() {
                     if !live.contains(&uid) {
                         info!(uid = %uid, "run deleted; cancelling its research");
-                        ctx.registry.remove(&uid);
-                        ctx.forget_report(&uid);
+                        ctx.registry.forget(&uid);
                     }
                 }
                 ctx.metrics.retain_runs(|uid| live.contains(uid));
@@ -424,3 +446,6 @@ pub(super) async fn run_controllers(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

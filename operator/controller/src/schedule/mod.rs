@@ -25,7 +25,8 @@ use quarry_api::{
 };
 use quarry_engine::telemetry::{Metrics, NamespaceLabels, ScheduleDecision, ScheduleLabels};
 
-use super::{CONTROLLER_NAME, Error};
+use crate::CONTROLLER_NAME;
+use crate::error::Error;
 use crate::store::configmap::FIELD_MANAGER;
 use plan::{Plan, Policy, Run, When};
 

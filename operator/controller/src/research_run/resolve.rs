@@ -1,6 +1,25 @@
 //! Look up and validate: the profile, its Secrets and the SearchEngine a run needs, turned into a launch request or a stall a person can act on (the pure parts first).
 
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::{Api, ResourceExt};
+use tracing::warn;
+
+use super::{Context, LaunchRequest, SEARCH_ENGINE_WAIT, artifacts, now};
+use crate::engine_builder::ApiKey;
+use crate::error::{Error, kube_err};
+use crate::search_engine;
+use crate::store::routed::ReportSlot;
+use quarry_api::{
+    CREDENTIAL_HOSTS_ANNOTATION, CREDENTIAL_LABEL, ReportKind, ResearchProfile,
+    ResearchProfileSpec, ResearchRun, ResearchRunSpec, SearchEngine, SearchProviderKind,
+    SearchTarget, SecretKeyRef, reasons,
+};
+use quarry_engine::research::state::{ApprovalPolicy, Mode, OutputKind, RunInput};
 
 /// A reason the run cannot progress, with a message a person can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -332,7 +351,7 @@ pub fn run_input(spec: &ResearchRunSpec, profile: &ResearchProfileSpec) -> Resul
             })
             .collect(),
         top_k: spec.top_k,
-        limits: crate::wiring::limits(&limits),
+        limits: crate::engine_builder::limits(&limits),
         approval: approval_policy(spec)?,
         earlier: None,
     })
@@ -469,7 +488,7 @@ pub(super) async fn resolve(
             if let Some(wait) = search_engine_wait(&engine, run, &now()) {
                 return Ok(Err(wait));
             }
-            Some(crate::wiring::ManagedSearch {
+            Some(crate::engine_builder::ManagedSearch {
                 backend: search_engine::backend_key(namespace, engine_name),
                 url: SearchEngine::service_url(engine_name, namespace),
             })

@@ -1,6 +1,20 @@
 //! The status writer: a run's progress drained into status patches (at most one per interval), metrics and Events.
 
-use super::*;
+use std::sync::Arc;
+
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::Event;
+use kube::{Api, Resource, ResourceExt};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use super::status::{self, RunView, desired_status_at, transition_events};
+use super::{Context, now};
+use crate::error::Error;
+use crate::store::configmap::FIELD_MANAGER;
+use quarry_api::{ResearchRun, ResearchRunStatus};
+use quarry_engine::research::state::RunState;
+use quarry_engine::telemetry::{ModelLabels, PhaseLabel, RunLabels};
 
 /// Writes the status for `view` if it differs from the current one, and publishes the Events the
 /// transition calls for. Returns the status the run now has.
@@ -121,10 +135,8 @@ pub(super) async fn status_writer(
                 }
                 Err(e) if e.is_not_found() => {
                     info!(run = %base.name_any(), "run deleted; cancelling its research");
-                    ctx.registry.remove(&uid);
-                    ctx.forget_report(&uid);
+                    ctx.registry.forget(&uid);
                     ctx.metrics.set_run_phase(&uid, &namespace, None);
-                    ctx.unsubscribe_latest(&uid, writer_id);
                     return;
                 }
                 Err(e) => {
@@ -162,7 +174,7 @@ pub(super) async fn status_writer(
             let terminal = state.phase.is_terminal();
             last = Some(state);
             if terminal && written {
-                ctx.unsubscribe_latest(&uid, writer_id);
+                ctx.registry.unsubscribe_writer(&uid, writer_id);
                 return;
             }
             final_retries = if terminal && !written {
@@ -172,12 +184,12 @@ pub(super) async fn status_writer(
             };
             if final_retries > MAX_FINAL_STATUS_RETRIES {
                 // The reconcile writes it from the registry once this writer is gone.
-                ctx.unsubscribe_latest(&uid, writer_id);
+                ctx.registry.unsubscribe_writer(&uid, writer_id);
                 return;
             }
         }
         if closed && final_retries == 0 {
-            ctx.unsubscribe_latest(&uid, writer_id);
+            ctx.registry.unsubscribe_writer(&uid, writer_id);
             return;
         }
         tokio::time::sleep(ctx.status_interval).await;

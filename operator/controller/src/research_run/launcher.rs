@@ -8,24 +8,26 @@ use tokio::sync::watch;
 use tracing::{Instrument, info, warn};
 
 use super::artifacts::{self, FinalizerGuard};
-use super::{ApiKey, LaunchError, LaunchRequest, Launcher, Stall, Starter};
+use super::{LaunchError, LaunchRequest, Launcher, Stall, Starter};
+use crate::engine_builder::build_engine_from_keys;
+use crate::error::Error;
 use crate::store::configmap::ConfigMapStore;
 use crate::store::object::Bucket;
 use crate::store::routed::{BeforeObjectWrite, RoutedStore};
-use quarry_api::{ModelTier, ReportKind, ResearchProfileSpec, ResearchRun, SecretKeyRef};
+use quarry_api::{ReportKind, ResearchRun};
 use quarry_engine::events::publish::{StreamPublisher, run_published};
 use quarry_engine::events::{RunEvents, RunRef};
-use quarry_engine::research::executor::{self, Engine, RunObserver};
+use quarry_engine::research::executor::{self, RunObserver};
 use quarry_engine::research::reducer::Event;
 use quarry_engine::research::state::{Failure, Phase, RunState};
 use quarry_engine::store::ArtifactStore;
-use quarry_engine::telemetry::{Metrics, RunMetrics};
+use quarry_engine::telemetry::Metrics;
 
 /// Launcher that runs the research engine in-process.
 pub struct EngineLauncher {
     client: Client,
     metrics: Option<Metrics>,
-    services: crate::wiring::Services,
+    services: crate::engine_builder::Services,
     /// Redis URL of the work queue in scale-out mode (researchers run on workers).
     workers: Option<String>,
     /// The live event stream every run publishes to.
@@ -38,7 +40,7 @@ impl EngineLauncher {
         Self {
             client,
             metrics: None,
-            services: crate::wiring::Services::in_memory(),
+            services: crate::engine_builder::Services::in_memory(),
             workers: None,
             events: None,
         }
@@ -64,62 +66,10 @@ impl EngineLauncher {
     }
 
     /// Shares `services` (cache, engine health) between every run of the launcher.
-    pub fn with_services(mut self, services: crate::wiring::Services) -> Self {
+    pub fn with_services(mut self, services: crate::engine_builder::Services) -> Self {
         self.services = services;
         self
     }
-}
-
-/// The API key of a tier, from the Secrets the reconciler resolved.
-fn key_for<'a>(keys: &'a [(SecretKeyRef, ApiKey)], tier: &ModelTier) -> Option<&'a ApiKey> {
-    let wanted = tier.api_key_secret_ref.as_ref()?;
-    keys.iter().find(|(r, _)| r == wanted).map(|(_, k)| k)
-}
-
-/// Builds the engine of one run from its profile (see [`crate::wiring`]) with the run's store.
-pub fn build_engine(
-    profile: &ResearchProfileSpec,
-    api_keys: &[(SecretKeyRef, ApiKey)],
-    store: Arc<dyn ArtifactStore>,
-    metrics: Option<RunMetrics>,
-) -> Result<Engine, LaunchError> {
-    build_engine_with(
-        profile,
-        api_keys,
-        &crate::wiring::Services::in_memory(),
-        None,
-        None,
-        store,
-        metrics,
-    )
-}
-
-/// [`build_engine`] with the launcher's shared services and the resolved managed SearchEngine.
-pub fn build_engine_with(
-    profile: &ResearchProfileSpec,
-    api_keys: &[(SecretKeyRef, ApiKey)],
-    services: &crate::wiring::Services,
-    managed_search: Option<crate::wiring::ManagedSearch>,
-    specialised_filter: Option<(bool, bool)>,
-    store: Arc<dyn ArtifactStore>,
-    metrics: Option<RunMetrics>,
-) -> Result<Engine, LaunchError> {
-    let key = |tier: &ModelTier| key_for(api_keys, tier).map(|k| k.expose().to_string());
-    let secret = |wanted: &SecretKeyRef| {
-        api_keys
-            .iter()
-            .find(|(r, _)| r == wanted)
-            .map(|(_, k)| k.expose().to_string())
-    };
-    let inputs = crate::wiring::Inputs {
-        api_key: &key,
-        secret: &secret,
-        services,
-        managed_search,
-        specialised_filter,
-    };
-    crate::wiring::build_engine_with(profile, &inputs, store, metrics)
-        .map_err(|e| LaunchError(e.to_string()))
 }
 
 /// Forwards every engine state to the run's status writer (which coalesces them).
@@ -138,20 +88,18 @@ fn run_object_store(
     let Some(config) = &request.artifacts.object_store else {
         return Ok(None);
     };
-    let bucket = Bucket::connect(config).map_err(|e| LaunchError(e.to_string()))?;
-    let layout = artifacts::layout(&request.run).map_err(|e| LaunchError(e.to_string()))?;
+    let bucket = Bucket::connect(config)?;
+    let layout = artifacts::layout(&request.run)?;
     Ok(Some(bucket.for_run(&layout)))
 }
 
 /// The run's store: ConfigMaps with object-store overflow, or the object store alone.
 fn run_store(client: &Client, request: &LaunchRequest) -> Result<RoutedStore, LaunchError> {
     let run = &request.run;
-    let namespace = run
-        .namespace()
-        .ok_or_else(|| LaunchError("the run has no namespace".into()))?;
+    let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let owner = run
         .controller_owner_ref(&())
-        .ok_or_else(|| LaunchError("the run has no UID yet".into()))?;
+        .ok_or(Error::MissingMetadata("uid"))?;
     let object = run_object_store(request)?;
     let guard: Arc<dyn BeforeObjectWrite> = Arc::new(FinalizerGuard::new(
         client.clone(),
@@ -164,9 +112,7 @@ fn run_store(client: &Client, request: &LaunchRequest) -> Result<RoutedStore, La
             RoutedStore::object_only(object, Some(guard), report)
         }
         (ReportKind::ObjectStore, None) => {
-            return Err(LaunchError(
-                "spec.report.kind is objectStore but no object store is configured".into(),
-            ));
+            return Err(LaunchError::NoObjectStore);
         }
         (ReportKind::ConfigMap, object) => RoutedStore::configmap_first(
             ConfigMapStore::new(client.clone(), &namespace, &run.name_any(), owner),
@@ -229,12 +175,10 @@ impl Launcher for EngineLauncher {
 
     fn prepare(&self, request: LaunchRequest) -> Result<Starter, LaunchError> {
         let run = &request.run;
-        let namespace = run
-            .namespace()
-            .ok_or_else(|| LaunchError("the run has no namespace".into()))?;
+        let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
         let routed = Arc::new(run_store(&self.client, &request)?);
         let store: Arc<dyn ArtifactStore> = routed.clone();
-        let mut engine = build_engine_with(
+        let mut engine = build_engine_from_keys(
             &request.profile,
             &request.api_keys,
             &self.services,
@@ -304,7 +248,7 @@ impl Launcher for EngineLauncher {
                     Ok(None) => {
                         let mut input = input;
                         if let Some((client, namespace, earlier, bucket)) = &compare_with
-                            && let Some(found) = super::earlier::earlier_findings(
+                            && let Some(found) = super::earlier_run::earlier_findings(
                                 client,
                                 namespace,
                                 earlier,
@@ -344,7 +288,7 @@ impl Launcher for EngineLauncher {
                     tracing::info_span!("research_run", run = %name, namespace = %span_namespace);
                 let dispatch = match scale_out {
                     Some((url, header)) => {
-                        match crate::queue::leader::RedisDispatch::connect(
+                        match crate::queue::dispatch::RedisDispatch::connect(
                             &url,
                             header,
                             engine.spend.clone(),

@@ -35,6 +35,27 @@ use quarry_engine::store::ArtifactStore;
 use quarry_engine::telemetry::Metrics;
 use quarry_engine::telemetry::RunMetrics;
 
+/// An API key read from a Secret. Its `Debug` never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    /// The key value, for the model client only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
 /// Timeout of one search call.
 pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -462,6 +483,41 @@ fn tier(
             .unwrap_or_else(|| "unknown".into()),
         model_name: spec.model.clone(),
     })
+}
+
+/// The API key of a tier among keys resolved from Secrets.
+fn key_for<'a>(keys: &'a [(SecretKeyRef, ApiKey)], tier: &ModelTier) -> Option<&'a ApiKey> {
+    let wanted = tier.api_key_secret_ref.as_ref()?;
+    keys.iter().find(|(r, _)| r == wanted).map(|(_, k)| k)
+}
+
+/// [`build_engine_with`] from keys resolved from the profile's Secrets (the operator's
+/// launcher and `quarry worker` alike): the managed SearchEngine when the profile names one, and
+/// the specialised tools the run asks for.
+pub fn build_engine_from_keys(
+    profile: &ResearchProfileSpec,
+    api_keys: &[(SecretKeyRef, ApiKey)],
+    services: &Services,
+    managed_search: Option<ManagedSearch>,
+    specialised_filter: Option<(bool, bool)>,
+    store: Arc<dyn ArtifactStore>,
+    metrics: Option<RunMetrics>,
+) -> Result<Engine, WiringError> {
+    let key = |tier: &ModelTier| key_for(api_keys, tier).map(|k| k.expose().to_string());
+    let secret = |wanted: &SecretKeyRef| {
+        api_keys
+            .iter()
+            .find(|(r, _)| r == wanted)
+            .map(|(_, k)| k.expose().to_string())
+    };
+    let inputs = Inputs {
+        api_key: &key,
+        secret: &secret,
+        services,
+        managed_search,
+        specialised_filter,
+    };
+    build_engine_with(profile, &inputs, store, metrics)
 }
 
 /// Builds the engine of a run with private in-memory services and an external search URL: a

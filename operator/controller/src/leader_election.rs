@@ -139,7 +139,7 @@ pub async fn ensure_lease(
     });
     api.patch(
         &config.lease_name,
-        &PatchParams::apply(super::FIELD_MANAGER),
+        &PatchParams::apply(crate::store::configmap::FIELD_MANAGER),
         &Patch::Apply(&body),
     )
     .await

@@ -1,15 +1,20 @@
-//! The in-process executor registry: at most one research task per ResearchRun UID.
+//! The per-run state of this process: one entry per ResearchRun UID, holding its research task
+//! (at most one), the control channel to it, where its store put the report, and the channel to
+//! its status writer. [`Registry::forget`] drops all of it at once.
 //!
 //! Reconcile only hands runs over; the research itself runs in tasks spawned here. Each run has a
 //! control channel (run, suspend, cancel) and a watch channel of engine states that the status
 //! writer drains, which coalesces bursts of progress into at most one status patch per interval.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
+use crate::store::routed::{ReportLocation, ReportSlot};
+use quarry_api::ResearchRun;
 use quarry_engine::research::state::RunState;
 
 /// What the controller asks of a running research task: the engine's own control vocabulary
@@ -40,12 +45,18 @@ struct Entry {
     /// The state the task ended with, so reconcile can write the final status if the writer
     /// could not.
     last: Option<Arc<RunState>>,
+    /// Where the run's store put (or will put) its report.
+    report: Option<ReportSlot>,
+    /// The status writer's id and the channel that hands it newer generations of the run, so
+    /// status written during research carries the current `observedGeneration`.
+    writer: Option<(u64, watch::Sender<Arc<ResearchRun>>)>,
 }
 
 /// Registry of research tasks keyed by run UID. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct Registry {
     entries: Arc<Mutex<HashMap<String, Entry>>>,
+    writer_ids: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -119,6 +130,8 @@ impl Registry {
                     abort: None,
                     presence: Presence::Active,
                     last: None,
+                    report: None,
+                    writer: None,
                 },
             );
         }
@@ -177,10 +190,68 @@ impl Registry {
         }
     }
 
-    /// Cancels and forgets `uid` (its run was deleted).
-    pub fn remove(&self, uid: &str) {
+    /// Cancels the task of `uid` and drops everything kept about the run (it was deleted).
+    pub fn forget(&self, uid: &str) {
         if let Some(entry) = self.lock().remove(uid) {
             let _ = entry.control.send(Signal::Cancel);
+        }
+    }
+
+    /// Records where the store of `uid`'s task puts the report.
+    pub fn set_report(&self, uid: &str, report: ReportSlot) {
+        if let Some(entry) = self.lock().get_mut(uid) {
+            entry.report = Some(report);
+        }
+    }
+
+    /// Where the store of `uid`'s task put the report, once it wrote one.
+    pub fn report_location(&self, uid: &str) -> Option<ReportLocation> {
+        self.lock()
+            .get(uid)
+            .and_then(|e| e.report.as_ref().and_then(ReportSlot::get))
+    }
+
+    /// Registers a new status writer of `uid`: its id and the receiver of newer run objects.
+    pub fn subscribe_writer(
+        &self,
+        uid: &str,
+        run: &Arc<ResearchRun>,
+    ) -> (u64, watch::Receiver<Arc<ResearchRun>>) {
+        let id = self.writer_ids.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = watch::channel(run.clone());
+        if let Some(entry) = self.lock().get_mut(uid) {
+            entry.writer = Some((id, tx));
+        }
+        (id, rx)
+    }
+
+    /// Whether a status writer is registered for `uid`.
+    pub fn has_writer(&self, uid: &str) -> bool {
+        self.lock().get(uid).is_some_and(|e| e.writer.is_some())
+    }
+
+    /// Unregisters status writer `id` of `uid` (not a newer writer of the same run).
+    pub fn unsubscribe_writer(&self, uid: &str, id: u64) {
+        if let Some(entry) = self.lock().get_mut(uid)
+            && entry
+                .writer
+                .as_ref()
+                .is_some_and(|(current, _)| *current == id)
+        {
+            entry.writer = None;
+        }
+    }
+
+    /// Hands a newer generation of `uid`'s run to its status writer.
+    pub fn publish_run(&self, uid: &str, run: &Arc<ResearchRun>) {
+        if let Some((_, tx)) = self.lock().get(uid).and_then(|e| e.writer.as_ref()) {
+            tx.send_if_modified(|current| {
+                let newer = current.metadata.generation != run.metadata.generation;
+                if newer {
+                    *current = run.clone();
+                }
+                newer
+            });
         }
     }
 }
@@ -236,7 +307,7 @@ mod tests {
             |_| Box::pin(async { state(Phase::Completed) }),
             |_| {}
         ));
-        registry.remove("u1");
+        registry.forget("u1");
         assert_eq!(registry.presence("u1"), Presence::Absent);
     }
 
@@ -283,5 +354,44 @@ mod tests {
         assert_eq!(registry.presence("u1"), Presence::Stopped);
         assert!(registry.start("u1", |_| Box::pin(std::future::pending()), |_| {}));
         assert_eq!(registry.presence("u1"), Presence::Active);
+    }
+
+    #[tokio::test]
+    async fn forget_drops_the_task_the_report_location_and_the_status_writer_at_once() {
+        let registry = Registry::new();
+        let started = registry.start(
+            "u1",
+            |mut control| {
+                Box::pin(async move {
+                    let _ = control.wait_for(|s| *s == Signal::Cancel).await;
+                    state(Phase::Cancelled)
+                })
+            },
+            |_| {},
+        );
+        assert!(started);
+        let slot = ReportSlot::default();
+        slot.set(ReportLocation::ConfigMap("r1-report".into()));
+        registry.set_report("u1", slot);
+        let run = Arc::new(ResearchRun::new(
+            "r1",
+            serde_yaml::from_str("query: q").unwrap(),
+        ));
+        let (first, _rx) = registry.subscribe_writer("u1", &run);
+        let (second, _rx2) = registry.subscribe_writer("u1", &run);
+        assert_ne!(first, second, "every writer gets its own id");
+        registry.unsubscribe_writer("u1", first);
+        assert!(
+            registry.has_writer("u1"),
+            "an older writer leaves a newer one"
+        );
+        assert_eq!(
+            registry.report_location("u1"),
+            Some(ReportLocation::ConfigMap("r1-report".into()))
+        );
+        registry.forget("u1");
+        assert_eq!(registry.presence("u1"), Presence::Absent);
+        assert!(!registry.has_writer("u1"));
+        assert_eq!(registry.report_location("u1"), None);
     }
 }

@@ -1,10 +1,11 @@
-//! Unit tests of `controller`.
+//! Unit tests of `startup`.
 
 use super::watch_scopes;
-use super::{Error, leader};
+use crate::error::Error;
+use crate::leader_election;
 
 #[test]
-fn every_metric_reason_is_zeroed_at_start() {
+fn every_metric_reason_is_zeroed_at_start_and_names_its_variant() {
     let serde = serde_json::from_str::<u8>("x").unwrap_err();
     let errors = [
         Error::MissingMetadata("uid"),
@@ -14,18 +15,34 @@ fn every_metric_reason_is_zeroed_at_start() {
         },
         Error::Config("none".into()),
         Error::NotLeader,
-        Error::Leader(leader::LeaderError::Lost("l".into())),
+        Error::Leader(leader_election::LeaderError::Lost("l".into())),
         Error::ArtifactCleanup("x".into()),
     ];
+    let zeroed = Error::metric_reasons();
     for error in &errors {
         assert!(
-            Error::METRIC_REASONS.contains(&error.metric_reason()),
-            "{} missing from METRIC_REASONS",
+            zeroed.contains(&error.metric_reason()),
+            "{} is not zeroed at start",
             error.metric_reason()
         );
     }
-    assert!(Error::METRIC_REASONS.contains(&"KubeApi"));
-    assert!(Error::METRIC_REASONS.contains(&"Server"));
+    assert_eq!(errors[1].metric_reason(), "Serialization");
+    assert_eq!(
+        zeroed,
+        [
+            "KubeApi",
+            "MissingMetadata",
+            "Serialization",
+            "Server",
+            "Config",
+            "NotLeader",
+            "LeaderElection",
+            "TemplateRefused",
+            "ArtifactCleanup",
+            "StoredSpecInvalid",
+        ],
+        "the labels dashboards and alerts already use"
+    );
 }
 
 #[test]

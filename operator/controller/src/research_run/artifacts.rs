@@ -20,7 +20,9 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use super::status::RunView;
-use super::{Context, Error, Stall, apply_status, kube_err};
+use super::status_writer::apply_status;
+use super::{Context, Stall};
+use crate::error::{Error, kube_err};
 use crate::store::object::{
     Bucket, ObjectStoreConfig, ObjectStoreError, RunLayout, SecretValue, check_options, parse_url,
 };
@@ -312,8 +314,7 @@ pub fn cleanup_failed_message(run: &ResearchRun, what: &str) -> String {
 pub async fn cleanup(run: Arc<ResearchRun>, ctx: &Context) -> Result<Action, Error> {
     let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let uid = run.uid().ok_or(Error::MissingMetadata("uid"))?;
-    ctx.registry.remove(&uid);
-    ctx.forget_report(&uid);
+    ctx.registry.forget(&uid);
     let deleted = delete_objects(&run, ctx, &namespace).await?;
     match deleted {
         Ok((count, url)) => {

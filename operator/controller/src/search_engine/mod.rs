@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tracing::{debug, info, warn};
 
-use super::{CONTROLLER_NAME, Error, kube_err};
 use crate::store::configmap::FIELD_MANAGER;
+use crate::{CONTROLLER_NAME, Error, error::kube_err};
 use quarry_api::search_engine::SEARXNG_PORT;
 use quarry_api::values::parse_duration;
 use quarry_api::{
