@@ -336,21 +336,7 @@ impl Setup {
 
     /// The run's cost journal as the operator's store reads it.
     async fn journal(&self, run: &ResearchRun) -> Result<String, String> {
-        let owner = run
-            .controller_owner_ref(&())
-            .ok_or("run without owner ref data")?;
-        let store = quarry_operator::store::configmap::ConfigMapStore::new(
-            self.client(),
-            &self.namespace,
-            &run.name_any(),
-            owner,
-        );
-        let bytes = store
-            .get(quarry_engine::store::keys::EVENTS_KEY)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or("no events.jsonl")?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        quarry_e2e::kube_operator::cost_journal(self.client(), run).await
     }
 
     /// The checks every kill scenario shares.
@@ -977,32 +963,10 @@ impl Setup {
             )));
         }
         // Status cost equals the cost journal.
-        let journal = self.journal(&done).await?;
-        let spent = quarry_engine::research::journal::recovered_spend(journal.as_bytes())
-            .ok_or("no call in the journal")?
+        let spent = quarry_e2e::kube_operator::status_spend_matches_journal(self.client(), &done)
+            .await
+            .map_err(fail)?
             .total;
-        let usage = done
-            .status
-            .clone()
-            .unwrap_or_default()
-            .usage
-            .unwrap_or_default();
-        let paid = quarry_engine::llm::format_pico_usd(spent.cost_pico_usd);
-        if (
-            usage.llm_calls,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cost_usd.as_deref(),
-        ) != (
-            spent.llm_calls,
-            spent.input_tokens,
-            spent.output_tokens,
-            Some(paid.as_str()),
-        ) {
-            return Err(fail(format!(
-                "status usage {usage:?} vs the cost journal {spent:?}"
-            )));
-        }
         // The journal never counts a call the server did not answer; it may miss one answered
         // in the instant before a SIGKILL, before the process could record it.
         let answered = self.model.recorded().iter().filter(|r| r.answered).count() as u64;
