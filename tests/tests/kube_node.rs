@@ -1135,7 +1135,10 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     // still say Pending: the workers' progress reaches status on the reducer's next write).
     let mid = runs.get("taskgroup-workers").await.unwrap();
     assert!(!mid.is_finished(), "{:?}", mid.status);
-    eprintln!("workers took the run's tasks while its status said {:?}", mid.phase());
+    eprintln!(
+        "workers took the run's tasks while its status said {:?}",
+        mid.phase()
+    );
     let deleted_worker = per_worker[0].0.clone();
     let (ok, out, err) = node.run(
         "kubectl",
