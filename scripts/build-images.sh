@@ -8,13 +8,15 @@
 #                        (only for a build from source)
 #   quarry-searx         bookworm minbase + Debian's searx, with tests/images/searx/entrypoint.sh mapping
 #                        what the operator's SearchEngine Deployment sets (SearXNG's interface) onto it
+#   quarry-redis         bookworm minbase + Debian's redis-server (tests/images/redis/), for the workers
 # Every image is tagged with a hash of its inputs and the quarry image is kept as an OCI archive in
 # the cache directory ($QUARRY_IMAGE_CACHE, default /var/cache/quarry-images: outside the clone, so
 # another clone on the same machine, CI's included, reuses it). Only what changed is rebuilt; within
 # a rebuild buildah's layer cache keeps the Dockerfile's dependency layer while Cargo.lock is unchanged.
 #
 #   scripts/build-images.sh    -> prints `image=localhost/quarry:<hash>`, `archive=<file>`,
-#                                 `searx_image=localhost/quarry-searx:<hash>`, `searx_archive=<file>`
+#                                 `searx_image=localhost/quarry-searx:<hash>`, `searx_archive=<file>`,
+#                                 `redis_image=localhost/quarry-redis:<hash>`, `redis_archive=<file>`
 #
 # QUARRY_BINARY=PATH: the image is the Dockerfile's `prebuilt` target around that binary (a
 # stripped copy), e.g. the debug `target/debug/quarry` the test suite builds anyway on this bookworm
@@ -169,7 +171,33 @@ if [ ! -f "$searx_archive" ]; then
   done
   log "built $searx_image in $(( $(date +%s) - start )) s"
 fi
+# The Redis image of the workers' test: Debian's redis-server (tests/images/redis/).
+redis_pkgs=redis-server
+redis_base_key=$(echo "v1 bookworm $redis_pkgs $mirror" | key_of)
+debian_image quarry-redis-base "$redis_pkgs" "$redis_base_key"
+redis_inputs=$( { find tests/images/redis -type f -print0 | sort -z | xargs -0 sha256sum
+  echo "$redis_base_key"; } | key_of)
+redis_image="localhost/quarry-redis:$redis_inputs"
+redis_archive="$cache/quarry-redis-$redis_inputs.oci.tar"
+if [ ! -f "$redis_archive" ]; then
+  log "building $redis_image"
+  start=$(date +%s)
+  buildah bud --layers --build-arg "BASE_IMAGE=localhost/quarry-redis-base:$redis_base_key" \
+    -t "$redis_image" -f tests/images/redis/Containerfile tests/images/redis >"$cache/tmp/redis-build.log" 2>&1 \
+    || { tail -n 40 "$cache/tmp/redis-build.log" >&2; exit 1; }
+  buildah push --quiet "$redis_image" "oci-archive:$redis_archive.tmp:$redis_image" >/dev/null
+  mv "$redis_archive.tmp" "$redis_archive"
+  for old in "$cache"/quarry-redis-*.oci.tar; do
+    [ -e "$old" ] && [ "$old" != "$redis_archive" ] || continue
+    old_tag=${old##*/quarry-redis-}; old_tag=${old_tag%.oci.tar}
+    buildah rmi "localhost/quarry-redis:$old_tag" >/dev/null 2>&1 || true
+    rm -f "$old"
+  done
+  log "built $redis_image in $(( $(date +%s) - start )) s"
+fi
 echo "image=$image"
 echo "archive=$archive"
 echo "searx_image=$searx_image"
 echo "searx_archive=$searx_archive"
+echo "redis_image=$redis_image"
+echo "redis_archive=$redis_archive"

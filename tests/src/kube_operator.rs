@@ -398,3 +398,59 @@ where
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
+
+/// The run's cost journal (`events.jsonl` in its ConfigMap store), as the operator reads it.
+pub async fn cost_journal(client: Client, run: &quarry_api::ResearchRun) -> Result<String, String> {
+    use kube::{Resource, ResourceExt};
+    let owner = run
+        .controller_owner_ref(&())
+        .ok_or("run without owner ref data")?;
+    let namespace = run.namespace().ok_or("run without a namespace")?;
+    let store = quarry_operator::store::configmap::ConfigMapStore::new(
+        client,
+        &namespace,
+        &run.name_any(),
+        owner,
+    );
+    let bytes =
+        quarry_engine::store::ArtifactStore::get(&store, quarry_engine::store::keys::EVENTS_KEY)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("no events.jsonl")?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Checks that the run's status usage (calls, tokens, cost) equals the spend its cost journal
+/// records, and returns that spend.
+pub async fn status_spend_matches_journal(
+    client: Client,
+    run: &quarry_api::ResearchRun,
+) -> Result<quarry_engine::research::journal::Recovered, String> {
+    let journal = cost_journal(client, run).await?;
+    let recovered = quarry_engine::research::journal::recovered_spend(journal.as_bytes())
+        .ok_or("no call in the journal")?;
+    let spent = &recovered.total;
+    let usage = run
+        .status
+        .clone()
+        .unwrap_or_default()
+        .usage
+        .unwrap_or_default();
+    let paid = quarry_engine::llm::format_pico_usd(spent.cost_pico_usd);
+    if (
+        usage.llm_calls,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cost_usd.as_deref(),
+    ) != (
+        spent.llm_calls,
+        spent.input_tokens,
+        spent.output_tokens,
+        Some(paid.as_str()),
+    ) {
+        return Err(format!(
+            "status usage {usage:?} vs the cost journal {spent:?}"
+        ));
+    }
+    Ok(recovered)
+}

@@ -110,6 +110,8 @@ pub struct Images {
     pub quarry: Image,
     /// The search engine: Debian's searx behind SearXNG's interface (tests/images/searx).
     pub searx: Image,
+    /// Redis for the workers: Debian's redis-server (tests/images/redis).
+    pub redis: Image,
 }
 
 impl Image {
@@ -153,6 +155,10 @@ pub fn build_images() -> Result<Images, String> {
         searx: Image {
             name: field("searx_image")?,
             archive: PathBuf::from(field("searx_archive")?),
+        },
+        redis: Image {
+            name: field("redis_image")?,
+            archive: PathBuf::from(field("redis_archive")?),
         },
     };
     eprintln!(

@@ -16,6 +16,7 @@ pub const BUCKET: &str = "quarry-test";
 #[derive(Debug)]
 pub struct S3Server {
     child: Child,
+    host: std::net::Ipv4Addr,
     port: u16,
     /// Access key id of the IAM user allowed `s3:*`.
     pub access_key_id: String,
@@ -92,18 +93,24 @@ impl S3Server {
     /// Starts moto on a free port, waits (bounded) until it answers, creates the user, key and
     /// bucket, and turns authentication on.
     pub async fn start() -> Result<Self, String> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
+        Self::start_on(std::net::Ipv4Addr::LOCALHOST).await
+    }
+
+    /// As [`S3Server::start`], listening on `host` (e.g. a node address Pods reach).
+    pub async fn start_on(host: std::net::Ipv4Addr) -> Result<Self, String> {
+        let port = std::net::TcpListener::bind((host, 0))
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
             .port();
         let child = Command::new(moto_server_path())
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-H", &host.to_string(), "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("starting {}: {e}", moto_server_path().display()))?;
         let mut server = Self {
             child,
+            host,
             port,
             access_key_id: String::new(),
             secret_access_key: String::new(),
@@ -194,9 +201,9 @@ impl S3Server {
         Ok(server)
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://<host>:<port>` (127.0.0.1 unless started with [`S3Server::start_on`]).
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}:{}", self.host, self.port)
     }
 
     /// Stops the server.

@@ -660,11 +660,16 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
         }
     }
     for ns in ["research", "team-b"] {
-        let roles: Vec<&Value> = of_kind(&docs, "Role")
+        let roles: Vec<&str> = of_kind(&docs, "Role")
             .into_iter()
             .filter(|r| r["metadata"]["namespace"] == ns)
+            .map(name)
             .collect();
-        assert_eq!(roles.len(), 1, "one Role in {ns}");
+        assert_eq!(
+            roles,
+            vec!["quarry", "quarry-worker"],
+            "the operator's and the workers' Role in {ns}"
+        );
     }
     let operator = operator_container(&docs);
     assert!(
@@ -675,16 +680,34 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
         "{}",
         operator["args"]
     );
-    // Workers get no API access at all.
+    // Workers read the Secrets a run's profile names (the worker fails the task with
+    // SecretUnavailable otherwise), by name and only in the watched namespaces; nothing else.
     let worker = of_kind(&docs, "Deployment")
         .into_iter()
         .find(|d| d["metadata"]["labels"]["app.kubernetes.io/component"] == "worker")
         .expect("worker Deployment");
     assert_eq!(
         worker["spec"]["template"]["spec"]["automountServiceAccountToken"],
-        false
+        true
     );
-    assert!(grants(&docs, "quarry-worker", "", "secrets").is_empty());
+    let worker_secrets: BTreeSet<(String, Vec<String>)> =
+        grants(&docs, "quarry-worker", "", "secrets")
+            .into_iter()
+            .collect();
+    assert_eq!(
+        worker_secrets,
+        BTreeSet::from([
+            ("research".to_owned(), vec!["get".to_owned()]),
+            ("team-b".to_owned(), vec!["get".to_owned()]),
+        ])
+    );
+    for resource in ["configmaps", "pods"] {
+        assert!(
+            grants(&docs, "quarry-worker", "", resource).is_empty(),
+            "{resource}"
+        );
+    }
+    assert!(grants(&docs, "quarry-worker", "coordination.k8s.io", "leases").is_empty());
 
     // The user-facing roles aggregate into view, edit and admin.
     let view = of_kind(&docs, "ClusterRole")
@@ -777,7 +800,7 @@ fn all_features_wire_workers_keda_monitoring_and_network_policy() {
         .find(|d| d["metadata"]["labels"]["app.kubernetes.io/component"] == "worker")
         .expect("worker Deployment");
     let container = &worker["spec"]["template"]["spec"]["containers"][0];
-    assert_eq!(container["args"], json!(["worker"]));
+    assert_eq!(container["args"], json!(["worker", "--concurrency", "2"]));
     assert!(env_value(container, "QUARRY_REDIS_URL").is_some());
     assert!(
         worker["spec"]["replicas"].is_null(),

@@ -370,21 +370,7 @@ impl Setup {
 
     /// The run's cost journal as the operator's store reads it.
     async fn journal(&self, run: &ResearchRun) -> Result<String, String> {
-        let owner = run
-            .controller_owner_ref(&())
-            .ok_or("run without owner ref data")?;
-        let store = quarry_operator::store::configmap::ConfigMapStore::new(
-            self.client(),
-            &self.namespace,
-            &run.name_any(),
-            owner,
-        );
-        let bytes = store
-            .get(quarry_engine::store::keys::EVENTS_KEY)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or("no events.jsonl")?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        quarry_e2e::kube_operator::cost_journal(self.client(), run).await
     }
 
     /// The checks every kill scenario shares.

@@ -442,6 +442,7 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     let node = Node::up().await.expect("node");
     node.import(&images.quarry.archive).expect("import quarry");
     node.import(&images.searx.archive).expect("import searx");
+    node.import(&images.redis.archive).expect("import redis");
     let web = start_web().await;
     let run_quick: serde_json::Value = serde_yaml::from_str(
         &std::fs::read_to_string(
@@ -456,6 +457,9 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
         .expect("model server");
     let model_url = model.base_url();
     let host = quarry_e2e::node::NODE_IP.to_string();
+    let s3 = quarry_e2e::s3_server::S3Server::start_on(quarry_e2e::node::NODE_IP)
+        .await
+        .expect("moto");
 
     // The README's install, with the search-engine image allowed and the node address (model,
     // pages) exempt from the egress guard: both are chart values a user sets the same way.
@@ -684,6 +688,9 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
         at_delete.status
     );
     let old_name = operator_pod_names().await[0].clone();
+    // Planning is finished while the run is Researching: the replacement Pod must not plan again.
+    let planned = model.route_requests("planner").len();
+    assert_eq!(planned, 1, "planner calls before the deletion");
     let (ok, out, err) = node.run(
         "kubectl",
         &["-n", NS, "delete", "pod", &old_name, "--wait=false"],
@@ -705,6 +712,28 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     assert_eq!(
         reports_of(&node, "default", "taskgroup-deep").await.len(),
         1
+    );
+    // The spend in status is the cost journal's (the new Pod recovered it, and counted the calls
+    // it made itself), and the finished planning step was not asked of the model again.
+    let spent = quarry_e2e::kube_operator::status_spend_matches_journal(node.client(), &deep)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(spent.total.llm_calls > 0, "{spent:?}");
+    assert_eq!(
+        model.route_requests("planner").len(),
+        planned,
+        "the planner was asked again after the operator Pod was deleted"
+    );
+    // The journal never counts a call the model server did not answer (this run's: every call
+    // so far but the quick run's).
+    let answered = model
+        .recorded()
+        .iter()
+        .filter(|r| r.answered && r.route.as_deref() != Some("quick"))
+        .count() as u64;
+    assert!(
+        spent.total.llm_calls <= answered,
+        "{spent:?} vs {answered} answered"
     );
     eprintln!(
         "deep run Completed across an operator Pod deletion at {:?}",
@@ -905,6 +934,24 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     let mut doomed_run = run_quick.clone();
     doomed_run["metadata"]["name"] = json!("doomed-quick");
     kubectl_apply(&node, doomed, &doomed_run);
+    let s3_secret = json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "s3-creds", "labels": {"quarry.dev/credential": "true"},
+                     "annotations": {"quarry.dev/credential-hosts": host}},
+        "stringData": {"aws_access_key_id": s3.access_key_id, "aws_secret_access_key": s3.secret_access_key}
+    });
+    kubectl_apply(&node, doomed, &s3_secret);
+    let mut s3_profile = node_profile("s3", &model_url);
+    s3_profile["spec"]["objectStore"] = json!({
+        "url": format!("s3://{}/quarry", quarry_e2e::s3_server::BUCKET), "endpoint": s3.endpoint(),
+        "region": "us-east-1", "allowHttp": true, "credentialsSecretRef": {"name": "s3-creds"}
+    });
+    kubectl_apply(&node, doomed, &s3_profile);
+    let mut s3_run = run_quick.clone();
+    s3_run["metadata"]["name"] = json!("doomed-s3");
+    s3_run["spec"]["profileRef"] = json!("s3");
+    s3_run["spec"]["report"] = json!({"kind": "objectStore"});
+    kubectl_apply(&node, doomed, &s3_run);
     let schedule = json!({
         "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchSchedule",
         "metadata": {"name": "weekly"},
@@ -921,6 +968,66 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
     )
     .await;
     assert_eq!(finished.phase(), Phase::Completed, "{:?}", finished.status);
+    // A run whose report lives in an object store (moto on the node address, as S3): deleting it
+    // deletes its objects through its finalizer.
+    let s3_done = wait_phase(
+        &node,
+        &doomed_runs,
+        "doomed-s3",
+        Duration::from_secs(180),
+        ResearchRun::is_finished,
+    )
+    .await;
+    assert_eq!(s3_done.phase(), Phase::Completed, "{:?}", s3_done.status);
+    let object_url = s3_done
+        .status
+        .clone()
+        .unwrap_or_default()
+        .report
+        .and_then(|r| r.object_url)
+        .unwrap_or_default();
+    assert!(
+        object_url.starts_with(&format!(
+            "s3://{}/quarry/{doomed}/doomed-s3/",
+            quarry_e2e::s3_server::BUCKET
+        )),
+        "{:?}",
+        s3_done.status
+    );
+    assert!(
+        s3_done
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == "quarry.dev/artifacts"),
+        "{:?}",
+        s3_done.metadata.finalizers
+    );
+    let bucket = s3_objects(&s3, doomed, &s3_done);
+    let objects = bucket.list().await.unwrap();
+    assert!(!objects.is_empty(), "no objects for doomed-s3");
+    // The run is deleted before its namespace: deleted together, the namespace controller may
+    // delete the profile or its credentials Secret first, and the finalizer, which needs both to
+    // reach the objects, then holds the namespace (seen on this node: stuck in Terminating with
+    // `quarry.dev/artifacts` remaining). See docs/real-node.md.
+    doomed_runs
+        .delete("doomed-s3", &Default::default())
+        .await
+        .unwrap();
+    wait_for(
+        "the object-store run to be gone",
+        Duration::from_secs(60),
+        || async { Some(doomed_runs.get_opt("doomed-s3").await.ok()?.is_none()) },
+        |gone| *gone,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", node.diagnostics(NS)));
+    let left = bucket.list().await.unwrap();
+    assert!(
+        left.is_empty(),
+        "objects left after the run was deleted: {left:?} (were {objects:?})"
+    );
     let deleting = std::time::Instant::now();
     let (ok, out, err) = node.run("kubectl", &["delete", "namespace", doomed, "--wait=false"]);
     assert!(ok, "{out}{err}");
@@ -942,6 +1049,183 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
         started.elapsed(),
         model.request_count()
     );
+
+    // Workers: Redis as deploy/kustomize/overlays/redis runs it (the chart deploys none), then
+    // `helm upgrade` with workers.enabled and redis.url; a deep run's two researchers run on the two
+    // worker Pods (one task each), one Pod is deleted mid-run, and the run completes once.
+    let redis_docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(
+        &std::fs::read_to_string(
+            quarry_e2e::kube_tools::repo_root().join("deploy/kustomize/overlays/redis/redis.yaml"),
+        )
+        .unwrap(),
+    )
+    .map(|d| serde::Deserialize::deserialize(d).unwrap())
+    .collect();
+    for mut doc in redis_docs {
+        if doc["kind"] == "Deployment" {
+            let container = &mut doc["spec"]["template"]["spec"]["containers"][0];
+            container["image"] = json!(images.redis.name);
+            container["imagePullPolicy"] = json!("Never");
+        }
+        kubectl_apply(&node, NS, &doc);
+    }
+    let (ok, out, err) = node.run(
+        "helm",
+        &[
+            "upgrade",
+            "quarry",
+            "charts/quarry",
+            "-n",
+            NS,
+            "--reuse-values",
+            "--set",
+            "workers.enabled=true",
+            "--set",
+            "workers.concurrency=1",
+            "--set",
+            "redis.url=redis://quarry-redis.quarry-system.svc.cluster.local:6379/0",
+        ],
+    );
+    assert!(ok, "helm upgrade with workers: {out}{err}");
+    let worker_selector = ListParams::default().labels("app.kubernetes.io/component=worker");
+    let all_ready = |pods: &Vec<Pod>| pods.len() == 2 && pods.iter().all(ready);
+    wait_for(
+        "two Ready worker Pods",
+        Duration::from_secs(120),
+        || async { Some(operator_pods.list(&worker_selector).await.ok()?.items) },
+        all_ready,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", node.diagnostics(NS)));
+    wait_for(
+        "the operator Pod with --workers alone and Ready",
+        Duration::from_secs(120),
+        || async {
+            let pods = operator_pods.list(&operator_selector).await.ok()?.items;
+            (pods.len() == 1).then(|| pods.into_iter().next()).flatten()
+        },
+        |p: &Pod| {
+            ready(p)
+                && serde_json::to_string(&p.spec)
+                    .unwrap()
+                    .contains("--workers")
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", node.diagnostics(NS)));
+    eprintln!(
+        "Redis, two workers and the operator with --workers Ready at {:?}",
+        started.elapsed()
+    );
+
+    kubectl_apply(&node, "default", &deep_run("taskgroup-workers"));
+    let taken = |pod: Pod| async move {
+        let ip = pod.status.and_then(|s| s.pod_ip)?;
+        let text = reqwest::get(format!("http://{ip}:8080/metrics"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("quarry_worker_tasks_taken_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    let per_worker = wait_for(
+        "each worker Pod running one of the run's researchers",
+        Duration::from_secs(120),
+        || async {
+            let pods = operator_pods.list(&worker_selector).await.ok()?.items;
+            let mut counts = Vec::new();
+            for pod in pods {
+                let name = pod.metadata.name.clone()?;
+                counts.push((name, taken(pod).await.unwrap_or(0.0)));
+            }
+            Some(counts)
+        },
+        |counts: &Vec<(String, f64)>| counts.len() == 2 && counts.iter().all(|(_, n)| *n == 1.0),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", node.diagnostics(NS)));
+    // Mid-run: both researchers are on workers and the run is not finished (its status phase may
+    // still say Pending: the workers' progress reaches status on the reducer's next write).
+    let mid = runs.get("taskgroup-workers").await.unwrap();
+    assert!(!mid.is_finished(), "{:?}", mid.status);
+    eprintln!(
+        "workers took the run's tasks while its status said {:?}",
+        mid.phase()
+    );
+    let deleted_worker = per_worker[0].0.clone();
+    let (ok, out, err) = node.run(
+        "kubectl",
+        &["-n", NS, "delete", "pod", &deleted_worker, "--wait=false"],
+    );
+    assert!(ok, "{out}{err}");
+    let spread = wait_phase(
+        &node,
+        &runs,
+        "taskgroup-workers",
+        Duration::from_secs(240),
+        ResearchRun::is_finished,
+    )
+    .await;
+    assert_eq!(spread.phase(), Phase::Completed, "{:?}", spread.status);
+    assert_eq!(
+        reports_of(&node, "default", "taskgroup-workers")
+            .await
+            .len(),
+        1
+    );
+    quarry_e2e::kube_operator::status_spend_matches_journal(node.client(), &spread)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let workers_now: Vec<String> = operator_pods
+        .list(&worker_selector)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    assert!(!workers_now.contains(&deleted_worker), "{workers_now:?}");
+    eprintln!(
+        "deep run over workers {per_worker:?} Completed across the deletion of {deleted_worker} at {:?}",
+        started.elapsed()
+    );
+}
+
+/// The objects of `run` in the node test's bucket, read with the operator's own store.
+fn s3_objects(
+    s3: &quarry_e2e::s3_server::S3Server,
+    namespace: &str,
+    run: &ResearchRun,
+) -> quarry_operator::store::object::ObjectArtifactStore {
+    use quarry_operator::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
+    let config = ObjectStoreConfig {
+        url: format!("s3://{}/quarry", quarry_e2e::s3_server::BUCKET),
+        endpoint: Some(s3.endpoint()),
+        region: Some("us-east-1".into()),
+        allow_http: true,
+        options: vec![
+            (
+                "aws_access_key_id".into(),
+                SecretValue::new(&s3.access_key_id),
+            ),
+            (
+                "aws_secret_access_key".into(),
+                SecretValue::new(&s3.secret_access_key),
+            ),
+        ],
+        from_env: false,
+        origin: "test".into(),
+    };
+    Bucket::connect(&config).unwrap().for_run(&RunLayout {
+        prefix: None,
+        namespace: namespace.to_owned(),
+        run: run.metadata.name.clone().unwrap(),
+        uid: run.metadata.uid.clone().unwrap_or_default(),
+        query: run.spec.query.clone(),
+    })
 }
 
 /// The peak resident memory (bytes) of the pod's first container's process: `VmHWM` in its
