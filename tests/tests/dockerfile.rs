@@ -106,8 +106,9 @@ fn build_images_uses_the_prebuilt_target_only_when_given_a_binary() {
         .lines()
         .filter(|l| l.trim_start().starts_with("buildah bud"))
         .collect();
-    // The prebuilt build, the from-source build (default target), the search-engine image.
-    assert_eq!(bud.len(), 3, "{bud:?}");
+    // The prebuilt build, the from-source build (default target), the search-engine image, the
+    // workers' Redis image.
+    assert_eq!(bud.len(), 4, "{bud:?}");
     assert!(
         bud[0].contains("--target prebuilt --build-context \"quarry-bin=$bindir\""),
         "{}",
