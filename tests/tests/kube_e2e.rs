@@ -781,12 +781,23 @@ async fn managed_search_engine(
                 }),
         ),
         (
-            "Secret",
+            // The operator creates no Secret: SearXNG's key comes from its pod's UID.
+            "Deployment keyed by its pod's UID, no Secret:",
             Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
                 .get_opt("managed-searxng")
                 .await
                 .map_err(|e| e.to_string())?
-                .is_some_and(|s| s.data.is_some_and(|d| d.contains_key("secret_key"))),
+                .is_none()
+                && serde_json::to_value(&deployment).is_ok_and(|d| {
+                    d["spec"]["template"]["spec"]["containers"][0]["env"]
+                        .as_array()
+                        .is_some_and(|env| {
+                            env.iter().any(|e| {
+                                e["name"] == "SEARXNG_SECRET"
+                                    && e["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.uid"
+                            })
+                        })
+                }),
         ),
         (
             "Service",

@@ -378,6 +378,24 @@ async fn publish(store: &dyn ArtifactStore, markdown: &str, findings: &str) -> E
     }
 }
 
+/// Writes the calls not yet in the cost journal before the run ends, retried for about 20 s
+/// like the report: the journal is what a resumed run and an audit trust, and its last write
+/// may meet the same API-server restart the report's did (status then counted a call the
+/// journal never got).
+async fn flush_journal(events: &EventLog) {
+    let mut last = String::new();
+    for attempt in 0..8u32 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis((250 * 2u64.pow(attempt)).min(4000))).await;
+        }
+        match events.commit().await {
+            Ok(_) => return,
+            Err(e) => last = e.to_string(),
+        }
+    }
+    warn!(error = %last, "cost journal not written at the end of the run");
+}
+
 /// Drives a run to a terminal phase (or until cancelled) and returns its final state.
 ///
 /// A state in phase Pending starts; any other non-terminal state is recovered from its
@@ -536,6 +554,7 @@ pub async fn run(
     while let Ok(event) = rx.try_recv() {
         runner.apply(event).await;
     }
+    flush_journal(&runner.events).await;
     let placeholder = RunState::new(runner.state.input.clone());
     std::mem::replace(&mut runner.state, placeholder)
 }
