@@ -1185,6 +1185,8 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
         .unwrap()
         .items
         .into_iter()
+        // A deleted Pod is listed until its grace period ends; only live ones count.
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| p.metadata.name)
         .collect();
     assert!(!workers_now.contains(&deleted_worker), "{workers_now:?}");
