@@ -587,7 +587,9 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
             "containers": [{
                 "name": "probe", "image": images.searx.name, "imagePullPolicy": "Never",
                 "command": ["/usr/bin/python3", "-c",
-                    "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())", &url],
+                    // Retries a refused connection: kube-proxy programs the Service's rules a
+                    // moment after the Pod turns Ready.
+                    "import sys, time, urllib.request\nfor attempt in range(30):\n    try:\n        print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())\n        break\n    except OSError as e:\n        if attempt == 29:\n            raise\n        time.sleep(1)\n", &url],
             }],
         },
     }))
