@@ -841,32 +841,9 @@ impl Setup {
     /// server did not answer. Returns the answered calls the journal lacks: those answered in
     /// the instant before a process died, too late for it to record them.
     async fn status_matches_journal(&self, done: &ResearchRun) -> Result<usize, String> {
-        let journal = self.journal(done).await?;
-        let spent = quarry_engine::research::journal::recovered_spend(journal.as_bytes())
-            .ok_or("no call in the journal")?
+        let spent = quarry_e2e::kube_operator::status_spend_matches_journal(self.client(), done)
+            .await?
             .total;
-        let usage = done
-            .status
-            .clone()
-            .unwrap_or_default()
-            .usage
-            .unwrap_or_default();
-        let paid = quarry_engine::llm::format_pico_usd(spent.cost_pico_usd);
-        if (
-            usage.llm_calls,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cost_usd.as_deref(),
-        ) != (
-            spent.llm_calls,
-            spent.input_tokens,
-            spent.output_tokens,
-            Some(paid.as_str()),
-        ) {
-            return Err(format!(
-                "status usage {usage:?} vs the cost journal {spent:?}"
-            ));
-        }
         let answered = self.model.recorded().iter().filter(|r| r.answered).count() as u64;
         if spent.llm_calls > answered {
             return Err(format!(
