@@ -26,6 +26,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use quarry_api::{ResearchRun, find_condition};
 use quarry_e2e::control_plane::ControlPlane;
+use quarry_e2e::kube_operator::wait_for;
 use quarry_e2e::model_server::{ScriptedModel, Step};
 use serde_json::{Value, json};
 
@@ -537,18 +538,14 @@ async fn scenario(
             "stall message does not name the profile: {message}"
         ));
     }
-    let events: Api<k8s_openapi::api::events::v1::Event> =
-        Api::namespaced(client.clone(), namespace);
-    let listed = events
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| format!("listing events: {e}"))?;
-    if !listed.items.iter().any(|e| {
-        e.reason.as_deref() == Some("ProfileNotFound")
-            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("late")
-    }) {
-        return Err("no ProfileNotFound Event for run late".into());
-    }
+    // The Event is published right after the status write, so it may land a moment later.
+    wait_for(
+        "a ProfileNotFound Event for run late",
+        Duration::from_secs(10),
+        || async { Some(event_reasons(client, namespace, "late").await) },
+        |reasons| reasons.iter().any(|r| r == "ProfileNotFound"),
+    )
+    .await?;
     apply(
         client,
         ("quarry.dev", "v1alpha1", "ResearchProfile"),
@@ -685,33 +682,6 @@ async fn start_operator_as(
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-}
-
-/// Polls `get` until `done` holds on its value, failing with the last value after `timeout`.
-async fn wait_for<T: std::fmt::Debug, F, Fut>(
-    what: &str,
-    timeout: Duration,
-    get: F,
-    done: impl Fn(&T) -> bool,
-) -> Result<T, String>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut last = None;
-    while tokio::time::Instant::now() < deadline {
-        if let Some(value) = get().await {
-            if done(&value) {
-                return Ok(value);
-            }
-            last = Some(value);
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    Err(format!(
-        "{what} not reached within {timeout:?}; last: {last:?}"
-    ))
 }
 
 /// A managed SearchEngine: idle at zero, scaled up with owned children when a run uses it (the
