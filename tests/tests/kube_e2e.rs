@@ -266,6 +266,225 @@ async fn operator_keeps_object_store_runs_in_s3_and_deletes_their_objects() {
     .await;
 }
 
+/// On a real API server: object-store runs never hold their namespace's deletion. The profile
+/// and its Secret deleted before the runs (as a namespace deletion may do): the operator that
+/// launched a run still deletes its objects; a restarted one, which cannot reach them, keeps the
+/// run (a stall, fixable) until the namespace is being deleted, then lets it go and names the
+/// objects it left in a Warning Event on the Namespace.
+#[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
+async fn object_store_runs_never_hold_a_namespace_deletion() {
+    assert!(
+        quarry_e2e::s3_server::moto_available(),
+        "moto's server is not installed (scripts/install-test-deps.sh)"
+    );
+    in_test_namespace(
+        "s3-ns",
+        |client, kubeconfig, namespace, logs, _audit| async move {
+            namespace_deletion_scenario(&client, &kubeconfig, &namespace, &logs).await
+        },
+    )
+    .await;
+}
+
+async fn namespace_deletion_scenario(
+    client: &Client,
+    kubeconfig: &str,
+    namespace: &str,
+    logs: &std::path::Path,
+) -> TestResult {
+    use k8s_openapi::api::core::v1::{Namespace, Secret};
+    use k8s_openapi::api::events::v1::Event;
+    use quarry_api::ResearchProfile;
+    use quarry_e2e::s3_server::{BUCKET, S3Server};
+    use quarry_operator::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
+    install_crds(client).await?;
+    let (web, _web_task) = start_web().await?;
+    let mut script = researcher_script(&web, "CEL validation");
+    script.extend(researcher_script(&web, "CEL validation"));
+    let model = ScriptedModel::start(script)
+        .await
+        .map_err(|e| format!("model server: {e}"))?;
+    let s3 = S3Server::start().await?;
+    for secret in [
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
+               "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
+               "stringData": {"aws_access_key_id": s3.access_key_id, "aws_secret_access_key": s3.secret_access_key}}),
+    ] {
+        apply(client, ("", "v1", "Secret"), namespace, secret).await?;
+    }
+    let mut object_profile = profile("default", &model.base_url(), &web);
+    object_profile["spec"]["objectStore"] = json!({
+        "url": format!("s3://{BUCKET}/quarry"), "endpoint": s3.endpoint(), "region": "us-east-1",
+        "allowHttp": true, "credentialsSecretRef": {"name": "s3-creds"}
+    });
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchProfile"),
+        namespace,
+        object_profile,
+    )
+    .await?;
+    let (operator, _port) = start_operator(kubeconfig, namespace, logs).await?;
+    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), namespace);
+    let config = ObjectStoreConfig {
+        url: format!("s3://{BUCKET}/quarry"),
+        endpoint: Some(s3.endpoint()),
+        region: Some("us-east-1".into()),
+        allow_http: true,
+        options: vec![
+            (
+                "aws_access_key_id".into(),
+                SecretValue::new(&s3.access_key_id),
+            ),
+            (
+                "aws_secret_access_key".into(),
+                SecretValue::new(&s3.secret_access_key),
+            ),
+        ],
+        from_env: false,
+        origin: "test".into(),
+    };
+    let bucket = Bucket::connect(&config).map_err(|e| e.to_string())?;
+    let mut stores = Vec::new();
+    for name in ["remembered", "left"] {
+        let mut body = run(name, "default", "How do CEL validation rules work in CRDs?");
+        body["spec"]["report"] = json!({"kind": "objectStore"});
+        apply(
+            client,
+            ("quarry.dev", "v1alpha1", "ResearchRun"),
+            namespace,
+            body,
+        )
+        .await?;
+        let done = wait_run(&runs, name, "Completed", RUN_TIMEOUT, |r| r.is_finished()).await?;
+        if !condition_is(&done, "Succeeded", "True", "Completed") {
+            return Err(format!(
+                "run {name} finished without success: {:?}",
+                done.status
+            ));
+        }
+        // Where its objects are was recorded with the finalizer.
+        let location = format!("s3://{BUCKET}/quarry/{namespace}/{name}/");
+        if done.annotations().get("quarry.dev/artifacts-location") != Some(&location)
+            || !done
+                .finalizers()
+                .iter()
+                .any(|f| f == "quarry.dev/artifacts")
+        {
+            return Err(format!(
+                "run {name}: no location annotation {location} or no finalizer: {:?}",
+                done.metadata
+            ));
+        }
+        let store = bucket.for_run(&RunLayout {
+            prefix: None,
+            namespace: namespace.to_string(),
+            run: name.into(),
+            uid: done.uid().unwrap_or_default(),
+            query: done.spec.query.clone(),
+        });
+        if store.list().await.map_err(|e| e.to_string())?.is_empty() {
+            return Err(format!("no objects for run {name}"));
+        }
+        stores.push((name, store, location));
+    }
+    // The profile and its credentials go first.
+    let profiles: Api<ResearchProfile> = Api::namespaced(client.clone(), namespace);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    profiles
+        .delete("default", &DeleteParams::default())
+        .await
+        .map_err(|e| format!("deleting the profile: {e}"))?;
+    secrets
+        .delete("s3-creds", &DeleteParams::default())
+        .await
+        .map_err(|e| format!("deleting the Secret: {e}"))?;
+    let gone = |name: &'static str| {
+        let runs = runs.clone();
+        async move {
+            wait_for(
+                &format!("run {name} to be gone"),
+                Duration::from_secs(60),
+                || async { runs.get_opt(name).await.ok().map(|r| r.is_none()) },
+                |gone: &bool| *gone,
+            )
+            .await
+        }
+    };
+    // The operator that launched the run still reaches its objects and deletes them.
+    let (_, remembered, _) = &stores[0];
+    runs.delete("remembered", &DeleteParams::default())
+        .await
+        .map_err(|e| format!("deleting run remembered: {e}"))?;
+    gone("remembered").await?;
+    let after = remembered.list().await.map_err(|e| e.to_string())?;
+    if !after.is_empty() {
+        return Err(format!("objects of run remembered left: {after:?}"));
+    }
+    // A restarted operator cannot: outside a namespace deletion the run stays, stalled, since
+    // the profile and Secret can be restored.
+    drop(operator);
+    let (_operator, _port) = start_operator(kubeconfig, namespace, logs).await?;
+    let (_, left, location) = &stores[1];
+    let before = left.list().await.map_err(|e| e.to_string())?;
+    runs.delete("left", &DeleteParams::default())
+        .await
+        .map_err(|e| format!("deleting run left: {e}"))?;
+    wait_run(
+        &runs,
+        "left",
+        "ArtifactCleanupFailed",
+        Duration::from_secs(60),
+        |r| {
+            r.conditions()
+                .iter()
+                .any(|c| c.reason == "ArtifactCleanupFailed")
+        },
+    )
+    .await?;
+    // Its namespace deleted (this API server has no namespace controller: the namespace stays
+    // Terminating with its contents, which is what the operator sees in a real deletion).
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .delete(namespace, &DeleteParams::default())
+        .await
+        .map_err(|e| format!("deleting the namespace: {e}"))?;
+    gone("left").await?;
+    let kept = left.list().await.map_err(|e| e.to_string())?;
+    if kept != before {
+        return Err(format!(
+            "objects of run left changed: {kept:?} (were {before:?})"
+        ));
+    }
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let warned = wait_for(
+        "an ArtifactsLeft Warning on the Namespace",
+        Duration::from_secs(20),
+        || async {
+            let list = events.list(&ListParams::default()).await.ok()?;
+            Some(list.items.into_iter().find(|e| {
+                e.reason.as_deref() == Some("ArtifactsLeft")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(namespace)
+            }))
+        },
+        |found: &Option<Event>| found.is_some(),
+    )
+    .await?
+    .unwrap_or_default();
+    let note = warned.note.unwrap_or_default();
+    if warned.type_.as_deref() != Some("Warning")
+        || !note.contains(location.as_str())
+        || !note.contains("ResearchProfile \"default\"")
+    {
+        return Err(format!(
+            "the Warning does not name the objects and why: {note}"
+        ));
+    }
+    Ok(())
+}
+
 async fn object_store_scenario(
     client: &Client,
     kubeconfig: &str,

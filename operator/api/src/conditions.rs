@@ -64,6 +64,9 @@ pub mod reasons {
     pub const ARTIFACT_CLEANUP_FAILED: &str = "ArtifactCleanupFailed";
     /// The run's object-store artifacts were deleted (an Event).
     pub const ARTIFACTS_DELETED: &str = "ArtifactsDeleted";
+    /// A run was deleted with its namespace after its profile or credentials Secret, so its
+    /// object-store artifacts could not be reached and were left in place (a Warning Event).
+    pub const ARTIFACTS_LEFT: &str = "ArtifactsLeft";
     /// The run waits for its managed SearchEngine to scale up from zero.
     pub const WAITING_FOR_SEARCH_ENGINE: &str = "WaitingForSearchEngine";
     /// The search endpoint could not be reached.

@@ -6,13 +6,27 @@
 //! The finalizer is added just before a run's first object write (by the run's store, through
 //! [`FinalizerGuard`]), so runs that never write an object are never held up by it. Cleanup and
 //! the finalizer's removal go through kube-runtime's `finalizer` helper.
+//!
+//! The cleanup needs the profile's `objectStore` and its credentials Secret, which a namespace
+//! deletion removes together with the runs and in no set order. Holding a finalizer on the
+//! user's Secret until its runs are gone (as Kubernetes protects a PVC in use) would need `patch`
+//! on Secrets and would strand every Secret if the operator were uninstalled, so instead:
+//! - the guard records where the run's objects go ([`LOCATION_ANNOTATION`]) with the finalizer;
+//! - the store a run was launched with is remembered in memory ([`LaunchedStores`]), so the
+//!   cleanup still reaches the objects when the profile or Secret went first;
+//! - when neither can be had (the operator restarted in between) and the namespace is being
+//!   deleted, nothing can bring them back: the finalizer is removed with a Warning Event naming
+//!   the objects left (on the run and on its Namespace, whose Events outlive it) instead of
+//!   holding the namespace in Terminating forever. Outside a namespace deletion a missing
+//!   profile or Secret stays a stall, since the user can restore it.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::finalizer::{self, finalizer};
@@ -32,6 +46,38 @@ use quarry_engine::store::StoreError;
 
 /// Finalizer on runs whose artifacts are (partly) in an object store.
 pub const ARTIFACTS_FINALIZER: &str = "quarry.dev/artifacts";
+
+/// Annotation naming where a run's objects are (`s3://bucket/prefix/namespace/run/`), set with
+/// the finalizer so that objects a cleanup cannot reach can still be named.
+pub const LOCATION_ANNOTATION: &str = "quarry.dev/artifacts-location";
+
+/// The object store each run was launched with, by run UID: the cleanup's way to the objects
+/// when the profile or its Secret was deleted before the run (a namespace deletion). Entries go
+/// when the run's cleanup ends; they hold credentials the operator read anyway, in memory only.
+#[derive(Clone, Debug, Default)]
+pub struct LaunchedStores(Arc<Mutex<HashMap<String, ObjectStoreConfig>>>);
+
+impl LaunchedStores {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, ObjectStoreConfig>> {
+        // A poisoned lock means a panic mid-insert of a plain map, which is still consistent.
+        self.0.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Remembers the store run `uid` is launched with.
+    pub fn remember(&self, uid: &str, config: &ObjectStoreConfig) {
+        self.lock().insert(uid.to_owned(), config.clone());
+    }
+
+    /// The store run `uid` was launched with by this process, if any.
+    pub fn get(&self, uid: &str) -> Option<ObjectStoreConfig> {
+        self.lock().get(uid).cloned()
+    }
+
+    /// Forgets run `uid` (its cleanup ended).
+    pub fn forget(&self, uid: &str) {
+        self.lock().remove(uid);
+    }
+}
 
 /// Where a run's artifacts go, resolved by the controller and handed to the launcher.
 #[derive(Clone, Debug, Default)]
@@ -239,14 +285,17 @@ pub fn probe_stall(config: &ObjectStoreConfig, error: &ObjectStoreError) -> Stal
 pub struct FinalizerGuard {
     api: Api<ResearchRun>,
     name: String,
+    location: Option<String>,
 }
 
 impl FinalizerGuard {
-    /// The guard of run `name` in `namespace`.
-    pub fn new(client: Client, namespace: &str, name: &str) -> Self {
+    /// The guard of run `name` in `namespace`, whose objects go under `location` (recorded in
+    /// [`LOCATION_ANNOTATION`] before the finalizer is added).
+    pub fn new(client: Client, namespace: &str, name: &str, location: Option<String>) -> Self {
         Self {
             api: Api::namespaced(client, namespace),
             name: name.to_string(),
+            location,
         }
     }
 }
@@ -272,6 +321,14 @@ impl BeforeObjectWrite for FinalizerGuard {
         }
         if has_finalizer(&run) {
             return Ok(());
+        }
+        if let Some(location) = &self.location {
+            let patch =
+                serde_json::json!({"metadata": {"annotations": {LOCATION_ANNOTATION: location}}});
+            self.api
+                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| failed(format!("annotating ResearchRun {}: {e}", self.name)))?;
         }
         finalizer(&self.api, ARTIFACTS_FINALIZER, Arc::new(run), |_| async {
             Ok::<_, StoreError>(Action::await_change())
@@ -309,15 +366,25 @@ pub fn cleanup_failed_message(run: &ResearchRun, what: &str) -> String {
     )
 }
 
-/// The finalizer's cleanup: deletes the run's objects, or marks the run stalled (with a Warning
-/// Event) and fails so the deletion is retried.
+/// The finalizer's cleanup: deletes the run's objects; or, when they can no longer be reached
+/// because the run's namespace is being deleted, leaves them with a Warning Event; or marks the
+/// run stalled (with a Warning Event) and fails so the deletion is retried.
 pub async fn cleanup(run: Arc<ResearchRun>, ctx: &Context) -> Result<Action, Error> {
     let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let uid = run.uid().ok_or(Error::MissingMetadata("uid"))?;
     ctx.registry.forget(&uid);
-    let deleted = delete_objects(&run, ctx, &namespace).await?;
-    match deleted {
+    let outcome = match reach_objects(&run, ctx, &namespace, &uid).await? {
+        Reach::Store(config) => delete_objects(&run, &config).await?,
+        Reach::Gone(why) if namespace_terminating(ctx, &namespace).await => {
+            leave_objects(&run, ctx, &namespace, &why).await;
+            ctx.launched_stores.forget(&uid);
+            return Ok(Action::await_change());
+        }
+        Reach::Gone(why) | Reach::Unusable(why) => Err(why),
+    };
+    match outcome {
         Ok((count, url)) => {
+            ctx.launched_stores.forget(&uid);
             info!(run = %run.name_any(), namespace = %namespace, objects = count, "deleted the run's object-store artifacts");
             let event = Event {
                 type_: EventType::Normal,
@@ -340,12 +407,24 @@ pub async fn cleanup(run: Arc<ResearchRun>, ctx: &Context) -> Result<Action, Err
     }
 }
 
-/// Deletes the run's objects: `Ok(Ok((count, url)))`, or `Ok(Err(what failed))`.
-async fn delete_objects(
+/// How the cleanup can reach a run's objects.
+enum Reach {
+    /// Through this store.
+    Store(ObjectStoreConfig),
+    /// Not at all: the profile or its credentials Secret no longer exists (why, as a sentence).
+    Gone(String),
+    /// Not with the configuration as it is now (why, with the fix).
+    Unusable(String),
+}
+
+/// The store of the run's objects: its profile's as it is now, else the one the run was
+/// launched with in this process.
+async fn reach_objects(
     run: &ResearchRun,
     ctx: &Context,
     namespace: &str,
-) -> Result<Result<(usize, String), String>, Error> {
+    uid: &str,
+) -> Result<Reach, Error> {
     let profile_name = &run.spec.profile_ref;
     let profiles: Api<ResearchProfile> = Api::namespaced(ctx.client.clone(), namespace);
     let profile = profiles
@@ -354,23 +433,115 @@ async fn delete_objects(
         .map_err(kube_err(format!(
             "reading ResearchProfile {namespace}/{profile_name}"
         )))?;
-    let config = match profile {
+    let reach = match profile {
         Some(profile) => match resolve_object_store(ctx, &profile, namespace).await? {
-            Ok(Some(config)) => config,
-            Ok(None) => {
-                return Ok(Err(format!(
-                    "ResearchProfile \"{profile_name}\" no longer configures an object store (and the operator has no default), so the run's objects cannot be reached; restore its objectStore"
-                )));
-            }
-            Err(stall) => return Ok(Err(stall.message)),
+            Ok(Some(config)) => Reach::Store(config),
+            Ok(None) => Reach::Unusable(format!(
+                "ResearchProfile \"{profile_name}\" no longer configures an object store (and the operator has no default), so the run's objects cannot be reached; restore its objectStore"
+            )),
+            Err(stall) if stall.reason == reasons::SECRET_NOT_FOUND => Reach::Gone(stall.message),
+            Err(stall) => Reach::Unusable(stall.message),
         },
-        None => {
-            return Ok(Err(format!(
-                "ResearchProfile \"{profile_name}\" (spec.profileRef) no longer exists, so where the run's objects are and their credentials are unknown; recreate it"
-            )));
-        }
+        None => Reach::Gone(format!(
+            "ResearchProfile \"{profile_name}\" (spec.profileRef) no longer exists, so where the run's objects are and their credentials are unknown; recreate it"
+        )),
     };
-    let store = match Bucket::connect(&config) {
+    Ok(match (reach, ctx.launched_stores.get(uid)) {
+        (Reach::Store(config), _) => Reach::Store(config),
+        (_, Some(launched)) => {
+            info!(run = %run.name_any(), namespace = %namespace, "the run's profile or credentials are not usable any more; deleting its objects with the store it was launched with");
+            Reach::Store(launched)
+        }
+        (why, None) => why,
+    })
+}
+
+/// Whether `namespace` is being deleted (an unreadable namespace counts as not: the cleanup then
+/// stalls, which can be fixed, rather than leaving objects behind).
+async fn namespace_terminating(ctx: &Context, namespace: &str) -> bool {
+    let namespaces: Api<Namespace> = Api::all(ctx.client.clone());
+    match namespaces.get_opt(namespace).await {
+        Ok(Some(ns)) => ns.metadata.deletion_timestamp.is_some(),
+        Ok(None) => true,
+        Err(e) => {
+            warn!(namespace = %namespace, error = %e, "could not read the namespace; treating it as not being deleted");
+            false
+        }
+    }
+}
+
+/// Pure: where a run's objects are, as recorded on it (the guard's annotation, else its report's
+/// directory), else as far as is known without its profile.
+pub fn recorded_location(run: &ResearchRun) -> String {
+    if let Some(location) = run.annotations().get(LOCATION_ANNOTATION) {
+        return location.clone();
+    }
+    let report = run
+        .status
+        .as_ref()
+        .and_then(|s| s.report.as_ref())
+        .and_then(|r| r.object_url.as_deref());
+    if let Some(url) = report
+        && let Some((dir, _)) = url.rsplit_once('/')
+    {
+        return format!("{dir}/");
+    }
+    let prefix = run
+        .spec
+        .report
+        .prefix
+        .as_deref()
+        .map(|p| format!("{}/", p.trim_matches('/')))
+        .unwrap_or_default();
+    format!(
+        "{prefix}{}/{}/ in the object store of ResearchProfile \"{}\"",
+        run.namespace().unwrap_or_default(),
+        run.name_any(),
+        run.spec.profile_ref
+    )
+}
+
+/// Pure: the Warning of a run whose objects were left because its namespace is being deleted.
+pub fn left_message(run: &ResearchRun, why: &str) -> String {
+    format!(
+        "the objects of ResearchRun {}/{} under {} were left in place: its namespace is being deleted and {why}; the finalizer {ARTIFACTS_FINALIZER} was removed so the namespace can go. Delete them with the object store's own tools",
+        run.namespace().unwrap_or_default(),
+        run.name_any(),
+        recorded_location(run)
+    )
+}
+
+/// Removes nothing from the object store and says so: a Warning Event on the run and on its
+/// Namespace (that one outlives the namespace's own Events), and the log.
+async fn leave_objects(run: &ResearchRun, ctx: &Context, namespace: &str, why: &str) {
+    let message = left_message(run, why);
+    warn!(run = %run.name_any(), namespace = %namespace, "{message}");
+    let event = Event {
+        type_: EventType::Warning,
+        reason: reasons::ARTIFACTS_LEFT.into(),
+        note: Some(message),
+        action: "Cleanup".into(),
+        secondary: None,
+    };
+    let namespace_ref = k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Namespace".into()),
+        name: Some(namespace.to_owned()),
+        ..Default::default()
+    };
+    for reference in [run.object_ref(&()), namespace_ref] {
+        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+            warn!(run = %run.name_any(), error = %e, "publishing event failed");
+        }
+    }
+}
+
+/// Deletes the run's objects: `Ok(Ok((count, url)))`, or `Ok(Err(what failed))`.
+async fn delete_objects(
+    run: &ResearchRun,
+    config: &ObjectStoreConfig,
+) -> Result<Result<(usize, String), String>, Error> {
+    let store = match Bucket::connect(config) {
         Ok(bucket) => bucket.for_run(&layout(run)?),
         Err(e) => return Ok(Err(e.to_string())),
     };
@@ -407,11 +578,31 @@ mod tests {
     #[tokio::test]
     async fn the_guard_adds_the_finalizer_once_with_a_tested_json_patch() {
         let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-        let guard = FinalizerGuard::new(Client::new(service, "ns"), "ns", "r1");
+        let guard = FinalizerGuard::new(
+            Client::new(service, "ns"),
+            "ns",
+            "r1",
+            Some("s3://b/quarry/ns/r1/".into()),
+        );
         let server = tokio::spawn(async move {
             let path = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns/r1";
             let (req, send) = handle.next_request().await.unwrap();
             assert_eq!((req.method().as_str(), req.uri().path()), ("GET", path));
+            send.send_response(respond(&run(json!({"finalizers": ["other.io/keep"]}))));
+            // Where the objects go is recorded first, so a cleanup that cannot reach them can
+            // still name them.
+            let (req, send) = handle.next_request().await.unwrap();
+            assert_eq!((req.method().as_str(), req.uri().path()), ("PATCH", path));
+            assert_eq!(
+                req.headers().get("content-type").unwrap(),
+                "application/merge-patch+json"
+            );
+            let body: serde_json::Value =
+                serde_json::from_slice(&req.into_body().collect_bytes().await.unwrap()).unwrap();
+            assert_eq!(
+                body,
+                json!({"metadata": {"annotations": {"quarry.dev/artifacts-location": "s3://b/quarry/ns/r1/"}}})
+            );
             send.send_response(respond(&run(json!({"finalizers": ["other.io/keep"]}))));
             let (req, send) = handle.next_request().await.unwrap();
             assert_eq!(req.method(), http::Method::PATCH);
@@ -451,6 +642,28 @@ mod tests {
         let err = guard.before_first_object().await.unwrap_err();
         assert!(err.to_string().contains("is being deleted"), "{err}");
         server.await.unwrap();
+    }
+
+    #[test]
+    fn objects_left_behind_are_named_by_what_the_run_recorded() {
+        let mut value = run(json!({}));
+        value["spec"]["profileRef"] = json!("s3");
+        value["spec"]["report"] = json!({"kind": "objectStore", "prefix": "/teams/"});
+        let bare: ResearchRun = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(
+            recorded_location(&bare),
+            "teams/ns/r1/ in the object store of ResearchProfile \"s3\""
+        );
+        value["status"] = json!({"report": {"objectUrl": "s3://b/teams/ns/r1/report-u1.md"}});
+        let reported: ResearchRun = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(recorded_location(&reported), "s3://b/teams/ns/r1/");
+        value["metadata"]["annotations"] =
+            json!({"quarry.dev/artifacts-location": "s3://b/teams/ns/r1/"});
+        let annotated: ResearchRun = serde_json::from_value(value).unwrap();
+        assert_eq!(
+            left_message(&annotated, "Secret \"s3-creds\" not found"),
+            "the objects of ResearchRun ns/r1 under s3://b/teams/ns/r1/ were left in place: its namespace is being deleted and Secret \"s3-creds\" not found; the finalizer quarry.dev/artifacts was removed so the namespace can go. Delete them with the object store's own tools"
+        );
     }
 
     #[test]

@@ -105,6 +105,7 @@ fn run_store(client: &Client, request: &LaunchRequest) -> Result<RoutedStore, La
         client.clone(),
         &namespace,
         &run.name_any(),
+        object.as_ref().map(|o| o.dir_url()),
     ));
     let report = request.artifacts.report.clone();
     Ok(match (run.spec.report.kind, object) {

@@ -134,6 +134,8 @@ pub struct Context {
     pub fence: Fence,
     /// The operator-wide object store, for profiles that configure none.
     pub default_object_store: Option<crate::store::object::ObjectStoreConfig>,
+    /// The object store each run was launched with (the artifacts cleanup's fallback).
+    pub launched_stores: artifacts::LaunchedStores,
 }
 
 impl Context {
@@ -152,6 +154,7 @@ impl Context {
             status_interval: STATUS_INTERVAL,
             fence: Fence::leading(),
             default_object_store: None,
+            launched_stores: artifacts::LaunchedStores::default(),
         }
     }
 

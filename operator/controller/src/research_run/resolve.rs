@@ -455,6 +455,9 @@ pub(super) async fn resolve(
         Ok(object_store) => object_store,
         Err(stall) => return Ok(Err(stall)),
     };
+    if let (Some(config), Some(uid)) = (&object_store, run.uid()) {
+        ctx.launched_stores.remember(&uid, config);
+    }
     if run.spec.report.kind == ReportKind::ObjectStore && object_store.is_none() {
         return Ok(Err(Stall {
             reason: reasons::OBJECT_STORE_NOT_CONFIGURED,
