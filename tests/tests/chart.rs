@@ -1166,3 +1166,82 @@ fn all_features_file_sets_only_schema_keys_and_every_optional_part() {
             .is_some_and(|n| n.len() >= 2)
     );
 }
+
+/// The chart values named in `text` after each "chart value" / "chart values": the value paths
+/// that follow (joined by "and" / "or"), up to the first other word or punctuation.
+fn chart_values_named(text: &str) -> Vec<String> {
+    let mut named = Vec::new();
+    for (at, _) in text.match_indices("chart value") {
+        let rest = text[at + "chart value".len()..].trim_start_matches('s');
+        for word in rest.split_whitespace() {
+            if matches!(word, "and" | "or") {
+                continue;
+            }
+            let path = word.trim_end_matches([',', ')', ';', '.', '"', '\\']);
+            let is_path = !path.is_empty()
+                && path.starts_with(|c: char| c.is_ascii_lowercase())
+                && path.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
+            if !is_path {
+                break;
+            }
+            named.push(path.to_owned());
+            if path.len() != word.len() {
+                break;
+            }
+        }
+    }
+    named
+}
+
+#[test]
+fn every_chart_value_a_message_names_exists() {
+    assert_eq!(
+        chart_values_named(
+            "grant it (chart values workers.enabled and rbac.create; in each namespace); the chart value searchEngine.allowedImages (operator flag)"
+        ),
+        [
+            "workers.enabled",
+            "rbac.create",
+            "searchEngine.allowedImages"
+        ]
+    );
+    let values: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo_root().join("charts/quarry/values.yaml")).unwrap(),
+    )
+    .unwrap();
+    let mut sources = Vec::new();
+    let mut dirs = vec![repo_root().join("operator")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                sources.push(path);
+            }
+        }
+    }
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for source in sources {
+        let text = std::fs::read_to_string(&source).unwrap();
+        for path in chart_values_named(&text) {
+            checked += 1;
+            let found = path
+                .split('.')
+                .try_fold(&values, |node, key| node.get(key))
+                .is_some();
+            if !found {
+                missing.push(format!("{}: {path}", source.display()));
+            }
+        }
+    }
+    assert!(
+        checked >= 3,
+        "only {checked} chart values named in operator/"
+    );
+    assert!(
+        missing.is_empty(),
+        "messages name chart values that charts/quarry/values.yaml lacks: {missing:?}"
+    );
+}

@@ -128,7 +128,7 @@ pub async fn cluster_keys(
             let secret = api.get(&r.name).await.map_err(|e| {
                 let message = match &e {
                     kube::Error::Api(s) if s.code == 403 => format!(
-                        "worker {consumer} may not read {where_}: grant the worker's ServiceAccount `get` on secrets in namespace \"{namespace}\" (chart value workers.rbac)"
+                        "worker {consumer} may not read {where_}: grant the worker's ServiceAccount `get` on secrets in namespace \"{namespace}\" (chart values workers.enabled and rbac.create; the chart grants it in each namespace of watchNamespaces, or in all when that is empty)"
                     ),
                     kube::Error::Api(s) if s.code == 404 => format!(
                         "worker {consumer} found no {where_}; create it with key \"{}\"",

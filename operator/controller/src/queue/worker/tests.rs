@@ -139,7 +139,7 @@ async fn in_cluster_keys_come_from_the_task_namespace_or_the_failure_says_what_t
     assert_eq!(failure.reason, SECRET_UNAVAILABLE);
     assert_eq!(
         failure.message,
-        "worker w1 may not read Secret \"search-keys\" in namespace \"team-a\" (ResearchProfile \"p\" search.providers[0].apiKeySecretRef): grant the worker's ServiceAccount `get` on secrets in namespace \"team-a\" (chart value workers.rbac)"
+        "worker w1 may not read Secret \"search-keys\" in namespace \"team-a\" (ResearchProfile \"p\" search.providers[0].apiKeySecretRef): grant the worker's ServiceAccount `get` on secrets in namespace \"team-a\" (chart values workers.enabled and rbac.create; the chart grants it in each namespace of watchNamespaces, or in all when that is empty)"
     );
 
     let client = secrets_api(vec![(
