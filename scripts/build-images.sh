@@ -8,7 +8,7 @@
 #                        (only for a build from source)
 #   quarry-searx         bookworm minbase + Debian's searx, with tests/images/searx/entrypoint.sh mapping
 #                        what the operator's SearchEngine Deployment sets (SearXNG's interface) onto it
-#   quarry-redis         bookworm minbase + Debian's redis-server (tests/images/redis/), for the workers
+#   quarry-redis         the runtime base + Debian's redis-server (tests/images/redis/), for the workers
 # Every image is tagged with a hash of its inputs and the quarry image is kept as an OCI archive in
 # the cache directory ($QUARRY_IMAGE_CACHE, default /var/cache/quarry-images: outside the clone, so
 # another clone on the same machine, CI's included, reuses it). Only what changed is rebuilt; within
@@ -171,18 +171,17 @@ if [ ! -f "$searx_archive" ]; then
   done
   log "built $searx_image in $(( $(date +%s) - start )) s"
 fi
-# The Redis image of the workers' test: Debian's redis-server (tests/images/redis/).
-redis_pkgs=redis-server
-redis_base_key=$(echo "v1 bookworm $redis_pkgs $mirror" | key_of)
-debian_image quarry-redis-base "$redis_pkgs" "$redis_base_key"
+# The Redis image of the workers' test: Debian's redis-server over the runtime base
+# (tests/images/redis/), so a machine debootstraps once for both; apt-get fetches it through the
+# host network, as the from-source quarry build fetches crates.
 redis_inputs=$( { find tests/images/redis -type f -print0 | sort -z | xargs -0 sha256sum
-  echo "$redis_base_key"; } | key_of)
+  echo "$runtime_key"; } | key_of)
 redis_image="localhost/quarry-redis:$redis_inputs"
 redis_archive="$cache/quarry-redis-$redis_inputs.oci.tar"
 if [ ! -f "$redis_archive" ]; then
   log "building $redis_image"
   start=$(date +%s)
-  buildah bud --layers --build-arg "BASE_IMAGE=localhost/quarry-redis-base:$redis_base_key" \
+  buildah bud --layers --network host --build-arg "BASE_IMAGE=localhost/quarry-runtime-base:$runtime_key" \
     -t "$redis_image" -f tests/images/redis/Containerfile tests/images/redis >"$cache/tmp/redis-build.log" 2>&1 \
     || { tail -n 40 "$cache/tmp/redis-build.log" >&2; exit 1; }
   buildah push --quiet "$redis_image" "oci-archive:$redis_archive.tmp:$redis_image" >/dev/null
