@@ -1145,12 +1145,62 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
         "workers took the run's tasks while its status said {:?}",
         mid.phase()
     );
-    let deleted_worker = per_worker[0].0.clone();
+    // One worker is killed without a drain (SIGKILL from the host, as the OOM killer or a lost
+    // node would): its task is taken over once the visibility timeout (chart default 30s) passes
+    // without a heartbeat, not after minutes. The other worker Pod is deleted: it drains.
+    let killed_worker = per_worker[0].0.clone();
+    let killed_status = serde_json::to_value(
+        operator_pods
+            .get(&killed_worker)
+            .await
+            .unwrap()
+            .status
+            .unwrap(),
+    )
+    .unwrap();
+    let pid = container_pid(&node, &killed_status);
+    let killed_at = std::time::Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success(), "kill -KILL {pid}: {killed}");
+    let deleted_worker = per_worker[1].0.clone();
     let (ok, out, err) = node.run(
         "kubectl",
         &["-n", NS, "delete", "pod", &deleted_worker, "--wait=false"],
     );
     assert!(ok, "{out}{err}");
+    let reclaimed = |pod: Pod| async move {
+        let ip = pod.status.and_then(|s| s.pod_ip)?;
+        let text = reqwest::get(format!("http://{ip}:8080/metrics"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("quarry_worker_tasks_reclaimed_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    wait_for(
+        "a worker to take over the killed worker's task",
+        Duration::from_secs(75),
+        || async {
+            let mut total = 0.0;
+            for pod in operator_pods.list(&worker_selector).await.ok()?.items {
+                total += reclaimed(pod).await.unwrap_or(0.0);
+            }
+            Some(total)
+        },
+        |total: &f64| *total >= 1.0,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", node.diagnostics(NS)));
+    eprintln!(
+        "the task of the SIGKILLed worker {killed_worker} was taken over {:?} after the kill",
+        killed_at.elapsed()
+    );
     let spread = wait_phase(
         &node,
         &runs,

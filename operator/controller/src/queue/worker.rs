@@ -5,8 +5,8 @@
 //! owns it) three times per visibility timeout. An entry idle for the whole timeout therefore
 //! belongs to a dead worker and is taken over with `XAUTOCLAIM`. A researcher may legitimately run
 //! for an hour on a slow model; deriving the timeout from that budget would leave a dead worker's
-//! task waiting an hour, whereas heartbeats let the timeout stay minutes (default 5m) however long
-//! researchers take. A worker that finds its entry taken over stops its copy of the task.
+//! task waiting an hour, whereas heartbeats let the timeout stay short (default 30s, a heartbeat
+//! every 10s) however long researchers take. A worker that finds its entry taken over stops its copy of the task.
 //!
 //! Delivery is at least once: a result is published before its entry is acknowledged, and the
 //! leader keeps one result per (task, round). Usage is published as it is spent, so a task that

@@ -11,8 +11,11 @@ pub struct WorkerArgs {
     /// Researcher tasks run at once.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub concurrency: u32,
-    /// A task whose worker stayed silent this long is taken over by another (e.g. 5m, 30s).
-    #[arg(long, default_value = "5m")]
+    /// A task whose worker stayed silent this long is taken over by another (e.g. 30s, 5m).
+    /// Running tasks are refreshed three times per timeout however long they run, so it bounds
+    /// only how long a killed worker's task waits; a Redis outage longer than it may have a live
+    /// worker's task taken over (that worker then stops its copy).
+    #[arg(long, default_value = "30s")]
     pub visibility_timeout: String,
     /// Consumer name in the group (default: $POD_NAME, else $HOSTNAME-<pid>).
     #[arg(long)]

@@ -63,6 +63,24 @@ fn flags_are_validated_with_the_setting_named() {
     assert!(err.starts_with("--visibility-timeout:"), "{err}");
 }
 
+#[test]
+fn a_silent_worker_is_taken_over_after_thirty_seconds_by_default() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        worker: WorkerArgs,
+    }
+    let args = Cli::parse_from(["worker"]).worker;
+    let bind: SocketAddr = "127.0.0.1:9000".parse().unwrap();
+    let c = WorkerConfig::from_args(&args, Some("redis://r:6379/0".into()), bind).unwrap();
+    assert_eq!(c.visibility_timeout, Duration::from_secs(30));
+    assert_eq!(
+        protocol::heartbeat_interval(c.visibility_timeout),
+        Duration::from_secs(10)
+    );
+}
+
 /// Answers the worker's Secret reads from `secrets` (name -> data or HTTP status), checking
 /// each request reads one Secret of namespace team-a.
 fn secrets_api(secrets: Vec<(&'static str, Result<serde_json::Value, u16>)>) -> kube::Client {
