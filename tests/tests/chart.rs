@@ -800,7 +800,16 @@ fn all_features_wire_workers_keda_monitoring_and_network_policy() {
         .find(|d| d["metadata"]["labels"]["app.kubernetes.io/component"] == "worker")
         .expect("worker Deployment");
     let container = &worker["spec"]["template"]["spec"]["containers"][0];
-    assert_eq!(container["args"], json!(["worker", "--concurrency", "2"]));
+    assert_eq!(
+        container["args"],
+        json!([
+            "worker",
+            "--concurrency",
+            "2",
+            "--visibility-timeout",
+            "30s"
+        ])
+    );
     assert!(env_value(container, "QUARRY_REDIS_URL").is_some());
     assert!(
         worker["spec"]["replicas"].is_null(),
