@@ -132,7 +132,7 @@ fn crates_depend_only_downwards_and_the_engine_knows_no_kubernetes() {
     assert!(cli.contains("quarry-operator"));
 }
 
-/// A crate's modules, by path (`research::reducer`; the root is ""), each with its source file.
+/// A crate's modules, by path (`research::machine::reducer`; the root is ""), each with its source file.
 fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {

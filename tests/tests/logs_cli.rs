@@ -16,7 +16,7 @@ use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::slow_web::SlowWeb;
 use quarry_engine::events::memory::MemoryEvents;
 use quarry_engine::events::{EventId, RUN_FINISHED, RunRef};
-use quarry_engine::research::state::{Mode, Phase};
+use quarry_engine::research::machine::state::{Mode, Phase};
 use quarry_engine::store::keys::EVENTS_KEY;
 use quarry_operator::server::run_events::StreamSettings;
 

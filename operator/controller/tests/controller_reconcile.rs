@@ -9,7 +9,7 @@ use kube::Client;
 use kube::client::Body;
 use kube::runtime::controller::Action;
 use quarry_api::{ResearchRun, ResearchRunSpec};
-use quarry_engine::research::state::{Phase, RunState};
+use quarry_engine::research::machine::state::{Phase, RunState};
 use quarry_engine::telemetry::Metrics;
 use quarry_operator::research_run::registry::Signal;
 use quarry_operator::research_run::{
@@ -614,7 +614,7 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
         assert_eq!(request.input.query, "what is CEL?");
         assert_eq!(
             request.input.mode,
-            quarry_engine::research::state::Mode::Quick
+            quarry_engine::research::machine::state::Mode::Quick
         );
     }
     // A second reconcile (status now written) does not start a second executor.
@@ -957,7 +957,7 @@ async fn status_report_points_where_the_store_put_the_report() {
     let mut state = RunState::new(input);
     state.phase = Phase::Completed;
     state.published = true;
-    state.final_report = Some(quarry_engine::research::state::FinalReport {
+    state.final_report = Some(quarry_engine::research::machine::state::FinalReport {
         markdown: "# CEL\n\nDone.".into(),
         findings_json: "{}".into(),
         sources: Vec::new(),

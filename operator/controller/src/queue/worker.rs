@@ -43,9 +43,9 @@ use crate::server::{Readiness, ServerState};
 use quarry_api::{ResearchProfileSpec, SecretKeyRef};
 use quarry_engine::llm::Usage;
 use quarry_engine::llm::router::{RESEARCH_TASK, SpendGuard};
-use quarry_engine::research::executor::Engine;
-use quarry_engine::research::researcher::{ResearcherDeps, UrlPool, run_researcher};
-use quarry_engine::research::state::{Failure, ResearcherReport};
+use quarry_engine::research::agents::researcher::{ResearcherDeps, UrlPool, run_researcher};
+use quarry_engine::research::machine::state::{Failure, ResearcherReport};
+use quarry_engine::research::shell::executor::Engine;
 use quarry_engine::telemetry::Metrics;
 
 mod report;

@@ -17,9 +17,9 @@ use crate::store::routed::{BeforeObjectWrite, RoutedStore};
 use quarry_api::{ReportKind, ResearchRun};
 use quarry_engine::events::publish::{StreamPublisher, run_published};
 use quarry_engine::events::{RunEvents, RunRef};
-use quarry_engine::research::executor::{self, RunObserver};
-use quarry_engine::research::reducer::Event;
-use quarry_engine::research::state::{Failure, Phase, RunState};
+use quarry_engine::research::machine::reducer::Event;
+use quarry_engine::research::machine::state::{Failure, Phase, RunState};
+use quarry_engine::research::shell::executor::{self, RunObserver};
 use quarry_engine::store::ArtifactStore;
 use quarry_engine::telemetry::Metrics;
 

@@ -34,7 +34,7 @@ use crate::store::configmap::report_configmap_name;
 use crate::store::object::ObjectStoreError;
 use crate::store::routed::ReportLocation;
 use quarry_api::{ReportRef, ResearchProfile, ResearchProfileSpec, ResearchRun, SecretKeyRef};
-use quarry_engine::research::state::{RunInput, RunState};
+use quarry_engine::research::machine::state::{RunInput, RunState};
 use quarry_engine::telemetry::Metrics;
 use registry::{Registry, ResearchTask, Signal};
 

@@ -13,7 +13,7 @@ use super::{Context, now};
 use crate::error::Error;
 use crate::store::configmap::FIELD_MANAGER;
 use quarry_api::{ResearchRun, ResearchRunStatus};
-use quarry_engine::research::state::RunState;
+use quarry_engine::research::machine::state::RunState;
 use quarry_engine::telemetry::{ModelLabels, PhaseLabel, RunLabels};
 
 /// Writes the status for `view` if it differs from the current one, and publishes the Events the
@@ -156,8 +156,8 @@ pub(super) async fn status_writer(
                         .and_then(|s| s.start_time.clone())
                         .or_else(|| base.metadata.creation_timestamp.clone());
                     let mode = match state.input.mode {
-                        quarry_engine::research::state::Mode::Quick => "quick",
-                        quarry_engine::research::state::Mode::Deep => "deep",
+                        quarry_engine::research::machine::state::Mode::Quick => "quick",
+                        quarry_engine::research::machine::state::Mode::Deep => "deep",
                     };
                     let seconds = started
                         .map(|started| (now().0.as_second() - started.0.as_second()).max(0) as f64);

@@ -9,16 +9,16 @@ use futures::future::join_all;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use super::evidence::{ClaimCheck, EvidenceBase};
-use super::outputs::{self, ParsedOutput};
 use super::prompts;
-use super::reducer::Event;
-use super::report::{self, Draft, SourceNote};
 use super::researcher::failure_from_llm;
 use super::settings::EngineSettings;
-use super::state::{Decision, Failure, Mode, OutputKind, PageExtract, RunState};
 use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{CallPurpose, ChatModel, ChatRequest, Message, Usage};
+use crate::research::machine::reducer::Event;
+use crate::research::machine::state::{Decision, Failure, Mode, OutputKind, PageExtract, RunState};
+use crate::research::writing::evidence::{ClaimCheck, EvidenceBase};
+use crate::research::writing::outputs::{self, ParsedOutput};
+use crate::research::writing::report::{self, Draft, SourceNote};
 use crate::scrape::truncate_page;
 use quarry_vocab::reasons;
 
@@ -151,11 +151,11 @@ fn request(
 pub const PLAN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(90);
 
 /// Pure: the agenda when the planner gives none: the question's parts
-/// ([`super::queries::question_parts`]: "What does the MERGE command introduced in PostgreSQL
+/// ([`crate::research::reading::queries::question_parts`]: "What does the MERGE command introduced in PostgreSQL
 /// 15 do, and when was PostgreSQL 15 released?" becomes two tasks), or the question itself
 /// when it asks one thing.
 pub fn fallback_agenda(query: &str) -> Vec<String> {
-    let parts = super::queries::question_parts(query);
+    let parts = crate::research::reading::queries::question_parts(query);
     if parts.len() >= 2 {
         parts
     } else {

@@ -1,34 +1,34 @@
 //! Prompt templates, compiled in from `config/prompts/` (the only place prompts are written).
 
 /// The researcher's system prompt.
-pub const RESEARCHER: &str = include_str!("../../../../config/prompts/researcher.md");
+pub const RESEARCHER: &str = include_str!("../../../../../config/prompts/researcher.md");
 /// The researcher's first user message.
-pub const RESEARCHER_TASK: &str = include_str!("../../../../config/prompts/researcher_task.md");
+pub const RESEARCHER_TASK: &str = include_str!("../../../../../config/prompts/researcher_task.md");
 /// The clean-context reporting prompt, used when a researcher's own answer was unusable.
-pub const REPORTER: &str = include_str!("../../../../config/prompts/reporter.md");
+pub const REPORTER: &str = include_str!("../../../../../config/prompts/reporter.md");
 /// The grounded-answer prompt: numbered passages in, sentences ending in `[n]` out.
-pub const GROUNDED: &str = include_str!("../../../../config/prompts/grounded.md");
+pub const GROUNDED: &str = include_str!("../../../../../config/prompts/grounded.md");
 /// The grounded-answer prompt in JSON form (models with JSON mode): points citing passage ids.
-pub const GROUNDED_JSON: &str = include_str!("../../../../config/prompts/grounded_json.md");
+pub const GROUNDED_JSON: &str = include_str!("../../../../../config/prompts/grounded_json.md");
 /// The grounded answer's second try in JSON form: one sentence per passage.
-pub const GROUNDED_EACH: &str = include_str!("../../../../config/prompts/grounded_each.md");
+pub const GROUNDED_EACH: &str = include_str!("../../../../../config/prompts/grounded_each.md");
 /// The coordinator's planning prompt.
-pub const PLANNER: &str = include_str!("../../../../config/prompts/planner.md");
+pub const PLANNER: &str = include_str!("../../../../../config/prompts/planner.md");
 /// The lead evaluator's prompt.
-pub const EVALUATOR: &str = include_str!("../../../../config/prompts/evaluator.md");
+pub const EVALUATOR: &str = include_str!("../../../../../config/prompts/evaluator.md");
 /// The common frame of every synthesis call.
 pub const SYNTHESIS_ENVELOPE: &str =
-    include_str!("../../../../config/prompts/synthesis_envelope.md");
+    include_str!("../../../../../config/prompts/synthesis_envelope.md");
 /// Study mode instructions.
-pub const STUDY: &str = include_str!("../../../../config/prompts/study.md");
+pub const STUDY: &str = include_str!("../../../../../config/prompts/study.md");
 /// Idea mode instructions.
-pub const IDEAS: &str = include_str!("../../../../config/prompts/ideas.md");
+pub const IDEAS: &str = include_str!("../../../../../config/prompts/ideas.md");
 /// Implementation mode instructions.
-pub const IMPLEMENTATIONS: &str = include_str!("../../../../config/prompts/implementations.md");
+pub const IMPLEMENTATIONS: &str = include_str!("../../../../../config/prompts/implementations.md");
 /// Per-document summaries, which keep synthesis within the writer's context window.
-pub const SUMMARIZER: &str = include_str!("../../../../config/prompts/summarizer.md");
+pub const SUMMARIZER: &str = include_str!("../../../../../config/prompts/summarizer.md");
 /// The optional model judge of the evidence gate.
-pub const JUDGE: &str = include_str!("../../../../config/prompts/judge.md");
+pub const JUDGE: &str = include_str!("../../../../../config/prompts/judge.md");
 
 /// Replaces `{name}` placeholders; unknown placeholders and other braces (JSON examples) stay as they are.
 pub fn render(template: &str, vars: &[(&str, &str)]) -> String {

@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::report;
 use super::state::{
     Decision, Failure, FinalReport, LimitHit, Mode, Phase, ResearcherReport, RunState, Task,
     TaskState, UNITS_PER_RESEARCHER,
 };
 use crate::llm::Usage;
+use crate::research::writing::report;
 use quarry_vocab::reasons;
 
 /// Something that happened to a run.
@@ -661,5 +661,4 @@ fn limit_name(hit: LimitHit) -> &'static str {
 }
 
 #[cfg(test)]
-#[path = "reducer_tests.rs"]
 mod tests;

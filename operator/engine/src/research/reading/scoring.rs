@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use super::evidence::terms;
+use crate::research::writing::evidence::terms;
 use crate::sources::SearchHit;
 
 /// Sources that must pass the threshold before a search stops reformulating.

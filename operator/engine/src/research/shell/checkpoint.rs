@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 use tracing::warn;
 
-use super::state::RunState;
+use crate::research::machine::state::RunState;
 use crate::store::{ArtifactStore, StoreError};
 
 use crate::store::keys::{CHECKPOINT_KEY, CHECKPOINT_SLOTS as SLOTS};
@@ -281,7 +281,7 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::research::state::{Mode, Phase, RunInput};
+    use crate::research::machine::state::{Mode, Phase, RunInput};
     use crate::store::memory::MemoryStore;
 
     fn state(round: u32) -> RunState {

@@ -10,9 +10,9 @@ use std::pin::Pin;
 
 use tokio::sync::mpsc;
 
-use super::reducer::Event;
-use super::researcher::{ResearcherDeps, SteeringInbox, run_researcher};
-use super::state::{ResearcherReport, RunInput};
+use crate::research::agents::researcher::{ResearcherDeps, SteeringInbox, run_researcher};
+use crate::research::machine::reducer::Event;
+use crate::research::machine::state::{ResearcherReport, RunInput};
 
 /// One researcher task as the executor hands it out.
 #[derive(Debug, Clone, PartialEq, Eq)]

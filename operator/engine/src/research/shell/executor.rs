@@ -13,20 +13,20 @@ use tracing::{Instrument, info, warn};
 use super::checkpoint::Writer as CheckpointWriter;
 use super::dispatch::{self, ResearcherDispatch, ResearcherJob};
 use super::journal::EventLog;
-use super::lead;
-use super::reducer::{Command, Event, reduce};
-use super::report;
-use super::researcher::{ResearcherDeps, UrlPool};
-use super::state::{Failure, Phase, ResearcherReport, RunState};
 use crate::llm::router::{RESEARCH_TASK, SpendGuard};
 use crate::llm::{ChatModel, Usage};
+use crate::research::agents::lead;
+use crate::research::agents::researcher::{ResearcherDeps, UrlPool};
+use crate::research::machine::reducer::{Command, Event, reduce};
+use crate::research::machine::state::{Failure, Phase, ResearcherReport, RunState};
+use crate::research::writing::report;
 use crate::scrape::Fetcher;
 use crate::sources::{Gatherer, SpecialisedSources};
 use crate::store::{ArtifactStore, StoreError};
 use quarry_vocab::reasons;
 
 pub use super::journal::MAX_EVENTS_BYTES;
-use super::settings::EngineSettings;
+use crate::research::agents::settings::EngineSettings;
 use crate::store::keys::{EVENTS_KEY, FINDINGS_KEY, PROGRESS_KEY, REPORT_KEY};
 
 /// The engine's ports and settings: everything a run talks to.
@@ -489,7 +489,7 @@ pub async fn run(
     while !runner.state.phase.is_terminal() {
         if runner.state.approval.waiting && runner.state.approval.waiting_since.is_none() {
             let settings = &runner.engine.settings;
-            let estimate = super::state::estimate_cost(
+            let estimate = crate::research::machine::state::estimate_cost(
                 &runner.state.usage,
                 runner.state.agenda.len(),
                 settings.researcher.max_turns,

@@ -4,7 +4,7 @@
 //! holding a model call, so the tests name them here. Unset, it costs one environment lookup per
 //! checkpoint.
 
-use super::state::RunState;
+use crate::research::machine::state::RunState;
 
 /// Environment variable naming the crash point.
 pub const FAILPOINT_ENV: &str = "QUARRY_FAILPOINT";

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::evidence::ClaimCheck;
 use super::links::normalize_url;
-use super::state::Earlier;
+use crate::research::machine::state::Earlier;
 
 /// Share of content words two claims must share to be the same claim.
 const SAME_CLAIM: f64 = 0.6;

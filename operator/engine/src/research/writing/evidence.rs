@@ -16,7 +16,7 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::links::{LINK_RE, normalize_url};
-use super::state::RunState;
+use crate::research::machine::state::RunState;
 
 /// Share of a claim's content words that must occur in the cited text.
 pub const SUPPORT_THRESHOLD: f64 = 0.5;

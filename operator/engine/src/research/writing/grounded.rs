@@ -13,10 +13,10 @@
 use serde_json::{Value, json};
 
 use super::evidence::{check_support, sentences, subject, terms};
-use super::passages::{Passage, PassageKind, focus, rank, subject_terms};
-use super::queries;
 use crate::llm::JsonSchema;
 use crate::llm::json_extract::{close_truncated_json, extract_json, extract_json_object};
+use crate::research::reading::passages::{Passage, PassageKind, focus, rank, subject_terms};
+use crate::research::reading::queries;
 
 /// One numbered passage.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::state::OutputKind;
+use crate::research::machine::state::OutputKind;
 
 /// One idea or implementation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::evidence::{ClaimCheck, EvidenceBase, check_claims, gate_links, subject};
 use super::links::{LINK_RE, normalize_url};
 use super::outputs::{ParsedOutput, ResearchItem};
-use super::state::{FinalReport, RunState, SourceRef, TaskState};
+use crate::research::machine::state::{FinalReport, RunState, SourceRef, TaskState};
 
 #[allow(clippy::expect_used)]
 static SOURCES_HEADING_RE: LazyLock<Regex> = LazyLock::new(|| {

@@ -32,7 +32,7 @@ fn plan_size_follows_complexity() {
 
 #[test]
 fn synthesis_material_fits_a_small_context_window() {
-    use crate::research::state::{Mode, ResearcherReport, RunInput};
+    use crate::research::machine::state::{Mode, ResearcherReport, RunInput};
     let mut state = RunState::new(RunInput::new("q", Mode::Deep));
     for id in 0..3 {
         state.reports.push(ResearcherReport {
@@ -187,7 +187,7 @@ fn planner(answer: Result<&'static str, crate::llm::LlmError>, delay_secs: u64) 
 const TWO_PART: &str = "What does the MERGE command introduced in PostgreSQL 15 do, and when was PostgreSQL 15 released?";
 
 fn deep_state(query: &str) -> RunState {
-    use crate::research::state::{Mode, RunInput};
+    use crate::research::machine::state::{Mode, RunInput};
     RunState::new(RunInput::new(query, Mode::Deep))
 }
 

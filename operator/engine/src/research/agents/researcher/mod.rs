@@ -10,18 +10,20 @@ use futures::future::join_all;
 use serde_json::json;
 
 use super::budget::{GATHER_CALLS, ScrapeStep, ToolBudget};
-use super::grounded;
 use super::prompts;
-use super::queries;
-use super::report;
-use super::scoring::{
-    MIN_PASSING_SOURCES, Reformulation, adaptive_threshold, reformulate, score, social_ratio,
-};
-use super::state::{Failure, PageExtract, ResearcherReport, RunInput, SourceRef};
 use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{
     CallPurpose, ChatModel, ChatRequest, LlmError, Message, ToolCall, ToolSpec, Usage,
 };
+use crate::research::machine::state::{
+    Failure, PageExtract, ResearcherReport, RunInput, SourceRef,
+};
+use crate::research::reading::queries;
+use crate::research::reading::scoring::{
+    MIN_PASSING_SOURCES, Reformulation, adaptive_threshold, reformulate, score, social_ratio,
+};
+use crate::research::writing::grounded;
+use crate::research::writing::report;
 use crate::scrape::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
 use crate::scrape::{FetchError, Fetcher, truncate_head, truncate_page};
 use crate::sources::security::SecurityQuery;
@@ -435,7 +437,7 @@ fn extractive_report(task: &str, pages: &[PageExtract]) -> String {
         } else {
             page.title.trim()
         };
-        let best = super::passages::select(&page.text, task, EXCERPT_CHARS).text;
+        let best = crate::research::reading::passages::select(&page.text, task, EXCERPT_CHARS).text;
         md.push_str(&format!(
             "\n### [{title}]({})\n\n{}\n",
             page.url,

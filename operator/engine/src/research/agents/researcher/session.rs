@@ -445,13 +445,13 @@ impl Session<'_> {
                     // The passages that bear on the task, not the page's first N characters: the
                     // answer is rarely in a page's opening (a reference page opens with its
                     // table of contents).
-                    let selection = crate::research::passages::select(
+                    let selection = crate::research::reading::passages::select(
                         &page.markdown,
                         &self.task,
                         self.page_chars,
                     );
                     let off_task = selection.best_score == 0.0
-                        || !crate::research::passages::mentions_key_terms(
+                        || !crate::research::reading::passages::mentions_key_terms(
                             &page.markdown,
                             &self.task,
                         );

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::llm::{ChatResponse, Role};
-use crate::research::state::Mode;
+use crate::research::machine::state::Mode;
 use crate::scrape::{FetchError, Page};
 use crate::sources::SourceError;
 use crate::sources::specialised::{QuestionSearch, SecurityLookup};

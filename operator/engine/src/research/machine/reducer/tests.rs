@@ -1,7 +1,7 @@
 //! Drives the reducer through every transition with exact assertions on state and commands.
 
 use super::*;
-use crate::research::state::{ApprovalPolicy, Limits, RunInput, SourceRef};
+use crate::research::machine::state::{ApprovalPolicy, Limits, RunInput, SourceRef};
 
 fn usage(input: u64, output: u64, cost: u64) -> Usage {
     Usage {
@@ -274,7 +274,7 @@ fn pages_read_that_all_miss_the_question_end_in_the_honest_report_not_a_synthesi
     // the report names what no page names and the closest pages.
     let mut gated = report(0, &["https://docs/sqlite3.html"], usage(1, 1, 1));
     gated.irrelevant = vec!["https://docs/sqlite3.html".into()];
-    gated.pages = vec![crate::research::state::PageExtract {
+    gated.pages = vec![crate::research::machine::state::PageExtract {
         url: "https://docs/sqlite3.html".into(),
         title: "sqlite3 — DB-API 2.0 interface for SQLite databases".into(),
         text: "Unlike a create_engine() pool, each call opens one connection.".into(),
@@ -308,7 +308,7 @@ fn pages_read_that_all_miss_the_question_end_in_the_honest_report_not_a_synthesi
         usage(1, 1, 1),
     );
     mixed.irrelevant = vec!["https://docs/pickle.html".into()];
-    mixed.pages = vec![crate::research::state::PageExtract {
+    mixed.pages = vec![crate::research::machine::state::PageExtract {
         url: "https://docs/json.html".into(),
         title: "json".into(),
         text: "json.loads(s) deserializes s".into(),
@@ -1036,7 +1036,7 @@ fn delegate_loops_run_round_after_round_until_target_rounds_plus_two() {
 #[test]
 fn an_evaluator_answer_that_is_not_json_synthesizes() {
     let mut s = deep_after_round_one();
-    let decision = crate::research::lead::parse_decision(
+    let decision = crate::research::agents::lead::parse_decision(
         "# Final report\n\nEverything is covered; here is my synthesis.",
         3,
     );
@@ -1214,7 +1214,7 @@ fn a_rejected_plan_is_a_cancelled_run_and_quick_mode_waits_too() {
 
 #[test]
 fn the_cost_estimate_is_priced_by_the_calls_made_and_capped_by_the_limit() {
-    use crate::research::state::estimate_cost;
+    use crate::research::machine::state::estimate_cost;
     let planner = usage(1000, 100, 2_000_000);
     // 2 tasks: at least 2 calls each and the writer; at most 14 turns each, 24 summaries and
     // two more calls, each up to twice the planner's size.

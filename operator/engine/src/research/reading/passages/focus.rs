@@ -367,7 +367,7 @@ pub fn focus(passages: &[Passage], query: &str) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::research::passages::{PassageKind, rank, rank_focused};
+    use crate::research::reading::passages::{PassageKind, rank, rank_focused};
 
     fn passage(heading: &[&str], text: &str) -> Passage {
         Passage {

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use super::{STOPWORDS, stem, terms};
-use crate::research::passages::{context_terms, is_context, subject_terms};
+use crate::research::reading::passages::{context_terms, is_context, subject_terms};
 
 /// How a subject is looked for in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 //! the task asks for steering the order, and the best within a budget numbered.
 
 use super::Numbered;
-use crate::research::passages::{PassageKind, focus, rank, rank_focused, split};
-use crate::research::queries;
-use crate::research::state::PageExtract;
+use crate::research::machine::state::PageExtract;
+use crate::research::reading::passages::{PassageKind, focus, rank, rank_focused, split};
+use crate::research::reading::queries;
 
 /// Longest passage shown (longer ones are cut at a character boundary): the splitter's longest
 /// prose piece, so a paragraph is shown whole (cut at 700, sql-vacuum's paragraph on plain VACUUM

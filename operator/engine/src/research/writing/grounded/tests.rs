@@ -1,6 +1,6 @@
 use super::*;
-use crate::research::passages::{rank, split};
-use crate::research::state::PageExtract;
+use crate::research::machine::state::PageExtract;
+use crate::research::reading::passages::{rank, split};
 
 #[test]
 fn lead_ins_that_only_introduce_a_list_are_not_passages() {
@@ -231,7 +231,7 @@ fn an_unusable_answer_leaves_the_numbered_passages_quoted_best_first() {
     let mut twice = json_items();
     twice[1].heading = twice[0].heading.clone();
     twice[1].url = twice[0].url.clone();
-    let md = crate::research::report::tidy_model_markdown(&quoted_report("", &twice));
+    let md = crate::research::writing::report::tidy_model_markdown(&quoted_report("", &twice));
     assert!(md.contains("> json.load(fp): Deserialize fp"), "{md}");
     assert_eq!(md.matches("- [").count(), 1, "{md}");
 }
@@ -261,7 +261,7 @@ fn the_best_passage_is_shown_when_the_summary_left_it_out() {
         &same_entry,
     )
     .unwrap();
-    let md = crate::research::report::tidy_model_markdown(&md);
+    let md = crate::research::writing::report::tidy_model_markdown(&md);
     let best = md
         .find("## Best-matching passage (not cited above)")
         .expect("the best passage survives the repetition guard");
@@ -313,7 +313,7 @@ fn each_question_of_a_two_part_task_gets_its_best_passage_quoted() {
         &items,
     )
     .unwrap();
-    let md = crate::research::report::tidy_model_markdown(&md);
+    let md = crate::research::writing::report::tidy_model_markdown(&md);
     let extra = md
         .find("## Best-matching passage (not cited above)")
         .expect("the first question's passage");

@@ -1,5 +1,5 @@
 use super::*;
-use crate::research::state::{Mode, ResearcherReport, RunInput};
+use crate::research::machine::state::{Mode, ResearcherReport, RunInput};
 
 fn set(urls: &[&str]) -> BTreeSet<String> {
     urls.iter().map(|s| s.to_string()).collect()
@@ -146,10 +146,10 @@ fn abort_report_is_honest_and_cites_nothing() {
 
 #[test]
 fn a_report_of_a_compared_run_ends_with_its_changes_before_the_sources() {
-    use crate::research::state::{Mode, ResearcherReport, RunInput, RunState, SourceRef};
+    use crate::research::machine::state::{Mode, ResearcherReport, RunInput, RunState, SourceRef};
     let url = "http://docs/json.html";
     let input = RunInput::new("How do I decode JSON?", Mode::Quick).with_earlier(
-        crate::research::state::Earlier::from_findings(
+        crate::research::machine::state::Earlier::from_findings(
             &serde_json::json!({
                 "claims": [{"claim": "json.loads parses a str.", "supported": true}],
                 "sources": [{"url": "http://docs/pickle.html"}],
@@ -171,7 +171,7 @@ fn a_report_of_a_compared_run_ends_with_its_changes_before_the_sources() {
         markdown: String::new(),
         fetched: vec![SourceRef::new(url.to_string(), "json")],
         seen: vec![],
-        pages: vec![crate::research::state::PageExtract {
+        pages: vec![crate::research::machine::state::PageExtract {
             url: url.into(),
             title: "json".into(),
             text: "json.dump writes an object to a file-like object as JSON.".into(),
@@ -181,7 +181,7 @@ fn a_report_of_a_compared_run_ends_with_its_changes_before_the_sources() {
         searches: 1,
         usage: Default::default(),
     });
-    let report = crate::research::report::compose(
+    let report = crate::research::writing::report::compose(
         &state,
         &format!("# JSON\n\njson.dump writes an object to a file-like object ([json]({url})).\n"),
         false,
