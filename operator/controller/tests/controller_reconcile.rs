@@ -789,33 +789,36 @@ fn a_profile_maps_to_the_unfinished_runs_that_use_it() {
     );
 }
 
+/// Final-status patches the writer's fake API server refuses in a row: more than a writer that
+/// gave up after a few attempts (leaving the status to the reconcile) would make.
+const FINAL_PATCH_FAILURES: usize = 7;
+
 #[tokio::test]
-async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once() {
+async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_alone_until_it_lands() {
     let launcher = FakeLauncher::default();
     let (ctx, mut handle) = context(launcher.clone());
     let (written_tx, written_rx) = tokio::sync::oneshot::channel::<Value>();
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
     let (final_tx, final_rx) = tokio::sync::oneshot::channel::<Value>();
     let server = tokio::spawn(async move {
-        // The writer's final patch fails.
         serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
         let body = patch_status(&mut handle).await;
         written_tx.send(body).unwrap();
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
-        assert_eq!(body["status"]["phase"], "Cancelled");
-        let status = json!({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500,"message":"etcd hiccup"});
-        send.send_response(
-            Response::builder()
-                .status(500)
-                .body(Body::from(serde_json::to_vec(&status).unwrap()))
-                .unwrap(),
-        );
-        failed_tx.send(()).unwrap();
+        // The writer's final patch fails, again and again.
+        let mut failed_tx = Some(failed_tx);
+        for _ in 0..FINAL_PATCH_FAILURES {
+            let (body, send) = expect(
+                &mut handle,
+                Method::PATCH,
+                &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+            )
+            .await;
+            assert_eq!(body["status"]["phase"], "Cancelled");
+            send.send_response(failure(500, "InternalError", "etcd hiccup"));
+            if let Some(tx) = failed_tx.take() {
+                tx.send(()).unwrap();
+            }
+        }
         // The writer tries again one interval later, with its Event.
         let body = patch_status(&mut handle).await;
         let scrubbed = scrubbed(&body);
@@ -834,9 +837,24 @@ async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once
         ctx.registry.presence("uid-1"),
         quarry_operator::research_run::registry::Presence::Finished
     );
+    // The reconcile of the ended task leaves the status to the writer: no request, and it waits
+    // for the write to come back as a change.
+    let action = reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
+    assert_eq!(action, Action::await_change());
     // The writer leaves once its retry landed; the reconcile that follows (the watch shows the
     // final status) writes nothing.
     let final_body = final_rx.await.unwrap();
+    assert_writer_exits(&ctx).await;
+    let mut current = run(None);
+    current.status = Some(serde_json::from_value(final_body["status"].clone()).unwrap());
+    // A finished run waits for changes (or its TTL); nothing more is written.
+    let action = reconcile(Arc::new(current), ctx).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    server.await.unwrap();
+}
+
+/// Waits up to 2 s for r1's status writer to unregister.
+async fn assert_writer_exits(ctx: &Context) {
     for _ in 0..200 {
         if !ctx.registry.has_writer("uid-1") {
             break;
@@ -844,11 +862,51 @@ async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(!ctx.registry.has_writer("uid-1"), "the writer did not exit");
-    let mut current = run(None);
-    current.status = Some(serde_json::from_value(final_body["status"].clone()).unwrap());
-    // A finished run waits for changes (or its TTL); nothing more is written.
-    let action = reconcile(Arc::new(current), ctx).await.unwrap();
-    assert_eq!(action, Action::await_change());
+}
+
+/// A `Status` failure answer of the API server.
+fn failure(code: u16, reason: &str, message: &str) -> Response<Body> {
+    let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code, "message": message});
+    Response::builder()
+        .status(code)
+        .body(Body::from(serde_json::to_vec(&status).unwrap()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_final_status_the_api_server_refuses_as_invalid_ends_the_writer_with_a_warning() {
+    const REFUSAL: &str = "ResearchRun.quarry.dev \"r1\" is invalid: spec.query: Required value";
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let (written_tx, written_rx) = tokio::sync::oneshot::channel::<()>();
+    let (warned_tx, warned_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
+        patch_status(&mut handle).await;
+        written_tx.send(()).unwrap();
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(body["status"]["phase"], "Cancelled");
+        send.send_response(failure(422, "Invalid", REFUSAL));
+        // Said once, as a Warning that says what to do; no retry can land.
+        expect_event(
+            &mut handle,
+            "Warning",
+            "StoredSpecInvalid",
+            &quarry_operator::research_run::stored_spec_invalid_note("r1", REFUSAL),
+        )
+        .await;
+        warned_tx.send(()).unwrap();
+        expect_silence(&mut handle).await;
+    });
+    reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
+    written_rx.await.unwrap();
+    ctx.registry.signal("uid-1", Signal::Cancel);
+    warned_rx.await.unwrap();
+    assert_writer_exits(&ctx).await;
     server.await.unwrap();
 }
 

@@ -42,8 +42,7 @@ struct Entry {
     /// Aborts the task outright (leadership lost: not one more write).
     abort: Option<tokio::task::AbortHandle>,
     presence: Presence,
-    /// The state the task ended with, so reconcile can write the final status if the writer
-    /// could not.
+    /// The state the task ended with.
     last: Option<Arc<RunState>>,
     /// Where the run's store put (or will put) its report.
     report: Option<ReportSlot>,
