@@ -335,6 +335,27 @@ fn no_crate_has_an_import_circle() {
 }
 
 #[test]
+fn the_controllers_stores_know_none_of_its_controllers() {
+    let mods = modules(&repo_root().join("operator/controller/src"));
+    let edges = import_edges(&mods);
+    assert!(edges.keys().any(|m| m.starts_with("store::")), "{edges:?}");
+    let up: Vec<String> = edges
+        .iter()
+        .filter(|(module, _)| module.starts_with("store"))
+        .flat_map(|(module, targets)| {
+            targets
+                .iter()
+                .filter(|t| {
+                    ["research_run", "search_engine", "schedule"]
+                        .contains(&t.split("::").next().unwrap_or_default())
+                })
+                .map(move |t| format!("{module} -> {t}"))
+        })
+        .collect();
+    assert!(up.is_empty(), "a store imports a controller: {up:?}");
+}
+
+#[test]
 fn the_checker_finds_a_circle() {
     let edges: BTreeMap<String, BTreeSet<String>> = [
         ("a", vec!["b"]),

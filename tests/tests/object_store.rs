@@ -191,7 +191,7 @@ async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_
             run.controller_owner_ref(&()).unwrap(),
         ),
         Some(object.clone()),
-        Some(Arc::new(FinalizerGuard::new(client.clone(), "ns", "big"))),
+        Some(FinalizerGuard::new(client.clone(), "ns", "big").into_hook()),
         slot.clone(),
     );
     let markdown = incompressible_markdown();
