@@ -192,6 +192,16 @@ fn stalled_status_body(reason: &str, message: &str) -> Value {
     })
 }
 
+/// The end of a stalled scenario: the status write of a stall with `reason` and `message`, its
+/// Warning Event, then nothing more; returns the status patch.
+async fn expect_stall(handle: &mut Handle, reason: &str, message: &str) -> Value {
+    let body = patch_status(handle).await;
+    assert_eq!(scrubbed(&body), stalled_status_body(reason, message));
+    expect_event(handle, "Warning", reason, message).await;
+    expect_silence(handle).await;
+    body
+}
+
 /// The profile the scenarios' run names, and the Secret of its model key.
 const PROFILE: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default";
 const SECRET: &str = "/api/v1/namespaces/ns/secrets/openai";
@@ -272,14 +282,7 @@ async fn missing_profile_stalls_with_event_and_requeues() {
             not_found("researchprofiles", "default"),
         )
         .await;
-        let body = patch_status(&mut handle).await;
-        let scrubbed = scrubbed(&body);
-        assert_eq!(
-            scrubbed,
-            stalled_status_body("ProfileNotFound", PROFILE_MISSING)
-        );
-        expect_event(&mut handle, "Warning", "ProfileNotFound", PROFILE_MISSING).await;
-        expect_silence(&mut handle).await;
+        expect_stall(&mut handle, "ProfileNotFound", PROFILE_MISSING).await;
     });
     let action = reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
     assert_eq!(action, Action::requeue(Duration::from_secs(15)));
@@ -300,15 +303,18 @@ async fn missing_secret_stalls_with_secret_not_found() {
             not_found("secrets", "openai"),
         )
         .await;
-        let body = patch_status(&mut handle).await;
-        let scrubbed = scrubbed(&body);
-        assert_eq!(scrubbed, stalled_status_body("SecretNotFound", message));
-        expect_event(&mut handle, "Warning", "SecretNotFound", message).await;
-        expect_silence(&mut handle).await;
+        expect_stall(&mut handle, "SecretNotFound", message).await;
     });
     let action = reconcile(Arc::new(run(None)), ctx).await.unwrap();
     assert_eq!(action, Action::requeue(Duration::from_secs(15)));
     server.await.unwrap();
+}
+
+/// The scenarios' profile with limits: $5.00, one hour, three rounds.
+fn capped_profile(with_secret: bool) -> Value {
+    let mut capped = profile(with_secret);
+    capped["spec"]["limits"] = json!({"maxCostUSD": "5.00", "timeout": "1h", "maxRounds": 3});
+    capped
 }
 
 #[tokio::test]
@@ -317,23 +323,9 @@ async fn a_run_asking_for_more_than_its_profile_allows_stalls_before_any_secret_
     let (ctx, mut handle) = context(launcher.clone());
     let message = "spec.limits.maxCostUSD \"999999999\" is above ResearchProfile \"default\" limits.maxCostUSD \"5.00\"; spec.limits.timeout \"24h\" is above ResearchProfile \"default\" limits.timeout \"1h\". A run may only lower its profile's limits: recreate the run with values at most the profile's (or without them, to use the profile's), or have whoever manages the ResearchProfile raise them";
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
-        )
-        .await;
-        let mut capped = profile(true);
-        capped["spec"]["limits"] = json!({"maxCostUSD": "5.00", "timeout": "1h", "maxRounds": 3});
-        send.send_response(ok(&capped));
+        serve(&mut handle, Method::GET, PROFILE, ok(&capped_profile(true))).await;
         // No Secret is read for a refused run.
-        let body = patch_status(&mut handle).await;
-        assert_eq!(
-            scrubbed(&body),
-            stalled_status_body("LimitsAboveProfile", message)
-        );
-        expect_event(&mut handle, "Warning", "LimitsAboveProfile", message).await;
-        expect_silence(&mut handle).await;
+        expect_stall(&mut handle, "LimitsAboveProfile", message).await;
     });
     let mut greedy = run(None);
     // maxRounds 2 lowers the profile's 3: allowed, and not named.
@@ -354,15 +346,13 @@ async fn a_run_lowering_its_profiles_limits_starts_with_the_stricter_values() {
     let launcher = FakeLauncher::default();
     let (ctx, mut handle) = context(launcher.clone());
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
+        serve(
             &mut handle,
             Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+            PROFILE,
+            ok(&capped_profile(false)),
         )
         .await;
-        let mut capped = profile(false);
-        capped["spec"]["limits"] = json!({"maxCostUSD": "5.00", "timeout": "1h", "maxRounds": 3});
-        send.send_response(ok(&capped));
         let body = patch_status(&mut handle).await;
         assert_eq!(body["status"]["conditions"][0]["reason"], "Running");
         expect_silence(&mut handle).await;
@@ -389,11 +379,8 @@ async fn secret_stall(secret: Value, reason: &'static str, message: &'static str
         serve(&mut handle, Method::GET, PROFILE, ok(&profile(true))).await;
         // "c2stdGVzdA==" is base64 of "sk-test": never shown.
         serve(&mut handle, Method::GET, SECRET, ok(&secret)).await;
-        let body = patch_status(&mut handle).await;
+        let body = expect_stall(&mut handle, reason, message).await;
         assert!(!body.to_string().contains("sk-test"));
-        assert_eq!(scrubbed(&body), stalled_status_body(reason, message));
-        expect_event(&mut handle, "Warning", reason, message).await;
-        expect_silence(&mut handle).await;
     });
     let action = reconcile(Arc::new(run(None)), ctx).await.unwrap();
     assert_eq!(action, Action::requeue(Duration::from_secs(15)));
@@ -924,19 +911,32 @@ fn s3_secret(data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "data": data})
 }
 
+/// Serves the look-ups of a run whose profile has an object store: the profile, then its
+/// credentials Secret holding `data`.
+async fn serve_object_store_profile(handle: &mut Handle, data: Value) {
+    serve(
+        handle,
+        Method::GET,
+        PROFILE,
+        ok(&profile_with_object_store()),
+    )
+    .await;
+    serve(
+        handle,
+        Method::GET,
+        "/api/v1/namespaces/ns/secrets/s3-creds",
+        ok(&s3_secret(data)),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn an_object_store_run_without_an_object_store_stalls_naming_the_option() {
     let (ctx, mut handle) = context(FakeLauncher::default());
     let message = "spec.report.kind is objectStore, but ResearchProfile \"default\" has no objectStore and the operator has no default (--object-store-url); add spec.objectStore to the profile";
     let server = tokio::spawn(async move {
         serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
-        let body = patch_status(&mut handle).await;
-        assert_eq!(
-            scrubbed(&body),
-            stalled_status_body("ObjectStoreNotConfigured", message)
-        );
-        expect_event(&mut handle, "Warning", "ObjectStoreNotConfigured", message).await;
-        expect_silence(&mut handle).await;
+        expect_stall(&mut handle, "ObjectStoreNotConfigured", message).await;
     });
     let mut object_run = run(None);
     object_run.spec.report.kind = quarry_api::ReportKind::ObjectStore;
@@ -951,25 +951,14 @@ async fn a_misspelt_credentials_key_stalls_naming_the_key_not_the_value() {
     let (ctx, mut handle) = context(launcher.clone());
     let message = "Secret \"s3-creds\" key \"aws_secret_key\" (ResearchProfile \"default\" objectStore.credentialsSecretRef) is not an option of the s3 object store; rename it to one of its options, for example aws_access_key_id, aws_secret_access_key, aws_session_token";
     let server = tokio::spawn(async move {
-        serve(
+        // "aHVudGVyMi1zZWNyZXQ=" is base64 of "hunter2-secret".
+        serve_object_store_profile(
             &mut handle,
-            Method::GET,
-            PROFILE,
-            ok(&profile_with_object_store()),
+            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_key": "aHVudGVyMi1zZWNyZXQ="}),
         )
         .await;
-        // "aHVudGVyMi1zZWNyZXQ=" is base64 of "hunter2-secret".
-        serve(&mut handle, Method::GET, "/api/v1/namespaces/ns/secrets/s3-creds", ok(&s3_secret(
-            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_key": "aHVudGVyMi1zZWNyZXQ="}),
-        ))).await;
-        let body = patch_status(&mut handle).await;
+        let body = expect_stall(&mut handle, "ObjectStoreInvalid", message).await;
         assert!(!body.to_string().contains("hunter2"));
-        assert_eq!(
-            scrubbed(&body),
-            stalled_status_body("ObjectStoreInvalid", message)
-        );
-        expect_event(&mut handle, "Warning", "ObjectStoreInvalid", message).await;
-        expect_silence(&mut handle).await;
     });
     reconcile(Arc::new(run(None)), ctx).await.unwrap();
     server.await.unwrap();
@@ -1039,17 +1028,12 @@ async fn a_failing_cleanup_keeps_the_run_stalled_with_a_warning_and_the_way_out(
         ));
     deleting.metadata.finalizers = Some(vec!["quarry.dev/artifacts".into()]);
     let server = tokio::spawn(async move {
-        serve(
+        // The object store at port 9 refuses: status says so, the phase stays.
+        serve_object_store_profile(
             &mut handle,
-            Method::GET,
-            PROFILE,
-            ok(&profile_with_object_store()),
+            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_access_key": "aHVudGVyMi1zZWNyZXQ="}),
         )
         .await;
-        // The object store at port 9 refuses: status says so, the phase stays.
-        serve(&mut handle, Method::GET, "/api/v1/namespaces/ns/secrets/s3-creds", ok(&s3_secret(
-            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_access_key": "aHVudGVyMi1zZWNyZXQ="}),
-        ))).await;
         let body = patch_status(&mut handle).await;
         assert_eq!(body["status"]["phase"], "Completed");
         let condition = &body["status"]["conditions"][0];
