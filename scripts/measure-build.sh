@@ -19,7 +19,7 @@ export CARGO_TARGET_DIR="$target" CARGO_TERM_COLOR=never
 # The files a change to the engine and to the controller touches (first that exists: the layout
 # before and after the crate split).
 first() { for f in "$@"; do [ -f "$f" ] && { echo "$f"; return; }; done; }
-engine_file=$(first operator/engine/src/research/reducer.rs operator/src/research/reducer.rs)
+engine_file=$(first operator/engine/src/research/machine/reducer.rs operator/engine/src/research/reducer.rs operator/src/research/reducer.rs)
 controller_file=$(first operator/controller/src/research_run/mod.rs operator/controller/src/controller/mod.rs)
 
 test_build() {

@@ -8,7 +8,7 @@ decompressing the pages, not writing the JSON), so it compares with Quarry's per
 other work on the machine does not count; `wallSeconds` is the wall time of the same pass. The
 pages are extracted `passes` times (default 3) and the fastest pass is reported, as the Rust side
 does.
-The texts are scored by the Rust benchmark (operator/benches/extraction.rs) with the same metric
+The texts are scored by the Rust benchmark (operator/engine/benches/extraction.rs) with the same metric
 code as Quarry's own output.
 """
 

@@ -5,7 +5,7 @@
 //! server after 20 ms (all on 127.0.0.1, in this process). A quick run and a deep run (plan of
 //! three tasks, three researchers at once, an evaluation that delegates a fourth task, a second
 //! round, a final evaluation, page summaries, the written study) run in-process through
-//! `quarry_operator::engine_builder::build_engine` and `quarry_engine::research::executor::run`. The critical path, the
+//! `quarry_operator::engine_builder::build_engine` and `quarry_engine::research::shell::executor::run`. The critical path, the
 //! baseline, is derived from each run's own `events.jsonl` (see `quarry_e2e::critical_path`),
 //! so it is measured in the same run as the wall time it is compared with.
 
@@ -20,9 +20,9 @@ use quarry_e2e::critical_path::{self, CriticalPath, Shape, Span};
 use quarry_e2e::model_server::ScriptedModel;
 use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::slow_web::SlowWeb;
-use quarry_engine::research::executor::{self, Control, NoopObserver};
-use quarry_engine::research::settings::EngineSettings;
-use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::research::agents::settings::EngineSettings;
+use quarry_engine::research::machine::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::research::shell::executor::{self, Control, NoopObserver};
 use quarry_engine::store::keys::EVENTS_KEY;
 use quarry_engine::store::memory::MemoryStore;
 use quarry_operator::engine_builder;

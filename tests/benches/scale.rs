@@ -20,8 +20,8 @@ use quarry_e2e::bench::{cpu_seconds, machine_note, researcher_route, status_kib}
 use quarry_e2e::model_server::{Script, ScriptedModel};
 use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::slow_web::SlowWeb;
-use quarry_engine::research::executor::{self, Control, NoopObserver};
-use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::research::machine::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::research::shell::executor::{self, Control, NoopObserver};
 use quarry_engine::store::memory::MemoryStore;
 use quarry_operator::engine_builder;
 

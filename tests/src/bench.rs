@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use quarry_engine::research::state::Mode;
+use quarry_engine::research::machine::state::Mode;
 
 use crate::model_server::{Route, Script, Step};
 use crate::slow_web::SlowWeb;

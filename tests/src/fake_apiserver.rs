@@ -4,6 +4,10 @@
 //! CLI uses (create with `generateName`, get, list, JSON merge patch, watch), records every
 //! request exactly, and writes a kubeconfig that points at it.
 //!
+//! It also proxies `/api/v1/namespaces/{ns}/services/{name}:{port}/proxy/...` to an upstream the
+//! test names (streaming the answer, and dropping `Authorization` as the real API server does);
+//! a Service it was not told about is a 404 `Status`, as on a cluster without it.
+//!
 //! Watches play a script: the statuses a test queued for a run are applied one after the other
 //! (each a `MODIFIED` event, stored too, so a later GET sees the last one); then the stream stays
 //! open, as a real watch does, until the client goes away.
@@ -19,6 +23,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use futures::TryStreamExt;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
@@ -64,6 +69,8 @@ struct Inner {
     scripts: BTreeMap<String, Vec<Value>>,
     crds_installed: bool,
     watch_interval: Duration,
+    /// `(proxy path prefix, upstream base URL)`.
+    proxies: Vec<(String, String)>,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -232,18 +239,33 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    match answer(&shared, method, &uri, &headers, &body) {
+        Answer::Here(response) => response,
+        Answer::Proxy(target) => forward(&target, &headers).await,
+    }
+}
+
+/// What [`answer`] decided: a response, or an upstream URL to forward to.
+enum Answer {
+    Here(Response),
+    Proxy(String),
+}
+
+/// Records the request and answers it under one lock (so the recorded order is the order the
+/// objects changed in), or names the upstream a service proxy path goes to.
+fn answer(shared: &Shared, method: Method, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Answer {
     let path = uri.path().to_string();
     let query = uri.query().unwrap_or_default().to_string();
     let body_json: Value = if body.is_empty() {
         Value::Null
     } else {
-        serde_json::from_slice(&body).unwrap_or_else(|_| json!(String::from_utf8_lossy(&body)))
+        serde_json::from_slice(body).unwrap_or_else(|_| json!(String::from_utf8_lossy(body)))
     };
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let mut inner = lock(&shared);
+    let mut inner = lock(shared);
     inner.requests.push(Recorded {
         method: method.to_string(),
         path: path.clone(),
@@ -251,6 +273,41 @@ async fn handle(
         content_type: content_type.clone(),
         body: body_json.clone(),
     });
+    let proxy = inner
+        .proxies
+        .iter()
+        .find(|(prefix, _)| path.starts_with(prefix.as_str()))
+        .map(|(prefix, upstream)| {
+            let rest = uri.path_and_query().map_or(path.as_str(), |p| p.as_str());
+            format!("{upstream}{}", &rest[prefix.len()..])
+        });
+    if let Some(target) = proxy {
+        return Answer::Proxy(target);
+    }
+    Answer::Here(serve(
+        shared,
+        inner,
+        method,
+        path,
+        query,
+        content_type,
+        body_json,
+    ))
+}
+
+/// Answers a request for the objects this server holds.
+fn serve(
+    shared: &Shared,
+    mut inner: std::sync::MutexGuard<'_, Inner>,
+    method: Method,
+    path: String,
+    query: String,
+    content_type: Option<String>,
+    body_json: Value,
+) -> Response {
+    if let Some(name) = proxied_service(&path) {
+        return not_found("v1", "services", name);
+    }
     let Some((gv, namespace, plural, name)) = route(&path) else {
         return (StatusCode::NOT_FOUND, "404 page not found").into_response();
     };
@@ -392,6 +449,53 @@ async fn handle(
     }
 }
 
+/// The Service name of a service proxy path (`/api/v1/namespaces/{ns}/services/{name}:{port}/proxy...`).
+fn proxied_service(path: &str) -> Option<&str> {
+    let parts: Vec<&str> = path.trim_matches('/').splitn(7, '/').collect();
+    match parts.as_slice() {
+        ["api", "v1", "namespaces", _, "services", service, rest @ ..]
+            if rest.first().is_some_and(|r| r.starts_with("proxy")) =>
+        {
+            Some(service.split(':').next().unwrap_or(service))
+        }
+        _ => None,
+    }
+}
+
+/// Forwards a GET to `target`, passing the headers an event stream needs (never
+/// `Authorization`: the API server keeps the caller's credentials to itself).
+async fn forward(target: &str, headers: &HeaderMap) -> Response {
+    let client = reqwest::Client::new();
+    let mut request = client.get(target);
+    for name in [header::ACCEPT.as_str(), "last-event-id"] {
+        if let Some(value) = headers.get(name).and_then(|v| v.to_str().ok()) {
+            request = request.header(name, value);
+        }
+    }
+    match request.send().await {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            let content_type = response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/octet-stream")
+                .to_string();
+            let body = Body::from_stream(response.bytes_stream().map_err(std::io::Error::other));
+            Response::builder()
+                .status(status)
+                .header(header::CONTENT_TYPE, content_type)
+                .body(body)
+                .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())
+        }
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("error trying to reach service: {e}"),
+        )
+            .into_response(),
+    }
+}
+
 /// A watch: the scripted statuses as `MODIFIED` events, then an open stream.
 fn watch_response(
     shared: Shared,
@@ -451,6 +555,7 @@ impl FakeApiServer {
             scripts: BTreeMap::new(),
             crds_installed: true,
             watch_interval: DEFAULT_WATCH_INTERVAL,
+            proxies: Vec::new(),
         }));
         let app = Router::new().fallback(handle).with_state(shared.clone());
         let task = tokio::spawn(async move {
@@ -514,6 +619,14 @@ impl FakeApiServer {
             meta["creationTimestamp"] = json!(ago(0));
         }
         inner.objects.insert((gv, plural, ns, name), object);
+    }
+
+    /// Proxies the Service `namespace/name` (port `port`) to `upstream` (a base URL).
+    pub fn proxy_service(&self, namespace: &str, name: &str, port: &str, upstream: &str) {
+        let prefix = format!("/api/v1/namespaces/{namespace}/services/{name}:{port}/proxy");
+        lock(&self.shared)
+            .proxies
+            .push((prefix, upstream.trim_end_matches('/').to_string()));
     }
 
     /// Queues the statuses a watch on run `name` delivers, in order.
@@ -596,6 +709,14 @@ mod tests {
                 "fieldSelector"
             ),
             Some("metadata.name=r1".into())
+        );
+        assert_eq!(
+            proxied_service("/api/v1/namespaces/ns/services/quarry:http/proxy/api/v1/x"),
+            Some("quarry")
+        );
+        assert_eq!(
+            proxied_service("/api/v1/namespaces/ns/services/quarry"),
+            None
         );
     }
 }

@@ -425,9 +425,9 @@ pub async fn cost_journal(client: Client, run: &quarry_api::ResearchRun) -> Resu
 pub async fn status_spend_matches_journal(
     client: Client,
     run: &quarry_api::ResearchRun,
-) -> Result<quarry_engine::research::journal::Recovered, String> {
+) -> Result<quarry_engine::research::shell::journal::Recovered, String> {
     let journal = cost_journal(client, run).await?;
-    let recovered = quarry_engine::research::journal::recovered_spend(journal.as_bytes())
+    let recovered = quarry_engine::research::shell::journal::recovered_spend(journal.as_bytes())
         .ok_or("no call in the journal")?;
     let spent = &recovered.total;
     let usage = run

@@ -9,7 +9,6 @@ pub mod deep_script;
 pub mod doc_trees;
 pub mod docs_server;
 pub mod event_stream;
-pub mod fake_api;
 pub mod fake_apiserver;
 pub mod fake_kube;
 pub mod kube_operator;

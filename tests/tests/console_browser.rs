@@ -19,8 +19,8 @@ use quarry_api::ResearchRun;
 use quarry_e2e::browser::Browser;
 use quarry_e2e::control_plane::{ControlPlane, install_crds};
 use quarry_e2e::kube_operator::{apply, install_chart_rbac, user_kubeconfig, wait_for};
-use quarry_engine::research::executor::encode_checkpoint;
-use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::research::machine::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::research::shell::executor::encode_checkpoint;
 use serde_json::json;
 
 const JSON_URL: &str = "https://docs.python.org/3/library/json.html";

@@ -16,7 +16,7 @@ use quarry_e2e::searx::running_in_ci;
 use quarry_e2e::slow_web::SlowWeb;
 use quarry_engine::events::memory::MemoryEvents;
 use quarry_engine::events::{EventId, RUN_FINISHED, RunEvents, RunRef, StoredEvent};
-use quarry_engine::research::state::{Mode, Phase};
+use quarry_engine::research::machine::state::{Mode, Phase};
 use quarry_engine::telemetry::Metrics;
 use quarry_operator::redis::event_stream::{RedisEvents, RedisSettings, stream_key};
 use quarry_operator::server::run_events::StreamSettings;

@@ -8,7 +8,7 @@ use std::process::Command;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use quarry_api::{ResearchRun, ResearchRunSpec};
 use quarry_e2e::kube_tools::repo_root;
-use quarry_engine::research::state::{
+use quarry_engine::research::machine::state::{
     ApprovalPolicy, Failure, LimitHit, Mode, Phase, RunInput, RunState,
 };
 use quarry_operator::research_run::status::{RunView, desired_status};

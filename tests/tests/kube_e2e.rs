@@ -1065,7 +1065,7 @@ async fn managed_search_engine(
 /// ConfigMaps on a fake API. Runs without a cluster; checks the engine wiring the e2e relies on.
 #[tokio::test]
 async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_checkpoint() {
-    use quarry_engine::research::state::Phase;
+    use quarry_engine::research::machine::state::Phase;
     use quarry_operator::engine_builder::ApiKey;
     use quarry_operator::research_run::launcher::EngineLauncher;
     use quarry_operator::research_run::registry::Signal;
@@ -1169,7 +1169,7 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
 #[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
 async fn engine_launcher_keeps_an_object_store_run_in_s3() {
     use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
-    use quarry_engine::research::state::Phase;
+    use quarry_engine::research::machine::state::Phase;
     use quarry_engine::store::ArtifactStore;
     use quarry_operator::engine_builder::ApiKey;
     use quarry_operator::research_run::artifacts::ArtifactTarget;

@@ -39,7 +39,7 @@ use quarry_e2e::kube_operator::{
 };
 use quarry_e2e::model_server::{Route, Script, ScriptedModel, ScriptedModelHandle, Step};
 use quarry_e2e::searx::SearchStack;
-use quarry_engine::research::checkpoint;
+use quarry_engine::research::shell::checkpoint;
 use quarry_engine::store::ArtifactStore;
 use quarry_engine::store::keys::{CHECKPOINT_KEY, CHECKPOINT_SLOTS};
 use quarry_operator::store::configmap::ConfigMapStore;
@@ -917,9 +917,9 @@ struct KillRecord {
 /// The phase a kill hit, as a restarted operator finds it, and the routes whose work the
 /// checkpoint holds as done.
 fn durable_work(
-    state: Option<&quarry_engine::research::state::RunState>,
+    state: Option<&quarry_engine::research::machine::state::RunState>,
 ) -> (String, Vec<&'static str>) {
-    use quarry_engine::research::state::{Phase, TaskState};
+    use quarry_engine::research::machine::state::{Phase, TaskState};
     let Some(state) = state else {
         return ("Planning (no checkpoint)".into(), vec![]);
     };

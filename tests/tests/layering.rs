@@ -132,7 +132,7 @@ fn crates_depend_only_downwards_and_the_engine_knows_no_kubernetes() {
     assert!(cli.contains("quarry-operator"));
 }
 
-/// A crate's modules, by path (`research::reducer`; the root is ""), each with its source file.
+/// A crate's modules, by path (`research::machine::reducer`; the root is ""), each with its source file.
 fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
@@ -332,6 +332,27 @@ fn no_crate_has_an_import_circle() {
         }
     }
     assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_controllers_stores_know_none_of_its_controllers() {
+    let mods = modules(&repo_root().join("operator/controller/src"));
+    let edges = import_edges(&mods);
+    assert!(edges.keys().any(|m| m.starts_with("store::")), "{edges:?}");
+    let up: Vec<String> = edges
+        .iter()
+        .filter(|(module, _)| module.starts_with("store"))
+        .flat_map(|(module, targets)| {
+            targets
+                .iter()
+                .filter(|t| {
+                    ["research_run", "search_engine", "schedule"]
+                        .contains(&t.split("::").next().unwrap_or_default())
+                })
+                .map(move |t| format!("{module} -> {t}"))
+        })
+        .collect();
+    assert!(up.is_empty(), "a store imports a controller: {up:?}");
 }
 
 #[test]

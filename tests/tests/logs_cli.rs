@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use quarry_e2e::event_stream::{EventServer, SseConnection, start_streamed_run, wait_for_run};
-use quarry_e2e::fake_api::FakeApi;
+use quarry_e2e::fake_apiserver::FakeApiServer;
 use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::slow_web::SlowWeb;
 use quarry_engine::events::memory::MemoryEvents;
 use quarry_engine::events::{EventId, RUN_FINISHED, RunRef};
-use quarry_engine::research::state::{Mode, Phase};
+use quarry_engine::research::machine::state::{Mode, Phase};
 use quarry_engine::store::keys::EVENTS_KEY;
 use quarry_operator::server::run_events::StreamSettings;
 
@@ -257,7 +257,7 @@ fn research_run(name: &str, phase: &str) -> Value {
 
 /// Runs a quick scripted run to the end and puts it in `api` as a Completed ResearchRun `name`
 /// with its provenance log in the `<name>-events` ConfigMap; returns the log.
-async fn finished_run_in_api(web: &SlowWeb, api: &FakeApi, name: &str) -> String {
+async fn finished_run_in_api(web: &SlowWeb, api: &FakeApiServer, name: &str) -> String {
     let done = start_streamed_run(
         web,
         Mode::Quick,
@@ -270,20 +270,14 @@ async fn finished_run_in_api(web: &SlowWeb, api: &FakeApi, name: &str) -> String
     let (state, _) = done.task.await.unwrap();
     assert_eq!(state.phase, Phase::Completed, "{:?}", state.failure);
     let log = done.store.text(EVENTS_KEY).unwrap();
-    api.put(
-        &format!("/apis/quarry.dev/v1alpha1/namespaces/team/researchruns/{name}"),
-        research_run(name, "Completed"),
-    );
-    api.put(
-        &format!("/api/v1/namespaces/team/configmaps/{name}-events"),
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+    api.insert(research_run(name, "Completed"));
+    api.insert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
             "name": format!("{name}-events"), "namespace": "team",
             // The run's own: the operator reads only ConfigMaps carrying its label and owner.
             "labels": {"quarry.dev/run": name},
             "ownerReferences": [{"apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun", "name": name,
                 "uid": format!("uid-{name}"), "controller": true, "blockOwnerDeletion": true}]
-        }, "data": {"events.jsonl": log}}),
-    );
+        }, "data": {"events.jsonl": log}}));
     log
 }
 
@@ -304,10 +298,9 @@ async fn logs_reads_finished_runs_from_their_configmap_and_follows_running_ones_
     let server = EventServer::start(events.clone(), events.clone(), short_lived)
         .await
         .unwrap();
-    let api = FakeApi::start().await.unwrap();
+    let api = FakeApiServer::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    api.write_kubeconfig(&kubeconfig, "team").unwrap();
+    let kubeconfig = api.write_kubeconfig(dir.path(), "team").unwrap();
     let kubeconfig = kubeconfig.display().to_string();
     let env = [("KUBECONFIG", kubeconfig.as_str())];
 
@@ -336,18 +329,15 @@ async fn logs_reads_finished_runs_from_their_configmap_and_follows_running_ones_
         "{finished}"
     );
     assert!(
-        api.requests()
+        api.request_lines()
             .contains(&"GET /api/v1/namespaces/team/configmaps/done-run-events".to_string()),
         "{:?}",
-        api.requests()
+        api.request_lines()
     );
 
     // A run in progress: followed through the API server's service proxy to the operator.
     api.proxy_service("quarry-system", "quarry", "http", server.base_url());
-    api.put(
-        "/apis/quarry.dev/v1alpha1/namespaces/team/researchruns/live-run",
-        research_run("live-run", "Researching"),
-    );
+    api.insert(research_run("live-run", "Researching"));
     follow_live_run(
         &web,
         &events,
@@ -358,7 +348,7 @@ async fn logs_reads_finished_runs_from_their_configmap_and_follows_running_ones_
     )
     .await;
     let proxied: Vec<String> = api
-        .requests()
+        .request_lines()
         .into_iter()
         .filter(|r| r.contains("/services/quarry:http/proxy/"))
         .collect();
@@ -395,11 +385,10 @@ async fn the_operator_serves_a_finished_runs_history_from_its_configmap() {
     let web = SlowWeb::start(Duration::from_millis(30), Duration::from_millis(10))
         .await
         .unwrap();
-    let api = FakeApi::start().await.unwrap();
+    let api = FakeApiServer::start().await.unwrap();
     // The run's stream is gone (another replica, or expired): only the stored log is left.
     let log = finished_run_in_api(&web, &api, "old-run").await;
-    let client =
-        kube::Client::try_from(kube::Config::new(api.base_url().parse().unwrap())).unwrap();
+    let client = kube::Client::try_from(kube::Config::new(api.url().parse().unwrap())).unwrap();
     let directory = Arc::new(quarry_operator::server::run_finder::KubeDirectory::new(
         client,
     ));

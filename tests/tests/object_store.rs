@@ -14,7 +14,7 @@ use kube::runtime::controller::Action;
 use quarry_api::ResearchRun;
 use quarry_e2e::fake_kube::{FakeKube, expect_request, mock_client, ok};
 use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
-use quarry_engine::research::state::{FinalReport, Mode, Phase, RunInput, RunState};
+use quarry_engine::research::machine::state::{FinalReport, Mode, Phase, RunInput, RunState};
 use quarry_engine::store::ArtifactStore;
 use quarry_engine::telemetry::Metrics;
 use quarry_operator::research_run::Context;
@@ -191,12 +191,7 @@ async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_
             run.controller_owner_ref(&()).unwrap(),
         ),
         Some(object.clone()),
-        Some(Arc::new(FinalizerGuard::new(
-            client.clone(),
-            "ns",
-            "big",
-            None,
-        ))),
+        Some(FinalizerGuard::new(client.clone(), "ns", "big", None).into_hook()),
         slot.clone(),
     );
     let markdown = incompressible_markdown();

@@ -13,7 +13,7 @@ use quarry_e2e::model_server::{Script, ScriptedModel, Step};
 use quarry_e2e::quarry_bin::quarry_bin;
 use quarry_e2e::searx::SearchStack;
 use quarry_engine::llm::{CallPurpose, ChatRequest, Message, ToolSpec};
-use quarry_engine::research::executor::Engine;
+use quarry_engine::research::shell::executor::Engine;
 use quarry_engine::store::memory::MemoryStore;
 use quarry_operator::engine_builder;
 

@@ -50,7 +50,7 @@ fn role_of(system: &str) -> &'static str {
 /// Whether the strict parser of `role` accepts `output` as it stands.
 fn strictly_parses(role: &str, output: &str) -> bool {
     match role {
-        "planner" => quarry_engine::research::lead::parse_plan_strict(output).is_ok(),
+        "planner" => quarry_engine::research::agents::lead::parse_plan_strict(output).is_ok(),
         "researcher" => {
             // A clean action is JSON as it stands; anything else needed the tolerant path.
             serde_json::from_str::<Value>(output.trim()).is_ok()

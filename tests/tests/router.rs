@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use quarry_api::ResearchProfile;
 use quarry_e2e::model_server::{Script, ScriptedModel, Step};
 use quarry_engine::llm::{CallPurpose, ChatRequest, LlmError, Message};
-use quarry_engine::research::executor::Engine;
-use quarry_engine::research::reducer::Event;
-use quarry_engine::research::state::{Mode, RunInput, RunState};
+use quarry_engine::research::machine::reducer::Event;
+use quarry_engine::research::machine::state::{Mode, RunInput, RunState};
+use quarry_engine::research::shell::executor::Engine;
 use quarry_engine::store::memory::MemoryStore;
 use quarry_engine::telemetry::Metrics;
 use quarry_operator::engine_builder;
@@ -181,7 +181,7 @@ async fn an_unusable_agenda_is_repaired_once_then_the_budget_tier_plans() {
         None,
     );
     let state = RunState::new(RunInput::new("compare json and pickle", Mode::Deep));
-    let event = quarry_engine::research::lead::plan(
+    let event = quarry_engine::research::agents::lead::plan(
         e.model.as_ref(),
         e.budget_model.as_deref(),
         &state,

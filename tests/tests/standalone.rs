@@ -75,12 +75,12 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "documents where the node tests look for the node script",
     ),
     (
-        "operator/engine/src/research/evidence/tests.rs",
+        "operator/engine/src/research/writing/evidence/tests.rs",
         "\u{a7} 20.5. Write Ahead Log",
         "test data: the breadcrumb of a PostgreSQL documentation passage, as the engine labels it",
     ),
     (
-        "operator/engine/src/research/evidence/tests.rs",
+        "operator/engine/src/research/writing/evidence/tests.rs",
         "\u{a7} 27.2. Log-Shipping Standby Servers",
         "test data: the breadcrumb of a PostgreSQL documentation passage, as the engine labels it",
     ),

@@ -9,7 +9,7 @@ use kube::Client;
 use kube::client::Body;
 use kube::runtime::controller::Action;
 use quarry_api::{ResearchRun, ResearchRunSpec};
-use quarry_engine::research::state::{Phase, RunState};
+use quarry_engine::research::machine::state::{Phase, RunState};
 use quarry_engine::telemetry::Metrics;
 use quarry_operator::research_run::registry::Signal;
 use quarry_operator::research_run::{
@@ -192,6 +192,16 @@ fn stalled_status_body(reason: &str, message: &str) -> Value {
     })
 }
 
+/// The end of a stalled scenario: the status write of a stall with `reason` and `message`, its
+/// Warning Event, then nothing more; returns the status patch.
+async fn expect_stall(handle: &mut Handle, reason: &str, message: &str) -> Value {
+    let body = patch_status(handle).await;
+    assert_eq!(scrubbed(&body), stalled_status_body(reason, message));
+    expect_event(handle, "Warning", reason, message).await;
+    expect_silence(handle).await;
+    body
+}
+
 /// The profile the scenarios' run names, and the Secret of its model key.
 const PROFILE: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default";
 const SECRET: &str = "/api/v1/namespaces/ns/secrets/openai";
@@ -272,14 +282,7 @@ async fn missing_profile_stalls_with_event_and_requeues() {
             not_found("researchprofiles", "default"),
         )
         .await;
-        let body = patch_status(&mut handle).await;
-        let scrubbed = scrubbed(&body);
-        assert_eq!(
-            scrubbed,
-            stalled_status_body("ProfileNotFound", PROFILE_MISSING)
-        );
-        expect_event(&mut handle, "Warning", "ProfileNotFound", PROFILE_MISSING).await;
-        expect_silence(&mut handle).await;
+        expect_stall(&mut handle, "ProfileNotFound", PROFILE_MISSING).await;
     });
     let action = reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
     assert_eq!(action, Action::requeue(Duration::from_secs(15)));
@@ -300,15 +303,18 @@ async fn missing_secret_stalls_with_secret_not_found() {
             not_found("secrets", "openai"),
         )
         .await;
-        let body = patch_status(&mut handle).await;
-        let scrubbed = scrubbed(&body);
-        assert_eq!(scrubbed, stalled_status_body("SecretNotFound", message));
-        expect_event(&mut handle, "Warning", "SecretNotFound", message).await;
-        expect_silence(&mut handle).await;
+        expect_stall(&mut handle, "SecretNotFound", message).await;
     });
     let action = reconcile(Arc::new(run(None)), ctx).await.unwrap();
     assert_eq!(action, Action::requeue(Duration::from_secs(15)));
     server.await.unwrap();
+}
+
+/// The scenarios' profile with limits: $5.00, one hour, three rounds.
+fn capped_profile(with_secret: bool) -> Value {
+    let mut capped = profile(with_secret);
+    capped["spec"]["limits"] = json!({"maxCostUSD": "5.00", "timeout": "1h", "maxRounds": 3});
+    capped
 }
 
 #[tokio::test]
@@ -317,23 +323,9 @@ async fn a_run_asking_for_more_than_its_profile_allows_stalls_before_any_secret_
     let (ctx, mut handle) = context(launcher.clone());
     let message = "spec.limits.maxCostUSD \"999999999\" is above ResearchProfile \"default\" limits.maxCostUSD \"5.00\"; spec.limits.timeout \"24h\" is above ResearchProfile \"default\" limits.timeout \"1h\". A run may only lower its profile's limits: recreate the run with values at most the profile's (or without them, to use the profile's), or have whoever manages the ResearchProfile raise them";
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
-            &mut handle,
-            Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
-        )
-        .await;
-        let mut capped = profile(true);
-        capped["spec"]["limits"] = json!({"maxCostUSD": "5.00", "timeout": "1h", "maxRounds": 3});
-        send.send_response(ok(&capped));
+        serve(&mut handle, Method::GET, PROFILE, ok(&capped_profile(true))).await;
         // No Secret is read for a refused run.
-        let body = patch_status(&mut handle).await;
-        assert_eq!(
-            scrubbed(&body),
-            stalled_status_body("LimitsAboveProfile", message)
-        );
-        expect_event(&mut handle, "Warning", "LimitsAboveProfile", message).await;
-        expect_silence(&mut handle).await;
+        expect_stall(&mut handle, "LimitsAboveProfile", message).await;
     });
     let mut greedy = run(None);
     // maxRounds 2 lowers the profile's 3: allowed, and not named.
@@ -354,15 +346,13 @@ async fn a_run_lowering_its_profiles_limits_starts_with_the_stricter_values() {
     let launcher = FakeLauncher::default();
     let (ctx, mut handle) = context(launcher.clone());
     let server = tokio::spawn(async move {
-        let (_, send) = expect(
+        serve(
             &mut handle,
             Method::GET,
-            "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default",
+            PROFILE,
+            ok(&capped_profile(false)),
         )
         .await;
-        let mut capped = profile(false);
-        capped["spec"]["limits"] = json!({"maxCostUSD": "5.00", "timeout": "1h", "maxRounds": 3});
-        send.send_response(ok(&capped));
         let body = patch_status(&mut handle).await;
         assert_eq!(body["status"]["conditions"][0]["reason"], "Running");
         expect_silence(&mut handle).await;
@@ -389,11 +379,8 @@ async fn secret_stall(secret: Value, reason: &'static str, message: &'static str
         serve(&mut handle, Method::GET, PROFILE, ok(&profile(true))).await;
         // "c2stdGVzdA==" is base64 of "sk-test": never shown.
         serve(&mut handle, Method::GET, SECRET, ok(&secret)).await;
-        let body = patch_status(&mut handle).await;
+        let body = expect_stall(&mut handle, reason, message).await;
         assert!(!body.to_string().contains("sk-test"));
-        assert_eq!(scrubbed(&body), stalled_status_body(reason, message));
-        expect_event(&mut handle, "Warning", reason, message).await;
-        expect_silence(&mut handle).await;
     });
     let action = reconcile(Arc::new(run(None)), ctx).await.unwrap();
     assert_eq!(action, Action::requeue(Duration::from_secs(15)));
@@ -614,7 +601,7 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
         assert_eq!(request.input.query, "what is CEL?");
         assert_eq!(
             request.input.mode,
-            quarry_engine::research::state::Mode::Quick
+            quarry_engine::research::machine::state::Mode::Quick
         );
     }
     // A second reconcile (status now written) does not start a second executor.
@@ -789,33 +776,36 @@ fn a_profile_maps_to_the_unfinished_runs_that_use_it() {
     );
 }
 
+/// Final-status patches the writer's fake API server refuses in a row: more than a writer that
+/// gave up after a few attempts (leaving the status to the reconcile) would make.
+const FINAL_PATCH_FAILURES: usize = 7;
+
 #[tokio::test]
-async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once() {
+async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_alone_until_it_lands() {
     let launcher = FakeLauncher::default();
     let (ctx, mut handle) = context(launcher.clone());
     let (written_tx, written_rx) = tokio::sync::oneshot::channel::<Value>();
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
     let (final_tx, final_rx) = tokio::sync::oneshot::channel::<Value>();
     let server = tokio::spawn(async move {
-        // The writer's final patch fails.
         serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
         let body = patch_status(&mut handle).await;
         written_tx.send(body).unwrap();
-        let (body, send) = expect(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
-        )
-        .await;
-        assert_eq!(body["status"]["phase"], "Cancelled");
-        let status = json!({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500,"message":"etcd hiccup"});
-        send.send_response(
-            Response::builder()
-                .status(500)
-                .body(Body::from(serde_json::to_vec(&status).unwrap()))
-                .unwrap(),
-        );
-        failed_tx.send(()).unwrap();
+        // The writer's final patch fails, again and again.
+        let mut failed_tx = Some(failed_tx);
+        for _ in 0..FINAL_PATCH_FAILURES {
+            let (body, send) = expect(
+                &mut handle,
+                Method::PATCH,
+                &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+            )
+            .await;
+            assert_eq!(body["status"]["phase"], "Cancelled");
+            send.send_response(failure(500, "InternalError", "etcd hiccup"));
+            if let Some(tx) = failed_tx.take() {
+                tx.send(()).unwrap();
+            }
+        }
         // The writer tries again one interval later, with its Event.
         let body = patch_status(&mut handle).await;
         let scrubbed = scrubbed(&body);
@@ -834,9 +824,24 @@ async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once
         ctx.registry.presence("uid-1"),
         quarry_operator::research_run::registry::Presence::Finished
     );
+    // The reconcile of the ended task leaves the status to the writer: no request, and it waits
+    // for the write to come back as a change.
+    let action = reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
+    assert_eq!(action, Action::await_change());
     // The writer leaves once its retry landed; the reconcile that follows (the watch shows the
     // final status) writes nothing.
     let final_body = final_rx.await.unwrap();
+    assert_writer_exits(&ctx).await;
+    let mut current = run(None);
+    current.status = Some(serde_json::from_value(final_body["status"].clone()).unwrap());
+    // A finished run waits for changes (or its TTL); nothing more is written.
+    let action = reconcile(Arc::new(current), ctx).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    server.await.unwrap();
+}
+
+/// Waits up to 2 s for r1's status writer to unregister.
+async fn assert_writer_exits(ctx: &Context) {
     for _ in 0..200 {
         if !ctx.registry.has_writer("uid-1") {
             break;
@@ -844,11 +849,51 @@ async fn a_final_status_the_writer_failed_to_write_is_retried_by_the_writer_once
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(!ctx.registry.has_writer("uid-1"), "the writer did not exit");
-    let mut current = run(None);
-    current.status = Some(serde_json::from_value(final_body["status"].clone()).unwrap());
-    // A finished run waits for changes (or its TTL); nothing more is written.
-    let action = reconcile(Arc::new(current), ctx).await.unwrap();
-    assert_eq!(action, Action::await_change());
+}
+
+/// A `Status` failure answer of the API server.
+fn failure(code: u16, reason: &str, message: &str) -> Response<Body> {
+    let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code, "message": message});
+    Response::builder()
+        .status(code)
+        .body(Body::from(serde_json::to_vec(&status).unwrap()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_final_status_the_api_server_refuses_as_invalid_ends_the_writer_with_a_warning() {
+    const REFUSAL: &str = "ResearchRun.quarry.dev \"r1\" is invalid: spec.query: Required value";
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let (written_tx, written_rx) = tokio::sync::oneshot::channel::<()>();
+    let (warned_tx, warned_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
+        patch_status(&mut handle).await;
+        written_tx.send(()).unwrap();
+        let (body, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            &format!("{RUNS}/r1/status{APPLY_QUERY}"),
+        )
+        .await;
+        assert_eq!(body["status"]["phase"], "Cancelled");
+        send.send_response(failure(422, "Invalid", REFUSAL));
+        // Said once, as a Warning that says what to do; no retry can land.
+        expect_event(
+            &mut handle,
+            "Warning",
+            "StoredSpecInvalid",
+            &quarry_operator::research_run::stored_spec_invalid_note("r1", REFUSAL),
+        )
+        .await;
+        warned_tx.send(()).unwrap();
+        expect_silence(&mut handle).await;
+    });
+    reconcile(Arc::new(run(None)), ctx.clone()).await.unwrap();
+    written_rx.await.unwrap();
+    ctx.registry.signal("uid-1", Signal::Cancel);
+    warned_rx.await.unwrap();
+    assert_writer_exits(&ctx).await;
     server.await.unwrap();
 }
 
@@ -866,19 +911,32 @@ fn s3_secret(data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}}, "data": data})
 }
 
+/// Serves the look-ups of a run whose profile has an object store: the profile, then its
+/// credentials Secret holding `data`.
+async fn serve_object_store_profile(handle: &mut Handle, data: Value) {
+    serve(
+        handle,
+        Method::GET,
+        PROFILE,
+        ok(&profile_with_object_store()),
+    )
+    .await;
+    serve(
+        handle,
+        Method::GET,
+        "/api/v1/namespaces/ns/secrets/s3-creds",
+        ok(&s3_secret(data)),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn an_object_store_run_without_an_object_store_stalls_naming_the_option() {
     let (ctx, mut handle) = context(FakeLauncher::default());
     let message = "spec.report.kind is objectStore, but ResearchProfile \"default\" has no objectStore and the operator has no default (--object-store-url); add spec.objectStore to the profile";
     let server = tokio::spawn(async move {
         serve(&mut handle, Method::GET, PROFILE, ok(&profile(false))).await;
-        let body = patch_status(&mut handle).await;
-        assert_eq!(
-            scrubbed(&body),
-            stalled_status_body("ObjectStoreNotConfigured", message)
-        );
-        expect_event(&mut handle, "Warning", "ObjectStoreNotConfigured", message).await;
-        expect_silence(&mut handle).await;
+        expect_stall(&mut handle, "ObjectStoreNotConfigured", message).await;
     });
     let mut object_run = run(None);
     object_run.spec.report.kind = quarry_api::ReportKind::ObjectStore;
@@ -893,25 +951,14 @@ async fn a_misspelt_credentials_key_stalls_naming_the_key_not_the_value() {
     let (ctx, mut handle) = context(launcher.clone());
     let message = "Secret \"s3-creds\" key \"aws_secret_key\" (ResearchProfile \"default\" objectStore.credentialsSecretRef) is not an option of the s3 object store; rename it to one of its options, for example aws_access_key_id, aws_secret_access_key, aws_session_token";
     let server = tokio::spawn(async move {
-        serve(
+        // "aHVudGVyMi1zZWNyZXQ=" is base64 of "hunter2-secret".
+        serve_object_store_profile(
             &mut handle,
-            Method::GET,
-            PROFILE,
-            ok(&profile_with_object_store()),
+            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_key": "aHVudGVyMi1zZWNyZXQ="}),
         )
         .await;
-        // "aHVudGVyMi1zZWNyZXQ=" is base64 of "hunter2-secret".
-        serve(&mut handle, Method::GET, "/api/v1/namespaces/ns/secrets/s3-creds", ok(&s3_secret(
-            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_key": "aHVudGVyMi1zZWNyZXQ="}),
-        ))).await;
-        let body = patch_status(&mut handle).await;
+        let body = expect_stall(&mut handle, "ObjectStoreInvalid", message).await;
         assert!(!body.to_string().contains("hunter2"));
-        assert_eq!(
-            scrubbed(&body),
-            stalled_status_body("ObjectStoreInvalid", message)
-        );
-        expect_event(&mut handle, "Warning", "ObjectStoreInvalid", message).await;
-        expect_silence(&mut handle).await;
     });
     reconcile(Arc::new(run(None)), ctx).await.unwrap();
     server.await.unwrap();
@@ -957,7 +1004,7 @@ async fn status_report_points_where_the_store_put_the_report() {
     let mut state = RunState::new(input);
     state.phase = Phase::Completed;
     state.published = true;
-    state.final_report = Some(quarry_engine::research::state::FinalReport {
+    state.final_report = Some(quarry_engine::research::machine::state::FinalReport {
         markdown: "# CEL\n\nDone.".into(),
         findings_json: "{}".into(),
         sources: Vec::new(),
@@ -981,17 +1028,12 @@ async fn a_failing_cleanup_keeps_the_run_stalled_with_a_warning_and_the_way_out(
         ));
     deleting.metadata.finalizers = Some(vec!["quarry.dev/artifacts".into()]);
     let server = tokio::spawn(async move {
-        serve(
+        // The object store at port 9 refuses: status says so, the phase stays.
+        serve_object_store_profile(
             &mut handle,
-            Method::GET,
-            PROFILE,
-            ok(&profile_with_object_store()),
+            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_access_key": "aHVudGVyMi1zZWNyZXQ="}),
         )
         .await;
-        // The object store at port 9 refuses: status says so, the phase stays.
-        serve(&mut handle, Method::GET, "/api/v1/namespaces/ns/secrets/s3-creds", ok(&s3_secret(
-            json!({"aws_access_key_id": "QUtJREVYQU1QTEU=", "aws_secret_access_key": "aHVudGVyMi1zZWNyZXQ="}),
-        ))).await;
         let body = patch_status(&mut handle).await;
         assert_eq!(body["status"]["phase"], "Completed");
         let condition = &body["status"]["conditions"][0];

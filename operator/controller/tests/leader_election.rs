@@ -76,6 +76,16 @@ fn merge(target: &mut Value, patch: &Value) {
 }
 
 impl Replica {
+    /// A replica reaching `store` with nothing cut, stalled or delayed.
+    fn new(store: &Arc<Mutex<LeaseStore>>) -> Self {
+        Self {
+            store: store.clone(),
+            cut: Arc::new(AtomicBool::new(false)),
+            stall: Arc::new(AtomicBool::new(false)),
+            write_delay_ms: Default::default(),
+        }
+    }
+
     async fn handle(self, req: Request<Body>) -> Result<Response<Body>, std::convert::Infallible> {
         if self.stall.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
@@ -183,6 +193,45 @@ fn holder(store: &Arc<Mutex<LeaseStore>>) -> Option<String> {
         .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
 }
 
+/// A lease store with one replica, `a`, reaching it.
+fn one_replica() -> (Arc<Mutex<LeaseStore>>, Replica) {
+    let store = Arc::new(Mutex::new(LeaseStore::default()));
+    let a = Replica::new(&store);
+    (store, a)
+}
+
+/// `a` creates the Lease, starts its election and waits until it leads.
+async fn leading(a: &Replica) -> Leadership {
+    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
+    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
+    la.acquired().await.unwrap();
+    la
+}
+
+/// What a predecessor of `a` left: the Lease held by `a`, renewed at `renewed`, with a's field
+/// manager owning the holder.
+fn held_by_a(store: &Arc<Mutex<LeaseStore>>, renewed: k8s_openapi::jiff::Timestamp, seconds: u64) {
+    let mut s = store.lock().unwrap();
+    let lease = s.lease.as_mut().unwrap();
+    lease["spec"] = json!({
+        "holderIdentity": "a",
+        "acquireTime": renewed.to_string(),
+        "renewTime": renewed.to_string(),
+        "leaseDurationSeconds": seconds,
+        "leaseTransitions": 3,
+    });
+    s.holder_owner = Some("quarry-lease-a".into());
+}
+
+/// The Lease's `spec.renewTime`.
+fn renew_time(store: &Arc<Mutex<LeaseStore>>) -> k8s_openapi::jiff::Timestamp {
+    store.lock().unwrap().lease.as_ref().unwrap()["spec"]["renewTime"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 fn config(identity: &str) -> LeaderConfig {
     let mut c = LeaderConfig::new("quarry-system");
     c.identity = identity.into();
@@ -193,14 +242,8 @@ fn config(identity: &str) -> LeaderConfig {
 
 #[tokio::test]
 async fn one_replica_leads_and_a_cut_off_leader_steps_down_before_the_other_takes_over() {
-    let store = Arc::new(Mutex::new(LeaseStore::default()));
-    let replica = |cut: bool| Replica {
-        store: store.clone(),
-        cut: Arc::new(AtomicBool::new(cut)),
-        stall: Arc::new(AtomicBool::new(false)),
-        write_delay_ms: Default::default(),
-    };
-    let (a, b) = (replica(false), replica(false));
+    let (store, a) = one_replica();
+    let b = Replica::new(&store);
 
     // The Lease carries the operator Deployment as owner.
     let owner = OwnerReference {
@@ -269,16 +312,8 @@ async fn one_replica_leads_and_a_cut_off_leader_steps_down_before_the_other_take
 
 #[tokio::test]
 async fn a_leader_whose_lease_is_taken_stops_at_once() {
-    let store = Arc::new(Mutex::new(LeaseStore::default()));
-    let a = Replica {
-        store: store.clone(),
-        cut: Arc::new(AtomicBool::new(false)),
-        stall: Arc::new(AtomicBool::new(false)),
-        write_delay_ms: Default::default(),
-    };
-    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
-    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
-    la.acquired().await.unwrap();
+    let (store, a) = one_replica();
+    let mut la = leading(&a).await;
     let stopped = Arc::new(AtomicBool::new(false));
     let flag = stopped.clone();
     let thief = store.clone();
@@ -314,16 +349,8 @@ async fn lead_for(la: &mut Leadership, periods: u64) -> Option<LeaderError> {
 
 #[tokio::test]
 async fn a_leader_keeps_its_lease_across_many_renewals() {
-    let store = Arc::new(Mutex::new(LeaseStore::default()));
-    let a = Replica {
-        store: store.clone(),
-        cut: Arc::new(AtomicBool::new(false)),
-        stall: Arc::new(AtomicBool::new(false)),
-        write_delay_ms: Default::default(),
-    };
-    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
-    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
-    la.acquired().await.unwrap();
+    let (store, a) = one_replica();
+    let mut la = leading(&a).await;
     // Every period has a renewal; a leader must never see its own renewal as too late.
     let lost = lead_for(&mut la, 3).await;
     assert!(lost.is_none(), "a healthy leader stepped down: {lost:?}");
@@ -333,30 +360,13 @@ async fn a_leader_keeps_its_lease_across_many_renewals() {
 
 #[tokio::test]
 async fn a_process_restarted_under_the_same_name_keeps_the_lease_its_predecessor_held() {
-    let store = Arc::new(Mutex::new(LeaseStore::default()));
-    let a = Replica {
-        store: store.clone(),
-        cut: Arc::new(AtomicBool::new(false)),
-        stall: Arc::new(AtomicBool::new(false)),
-        write_delay_ms: Default::default(),
-    };
+    let (store, a) = one_replica();
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     // What a SIGKILLed holder leaves: its identity, renewed 1.3 s ago (a fraction of a second
     // past a whole second, as real renewals are), with its field manager owning the holder.
-    {
-        let mut s = store.lock().unwrap();
-        let renewed = k8s_openapi::jiff::Timestamp::now()
-            - k8s_openapi::jiff::SignedDuration::from_millis(1300);
-        let lease = s.lease.as_mut().unwrap();
-        lease["spec"] = json!({
-            "holderIdentity": "a",
-            "acquireTime": renewed.to_string(),
-            "renewTime": renewed.to_string(),
-            "leaseDurationSeconds": 4,
-            "leaseTransitions": 3,
-        });
-        s.holder_owner = Some("quarry-lease-a".into());
-    }
+    let renewed =
+        k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_millis(1300);
+    held_by_a(&store, renewed, 4);
     // The kubelet restarts the container: same pod name, so the lease is its own at once.
     let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
     tokio::time::timeout(Duration::from_secs(2), la.acquired())
@@ -373,16 +383,8 @@ async fn a_process_restarted_under_the_same_name_keeps_the_lease_its_predecessor
 
 #[tokio::test]
 async fn a_leader_whose_reads_hang_steps_down_before_its_lease_expires() {
-    let store = Arc::new(Mutex::new(LeaseStore::default()));
-    let a = Replica {
-        store: store.clone(),
-        cut: Arc::new(AtomicBool::new(false)),
-        stall: Arc::new(AtomicBool::new(false)),
-        write_delay_ms: Default::default(),
-    };
-    ensure_lease(&a.client(), &config("a"), None).await.unwrap();
-    let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
-    la.acquired().await.unwrap();
+    let (store, a) = one_replica();
+    let mut la = leading(&a).await;
     let stall = a.stall.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -396,12 +398,7 @@ async fn a_leader_whose_reads_hang_steps_down_before_its_lease_expires() {
     );
     assert!(!la.fence().is_open());
     // Before a standby could take the lease: its last renewal plus the lease duration.
-    let renewed: k8s_openapi::jiff::Timestamp =
-        store.lock().unwrap().lease.as_ref().unwrap()["spec"]["renewTime"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
+    let renewed = renew_time(&store);
     let expires = renewed + k8s_openapi::jiff::SignedDuration::from_secs(4);
     assert!(
         stepped_down < expires,
@@ -411,41 +408,19 @@ async fn a_leader_whose_reads_hang_steps_down_before_its_lease_expires() {
 
 #[tokio::test]
 async fn a_process_restarted_after_its_own_lease_lapsed_leads_once_it_has_renewed_it() {
-    let store = Arc::new(Mutex::new(LeaseStore::default()));
-    let a = Replica {
-        store: store.clone(),
-        cut: Arc::new(AtomicBool::new(false)),
-        stall: Arc::new(AtomicBool::new(false)),
-        write_delay_ms: Default::default(),
-    };
+    let (store, a) = one_replica();
     ensure_lease(&a.client(), &config("a"), None).await.unwrap();
     // The predecessor was killed 10 s ago (or etcd stood still that long): the lease is in this
     // pod's name but lapsed.
     let lapsed =
         k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(10);
-    {
-        let mut s = store.lock().unwrap();
-        let lease = s.lease.as_mut().unwrap();
-        lease["spec"] = json!({
-            "holderIdentity": "a",
-            "acquireTime": lapsed.to_string(),
-            "renewTime": lapsed.to_string(),
-            "leaseDurationSeconds": 4,
-            "leaseTransitions": 3,
-        });
-        s.holder_owner = Some("quarry-lease-a".into());
-    }
+    held_by_a(&store, lapsed, 4);
     let mut la = Leadership::start(a.client(), &config("a")).await.unwrap();
     tokio::time::timeout(Duration::from_secs(4), la.acquired())
         .await
         .expect("the lapsed lease is renewed and taken")
         .unwrap();
-    let renewed: k8s_openapi::jiff::Timestamp =
-        store.lock().unwrap().lease.as_ref().unwrap()["spec"]["renewTime"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
+    let renewed = renew_time(&store);
     assert!(renewed > lapsed, "leading on the lapsed lease");
     let lost = lead_for(&mut la, 2).await;
     assert!(
@@ -456,13 +431,7 @@ async fn a_process_restarted_after_its_own_lease_lapsed_leads_once_it_has_renewe
 
 #[tokio::test]
 async fn a_restarted_leader_sees_the_renewal_that_lands_after_its_first_read() {
-    let store = Arc::new(Mutex::new(LeaseStore::default()));
-    let a = Replica {
-        store: store.clone(),
-        cut: Arc::new(AtomicBool::new(false)),
-        stall: Arc::new(AtomicBool::new(false)),
-        write_delay_ms: Default::default(),
-    };
+    let (store, a) = one_replica();
     // The shipped timing: a 15 s lease renewed 5 s before it expires, read every 2 s.
     let config = |identity: &str| {
         let mut c = LeaderConfig::new("quarry-system");
@@ -476,18 +445,7 @@ async fn a_restarted_leader_sees_the_renewal_that_lands_after_its_first_read() {
     // expiry), past its renewal moment, so the new manager renews at once.
     let renewed =
         k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(11);
-    {
-        let mut s = store.lock().unwrap();
-        let lease = s.lease.as_mut().unwrap();
-        lease["spec"] = json!({
-            "holderIdentity": "a",
-            "acquireTime": renewed.to_string(),
-            "renewTime": renewed.to_string(),
-            "leaseDurationSeconds": 15,
-            "leaseTransitions": 3,
-        });
-        s.holder_owner = Some("quarry-lease-a".into());
-    }
+    held_by_a(&store, renewed, 15);
     // That renewal lands 300 ms late (a loaded API server): the leader's first read still
     // shows the inherited renewal time.
     a.write_delay_ms.store(300, Ordering::SeqCst);
@@ -499,11 +457,6 @@ async fn a_restarted_leader_sees_the_renewal_that_lands_after_its_first_read() {
         lost.is_none(),
         "the restarted leader stepped down: {lost:?}"
     );
-    let now: k8s_openapi::jiff::Timestamp =
-        store.lock().unwrap().lease.as_ref().unwrap()["spec"]["renewTime"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
+    let now = renew_time(&store);
     assert!(now > renewed, "the lease was never renewed");
 }

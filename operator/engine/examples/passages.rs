@@ -4,7 +4,7 @@
 //! `cargo run -p quarry-engine --example passages -- PAGE.html "the task" [CHARS] [--all] [--md]`
 //! (`--all` also prints every passage with its score, `--md` the extracted Markdown).
 
-use quarry_engine::research::passages::{rank, select, split};
+use quarry_engine::research::reading::passages::{rank, select, split};
 use quarry_engine::scrape::extract_markdown;
 
 fn main() -> std::process::ExitCode {

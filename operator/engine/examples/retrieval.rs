@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use quarry_engine::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Usage};
-use quarry_engine::research::researcher::{
+use quarry_engine::research::agents::researcher::{
     ResearcherDeps, ResearcherSettings, UrlPool, run_researcher,
 };
-use quarry_engine::research::state::{Limits, Mode, OutputKind, RunInput};
+use quarry_engine::research::machine::state::{Limits, Mode, OutputKind, RunInput};
 use quarry_engine::scrape::{FetchPolicy, HttpFetcher};
 use quarry_engine::sources::searxng::SearxngGatherer;
 use serde_json::Value;

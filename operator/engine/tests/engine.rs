@@ -10,11 +10,13 @@ use tokio::sync::watch;
 use quarry_engine::llm::{
     CallPurpose, ChatModel, ChatRequest, ChatResponse, LlmError, Role, ToolCall, Usage,
 };
-use quarry_engine::research::executor::RunObserver;
-use quarry_engine::research::executor::{self, Control, Engine, NoopObserver};
-use quarry_engine::research::reducer::{Event, reduce};
-use quarry_engine::research::settings::EngineSettings;
-use quarry_engine::research::state::{ApprovalPolicy, Mode, Phase, RunInput, RunState, TaskState};
+use quarry_engine::research::agents::settings::EngineSettings;
+use quarry_engine::research::machine::reducer::{Event, reduce};
+use quarry_engine::research::machine::state::{
+    ApprovalPolicy, Mode, Phase, RunInput, RunState, TaskState,
+};
+use quarry_engine::research::shell::executor::RunObserver;
+use quarry_engine::research::shell::executor::{self, Control, Engine, NoopObserver};
 use quarry_engine::scrape::{FetchError, Fetcher, Page};
 use quarry_engine::sources::{Gatherer, SearchHit, SourceError};
 use quarry_engine::store::ArtifactStore;
@@ -656,10 +658,10 @@ async fn a_recovered_run_does_not_redo_finished_researchers() {
     let (s, _) = reduce(
         s,
         Event::ResearcherFinished {
-            report: quarry_engine::research::state::ResearcherReport {
+            report: quarry_engine::research::machine::state::ResearcherReport {
                 task_id: 0,
                 markdown: "alpha findings ([a](http://docs/alpha/a.html))".into(),
-                fetched: vec![quarry_engine::research::state::SourceRef::new(
+                fetched: vec![quarry_engine::research::machine::state::SourceRef::new(
                     "http://docs/alpha/a.html",
                     "A",
                 )],
@@ -1122,8 +1124,8 @@ async fn deep_outputs_pass_the_evidence_gate_with_a_precision_figure() {
     let h = harness(model, false);
     let mut input = RunInput::new("deep question", Mode::Deep);
     input.outputs = vec![
-        quarry_engine::research::state::OutputKind::Study,
-        quarry_engine::research::state::OutputKind::Ideas,
+        quarry_engine::research::machine::state::OutputKind::Study,
+        quarry_engine::research::machine::state::OutputKind::Ideas,
     ];
     let s = run(&h, RunState::new(input)).await;
     assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);

@@ -46,9 +46,9 @@ use tokio::sync::watch;
 use quarry_engine::llm::{
     CallPurpose, ChatModel, ChatRequest, ChatResponse, LlmError, Role, ToolCall, Usage,
 };
-use quarry_engine::research::executor::{self, Control, Engine, NoopObserver};
-use quarry_engine::research::settings::EngineSettings;
-use quarry_engine::research::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::research::agents::settings::EngineSettings;
+use quarry_engine::research::machine::state::{Mode, Phase, RunInput, RunState};
+use quarry_engine::research::shell::executor::{self, Control, Engine, NoopObserver};
 use quarry_engine::scrape::guard::Lookup;
 use quarry_engine::scrape::{
     FetchError, FetchPolicy, FetchShared, Fetcher, HttpFetcher, Page, extract_markdown,

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use quarry_engine::llm::openai::parse_json_action;
-use quarry_engine::research::lead::{PlanOutcome, parse_decision, parse_plan};
-use quarry_engine::research::state::Decision;
+use quarry_engine::research::agents::lead::{PlanOutcome, parse_decision, parse_plan};
+use quarry_engine::research::machine::state::Decision;
 
 /// What the tolerant parser of `role` makes of `output`, as one line.
 fn outcome(role: &str, output: &str) -> String {

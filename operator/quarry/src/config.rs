@@ -73,7 +73,7 @@ pub struct Settings {
     pub bind: SocketAddr,
     pub profile: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
-    pub mode: quarry_engine::research::state::Mode,
+    pub mode: quarry_engine::research::machine::state::Mode,
     pub timeout: Option<Duration>,
     pub max_cost_usd: Option<String>,
     pub redis_url: Option<String>,
@@ -204,10 +204,10 @@ impl Settings {
             })?,
         };
         let mode = match pick(|l| &l.mode) {
-            None => quarry_engine::research::state::Mode::Deep,
+            None => quarry_engine::research::machine::state::Mode::Deep,
             Some((v, o)) => match v.as_str() {
-                "quick" => quarry_engine::research::state::Mode::Quick,
-                "deep" => quarry_engine::research::state::Mode::Deep,
+                "quick" => quarry_engine::research::machine::state::Mode::Quick,
+                "deep" => quarry_engine::research::machine::state::Mode::Deep,
                 other => {
                     return Err(invalid(
                         "mode",
@@ -346,7 +346,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(s.log_format, LogFormat::Json);
-        assert_eq!(s.mode, quarry_engine::research::state::Mode::Deep);
+        assert_eq!(s.mode, quarry_engine::research::machine::state::Mode::Deep);
         assert_eq!(s.bind, "127.0.0.1:9200".parse().unwrap());
     }
 

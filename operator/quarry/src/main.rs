@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use quarry::config::{ConfigError, Layer, Origin, Settings};
-use quarry_engine::research::state::{Limits, MAX_EXTRA_ROUNDS, OutputKind, TARGET_ROUNDS};
+use quarry_engine::research::machine::state::{
+    Limits, MAX_EXTRA_ROUNDS, OutputKind, TARGET_ROUNDS,
+};
 
 /// Quarry: a Kubernetes-native deep-research operator.
 #[derive(Parser, Debug)]

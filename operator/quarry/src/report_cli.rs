@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
 
 use quarry_api::{ResearchProfile, ResearchRun};
-use quarry_engine::research::executor::load_checkpoint;
+use quarry_engine::research::shell::executor::load_checkpoint;
 use quarry_engine::store::keys::REPORT_KEY;
 use quarry_engine::store::local::LocalStore;
 use quarry_engine::store::{ArtifactStore, StoreError};
@@ -285,8 +285,8 @@ async fn object_store_for(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quarry_engine::research::executor::encode_checkpoint;
-    use quarry_engine::research::state::{Mode, RunInput, RunState};
+    use quarry_engine::research::machine::state::{Mode, RunInput, RunState};
+    use quarry_engine::research::shell::executor::encode_checkpoint;
 
     fn dir(name: &str) -> PathBuf {
         let d =
@@ -316,7 +316,7 @@ mod tests {
         let d = dir("running");
         let store = LocalStore::new(&d);
         let mut state = RunState::new(RunInput::new("what is CEL?", Mode::Quick));
-        state.phase = quarry_engine::research::state::Phase::Researching;
+        state.phase = quarry_engine::research::machine::state::Phase::Researching;
         store
             .put(
                 quarry_engine::store::keys::CHECKPOINT_KEY,

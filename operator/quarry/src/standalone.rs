@@ -15,12 +15,12 @@ use quarry_api::ResearchProfile;
 use quarry_engine::events::publish::{Observers, StreamPublisher};
 use quarry_engine::llm::format_pico_usd;
 use quarry_engine::llm::router::SpendGuard;
-use quarry_engine::research::executor::{self, Control, RunObserver};
-use quarry_engine::research::reducer::Event;
-use quarry_engine::research::state::Earlier;
-use quarry_engine::research::state::{
+use quarry_engine::research::machine::reducer::Event;
+use quarry_engine::research::machine::state::Earlier;
+use quarry_engine::research::machine::state::{
     ApprovalPolicy, Decision, Limits, Mode, OutputKind, Phase, RunInput, RunState,
 };
+use quarry_engine::research::shell::executor::{self, Control, RunObserver};
 use quarry_engine::store::local::LocalStore;
 use quarry_engine::store::{report_file_name, sanitize_query};
 use quarry_operator::engine_builder;
@@ -596,7 +596,7 @@ pub async fn run_with_events(
         Phase::Cancelled => return Err(StandaloneError::Cancelled),
         _ => {
             let f = final_state.failure.unwrap_or_else(|| {
-                quarry_engine::research::state::Failure::new(
+                quarry_engine::research::machine::state::Failure::new(
                     "Unknown",
                     "the run stopped without a report",
                 )
@@ -645,7 +645,7 @@ const RUN_KEY_ARTIFACT: &str = "work-queue-run-key";
 async fn scale_out(
     opts: &StandaloneOptions,
     profile: &ResearchProfile,
-    engine: &quarry_engine::research::executor::Engine,
+    engine: &quarry_engine::research::shell::executor::Engine,
     store: &dyn quarry_engine::store::ArtifactStore,
     resuming: bool,
 ) -> Result<quarry_operator::queue::dispatch::RedisDispatch, StandaloneError> {

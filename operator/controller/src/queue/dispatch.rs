@@ -23,10 +23,10 @@ use super::protocol::{
 };
 use super::{COMMAND_TIMEOUT, QueueError, connect, ensure_group, field_bytes, timed};
 use quarry_engine::llm::router::SpendGuard;
-use quarry_engine::research::dispatch::{ResearcherDispatch, ResearcherJob, ResearcherWork};
-use quarry_engine::research::reducer::Event;
-use quarry_engine::research::researcher::SteeringInbox;
-use quarry_engine::research::state::Failure;
+use quarry_engine::research::agents::researcher::SteeringInbox;
+use quarry_engine::research::machine::reducer::Event;
+use quarry_engine::research::machine::state::Failure;
+use quarry_engine::research::shell::dispatch::{ResearcherDispatch, ResearcherJob, ResearcherWork};
 
 /// How long one blocking read of the results stream waits.
 const READ_BLOCK: Duration = Duration::from_secs(1);

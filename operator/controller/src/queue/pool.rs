@@ -12,7 +12,7 @@ use redis::aio::ConnectionManager;
 
 use super::protocol::RUN_KEY_TTL;
 use super::{COMMAND_TIMEOUT, timed};
-use quarry_engine::research::researcher::SharedUrls;
+use quarry_engine::research::agents::researcher::SharedUrls;
 
 /// Claims a URL for a task atomically: free or already the same task's, it is (re)claimed.
 const CLAIM: &str = r#"

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 use quarry_api::ResearchProfileSpec;
 use quarry_engine::llm::router::{CallRecord, RunTotal, SourceRecord};
 use quarry_engine::llm::{CallPurpose, Usage};
-use quarry_engine::research::researcher::INJECTED_REPORT_CHARS;
-use quarry_engine::research::state::{Failure, ResearcherReport, RunInput};
+use quarry_engine::research::agents::researcher::INJECTED_REPORT_CHARS;
+use quarry_engine::research::machine::state::{Failure, ResearcherReport, RunInput};
 
 /// The stream researcher tasks are published to (the chart's KEDA trigger reads it).
 pub const TASKS_STREAM: &str = "quarry:tasks";

@@ -17,11 +17,9 @@
 //! exactly as `quarry run` does.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
 use redis::aio::ConnectionManager;
 use redis::streams::{
     StreamAutoClaimReply, StreamId, StreamInfoGroupsReply, StreamPendingCountReply,
@@ -33,19 +31,16 @@ use tracing::{Instrument, info, warn};
 use super::pool::RedisUrls;
 use super::protocol::reasons::{SECRET_UNAVAILABLE, WORKER_LOST, WORKER_MISCONFIGURED};
 use super::protocol::{
-    self, GROUP, MAX_DELIVERIES, Origin, Reclaim, ResultMessage, RunKeys, TASKS_STREAM,
-    TaskMessage, WireCall, WireSource,
+    self, GROUP, MAX_DELIVERIES, Origin, Reclaim, ResultMessage, RunKeys, TASKS_STREAM, TaskMessage,
 };
 use super::{COMMAND_TIMEOUT, QueueError, connect, ensure_group, field_bytes, timed};
-use crate::engine_builder::ApiKey;
-use crate::research_run::{extract_key, secret_refs};
 use crate::server::{Readiness, ServerState};
-use quarry_api::{ResearchProfileSpec, SecretKeyRef};
+use quarry_api::SecretKeyRef;
 use quarry_engine::llm::Usage;
 use quarry_engine::llm::router::{RESEARCH_TASK, SpendGuard};
-use quarry_engine::research::executor::Engine;
-use quarry_engine::research::researcher::{ResearcherDeps, UrlPool, run_researcher};
-use quarry_engine::research::state::{Failure, ResearcherReport};
+use quarry_engine::research::agents::researcher::{ResearcherDeps, UrlPool, run_researcher};
+use quarry_engine::research::machine::state::{Failure, ResearcherReport};
+use quarry_engine::research::shell::executor::Engine;
 use quarry_engine::telemetry::Metrics;
 
 mod report;

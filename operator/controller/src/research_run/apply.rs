@@ -1,59 +1,23 @@
 //! Applying a decided step with side effects other than the status write: starting a run's
-//! research (its launcher, the registry, the status writer), deleting a finished run after its
-//! TTL, and the Event of a run the API server refuses every write to.
+//! research (its launcher, the registry, the status writer) and deleting a finished run after its
+//! TTL.
 
 use std::sync::Arc;
 
 use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 use tokio::sync::watch;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use super::decide::control_signal;
 use super::resolve::{Stall, ttl_wait};
 use super::status::RunView;
 use super::status_writer::{apply_status, status_writer};
 use super::{ACTIVE_RECHECK, Context, LaunchRequest, STALL_REQUEUE, now};
-use crate::error::{Error, ErrorReason, kube_err};
+use crate::error::{Error, kube_err};
 use quarry_api::{ResearchRun, reasons};
-use quarry_engine::telemetry::{ErrorLabels, ModelLabels};
-
-/// A run whose stored spec fails validation added after it was stored (a CRD upgrade that
-/// tightened a rule, on a server without validation ratcheting) can have no status written.
-/// Retrying would loop forever: the run is left alone until it changes, with a Warning Event
-/// that says what to do. Nothing was started for it (status is written before research starts).
-pub(super) async fn stored_spec_invalid(ctx: &Context, run: &ResearchRun, message: &str) {
-    let name = run.name_any();
-    warn!(run = %name, error = %message, "stored spec fails the current validation; not retrying");
-    ctx.metrics
-        .reconcile_errors
-        .get_or_create(&ErrorLabels {
-            reason: <&str>::from(ErrorReason::StoredSpecInvalid).into(),
-        })
-        .inc();
-    let event = Event {
-        type_: EventType::Warning,
-        reason: reasons::STORED_SPEC_INVALID.into(),
-        note: Some(stored_spec_invalid_note(&name, message)),
-        action: "Reconcile".into(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&event, &run.object_ref(&())).await {
-        warn!(run = %name, error = %e, "publishing event failed");
-    }
-}
-
-/// Pure: the Event note for [`stored_spec_invalid`] (Events are bounded at 1 KiB by the API).
-pub fn stored_spec_invalid_note(name: &str, server_message: &str) -> String {
-    let message: String = server_message.chars().take(600).collect();
-    format!(
-        "The stored spec fails this Quarry version's validation, so the API server refuses every \
-         status write and the run cannot start: {message}. Recreate it with a valid spec \
-         (kubectl delete researchrun {name}; fix the spec; kubectl apply)."
-    )
-}
+use quarry_engine::telemetry::ModelLabels;
 
 /// Checks and prepares the run's task, writes `Starting`, then starts the task and its status
 /// writer: status first, so a failed patch leaves nothing running.

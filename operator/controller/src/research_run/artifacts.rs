@@ -3,8 +3,9 @@
 //! the `quarry.dev/artifacts` finalizer that runs with object-store artifacts carry, and the
 //! cleanup that deletes those objects when the run is deleted.
 //!
-//! The finalizer is added just before a run's first object write (by the run's store, through
-//! [`FinalizerGuard`]), so runs that never write an object are never held up by it. Cleanup and
+//! The finalizer is added just before a run's first object write ([`FinalizerGuard`], the hook
+//! the launcher builds the run's store with), so runs that never write an object are never held
+//! up by it. Cleanup and
 //! the finalizer's removal go through kube-runtime's `finalizer` helper.
 //!
 //! The cleanup needs the profile's `objectStore` and its credentials Secret, which a namespace
@@ -23,7 +24,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Patch, PatchParams};
@@ -40,7 +40,7 @@ use crate::error::{Error, kube_err};
 use crate::store::object::{
     Bucket, ObjectStoreConfig, ObjectStoreError, RunLayout, SecretValue, check_options, parse_url,
 };
-use crate::store::routed::{BeforeObjectWrite, ReportSlot};
+use crate::store::routed::{BeforeFirstObject, ReportSlot};
 use quarry_api::{ObjectStoreSpec, ResearchProfile, ResearchRun, reasons};
 use quarry_engine::store::StoreError;
 
@@ -298,11 +298,18 @@ impl FinalizerGuard {
             location,
         }
     }
-}
 
-#[async_trait]
-impl BeforeObjectWrite for FinalizerGuard {
-    async fn before_first_object(&self) -> Result<(), StoreError> {
+    /// The guard as the store's hook before its first object write.
+    pub fn into_hook(self) -> BeforeFirstObject {
+        let guard = Arc::new(self);
+        Arc::new(move || {
+            let guard = guard.clone();
+            Box::pin(async move { guard.ensure().await })
+        })
+    }
+
+    /// Adds the finalizer unless the run carries it; fails when the run is being deleted.
+    pub async fn ensure(&self) -> Result<(), StoreError> {
         let failed = |message: String| StoreError::Io {
             key: String::new(),
             message,
@@ -637,9 +644,9 @@ mod tests {
                 json!({"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["other.io/keep"]}),
             )));
         });
-        guard.before_first_object().await.unwrap();
-        guard.before_first_object().await.unwrap();
-        let err = guard.before_first_object().await.unwrap_err();
+        guard.ensure().await.unwrap();
+        guard.ensure().await.unwrap();
+        let err = guard.ensure().await.unwrap_err();
         assert!(err.to_string().contains("is being deleted"), "{err}");
         server.await.unwrap();
     }

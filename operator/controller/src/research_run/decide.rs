@@ -13,12 +13,9 @@ pub enum Next {
     Finished,
     /// Research runs here: hand the spec's signal to the task.
     Signal(Signal),
-    /// The task ended: its status writer lands the final status; only when the writer is gone
-    /// without having done so is it written from here (two writers would write it twice).
-    TaskEnded {
-        /// No status writer is registered any more.
-        writer_gone: bool,
-    },
+    /// The task ended: its status writer lands the final status (nothing else writes it, so it
+    /// is never written twice).
+    TaskEnded,
     /// Nothing runs for it here and it is cancelled: it ends Cancelled as it stands, keeping
     /// the usage already recorded.
     Cancel,
@@ -29,9 +26,8 @@ pub enum Next {
     Start,
 }
 
-/// Pure: the next step for `run`, given the presence of its task and whether its status
-/// writer is registered.
-pub fn next(run: &ResearchRun, presence: Presence, has_writer: bool) -> Next {
+/// Pure: the next step for `run`, given the presence of its task.
+pub fn next(run: &ResearchRun, presence: Presence) -> Next {
     if run.metadata.deletion_timestamp.is_some() {
         return Next::Forget;
     }
@@ -40,11 +36,7 @@ pub fn next(run: &ResearchRun, presence: Presence, has_writer: bool) -> Next {
     }
     match presence {
         Presence::Active => return Next::Signal(control_signal(&run.spec)),
-        Presence::Finished => {
-            return Next::TaskEnded {
-                writer_gone: !has_writer,
-            };
-        }
+        Presence::Finished => return Next::TaskEnded,
         Presence::Absent | Presence::Stopped => {}
     }
     if run.spec.cancel {

@@ -9,7 +9,7 @@ use tracing::warn;
 use crate::store::configmap::{configmap_value, report_configmap_name};
 use crate::store::object::{Bucket, object_name};
 use quarry_api::ResearchRun;
-use quarry_engine::research::state::Earlier;
+use quarry_engine::research::machine::state::Earlier;
 use quarry_engine::store::keys::FINDINGS_KEY;
 
 /// Pure: the URL of `findings.json` beside a report stored at `report_url` (both live in the

@@ -13,13 +13,13 @@ use crate::engine_builder::build_engine_from_keys;
 use crate::error::Error;
 use crate::store::configmap::ConfigMapStore;
 use crate::store::object::Bucket;
-use crate::store::routed::{BeforeObjectWrite, RoutedStore};
+use crate::store::routed::RoutedStore;
 use quarry_api::{ReportKind, ResearchRun};
 use quarry_engine::events::publish::{StreamPublisher, run_published};
 use quarry_engine::events::{RunEvents, RunRef};
-use quarry_engine::research::executor::{self, RunObserver};
-use quarry_engine::research::reducer::Event;
-use quarry_engine::research::state::{Failure, Phase, RunState};
+use quarry_engine::research::machine::reducer::Event;
+use quarry_engine::research::machine::state::{Failure, Phase, RunState};
+use quarry_engine::research::shell::executor::{self, RunObserver};
 use quarry_engine::store::ArtifactStore;
 use quarry_engine::telemetry::Metrics;
 
@@ -101,12 +101,13 @@ fn run_store(client: &Client, request: &LaunchRequest) -> Result<RoutedStore, La
         .controller_owner_ref(&())
         .ok_or(Error::MissingMetadata("uid"))?;
     let object = run_object_store(request)?;
-    let guard: Arc<dyn BeforeObjectWrite> = Arc::new(FinalizerGuard::new(
+    let guard = FinalizerGuard::new(
         client.clone(),
         &namespace,
         &run.name_any(),
         object.as_ref().map(|o| o.dir_url()),
-    ));
+    )
+    .into_hook();
     let report = request.artifacts.report.clone();
     Ok(match (run.spec.report.kind, object) {
         (ReportKind::ObjectStore, Some(object)) => {

@@ -34,22 +34,22 @@ use crate::store::configmap::report_configmap_name;
 use crate::store::object::ObjectStoreError;
 use crate::store::routed::ReportLocation;
 use quarry_api::{ReportRef, ResearchProfile, ResearchProfileSpec, ResearchRun, SecretKeyRef};
-use quarry_engine::research::state::{RunInput, RunState};
+use quarry_engine::research::machine::state::{RunInput, RunState};
 use quarry_engine::telemetry::Metrics;
 use registry::{Registry, ResearchTask, Signal};
 
-pub use apply::stored_spec_invalid_note;
 pub use decide::{Next, control_signal, next};
 pub use reconcile::{error_policy, reconcile};
 pub use resolve::{
     SecretUse, Stall, extract_key, limits_stall, opted_in, run_input, search_engine_wait,
     secret_refs, secret_uses, ttl_wait, url_host,
 };
+pub use status_writer::stored_spec_invalid_note;
 
 /// How often a stalled run is retried (GitOps may apply the run before its profile).
 pub const STALL_REQUEUE: Duration = Duration::from_secs(15);
 /// How often a run with active research is looked at again even without a watch event (a
-/// safety net: the final status is written from the registry if its writer could not).
+/// safety net: a spec change whose watch event was missed still reaches the task).
 pub const ACTIVE_RECHECK: Duration = Duration::from_secs(60);
 /// How long a run waits for its managed SearchEngine to become ready (from creation) before it
 /// starts anyway; its searches then fall over to the profile's API providers.

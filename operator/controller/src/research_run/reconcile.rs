@@ -1,8 +1,8 @@
 //! The path of one ResearchRun, step by step: [`reconcile`] → finalizer (apply | cleanup) →
 //! look up what this process holds for the run → [`decide::next`] (pure) → apply that step:
 //! a status write, a signal to the running task, or look up and validate the profile
-//! ([`resolve`]) and start research ([`apply::launch`]). Status is written by
-//! [`status_writer`](super::status_writer) only.
+//! ([`resolve`]) and start research ([`apply::launch`]). Status is written through
+//! [`status_writer`](super::status_writer) only; once research runs, by its writer task alone.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,14 +14,11 @@ use tracing::{info, warn};
 use super::decide::{self, Next};
 use super::resolve::resolve;
 use super::status::RunView;
-use super::status_writer::apply_status;
+use super::status_writer::{apply_status, stored_spec_invalid};
 use super::{ACTIVE_RECHECK, Context, SEARCH_ENGINE_RECHECK, apply, artifacts};
 use crate::error::Error;
 use quarry_api::{ResearchRun, reasons};
 use quarry_engine::telemetry::{ErrorLabels, PhaseLabel};
-
-/// How soon a run whose task ended is looked at again (its writer lands the final status).
-const TASK_ENDED_RECHECK: Duration = Duration::from_secs(5);
 
 /// Reconciles one ResearchRun. Returns quickly: research runs in the registry's tasks.
 #[tracing::instrument(skip_all, fields(run = %run.name_any(), namespace = %run.namespace().unwrap_or_default()))]
@@ -59,7 +56,7 @@ async fn finalizer(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, 
 async fn apply_run(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Error> {
     match steps(run.clone(), ctx).await {
         Err(Error::StoredSpecInvalid { message, .. }) => {
-            apply::stored_spec_invalid(ctx, &run, &message).await;
+            stored_spec_invalid(ctx, &run, &message).await;
             Ok(Action::await_change())
         }
         other => other,
@@ -71,8 +68,7 @@ async fn steps(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Erro
     let uid = run.uid().ok_or(Error::MissingMetadata("uid"))?;
     let namespace = run.namespace().ok_or(Error::MissingMetadata("namespace"))?;
     let presence = ctx.registry.presence(&uid);
-    let has_writer = ctx.registry.has_writer(&uid);
-    match decide::next(&run, presence, has_writer) {
+    match decide::next(&run, presence) {
         Next::Forget => {
             ctx.registry.forget(&uid);
             Ok(Action::await_change())
@@ -91,12 +87,8 @@ async fn steps(run: Arc<ResearchRun>, ctx: &Arc<Context>) -> Result<Action, Erro
             ctx.registry.signal(&uid, signal);
             Ok(Action::requeue(ACTIVE_RECHECK))
         }
-        Next::TaskEnded { writer_gone } => {
-            if writer_gone && let Some(last) = ctx.registry.final_state(&uid) {
-                apply_status(ctx, &run, RunView::Progress(&last)).await?;
-            }
-            Ok(Action::requeue(TASK_ENDED_RECHECK))
-        }
+        // Its status writer lands the final status; that write brings the run back here.
+        Next::TaskEnded => Ok(Action::await_change()),
         Next::Cancel => {
             info!(run = %run.name_any(), namespace = %namespace, "run cancelled before research ran in this process");
             apply_status(ctx, &run, RunView::Cancelled).await?;

@@ -15,11 +15,11 @@ use tokio::sync::watch;
 
 use crate::store::routed::{ReportLocation, ReportSlot};
 use quarry_api::ResearchRun;
-use quarry_engine::research::state::RunState;
+use quarry_engine::research::machine::state::RunState;
 
 /// What the controller asks of a running research task: the engine's own control vocabulary
 /// (run, suspend at the next safe point keeping the checkpoint, cancel for good).
-pub type Signal = quarry_engine::research::executor::Control;
+pub type Signal = quarry_engine::research::shell::executor::Control;
 
 /// State of a registry entry as reconcile sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +42,7 @@ struct Entry {
     /// Aborts the task outright (leadership lost: not one more write).
     abort: Option<tokio::task::AbortHandle>,
     presence: Presence,
-    /// The state the task ended with, so reconcile can write the final status if the writer
-    /// could not.
+    /// The state the task ended with.
     last: Option<Arc<RunState>>,
     /// Where the run's store put (or will put) its report.
     report: Option<ReportSlot>,
@@ -259,7 +258,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quarry_engine::research::state::{Mode, Phase, RunInput};
+    use quarry_engine::research::machine::state::{Mode, Phase, RunInput};
 
     fn state(phase: Phase) -> RunState {
         let mut s = RunState::new(RunInput::new("q", Mode::Quick));

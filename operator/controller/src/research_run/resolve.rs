@@ -19,7 +19,7 @@ use quarry_api::{
     ResearchProfileSpec, ResearchRun, ResearchRunSpec, SearchEngine, SearchProviderKind,
     SearchTarget, SecretKeyRef, reasons,
 };
-use quarry_engine::research::state::{ApprovalPolicy, Mode, OutputKind, RunInput};
+use quarry_engine::research::machine::state::{ApprovalPolicy, Mode, OutputKind, RunInput};
 
 /// A reason the run cannot progress, with a message a person can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use quarry_api::{
     set_condition,
 };
 use quarry_engine::llm::format_pico_usd;
-use quarry_engine::research::state::{
+use quarry_engine::research::machine::state::{
     Phase as EnginePhase, RunState, TaskState as EngineTaskState,
 };
 
@@ -562,7 +562,7 @@ pub fn transition_events(
 
 /// Where a stored report is, with its size, digest and the evidence gate's figures.
 fn report_ref(
-    report: &quarry_engine::research::state::FinalReport,
+    report: &quarry_engine::research::machine::state::FinalReport,
     at: &ReportLocation,
 ) -> ReportRef {
     use sha2::Digest;

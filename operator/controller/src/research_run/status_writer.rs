@@ -1,20 +1,22 @@
 //! The status writer: a run's progress drained into status patches (at most one per interval), metrics and Events.
+//! It alone writes a running run's status, the final one included, and publishes the Event of a
+//! run the API server refuses every status write to.
 
 use std::sync::Arc;
 
 use kube::api::{Patch, PatchParams};
-use kube::runtime::events::Event;
+use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::status::{self, RunView, desired_status_at, transition_events};
 use super::{Context, now};
-use crate::error::Error;
+use crate::error::{Error, ErrorReason};
 use crate::store::configmap::FIELD_MANAGER;
-use quarry_api::{ResearchRun, ResearchRunStatus};
-use quarry_engine::research::state::RunState;
-use quarry_engine::telemetry::{ModelLabels, PhaseLabel, RunLabels};
+use quarry_api::{ResearchRun, ResearchRunStatus, reasons};
+use quarry_engine::research::machine::state::RunState;
+use quarry_engine::telemetry::{ErrorLabels, ModelLabels, PhaseLabel, RunLabels};
 
 /// Writes the status for `view` if it differs from the current one, and publishes the Events the
 /// transition calls for. Returns the status the run now has.
@@ -109,13 +111,12 @@ pub(super) async fn status_writer(
     // The reconcile wrote the Starting status just now: pacing starts from that write, so a
     // run never gets two status writes within one interval.
     tokio::time::sleep(ctx.status_interval).await;
-    // A final status whose write failed is retried by this writer (a few times, one interval
-    // apart); once it is written the writer is done, so nothing writes it twice.
-    let mut final_retries = 0u32;
+    // A final status whose write failed is retried by this writer, one interval apart, until it
+    // lands (or the run is deleted); nothing else writes it, so it is never written twice.
+    let mut retrying_final = false;
     loop {
         let mut closed = false;
-        let retrying = final_retries > 0;
-        if !retrying {
+        if !retrying_final {
             tokio::select! {
                 changed = rx.changed() => closed = changed.is_err(),
                 changed = latest.changed(), if latest_open => latest_open = changed.is_ok(),
@@ -139,6 +140,12 @@ pub(super) async fn status_writer(
                     ctx.metrics.set_run_phase(&uid, &namespace, None);
                     return;
                 }
+                Err(Error::StoredSpecInvalid { message, .. }) if state.phase.is_terminal() => {
+                    // No status of this run can be written until it is recreated: say so, once.
+                    stored_spec_invalid(&ctx, &base, &message).await;
+                    ctx.registry.unsubscribe_writer(&uid, writer_id);
+                    return;
+                }
                 Err(e) => {
                     warn!(run = %base.name_any(), error = %e, "status update failed; will retry");
                     false
@@ -156,8 +163,8 @@ pub(super) async fn status_writer(
                         .and_then(|s| s.start_time.clone())
                         .or_else(|| base.metadata.creation_timestamp.clone());
                     let mode = match state.input.mode {
-                        quarry_engine::research::state::Mode::Quick => "quick",
-                        quarry_engine::research::state::Mode::Deep => "deep",
+                        quarry_engine::research::machine::state::Mode::Quick => "quick",
+                        quarry_engine::research::machine::state::Mode::Deep => "deep",
                     };
                     let seconds = started
                         .map(|started| (now().0.as_second() - started.0.as_second()).max(0) as f64);
@@ -177,18 +184,9 @@ pub(super) async fn status_writer(
                 ctx.registry.unsubscribe_writer(&uid, writer_id);
                 return;
             }
-            final_retries = if terminal && !written {
-                final_retries + 1
-            } else {
-                0
-            };
-            if final_retries > MAX_FINAL_STATUS_RETRIES {
-                // The reconcile writes it from the registry once this writer is gone.
-                ctx.registry.unsubscribe_writer(&uid, writer_id);
-                return;
-            }
+            retrying_final = terminal && !written;
         }
-        if closed && final_retries == 0 {
+        if closed && !retrying_final {
             ctx.registry.unsubscribe_writer(&uid, writer_id);
             return;
         }
@@ -196,6 +194,37 @@ pub(super) async fn status_writer(
     }
 }
 
-/// Attempts of a status writer at a final status whose write failed, before it leaves that to
-/// the reconcile.
-pub(super) const MAX_FINAL_STATUS_RETRIES: u32 = 5;
+/// A run whose stored spec fails validation added after it was stored (a CRD upgrade that
+/// tightened a rule, on a server without validation ratcheting) can have no status written.
+/// Retrying would loop forever: the run is left alone until it changes, with a Warning Event
+/// that says what to do. Nothing was started for it (status is written before research starts).
+pub(super) async fn stored_spec_invalid(ctx: &Context, run: &ResearchRun, message: &str) {
+    let name = run.name_any();
+    warn!(run = %name, error = %message, "stored spec fails the current validation; not retrying");
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&ErrorLabels {
+            reason: <&str>::from(ErrorReason::StoredSpecInvalid).into(),
+        })
+        .inc();
+    let event = Event {
+        type_: EventType::Warning,
+        reason: reasons::STORED_SPEC_INVALID.into(),
+        note: Some(stored_spec_invalid_note(&name, message)),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &run.object_ref(&())).await {
+        warn!(run = %name, error = %e, "publishing event failed");
+    }
+}
+
+/// Pure: the Event note for [`stored_spec_invalid`] (Events are bounded at 1 KiB by the API).
+pub fn stored_spec_invalid_note(name: &str, server_message: &str) -> String {
+    let message: String = server_message.chars().take(600).collect();
+    format!(
+        "The stored spec fails this Quarry version's validation, so the API server refuses every \
+         status write and the run cannot start: {message}. Recreate it with a valid spec \
+         (kubectl delete researchrun {name}; fix the spec; kubectl apply)."
+    )
+}

@@ -61,5 +61,6 @@ pub fn image_refusal(image: &str, allowed: &[String]) -> Option<SpecError> {
             "spec.image {image:?} is not from an image repository this operator allows ({}); use an image from one of them, or have the cluster admin add the repository to the chart value searchEngine.allowedImages (operator flag --allowed-search-images)",
             allowed.join(", ")
         ),
+        source: None,
     })
 }

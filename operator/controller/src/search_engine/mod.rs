@@ -62,13 +62,27 @@ pub mod reasons {
 }
 
 /// A spec the controller cannot turn into objects; the message names the field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct SpecError {
     /// Condition reason: [`reasons::SETTINGS_INVALID`] or [`reasons::IMAGE_NOT_ALLOWED`].
     pub reason: &'static str,
     /// What is wrong, naming the field.
     pub message: String,
+    /// The parser's or serializer's error behind it, if one failed.
+    #[source]
+    pub source: Option<SpecSource>,
+}
+
+/// The serde error behind a [`SpecError`].
+#[derive(Debug, thiserror::Error)]
+pub enum SpecSource {
+    /// YAML (settings.yml).
+    #[error(transparent)]
+    Yaml(#[from] serde_yaml::Error),
+    /// JSON (the spec's resources).
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
 }
 
 impl SpecError {
@@ -77,6 +91,23 @@ impl SpecError {
         Self {
             reason: reasons::SETTINGS_INVALID,
             message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Settings that cannot be rendered because `source` failed.
+    pub fn settings_from(message: impl Into<String>, source: impl Into<SpecSource>) -> Self {
+        Self {
+            source: Some(source.into()),
+            ..Self::settings(message)
+        }
+    }
+
+    /// The message with its source's, as a status condition and the log say it.
+    pub fn detail(&self) -> String {
+        match &self.source {
+            Some(source) => format!("{}: {source}", self.message),
+            None => self.message.clone(),
         }
     }
 }
@@ -216,7 +247,8 @@ pub fn desired_children(
     let meta = metadata(engine, owner)?;
     let settings_hash = hex::encode(Sha256::digest(settings.as_bytes()));
     let resources = match &engine.spec.resources {
-        Some(r) => serde_json::to_value(r).map_err(|e| SpecError::settings(e.to_string()))?,
+        Some(r) => serde_json::to_value(r)
+            .map_err(|e| SpecError::settings_from("spec.resources cannot be serialized", e))?,
         None => json!({
             "requests": {"cpu": "100m", "memory": "256Mi"},
             "limits": {"memory": "1Gi"},
@@ -329,12 +361,12 @@ pub fn desired_status(
         Some(e) if e.reason == reasons::IMAGE_NOT_ALLOWED => (
             ConditionStatus::False,
             reasons::IMAGE_NOT_ALLOWED,
-            e.to_string(),
+            e.detail(),
         ),
         Some(e) => (
             ConditionStatus::False,
             reasons::SETTINGS_INVALID,
-            format!("{e}; fix the SearchEngine spec"),
+            format!("{}; fix the SearchEngine spec", e.detail()),
         ),
         None if scale.replicas == 0 => (
             ConditionStatus::True,
@@ -573,7 +605,7 @@ pub async fn reconcile_inner(
             None,
         ),
         Err(e) => {
-            warn!(search_engine = %name, error = %e, "settings cannot be rendered");
+            warn!(search_engine = %name, error = %e.detail(), "settings cannot be rendered");
             (previous.ready_replicas, Some(e))
         }
     };
@@ -607,7 +639,7 @@ pub async fn reconcile_inner(
         )))?;
     }
     if newly_refused && let Some(e) = &spec_error {
-        publish_refusal_event(ctx, engine, &e.to_string()).await;
+        publish_refusal_event(ctx, engine, &e.detail()).await;
     }
     // A refused image was not deployed: there is no scaling to tell of.
     let deployed = spec_error

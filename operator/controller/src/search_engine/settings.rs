@@ -8,9 +8,8 @@ use quarry_api::search_engine::SEARXNG_PORT;
 /// Renders settings.yml: the base file, the spec's engine list, its overrides, and the settings
 /// Quarry needs (JSON output, limiter off) forced last.
 pub fn render_settings(engine: &SearchEngine) -> Result<String, SpecError> {
-    let mut settings: Value = serde_yaml::from_str(BASE_SETTINGS).map_err(|e| {
-        SpecError::settings(format!("config/searxng/settings.yml is not YAML: {e}"))
-    })?;
+    let mut settings: Value = serde_yaml::from_str(BASE_SETTINGS)
+        .map_err(|e| SpecError::settings_from("config/searxng/settings.yml is not YAML", e))?;
     let spec = &engine.spec;
     if !spec.engines.is_empty() {
         let keep: Vec<Value> = spec.engines.iter().map(|e| json!(e.name)).collect();
@@ -59,8 +58,7 @@ pub fn render_settings(engine: &SearchEngine) -> Result<String, SpecError> {
         // The key comes from the pod (SEARXNG_SECRET), never from a ConfigMap anyone may read.
         server.remove("secret_key");
     }
-    serde_yaml::to_string(&settings)
-        .map_err(|e| SpecError::settings(format!("rendering settings: {e}")))
+    serde_yaml::to_string(&settings).map_err(|e| SpecError::settings_from("rendering settings", e))
 }
 
 /// Deep merge: objects merge key by key, anything else replaces.

@@ -300,3 +300,19 @@ fn images_are_allowed_by_repository_with_any_tag_or_digest() {
     let refusal = image_refusal("ghcr.io/x/y:1", &default).unwrap();
     assert_eq!(refusal.reason, reasons::IMAGE_NOT_ALLOWED);
 }
+
+#[test]
+fn a_spec_error_keeps_the_serde_error_as_its_source_and_its_detail_says_both() {
+    let yaml = serde_yaml::from_str::<serde_json::Value>("a: [").unwrap_err();
+    let said = yaml.to_string();
+    let e = SpecError::settings_from("config/searxng/settings.yml is not YAML", yaml);
+    let source = std::error::Error::source(&e).expect("the serde error is the source");
+    assert_eq!(source.to_string(), said);
+    assert_eq!(e.to_string(), "config/searxng/settings.yml is not YAML");
+    assert_eq!(
+        e.detail(),
+        format!("config/searxng/settings.yml is not YAML: {said}")
+    );
+    assert!(std::error::Error::source(&SpecError::settings("bad")).is_none());
+    assert_eq!(SpecError::settings("bad").detail(), "bad");
+}

@@ -7,12 +7,13 @@
 //!
 //! Reads look in the ConfigMap first, then in the object store: an artifact moved to the object
 //! store is removed from its ConfigMap once the object is written, so the ConfigMap never serves
-//! a stale copy. Before the first object write of a run, a guard runs (the controller adds the
-//! `quarry.dev/artifacts` finalizer there), so runs that never write an object carry none.
+//! a stale copy. Before the first object write of a run, the hook the store was built with runs
+//! once, and an error from it stops the write; the store knows nothing of what it does.
 
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
 
 use super::configmap::{CONFIGMAP_LIMIT, ConfigMapStore, too_large_message};
@@ -91,20 +92,16 @@ impl ReportSlot {
     }
 }
 
-/// Runs once before a run's first object-store write.
-#[async_trait]
-pub trait BeforeObjectWrite: Send + Sync {
-    /// Prepares for object writes (the controller adds the artifacts finalizer); an error stops
-    /// the write.
-    async fn before_first_object(&self) -> Result<(), StoreError>;
-}
+/// What runs once before a run's first object-store write; an error stops the write.
+pub type BeforeFirstObject =
+    Arc<dyn Fn() -> BoxFuture<'static, Result<(), StoreError>> + Send + Sync>;
 
 /// The routed store of one run.
 pub struct RoutedStore {
     configmaps: Option<ConfigMapStore>,
     object: Option<ObjectArtifactStore>,
     routing: Routing,
-    guard: Option<Arc<dyn BeforeObjectWrite>>,
+    guard: Option<BeforeFirstObject>,
     guarded: OnceCell<()>,
     report: ReportSlot,
 }
@@ -113,7 +110,7 @@ impl RoutedStore {
     /// Everything in `object` (`spec.report.kind: objectStore`).
     pub fn object_only(
         object: ObjectArtifactStore,
-        guard: Option<Arc<dyn BeforeObjectWrite>>,
+        guard: Option<BeforeFirstObject>,
         report: ReportSlot,
     ) -> Self {
         Self {
@@ -130,7 +127,7 @@ impl RoutedStore {
     pub fn configmap_first(
         configmaps: ConfigMapStore,
         overflow: Option<ObjectArtifactStore>,
-        guard: Option<Arc<dyn BeforeObjectWrite>>,
+        guard: Option<BeforeFirstObject>,
         report: ReportSlot,
     ) -> Self {
         Self {
@@ -160,9 +157,7 @@ impl RoutedStore {
     async fn put_object(&self, key: &str, bytes: &[u8]) -> Result<String, StoreError> {
         let object = self.object(key)?;
         if let Some(guard) = &self.guard {
-            self.guarded
-                .get_or_try_init(|| guard.before_first_object())
-                .await?;
+            self.guarded.get_or_try_init(|| guard()).await?;
         }
         object.put(key, bytes).await?;
         Ok(object.url_of(key))

@@ -23,8 +23,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::llm::format_pico_usd;
-use crate::research::reducer::Event;
-use crate::research::state::{Decision, Phase, RunState, TaskState};
+use crate::research::machine::reducer::Event;
+use crate::research::machine::state::{Decision, Phase, RunState, TaskState};
 
 /// Type of the last event of every run's stream.
 pub const RUN_FINISHED: &str = "runFinished";

@@ -8,9 +8,9 @@ use super::{EventBody, EventTracker, RunEvent, RunEvents, RunRef, now_rfc3339};
 use crate::llm::router::{CallRecord, RecordTap, SourceRecord};
 use tokio::sync::watch;
 
-use crate::research::executor::{self, Control, Engine, RunObserver};
-use crate::research::reducer::Event;
-use crate::research::state::RunState;
+use crate::research::machine::reducer::Event;
+use crate::research::machine::state::RunState;
+use crate::research::shell::executor::{self, Control, Engine, RunObserver};
 
 /// Publishes one run's events.
 pub struct StreamPublisher {

@@ -9,8 +9,10 @@ use serde_json::{Value, json};
 use super::memory::{MemoryEvents, MemoryLimits};
 use super::*;
 use crate::llm::Usage;
-use crate::research::reducer::reduce;
-use crate::research::state::{Failure, Limits, Mode, ResearcherReport, RunInput, SourceRef};
+use crate::research::machine::reducer::reduce;
+use crate::research::machine::state::{
+    Failure, Limits, Mode, ResearcherReport, RunInput, SourceRef,
+};
 
 fn run_ref() -> RunRef {
     RunRef::new("team-a", "json-run", "uid-1")

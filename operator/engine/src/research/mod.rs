@@ -1,25 +1,12 @@
-//! The research engine: a pure reducer at the core, an executor shell around it.
+//! The research engine: a pure state machine at the core, a shell that runs it, the model
+//! conversations it drives, and the pure libraries they use to read pages and write the answer.
 //!
-//! Knows nothing about Kubernetes.
+//! Knows nothing about Kubernetes. Dependencies point inwards: `machine` decides, `shell`
+//! carries out its commands, `agents` are the model calls the shell runs, `reading` and
+//! `writing` are pure functions the others call.
 
-pub mod budget;
-pub mod changes;
-pub mod checkpoint;
-pub mod dispatch;
-pub mod evidence;
-pub mod executor;
-pub mod failpoint;
-pub mod grounded;
-pub mod journal;
-pub mod lead;
-pub mod links;
-pub mod outputs;
-pub mod passages;
-pub mod prompts;
-pub mod queries;
-pub mod reducer;
-pub mod report;
-pub mod researcher;
-pub mod scoring;
-pub mod settings;
-pub mod state;
+pub mod agents;
+pub mod machine;
+pub mod reading;
+pub mod shell;
+pub mod writing;

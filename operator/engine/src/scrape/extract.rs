@@ -411,7 +411,7 @@ mod tests {
             "<html><head><title>8.1. Numeric Types</title></head><body><div class=\"sect1\"><h2 class=\"title\">8.1. Numeric Types</h2><p>{filler}</p><div class=\"sect2\"><div class=\"titlepage\"><h3 class=\"title\">8.1.4. Serial Types</h3></div><div class=\"note\"><h3 class=\"title\">Note</h3><p>This section describes a PostgreSQL-specific way to create an autoincrementing column.</p></div><p>The data types smallserial, serial and bigserial are not true types, but merely a notational convenience for creating unique identifier columns.</p></div></div></body></html>"
         );
         let md = extract_markdown(&html, "https://docs.example/datatype-numeric.html").markdown;
-        let passages = crate::research::passages::split(&md);
+        let passages = crate::research::reading::passages::split(&md);
         let serial = passages
             .iter()
             .find(|p| p.text.contains("not true types"))

@@ -20,9 +20,9 @@ use serde_json::{Value, json};
 use crate::standalone::error::StandaloneError;
 use quarry_engine::llm::router::{CallRecord, SourceRecord, SpendGuard};
 use quarry_engine::llm::{Usage, format_pico_usd};
-use quarry_engine::research::executor::RunObserver;
-use quarry_engine::research::reducer::Event;
-use quarry_engine::research::state::{Decision, Mode, RunState};
+use quarry_engine::research::machine::reducer::Event;
+use quarry_engine::research::machine::state::{Decision, Mode, RunState};
+use quarry_engine::research::shell::executor::RunObserver;
 
 fn usage_json(usage: &Usage) -> Value {
     json!({
@@ -274,7 +274,7 @@ impl RunObserver for JsonEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quarry_engine::research::state::{Failure, Phase, RunInput};
+    use quarry_engine::research::machine::state::{Failure, Phase, RunInput};
 
     #[derive(Clone, Default)]
     struct Buffer(Arc<Mutex<Vec<u8>>>);

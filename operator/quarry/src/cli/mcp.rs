@@ -200,8 +200,8 @@ impl QuarryMcp {
             inner: Arc::new(Inner {
                 profile: settings.profile.clone(),
                 default_mode: match settings.mode {
-                    quarry_engine::research::state::Mode::Quick => Mode::Quick,
-                    quarry_engine::research::state::Mode::Deep => Mode::Deep,
+                    quarry_engine::research::machine::state::Mode::Quick => Mode::Quick,
+                    quarry_engine::research::machine::state::Mode::Deep => Mode::Deep,
                 },
                 cluster_profile: args.cluster_profile,
                 kube: args.kube,

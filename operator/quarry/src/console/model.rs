@@ -5,7 +5,9 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
 use quarry_api::{ResearchRun, TaskState};
-use quarry_engine::research::state::{Phase as EnginePhase, RunState, TaskState as EngineTask};
+use quarry_engine::research::machine::state::{
+    Phase as EnginePhase, RunState, TaskState as EngineTask,
+};
 
 use crate::cli::table;
 

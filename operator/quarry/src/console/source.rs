@@ -16,7 +16,7 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use quarry_api::ResearchRun;
-use quarry_engine::research::executor::load_checkpoint;
+use quarry_engine::research::shell::executor::load_checkpoint;
 use quarry_engine::store::ArtifactStore;
 use quarry_engine::store::keys::{
     CHECKPOINT_KEY, CHECKPOINT_SLOTS, EVENTS_KEY, FINDINGS_KEY, REPORT_KEY,

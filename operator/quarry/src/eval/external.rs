@@ -5,13 +5,13 @@
 //! Pure: the shell fetches the cited pages and hands their text in. Citations are judged as
 //! Quarry's evidence gate judges its own: a cited URL is invented when it is neither among the
 //! run's fetched nor its searched URLs, and a cited sentence is supported when
-//! [`quarry_engine::research::evidence::check_claims`] passes against the cited page's text.
+//! [`quarry_engine::research::writing::evidence::check_claims`] passes against the cited page's text.
 
 use std::collections::BTreeMap;
 
 use quarry_engine::llm::format_pico_usd;
-use quarry_engine::research::evidence::{EvidenceBase, check_claims, gate_links};
-use quarry_engine::research::links::normalize_url;
+use quarry_engine::research::writing::evidence::{EvidenceBase, check_claims, gate_links};
+use quarry_engine::research::writing::links::normalize_url;
 use quarry_vocab::reasons;
 use serde::Deserialize;
 

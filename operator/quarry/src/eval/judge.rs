@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use quarry_engine::llm::json_extract::extract_json_object;
 use quarry_engine::llm::{CallPurpose, ChatModel, ChatRequest, JsonSchema, Message, Usage};
-use quarry_engine::research::evidence::terms;
+use quarry_engine::research::writing::evidence::terms;
 use serde_json::Value;
 
 pub mod claims;

@@ -341,14 +341,14 @@ async fn eval(args: &EvalArgs, settings: Settings) -> Result<String, EvalError> 
     }
     let done = load_done(&out.join("results"));
     let plans = plan(&questions, &done, args.fresh);
-    let limits = quarry_engine::research::state::Limits {
+    let limits = quarry_engine::research::machine::state::Limits {
         max_cost_pico_usd: settings
             .max_cost_usd
             .as_deref()
             .and_then(|v| quarry_api::values::parse_usd_micros(v).ok())
             .map(|m| m.saturating_mul(1_000_000)),
         timeout_secs: settings.timeout.map(|d| d.as_secs().max(1)),
-        ..quarry_engine::research::state::Limits::default()
+        ..quarry_engine::research::machine::state::Limits::default()
     };
     let http = page_client()?;
     let mut cache: BTreeMap<String, Option<PageText>> = BTreeMap::new();
@@ -536,7 +536,7 @@ async fn eval_external(
                 let mut pages = BTreeMap::new();
                 if let (Ok(run), Some(report)) = (&run, report.as_deref()) {
                     for url in external::citations(report, run).all() {
-                        let key = quarry_engine::research::links::normalize_url(url);
+                        let key = quarry_engine::research::writing::links::normalize_url(url);
                         if !cache.contains_key(&key) {
                             let page = if fetchable(url) {
                                 fetch_page(&http, url).await
@@ -593,11 +593,11 @@ async fn run_one(
     q: &Question,
     profile: &Path,
     settings: &Settings,
-    limits: &quarry_engine::research::state::Limits,
+    limits: &quarry_engine::research::machine::state::Limits,
     out: &Path,
     fresh: bool,
 ) -> Result<QuestionResult, EvalError> {
-    use quarry_engine::research::executor::load_checkpoint;
+    use quarry_engine::research::shell::executor::load_checkpoint;
     use quarry_engine::store::ArtifactStore;
     use quarry_engine::store::keys::{FINDINGS_KEY, REPORT_KEY};
 

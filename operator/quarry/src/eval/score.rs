@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::standalone::StandaloneError;
 use quarry_engine::llm::format_pico_usd;
-use quarry_engine::research::links::normalize_url;
-use quarry_engine::research::state::{Phase, RunState};
+use quarry_engine::research::machine::state::{Phase, RunState};
+use quarry_engine::research::writing::links::normalize_url;
 use quarry_vocab::reasons;
 
 /// What a question expects from a faithful report.

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use quarry_engine::llm::format_pico_usd;
-use quarry_engine::research::executor::{Control, RunObserver};
-use quarry_engine::research::reducer::Event;
-use quarry_engine::research::state::RunState;
+use quarry_engine::research::machine::reducer::Event;
+use quarry_engine::research::machine::state::RunState;
+use quarry_engine::research::shell::executor::{Control, RunObserver};
 use tokio::sync::watch;
 
 /// Asks once, when the plan starts waiting, on its own thread (stdin blocks).
@@ -85,7 +85,7 @@ impl RunObserver for ApprovalPrompt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quarry_engine::research::state::{Mode, RunInput};
+    use quarry_engine::research::machine::state::{Mode, RunInput};
 
     #[test]
     fn only_a_yes_approves() {
@@ -99,14 +99,16 @@ mod tests {
     #[test]
     fn the_question_lists_the_agenda_and_the_estimate() {
         let mut state = RunState::new(RunInput::new("q", Mode::Deep));
-        state.agenda.push(quarry_engine::research::state::Task {
-            id: 0,
-            query: "json.loads".into(),
-            round: 1,
-            state: quarry_engine::research::state::TaskState::Pending,
-            units: 0,
-            error: None,
-        });
+        state
+            .agenda
+            .push(quarry_engine::research::machine::state::Task {
+                id: 0,
+                query: "json.loads".into(),
+                round: 1,
+                state: quarry_engine::research::machine::state::TaskState::Pending,
+                units: 0,
+                error: None,
+            });
         state.approval.estimated_cost_pico = Some((1_000_000, 20_000_000));
         let q = question(&state);
         assert!(q.contains("1. json.loads"), "{q}");

@@ -1,7 +1,7 @@
 //! Unit tests of `protocol`.
 
 use super::*;
-use quarry_engine::research::state::Mode;
+use quarry_engine::research::machine::state::Mode;
 
 fn task(injected: Vec<ResearcherReport>) -> TaskMessage {
     let profile = test_profile();
@@ -32,12 +32,12 @@ fn report(task_id: u32, chars: usize) -> ResearcherReport {
     ResearcherReport {
         task_id,
         markdown: "x".repeat(chars),
-        fetched: vec![quarry_engine::research::state::SourceRef::new(
+        fetched: vec![quarry_engine::research::machine::state::SourceRef::new(
             "https://a",
             "A",
         )],
         seen: vec![],
-        pages: vec![quarry_engine::research::state::PageExtract {
+        pages: vec![quarry_engine::research::machine::state::PageExtract {
             url: "https://a".into(),
             title: "A".into(),
             text: "page text".repeat(1000),

@@ -1,6 +1,16 @@
 //! A worker's configuration: its flags and environment, its consumer name, and the keys it reads from the cluster.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+
+use crate::engine_builder::ApiKey;
+use crate::queue::protocol::reasons::SECRET_UNAVAILABLE;
+use crate::research_run::{extract_key, secret_refs};
+use quarry_api::{ResearchProfileSpec, SecretKeyRef};
+use quarry_engine::research::machine::state::Failure;
 
 /// Flags of `quarry worker`.
 #[derive(clap::Args, Debug, Clone)]

@@ -1,6 +1,22 @@
 //! What a worker tells the leader while and after it runs a task: heartbeats, progress, the result, and polling whether the run still wants it.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::streams::StreamReadReply;
+use tokio::sync::{mpsc, watch};
+use tracing::warn;
+
+use super::{KEEPALIVE, POLL_EVERY, PUBLISH_TRIES, Stop};
+use crate::queue::protocol::{
+    self, GROUP, Origin, ResultMessage, RunKeys, TASKS_STREAM, WireCall, WireSource,
+};
+use crate::queue::{COMMAND_TIMEOUT, QueueError, field_bytes, timed};
+use quarry_engine::llm::Usage;
+use quarry_engine::llm::router::SpendGuard;
+use quarry_engine::research::machine::state::ResearcherReport;
 
 /// Keeps the entry claimed while the task runs; says `Lost` when another consumer has it.
 pub(super) async fn heartbeat(

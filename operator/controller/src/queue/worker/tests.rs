@@ -1,6 +1,8 @@
 //! Unit tests of `worker`.
 
 use super::*;
+use quarry_api::ResearchProfileSpec;
+use std::net::SocketAddr;
 
 fn profile() -> ResearchProfileSpec {
     protocol::test_profile()

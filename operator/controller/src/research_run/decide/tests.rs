@@ -13,14 +13,14 @@ fn run(extra: &str) -> ResearchRun {
 
 #[test]
 fn a_new_run_starts_and_a_cancelled_or_suspended_one_is_written_as_it_stands() {
-    assert_eq!(next(&run(""), Presence::Absent, false), Next::Start);
-    assert_eq!(next(&run(""), Presence::Stopped, false), Next::Start);
+    assert_eq!(next(&run(""), Presence::Absent), Next::Start);
+    assert_eq!(next(&run(""), Presence::Stopped), Next::Start);
     assert_eq!(
-        next(&run("cancel: true\nsuspend: true"), Presence::Absent, false),
+        next(&run("cancel: true\nsuspend: true"), Presence::Absent),
         Next::Cancel
     );
     assert_eq!(
-        next(&run("suspend: true"), Presence::Stopped, false),
+        next(&run("suspend: true"), Presence::Stopped),
         Next::Suspend
     );
 }
@@ -28,17 +28,10 @@ fn a_new_run_starts_and_a_cancelled_or_suspended_one_is_written_as_it_stands() {
 #[test]
 fn a_running_task_gets_the_spec_signal_and_an_ended_one_is_left_to_its_writer() {
     assert_eq!(
-        next(&run("suspend: true"), Presence::Active, true),
+        next(&run("suspend: true"), Presence::Active),
         Next::Signal(Signal::Suspend)
     );
-    assert_eq!(
-        next(&run(""), Presence::Finished, true),
-        Next::TaskEnded { writer_gone: false }
-    );
-    assert_eq!(
-        next(&run(""), Presence::Finished, false),
-        Next::TaskEnded { writer_gone: true }
-    );
+    assert_eq!(next(&run(""), Presence::Finished), Next::TaskEnded);
 }
 
 #[test]
@@ -48,8 +41,8 @@ fn deletion_wins_then_a_finished_phase() {
         phase: Some(Phase::Completed),
         ..Default::default()
     });
-    assert_eq!(next(&finished, Presence::Active, true), Next::Finished);
+    assert_eq!(next(&finished, Presence::Active), Next::Finished);
     let mut deleted = finished.clone();
     deleted.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
-    assert_eq!(next(&deleted, Presence::Active, true), Next::Forget);
+    assert_eq!(next(&deleted, Presence::Active), Next::Forget);
 }

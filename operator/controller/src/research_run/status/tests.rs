@@ -2,7 +2,7 @@
 
 use super::*;
 use quarry_api::{ResearchRunSpec, find_condition};
-use quarry_engine::research::state::{Failure, RunInput};
+use quarry_engine::research::machine::state::{Failure, RunInput};
 
 fn at(secs: i64) -> Time {
     Time(k8s_openapi::jiff::Timestamp::from_second(secs).unwrap())
@@ -90,7 +90,7 @@ fn progress_completed_and_failed() {
     r.status = Some(desired_status(&r, RunView::Starting, "r1-report", &at(1)));
     let mut state = RunState::new(RunInput::new(
         "what is CEL?",
-        quarry_engine::research::state::Mode::Quick,
+        quarry_engine::research::machine::state::Mode::Quick,
     ));
     state.phase = EnginePhase::Researching;
     state.searches = 3;
@@ -161,11 +161,11 @@ fn stored_reports_carry_the_citation_precision_also_when_no_evidence_failed_the_
     let r = run();
     let mut state = RunState::new(RunInput::new(
         "what is CEL?",
-        quarry_engine::research::state::Mode::Deep,
+        quarry_engine::research::machine::state::Mode::Deep,
     ));
     state.phase = EnginePhase::Completed;
     state.published = true;
-    state.final_report = Some(quarry_engine::research::state::FinalReport {
+    state.final_report = Some(quarry_engine::research::machine::state::FinalReport {
         markdown: "# CEL".into(),
         findings_json: "{}".into(),
         sources: vec![],
@@ -201,12 +201,12 @@ fn a_run_stopped_by_its_budget_says_budget_exceeded_and_stores_a_partial_report(
     let r = run();
     let mut state = RunState::new(RunInput::new(
         "what is CEL?",
-        quarry_engine::research::state::Mode::Deep,
+        quarry_engine::research::machine::state::Mode::Deep,
     ));
     state.phase = EnginePhase::Completed;
-    state.limit_hit = Some(quarry_engine::research::state::LimitHit::Cost);
+    state.limit_hit = Some(quarry_engine::research::machine::state::LimitHit::Cost);
     state.published = true;
-    state.final_report = Some(quarry_engine::research::state::FinalReport {
+    state.final_report = Some(quarry_engine::research::machine::state::FinalReport {
         markdown: "# CEL\n\n> **Partial report**".into(),
         findings_json: "{}".into(),
         sources: vec![],
@@ -227,10 +227,12 @@ fn a_run_stopped_by_its_budget_says_budget_exceeded_and_stores_a_partial_report(
 
 #[test]
 fn a_plan_awaiting_approval_says_how_to_approve_and_the_approval_is_an_event() {
-    use quarry_engine::research::state::{ApprovalPolicy, Phase as P, RunInput as I, Task};
+    use quarry_engine::research::machine::state::{
+        ApprovalPolicy, Phase as P, RunInput as I, Task,
+    };
     let mut r = run();
     r.status = Some(desired_status(&r, RunView::Starting, "r1-report", &at(1)));
-    let mut input = I::new("q", quarry_engine::research::state::Mode::Deep);
+    let mut input = I::new("q", quarry_engine::research::machine::state::Mode::Deep);
     input.approval = Some(ApprovalPolicy {
         timeout_secs: Some(3600),
     });

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use quarry_engine::llm::{CallPurpose, ChatModel, ChatRequest, JsonSchema, Message, Usage};
-use quarry_engine::research::links::normalize_url;
+use quarry_engine::research::writing::links::normalize_url;
 use serde_json::Value;
 
 use super::{JudgeSettings, fit_body, parse_verdict_as};

@@ -408,7 +408,7 @@ fn resume_skips_ids_with_results_unless_fresh() {
 
 #[test]
 fn outcomes_come_from_the_checkpoint_else_the_error() {
-    use quarry_engine::research::state::{Failure, Mode, RunInput};
+    use quarry_engine::research::machine::state::{Failure, Mode, RunInput};
     let mut s = RunState::new(RunInput::new("q", Mode::Quick));
     s.phase = Phase::Failed;
     s.failure = Some(Failure::new("NoEvidence", "nothing"));

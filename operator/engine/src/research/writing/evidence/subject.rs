@@ -1,0 +1,419 @@
+//! What a claim is about, and whether a text names it.
+//!
+//! A share of shared words cannot tell "The default value of `wal_writer_delay` is 1" from the
+//! passage about `commit_delay` it cites: "default", "value" and the number are on both. A
+//! claim is about its names (identifiers, code, quoted and capitalised terms, multi-word terms
+//! it shares with the question), and a passage that never names them does not say it, however
+//! many other words it shares. Pure.
+
+use std::collections::BTreeSet;
+
+use super::{STOPWORDS, stem, terms};
+use crate::research::reading::passages::{context_terms, is_context, subject_terms};
+
+/// How a subject is looked for in a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// A name (`json.loads`, `max_connections`, `TaskGroup`, `VACUUM`): one token, a dotted
+    /// name also by its last part where the text writes that part as code.
+    Name(String),
+    /// Words that must stand together (a quoted term).
+    Phrase(Vec<String>),
+    /// A run of capitalised words ("Repeatable Read") or a multi-word term shared with the
+    /// question ("logical replication"): each of its words must be in the text.
+    Words(Vec<String>),
+}
+
+impl Subject {
+    /// The subject as a reader would write it.
+    pub fn label(&self) -> String {
+        match self {
+            Subject::Name(n) => n.clone(),
+            Subject::Phrase(w) | Subject::Words(w) => w.join(" "),
+        }
+    }
+}
+
+/// Words that end a run of words as the attribute asked about, not the subject: in "the
+/// default value of max_connections", "default value" is what is asked of the subject.
+const ATTRIBUTE_MARKERS: [&str; 6] = ["of", "for", "on", "in", "to", "about"];
+
+/// Pure: whether a word is one of the evidence check's stopwords, in any case.
+fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word.to_lowercase().as_str())
+}
+
+/// One word of a claim as written, with what surrounds it.
+#[derive(Debug)]
+struct Token {
+    /// The word without the punctuation around it (a call's `(...)` cut off).
+    text: String,
+    /// It was written as a call (`name(`).
+    call: bool,
+    /// Punctuation after it ends a run of words (`,`, `:`, `.`, `;`, a bracket).
+    breaks: bool,
+    /// It opens a sentence or a clause after a colon.
+    opens: bool,
+}
+
+/// Pure: the words of `text`, outside code spans and quotes.
+fn tokens(text: &str) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::new();
+    let mut opens = true;
+    for raw in text.split_whitespace() {
+        let call_at = raw.find('(');
+        let head = call_at.map_or(raw, |i| &raw[..i]);
+        let word = head
+            .trim_start_matches(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .trim_end_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+        let word = word.strip_suffix("'s").unwrap_or(word);
+        let word = word.strip_suffix("’s").unwrap_or(word);
+        let breaks = call_at.is_some()
+            || raw
+                .trim_end_matches(['"', '\'', '’', '”', '*', '_'])
+                .ends_with([',', ':', '.', ';', '!', '?', ')', ']']);
+        if !word.is_empty() {
+            out.push(Token {
+                text: word.to_string(),
+                call: call_at.is_some_and(|i| i > 0) && word.len() == head.len(),
+                breaks,
+                opens,
+            });
+        }
+        opens = raw.ends_with([':', '.', '!', '?']) || (opens && word.is_empty());
+    }
+    out
+}
+
+/// Pure: whether a word is written as an identifier: `snake_case`, `dotted.name`, `CamelCase`.
+fn is_identifier(word: &str) -> bool {
+    let inner_upper = word.chars().skip(1).any(char::is_uppercase)
+        && word.chars().filter(|c| c.is_lowercase()).count() >= 2;
+    let dotted = word.contains('.')
+        && word.chars().next().is_some_and(char::is_alphabetic)
+        && word
+            .split('.')
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_'));
+    (word.contains('_') && word.chars().any(char::is_alphabetic)) || dotted || inner_upper
+}
+
+/// Pure: whether a word is all capitals (`VACUUM`, `NULL`, `JSON`).
+fn is_all_caps(word: &str) -> bool {
+    word.chars().filter(|c| c.is_alphabetic()).count() >= 2 && !word.chars().any(char::is_lowercase)
+}
+
+/// Pure: the spans of `text` between a pair of `open`/`close` marks, and the text without them.
+fn take_spans(text: &str, open: char, close: char) -> (Vec<String>, String) {
+    let mut spans = Vec::new();
+    let mut rest = String::with_capacity(text.len());
+    let mut current: Option<String> = None;
+    for c in text.chars() {
+        match current.as_mut() {
+            None if c == open => current = Some(String::new()),
+            None => rest.push(c),
+            Some(s) if c == close => {
+                spans.push(std::mem::take(s));
+                current = None;
+                // The span stands for a word: the words around it do not run together.
+                rest.push_str(" , ");
+            }
+            Some(s) => s.push(c),
+        }
+    }
+    if let Some(s) = current {
+        // An unclosed mark is no span.
+        rest.push(open);
+        rest.push_str(&s);
+    }
+    (spans, rest)
+}
+
+/// Pure: the subjects of `claim`, a sentence answering `asked`: its names (identifiers, code
+/// spans, words written as calls, capitalised and all-capitals terms and runs of them), its
+/// quoted terms, the question's own subjects it repeats, and the multi-word terms it shares
+/// with the question ("logical replication"). The product the question is asked in
+/// (`PostgreSQL` of "in PostgreSQL 15") is context, not subject.
+pub fn subjects(claim: &str, asked: &str) -> Vec<Subject> {
+    let context = context_terms(asked);
+    let mut out: Vec<Subject> = Vec::new();
+    let push = |s: Subject, out: &mut Vec<Subject>| {
+        let words: Vec<String> = match &s {
+            Subject::Name(n) => vec![n.clone()],
+            Subject::Phrase(w) | Subject::Words(w) => w.clone(),
+        };
+        let context_only = words
+            .iter()
+            .all(|w| is_context(w, &context) || w.is_empty());
+        if !context_only && !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    let (code, text) = take_spans(claim, '`', '`');
+    for span in code {
+        // `check=True`, `json.loads(s)`: each name in the span.
+        for part in span.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
+            let part = part.trim_matches('.');
+            if part.chars().filter(|c| c.is_alphabetic()).count() >= 2 {
+                push(Subject::Name(part.to_lowercase()), &mut out);
+            }
+        }
+    }
+    let (straight, text) = take_spans(&text, '"', '"');
+    let (curly, mut text) = take_spans(&text, '“', '”');
+    for quoted in straight.into_iter().chain(curly) {
+        let words: Vec<String> = quoted
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+            .map(|w| w.trim_matches('.').to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect();
+        if (1..=6).contains(&words.len()) {
+            push(Subject::Phrase(words), &mut out);
+        } else {
+            // A quoted sentence is a claim like any other: its names are looked for.
+            text.push_str(" . ");
+            text.push_str(&quoted);
+        }
+    }
+    let toks = tokens(&text);
+    let mut run: Vec<String> = Vec::new();
+    let mut run_opens = false;
+    let flush = |run: &mut Vec<String>, run_opens: bool, out: &mut Vec<Subject>| {
+        // A sentence's first word is capitalised by grammar: alone it names nothing, unless
+        // it is all capitals (`NULL values ...`).
+        let alone_at_start = run.len() == 1 && run_opens && !is_all_caps(&run[0]);
+        if !run.is_empty() && !alone_at_start {
+            let words: Vec<String> = run.iter().map(|w| w.to_lowercase()).collect();
+            // Each word of a run, not the run as written: "CREATE INDEX CONCURRENTLY" is
+            // documented under CREATE INDEX's `CONCURRENTLY` parameter.
+            let s = if words.len() == 1 {
+                Subject::Name(words[0].clone())
+            } else {
+                Subject::Words(words)
+            };
+            push(s, out);
+        }
+        run.clear();
+    };
+    for t in &toks {
+        let word = t.text.as_str();
+        if is_identifier(word) || t.call {
+            flush(&mut run, run_opens, &mut out);
+            push(Subject::Name(word.to_lowercase()), &mut out);
+            continue;
+        }
+        let capital = word.chars().next().is_some_and(char::is_uppercase)
+            && word.chars().filter(|c| c.is_alphabetic()).count() >= 2;
+        if capital && !(run.is_empty() && is_stopword(word)) {
+            if run.is_empty() {
+                run_opens = t.opens;
+            }
+            run.push(word.to_string());
+            if t.breaks {
+                flush(&mut run, run_opens, &mut out);
+            }
+        } else {
+            flush(&mut run, run_opens, &mut out);
+        }
+    }
+    flush(&mut run, run_opens, &mut out);
+    // The question's subjects the claim repeats ("the secrets module", "jsonb").
+    let claim_words: BTreeSet<String> = toks.iter().map(|t| t.text.to_lowercase()).collect();
+    for key in subject_terms(asked) {
+        if claim_words.contains(&key) && !is_context(&key, &context) {
+            push(Subject::Name(key), &mut out);
+        }
+    }
+    for words in shared_terms(&toks, asked) {
+        push(Subject::Words(words), &mut out);
+    }
+    out
+}
+
+/// A content word of a run: lower case, three letters or more, no stopword, no number.
+fn content(word: &str) -> Option<String> {
+    let lower = word.to_lowercase();
+    (lower.chars().count() >= 3 && lower.chars().all(char::is_alphabetic) && !is_stopword(&lower))
+        .then_some(lower)
+}
+
+/// Pure: the stemmed pairs of adjacent content words of `text` that are part of its terms:
+/// a pair in a run the text follows with "of", "for", "on", ... is the attribute asked
+/// about ("default value of"), not a term.
+fn term_pairs(toks: &[Token]) -> BTreeSet<(String, String)> {
+    let mut pairs = BTreeSet::new();
+    let mut run: Vec<String> = Vec::new();
+    let mut close = |run: &mut Vec<String>, next: Option<&str>| {
+        let attribute = next.is_some_and(|n| ATTRIBUTE_MARKERS.contains(&n));
+        if !attribute {
+            for w in run.windows(2) {
+                pairs.insert((stem(&w[0]), stem(&w[1])));
+            }
+        }
+        run.clear();
+    };
+    for (i, t) in toks.iter().enumerate() {
+        match content(&t.text) {
+            Some(w) => {
+                run.push(w);
+                if t.breaks {
+                    close(&mut run, None);
+                }
+            }
+            None => {
+                let next = t.text.to_lowercase();
+                close(&mut run, Some(next.as_str()));
+            }
+        }
+        if i + 1 == toks.len() {
+            close(&mut run, None);
+        }
+    }
+    pairs
+}
+
+/// Pure: the multi-word terms of a claim that the question uses too, as runs of words.
+fn shared_terms(toks: &[Token], asked: &str) -> Vec<Vec<String>> {
+    let (_, asked_text) = take_spans(asked, '`', '`');
+    let asked_pairs = term_pairs(&tokens(&asked_text));
+    let claim_pairs = term_pairs(toks);
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    let mut prev: Option<String> = None;
+    for t in toks {
+        let word = content(&t.text);
+        let joined = match (&prev, &word) {
+            (Some(p), Some(w)) => {
+                let pair = (stem(p), stem(w));
+                asked_pairs.contains(&pair) && claim_pairs.contains(&pair)
+            }
+            _ => false,
+        };
+        if joined {
+            if run.is_empty()
+                && let Some(p) = &prev
+            {
+                run.push(p.clone());
+            }
+            if let Some(w) = &word {
+                run.push(w.clone());
+            }
+        } else if !run.is_empty() {
+            out.push(std::mem::take(&mut run));
+        }
+        prev = if t.breaks { None } else { word };
+    }
+    if !run.is_empty() {
+        out.push(run);
+    }
+    out
+}
+
+/// A text made ready for [`names`]: its tokens, lower-cased, and its stemmed terms.
+pub struct Named {
+    /// Words (letters, digits, `_`, inner `.`), lower-cased, with whether a `(` follows.
+    tokens: Vec<(String, bool)>,
+    /// [`terms`] of the text.
+    terms: BTreeSet<String>,
+}
+
+impl Named {
+    /// Prepares `text`.
+    pub fn new(text: &str) -> Self {
+        let lower = text.to_lowercase();
+        let mut tokens = Vec::new();
+        let mut rest = lower.as_str();
+        while !rest.is_empty() {
+            let start = rest
+                .find(|c: char| c.is_alphanumeric() || c == '_')
+                .unwrap_or(rest.len());
+            rest = &rest[start..];
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                .unwrap_or(rest.len());
+            let word = rest[..end].trim_end_matches('.');
+            if !word.is_empty() {
+                let call = rest[end..].starts_with('(');
+                tokens.push((word.to_string(), call));
+            }
+            rest = &rest[end..];
+        }
+        Self {
+            tokens,
+            terms: terms(text),
+        }
+    }
+
+    /// Whether the text names `subject`.
+    pub fn names(&self, subject: &Subject) -> bool {
+        match subject {
+            Subject::Name(n) => self
+                .tokens
+                .iter()
+                .any(|(t, call)| name_matches(n, t, *call)),
+            Subject::Phrase(words) => {
+                words.is_empty()
+                    || self.tokens.windows(words.len()).any(|w| {
+                        w.iter().zip(words).all(|((t, _), want)| {
+                            same_word(t, want) || name_matches(want, t, false)
+                        })
+                    })
+            }
+            Subject::Words(words) => words
+                .iter()
+                .filter(|w| w.chars().count() >= 3 && !is_stopword(w))
+                .all(|w| self.terms.contains(&stem(w))),
+        }
+    }
+}
+
+/// Pure: one word and its plural are the same word ("transaction", "transactions").
+fn same_word(a: &str, b: &str) -> bool {
+    a == b || a.strip_suffix('s') == Some(b) || b.strip_suffix('s') == Some(a)
+}
+
+/// Pure: whether the token `t` of a text names `n`: the same word, `json.loads` for `loads`,
+/// and `lru_cache` for `functools.lru_cache` when that last part is written as code (it has
+/// `_`, inner capitals, or a call's `(` follows it).
+fn name_matches(n: &str, t: &str, call: bool) -> bool {
+    if same_word(t, n) || t.strip_suffix(n).is_some_and(|p| p.ends_with('.')) {
+        return true;
+    }
+    // The last part of a dotted name, written alone.
+    let last = n.rsplit('.').next().unwrap_or(n);
+    last != n && last.len() > 2 && t == last && (call || last.contains('_'))
+}
+
+/// Pure: the subjects of `claim` (see [`subjects`]) that `evidence` does not name.
+pub fn unnamed(claim: &str, evidence: &Named, asked: &str) -> Vec<String> {
+    subjects(claim, asked)
+        .into_iter()
+        .filter(|s| !evidence.names(s))
+        .map(|s| s.label())
+        .collect()
+}
+
+/// Pure: the subjects `question` names ([`subject_terms`]: its identifiers, else its
+/// capitalised names, and the words a product owns, less the products it is asked in) that
+/// none of `texts` names. Passages that leave one out do not answer the question: a page
+/// about another library's pool answers nothing about `create_engine()`'s `pool_size`.
+pub fn unanswered(question: &str, texts: &[String]) -> Vec<String> {
+    let context = context_terms(question);
+    let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
+    subject_terms(question)
+        .into_iter()
+        .filter(|k| !is_context(k, &context))
+        .filter(|k| {
+            // `check=True` is two names, each looked for alone.
+            let parts: Vec<String> = k
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect();
+            let s = match parts.as_slice() {
+                [one] => Subject::Name(one.clone()),
+                _ => Subject::Words(parts),
+            };
+            !named.iter().any(|n| n.names(&s))
+        })
+        .collect()
+}

@@ -1,0 +1,952 @@
+use super::*;
+use crate::research::machine::state::PageExtract;
+use crate::research::reading::passages::{rank, split};
+
+#[test]
+fn lead_ins_that_only_introduce_a_list_are_not_passages() {
+    assert!(is_lead_in(
+        "The csv module defines the following functions:"
+    ));
+    assert!(is_lead_in(
+        "has_header(sample): The csv module defines the following constants:"
+    ));
+    assert!(!is_lead_in(
+        "Create an object that operates like a regular reader but maps the information in each row to a dict."
+    ));
+    let long = "A long sentence that explains quite a lot about the reader and the writer objects before it ends with a colon:";
+    assert!(!is_lead_in(long));
+    assert!(is_lead_in("New in version 3.11."));
+    assert!(is_lead_in("*Changed in version 3.8.*"));
+    assert!(!is_lead_in(
+        "Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4)."
+    ));
+    // A definition before "For example:" is evidence (typing.Self's was filtered out).
+    assert!(!is_lead_in(
+        "Special type to represent the current enclosed class. For example:"
+    ));
+}
+
+#[test]
+fn the_asked_for_entrys_definition_outranks_its_code_samples() {
+    let page = PageExtract {
+        url: "http://docs/typing.html".into(),
+        title: "typing".into(),
+        text: "§ typing › Special types › typing.Self\nSpecial type to represent the current enclosed class. For example:\n\n```\nclass Foo:\n   def return_self(self) -> Self:\n      return self\n```\n\nThis annotation is semantically equivalent to a TypeVar bound to the class of self.".into(),
+    };
+    let items = number_passages(
+        &[page],
+        "What is typing.Self and in which Python version was it added?",
+        4000,
+    );
+    assert!(
+        items[0].text.contains("Special type to represent"),
+        "{items:#?}"
+    );
+}
+
+fn pages() -> Vec<PageExtract> {
+    vec![
+        PageExtract {
+            url: "http://docs/json.html".into(),
+            title: "json — JSON encoder and decoder".into(),
+            text: "§ json › Basic Usage › json.loads(s)\nDeserialize s (a str instance containing a JSON document) to a Python object.\n\n§ json › Basic Usage › json.load(fp)\nDeserialize fp (a text file containing a JSON document) to a Python object.".into(),
+        },
+        PageExtract {
+            url: "http://docs/pickle.html".into(),
+            title: "pickle".into(),
+            text: "The pickle module implements binary protocols for serializing Python objects.".into(),
+        },
+    ]
+}
+
+#[test]
+fn the_best_passages_are_numbered_best_first_with_their_page() {
+    let items = number_passages(&pages(), "How do I decode a JSON document in Python?", 4000);
+    assert!(items.len() >= 2, "{items:#?}");
+    assert_eq!(items[0].number, 1);
+    assert_eq!(items[0].url, "http://docs/json.html");
+    assert!(
+        items[0].text.starts_with("json.loads(s): Deserialize"),
+        "{items:#?}"
+    );
+    assert!(items.iter().all(|i| !i.text.starts_with('§')));
+    let shown = render_passages(&items);
+    assert!(
+        shown.starts_with("[1] (json — JSON encoder and decoder › "),
+        "{shown}"
+    );
+}
+
+#[test]
+fn an_entrys_definition_outranks_its_details_and_the_title_is_named_once() {
+    let page = PageExtract {
+        url: "http://docs/json.html".into(),
+        title: "json".into(),
+        text: "§ json › json.load(fp, *, parse_int=None)\nDeserialize fp (a file containing a JSON document) to a Python object.\n\nparse_int, if specified, is called to decode every JSON int of the decoded JSON document.".into(),
+    };
+    let task = "How do I decode JSON with the json module?";
+    // Unboosted, the detail matches better than the definition ...
+    let passages = split(&breadcrumbs_as_headings(&page.text));
+    let scores = rank(&passages, task);
+    assert!(scores[1] > scores[0], "{scores:?}");
+    // ... and the definition is still numbered first.
+    let items = number_passages(&[page], task, 4000);
+    assert!(items[0].text.contains("Deserialize fp"), "{items:#?}");
+    let shown = render_passages(&items);
+    assert!(
+        shown.starts_with("[1] (json › json.load(fp, *, parse_int=None))"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn numbers_become_links_and_the_cited_passages_are_quoted() {
+    let items = number_passages(&pages(), "decode a JSON document", 4000);
+    let md = assemble(
+        "Use json.loads to decode a JSON string into a Python object [1]. For files, use json.load [2]. See [the docs](x) [9].",
+        &items,
+    )
+    .unwrap();
+    assert!(
+        md.contains(
+            "into a Python object ([json — JSON encoder and decoder](http://docs/json.html))."
+        ),
+        "{md}"
+    );
+    // [9] names no passage: no citation is made of it.
+    assert!(!md.contains("[9]("), "{md}");
+    assert!(md.contains("## Evidence"), "{md}");
+    assert!(md.contains("> json.loads(s): Deserialize s"), "{md}");
+}
+
+#[test]
+fn a_copied_passage_list_becomes_cited_sentences_without_its_labels() {
+    let items = number_passages(&pages(), "decode a JSON document", 4000);
+    let copied = render_passages(&items);
+    let md = assemble(&copied, &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(!summary.contains("› json.loads(s))"), "{md}");
+    assert!(!summary.contains("[1]") && !summary.contains("[2]"), "{md}");
+    assert!(
+        summary.contains(
+            "to a Python object ([json — JSON encoder and decoder](http://docs/json.html))."
+        ),
+        "{md}"
+    );
+}
+
+#[test]
+fn navigation_links_are_not_evidence() {
+    assert_eq!(
+        prose_words("[Next](plpython-envar.html \"46.11. Environment Variables\")"),
+        0
+    );
+    assert_eq!(prose_words("See [json](x.html) for how loads works."), 5);
+    let pages = vec![PageExtract {
+        url: "http://docs/plpython.html".into(),
+        title: "Python 2 vs. Python 3".into(),
+        text: "[Next](plpython-envar.html \"Python Environment Variables\")\n\n[Prev](a.html \"Python\")".into(),
+    }];
+    assert!(number_passages(&pages, "Which pickle protocol does Python use?", 4000).is_empty());
+}
+
+#[test]
+fn only_a_call_shape_is_a_signature() {
+    assert!(looks_like_signature("json.loads(s, *, cls=None)"));
+    assert!(looks_like_signature("`len(s)`"));
+    assert!(!looks_like_signature("search() vs. match()"));
+    assert!(!looks_like_signature("Basic Usage"));
+    assert!(!looks_like_signature("What (not) to do"));
+}
+
+#[test]
+fn a_sentence_its_passage_does_not_support_is_dropped() {
+    let items = number_passages(&pages(), "decode a JSON document", 4000);
+    let md = assemble(
+        "json.loads deserializes a str containing a JSON document to a Python object [1]. SQLAlchemy's create_engine has a default pool_size of 10 [1].",
+        &items,
+    )
+    .unwrap();
+    assert!(!md.contains("pool_size"), "{md}");
+    assert!(md.contains("json.loads deserializes"), "{md}");
+    assert_eq!(
+        assemble("The default pool_size of create_engine is 10 [1].", &items),
+        None
+    );
+}
+
+/// The JSON-form tests' passages: [1] json.loads, [2] json.load (the pickle passage may be
+/// shown as [3]).
+fn json_items() -> Vec<Numbered> {
+    let items = number_passages(&pages(), "decode a JSON document", 4000);
+    assert!(items[0].text.starts_with("json.loads(s)"), "{items:#?}");
+    assert!(items[1].text.starts_with("json.load(fp)"), "{items:#?}");
+    items
+}
+
+#[test]
+fn a_json_answer_becomes_the_same_cited_report() {
+    let items = json_items();
+    let answer = r#"{"points": [
+        {"passages": [1], "sentence": "json.loads deserializes a str containing a JSON document to a Python object."},
+        {"passages": [2], "sentence": "json.load deserializes a text file containing a JSON document"}
+    ]}"#;
+    let points = parse_points(answer, items.len()).unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[0].passages, vec![1]);
+    let md = assemble_json(answer, &items).unwrap();
+    assert!(
+        md.starts_with("## Summary\n\njson.loads deserializes a str containing a JSON document to a Python object ([json — JSON encoder and decoder](http://docs/json.html)). json.load deserializes"),
+        "{md}"
+    );
+    // The second sentence had no stop: it gets one after its citation.
+    assert!(md.contains("containing a JSON document ([json — JSON encoder and decoder](http://docs/json.html)).\n"), "{md}");
+    assert!(md.contains("## Evidence"), "{md}");
+    assert!(md.contains("> json.loads(s): Deserialize s"), "{md}");
+    assert!(md.contains("> json.load(fp): Deserialize fp"), "{md}");
+    // The same points in the [n] form make the same report.
+    let prose = "json.loads deserializes a str containing a JSON document to a Python object [1]. json.load deserializes a text file containing a JSON document [2].";
+    assert_eq!(assemble(prose, &items), Some(md));
+}
+
+#[test]
+fn an_unusable_answer_leaves_the_numbered_passages_quoted_best_first() {
+    let items = json_items();
+    let md = quoted_report("", &items);
+    // The best passage's statement first, quoted and cited; then why the rest is quotes.
+    assert!(
+        md.starts_with("## Summary\n\n“Deserialize s (a str instance containing a JSON document) to a Python object” ([json — JSON encoder and decoder](http://docs/json.html)). The model did not write a usable report"),
+        "{md}"
+    );
+    let first = md
+        .find("> json.loads(s): Deserialize s")
+        .expect("passage 1");
+    let second = md
+        .find("> json.load(fp): Deserialize fp")
+        .expect("passage 2");
+    assert!(first < second, "{md}");
+    assert!(md.contains("(http://docs/json.html)"), "{md}");
+    // Two passages of one entry: one link line, both quotes, nothing cut by the report's
+    // repetition guard.
+    let mut twice = json_items();
+    twice[1].heading = twice[0].heading.clone();
+    twice[1].url = twice[0].url.clone();
+    let md = crate::research::writing::report::tidy_model_markdown(&quoted_report("", &twice));
+    assert!(md.contains("> json.load(fp): Deserialize fp"), "{md}");
+    assert_eq!(md.matches("- [").count(), 1, "{md}");
+}
+
+#[test]
+fn the_best_passage_is_shown_when_the_summary_left_it_out() {
+    let items = json_items();
+    let md = assemble(
+        "json.load deserializes a text file containing a JSON document [2].",
+        &items,
+    )
+    .unwrap();
+    let best = md
+        .find("## Best-matching passage (not cited above)")
+        .expect("the best passage");
+    assert!(
+        md[best..].contains("> json.loads(s): Deserialize s"),
+        "{md}"
+    );
+    // Another paragraph of a cited entry: the section survives the report's repetition guard
+    // (it was cut there: both quoted the entry under the same link line).
+    let mut same_entry = json_items();
+    same_entry[1].heading = same_entry[0].heading.clone();
+    same_entry[1].url = same_entry[0].url.clone();
+    let md = assemble(
+        "json.load deserializes a text file containing a JSON document [2].",
+        &same_entry,
+    )
+    .unwrap();
+    let md = crate::research::writing::report::tidy_model_markdown(&md);
+    let best = md
+        .find("## Best-matching passage (not cited above)")
+        .expect("the best passage survives the repetition guard");
+    assert!(
+        md[best..].contains("> json.loads(s): Deserialize s"),
+        "{md}"
+    );
+    // Cited, it is in the evidence and not repeated.
+    let md = assemble(
+        "json.loads deserializes a str containing a JSON document to a Python object [1].",
+        &items,
+    )
+    .unwrap();
+    assert!(!md.contains("Best-matching passage"), "{md}");
+}
+
+#[test]
+fn each_question_of_a_two_part_task_gets_its_best_passage_quoted() {
+    let items = vec![
+        numbered(
+            1,
+            "http://docs/iso.html",
+            "13.2. Transaction Isolation",
+            "The Serializable isolation level works exactly the same as Repeatable Read except that it also monitors for serialization anomalies.",
+        ),
+        numbered(
+            2,
+            "http://docs/iso.html",
+            "13.2. Transaction Isolation",
+            "In PostgreSQL, you can request any of the four standard transaction isolation levels, but internally only three distinct isolation levels are implemented.",
+        ),
+        numbered(
+            3,
+            "http://docs/iso.html",
+            "13.2.2. Repeatable Read",
+            "The Repeatable Read isolation level only sees data committed before the transaction began.",
+        ),
+        numbered(
+            4,
+            "http://docs/mvcc.html",
+            "13. Concurrency Control",
+            "This chapter describes the behavior of the PostgreSQL database system.",
+        ),
+    ];
+    let task = "What isolation levels does PostgreSQL support and how does Serializable differ from Repeatable Read?";
+    let md = assemble_for(
+        task,
+        "Serializable works exactly the same as Repeatable Read except that it also monitors for serialization anomalies [1].",
+        &items,
+    )
+    .unwrap();
+    let md = crate::research::writing::report::tidy_model_markdown(&md);
+    let extra = md
+        .find("## Best-matching passage (not cited above)")
+        .expect("the first question's passage");
+    assert!(
+        md[extra..].contains("four standard transaction isolation levels"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("behavior of the PostgreSQL database system"),
+        "{md}"
+    );
+    // One question, its best passage cited: nothing more is quoted.
+    let md = assemble_for(
+        "How does Serializable differ from Repeatable Read?",
+        "Serializable works exactly the same as Repeatable Read except that it also monitors for serialization anomalies [1].",
+        &items,
+    )
+    .unwrap();
+    assert!(!md.contains("Best-matching"), "{md}");
+}
+
+#[test]
+fn the_explanation_on_the_asked_names_page_is_shown_before_notes_elsewhere() {
+    let copy = PageExtract {
+        url: "http://docs/copy.html".into(),
+        title: "copy — Shallow and deep copy operations".into(),
+        text: "§ copy › copy.copy(x)\nReturn a shallow copy of *x*.\n\n§ copy › copy.deepcopy(x)\nReturn a deep copy of *x*.\n\n§ copy › exception copy.Error\nRaised for module specific errors.\n\nThe difference between shallow and deep copying is only relevant for compound objects:\n\n*   A *shallow copy* constructs a new compound object and inserts *references* into it.\n\n*   A *deep copy* constructs a new compound object and, recursively, inserts *copies* into it.".into(),
+    };
+    let mut pages = vec![copy];
+    for (i, class) in [
+        "Compress",
+        "Decompress",
+        "Match",
+        "Pattern",
+        "Other",
+        "More",
+    ]
+    .iter()
+    .enumerate()
+    {
+        pages.push(PageExtract {
+            url: format!("http://docs/notes{i}.html"),
+            title: format!("notes{i}"),
+            text: format!("§ notes › {class}.copy()\nChanged in version 3.8: Added `copy.copy()` and `copy.deepcopy()` support to {class} objects."),
+        });
+    }
+    let items = number_passages(
+        &pages,
+        "What is the difference between copy.copy() and copy.deepcopy() in Python?",
+        6000,
+    );
+    assert!(
+        items
+            .iter()
+            .any(|i| i.text.contains("A *shallow copy* constructs")),
+        "{items:#?}"
+    );
+    let first_note = items
+        .iter()
+        .position(|i| i.text.contains("Changed in version"));
+    let explanation = items
+        .iter()
+        .position(|i| i.text.contains("shallow copy* constructs"));
+    assert!(
+        first_note.is_none() || explanation < first_note,
+        "{items:#?}"
+    );
+}
+
+#[test]
+fn a_repeated_point_is_said_once() {
+    let items = json_items();
+    let answer = r#"{"points": [
+        {"passages": [1], "sentence": "json.loads deserializes a str containing a JSON document to a Python object."},
+        {"passages": [1], "sentence": "json.loads deserializes a str containing a JSON document to a Python object."}
+    ]}"#;
+    let md = assemble_json(answer, &items).unwrap();
+    assert_eq!(md.matches("json.loads deserializes").count(), 1, "{md}");
+}
+
+#[test]
+fn fenced_json_with_prose_around_it_string_ids_and_a_bare_array_are_understood() {
+    let items = json_items();
+    let fenced = "Here is the answer:\n```json\n{\"points\": [{\"passages\": [\"[1]\"], \"sentence\": \"json.loads deserializes a str containing a JSON document [1].\"}]}\n```\nHope this helps.";
+    let md = assemble_json(fenced, &items).unwrap();
+    assert!(
+        md.contains("json.loads deserializes a str containing a JSON document ([json"),
+        "{md}"
+    );
+    // The model's own marker is gone from the sentence: the engine made the citation.
+    assert!(
+        !md.split("## Evidence").next().unwrap().contains("[1]"),
+        "{md}"
+    );
+
+    let bare = r#"[{"passage": "2", "text": "json.load deserializes a text file containing a JSON document."}]"#;
+    let points = parse_points(bare, items.len()).unwrap();
+    assert_eq!(
+        points,
+        vec![Point {
+            passages: vec![2],
+            sentence: "json.load deserializes a text file containing a JSON document.".into()
+        }]
+    );
+    assert!(
+        assemble_json(bare, &items)
+            .unwrap()
+            .contains("> json.load(fp)")
+    );
+
+    let mixed = r#"{"points": [{"passages": [1.0, "2", "1, 2"], "sentence": "x y z"}]}"#;
+    assert_eq!(
+        parse_points(mixed, items.len()).unwrap()[0].passages,
+        vec![1, 2]
+    );
+
+    // Cut off at the output cap: the complete points are kept.
+    let cut = r#"{"points": [{"passages": [1], "sentence": "json.loads deserializes a str containing a JSON document."}, {"passages": [2], "sente"#;
+    let points = parse_points(cut, items.len()).unwrap();
+    assert_eq!(points.len(), 1, "{points:?}");
+}
+
+#[test]
+fn invented_passage_ids_cite_nothing() {
+    let items = json_items();
+    let invented = r#"{"points": [{"passages": [9, 0], "sentence": "json.loads deserializes a str containing a JSON document."}]}"#;
+    assert_eq!(parse_points(invented, items.len()), Some(vec![]));
+    assert_eq!(assemble_json(invented, &items), None);
+    // A real id next to an invented one still counts.
+    let partly = r#"{"points": [{"passages": [9, 1], "sentence": "json.loads deserializes a str containing a JSON document."}]}"#;
+    let md = assemble_json(partly, &items).unwrap();
+    assert!(md.contains("> json.loads(s)"), "{md}");
+    assert!(!md.contains("[9]"), "{md}");
+}
+
+#[test]
+fn an_unsupported_json_sentence_is_dropped_and_the_best_cited_passage_gets_the_citation() {
+    let items = json_items();
+    let answer = r#"{"points": [
+        {"passages": [1], "sentence": "SQLAlchemy's create_engine has a default pool_size of 10."},
+        {"passages": [1, 2], "sentence": "json.load deserializes fp, a text file containing a JSON document, to a Python object."}
+    ]}"#;
+    let md = assemble_json(answer, &items).unwrap();
+    assert!(!md.contains("pool_size"), "{md}");
+    // Cited [1, 2], but only the json.load passage says "text file" and "fp": it is quoted.
+    let evidence = md
+        .split("## Best-matching passage")
+        .next()
+        .unwrap_or_default();
+    assert!(evidence.contains("> json.load(fp)"), "{md}");
+    assert!(!evidence.contains("> json.loads(s)"), "{md}");
+    let unsupported = r#"{"points": [{"passages": [1], "sentence": "The default pool_size of create_engine is 10."}]}"#;
+    assert_eq!(assemble_json(unsupported, &items), None);
+}
+
+#[test]
+fn garbage_is_no_json_answer_and_prose_falls_back_to_the_numbered_form() {
+    let items = json_items();
+    for garbage in [
+        "",
+        "I cannot answer that.",
+        "{not json",
+        "[1] [2]",
+        r#"{"tool": "search", "arguments": {}}"#,
+        r#"{"points": "none"}"#,
+    ] {
+        assert_eq!(parse_points(garbage, items.len()), None, "{garbage}");
+    }
+    assert_eq!(assemble_json("I cannot answer that.", &items), None);
+    // A model that ignored the JSON request and wrote the [n] form is still understood.
+    let md = assemble_json(
+        "json.loads deserializes a str containing a JSON document to a Python object [1].",
+        &items,
+    )
+    .unwrap();
+    assert!(md.contains("> json.loads(s)"), "{md}");
+}
+
+#[test]
+fn the_schema_names_only_the_shown_passages_and_caps_the_answer() {
+    let s = answer_schema(3);
+    assert_eq!(s.name, "grounded_answer");
+    assert!(!s.strict);
+    let point = &s.schema["properties"]["points"]["items"];
+    assert_eq!(
+        point["properties"]["passages"]["items"]["enum"],
+        json!([1, 2, 3])
+    );
+    assert_eq!(point["properties"]["passages"]["maxItems"], json!(3));
+    assert_eq!(point["properties"]["sentence"]["maxLength"], json!(300));
+    assert_eq!(
+        s.schema["properties"]["points"]["maxItems"],
+        json!(MAX_POINTS)
+    );
+    // Three points at least, or one per passage shown when fewer.
+    assert_eq!(s.schema["properties"]["points"]["minItems"], json!(3));
+    assert_eq!(
+        answer_schema(2).schema["properties"]["points"]["minItems"],
+        json!(2)
+    );
+    assert_eq!(
+        answer_schema(1).schema["properties"]["points"]["minItems"],
+        json!(1)
+    );
+    // Generation follows property order: the passages are chosen before the sentence.
+    let keys: Vec<&String> = point["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["passages", "sentence"]);
+}
+
+/// Passages of Python's json documentation as the engine numbers them.
+fn json_doc_items() -> Vec<Numbered> {
+    let title = "json — JSON encoder and decoder";
+    let item = |number: usize, heading: &str, text: &str| Numbered {
+        number,
+        url: "https://docs.python.org/3/library/json.html".into(),
+        title: title.into(),
+        heading: heading.into(),
+        text: text.into(),
+    };
+    vec![
+        item(
+            1,
+            "Basic Usage › json.loads(s, *, cls=None, object_hook=None, parse_float=None, parse_int=None, parse_constant=None, object_pairs_hook=None, **kw)",
+            "json.loads(s, *, cls=None, object_hook=None, parse_float=None, parse_int=None, parse_constant=None, object_pairs_hook=None, **kw): Deserialize s (a str, bytes or bytearray instance containing a JSON document) to a Python object using this conversion table.",
+        ),
+        item(
+            2,
+            "Basic Usage › json.load(fp, *, cls=None, object_hook=None, parse_float=None, parse_int=None, parse_constant=None, object_pairs_hook=None, **kw)",
+            "json.load(fp, *, cls=None, object_hook=None, parse_float=None, parse_int=None, parse_constant=None, object_pairs_hook=None, **kw): Deserialize fp (a .read()-supporting text file or binary file containing a JSON document) to a Python object using this conversion table.",
+        ),
+        item(
+            3,
+            "Basic Usage › json.dumps(obj, *, skipkeys=False, ensure_ascii=True, check_circular=True, allow_nan=True, cls=None, indent=None, separators=None, default=None, sort_keys=False, **kw)",
+            "json.dumps(obj, *, skipkeys=False, ensure_ascii=True, check_circular=True, allow_nan=True, cls=None, indent=None, separators=None, default=None, sort_keys=False, **kw): Serialize obj to a JSON formatted str using this conversion table.",
+        ),
+        item(
+            4,
+            "",
+            "Decoding JSON:\n>>> import json\n>>> json.loads('[\"foo\", {\"bar\":[\"baz\", null, 1.0, 2]}]')\n['foo', {'bar': ['baz', None, 1.0, 2]}]",
+        ),
+    ]
+}
+
+#[test]
+fn the_real_0_5b_models_json_answer_is_grounded() {
+    // qwen2.5-coder-0.5b-instruct (q4_k_m) on tools/llm-server, temperature 0, held to
+    // answer_schema(4) by the server's grammar, asked "How do I decode JSON with the json
+    // module in Python?" over these passages.
+    let answer = r#"{"points": [{"passages": [1, 2, 3], "sentence": "To decode JSON with the json module in Python, you can use the `json.loads()` function. This function takes a string or bytes object containing a JSON document and returns a Python object."}]}"#;
+    let items = json_doc_items();
+    let md = assemble_json(answer, &items).unwrap();
+    assert!(
+        md.starts_with("## Summary\n\nTo decode JSON with the json module in Python, you can use the `json.loads()` function."),
+        "{md}"
+    );
+    // Of the three passages cited, json.loads's supports the sentence best and is quoted;
+    // json.dumps's (cited too) is not.
+    assert!(md.contains("> json.loads(s, *"), "{md}");
+    assert!(!md.contains("> json.dumps"), "{md}");
+    assert_eq!(md.matches("\n> ").count(), 1, "{md}");
+}
+
+#[test]
+fn an_answer_citing_no_passage_is_not_a_grounded_report() {
+    let items = number_passages(&pages(), "decode a JSON document", 4000);
+    assert_eq!(assemble("JSON is decoded with json.loads.", &items), None);
+    assert_eq!(assemble("See [0] and [x].", &items), None);
+}
+
+fn numbered(number: usize, url: &str, heading: &str, text: &str) -> Numbered {
+    Numbered {
+        number,
+        url: url.to_string(),
+        title: "20.3. Connections and Authentication".to_string(),
+        heading: heading.to_string(),
+        text: text.to_string(),
+    }
+}
+
+/// The 1.5B model's answer to "the default of max_connections, and the slots reserved for
+/// superusers": one sentence over both settings' passages; each alone lacks the other's number.
+#[test]
+fn a_sentence_two_passages_of_a_page_support_together_is_kept() {
+    let page = "http://docs/runtime-config-connection.html";
+    let items = vec![
+        numbered(
+            1,
+            page,
+            "max_connections (integer)",
+            "Determines the maximum number of concurrent connections to the database server. The default is typically 100 connections.",
+        ),
+        numbered(
+            2,
+            page,
+            "superuser_reserved_connections (integer)",
+            "Determines the number of connection slots that are reserved for connections by PostgreSQL superusers. The default value is three connections.",
+        ),
+    ];
+    let sentence = "The default value of max_connections is 100 connections, and three connection slots are reserved for superusers.";
+    let answer = format!(r#"{{"points": [{{"passages": [1, 2], "sentence": "{sentence}"}}]}}"#);
+    let md = assemble_json(&answer, &items).expect("kept");
+    assert!(md.contains("The default value of max_connections is 100 connections, and three connection slots are reserved for superusers ([20.3. Connections and Authentication](http://docs/runtime-config-connection.html))."), "{md}");
+    assert!(md.contains("> Determines the maximum number"), "{md}");
+    assert!(
+        md.contains("> Determines the number of connection slots"),
+        "{md}"
+    );
+    // Neither passage supports it alone: cited one at a time, it is dropped.
+    for n in [1, 2] {
+        let one = format!(r#"{{"points": [{{"passages": [{n}], "sentence": "{sentence}"}}]}}"#);
+        assert_eq!(assemble_json(&one, &items), None);
+    }
+    // Passages of two pages are not joined: the run's check verifies each cited page alone.
+    let mut two_pages = items.clone();
+    two_pages[1].url = "http://docs/other.html".to_string();
+    assert_eq!(assemble_json(&answer, &two_pages), None);
+}
+
+/// The 0.5B model's answer to "What does the timeout parameter of socket.create_connection() do?":
+/// it copied the passage's sentence with a "not" added, and cited the paragraph
+/// beside it. Every other word was on the page.
+#[test]
+fn a_sentence_turning_its_passage_round_is_dropped() {
+    let items = vec![Numbered {
+        number: 1,
+        url: "http://docs/library/socket.html".to_string(),
+        title: "socket — Low-level networking interface".to_string(),
+        heading: "socket.create_connection(address, timeout=GLOBAL_DEFAULT, source_address=None, *, all_errors=False)".to_string(),
+        text: "Connect to a TCP service listening on the internet address, and return the socket object. Passing the optional timeout parameter will set the timeout on the socket instance before attempting to connect. If no timeout is supplied, the global default timeout setting returned by getdefaulttimeout() is used.".to_string(),
+    }];
+    let flipped = r#"{"points": [{"passages": [1], "sentence": "The timeout parameter does not set the timeout on the socket instance before attempting to connect."}]}"#;
+    assert_eq!(assemble_json(flipped, &items), None);
+    // What the demo printed: the same sentence cited to the entry's paragraph about errors,
+    // which never speaks of setting anything.
+    let mut with_errors = items.clone();
+    with_errors.push(Numbered {
+        number: 2,
+        text: "socket.create_connection(address, timeout=GLOBAL_DEFAULT, source_address=None): When a connection cannot be created, an exception is raised. By default, it is the exception from the last address in the list. If all_errors is True, it is an ExceptionGroup containing the errors of all attempts.".to_string(),
+        ..items[0].clone()
+    });
+    let cited_beside = r#"{"points": [{"passages": [2], "sentence": "The timeout parameter of socket.create_connection() does not set the timeout on the socket instance before attempting to connect."}]}"#;
+    assert_eq!(assemble_json(cited_beside, &with_errors), None);
+    // The model's whole answer, five times over: the point's right second sentence is kept.
+    let point = r#"{"passages": [1], "sentence": "The timeout parameter of Python's socket.create_connection() does not set the timeout on the socket instance before attempting to connect. If no timeout is supplied, the global default timeout setting returned by `getdefaulttimeout()` is used."}"#;
+    let answer = format!(r#"{{"points": [{point}, {point}, {point}]}}"#);
+    let md = assemble_json(&answer, &items).expect("the right sentence is kept");
+    assert!(!md.contains("does not set"), "{md}");
+    assert_eq!(md.matches("If no timeout is supplied, the global default timeout setting returned by `getdefaulttimeout()` is used (").count(), 1, "{md}");
+    let right = r#"{"points": [{"passages": [1], "sentence": "Passing the timeout parameter sets the timeout on the socket instance before attempting to connect."}, {"passages": [1], "sentence": "If no timeout is supplied, the global default timeout setting returned by getdefaulttimeout() is used."}]}"#;
+    let md = assemble_json(right, &items).expect("kept");
+    assert!(
+        md.contains("Passing the timeout parameter sets the timeout"),
+        "{md}"
+    );
+    assert!(md.contains("If no timeout is supplied"), "{md}");
+}
+
+/// The 1.5B model's answer to "What is the default value of max_connections in PostgreSQL 15,
+/// ...?": right, but "15" is not in the passage. The question's own "PostgreSQL 15"
+/// is context; another number the passage lacks still drops the sentence.
+#[test]
+fn a_version_restated_from_the_question_needs_no_backing() {
+    let page = "http://docs/runtime-config-connection.html";
+    let items = vec![numbered(
+        1,
+        page,
+        "max_connections (integer)",
+        "Determines the maximum number of concurrent connections to the database server. The default is typically 100 connections, but might be less if your kernel settings will not support it (as determined during initdb).",
+    )];
+    let asked = "What is the default value of max_connections in PostgreSQL 15, and how many connection slots are reserved for superusers by default?";
+    let answer = r#"{"points": [{"passages": [1], "sentence": "The default value of max_connections in PostgreSQL 15 is typically 100 connections, but might be less if your kernel settings will not support it (as determined during initdb)."}]}"#;
+    assert_eq!(assemble_json(answer, &items), None);
+    let md = assemble_json_for(asked, answer, &items).expect("kept");
+    assert!(
+        md.contains("in PostgreSQL 15 is typically 100 connections"),
+        "{md}"
+    );
+    let invented = r#"{"points": [{"passages": [1], "sentence": "The default value of max_connections in PostgreSQL 15 is typically 200 connections."}]}"#;
+    assert_eq!(assemble_json_for(asked, invented, &items), None);
+}
+
+/// The 1.5B model gave Python 3.5's default as 3.11's, citing the 3.5 version note: the restated
+/// "Python 3.11" does not make a note on another version back it.
+#[test]
+fn a_restated_version_is_not_backed_by_a_note_on_another_version() {
+    let items = vec![numbered(
+        1,
+        "http://docs/library/concurrent.futures.html",
+        "ThreadPoolExecutor",
+        "Changed in version 3.5: If max_workers is None or not given, it will default to the number of processors on the machine, multiplied by 5, assuming that ThreadPoolExecutor is often used to overlap I/O instead of CPU work.",
+    )];
+    let asked =
+        "What is the default max_workers of concurrent.futures.ThreadPoolExecutor in Python 3.11?";
+    let answer = r#"{"points": [{"passages": [1], "sentence": "The default max_workers of ThreadPoolExecutor in Python 3.11 is the number of processors on the machine, multiplied by 5."}]}"#;
+    assert_eq!(assemble_json_for(asked, answer, &items), None);
+}
+
+#[test]
+fn a_code_sample_repeating_the_names_does_not_outrank_the_sentence_that_answers() {
+    // The shape of the Logging HOWTO: samples call `logging.info` again and again.
+    let page = PageExtract {
+        url: "http://docs/howto/logging.html".into(),
+        title: "Logging HOWTO".into(),
+        text: "§ Logging HOWTO › When to use logging\nThe default level is `WARNING`, which means that only events of this level and above will be tracked, unless the logging package is configured to do otherwise.\n\n§ Logging HOWTO › Logging from multiple modules\n```\nimport logging\nlogging.basicConfig(level=logging.INFO)\nlogging.info('Started')\nlogging.info('Working')\nlogging.info('Finished')\n```\n\n§ Logging HOWTO › Logging to a file\n```\nimport logging\nlogging.debug('This message should go to the log file')\nlogging.info('So should this')\n```".into(),
+    };
+    let what = "What is the default logging level in Python's logging module, and why does logging.info() print nothing by default?";
+    let items = number_passages(std::slice::from_ref(&page), what, 4000);
+    assert!(items[0].text.contains("default level is"), "{items:#?}");
+    // Asked how to do something, a sample is what answers.
+    let items = number_passages(
+        &[page],
+        "How do I call logging.info() from several modules?",
+        4000,
+    );
+    assert!(items[0].text.contains("```"), "{items:#?}");
+}
+
+#[test]
+fn a_whole_prose_passage_is_shown() {
+    // sql-vacuum.html: the paragraph on plain VACUUM says what VACUUM FULL does in its last
+    // sentence, past 700 characters; cut there, the comparison lost its other half.
+    let first = "Plain `VACUUM` (without `FULL`) simply reclaims space and makes it available for re-use. This form of the command can operate in parallel with normal reading and writing of the table, as an exclusive lock is not obtained. However, extra space is not returned to the operating system (in most cases); it's just kept available for re-use within the same table. It also allows us to leverage multiple CPUs in order to process indexes. This feature is known as *parallel vacuum*. To disable this feature, one can use `PARALLEL` option and specify parallel workers as zero.";
+    let last = " `VACUUM FULL` rewrites the entire contents of the table into a new disk file with no extra space, allowing unused space to be returned to the operating system.";
+    let page = PageExtract {
+        url: "http://docs/sql-vacuum.html".into(),
+        title: "VACUUM".into(),
+        text: format!("§ VACUUM › Description\n{first}{last}"),
+    };
+    assert!(first.len() + last.len() > 700 && first.len() + last.len() < 900);
+    let items = number_passages(
+        &[page],
+        "How does VACUUM FULL differ from plain VACUUM?",
+        4000,
+    );
+    assert!(items[0].text.ends_with("operating system."), "{items:#?}");
+}
+
+#[test]
+fn a_version_note_is_shown_when_the_task_asks_for_the_version() {
+    let page = PageExtract {
+        url: "http://docs/stdtypes.html".into(),
+        title: "Built-in Types".into(),
+        text: "§ Built-in Types › String Methods › str.removeprefix(prefix, /)\nIf the string starts with the *prefix* string, return `string[len(prefix):]`. Otherwise, return a copy of the original string.\n\nNew in version 3.9.".into(),
+    };
+    let asked = number_passages(
+        std::slice::from_ref(&page),
+        "What does Python's str.removeprefix() do, and in which version was it added?",
+        4000,
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|n| n.text == "str.removeprefix(prefix, /): New in version 3.9."),
+        "{asked:#?}"
+    );
+    let not_asked = number_passages(&[page], "What does Python's str.removeprefix() do?", 4000);
+    assert!(
+        not_asked.iter().all(|n| !n.text.contains("New in version")),
+        "{not_asked:#?}"
+    );
+}
+
+fn titled(number: usize, url: &str, title: &str, heading: &str, text: &str) -> Numbered {
+    Numbered {
+        number,
+        url: url.into(),
+        title: title.into(),
+        heading: heading.into(),
+        text: text.into(),
+    }
+}
+
+#[test]
+fn passages_that_leave_out_a_subject_of_the_question_do_not_answer_it() {
+    let items = vec![
+        titled(
+            1,
+            "http://docs/runtime-config-connection.html",
+            "20.3. Connections and Authentication",
+            "20.3.1. Connection Settings › max_connections (integer)",
+            "Determines the maximum number of concurrent connections to the database server. The default is typically 100 connections.",
+        ),
+        titled(
+            2,
+            "http://docs/runtime-config-resource.html",
+            "20.4. Resource Consumption",
+            "20.4.1. Memory › shared_buffers (integer)",
+            "Sets the amount of memory the database server uses for shared memory buffers. The default is typically 128 megabytes (128MB).",
+        ),
+    ];
+    // Every subject named somewhere (a heading counts); the product is context.
+    assert!(
+        unanswered(
+            "What is the default value of max_connections in PostgreSQL 15?",
+            &items
+        )
+        .is_empty()
+    );
+    assert!(
+        unanswered(
+            "What are the default values of max_connections and shared_buffers in PostgreSQL 15?",
+            &items
+        )
+        .is_empty()
+    );
+    // A setting no passage names: however many words they share, they do not answer (the
+    // product a possessive names, SQLAlchemy, is context, as PostgreSQL is).
+    assert_eq!(
+        unanswered(
+            "What are the default values of max_connections and work_mem in PostgreSQL 15?",
+            &items
+        ),
+        ["work_mem"]
+    );
+    assert_eq!(
+        unanswered(
+            "What is the default pool_size of the connection pool created by SQLAlchemy's create_engine()?",
+            &items
+        ),
+        ["pool_size", "create_engine"]
+    );
+    assert_eq!(
+        closest_pages(&items),
+        [
+            "http://docs/runtime-config-connection.html",
+            "http://docs/runtime-config-resource.html"
+        ]
+    );
+    // No passage: nothing to judge (the caller has its own report for that).
+    assert!(unanswered("What is the default pool_size?", &[]).is_empty());
+}
+
+#[test]
+fn a_copied_signature_is_stripped_and_a_heading_is_no_statement() {
+    assert_eq!(
+        strip_signature(
+            "contextlib.chdir(path): Non parallel-safe context manager to change the current working directory."
+        ),
+        "Non parallel-safe context manager to change the current working directory."
+    );
+    assert_eq!(
+        strip_signature("`json.loads(s, *, cls=None)`: deserialize s to a Python object."),
+        "Deserialize s to a Python object."
+    );
+    // A sentence that only begins with a call keeps it.
+    let kept = "json.loads(s) deserializes s to a Python object.";
+    assert_eq!(strip_signature(kept), kept);
+    assert_eq!(strip_signature("f(x):"), "f(x):");
+    let items = vec![titled(
+        1,
+        "http://docs/datatype-numeric.html",
+        "8.1. Numeric Types",
+        "8.1. Numeric Types › 8.1.4. Serial Types",
+        "The data types smallserial, serial and bigserial are not true types.",
+    )];
+    assert!(is_heading_copy("Numeric Types", &items));
+    assert!(is_heading_copy("8.1.4. Serial Types.", &items));
+    assert!(is_heading_copy("8.1. Numeric Types", &items));
+    assert!(!is_heading_copy(
+        "The serial types are not true types.",
+        &items
+    ));
+    // A summary that is only a heading is no answer: the passages are quoted, the best first.
+    assert_eq!(
+        assemble_for(
+            "Is serial a real data type in PostgreSQL?",
+            "Numeric Types [1].",
+            &items
+        ),
+        None
+    );
+}
+
+/// The Python 3.11 `concurrent.futures` entries a held-out-shaped question is answered from.
+fn executor_items() -> Vec<Numbered> {
+    vec![
+        titled(
+            1,
+            "http://docs/library/concurrent.futures.html",
+            "concurrent.futures — Launching parallel tasks",
+            "ThreadPoolExecutor › concurrent.futures.ThreadPoolExecutor(max_workers=None, thread_name_prefix='', initializer=None, initargs=())",
+            "An Executor subclass that uses a pool of at most max_workers threads to execute calls asynchronously. Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4).",
+        ),
+        titled(
+            2,
+            "http://docs/library/concurrent.futures.html",
+            "concurrent.futures — Launching parallel tasks",
+            "ThreadPoolExecutor › concurrent.futures.ThreadPoolExecutor(max_workers=None, thread_name_prefix='', initializer=None, initargs=())",
+            "New in version 3.6: The thread_name_prefix argument was added to allow users to control the threading.Thread names for worker threads created by the pool for easier debugging.",
+        ),
+    ]
+}
+
+#[test]
+fn a_summary_about_a_sibling_parameter_leads_with_the_best_passages_answer() {
+    let asked =
+        "What is the default max_workers of concurrent.futures.ThreadPoolExecutor in Python 3.11?";
+    let items = executor_items();
+    let answer = r#"{"points": [{"passages": [2], "sentence": "The thread_name_prefix argument allows users to control the threading.Thread names for worker threads created by the pool."}]}"#;
+    let md = assemble_json_for(asked, answer, &items).unwrap();
+    let summary = md
+        .split("## Summary\n\n")
+        .nth(1)
+        .and_then(|s| s.split("\n\n").next())
+        .unwrap();
+    assert!(
+        summary.starts_with("“Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4)” ([concurrent.futures — Launching parallel tasks](http://docs/library/concurrent.futures.html))."),
+        "{md}"
+    );
+    // The model's sentence follows it, and the passage is quoted as evidence, not as "not cited".
+    assert!(
+        summary.contains("The thread_name_prefix argument allows"),
+        "{md}"
+    );
+    assert!(!md.contains("not cited above"), "{md}");
+    // A summary that answers keeps its own first sentence.
+    let answer = r#"{"points": [{"passages": [1], "sentence": "The default value of max_workers is min(32, os.cpu_count() + 4)."}]}"#;
+    let md = assemble_json_for(asked, answer, &items).unwrap();
+    assert!(
+        md.starts_with(
+            "## Summary\n\nThe default value of max_workers is min(32, os.cpu_count() + 4) ("
+        ),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_quoted_fallback_leads_with_the_best_statement() {
+    let asked =
+        "What is the default max_workers of concurrent.futures.ThreadPoolExecutor in Python 3.11?";
+    let md = quoted_report(asked, &executor_items());
+    assert!(
+        md.starts_with("## Summary\n\n“Changed in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4)” (["),
+        "{md}"
+    );
+}
