@@ -28,9 +28,42 @@ impl WorkerProcess {
         env: &[(&str, &str)],
     ) -> std::io::Result<Self> {
         let bin = quarry_bin().map_err(std::io::Error::other)?;
+        Self::spawn(Command::new(bin), dir, redis_url, name, args, env)
+    }
+
+    /// As [`WorkerProcess::start`], with no way to reach a Kubernetes API: no `KUBECONFIG`, no
+    /// in-cluster service variables, and a fresh `HOME` without `~/.kube` (as a worker Pod
+    /// without a ServiceAccount token).
+    pub fn start_without_cluster(
+        dir: &Path,
+        redis_url: &str,
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> std::io::Result<Self> {
+        let bin = quarry_bin().map_err(std::io::Error::other)?;
+        let home = dir.join(format!("{name}-home"));
+        std::fs::create_dir_all(&home)?;
+        let mut command = Command::new(bin);
+        command
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("KUBERNETES_SERVICE_PORT")
+            .env("HOME", &home);
+        Self::spawn(command, dir, redis_url, name, args, env)
+    }
+
+    fn spawn(
+        command: Command,
+        dir: &Path,
+        redis_url: &str,
+        name: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> std::io::Result<Self> {
         let port = free_port()?;
         let stderr = dir.join(format!("{name}.log"));
-        let child = crate::quarry_bin::exempt_loopback(Command::new(bin))
+        let child = crate::quarry_bin::exempt_loopback(command)
             .args(["worker", "--redis-url", redis_url, "--consumer", name])
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(args)

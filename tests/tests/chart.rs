@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use quarry_e2e::kube_tools::{repo_root, run, tool, yaml_docs};
@@ -121,6 +121,7 @@ fn builtin_schemas() -> BTreeMap<&'static str, Value> {
         ("v1/Service", k8s_schema::<Service>()),
         ("v1/ServiceAccount", k8s_schema::<ServiceAccount>()),
         ("v1/ConfigMap", k8s_schema::<ConfigMap>()),
+        ("v1/Secret", k8s_schema::<Secret>()),
         ("v1/Namespace", k8s_schema::<Namespace>()),
         (
             "networking.k8s.io/v1/NetworkPolicy",
@@ -665,11 +666,7 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
             .filter(|r| r["metadata"]["namespace"] == ns)
             .map(name)
             .collect();
-        assert_eq!(
-            roles,
-            vec!["quarry", "quarry-worker"],
-            "the operator's and the workers' Role in {ns}"
-        );
+        assert_eq!(roles, vec!["quarry"], "the operator's Role alone in {ns}");
     }
     let operator = operator_container(&docs);
     assert!(
@@ -680,34 +677,7 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
         "{}",
         operator["args"]
     );
-    // Workers read the Secrets a run's profile names (the worker fails the task with
-    // SecretUnavailable otherwise), by name and only in the watched namespaces; nothing else.
-    let worker = of_kind(&docs, "Deployment")
-        .into_iter()
-        .find(|d| d["metadata"]["labels"]["app.kubernetes.io/component"] == "worker")
-        .expect("worker Deployment");
-    assert_eq!(
-        worker["spec"]["template"]["spec"]["automountServiceAccountToken"],
-        true
-    );
-    let worker_secrets: BTreeSet<(String, Vec<String>)> =
-        grants(&docs, "quarry-worker", "", "secrets")
-            .into_iter()
-            .collect();
-    assert_eq!(
-        worker_secrets,
-        BTreeSet::from([
-            ("research".to_owned(), vec!["get".to_owned()]),
-            ("team-b".to_owned(), vec!["get".to_owned()]),
-        ])
-    );
-    for resource in ["configmaps", "pods"] {
-        assert!(
-            grants(&docs, "quarry-worker", "", resource).is_empty(),
-            "{resource}"
-        );
-    }
-    assert!(grants(&docs, "quarry-worker", "coordination.k8s.io", "leases").is_empty());
+    workers_hold_no_api_token(&docs);
 
     // The user-facing roles aggregate into view, edit and admin.
     let view = of_kind(&docs, "ClusterRole")
@@ -771,6 +741,133 @@ fn rbac_is_least_privilege_cluster_wide_and_per_namespace() {
     );
     assert!(labels["rbac.authorization.k8s.io/aggregate-to-edit"].is_null());
     assert!(labels["rbac.authorization.k8s.io/aggregate-to-view"].is_null());
+}
+
+/// Worker Pods fetch and parse untrusted pages: they mount no API token and no role names their
+/// ServiceAccount. The API keys they need come with each task, sealed with the key the operator
+/// and the workers both mount as a file from one Secret.
+fn workers_hold_no_api_token(docs: &[Value]) {
+    let worker = of_kind(docs, "Deployment")
+        .into_iter()
+        .find(|d| d["metadata"]["labels"]["app.kubernetes.io/component"] == "worker")
+        .expect("worker Deployment");
+    let pod = &worker["spec"]["template"]["spec"];
+    assert_eq!(pod["automountServiceAccountToken"], false);
+    let account = pod["serviceAccountName"].as_str().unwrap();
+    let sa = of_kind(docs, "ServiceAccount")
+        .into_iter()
+        .find(|a| name(a) == account)
+        .expect("the workers' ServiceAccount");
+    assert_eq!(sa["automountServiceAccountToken"], false);
+    let bound: Vec<&str> = docs
+        .iter()
+        .filter(|d| kind(d) == "RoleBinding" || kind(d) == "ClusterRoleBinding")
+        .filter(|b| {
+            b["subjects"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|s| s["name"] == account)
+        })
+        .map(name)
+        .collect();
+    assert!(bound.is_empty(), "bindings of {account}: {bound:?}");
+    let worker_roles: Vec<&str> = docs
+        .iter()
+        .filter(|d| kind(d) == "Role" || kind(d) == "ClusterRole")
+        .map(name)
+        .filter(|n| n.contains("worker"))
+        .collect();
+    assert!(worker_roles.is_empty(), "{worker_roles:?}");
+    // The sealing key: one Secret, mounted read-only as the same file in both Pods.
+    let sealing = of_kind(docs, "Secret")
+        .into_iter()
+        .find(|s| name(s) == "quarry-sealing-key")
+        .expect("the sealing key Secret");
+    let material = sealing["data"]["key"].as_str().expect("data.key");
+    assert!(
+        material.len() >= 44,
+        "at least 32 bytes, base64: {material}"
+    );
+    let operator = of_kind(docs, "Deployment")
+        .into_iter()
+        .find(|d| d["metadata"]["labels"]["app.kubernetes.io/component"] == "operator")
+        .expect("operator Deployment");
+    for (who, deployment) in [("operator", operator), ("worker", worker)] {
+        let pod = &deployment["spec"]["template"]["spec"];
+        let container = &pod["containers"][0];
+        assert_eq!(
+            env_value(container, "QUARRY_SEALING_KEY_FILE").as_deref(),
+            Some("/etc/quarry/sealing/key"),
+            "{who}"
+        );
+        let mount = container["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["mountPath"] == "/etc/quarry/sealing")
+            .unwrap_or_else(|| panic!("{who}: sealing key mount"));
+        assert_eq!(mount["readOnly"], true, "{who}");
+        let volume = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == mount["name"])
+            .unwrap_or_else(|| panic!("{who}: sealing key volume"));
+        assert_eq!(
+            volume["secret"]["secretName"], "quarry-sealing-key",
+            "{who}"
+        );
+        assert_eq!(volume["secret"]["defaultMode"], 0o440, "{who}");
+    }
+}
+
+#[test]
+#[ignore = "needs helm (scripts/install-kube-tools.sh)"]
+fn an_existing_sealing_key_secret_is_mounted_instead_of_a_generated_one() {
+    let helm = tool("helm");
+    let docs = helm_template(
+        &helm,
+        &[
+            "-f",
+            ALL_FEATURES,
+            "--set",
+            "workers.sealingKey.existingSecret=team-sealing",
+            "--set",
+            "workers.sealingKey.key=material",
+        ],
+    )
+    .expect("render");
+    assert!(
+        of_kind(&docs, "Secret")
+            .iter()
+            .all(|s| !name(s).contains("sealing")),
+        "no generated sealing key"
+    );
+    let secret_names: Vec<(&str, &str)> = of_kind(&docs, "Deployment")
+        .into_iter()
+        .map(|d| {
+            let volume = d["spec"]["template"]["spec"]["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["name"] == "sealing-key")
+                .expect("sealing key volume");
+            (
+                volume["secret"]["secretName"].as_str().unwrap(),
+                volume["secret"]["items"][0]["key"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        secret_names,
+        vec![("team-sealing", "material"), ("team-sealing", "material")]
+    );
+    let operator = operator_container(&docs);
+    assert_eq!(
+        env_value(operator, "QUARRY_SEALING_KEY_FILE").as_deref(),
+        Some("/etc/quarry/sealing/material")
+    );
 }
 
 // ---------------------------------------------------------------- features

@@ -1268,9 +1268,9 @@ async fn operators_killed_at_random_moments_finish_every_run_exactly_once() {
     assert!(refused.is_empty(), "the operator was refused: {refused:#?}");
 }
 
-/// Arguments of an operator in scale-out mode on `redis`.
-fn workers_args(redis: &str) -> [&str; 3] {
-    ["--redis-url", redis, "--workers"]
+/// Arguments of an operator in scale-out mode on `redis`, sealing keys with the file `key`.
+fn workers_args<'a>(redis: &'a str, key: &'a str) -> [&'a str; 5] {
+    ["--redis-url", redis, "--workers", "--sealing-key-file", key]
 }
 
 #[tokio::test]
@@ -1281,13 +1281,21 @@ async fn a_worker_killed_mid_task_has_its_task_delivered_once_more_and_the_run_c
     let s = setup("worker-kill").await.expect("setup");
     let redis = RedisServer::start_for("worker_kill");
     let url = redis.url();
+    let dir = s.plane.scratch();
+    // The operator reads the profile's Secret and seals its key for the workers, which have no
+    // API access at all: only the sealing key file.
+    let key_file = dir.join("sealing-key");
+    std::fs::write(
+        &key_file,
+        "kube-failover-sealing-key-material-0123456789abcdef\n",
+    )
+    .expect("sealing key file");
+    let key = key_file.display().to_string();
     let outcome = async {
         let mut op = s
-            .start_operator("quarry-0", "operator.log", None, &workers_args(&url))
+            .start_operator("quarry-0", "operator.log", None, &workers_args(&url, &key))
             .await?;
-        // Workers read the profile's Secret with the operator's ServiceAccount (`get` on Secrets).
-        let kubeconfig = s.operator_kubeconfig.display().to_string();
-        let env = [("KUBECONFIG", kubeconfig.as_str())];
+        let env = [("QUARRY_SEALING_KEY_FILE", key.as_str())];
         let args = |concurrency| {
             [
                 "--concurrency",
@@ -1298,8 +1306,7 @@ async fn a_worker_killed_mid_task_has_its_task_delivered_once_more_and_the_run_c
                 "5s",
             ]
         };
-        let dir = s.plane.scratch();
-        let mut w1 = WorkerProcess::start(&dir, &url, "w1", &args("2"), &env)
+        let mut w1 = WorkerProcess::start_without_cluster(&dir, &url, "w1", &args("2"), &env)
             .map_err(|e| format!("worker w1: {e}"))?;
         if !w1.wait_ready(Duration::from_secs(30)).await {
             return Err(format!("w1 not ready:\n{}", w1.log()));
@@ -1307,7 +1314,7 @@ async fn a_worker_killed_mid_task_has_its_task_delivered_once_more_and_the_run_c
         // Both researchers run on w1: json finishes and is checkpointed, pickle's third call is
         // held, so w1 dies with exactly that task in hand.
         s.run_to_the_held_pickle_call("scaled").await?;
-        let w2 = WorkerProcess::start(&dir, &url, "w2", &args("2"), &env)
+        let w2 = WorkerProcess::start_without_cluster(&dir, &url, "w2", &args("2"), &env)
             .map_err(|e| format!("worker w2: {e}"))?;
         if !w2.wait_ready(Duration::from_secs(30)).await {
             return Err(format!("w2 not ready:\n{}", w2.log()));
@@ -1316,7 +1323,7 @@ async fn a_worker_killed_mid_task_has_its_task_delivered_once_more_and_the_run_c
         w1.kill();
         let mut logs = String::new();
         let (done, exits) = s
-            .finish_restarting(&mut op, "scaled", &workers_args(&url), &mut logs)
+            .finish_restarting(&mut op, "scaled", &workers_args(&url, &key), &mut logs)
             .await;
         let logs = format!(
             "asked at the kill: {before}; now: {}\n{logs}--- operator:\n{}\n--- w1:\n{}\n--- w2:\n{}",

@@ -1107,6 +1107,18 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
         "Redis, two workers and the operator with --workers Ready at {:?}",
         started.elapsed()
     );
+    // Worker Pods reach no API: no token is mounted (the run's keys come sealed from the operator).
+    for pod in operator_pods.list(&worker_selector).await.unwrap().items {
+        let spec = serde_json::to_value(&pod.spec).unwrap();
+        let text = spec.to_string();
+        assert_eq!(spec["automountServiceAccountToken"], false, "{text}");
+        assert!(
+            !text.contains("serviceAccountToken")
+                && !text.contains("/var/run/secrets/kubernetes.io"),
+            "a token reached worker Pod {:?}: {text}",
+            pod.metadata.name
+        );
+    }
 
     kubectl_apply(&node, "default", &deep_run("taskgroup-workers"));
     let taken = |pod: Pod| async move {

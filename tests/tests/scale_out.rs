@@ -606,3 +606,232 @@ async fn shutdown_hands_a_running_task_back_and_an_ended_run_stops_its_remote_ta
     let mut conn = redis_conn(&redis.url()).await;
     assert!(pending(&mut conn).await.is_empty());
 }
+
+/// The operator's side of an operator run in scale-out mode, in this process: the keys the
+/// operator resolved from the run's Secrets, handed to the queue by the operator's own dispatch
+/// (sealed with `sealing`). The profile names its model key by Secret, as in a cluster.
+async fn operator_dispatch(
+    redis_url: &str,
+    model_url: &str,
+    run: &str,
+    sealing: &std::path::Path,
+) -> quarry_operator::queue::dispatch::RedisDispatch {
+    use quarry_operator::queue::dispatch::{RedisDispatch, TaskKeys};
+    let yaml = quarry_e2e::profiles::scripted_profile(model_url, "http://127.0.0.1:9").replace(
+        "apiKeyEnv: QUARRY_TEST_KEY",
+        "apiKeySecretRef: {name: model-keys, key: openai}",
+    );
+    let profile: quarry_api::ResearchProfile = serde_yaml::from_str(&yaml).unwrap();
+    let header = quarry_operator::queue::protocol::RunHeader {
+        run: run.to_string(),
+        namespace: Some("team-a".into()),
+        profile_name: "scripted".into(),
+        profile: profile.spec,
+        managed_search: None,
+        specialised: Some((false, false)),
+    };
+    let spend = std::sync::Arc::new(quarry_engine::llm::router::SpendGuard::default());
+    let sealing = quarry_operator::queue::seal::SealingKey::load(sealing).unwrap();
+    RedisDispatch::connect(redis_url, header, spend)
+        .await
+        .unwrap()
+        .with_keys(TaskKeys {
+            sealing: std::sync::Arc::new(sealing),
+            keys: vec![(
+                quarry_api::SecretKeyRef {
+                    name: "model-keys".into(),
+                    key: "openai".into(),
+                },
+                quarry_operator::engine_builder::ApiKey::new(KEY.1),
+            )],
+        })
+}
+
+/// Starts one researcher task through `dispatch`; resolves to its terminal event.
+fn dispatch_task(
+    dispatch: &quarry_operator::queue::dispatch::RedisDispatch,
+    query: &str,
+) -> quarry_engine::research::shell::dispatch::ResearcherWork {
+    use quarry_engine::research::machine::state::{Mode, RunInput};
+    use quarry_engine::research::shell::dispatch::{ResearcherDispatch, ResearcherJob};
+    let (events, _) = tokio::sync::mpsc::unbounded_channel();
+    let (_, steering) = tokio::sync::mpsc::unbounded_channel();
+    dispatch.start(
+        ResearcherJob {
+            task_id: 0,
+            round: 1,
+            query: query.to_string(),
+            input: RunInput::new(
+                "How do Python's serialization modules compare?",
+                Mode::Quick,
+            ),
+            injected: vec![],
+            spent: Default::default(),
+        },
+        steering,
+        events,
+    )
+}
+
+/// A sealing key file of 48 random bytes (base64), as the chart's Secret holds.
+fn sealing_key_file(dir: &Path, name: &str) -> std::path::PathBuf {
+    use rand::Rng;
+    let bytes: [u8; 36] = rand::rng().random();
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{}\n", hex::encode(bytes))).unwrap();
+    path
+}
+
+#[tokio::test]
+#[ignore = "needs redis-server (scripts/install-test-deps.sh)"]
+async fn a_worker_without_any_kubeconfig_runs_an_operator_task_with_the_keys_the_operator_sealed() {
+    use quarry_engine::research::machine::reducer::Event;
+    let redis = RedisServer::start_for("worker_sealed_keys");
+    let report = "## Summary\nSEALED-KEYS-MARKER: the json module decodes JSON text.";
+    let model = ScriptedModel::start(
+        Script::default().with_route(
+            Route::new("r", "Research task: JSON decoding in Python\n", vec![])
+                .with_fallback(Step::text(report).with_usage(900, 100)),
+        ),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = sealing_key_file(dir.path(), "sealing-key");
+    let dispatch =
+        operator_dispatch(&redis.url(), &model.base_url(), "sealed-run-1", &key_file).await;
+    let work = dispatch_task(&dispatch, "JSON decoding in Python");
+
+    // Queued before any worker runs: what Redis holds has the key sealed, never in plaintext.
+    let mut conn = redis_conn(&redis.url()).await;
+    let queued: redis::streams::StreamRangeReply = {
+        let mut reply = redis::streams::StreamRangeReply::default();
+        for _ in 0..100 {
+            reply = redis::cmd("XRANGE")
+                .arg("quarry:tasks")
+                .arg("-")
+                .arg("+")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            if !reply.ids.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        reply
+    };
+    assert_eq!(queued.ids.len(), 1);
+    let entry = &queued.ids[0];
+    let sealed: String = entry.get("k").expect("the entry carries sealed keys");
+    let message: String = entry.get("m").unwrap();
+    for text in [&sealed, &message] {
+        assert!(!text.contains(KEY.1), "plaintext key in Redis: {text}");
+    }
+    assert!(message.contains("\"apiKeySecretRef\""), "{message}");
+
+    // The worker has no kubeconfig, no in-cluster variables and no key in its environment: only
+    // the sealing key file.
+    let key_env = key_file.display().to_string();
+    let worker = WorkerProcess::start_without_cluster(
+        dir.path(),
+        &redis.url(),
+        "tokenless",
+        &["--visibility-timeout", "3s"],
+        &[("QUARRY_SEALING_KEY_FILE", key_env.as_str())],
+    )
+    .unwrap();
+    assert!(
+        worker.wait_ready(Duration::from_secs(30)).await,
+        "{}",
+        worker.log()
+    );
+    let event = tokio::time::timeout(Duration::from_secs(90), work)
+        .await
+        .unwrap_or_else(|_| panic!("no result; worker log:\n{}", worker.log()));
+    match event {
+        Event::ResearcherFinished { report } => {
+            assert!(
+                report.markdown.contains("SEALED-KEYS-MARKER"),
+                "{}",
+                report.markdown
+            );
+        }
+        other => panic!("{other:?}\n{}", worker.log()),
+    }
+    // Every model call carried the key the operator handed over.
+    let recorded = model.recorded();
+    assert!(!recorded.is_empty());
+    for request in &recorded {
+        assert_eq!(
+            request.authorization.as_deref(),
+            Some(format!("Bearer {}", KEY.1).as_str())
+        );
+    }
+    assert!(!worker.log().contains(KEY.1), "the key is never logged");
+    dispatch.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs redis-server (scripts/install-test-deps.sh)"]
+async fn a_worker_with_another_sealing_key_fails_the_task_saying_what_to_set() {
+    use quarry_engine::research::machine::reducer::Event;
+    let redis = RedisServer::start_for("worker_wrong_sealing_key");
+    let model = ScriptedModel::start(Script::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let operator_key = sealing_key_file(dir.path(), "operator-key");
+    let worker_key = sealing_key_file(dir.path(), "worker-key");
+    let worker_env = worker_key.display().to_string();
+    let worker = WorkerProcess::start_without_cluster(
+        dir.path(),
+        &redis.url(),
+        "wrongkey",
+        &["--visibility-timeout", "3s"],
+        &[("QUARRY_SEALING_KEY_FILE", worker_env.as_str())],
+    )
+    .unwrap();
+    assert!(
+        worker.wait_ready(Duration::from_secs(30)).await,
+        "{}",
+        worker.log()
+    );
+    let dispatch = operator_dispatch(
+        &redis.url(),
+        &model.base_url(),
+        "sealed-run-2",
+        &operator_key,
+    )
+    .await;
+    let event = tokio::time::timeout(
+        Duration::from_secs(60),
+        dispatch_task(&dispatch, "JSON decoding in Python"),
+    )
+    .await
+    .expect("a result");
+    let failure = match event {
+        Event::ResearcherFailed { failure, .. } => failure,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(failure.reason, "SecretUnavailable");
+    let operator_id = quarry_operator::queue::seal::SealingKey::load(&operator_key).unwrap();
+    let worker_id = quarry_operator::queue::seal::SealingKey::load(&worker_key).unwrap();
+    assert_eq!(
+        failure.message,
+        format!(
+            "worker wrongkey cannot open the API keys the operator sealed for this task of namespace \"team-a\": they were sealed with sealing key {}, but this worker's key (QUARRY_SEALING_KEY_FILE={worker_env}) is {}; set QUARRY_SEALING_KEY_FILE to a file holding the operator's sealing key (with the chart, the operator and workers mount the same Secret, workers.sealingKey.existingSecret if set)",
+            operator_id.id(),
+            worker_id.id()
+        )
+    );
+    assert_eq!(model.request_count(), 0, "no model call was made");
+    let (_, body) = worker.get("metrics").await.unwrap();
+    assert_eq!(
+        metric(
+            &body,
+            r#"quarry_worker_tasks_acked_total{outcome="failed"}"#
+        ),
+        Some(1.0),
+        "{body}"
+    );
+    dispatch.finish().await;
+}

@@ -69,6 +69,34 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end -}}
 
+{{/* The Secret holding the key the operator seals runs' API keys with for the workers. */}}
+{{- define "quarry.sealingKeySecret" -}}
+{{- .Values.workers.sealingKey.existingSecret | default (printf "%s-sealing-key" (include "quarry.fullname" .)) -}}
+{{- end -}}
+
+{{/* Where the operator and the workers read the sealing key: a file, not an API call. */}}
+{{- define "quarry.sealingKeyEnv" -}}
+- name: QUARRY_SEALING_KEY_FILE
+  value: /etc/quarry/sealing/{{ .Values.workers.sealingKey.key }}
+{{- end -}}
+
+{{- define "quarry.sealingKeyMount" -}}
+- name: sealing-key
+  mountPath: /etc/quarry/sealing
+  readOnly: true
+{{- end -}}
+
+{{- define "quarry.sealingKeyVolume" -}}
+- name: sealing-key
+  secret:
+    secretName: {{ include "quarry.sealingKeySecret" . }}
+    items:
+      - key: {{ .Values.workers.sealingKey.key }}
+        path: {{ .Values.workers.sealingKey.key }}
+    # 0440 (decimal, as every YAML parser reads it alike): the pods' group (fsGroup) reads it.
+    defaultMode: 288
+{{- end -}}
+
 {{/* The container security context every Quarry container runs with (not configurable). */}}
 {{- define "quarry.containerSecurityContext" -}}
 allowPrivilegeEscalation: false

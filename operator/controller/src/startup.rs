@@ -41,6 +41,8 @@ pub struct OperatorConfig {
     pub leader: Option<LeaderSettings>,
     /// Scale-out mode: researchers run on `quarry worker` processes through `redis_url`.
     pub workers: bool,
+    /// File of the key a run's API keys are sealed with for the workers (required with `workers`).
+    pub sealing_key_file: Option<std::path::PathBuf>,
     /// More routes on the same port (the web console), built from the operator's client.
     pub extra_routes: Option<ExtraRoutes>,
 }
@@ -95,6 +97,7 @@ impl Default for OperatorConfig {
             object_store_url: None,
             allowed_search_images: Vec::new(),
             workers: false,
+            sealing_key_file: None,
             extra_routes: None,
         }
     }
@@ -124,6 +127,23 @@ pub fn services(
         None => Arc::new(quarry_engine::cache::MemoryCache::default()),
     };
     Ok(crate::engine_builder::Services::new(cache, metrics))
+}
+
+/// The key scale-out mode seals runs' API keys with for the workers, which hold no API token
+/// to read Secrets themselves.
+pub fn sealing_key(
+    path: Option<&std::path::Path>,
+) -> Result<Arc<crate::queue::seal::SealingKey>, Error> {
+    use crate::queue::seal::{SEALING_KEY_ENV, SealingKey};
+    let path = path.ok_or_else(|| {
+        Error::Config(format!(
+            "scale-out mode (--workers) needs a sealing key to hand API keys to the workers: pass --sealing-key-file or set {SEALING_KEY_ENV} to a file of at least 32 random bytes, mounted in the workers too (the chart makes one with workers.enabled)"
+        ))
+    })?;
+    let key = SealingKey::load(path)
+        .map_err(|e| Error::Config(format!("--sealing-key-file ({SEALING_KEY_ENV}): {e}")))?;
+    info!(sealing_key = %key.id(), "scale-out mode: API keys go to workers sealed with this key");
+    Ok(Arc::new(key))
 }
 
 /// Pure: the watch scopes of a `--namespace` value: one per listed namespace (comma-separated,
@@ -295,7 +315,10 @@ async fn run_controllers(
 ) -> Result<(), Error> {
     let workers = match (config.workers, &config.redis_url) {
         (false, _) => None,
-        (true, Some(url)) => Some(url.clone()),
+        (true, Some(url)) => Some((
+            url.clone(),
+            sealing_key(config.sealing_key_file.as_deref())?,
+        )),
         (true, None) => {
             return Err(Error::Config(
                 "scale-out mode (--workers) needs Redis: pass --redis-url or set QUARRY_REDIS_URL"

@@ -86,6 +86,10 @@ struct OperatorArgs {
     /// Scale-out mode: researchers run on `quarry worker` processes through Redis.
     #[arg(long)]
     workers: bool,
+    /// With --workers: file of the key runs' API keys are sealed with for the workers (the same
+    /// file as theirs; the chart mounts it).
+    #[arg(long, env = "QUARRY_SEALING_KEY_FILE")]
+    sealing_key_file: Option<PathBuf>,
     /// Run without leader election (a single replica that needs no Lease permissions).
     #[arg(long, env = "QUARRY_NO_LEADER_ELECTION")]
     no_leader_election: bool,
@@ -369,6 +373,7 @@ fn run_operator(args: &OperatorArgs, settings: &Settings) -> ExitCode {
         namespace: args.namespace.clone(),
         redis_url: settings.redis_url.clone(),
         workers: args.workers,
+        sealing_key_file: args.sealing_key_file.clone(),
         leader: (!args.no_leader_election).then(|| quarry_operator::startup::LeaderSettings {
             lease_name: args.lease_name.clone(),
             namespace: args.lease_namespace.clone(),

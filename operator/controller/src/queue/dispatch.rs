@@ -21,7 +21,10 @@ use super::protocol::reasons::WORK_QUEUE_UNAVAILABLE;
 use super::protocol::{
     self, Origin, ResultBook, ResultMessage, RunHeader, RunKeys, TASKS_STREAM, TaskMessage,
 };
+use super::seal::SealingKey;
 use super::{COMMAND_TIMEOUT, QueueError, connect, ensure_group, field_bytes, timed};
+use crate::engine_builder::ApiKey;
+use quarry_api::SecretKeyRef;
 use quarry_engine::llm::router::SpendGuard;
 use quarry_engine::research::agents::researcher::SteeringInbox;
 use quarry_engine::research::machine::reducer::Event;
@@ -48,6 +51,8 @@ enum Outgoing {
         key: (u32, u32),
         attempt: String,
         bytes: Vec<u8>,
+        /// The run's API keys sealed for this task (field `k`), for workers without API access.
+        sealed: Option<Vec<u8>>,
     },
     Steer {
         task_id: u32,
@@ -155,9 +160,19 @@ impl LeaderState {
     }
 }
 
+/// The API keys the operator resolved for a run (each Secret opted in for its host), handed to
+/// workers sealed with every task (see [`super::seal`]).
+pub struct TaskKeys {
+    /// The key shared with the workers.
+    pub sealing: Arc<SealingKey>,
+    /// The run's keys, as the operator's own engine uses them.
+    pub keys: Vec<(SecretKeyRef, ApiKey)>,
+}
+
 /// The executor's dispatch port over Redis for one run.
 pub struct RedisDispatch {
     header: RunHeader,
+    keys: Option<TaskKeys>,
     outgoing: mpsc::UnboundedSender<Outgoing>,
     state: Arc<LeaderState>,
     reader: AbortHandle,
@@ -223,10 +238,18 @@ impl RedisDispatch {
         let reader = tokio::spawn(read_results(reader_conn, state.clone(), from));
         Ok(Self {
             header,
+            keys: None,
             outgoing,
             state,
             reader: reader.abort_handle(),
         })
+    }
+
+    /// Hands `keys` to the workers with every task, sealed (operator runs: workers have no API
+    /// access to read Secrets).
+    pub fn with_keys(mut self, keys: TaskKeys) -> Self {
+        self.keys = Some(keys);
+        self
     }
 
     /// Ends the run's use of Redis: marks it done (queued tasks of it are dropped unrun, running
@@ -314,6 +337,20 @@ impl ResearcherDispatch for RedisDispatch {
                 return Box::pin(async move { Event::ResearcherFailed { task_id, failure } });
             }
         };
+        // Sealed over the exact message bytes: a task changed in Redis does not open.
+        let sealed = match &self.keys {
+            Some(k) => match k.sealing.seal(&k.keys, &bytes) {
+                Ok(sealed) => Some(sealed),
+                Err(e) => {
+                    let failure = Failure::new(
+                        WORK_QUEUE_UNAVAILABLE,
+                        format!("researcher task {task_id} could not be queued: {e}"),
+                    );
+                    return Box::pin(async move { Event::ResearcherFailed { task_id, failure } });
+                }
+            },
+            None => None,
+        };
         let (tx, mut rx) = oneshot::channel();
         lock(&self.state.waiters).insert(
             key,
@@ -326,6 +363,7 @@ impl ResearcherDispatch for RedisDispatch {
             key,
             attempt: attempt.clone(),
             bytes,
+            sealed,
         });
         let mut guard = CancelOnDrop {
             outgoing: self.outgoing.clone(),
@@ -376,6 +414,7 @@ async fn publish(
                 key,
                 attempt,
                 bytes,
+                sealed,
             } => {
                 let mut last = String::new();
                 let mut queued = false;
@@ -383,19 +422,22 @@ async fn publish(
                     if n > 0 {
                         tokio::time::sleep(Duration::from_millis(200 << n)).await;
                     }
+                    let mut add = redis::cmd("XADD");
+                    add.arg(TASKS_STREAM)
+                        .arg("*")
+                        .arg("run")
+                        .arg(&state.run)
+                        .arg("task")
+                        .arg(key.0)
+                        .arg("m")
+                        .arg(&bytes);
+                    if let Some(sealed) = &sealed {
+                        add.arg("k").arg(sealed);
+                    }
                     let added: Result<String, QueueError> = timed(
                         "XADD quarry:tasks",
                         COMMAND_TIMEOUT,
-                        redis::cmd("XADD")
-                            .arg(TASKS_STREAM)
-                            .arg("*")
-                            .arg("run")
-                            .arg(&state.run)
-                            .arg("task")
-                            .arg(key.0)
-                            .arg("m")
-                            .arg(&bytes)
-                            .query_async(&mut conn),
+                        add.query_async(&mut conn),
                     )
                     .await;
                     match added {

@@ -8,6 +8,7 @@
 pub mod dispatch;
 pub mod pool;
 pub mod protocol;
+pub mod seal;
 pub mod worker;
 
 use std::time::Duration;

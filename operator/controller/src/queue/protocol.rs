@@ -2,7 +2,8 @@
 //!
 //! Streams and keys:
 //! - `quarry:tasks` (consumer group `quarry-workers`): one entry per researcher task dispatch,
-//!   fields `run`, `task` (for people reading the stream) and `m` (the [`TaskMessage`] as JSON).
+//!   fields `run`, `task` (for people reading the stream), `m` (the [`TaskMessage`] as JSON) and,
+//!   for operator runs, `k` (the run's API keys sealed for that message, see [`super::seal`]).
 //! - `quarry:run:<run>:results`: what workers report back to the run's leader, field `m` (a
 //!   [`ResultMessage`]): progress with usage and provenance lines, then one terminal result.
 //! - `quarry:run:<run>:steer:<task>`: sibling reports steered into a running task, field `m`.
@@ -10,7 +11,8 @@
 //! - `quarry:run:<run>:cancelled`: attempt ids the leader abandoned (a set);
 //!   `quarry:run:<run>:done`: set once the run ended, so queued tasks of it are dropped unrun.
 //!
-//! Secrets never travel: a task carries the profile spec, whose key fields are references.
+//! Keys never travel in plaintext: the task message carries the profile spec, whose key fields
+//! are references; an operator run's key values are in the sealed field `k`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -47,7 +49,8 @@ pub const MAX_DELIVERIES: u64 = 5;
 
 /// Failure reasons of remote researchers (a run's condition reason when they end it).
 pub mod reasons {
-    /// A worker could not read the API keys the profile references.
+    /// A worker has no usable API key for the task: sealed keys it cannot open (no or another
+    /// sealing key), or for a standalone run an environment variable that is not set.
     pub const SECRET_UNAVAILABLE: &str = "SecretUnavailable";
     /// Every worker that took the task stopped without finishing it.
     pub const WORKER_LOST: &str = "WorkerLost";
@@ -120,7 +123,8 @@ pub struct WireSearch {
 #[serde(rename_all = "camelCase")]
 pub struct RunHeader {
     pub run: String,
-    /// Namespace of the ResearchRun; `None` for a standalone run (keys from the worker's env).
+    /// Namespace of the ResearchRun (keys sealed in the entry's field `k`); `None` for a
+    /// standalone run (keys from the worker's env).
     pub namespace: Option<String>,
     /// Name of the ResearchProfile (metric labels, messages).
     pub profile_name: String,

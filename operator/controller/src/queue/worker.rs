@@ -12,9 +12,10 @@
 //! leader keeps one result per (task, round). Usage is published as it is spent, so a task that
 //! dies mid-way is still paid for in the run's cost.
 //!
-//! Secrets never travel through Redis: in-cluster tasks name their namespace and the worker reads
-//! the profile's Secrets there itself; standalone tasks take keys from the worker's environment,
-//! exactly as `quarry run` does.
+//! A worker uses no Kubernetes API (its Pod has no token): an operator run's task comes with the
+//! API keys the operator resolved and checked, sealed for that task with the key the operator and
+//! the workers share (see [`super::seal`]), so Redis never holds them in plaintext. Standalone
+//! tasks take keys from the worker's environment, exactly as `quarry run` does.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,6 +34,7 @@ use super::protocol::reasons::{SECRET_UNAVAILABLE, WORKER_LOST, WORKER_MISCONFIG
 use super::protocol::{
     self, GROUP, MAX_DELIVERIES, Origin, Reclaim, ResultMessage, RunKeys, TASKS_STREAM, TaskMessage,
 };
+use super::seal::{SEALING_KEY_ENV, SealingKey};
 use super::{COMMAND_TIMEOUT, QueueError, connect, ensure_group, field_bytes, timed};
 use crate::server::{Readiness, ServerState};
 use quarry_api::SecretKeyRef;
@@ -47,7 +49,7 @@ mod report;
 use report::{Reporter, heartbeat, poll_run, publish_progress, send_result};
 
 mod config;
-pub use config::{WorkerArgs, WorkerConfig, cluster_keys, default_consumer, missing_env_key};
+pub use config::{WorkerArgs, WorkerConfig, default_consumer, missing_env_key, sealed_keys};
 
 /// How long one blocking read of new tasks waits (between reclaim scans and shutdown checks).
 const TAKE_BLOCK: Duration = Duration::from_secs(1);
@@ -80,7 +82,8 @@ struct Worker {
     conn: ConnectionManager,
     metrics: Metrics,
     services: crate::engine_builder::Services,
-    kube: tokio::sync::OnceCell<kube::Client>,
+    /// Opens the keys sealed with operator runs' tasks (`None`: standalone tasks only).
+    sealing: Option<SealingKey>,
 }
 
 /// Why a running task is stopped from beside it.
@@ -109,6 +112,17 @@ enum Ending {
 
 /// Runs a worker until SIGTERM or SIGINT, then drains (see [`WorkerArgs::drain_timeout`]).
 pub async fn run_worker(config: WorkerConfig) -> Result<(), QueueError> {
+    // A key file that is set but unusable stops the worker at once rather than failing tasks.
+    let sealing = match &config.sealing_key_file {
+        Some(path) => {
+            let key = SealingKey::load(path).map_err(|e| {
+                QueueError::Config(format!("--sealing-key-file ({SEALING_KEY_ENV}): {e}"))
+            })?;
+            info!(sealing_key = %key.id(), "opening operator runs' keys with the sealing key");
+            Some(key)
+        }
+        None => None,
+    };
     let metrics = Metrics::worker();
     let readiness = Readiness::new();
     let server = crate::server::start(
@@ -159,7 +173,7 @@ pub async fn run_worker(config: WorkerConfig) -> Result<(), QueueError> {
         conn,
         metrics: metrics.clone(),
         services,
-        kube: tokio::sync::OnceCell::new(),
+        sealing,
     });
     let slots = Arc::new(Semaphore::new(config.concurrency));
     let (release_tx, release_rx) = watch::channel(false);
@@ -390,6 +404,7 @@ impl Worker {
         self.metrics.queue.running.inc();
         let id = taken.entry.id.clone();
         let raw = field_bytes(&taken.entry.map, "m");
+        let sealed = field_bytes(&taken.entry.map, "k");
         let task = match raw.as_deref().map(protocol::decode_task) {
             Some(Ok(task)) => task,
             other => {
@@ -427,14 +442,20 @@ impl Worker {
             round = task.round,
             attempt = %task.attempt,
         );
-        let fields = [
+        let raw = raw.unwrap_or_default();
+        let mut fields = vec![
             ("run", task.header.run.clone().into_bytes()),
             ("task", task.task_id.to_string().into_bytes()),
-            ("m", raw.unwrap_or_default()),
+            ("m", raw.clone()),
         ];
+        if let Some(sealed) = &sealed {
+            fields.push(("k", sealed.clone()));
+        }
         let deliveries = taken.deliveries;
         async {
-            let outcome = self.run_task(&id, &task, deliveries, release).await;
+            let outcome = self
+                .run_task(&id, &task, (&raw, sealed.as_deref()), deliveries, release)
+                .await;
             match outcome {
                 Ending::Done(result) => {
                     let outcome = if result.is_ok() { "finished" } else { "failed" };
@@ -467,10 +488,12 @@ impl Worker {
     }
 
     /// Runs the task and publishes its result; the entry's acknowledgement is the caller's.
+    /// `entry` is the message's bytes and its sealed keys, as read from the stream.
     async fn run_task(
         &self,
         id: &str,
         task: &TaskMessage,
+        entry: (&[u8], Option<&[u8]>),
         deliveries: u64,
         mut release: watch::Receiver<bool>,
     ) -> Ending {
@@ -514,7 +537,7 @@ impl Worker {
         if self.run_ended(&keys, &task.attempt).await {
             return Ending::Cancelled;
         }
-        let engine = match self.build_engine(task).await {
+        let engine = match self.build_engine(task, entry) {
             Ok(engine) => engine,
             Err(failure) => {
                 warn!(reason = %failure.reason, message = %failure.message, "task cannot run here");
@@ -672,8 +695,14 @@ impl Worker {
         }
     }
 
-    /// The engine parts for a task: the profile with keys the worker resolves itself.
-    async fn build_engine(&self, task: &TaskMessage) -> Result<Engine, Failure> {
+    /// The engine parts for a task: the profile with the keys the operator sealed for it
+    /// (`entry`: the message bytes they are sealed over, and the sealed field), or for a
+    /// standalone run the worker's environment.
+    fn build_engine(
+        &self,
+        task: &TaskMessage,
+        (raw, sealed): (&[u8], Option<&[u8]>),
+    ) -> Result<Engine, Failure> {
         let h = &task.header;
         let consumer = &self.config.consumer;
         let managed = h
@@ -700,20 +729,7 @@ impl Worker {
         };
         match &h.namespace {
             Some(namespace) => {
-                let client = self
-                    .kube
-                    .get_or_try_init(kube::Client::try_default)
-                    .await
-                    .map_err(|e| {
-                        Failure::new(
-                            SECRET_UNAVAILABLE,
-                            format!(
-                                "worker {consumer} has no Kubernetes access to read the Secrets of namespace \"{namespace}\": {e}; run workers in the cluster with their ServiceAccount (chart value workers.enabled)"
-                            ),
-                        )
-                    })?;
-                let keys =
-                    cluster_keys(client, namespace, &h.profile_name, &h.profile, consumer).await?;
+                let keys = sealed_keys(self.sealing.as_ref(), sealed, raw, namespace, consumer)?;
                 crate::engine_builder::build_engine_from_keys(
                     &h.profile,
                     &keys,

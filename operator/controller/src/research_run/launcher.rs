@@ -28,8 +28,9 @@ pub struct EngineLauncher {
     client: Client,
     metrics: Option<Metrics>,
     services: crate::engine_builder::Services,
-    /// Redis URL of the work queue in scale-out mode (researchers run on workers).
-    workers: Option<String>,
+    /// Redis URL of the work queue in scale-out mode (researchers run on workers), and the key
+    /// a run's API keys are sealed with for them.
+    workers: Option<(String, Arc<crate::queue::seal::SealingKey>)>,
     /// The live event stream every run publishes to.
     events: Option<Arc<dyn RunEvents>>,
 }
@@ -46,9 +47,13 @@ impl EngineLauncher {
         }
     }
 
-    /// Sends researchers to `quarry worker` processes through the Redis at `url` (scale-out mode).
-    pub fn with_workers(mut self, url: Option<String>) -> Self {
-        self.workers = url;
+    /// Sends researchers to `quarry worker` processes through the Redis at the URL (scale-out
+    /// mode), with each run's API keys sealed under the sealing key (workers have no API access).
+    pub fn with_workers(
+        mut self,
+        workers: Option<(String, Arc<crate::queue::seal::SealingKey>)>,
+    ) -> Self {
+        self.workers = workers;
         self
     }
 
@@ -194,8 +199,9 @@ impl Launcher for EngineLauncher {
                 .as_ref()
                 .map(|m| m.for_run(&namespace, &request.profile_name)),
         )?;
-        // Scale-out mode: the run's UID keys its work in Redis; workers read its Secrets themselves.
-        let scale_out = self.workers.clone().map(|url| {
+        // Scale-out mode: the run's UID keys its work in Redis. Workers have no API token: the
+        // keys resolved above (each Secret opted in for its host) go with every task, sealed.
+        let scale_out = self.workers.clone().map(|(url, sealing)| {
             let header = crate::queue::protocol::RunHeader {
                 run: run.uid().unwrap_or_default(),
                 namespace: Some(namespace.clone()),
@@ -212,7 +218,11 @@ impl Launcher for EngineLauncher {
                     run.spec.uses(quarry_api::SourceKind::Stackexchange),
                 )),
             };
-            (url, header)
+            let keys = crate::queue::dispatch::TaskKeys {
+                sealing,
+                keys: request.api_keys.clone(),
+            };
+            (url, header, keys)
         });
         let input = request.input.clone();
         let name = run.name_any();
@@ -289,7 +299,7 @@ impl Launcher for EngineLauncher {
                 let span =
                     tracing::info_span!("research_run", run = %name, namespace = %span_namespace);
                 let dispatch = match scale_out {
-                    Some((url, header)) => {
+                    Some((url, header, keys)) => {
                         match crate::queue::dispatch::RedisDispatch::connect(
                             &url,
                             header,
@@ -297,7 +307,7 @@ impl Launcher for EngineLauncher {
                         )
                         .await
                         {
-                            Ok(d) => Some(Arc::new(d)),
+                            Ok(d) => Some(Arc::new(d.with_keys(keys))),
                             Err(e) => {
                                 // The run goes on in-process rather than stalling on Redis.
                                 warn!(run = %name, error = %e, "work queue unavailable; researchers run in the operator");

@@ -1,6 +1,6 @@
 //! Unit tests of `startup`.
 
-use super::watch_scopes;
+use super::{sealing_key, watch_scopes};
 use crate::error::Error;
 use crate::leader_election;
 
@@ -57,4 +57,27 @@ fn watch_scopes_split_a_namespace_list() {
         watch_scopes(Some("research, team-b,research,")),
         vec![Some("research".to_owned()), Some("team-b".to_owned())]
     );
+}
+
+#[test]
+fn scale_out_mode_needs_a_usable_sealing_key_file() {
+    let missing = sealing_key(None).unwrap_err().to_string();
+    assert!(
+        missing.contains("scale-out mode (--workers) needs a sealing key")
+            && missing.contains("QUARRY_SEALING_KEY_FILE"),
+        "{missing}"
+    );
+    let dir = std::env::temp_dir().join(format!("quarry-sealing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let short = dir.join("short");
+    std::fs::write(&short, "tiny\n").unwrap();
+    let refused = sealing_key(Some(&short)).unwrap_err().to_string();
+    assert!(
+        refused.contains("has 4 bytes; it needs at least 32"),
+        "{refused}"
+    );
+    let good = dir.join("good");
+    std::fs::write(&good, "x".repeat(48)).unwrap();
+    assert_eq!(sealing_key(Some(&good)).unwrap().id().len(), 16);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

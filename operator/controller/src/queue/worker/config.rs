@@ -1,14 +1,12 @@
-//! A worker's configuration: its flags and environment, its consumer name, and the keys it reads from the cluster.
+//! A worker's configuration: its flags and environment, its consumer name, and the keys it opens from a task.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
-
 use crate::engine_builder::ApiKey;
 use crate::queue::protocol::reasons::SECRET_UNAVAILABLE;
-use crate::research_run::{extract_key, secret_refs};
+use crate::queue::seal::{SEALING_KEY_ENV, SealError, SealingKey};
+use crate::research_run::secret_refs;
 use quarry_api::{ResearchProfileSpec, SecretKeyRef};
 use quarry_engine::research::machine::state::Failure;
 
@@ -36,6 +34,10 @@ pub struct WorkerArgs {
     /// On SIGTERM, how long running tasks may take to finish before they are handed back.
     #[arg(long, default_value = "20s")]
     pub drain_timeout: String,
+    /// File of the key the operator seals operator runs' API keys with (the chart mounts it);
+    /// without it the worker runs standalone runs' tasks only.
+    #[arg(long, env = "QUARRY_SEALING_KEY_FILE")]
+    pub sealing_key_file: Option<std::path::PathBuf>,
 }
 
 /// Validated configuration of a worker.
@@ -47,6 +49,7 @@ pub struct WorkerConfig {
     pub consumer: String,
     pub listen: String,
     pub drain_timeout: Duration,
+    pub sealing_key_file: Option<std::path::PathBuf>,
 }
 
 impl WorkerConfig {
@@ -80,6 +83,7 @@ impl WorkerConfig {
             consumer,
             listen: args.listen.clone().unwrap_or_else(|| bind.to_string()),
             drain_timeout: duration("drain-timeout", &args.drain_timeout)?,
+            sealing_key_file: args.sealing_key_file.clone(),
         })
     }
 }
@@ -116,51 +120,37 @@ pub fn missing_env_key(
         .find(|(var, _)| env(var).is_none())
 }
 
-/// Reads every Secret the profile references in `namespace`, or says what the worker lacks.
-pub async fn cluster_keys(
-    client: &kube::Client,
+/// Pure: the API keys the operator sealed for an operator run's task, or what the worker must
+/// be given. `raw` is the task message exactly as read from the stream (the keys are sealed
+/// over it). The operator checked each Secret's opt-in and hosts before sealing, and a task
+/// changed since does not open, so the worker uses them as they are.
+pub fn sealed_keys(
+    sealing: Option<&SealingKey>,
+    sealed: Option<&[u8]>,
+    raw: &[u8],
     namespace: &str,
-    profile_name: &str,
-    profile: &ResearchProfileSpec,
     consumer: &str,
 ) -> Result<Vec<(SecretKeyRef, ApiKey)>, Failure> {
-    let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
-    let mut fetched: BTreeMap<String, Secret> = BTreeMap::new();
-    let mut keys = Vec::new();
-    for crate::research_run::SecretUse {
-        field,
-        key_ref: r,
-        host,
-    } in crate::research_run::secret_uses(profile)
-    {
-        let where_ = format!(
-            "Secret \"{}\" in namespace \"{namespace}\" (ResearchProfile \"{profile_name}\" {field})",
-            r.name
-        );
-        if !fetched.contains_key(&r.name) {
-            let secret = api.get(&r.name).await.map_err(|e| {
-                let message = match &e {
-                    kube::Error::Api(s) if s.code == 403 => format!(
-                        "worker {consumer} may not read {where_}: grant the worker's ServiceAccount `get` on secrets in namespace \"{namespace}\" (chart values workers.enabled and rbac.create; the chart grants it in each namespace of watchNamespaces, or in all when that is empty)"
-                    ),
-                    kube::Error::Api(s) if s.code == 404 => format!(
-                        "worker {consumer} found no {where_}; create it with key \"{}\"",
-                        r.key
-                    ),
-                    other => format!("worker {consumer} could not read {where_}: {other}"),
-                };
-                Failure::new(SECRET_UNAVAILABLE, message)
-            })?;
-            fetched.insert(r.name.clone(), secret);
-        }
-        let secret = &fetched[&r.name];
-        // The same opt-in the operator checked before queueing: a worker never sends a Secret
-        // that did not opt in for this host either.
-        crate::research_run::opted_in(secret, &host, profile_name, &field)
-            .map_err(|stall| Failure::new(SECRET_UNAVAILABLE, stall.message))?;
-        let key = extract_key(secret, &r, profile_name, &field)
-            .map_err(|stall| Failure::new(SECRET_UNAVAILABLE, stall.message))?;
-        keys.push((r, key));
-    }
-    Ok(keys)
+    let unavailable = |message: String| Failure::new(SECRET_UNAVAILABLE, message);
+    let what =
+        format!("the API keys the operator sealed for this task of namespace \"{namespace}\"");
+    let Some(sealing) = sealing else {
+        return Err(unavailable(format!(
+            "worker {consumer} cannot open {what}: it has no sealing key; set {SEALING_KEY_ENV} (or --sealing-key-file) to a file holding the operator's sealing key (the chart mounts its Secret in the operator and worker Pods with workers.enabled)"
+        )));
+    };
+    let Some(sealed) = sealed else {
+        return Err(unavailable(format!(
+            "worker {consumer} got no sealed API keys with this task of namespace \"{namespace}\"; run the operator and the workers at the same version"
+        )));
+    };
+    sealing.open(sealed, raw).map_err(|e| {
+        unavailable(match e {
+            SealError::WrongKey { sealed_with, have } => format!(
+                "worker {consumer} cannot open {what}: they were sealed with sealing key {sealed_with}, but this worker's key ({SEALING_KEY_ENV}={}) is {have}; set {SEALING_KEY_ENV} to a file holding the operator's sealing key (with the chart, the operator and workers mount the same Secret, workers.sealingKey.existingSecret if set)",
+                sealing.source()
+            ),
+            other => format!("worker {consumer} cannot open {what}: {other}"),
+        })
+    })
 }

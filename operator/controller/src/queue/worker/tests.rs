@@ -4,6 +4,8 @@ use super::*;
 use quarry_api::ResearchProfileSpec;
 use std::net::SocketAddr;
 
+use crate::engine_builder::ApiKey;
+
 fn profile() -> ResearchProfileSpec {
     protocol::test_profile()
 }
@@ -48,6 +50,7 @@ fn flags_are_validated_with_the_setting_named() {
         consumer: Some("w1".into()),
         listen: None,
         drain_timeout: "20s".into(),
+        sealing_key_file: None,
     };
     let bind: SocketAddr = "127.0.0.1:9000".parse().unwrap();
     let err = WorkerConfig::from_args(&args, None, bind).unwrap_err();
@@ -83,125 +86,59 @@ fn a_silent_worker_is_taken_over_after_thirty_seconds_by_default() {
     );
 }
 
-/// Answers the worker's Secret reads from `secrets` (name -> data or HTTP status), checking
-/// each request reads one Secret of namespace team-a.
-fn secrets_api(secrets: Vec<(&'static str, Result<serde_json::Value, u16>)>) -> kube::Client {
-    use http::{Request, Response};
-    use kube::client::Body;
-    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    tokio::spawn(async move {
-        while let Some((req, send)) = handle.next_request().await {
-            assert_eq!(req.method(), http::Method::GET);
-            let path = req.uri().path().to_string();
-            let name = path
-                .strip_prefix("/api/v1/namespaces/team-a/secrets/")
-                .unwrap_or_else(|| panic!("unexpected request {path}"));
-            let (status, body) = match secrets.iter().find(|(n, _)| *n == name) {
-                // A whole Secret is served as it is (one that did not opt in).
-                Some((_, Ok(secret))) if secret.get("metadata").is_some() => (200, secret.clone()),
-                Some((_, Ok(data))) => (
-                    200,
-                    serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "team-a", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "api.example.com,api.search.brave.com"}}, "data": data}),
-                ),
-                Some((_, Err(code))) => (
-                    *code,
-                    serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": format!("secrets \"{name}\" is forbidden"), "reason": "Forbidden", "code": code}),
-                ),
-                None => (
-                    404,
-                    serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "not found", "reason": "NotFound", "code": 404}),
-                ),
-            };
-            send.send_response(
-                Response::builder()
-                    .status(status)
-                    .body(Body::from(serde_json::to_vec(&body).unwrap()))
-                    .unwrap(),
-            );
-        }
-    });
-    kube::Client::new(service, "default")
-}
-
-#[tokio::test]
-async fn in_cluster_keys_come_from_the_task_namespace_or_the_failure_says_what_to_grant() {
-    let p = profile();
-    // "sk-live" and "brv" in base64.
-    let client = secrets_api(vec![
-        (
-            "model-keys",
-            Ok(serde_json::json!({"openai": "c2stbGl2ZQ=="})),
-        ),
-        ("search-keys", Ok(serde_json::json!({"brave": "YnJ2"}))),
-    ]);
-    let keys = cluster_keys(&client, "team-a", "p", &p, "w1")
-        .await
-        .unwrap();
-    let values: Vec<(&str, &str)> = keys
-        .iter()
-        .map(|(r, k)| (r.name.as_str(), k.expose()))
-        .collect();
+#[test]
+fn in_cluster_keys_are_opened_from_the_task_or_the_failure_says_what_to_set() {
+    let operator = SealingKey::from_material(&[b'o'; 44], "/etc/quarry/sealing/key").unwrap();
+    let keys = vec![(
+        SecretKeyRef {
+            name: "model-keys".into(),
+            key: "openai".into(),
+        },
+        ApiKey::new("sk-live"),
+    )];
+    let raw = br#"{"v":1,"run":"r","namespace":"team-a"}"#;
+    let sealed = operator.seal(&keys, raw).unwrap();
+    let same = SealingKey::from_material(&[b'o'; 44], "/keys/k").unwrap();
     assert_eq!(
-        values,
-        vec![("model-keys", "sk-live"), ("search-keys", "brv")]
+        sealed_keys(Some(&same), Some(&sealed), raw, "team-a", "w1").unwrap(),
+        keys
     );
 
-    let client = secrets_api(vec![
-        (
-            "model-keys",
-            Ok(serde_json::json!({"openai": "c2stbGl2ZQ=="})),
-        ),
-        ("search-keys", Err(403)),
-    ]);
-    let failure = cluster_keys(&client, "team-a", "p", &p, "w1")
-        .await
-        .unwrap_err();
+    let wrong = SealingKey::from_material(&[b'w'; 44], "/keys/wrong").unwrap();
+    let failure = sealed_keys(Some(&wrong), Some(&sealed), raw, "team-a", "w1").unwrap_err();
     assert_eq!(failure.reason, SECRET_UNAVAILABLE);
     assert_eq!(
         failure.message,
-        "worker w1 may not read Secret \"search-keys\" in namespace \"team-a\" (ResearchProfile \"p\" search.providers[0].apiKeySecretRef): grant the worker's ServiceAccount `get` on secrets in namespace \"team-a\" (chart values workers.enabled and rbac.create; the chart grants it in each namespace of watchNamespaces, or in all when that is empty)"
+        format!(
+            "worker w1 cannot open the API keys the operator sealed for this task of namespace \"team-a\": they were sealed with sealing key {}, but this worker's key (QUARRY_SEALING_KEY_FILE=/keys/wrong) is {}; set QUARRY_SEALING_KEY_FILE to a file holding the operator's sealing key (with the chart, the operator and workers mount the same Secret, workers.sealingKey.existingSecret if set)",
+            operator.id(),
+            wrong.id()
+        )
     );
 
-    let client = secrets_api(vec![(
-        "model-keys",
-        Ok(serde_json::json!({"other": "eA=="})),
-    )]);
-    let failure = cluster_keys(&client, "team-a", "p", &p, "w1")
-        .await
-        .unwrap_err();
-    assert!(
-        failure
-            .message
-            .starts_with("Secret \"model-keys\" in namespace \"team-a\" has no key \"openai\""),
-        "{}",
-        failure.message
-    );
-    // A worker sends no Secret that did not opt in, as the operator does not.
-    let client = secrets_api(vec![(
-        "model-keys",
-        Ok(
-            serde_json::json!({"metadata": {"name": "model-keys", "namespace": "team-a"}, "data": {"openai": "c2stbGl2ZQ=="}}),
-        ),
-    )]);
-    let failure = cluster_keys(&client, "team-a", "p", &p, "w1")
-        .await
-        .unwrap_err();
+    let failure = sealed_keys(None, Some(&sealed), raw, "team-a", "w1").unwrap_err();
     assert_eq!(failure.reason, SECRET_UNAVAILABLE);
     assert!(
-        failure.message.starts_with(
-            "Secret \"model-keys\" in namespace \"team-a\" (ResearchProfile \"p\" models.primary.apiKeySecretRef) has not opted in to use by Quarry, so Quarry will not send it to api.example.com."
+        failure.message.ends_with(
+            "it has no sealing key; set QUARRY_SEALING_KEY_FILE (or --sealing-key-file) to a file holding the operator's sealing key (the chart mounts its Secret in the operator and worker Pods with workers.enabled)"
         ),
         "{}",
         failure.message
     );
-    let client = secrets_api(vec![]);
-    let failure = cluster_keys(&client, "team-a", "p", &p, "w1")
-        .await
-        .unwrap_err();
+    let failure = sealed_keys(Some(&same), None, raw, "team-a", "w1").unwrap_err();
     assert!(
-        failure
-            .message
-            .starts_with("worker w1 found no Secret \"model-keys\""),
+        failure.message.contains("got no sealed API keys"),
+        "{}",
+        failure.message
+    );
+    // A task changed in Redis (here: another namespace) does not get the keys.
+    let changed = br#"{"v":1,"run":"r","namespace":"team-b"}"#;
+    let failure = sealed_keys(Some(&same), Some(&sealed), changed, "team-b", "w1").unwrap_err();
+    assert_eq!(failure.reason, SECRET_UNAVAILABLE);
+    assert!(
+        failure.message.ends_with(
+            "the sealed keys do not match their task: the task or its keys were changed after the operator sealed them"
+        ),
         "{}",
         failure.message
     );
