@@ -353,7 +353,11 @@ fn unlinked(text: &str) -> String {
             }
             match (caps.get(1), caps.get(3)) {
                 (Some(t), _) => t.as_str().to_string(),
-                (None, Some(u)) => format!("`{}`", u.as_str()),
+                (None, Some(u)) => {
+                    // A sentence's stop after the URL stays outside the code.
+                    let url = u.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']);
+                    format!("`{url}`{}", &u.as_str()[url.len()..])
+                }
                 _ => caps[0].to_string(),
             }
         });

@@ -430,3 +430,32 @@ fn sentences_do_not_end_at_abbreviations_or_section_numbers() {
         ["Tools, formats etc.", "Then another sentence."]
     );
 }
+
+/// A quoted statement kept the page's Markdown escapes ("*isolation\_level*"), and the claim
+/// check took `isolation\_level` for a subject the page (`isolation_level`) does not name.
+#[test]
+fn markdown_escapes_are_no_part_of_a_claim() {
+    let mut b = EvidenceBase::default();
+    b.add_page(
+        "http://h/sqlite3.html",
+        "sqlite3",
+        "If not overridden by the isolation_level parameter of connect(), the default is \"\", which is an alias for \"DEFERRED\".",
+    );
+    let md = r#"“If not overridden by the *isolation\_level* parameter of `connect()`, the default is `""`, which is an alias for `"DEFERRED"`” ([sqlite3](http://h/sqlite3.html))."#;
+    let checks = check_claims(md, &b, "");
+    assert!(checks[0].supported, "{checks:#?}");
+    assert_eq!(unescape_markdown(r"a\_b \* c \d"), r"a_b * c \d");
+}
+
+/// "TCP/IP" and "Unix-domain" were subjects no text could name (its words split at `/` and
+/// `-`): a verbatim quote of `app-postgres.html` was judged unsupported.
+#[test]
+fn names_with_slashes_or_hyphens_are_named_by_their_words() {
+    let page = "Specifies the TCP/IP port or local Unix domain socket file extension on which postgres is to listen. Only Unix-domain sockets can be used then.";
+    let claim = "Specifies the TCP/IP port or local Unix domain socket file extension on which postgres is to listen";
+    assert!(check_support(claim, page, "").supported);
+    let named = subject::Named::new(page);
+    assert!(named.names(&subject::Subject::Name("tcp/ip".into())));
+    assert!(named.names(&subject::Subject::Name("unix-domain".into())));
+    assert!(!named.names(&subject::Subject::Name("udp/ip".into())));
+}

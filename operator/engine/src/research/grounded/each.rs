@@ -123,6 +123,15 @@ mod tests {
         );
     }
 
+    /// "... instead of a `str` subclass (i.e" was a summary: the last ". " was an
+    /// abbreviation's.
+    #[test]
+    fn a_cut_sentence_is_not_ended_at_an_abbreviation() {
+        let cut = "Members of a StrEnum are strings. There are places in the stdlib that check for an exact str instead of a str subclass (i.e. type(unknown) == str instead of isinstance(unknown, str)), and in those locations you will ne";
+        assert!(cut.chars().count() + 2 >= MAX_EACH_CHARS);
+        assert_eq!(whole_sentences(cut), "Members of a StrEnum are strings.");
+    }
+
     #[test]
     fn a_sentence_the_limit_cut_ends_at_its_last_full_stop_or_is_marked() {
         let cut = format!(

@@ -695,4 +695,35 @@ mod tests {
         );
         assert_eq!(focus(&passages, query), [1.3, 1.6 * 1.3, 1.6]);
     }
+
+    /// `sqlite3.connect`'s "*   **timeout** ... Default five seconds." states its default with
+    /// no verb and a number word: the summary's lead never fired for it (a tuning question).
+    #[test]
+    fn a_default_without_a_verb_and_in_words_is_stated() {
+        let passage = "*   **timeout** (*float*) – How many seconds the connection should wait before raising an exception, if the database is locked by another connection. Default five seconds.";
+        assert!(states_default(passage));
+        assert!(states_default("Default: `None`."));
+        assert!(!states_default("By default five workers are started."));
+        assert!(!states_default("The default on Windows differs."));
+        assert_eq!(
+            default_values(passage, DEFAULT_VERB_WITHIN),
+            [["five", "seconds"]]
+        );
+        // "5 seconds" and "five seconds" state one default; another number does not.
+        assert!(!contradicts_default(
+            "The default timeout is 5 seconds.",
+            passage
+        ));
+        assert!(contradicts_default(
+            "The default timeout is 10 seconds.",
+            passage
+        ));
+        // A model's sentence puts its verb further from "default" than a page does.
+        assert!(claims_default(
+            "The default timeout for a SQLite connection is 5 seconds."
+        ));
+        assert!(!states_default(
+            "The default timeout for a SQLite connection is 5 seconds."
+        ));
+    }
 }
