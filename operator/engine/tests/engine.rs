@@ -470,7 +470,7 @@ async fn with_json_mode_the_grounded_answer_is_asked_for_one_sentence_per_passag
             "{report}"
         );
         assert!(
-            report.contains("> Content of http://docs/lazy/a.html"),
+            report.contains("> Content of `http://docs/lazy/a.html`"),
             "{report}"
         );
     }
@@ -755,8 +755,9 @@ async fn a_model_that_never_writes_a_report_gets_an_honest_extractive_one() {
         report.contains("The model did not write a usable report"),
         "{report}"
     );
-    // The passages the model was shown, quoted under their page's link.
-    assert!(report.contains("- [Title of http://docs/stubborn/a.html](http://docs/stubborn/a.html):\n\n> Content of http://docs/stubborn/a.html"), "{report}");
+    // The passages the model was shown, quoted under their page's link (a URL in a quote is
+    // the page's text, shown as code, not a citation).
+    assert!(report.contains("- [Title of http://docs/stubborn/a.html](http://docs/stubborn/a.html):\n\n> Content of `http://docs/stubborn/a.html`"), "{report}");
     assert!(!report.contains("\"tool\""), "{report}");
     // Two refusals to write prose, one clean-context attempt, then the extractive fallback.
     let requests = h.model.requests();

@@ -411,7 +411,8 @@ pub fn sentences(markdown: &str) -> Vec<String> {
             }
             let ends = matches!(c, '.' | '!' | '?')
                 && depth <= 0
-                && chars.get(i + 1).is_none_or(|n| n.is_whitespace());
+                && chars.get(i + 1).is_none_or(|n| n.is_whitespace())
+                && !(c == '.' && continues_after_dot(&current, &chars[i + 1..]));
             if ends {
                 out.push(std::mem::take(&mut current).trim().to_string());
             }
@@ -438,6 +439,40 @@ pub fn sentences(markdown: &str) -> Vec<String> {
     merged
 }
 
+/// Abbreviations whose dot ends no sentence ("a `str` subclass (i.e. ..." was cut at "i.e").
+const ABBREVIATIONS: &[&str] = &["e.g.", "i.e.", "cf.", "vs.", "viz.", "approx.", "resp."];
+
+/// Pure: whether the dot ending `current` (the sentence so far) belongs to a word that does not
+/// end a sentence, given the characters after it: an abbreviation ("e.g.", "i.e."; "etc." when
+/// a lower-case word follows), or a section number standing first or after a breadcrumb's `›`
+/// ("Resource Consumption › 20.4. Memory"). Cut there, the grounded report's label line
+/// "- [page](url) › 20.4. Resource Consumption:" gave the claim "Resource Consumption › 20.4.",
+/// which the run's check counted as supported.
+fn continues_after_dot(current: &str, after: &[char]) -> bool {
+    let before = current.trim_end();
+    let word_start = before
+        .rfind(|c: char| c.is_whitespace() || c == '(')
+        .map_or(0, |i| {
+            i + before[i..].chars().next().map_or(1, char::len_utf8)
+        });
+    let word = before[word_start..]
+        .trim_start_matches(['*', '_', '"', '“'])
+        .to_lowercase();
+    let next_lower = after
+        .iter()
+        .find(|c| !c.is_whitespace())
+        .is_some_and(|c| c.is_lowercase());
+    if ABBREVIATIONS.contains(&word.as_str()) || (word == "etc." && next_lower) {
+        return true;
+    }
+    let section_number = word.len() > 1
+        && word.ends_with('.')
+        && word.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && word.starts_with(|c: char| c.is_ascii_digit());
+    let lead = before[..word_start].trim_end();
+    section_number && (lead.is_empty() || lead.ends_with('›') || lead.ends_with(['-', '*', '+']))
+}
+
 /// The claim a sentence makes: link targets and list markers removed, link texts kept.
 fn claim_text(sentence: &str) -> String {
     let text = LINK_RE.replace_all(sentence, |caps: &regex::Captures<'_>| {
@@ -447,11 +482,30 @@ fn claim_text(sentence: &str) -> String {
     });
     let text = text.trim_start_matches(['-', '*', '+', ' ']);
     let text = text.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ' ');
-    text.replace("()", "")
+    // Markdown escapes are no part of the words: a quoted "isolation\_level" was a subject its
+    // page ("isolation_level") did not name.
+    unescape_markdown(text)
+        .replace("()", "")
         .replace("( )", "")
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Pure: `text` without Markdown's backslash escapes (`\_` → `_`, `\*` → `*`).
+pub fn unescape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&next) = chars.peek()
+            && next.is_ascii_punctuation()
+        {
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Checks one claim against one text: term overlap and verbatim numbers.
@@ -686,12 +740,31 @@ fn restates_question(claim: &str, asked: &str) -> bool {
     !question.is_empty() && !claimed.is_empty() && claimed.is_subset(&question)
 }
 
+/// Pure: whether `line` is a list item labelling what follows with a link: the grounded
+/// report's "- [page](url) › 20.4. Resource Consumption:" and "- Also from [page](url) › ...:"
+/// over each quoted passage. Its words are a page's title and headings, not a claim, whatever
+/// its section numbers do to the sentence splitter.
+fn is_link_label(line: &str) -> bool {
+    let t = line.trim();
+    let Some(item) = t.strip_prefix(['-', '*', '+']) else {
+        return false;
+    };
+    let item = item.trim_start();
+    let item = item.strip_prefix("Also from ").unwrap_or(item);
+    item.starts_with('[') && t.ends_with(':') && LINK_RE.find(item).is_some_and(|m| m.start() == 0)
+}
+
 /// Checks every sentence of a (gated) text that cites a source the run holds; `asked` is the
 /// question, whose versioned names a sentence may restate ([`restated_versions`]).
 pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<ClaimCheck> {
     let mut checks = Vec::new();
     let mut cache: BTreeMap<String, String> = BTreeMap::new();
-    for sentence in sentences(markdown) {
+    let prose: String = markdown
+        .lines()
+        .filter(|l| !is_link_label(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for sentence in sentences(&prose) {
         let urls: Vec<String> = LINK_RE
             .captures_iter(&sentence)
             .filter_map(|c| c.get(2).or_else(|| c.get(3)))
@@ -707,7 +780,10 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<Cla
         // A line ending in a colon introduces what follows (the grounded report's "- [page](url)
         // › heading:" over each quoted passage): a label, not a claim. Its heading's names
         // (`parse_int=Non…` of a cut signature) were judged as subjects and failed.
-        if terms(&claim).len() < MIN_CLAIM_TERMS || claim.trim_end().ends_with(':') {
+        // "Other common use cases include:." (a lead-in given a stop) introduces too.
+        if terms(&claim).len() < MIN_CLAIM_TERMS
+            || claim.trim_end_matches(['.', ' ']).ends_with(':')
+        {
             continue;
         }
         let mut seen_urls = BTreeSet::new();

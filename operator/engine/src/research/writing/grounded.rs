@@ -12,7 +12,8 @@
 
 use serde_json::{Value, json};
 
-use super::evidence::{check_support, sentences, subject, terms};
+use super::evidence::{check_support, sentences, subject, terms, unescape_markdown};
+use super::links::LINK_RE;
 use crate::llm::JsonSchema;
 use crate::llm::json_extract::{close_truncated_json, extract_json, extract_json_object};
 use crate::research::reading::passages::{Passage, PassageKind, focus, rank, subject_terms};
@@ -232,13 +233,10 @@ fn report(
     items: &[Numbered],
 ) -> String {
     let mut summary: Vec<String> = Vec::new();
-    if let Some(best) = items.first()
-        && misses_the_answer(asked, plain, best)
-        && let Some(statement) = statement(asked, best)
-    {
-        summary.push(format!("“{statement}”{}.", citation(best)));
-        if !cited.contains(&1) {
-            cited.insert(0, 1);
+    for (best, statement) in leads(asked, plain, items).into_iter().rev() {
+        summary.insert(0, format!("“{statement}”{}.", citation(best)));
+        if !cited.contains(&best.number) {
+            cited.insert(0, best.number);
         }
     }
     summary.extend(sentences.iter().cloned());
@@ -264,6 +262,108 @@ fn report(
         md.push_str(&format!("\n## {heading}\n{also}"));
     }
     md
+}
+
+/// Passages, best first, among which the summary's lead is looked for.
+const LEAD_CANDIDATES: usize = 3;
+
+/// Pure: the passage the summary leads with when the model's sentences miss the answer: the
+/// best one, or, when the task asks for a default, the best of the first
+/// [`LEAD_CANDIDATES`] that states a default and names what the task asks about (under its
+/// title and heading or in its text). For a default question the best-ranked passage is often
+/// the entry's definition, and the sentence stating the default is a passage below it.
+fn lead_passage<'a>(asked: &str, items: &'a [Numbered]) -> Option<&'a Numbered> {
+    let best = items.first()?;
+    if !asked.to_lowercase().contains("default") || focus::states_default(&best.text) {
+        return Some(best);
+    }
+    let stating = items.iter().take(LEAD_CANDIDATES).find(|n| {
+        focus::states_default(&n.text)
+            && subject::unanswered(asked, &[format!("{}\n{}\n{}", n.title, n.heading, n.text)])
+                .is_empty()
+    });
+    Some(stating.unwrap_or(best))
+}
+
+/// Most quoted statements a summary leads with.
+const MAX_LEADS: usize = 3;
+
+/// Pure: the passages the summary leads with, each with its statement for the task, in order:
+/// the lead passage ([`lead_passage`]) when the model's sentences `plain` miss what it answers
+/// ([`misses_the_answer`]), then, for each subject the task names that neither the sentences
+/// nor an earlier lead name, the best passage whose text names it, when its statement does.
+/// A question about two things ("How do `json.loads()` and `jsonb` each handle duplicate
+/// keys?") was answered for one of them while the other's passage sat below the summary.
+fn leads<'a>(asked: &str, plain: &[String], items: &'a [Numbered]) -> Vec<(&'a Numbered, String)> {
+    let mut out: Vec<(&Numbered, String)> = Vec::new();
+    if let Some(best) = lead_passage(asked, items)
+        && misses_the_answer(asked, plain, best)
+        && let Some(statement) = statement(asked, best)
+    {
+        out.push((best, statement));
+    }
+    let said = |out: &[(&Numbered, String)]| -> String {
+        plain
+            .iter()
+            .cloned()
+            .chain(out.iter().map(|(_, s)| s.clone()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for subject in subject::unanswered(asked, &[said(&out)]) {
+        if out.len() >= MAX_LEADS {
+            break;
+        }
+        if !subject::unanswered(asked, &[said(&out)]).contains(&subject) {
+            continue;
+        }
+        let names =
+            |text: &str| !subject::unanswered(asked, &[text.to_string()]).contains(&subject);
+        let lead = items.iter().find_map(|n| {
+            if !names(&strip_signature(&n.text)) {
+                return None;
+            }
+            statement_naming(asked, n, &subject)
+                .filter(|s| names(s))
+                .map(|s| (n, s))
+        });
+        if let Some((n, s)) = lead
+            && !out.iter().any(|(_, o)| *o == s)
+        {
+            out.push((n, s));
+        }
+    }
+    out
+}
+
+/// Pure: `text` as quoted in a report: each Markdown link as its text and each bare URL as
+/// code. A quote is the page's words; a link in it is no citation of the run's, and a URL the
+/// run never read, left as a link, is cut by the evidence gate and counted as invented.
+fn unlinked(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let spans: Vec<std::ops::Range<usize>> = {
+            let ticks: Vec<usize> = line.match_indices('`').map(|(i, _)| i).collect();
+            ticks.chunks_exact(2).map(|p| p[0]..p[1]).collect()
+        };
+        let replaced = LINK_RE.replace_all(line, |caps: &regex::Captures<'_>| {
+            let start = caps.get(0).map_or(0, |m| m.start());
+            if spans.iter().any(|r| r.contains(&start)) {
+                return caps[0].to_string();
+            }
+            match (caps.get(1), caps.get(3)) {
+                (Some(t), _) => t.as_str().to_string(),
+                (None, Some(u)) => {
+                    // A sentence's stop after the URL stays outside the code.
+                    let url = u.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']);
+                    format!("`{url}`{}", &u.as_str()[url.len()..])
+                }
+                _ => caps[0].to_string(),
+            }
+        });
+        out.push_str(&replaced);
+    }
+    out
 }
 
 /// Most passages quoted beside the cited ones.
@@ -320,7 +420,7 @@ fn quoted_list(items: &[&Numbered]) -> String {
             format!(" › {}", item.heading)
         };
         let line = format!("- [{}]({}){place}:", link_text(&item.title), item.url);
-        let quote = format!("> {}", item.text.trim().replace('\n', "\n> "));
+        let quote = format!("> {}", unlinked(item.text.trim()).replace('\n', "\n> "));
         match groups.iter_mut().find(|(l, _)| *l == line) {
             Some((_, quotes)) => quotes.push(quote),
             None => groups.push((line, vec![quote])),
@@ -403,7 +503,7 @@ pub fn strip_signature(text: &str) -> String {
 const MIN_STATEMENT_WORDS: usize = 3;
 
 /// Pure: whether `text` is a heading copied from the passages, not a statement: fewer than
-/// three words, or the title or a heading of a shown passage ("Numeric Types", "8.1. Numeric
+/// three words, a lead-in ending in a colon, a breadcrumb, or the title or a heading of a shown passage ("Numeric Types", "8.1. Numeric
 /// Types"). The 0.5B model's whole summary was once "Numeric Types".
 pub fn is_heading_copy(text: &str, items: &[Numbered]) -> bool {
     let norm = |s: &str| -> String {
@@ -414,7 +514,12 @@ pub fn is_heading_copy(text: &str, items: &[Numbered]) -> bool {
             .join(" ")
     };
     let t = norm(text);
-    if t.split(' ').filter(|w| !w.is_empty()).count() < MIN_STATEMENT_WORDS {
+    // A lead-in ("Other common use cases include:") introduces a list the sentence lacks.
+    // A breadcrumb ("dropuser › Options › -p port--port=port") is a passage's label.
+    if t.split(' ').filter(|w| !w.is_empty()).count() < MIN_STATEMENT_WORDS
+        || text.trim_end().trim_end_matches('.').ends_with(':')
+        || text.contains('›')
+    {
         return true;
     }
     items
@@ -437,7 +542,7 @@ fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) -> bool {
     let asks_default = asked.to_lowercase().contains("default");
     let leaves_out_default = asks_default
         && focus::states_default(&best.text)
-        && !plain.iter().any(|s| focus::states_default(s));
+        && !plain.iter().any(|s| focus::claims_default(s));
     leaves_out_subject || leaves_out_default
 }
 
@@ -445,17 +550,42 @@ fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) -> bool {
 /// one naming most of the task's subjects, stating a default when the task asks for one, and
 /// sharing most of its words. `None` for a passage without a sentence of three words.
 fn statement(asked: &str, best: &Numbered) -> Option<String> {
+    statement_for(asked, best, None)
+}
+
+/// Pure: [`statement`], preferring a sentence that names `subject` (one of `asked`'s).
+fn statement_naming(asked: &str, best: &Numbered, subject: &str) -> Option<String> {
+    statement_for(asked, best, Some(subject))
+}
+
+/// Pure: [`statement`], a sentence naming `prefer` first when given.
+fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) -> Option<String> {
     let asked_terms = terms(asked);
     let asks_default = asked.to_lowercase().contains("default");
     let keys = subject_terms(asked);
     let text = strip_signature(&best.text);
     let mut chosen: Option<(usize, String)> = None;
-    for s in sentences(&text) {
+    // A short list item is a candidate whole: in "*   **timeout** (*float*) – How many seconds
+    // the connection should wait ... Default five seconds." the last sentence states the
+    // default and only the item names what it is the default of.
+    let mut candidates = sentences(&text);
+    candidates.extend(
+        text.lines()
+            .map(str::trim)
+            .filter(|l| {
+                without_list_marker(l) != *l
+                    && l.chars().count() <= MAX_ITEM_CHARS
+                    && sentences(l).len() > 1
+            })
+            .map(str::to_string),
+    );
+    for s in candidates {
         let words = s
             .split_whitespace()
             .filter(|w| w.chars().any(char::is_alphabetic))
             .count();
-        if words < MIN_STATEMENT_WORDS {
+        // A lead-in ("... implied by the subscript key:") states nothing by itself.
+        if words < MIN_STATEMENT_WORDS || s.trim_end().ends_with(':') {
             continue;
         }
         let named = subject::Named::new(&s);
@@ -465,17 +595,35 @@ fn statement(asked: &str, best: &Numbered) -> Option<String> {
             .count();
         let default = usize::from(asks_default && focus::states_default(&s));
         let shared = terms(&s).intersection(&asked_terms).count();
-        let score = names * 100 + default * 50 + shared;
+        let preferred = prefer.is_some_and(|p| {
+            !subject::unanswered(asked, std::slice::from_ref(&s)).contains(&p.to_string())
+        });
+        let score = usize::from(preferred) * 1000 + names * 100 + default * 50 + shared;
         if chosen.as_ref().is_none_or(|(b, _)| score > *b) {
             chosen = Some((score, s));
         }
     }
     chosen.map(|(_, s)| {
+        // A list item's marker ("*   Default five seconds") is no part of the quote.
+        let s = unescape_markdown(&unlinked(without_list_marker(s.trim())));
+        let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
         let s = s.trim();
         s.strip_suffix(['.', '!', '?'])
             .unwrap_or(s)
             .replace(['“', '”'], "\"")
     })
+}
+
+/// Longest list item quoted whole as a statement, in characters.
+const MAX_ITEM_CHARS: usize = 400;
+
+/// Pure: `line` without a leading list marker ("*   ", "- ", "+ "); emphasis ("**Note**") is
+/// kept.
+fn without_list_marker(line: &str) -> &str {
+    match line.strip_prefix(['*', '-', '+']) {
+        Some(rest) if rest.starts_with(char::is_whitespace) => rest.trim_start(),
+        _ => line,
+    }
 }
 
 /// Most points a JSON answer makes (the schema's `maxItems`; more from an unconstrained model

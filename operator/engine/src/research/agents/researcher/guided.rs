@@ -9,6 +9,7 @@
 //! one grounded call in which the model writes sentences over numbered passages.
 
 use super::*;
+use crate::research::writing::evidence::subject;
 
 /// A small model (one the profile offers tools through the prompt, `toolMode: jsonAction`) with a
 /// window at or below this many tokens gets the guided researcher unless the settings say
@@ -34,7 +35,141 @@ pub fn guided_page_chars(page_chars: usize) -> usize {
     page_chars.max(GUIDED_PAGE_CHARS)
 }
 
+/// Most subjects searched for on their own after the first pass.
+const MAX_SUBJECT_SEARCHES: usize = 2;
+
+/// One search for a subject of the task no page read covers.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct SubjectSearch {
+    /// The subject, as [`subject::unanswered`] labels it (`jsonb`).
+    pub subject: String,
+    /// The product the task asks it in (`postgresql` of "PostgreSQL's jsonb type"), if any.
+    pub owner: Option<String>,
+    /// The query: the subject, after its product when it has one.
+    pub query: String,
+}
+
+/// Pure: the product `task` asks `subject` in: the word before it when that word is one of the
+/// task's context terms ("PostgreSQL's jsonb", "a PostgreSQL timestamp"), lower-cased.
+fn owner_of(task: &str, subject: &str) -> Option<String> {
+    let context = crate::research::reading::passages::context_terms(task);
+    let clean = |w: &str| {
+        w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_'))
+            .trim_end_matches('.')
+            .to_lowercase()
+    };
+    let raw: Vec<&str> = task.split_whitespace().collect();
+    raw.windows(2).find_map(|pair| {
+        let prev = pair[0].replace('’', "'");
+        let prev = clean(prev.strip_suffix("'s").unwrap_or(&prev));
+        (clean(pair[1]) == subject
+            && !prev.is_empty()
+            && crate::research::reading::passages::is_context(&prev, &context))
+        .then_some(prev)
+    })
+}
+
+/// Pure: whether a page read covers `subject` of `task`: its title or kept text names it, and,
+/// when the task asks it in a product, the page (URL, title or text) names that product. A
+/// Python page naming `datetime.timestamp()` does not answer for "a PostgreSQL timestamp".
+/// (Asking for a heading that names it instead searched `copy.copy` and `copy.deepcopy` again
+/// after `copy.html` had been read, and the pages it added pushed out the definitions: a
+/// tuning question went from its facts to 0/3.)
+fn covers(task: &str, search: &SubjectSearch, page: &PageExtract) -> bool {
+    let whole = format!("{}\n{}\n{}", page.url, page.title, page.text);
+    names(
+        task,
+        &search.subject,
+        &format!("{}\n{}", page.title, page.text),
+    ) && owned_by(search, &whole)
+}
+
+/// Pure: whether `text` names `subject` of `task`.
+fn names(task: &str, subject: &str, text: &str) -> bool {
+    !subject::unanswered(task, &[text.to_string()]).contains(&subject.to_string())
+}
+
+/// Pure: whether `text` names the product `search`'s subject is asked in (true without one).
+fn owned_by(search: &SubjectSearch, text: &str) -> bool {
+    search
+        .owner
+        .as_ref()
+        .is_none_or(|o| text.to_lowercase().contains(o.as_str()))
+}
+
+/// Pure: a search for each subject `task` names ([`subject::unanswered`]) that no page of
+/// `pages` covers ([`covers`]), unless a query of `already` (normalised) was exactly that
+/// search; at most [`MAX_SUBJECT_SEARCHES`].
+pub(super) fn subject_searches(
+    task: &str,
+    pages: &[PageExtract],
+    already: &[String],
+) -> Vec<SubjectSearch> {
+    let all = subject::unanswered(task, &[String::new()]);
+    // A task naming one subject searched it by name already (the seed queries).
+    if all.len() < 2 {
+        return vec![];
+    }
+    all.into_iter()
+        .map(|subject| {
+            let owner = owner_of(task, &subject);
+            let query = match &owner {
+                Some(o) => format!("{o} {subject}"),
+                None => subject.clone(),
+            };
+            SubjectSearch {
+                subject,
+                owner,
+                query,
+            }
+        })
+        .filter(|s| !pages.iter().any(|p| covers(task, s, p)))
+        .filter(|s| !already.contains(&queries::normalise(&s.query)))
+        .take(MAX_SUBJECT_SEARCHES)
+        .collect()
+}
+
 impl Session<'_> {
+    /// A second, deterministic search for each subject of the task that no page read names:
+    /// its name alone, and the best of its results that names it (else its best) read. Quick
+    /// mode reads the area the task's whole wording leads to, and a question joining two
+    /// areas ("`json.loads()` and `jsonb`", a Git command and a Python module) got pages of
+    /// one, so the model answered one half and the answerability gate refused the rest. Costs
+    /// a search and a page per subject, no model call.
+    async fn search_unnamed_subjects(&mut self) {
+        for search in subject_searches(&self.task, &self.pages, &self.queries) {
+            if !self.budget.take_gather() {
+                return;
+            }
+            let Ok(hits) = self.run_query(&search.query).await else {
+                continue;
+            };
+            let taken = self.deps.pool.taken().await;
+            let score_of = |h: &SearchHit| self.scores.get(&h.url).copied().unwrap_or(0.0);
+            let mut unread: Vec<&SearchHit> =
+                hits.iter().filter(|h| !taken.contains(&h.url)).collect();
+            unread.sort_by(|a, b| score_of(b).total_cmp(&score_of(a)));
+            let hit_names = |h: &SearchHit| {
+                let text = format!("{}\n{}\n{}", h.url, h.title, h.snippet);
+                names(
+                    &self.task,
+                    &search.subject,
+                    &format!("{}\n{}", h.title, h.snippet),
+                ) && owned_by(&search, &text)
+            };
+            let pick = unread
+                .iter()
+                .find(|h| hit_names(h))
+                .or(unread.first())
+                .map(|h| h.url.clone());
+            let Some(url) = pick else { continue };
+            if self.deps.pool.claim(&url).await {
+                let mut out = String::new();
+                self.fetch_into(&[url], &mut out).await;
+            }
+        }
+    }
+
     /// Runs the guided path to its report: search, read the best results batch by batch, answer.
     pub(super) async fn guided_report(
         mut self,
@@ -61,6 +196,7 @@ impl Session<'_> {
             self.read_batch(index, max_urls, &urls).await;
             (self.progress)(self.budget.units(), Usage::default());
         }
+        self.search_unnamed_subjects().await;
         tracing::info!(
             pages = self.pages.len(),
             off_task = self.irrelevant.len(),
@@ -68,5 +204,77 @@ impl Session<'_> {
             "guided research read its pages"
         );
         self.fallback_report(task_id, task).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(url: &str, title: &str, text: &str) -> PageExtract {
+        PageExtract {
+            url: url.into(),
+            title: title.into(),
+            text: text.into(),
+        }
+    }
+
+    /// `multi-datetime-timestamp-resolution`: every page read was Python's; `datetime.html`
+    /// names `datetime.timestamp()`, which is no page about "a PostgreSQL timestamp".
+    #[test]
+    fn a_subject_no_page_read_is_about_is_searched_in_its_product() {
+        let task = "What is the finest time resolution of a Python datetime object and of a PostgreSQL timestamp?";
+        assert_eq!(owner_of(task, "timestamp").as_deref(), Some("postgresql"));
+        let python = page(
+            "http://docs/python3.11-doc/html/library/datetime.html",
+            "datetime — Basic date and time types",
+            "§ datetime › datetime Objects › datetime.timestamp()\nReturn POSIX timestamp corresponding to the datetime instance.",
+        );
+        let searches = subject_searches(task, std::slice::from_ref(&python), &[]);
+        assert_eq!(
+            searches,
+            [SubjectSearch {
+                subject: "timestamp".into(),
+                owner: Some("postgresql".into()),
+                query: "postgresql timestamp".into(),
+            }]
+        );
+        // Already searched: not again.
+        assert!(
+            subject_searches(
+                task,
+                std::slice::from_ref(&python),
+                &["postgresql timestamp".into()]
+            )
+            .is_empty()
+        );
+        // A page naming `copy.copy` in its text covers it (no product asked).
+        let copy = page(
+            "http://docs/python3.11-doc/html/library/copy.html",
+            "copy — Shallow and deep copy operations",
+            "§ copy — Shallow and deep copy operations\nThe difference between shallow and deep copying: copy.copy(x) returns a shallow copy, copy.deepcopy(x) a deep one.",
+        );
+        assert!(
+            subject_searches(
+                "How does copy.copy() differ from copy.deepcopy()?",
+                &[copy],
+                &[]
+            )
+            .is_empty()
+        );
+        // A PostgreSQL page naming it covers it.
+        let pg = page(
+            "http://docs/postgresql-doc-15/html/datatype-datetime.html",
+            "8.5. Date/Time Types",
+            "§ 8.5. Date/Time Types › timestamp resolution\nPostgreSQL timestamp values have a resolution of 1 microsecond.",
+        );
+        assert!(subject_searches(task, &[python, pg], &[]).is_empty());
+    }
+
+    /// A task naming one subject searched it by name already.
+    #[test]
+    fn a_single_subject_task_gets_no_second_search() {
+        let task = "What is the default maxsize of functools.lru_cache?";
+        assert!(subject_searches(task, &[], &[]).is_empty());
     }
 }

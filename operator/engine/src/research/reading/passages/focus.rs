@@ -182,12 +182,37 @@ pub fn states_default(text: &str) -> bool {
     words.iter().enumerate().any(|(i, w)| {
         w.starts_with("default")
             && !(i > 0 && words[i - 1] == "by")
-            && words
+            && (words
                 .iter()
                 .skip(i + 1)
                 .take(DEFAULT_VERB_WITHIN)
                 .any(|n| matches!(*n, "is" | "of" | "to"))
+                || words.get(i + 1).is_some_and(|n| is_value_word(n)))
     })
+}
+
+/// Number words a default may be written in ("Default five seconds.").
+const NUMBER_WORDS: [&str; 13] = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve",
+];
+
+/// Pure: whether a (lower-cased, trimmed) word is a value standing right after "default"
+/// ("Default five seconds.", "default 128", "Default: `None`"): a number, a number word or
+/// a literal.
+fn is_value_word(word: &str) -> bool {
+    word.starts_with(|c: char| c.is_ascii_digit())
+        || NUMBER_WORDS.contains(&word)
+        || matches!(word, "none" | "true" | "false" | "null" | "off")
+}
+
+/// Pure: a value word with a number word written as digits ("five" → "5"), so "5 seconds" and
+/// "five seconds" state one default.
+fn as_digits(word: &str) -> String {
+    NUMBER_WORDS
+        .iter()
+        .position(|w| *w == word)
+        .map_or_else(|| word.to_string(), |i| i.to_string())
 }
 
 /// Pure: whether `text` is a version note ("Changed in version 3.8: ...", "New in version 3.11.").
@@ -272,7 +297,13 @@ pub fn default_values(text: &str, within: usize) -> Vec<Vec<String>> {
         } else if w.starts_with("default") && !(i > 0 && words[i - 1] == "by") {
             let verb = (i + 1..words.len().min(i + 1 + within))
                 .find(|j| matches!(words[*j].as_str(), "is" | "of" | "to" | "are"));
-            let Some(mut j) = verb else { continue };
+            let Some(mut j) = verb else {
+                // "Default five seconds.": the value follows the word itself.
+                if words.get(i + 1).is_some_and(|n| is_value_word(n)) {
+                    out.push(value_after(i + 1));
+                }
+                continue;
+            };
             // "the default maxsize of functools.lru_cache is 128": the value follows the "is".
             if words[j] == "of"
                 && let Some(k) = (j + 1..words.len().min(j + 5)).find(|k| words[*k] == "is")
@@ -286,6 +317,13 @@ pub fn default_values(text: &str, within: usize) -> Vec<Vec<String>> {
         }
     }
     out
+}
+
+/// Pure: whether a model's sentence states a default, read with a claim's reach ("The default
+/// timeout for a SQLite connection is 5 seconds": its verb is further from "default" than a
+/// page's).
+pub fn claims_default(sentence: &str) -> bool {
+    states_default(sentence) || !default_values(sentence, CLAIM_VERB_WITHIN).is_empty()
 }
 
 /// Pure: whether `claim` names a default that `passage` does not state: the claim's value (its
@@ -309,8 +347,10 @@ pub fn contradicts_default(claim: &str, passage: &str) -> bool {
         .chain(default_values(passage, CLAIM_VERB_WITHIN))
         .flatten()
         .collect();
+    let value = as_digits(value);
     !stated
         .iter()
+        .map(|s| as_digits(s))
         .any(|s| s == value || s.contains(value.as_str()) || value.contains(s.as_str()))
 }
 
@@ -654,5 +694,36 @@ mod tests {
             "{plain:?} {focused:?}"
         );
         assert_eq!(focus(&passages, query), [1.3, 1.6 * 1.3, 1.6]);
+    }
+
+    /// `sqlite3.connect`'s "*   **timeout** ... Default five seconds." states its default with
+    /// no verb and a number word: the summary's lead never fired for it (a tuning question).
+    #[test]
+    fn a_default_without_a_verb_and_in_words_is_stated() {
+        let passage = "*   **timeout** (*float*) – How many seconds the connection should wait before raising an exception, if the database is locked by another connection. Default five seconds.";
+        assert!(states_default(passage));
+        assert!(states_default("Default: `None`."));
+        assert!(!states_default("By default five workers are started."));
+        assert!(!states_default("The default on Windows differs."));
+        assert_eq!(
+            default_values(passage, DEFAULT_VERB_WITHIN),
+            [["five", "seconds"]]
+        );
+        // "5 seconds" and "five seconds" state one default; another number does not.
+        assert!(!contradicts_default(
+            "The default timeout is 5 seconds.",
+            passage
+        ));
+        assert!(contradicts_default(
+            "The default timeout is 10 seconds.",
+            passage
+        ));
+        // A model's sentence puts its verb further from "default" than a page does.
+        assert!(claims_default(
+            "The default timeout for a SQLite connection is 5 seconds."
+        ));
+        assert!(!states_default(
+            "The default timeout for a SQLite connection is 5 seconds."
+        ));
     }
 }

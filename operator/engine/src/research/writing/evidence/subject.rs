@@ -346,6 +346,18 @@ impl Named {
     /// Whether the text names `subject`.
     pub fn names(&self, subject: &Subject) -> bool {
         match subject {
+            // "TCP/IP", "Unix-domain": the tokens split at the `/` or `-`, so the name is
+            // looked for as the phrase of its parts (a verbatim quote failed for want of it).
+            Subject::Name(n)
+                if n.contains(|c: char| !(c.is_alphanumeric() || "_.".contains(c))) =>
+            {
+                let parts: Vec<String> = n
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                    .map(|p| p.trim_end_matches('.').to_string())
+                    .filter(|p| !p.is_empty())
+                    .collect();
+                !parts.is_empty() && self.names(&Subject::Phrase(parts))
+            }
             Subject::Name(n) => self
                 .tokens
                 .iter()

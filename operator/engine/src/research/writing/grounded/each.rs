@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::{Point, extract_json, extract_json_object};
 use crate::llm::JsonSchema;
+use crate::research::writing::evidence::sentences;
 
 /// Passages the form asks about: the best ones (six sentences of at most [`MAX_EACH_CHARS`] fit
 /// the 400-token output budget of the small models' profile; with four, answers in passages 5
@@ -81,9 +82,14 @@ fn whole_sentences(s: &str) -> String {
     if s.chars().count() + 2 < MAX_EACH_CHARS || s.ends_with(['.', '!', '?', ')', '`']) {
         return s.to_string();
     }
-    match s.rfind(". ") {
-        Some(i) => s[..=i].to_string(),
-        None => format!("{}…", s.trim_end_matches(|c: char| c.is_alphanumeric())),
+    // The sentences the limit left whole, split as the report splits them: at "i.e. " the
+    // last ". " is no sentence's end ("... a `str` subclass (i.e" was a summary).
+    let whole = sentences(s);
+    match whole.split_last() {
+        Some((last, done)) if !done.is_empty() && !last.ends_with(['.', '!', '?']) => {
+            done.join(" ")
+        }
+        _ => format!("{}…", s.trim_end_matches(|c: char| c.is_alphanumeric())),
     }
 }
 
@@ -115,6 +121,15 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    /// "... instead of a `str` subclass (i.e" was a summary: the last ". " was an
+    /// abbreviation's.
+    #[test]
+    fn a_cut_sentence_is_not_ended_at_an_abbreviation() {
+        let cut = "Members of a StrEnum are strings. There are places in the stdlib that check for an exact str instead of a str subclass (i.e. type(unknown) == str instead of isinstance(unknown, str)), and in those locations you will ne";
+        assert!(cut.chars().count() + 2 >= MAX_EACH_CHARS);
+        assert_eq!(whole_sentences(cut), "Members of a StrEnum are strings.");
     }
 
     #[test]
