@@ -305,19 +305,4 @@ fn parse_listening_port(line: &str) -> Option<u16> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_the_listening_line() {
-        assert_eq!(
-            parse_listening_port("quarry-llm-server listening on http://127.0.0.1:40123"),
-            Some(40123)
-        );
-        assert_eq!(parse_listening_port("quarry-llm-server ready"), None);
-        assert_eq!(
-            parse_listening_port("quarry-llm-server listening on http://127.0.0.1:x"),
-            None
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,155 @@
+//! Unit tests of `queries`.
+
+use super::*;
+
+#[test]
+fn placeholders_small_models_copy_are_recognised() {
+    for q in [
+        "example1",
+        "example 2",
+        "Example3",
+        "query",
+        "search query",
+        "<search terms>",
+        "{query}",
+        "...",
+        "your query here",
+        "string",
+        "keyword1 keyword2",
+    ] {
+        assert!(is_placeholder(q), "{q}");
+    }
+    for q in [
+        "json.loads example",
+        "asyncio TaskGroup exceptions",
+        "python json decode",
+        "PostgreSQL serializable isolation",
+        "query planner postgres",
+        "test discovery unittest",
+    ] {
+        assert!(!is_placeholder(q), "{q}");
+    }
+}
+
+#[test]
+fn screen_refuses_empty_placeholder_and_repeated_queries() {
+    let already = vec![normalise("Python json decode")];
+    assert_eq!(screen("   ", &already), Err(Refusal::Empty));
+    assert_eq!(screen("\"\"", &already), Err(Refusal::Empty));
+    assert_eq!(screen("example1", &already), Err(Refusal::Placeholder));
+    assert_eq!(
+        screen("python JSON  decode.", &already),
+        Err(Refusal::Repeat)
+    );
+    assert_eq!(
+        screen(" json.loads object_hook ", &already),
+        Ok("json.loads object_hook".to_string())
+    );
+}
+
+#[test]
+fn the_subject_is_searched_by_name_and_a_dotted_name_by_its_module() {
+    // The product is not the name searched: MERGE is.
+    let q = "What does the MERGE command introduced in PostgreSQL 15 do, and when was PostgreSQL 15 released?";
+    assert_eq!(seed_queries(q).last().map(String::as_str), Some("merge"));
+    let q = "What is typing.Self and in which Python version was it added?";
+    let s = seed_queries(q);
+    assert!(s.contains(&"typing.self".to_string()), "{s:?}");
+    assert!(s.contains(&"typing".to_string()), "{s:?}");
+    assert_eq!(
+        modules_of(
+            "Is concurrent.futures.ThreadPoolExecutor faster than asyncio.gather() in 3.11?"
+        ),
+        ["concurrent.futures", "asyncio"]
+    );
+}
+
+#[test]
+fn the_entry_page_of_an_asked_for_name_is_recognised_by_its_title() {
+    let q = "What does the MERGE command introduced in PostgreSQL 15 do, and when was PostgreSQL 15 released?";
+    assert!(is_entry_page("MERGE", q));
+    assert!(!is_entry_page("E.8. Release 15.13", q));
+    let q = "What is typing.Self and in which Python version was it added?";
+    assert!(is_entry_page(
+        "typing — Support for type hints — Python 3.11.2 documentation",
+        q
+    ));
+    assert!(!is_entry_page("types — Dynamic type creation", q));
+    let q =
+        "In PostgreSQL, which reclaims disk space immediately: TRUNCATE, plain VACUUM, or DELETE?";
+    assert!(is_entry_page("TRUNCATE", q) && is_entry_page("VACUUM", q));
+    assert!(!is_entry_page("CREATE TABLE", q));
+    // A section number is not part of the name; several words must all be asked about.
+    let q = "How does CREATE INDEX CONCURRENTLY differ from a standard CREATE INDEX in PostgreSQL?";
+    assert!(is_entry_page("CREATE INDEX", q));
+    assert!(!is_entry_page("11.2. Index Types", q));
+}
+
+#[test]
+fn a_task_asking_two_things_has_two_parts_each_naming_its_subject() {
+    assert_eq!(
+        question_parts(
+            "What does the MERGE command introduced in PostgreSQL 15 do, and when was PostgreSQL 15 released?"
+        ),
+        vec![
+            "What does the MERGE command introduced in PostgreSQL 15 do",
+            "when was PostgreSQL 15 released"
+        ]
+    );
+    assert_eq!(
+        question_parts("What is typing.Self and in which Python version was it added?"),
+        vec![
+            "What is typing.Self",
+            "in which Python version was it added typing.self"
+        ]
+    );
+    assert_eq!(
+        question_parts("Is Python's list.sort() stable, and what does it return?"),
+        vec![
+            "Is Python's list.sort() stable",
+            "what does it return list.sort"
+        ]
+    );
+    assert_eq!(
+        question_parts("What is json? How do I decode it?"),
+        vec!["What is json", "How do I decode it"]
+    );
+    // One question: no parts. "and" joining two things asked about is not a second question.
+    assert!(question_parts("How do I decode JSON with the json module in Python?").is_empty());
+    assert!(question_parts("What is the difference between VACUUM and VACUUM FULL?").is_empty());
+    assert!(
+        question_parts("What is the finest resolution of a datetime and of a timestamp?")
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_task_is_searched_as_written_and_as_keywords() {
+    assert_eq!(
+        seed_queries("How do I decode JSON with the json module in Python?"),
+        vec![
+            "How do I decode JSON with the json module in Python?".to_string(),
+            "decode json module python".to_string(),
+            "json".to_string()
+        ]
+    );
+    assert_eq!(
+        seed_queries("How does asyncio.TaskGroup handle exceptions?")[2],
+        "asyncio.taskgroup"
+    );
+    // A product named in passing is no subject: "python" alone returns Python's most
+    // generic pages, which then crowded out `pickle.html`.
+    assert_eq!(
+        seed_queries("Which pickle protocol does Python 3.11 use by default?"),
+        vec![
+            "Which pickle protocol does Python 3.11 use by default?".to_string(),
+            "pickle protocol python 3.11 use default".to_string(),
+        ]
+    );
+    // A task that is already keywords is searched once.
+    assert_eq!(
+        seed_queries("json decoder"),
+        vec!["json decoder".to_string()]
+    );
+    assert!(seed_queries("  ").is_empty());
+}

@@ -1,0 +1,52 @@
+//! Unit tests of `each`.
+
+use super::*;
+
+#[test]
+fn the_schema_asks_one_sentence_per_passage_in_order() {
+    let s = each_schema(8).schema;
+    let keys: Vec<&String> = s["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["1", "2", "3", "4", "5", "6"]);
+    assert_eq!(s["required"], json!(["1", "2", "3", "4", "5", "6"]));
+    assert_eq!(each_schema(2).schema["required"], json!(["1", "2"]));
+}
+
+#[test]
+fn each_sentence_cites_its_passage_and_empty_ones_are_skipped() {
+    let answer = r#"Here: {"2": "With BY DEFAULT the user value wins.", "1": "ALWAYS needs OVERRIDING SYSTEM VALUE.", "3": "", "9": "out of range"}"#;
+    let points = each_points(answer, 4).unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[0].passages, [1]);
+    assert_eq!(points[0].sentence, "ALWAYS needs OVERRIDING SYSTEM VALUE.");
+    assert_eq!(points[1].passages, [2]);
+    assert!(each_points("no json here", 4).is_none());
+    // A number copied from a table of contents is no sentence.
+    assert!(
+        each_points(r#"{"1": "8.1.4", "2": "Serial Types"}"#, 4)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// "... instead of a `str` subclass (i.e" was a summary: the last ". " was an
+/// abbreviation's.
+#[test]
+fn a_cut_sentence_is_not_ended_at_an_abbreviation() {
+    let cut = "Members of a StrEnum are strings. There are places in the stdlib that check for an exact str instead of a str subclass (i.e. type(unknown) == str instead of isinstance(unknown, str)), and in those locations you will ne";
+    assert!(cut.chars().count() + 2 >= MAX_EACH_CHARS);
+    assert_eq!(whole_sentences(cut), "Members of a StrEnum are strings.");
+}
+
+#[test]
+fn a_sentence_the_limit_cut_ends_at_its_last_full_stop_or_is_marked() {
+    let cut = format!(
+        "{} Then more words that were cut in the midd",
+        "A whole sentence.".repeat(12)
+    );
+    assert!(cut.chars().count() + 2 >= MAX_EACH_CHARS);
+    assert!(whole_sentences(&cut).ends_with("A whole sentence."));
+    let one = "word ".repeat(60);
+    let out = whole_sentences(one.trim());
+    assert!(out.ends_with('…') && !out.ends_with("word…"), "{out}");
+    assert_eq!(whole_sentences("Short."), "Short.");
+}

@@ -1,0 +1,113 @@
+//! Unit tests of `extract`.
+
+use super::*;
+
+#[test]
+fn an_unanchored_docbook_term_heads_its_description() {
+    // sql-createtable.html: an anchored parameter, then one without an anchor.
+    let html = "<dl class=\"variablelist\"><dt id=\"SQL-CREATETABLE-PARTITION\"><span class=\"term\"><code class=\"literal\">PARTITION OF parent_table</code></span></dt><dd><p>Creates the table as a partition of the specified parent table.</p></dd><dt><span class=\"term\"><code class=\"literal\">GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY</code></span></dt><dd><p>If BY DEFAULT is selected, then the user-specified value takes precedence.</p></dd></dl><dl class=\"field-list\"><dt>Parameters</dt><dd><p>x</p></dd></dl>";
+    let headed = definition_terms_as_headings(html);
+    assert!(
+        headed.contains("<p><strong>GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY</strong></p>"),
+        "{headed}"
+    );
+    assert!(headed.contains("<p><strong>PARTITION OF parent_table</strong></p>"));
+    // A term that is neither anchored nor DocBook's (Sphinx's field lists) stays a term.
+    assert!(!headed.contains("<strong>Parameters</strong>"), "{headed}");
+}
+
+#[test]
+fn an_admonition_title_does_not_replace_the_section_heading() {
+    // The shape of PostgreSQL's datatype-numeric.html: a section whose first child is a note.
+    let filler = "Numeric types consist of two-, four-, and eight-byte integers and selectable-precision decimals, which this paragraph describes at enough length to be main content.";
+    let html = format!(
+        "<html><head><title>8.1. Numeric Types</title></head><body><div class=\"sect1\"><h2 class=\"title\">8.1. Numeric Types</h2><p>{filler}</p><div class=\"sect2\"><div class=\"titlepage\"><h3 class=\"title\">8.1.4. Serial Types</h3></div><div class=\"note\"><h3 class=\"title\">Note</h3><p>This section describes a PostgreSQL-specific way to create an autoincrementing column.</p></div><p>The data types smallserial, serial and bigserial are not true types, but merely a notational convenience for creating unique identifier columns.</p></div></div></body></html>"
+    );
+    let md = extract_markdown(&html, "https://docs.example/datatype-numeric.html").markdown;
+    let passages = crate::research::reading::passages::split(&md);
+    let serial = passages
+        .iter()
+        .find(|p| p.text.contains("not true types"))
+        .expect("the paragraph is kept");
+    assert_eq!(
+        serial.heading_path.last().map(String::as_str),
+        Some("8.1.4. Serial Types"),
+        "{md}"
+    );
+    assert!(!md.contains("Note"), "{md}");
+    assert_eq!(admonitions_untitled("<p>x</p>"), "<p>x</p>");
+}
+
+#[test]
+fn a_bare_pre_becomes_one_fenced_block_blank_lines_and_all() {
+    let html = "<html><head><title>csv</title></head><body><article><h1>csv</h1><p>The csv module implements classes to read and write tabular data in CSV format, and this paragraph is long enough to be the main content of the page for the extractor.</p><p>A short usage example:</p><div><div><pre>import csv\nwith open('eggs.csv', newline='') as f:\n    reader = csv.reader(f)\n\n    for row in reader:\n        print(row)\n</pre></div></div><p>The reader object iterates over the lines of the given file and returns each row as a list of strings, which is what most programs want from a CSV file.</p></article></body></html>";
+    let md = extract_markdown(html, "https://docs.example/csv.html").markdown;
+    let open = md.find("```").expect("a fence");
+    let close = md[open + 3..].find("```").expect("a closing fence") + open + 3;
+    let code = &md[open..close];
+    assert!(
+        code.contains("import csv") && code.contains("print(row)"),
+        "{md}"
+    );
+    assert_eq!(
+        code_in_bare_pre("<pre><code>x</code></pre>"),
+        "<pre><code>x</code></pre>"
+    );
+    assert_eq!(
+        code_in_bare_pre("<pre>x</pre>"),
+        "<pre><code>x</code></pre>"
+    );
+    assert_eq!(
+        markdown_blocks("a\n\n```\nx\n\ny\n```\n\nb"),
+        ["a", "```\nx\n\ny\n```", "b"]
+    );
+}
+
+#[test]
+fn strip_markdown_keeps_prose_only() {
+    let md = "# Title\n\nSee [the docs](https://x.example/a?b=c) and ![logo](/l.png) <https://y.example>.\n\n[1]: https://z.example\n";
+    assert_eq!(strip_markdown(md), "# Title\n\nSee the docs and    .\n\n\n");
+}
+
+#[test]
+fn short_pages_fall_back_to_the_whole_page() {
+    let html = "<html><head><title> A  list </title><script>var x = 1;</script></head><body><ul><li>alpha</li><li>beta</li></ul></body></html>";
+    let e = extract_markdown(html, "https://example.com/");
+    assert_eq!(e.title, "A list");
+    assert_eq!(
+        best_title(
+            "Python 3.11.2 documentation",
+            "json — JSON encoder and decoder — Python 3.11.2 documentation"
+        ),
+        "json — JSON encoder and decoder — Python 3.11.2 documentation"
+    );
+    assert_eq!(best_title("Fox news", "Home"), "Fox news");
+    assert_eq!(
+        decode_entities("json &#8212; JSON &amp; more &#x2014; &bogus; & x"),
+        "json — JSON & more — &bogus; & x"
+    );
+    assert!(
+        e.markdown.contains("alpha") && e.markdown.contains("beta"),
+        "{e:?}"
+    );
+    assert!(!e.markdown.contains("var x"), "{e:?}");
+}
+
+#[test]
+fn an_article_is_extracted_without_navigation() {
+    let para = "The quick brown fox jumps over the lazy dog near the quiet river bank today. ";
+    let html = format!(
+        "<html><head><title>Fox news</title></head><body><nav><a href='/'>Home</a> <a href='/about'>About us</a> <a href='/shop'>Shop now</a></nav>\
+             <article><h1>Fox news</h1><p>{}</p><p>{}</p><p>{}</p></article>\
+             <footer>Copyright 2024 Example Corp. All rights reserved.</footer></body></html>",
+        para.repeat(3),
+        para.repeat(3),
+        para.repeat(2)
+    );
+    let e = extract_markdown(&html, "https://example.com/fox");
+    assert_eq!(e.method, Method::MainContent);
+    assert_eq!(e.title, "Fox news");
+    assert!(e.markdown.contains("The quick brown fox jumps"), "{e:?}");
+    assert!(!e.markdown.contains("Shop now"), "{e:?}");
+    assert!(!e.markdown.contains("All rights reserved"), "{e:?}");
+}
