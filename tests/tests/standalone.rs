@@ -85,6 +85,11 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "test data: the breadcrumb of a PostgreSQL documentation passage, as the engine labels it",
     ),
     (
+        "operator/engine/src/research/agents/researcher/guided/tests.rs",
+        "\u{a7} 8.5. Date/Time Types",
+        "test data: the breadcrumb of a PostgreSQL documentation passage, as the engine labels it",
+    ),
+    (
         "operator/engine/src/scrape/robots.rs",
         "RFC 9309 \u{a7}",
         "a section of a public RFC",

@@ -707,8 +707,8 @@ pub struct Support {
 /// only restated from the question, [`restated_versions`], is exempt unless the text speaks of
 /// another version), backs each "not" ([`negation_unsupported`]), and shares at least
 /// [`SUPPORT_THRESHOLD`] of its words (a floor). Shared words alone passed "The default value of
-/// `wal_writer_delay` is 1 ..." citing a passage that never names `wal_writer_delay` (a
-/// held-out question, precision reported 1.00). The grounded answer's check and the run's
+/// `wal_writer_delay` is 1 ..." citing a passage that never names `wal_writer_delay` (precision
+/// reported 1.00). The grounded answer's check and the run's
 /// claim check both judge by this.
 pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
     let (overlap, mut missing_numbers) = support(claim, evidence);

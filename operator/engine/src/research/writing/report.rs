@@ -346,7 +346,7 @@ pub fn render(state: &RunState, checked: Checked, partial: bool) -> FinalReport 
         md.push_str(&super::changes::section(changes));
     }
     // Sources are the pages the report cites; the rest the run read are listed apart, folded:
-    // a one-fact answer listed 13 sources, most of them unrelated (a held-out question).
+    // a one-fact answer listed 13 sources, most of them unrelated.
     md.push_str("\n\n## Sources\n\n");
     let (cited, also): (Vec<&SourceRef>, Vec<&SourceRef>) =
         ordered.iter().partition(|s| checked.cited.contains(&s.url));

@@ -525,8 +525,8 @@ impl Session<'_> {
         let budget = (self.deps.model.context_window() as usize * 3 / 4).clamp(1500, 6000);
         let items = grounded::number_passages(&self.pages, task, budget);
         // The answerability gate: passages that leave out a subject the task names do not
-        // answer it, and a model shown them writes about what they do name (a held-out
-        // question's unrelated passages ended Completed as its answer). Nothing is written;
+        // answer it, and a model shown them writes about what they do name (a question's
+        // unrelated passages once ended Completed as its answer). Nothing is written;
         // every page read counts as off the task, so the run ends NoEvidence and lists them,
         // the closest first.
         let missing = grounded::unanswered(task, &items);

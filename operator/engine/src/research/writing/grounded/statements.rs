@@ -1,0 +1,372 @@
+//! What a grounded report quotes: the statements its summary leads with when the model's
+//! sentences miss the answer, the passages shown beside the cited ones, and the checks that
+//! keep copied headings and signatures out of the summary.
+
+use super::numbering::{breadcrumbs_as_headings, is_lead_in, looks_like_signature, prose_words};
+use super::{Numbered, citation};
+use crate::research::reading::passages::{focus, rank, subject_terms};
+use crate::research::reading::queries;
+use crate::research::writing::evidence::{check_support, sentences, subject, terms, unescape_markdown};
+use crate::research::writing::links::LINK_RE;
+
+/// Passages, best first, among which the summary's lead is looked for.
+pub(super) const LEAD_CANDIDATES: usize = 3;
+
+/// Pure: the passage the summary leads with when the model's sentences miss the answer: the
+/// best one, or, when the task asks for a default, the best of the first
+/// [`LEAD_CANDIDATES`] that states a default and names what the task asks about (under its
+/// title and heading or in its text). For a default question the best-ranked passage is often
+/// the entry's definition, and the sentence stating the default is a passage below it.
+pub(super) fn lead_passage<'a>(asked: &str, items: &'a [Numbered]) -> Option<&'a Numbered> {
+    let best = items.first()?;
+    if !asked.to_lowercase().contains("default") || focus::states_default(&best.text) {
+        return Some(best);
+    }
+    let stating = items.iter().take(LEAD_CANDIDATES).find(|n| {
+        focus::states_default(&n.text)
+            && subject::unanswered(asked, &[format!("{}\n{}\n{}", n.title, n.heading, n.text)])
+                .is_empty()
+    });
+    Some(stating.unwrap_or(best))
+}
+
+/// Most quoted statements a summary leads with.
+pub(super) const MAX_LEADS: usize = 3;
+
+/// Pure: the passages the summary leads with, each with its statement for the task, in order:
+/// the lead passage ([`lead_passage`]) when the model's sentences `plain` miss what it answers
+/// ([`misses_the_answer`]), then, for each subject the task names that neither the sentences
+/// nor an earlier lead name, the best passage whose text names it, when its statement does.
+/// A question about two things ("How do `json.loads()` and `jsonb` each handle duplicate
+/// keys?") was answered for one of them while the other's passage sat below the summary.
+pub(super) fn leads<'a>(asked: &str, plain: &[String], items: &'a [Numbered]) -> Vec<(&'a Numbered, String)> {
+    let mut out: Vec<(&Numbered, String)> = Vec::new();
+    if let Some(best) = lead_passage(asked, items)
+        && misses_the_answer(asked, plain, best)
+        && let Some(statement) = statement(asked, best)
+    {
+        out.push((best, statement));
+    }
+    let said = |out: &[(&Numbered, String)]| -> String {
+        plain
+            .iter()
+            .cloned()
+            .chain(out.iter().map(|(_, s)| s.clone()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for subject in subject::unanswered(asked, &[said(&out)]) {
+        if out.len() >= MAX_LEADS {
+            break;
+        }
+        if !subject::unanswered(asked, &[said(&out)]).contains(&subject) {
+            continue;
+        }
+        let names =
+            |text: &str| !subject::unanswered(asked, &[text.to_string()]).contains(&subject);
+        let lead = items.iter().find_map(|n| {
+            if !names(&strip_signature(&n.text)) {
+                return None;
+            }
+            statement_naming(asked, n, &subject)
+                .filter(|s| names(s))
+                .map(|s| (n, s))
+        });
+        if let Some((n, s)) = lead
+            && !out.iter().any(|(_, o)| *o == s)
+        {
+            out.push((n, s));
+        }
+    }
+    out
+}
+
+/// Pure: `text` as quoted in a report: each Markdown link as its text and each bare URL as
+/// code. A quote is the page's words; a link in it is no citation of the run's, and a URL the
+/// run never read, left as a link, is cut by the evidence gate and counted as invented.
+pub(super) fn unlinked(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let spans: Vec<std::ops::Range<usize>> = {
+            let ticks: Vec<usize> = line.match_indices('`').map(|(i, _)| i).collect();
+            ticks.chunks_exact(2).map(|p| p[0]..p[1]).collect()
+        };
+        let replaced = LINK_RE.replace_all(line, |caps: &regex::Captures<'_>| {
+            let start = caps.get(0).map_or(0, |m| m.start());
+            if spans.iter().any(|r| r.contains(&start)) {
+                return caps[0].to_string();
+            }
+            match (caps.get(1), caps.get(3)) {
+                (Some(t), _) => t.as_str().to_string(),
+                (None, Some(u)) => {
+                    // A sentence's stop after the URL stays outside the code.
+                    let url = u.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']);
+                    format!("`{url}`{}", &u.as_str()[url.len()..])
+                }
+                _ => caps[0].to_string(),
+            }
+        });
+        out.push_str(&replaced);
+    }
+    out
+}
+
+/// Most passages quoted beside the cited ones.
+pub(super) const MAX_UNCITED_QUOTED: usize = 3;
+
+/// Pure: the passages a reader should see that the summary did not cite: the one matching the
+/// task best (a small model often answers from the second passage and leaves out the first,
+/// which holds the answer: "The default is typically 128 megabytes"), and for a task
+/// asking several things, the best passage for each ([`queries::question_parts`]): the 1.5B
+/// model answered "What isolation levels does PostgreSQL support and how does Serializable
+/// differ from Repeatable Read?" with one sentence about the second question, and the passage
+/// listing the levels was shown to it but never to the reader.
+pub(super) fn uncited_best<'a>(asked: &str, cited: &[usize], items: &'a [Numbered]) -> Vec<&'a Numbered> {
+    let mut chosen: Vec<usize> = Vec::new();
+    if !cited.contains(&1) && !items.is_empty() {
+        chosen.push(1);
+    }
+    let passages: Vec<Passage> = items
+        .iter()
+        .enumerate()
+        .map(|(i, n)| Passage {
+            index: i,
+            heading_path: vec![n.heading.clone()],
+            text: n.text.clone(),
+            kind: PassageKind::Prose,
+        })
+        .collect();
+    for part in queries::question_parts(asked) {
+        let scores = rank(&passages, &part);
+        let best = (0..items.len())
+            .filter(|i| scores[*i] > 0.0)
+            .max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a)));
+        if let Some(i) = best {
+            let n = i + 1;
+            if !cited.contains(&n) && !chosen.contains(&n) {
+                chosen.push(n);
+            }
+        }
+    }
+    chosen.truncate(MAX_UNCITED_QUOTED);
+    chosen.sort_unstable();
+    chosen.iter().map(|n| &items[n - 1]).collect()
+}
+
+/// Passages quoted under their page's link, in the given order; passages of one page and
+/// heading share one link line. (Two identical link lines read as a repeat to the report's
+/// repetition guard, which cut the report there: the second passage of an entry was lost.)
+pub(super) fn quoted_list(items: &[&Numbered]) -> String {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for item in items {
+        let place = if item.heading.is_empty() {
+            String::new()
+        } else {
+            format!(" › {}", item.heading)
+        };
+        let line = format!("- [{}]({}){place}:", link_text(&item.title), item.url);
+        let quote = format!("> {}", unlinked(item.text.trim()).replace('\n', "\n> "));
+        match groups.iter_mut().find(|(l, _)| *l == line) {
+            Some((_, quotes)) => quotes.push(quote),
+            None => groups.push((line, vec![quote])),
+        }
+    }
+    let mut md = String::new();
+    for (line, quotes) in groups {
+        md.push_str(&format!("\n{line}\n"));
+        for q in quotes {
+            md.push_str(&format!("\n{q}\n"));
+        }
+    }
+    md
+}
+
+/// The extractive report made of the numbered passages when the model's answer is unusable:
+/// the best passages for the task across every page read, best first, quoted unedited (the answer a
+/// page-by-page excerpt left out, `max_workers`' default, was passage 2 here).
+/// The summary's first sentence is the best passage's statement for the task `asked`, quoted
+/// and cited: the answer first, then the note that the model wrote none.
+pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
+    let lead = items
+        .first()
+        .and_then(|best| statement(asked, best).map(|s| format!("“{s}”{}. ", citation(best))))
+        .unwrap_or_default();
+    let items: Vec<&Numbered> = items.iter().collect();
+    format!(
+        "## Summary\n\n{lead}The model did not write a usable report, so this section quotes, unedited, the passages of the pages read that best match the task, best first.\n\n## Key findings\n{}",
+        quoted_list(&items)
+    )
+}
+
+/// Pure: `text` without a leading API signature a model copied from its passage
+/// ("contextlib.chdir(path): Non parallel-safe context manager ..." → "Non parallel-safe context
+/// manager ..."): the engine puts an entry's signature in front of its passage so the model
+/// knows what the passage documents, and a sentence that begins with it is a copy, not an answer.
+pub fn strip_signature(text: &str) -> String {
+    let t = text.trim();
+    let bare = t.trim_start_matches('`');
+    let name_end = bare
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .unwrap_or(bare.len());
+    if name_end == 0 || !bare[name_end..].starts_with('(') {
+        return t.to_string();
+    }
+    // The call's closing parenthesis, then a colon.
+    let mut depth = 0usize;
+    let mut close = None;
+    for (i, c) in bare[name_end..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    close = Some(name_end + i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(close) = close else {
+        return t.to_string();
+    };
+    let after = bare[close + 1..].trim_start_matches('`');
+    match after.strip_prefix(':') {
+        Some(rest) if rest.starts_with(char::is_whitespace) && !rest.trim().is_empty() => {
+            let rest = rest.trim();
+            let mut chars = rest.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect())
+                .unwrap_or_default()
+        }
+        _ => t.to_string(),
+    }
+}
+
+/// Fewest words with letters a sentence of a summary needs.
+pub(super) const MIN_STATEMENT_WORDS: usize = 3;
+
+/// Pure: whether `text` is a heading copied from the passages, not a statement: fewer than
+/// three words, a lead-in ending in a colon, a breadcrumb, or the title or a heading of a shown passage ("Numeric Types", "8.1. Numeric
+/// Types"). The 0.5B model's whole summary was once "Numeric Types".
+pub fn is_heading_copy(text: &str, items: &[Numbered]) -> bool {
+    let norm = |s: &str| -> String {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().any(char::is_alphabetic))
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let t = norm(text);
+    // A lead-in ("Other common use cases include:") introduces a list the sentence lacks.
+    // A breadcrumb ("dropuser › Options › -p port--port=port") is a passage's label.
+    if t.split(' ').filter(|w| !w.is_empty()).count() < MIN_STATEMENT_WORDS
+        || text.trim_end().trim_end_matches('.').ends_with(':')
+        || text.contains('›')
+    {
+        return true;
+    }
+    items
+        .iter()
+        .any(|n| norm(&n.title) == t || n.heading.split('›').any(|h| norm(h) == t))
+}
+
+/// Pure: whether the summary's sentences `plain` leave out what the best passage answers: a
+/// subject the task names that the passage's text names and no sentence does (the model wrote
+/// about a sibling parameter; a subject only in the passage's heading, such as the class whose
+/// parameter it is, need not be repeated), or, when the task asks for a default, a default the
+/// passage states and no sentence does.
+pub(super) fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) -> bool {
+    let passage = strip_signature(&best.text);
+    let said = plain.join("\n");
+    let unnamed_by_passage = subject::unanswered(asked, std::slice::from_ref(&passage));
+    let leaves_out_subject = subject::unanswered(asked, std::slice::from_ref(&said))
+        .iter()
+        .any(|s| !unnamed_by_passage.contains(s));
+    let asks_default = asked.to_lowercase().contains("default");
+    let leaves_out_default = asks_default
+        && focus::states_default(&best.text)
+        && !plain.iter().any(|s| focus::claims_default(s));
+    leaves_out_subject || leaves_out_default
+}
+
+/// Pure: the sentence of passage `best` that answers `asked` best, without its final stop: the
+/// one naming most of the task's subjects, stating a default when the task asks for one, and
+/// sharing most of its words. `None` for a passage without a sentence of three words.
+pub(super) fn statement(asked: &str, best: &Numbered) -> Option<String> {
+    statement_for(asked, best, None)
+}
+
+/// Pure: [`statement`], preferring a sentence that names `subject` (one of `asked`'s).
+pub(super) fn statement_naming(asked: &str, best: &Numbered, subject: &str) -> Option<String> {
+    statement_for(asked, best, Some(subject))
+}
+
+/// Pure: [`statement`], a sentence naming `prefer` first when given.
+pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) -> Option<String> {
+    let asked_terms = terms(asked);
+    let asks_default = asked.to_lowercase().contains("default");
+    let keys = subject_terms(asked);
+    let text = strip_signature(&best.text);
+    let mut chosen: Option<(usize, String)> = None;
+    // A short list item is a candidate whole: in "*   **timeout** (*float*) – How many seconds
+    // the connection should wait ... Default five seconds." the last sentence states the
+    // default and only the item names what it is the default of.
+    let mut candidates = sentences(&text);
+    candidates.extend(
+        text.lines()
+            .map(str::trim)
+            .filter(|l| {
+                without_list_marker(l) != *l
+                    && l.chars().count() <= MAX_ITEM_CHARS
+                    && sentences(l).len() > 1
+            })
+            .map(str::to_string),
+    );
+    for s in candidates {
+        let words = s
+            .split_whitespace()
+            .filter(|w| w.chars().any(char::is_alphabetic))
+            .count();
+        // A lead-in ("... implied by the subscript key:") states nothing by itself.
+        if words < MIN_STATEMENT_WORDS || s.trim_end().ends_with(':') {
+            continue;
+        }
+        let named = subject::Named::new(&s);
+        let names = keys
+            .iter()
+            .filter(|k| named.names(&subject::Subject::Name((*k).clone())))
+            .count();
+        let default = usize::from(asks_default && focus::states_default(&s));
+        let shared = terms(&s).intersection(&asked_terms).count();
+        let preferred = prefer.is_some_and(|p| {
+            !subject::unanswered(asked, std::slice::from_ref(&s)).contains(&p.to_string())
+        });
+        let score = usize::from(preferred) * 1000 + names * 100 + default * 50 + shared;
+        if chosen.as_ref().is_none_or(|(b, _)| score > *b) {
+            chosen = Some((score, s));
+        }
+    }
+    chosen.map(|(_, s)| {
+        // A list item's marker ("*   Default five seconds") is no part of the quote.
+        let s = unescape_markdown(&unlinked(without_list_marker(s.trim())));
+        let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let s = s.trim();
+        s.strip_suffix(['.', '!', '?'])
+            .unwrap_or(s)
+            .replace(['“', '”'], "\"")
+    })
+}
+
+/// Longest list item quoted whole as a statement, in characters.
+pub(super) const MAX_ITEM_CHARS: usize = 400;
+
+/// Pure: `line` without a leading list marker ("*   ", "- ", "+ "); emphasis ("**Note**") is
+/// kept.
+pub(super) fn without_list_marker(line: &str) -> &str {
+    match line.strip_prefix(['*', '-', '+']) {
+        Some(rest) if rest.starts_with(char::is_whitespace) => rest.trim_start(),
+        _ => line,
+    }
+}
