@@ -1343,7 +1343,10 @@ fn every_chart_value_a_message_names_exists() {
         }
     }
     // The scan must find the messages at all (the sample above checks how it reads one).
-    assert!(checked > 0, "no chart value named in operator/: the scan found nothing");
+    assert!(
+        checked > 0,
+        "no chart value named in operator/: the scan found nothing"
+    );
     assert!(
         missing.is_empty(),
         "messages name chart values that charts/quarry/values.yaml lacks: {missing:?}"

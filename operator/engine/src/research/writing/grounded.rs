@@ -12,12 +12,10 @@
 
 use serde_json::{Value, json};
 
-use super::evidence::{check_support, sentences, subject, terms, unescape_markdown};
-use super::links::LINK_RE;
+use super::evidence::{check_support, sentences, subject};
 use crate::llm::JsonSchema;
 use crate::llm::json_extract::{close_truncated_json, extract_json, extract_json_object};
-use crate::research::reading::passages::{Passage, PassageKind, focus, rank, subject_terms};
-use crate::research::reading::queries;
+use crate::research::reading::passages::focus;
 
 /// One numbered passage.
 #[derive(Debug, Clone, PartialEq)]
@@ -538,8 +536,8 @@ fn link_text(title: &str) -> String {
 
 mod each;
 mod statements;
-pub use statements::{quoted_report, strip_signature, is_heading_copy};
-use statements::{LEAD_CANDIDATES, lead_passage, MAX_LEADS, leads, unlinked, MAX_UNCITED_QUOTED, uncited_best, quoted_list, MIN_STATEMENT_WORDS, misses_the_answer, statement, statement_naming, statement_for, MAX_ITEM_CHARS, without_list_marker};
+pub use statements::{is_heading_copy, quoted_report, strip_signature};
+use statements::{leads, quoted_list, uncited_best};
 mod json_points;
 use json_points::{point, point_values};
 mod numbering;

@@ -2,11 +2,10 @@
 //! sentences miss the answer, the passages shown beside the cited ones, and the checks that
 //! keep copied headings and signatures out of the summary.
 
-use super::numbering::{breadcrumbs_as_headings, is_lead_in, looks_like_signature, prose_words};
-use super::{Numbered, citation};
-use crate::research::reading::passages::{focus, rank, subject_terms};
+use super::{Numbered, citation, link_text};
+use crate::research::reading::passages::{Passage, PassageKind, focus, rank, subject_terms};
 use crate::research::reading::queries;
-use crate::research::writing::evidence::{check_support, sentences, subject, terms, unescape_markdown};
+use crate::research::writing::evidence::{sentences, subject, terms, unescape_markdown};
 use crate::research::writing::links::LINK_RE;
 
 /// Passages, best first, among which the summary's lead is looked for.
@@ -39,7 +38,11 @@ pub(super) const MAX_LEADS: usize = 3;
 /// nor an earlier lead name, the best passage whose text names it, when its statement does.
 /// A question about two things ("How do `json.loads()` and `jsonb` each handle duplicate
 /// keys?") was answered for one of them while the other's passage sat below the summary.
-pub(super) fn leads<'a>(asked: &str, plain: &[String], items: &'a [Numbered]) -> Vec<(&'a Numbered, String)> {
+pub(super) fn leads<'a>(
+    asked: &str,
+    plain: &[String],
+    items: &'a [Numbered],
+) -> Vec<(&'a Numbered, String)> {
     let mut out: Vec<(&Numbered, String)> = Vec::new();
     if let Some(best) = lead_passage(asked, items)
         && misses_the_answer(asked, plain, best)
@@ -121,7 +124,11 @@ pub(super) const MAX_UNCITED_QUOTED: usize = 3;
 /// model answered "What isolation levels does PostgreSQL support and how does Serializable
 /// differ from Repeatable Read?" with one sentence about the second question, and the passage
 /// listing the levels was shown to it but never to the reader.
-pub(super) fn uncited_best<'a>(asked: &str, cited: &[usize], items: &'a [Numbered]) -> Vec<&'a Numbered> {
+pub(super) fn uncited_best<'a>(
+    asked: &str,
+    cited: &[usize],
+    items: &'a [Numbered],
+) -> Vec<&'a Numbered> {
     let mut chosen: Vec<usize> = Vec::new();
     if !cited.contains(&1) && !items.is_empty() {
         chosen.push(1);
