@@ -761,5 +761,57 @@ pub fn shipped_crds() -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
+/// Server-side applies `object` (any namespaced kind the server serves, status included) into
+/// `namespace` and returns it as stored. Server-owned metadata (`uid`, `resourceVersion`,
+/// `generation`, timestamps) is dropped first: the server assigns it, so tests read it back.
+pub async fn apply_object(
+    client: &Client,
+    namespace: &str,
+    mut object: Value,
+) -> Result<Value, String> {
+    let api_version = object["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let kind = object["kind"].as_str().unwrap_or_default().to_string();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+    let gvk = kube::core::GroupVersionKind::gvk(group, version, &kind);
+    let (resource, _) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .map_err(|e| format!("discovering {kind}: {e}"))?;
+    let name = object["metadata"]["name"]
+        .as_str()
+        .ok_or_else(|| format!("a {kind} without metadata.name"))?
+        .to_string();
+    if let Some(meta) = object["metadata"].as_object_mut() {
+        for owned in [
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "deletionTimestamp",
+        ] {
+            meta.remove(owned);
+        }
+        meta.insert("namespace".into(), json!(namespace));
+    }
+    let status = object.as_object_mut().and_then(|o| o.remove("status"));
+    let api: Api<kube::core::DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &resource);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut applied = api
+        .patch(&name, &params, &Patch::Apply(&object))
+        .await
+        .map_err(|e| format!("applying {kind} {namespace}/{name}: {e}"))?;
+    if let Some(status) = status {
+        let body = json!({"apiVersion": api_version, "kind": kind, "status": status});
+        applied = api
+            .patch_status(&name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(|e| format!("applying the status of {kind} {namespace}/{name}: {e}"))?;
+    }
+    serde_json::to_value(applied).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests;

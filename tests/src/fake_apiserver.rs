@@ -1,6 +1,6 @@
 //! A small fake Kubernetes API server over HTTP on 127.0.0.1, for driving the real `quarry` CLI
-//! (and `quarry mcp`) as a process through a kubeconfig. (`fake_kube` is the in-process
-//! counterpart behind a `kube::Client`, for tests of the stores.) It serves the ResearchRun, ResearchProfile and ConfigMap paths the
+//! (and `quarry mcp`) as a process through a kubeconfig: the one fake API server (tests that need
+//! no exact requests or scripted watches use the real one, `control_plane`). It serves the ResearchRun, ResearchProfile and ConfigMap paths the
 //! CLI uses (create with `generateName`, get, list, JSON merge patch, watch), records every
 //! request exactly, and writes a kubeconfig that points at it.
 //!

@@ -10,7 +10,6 @@ pub mod doc_trees;
 pub mod docs_server;
 pub mod event_stream;
 pub mod fake_apiserver;
-pub mod fake_kube;
 pub mod kube_operator;
 pub mod kube_tools;
 pub mod mcp_inspector;

@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use quarry_api::{ResearchRun, find_condition};
-use quarry_e2e::control_plane::ControlPlane;
+use quarry_e2e::control_plane::{ControlPlane, apply_object};
 use quarry_e2e::kube_operator::wait_for;
 use quarry_e2e::model_server::{ScriptedModel, Step};
 use serde_json::{Value, json};
@@ -1062,8 +1062,10 @@ async fn managed_search_engine(
 }
 
 /// The production launcher wired to local services: the scripted model, the search/docs stub and
-/// ConfigMaps on a fake API. Runs without a cluster; checks the engine wiring the e2e relies on.
+/// ConfigMaps on the real API server. No operator process; checks the engine wiring the e2e
+/// relies on.
 #[tokio::test]
+#[ignore = "needs a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_checkpoint() {
     use quarry_engine::research::machine::state::Phase;
     use quarry_operator::engine_builder::ApiKey;
@@ -1072,18 +1074,29 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
     use quarry_operator::research_run::{LaunchRequest, Launcher};
     use std::sync::Arc;
 
-    let (client, fake) = quarry_e2e::fake_kube::FakeKube::start("ns");
+    let plane = ControlPlane::start().await.expect("test control plane");
+    let client = plane.client();
+    let ns = plane.namespace("launcher").await.unwrap();
     let (web, _web_task) = start_web().await.unwrap();
     let model = ScriptedModel::start(researcher_script(&web, "CEL validation"))
         .await
         .unwrap();
 
-    let run: ResearchRun = serde_json::from_value(json!({
-        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
-        "metadata": {"name": "cel", "namespace": "ns", "uid": "uid-cel", "generation": 1},
-        "spec": {"query": "How do CEL validation rules work in CRDs?", "mode": "quick"}
-    }))
+    let run: ResearchRun = serde_json::from_value(
+        apply_object(
+            &client,
+            &ns,
+            json!({
+                "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+                "metadata": {"name": "cel"},
+                "spec": {"query": "How do CEL validation rules work in CRDs?", "mode": "quick"}
+            }),
+        )
+        .await
+        .unwrap(),
+    )
     .unwrap();
+    let run_uid = run.metadata.uid.clone().unwrap();
     let profile: quarry_api::ResearchProfile =
         serde_json::from_value(profile("default", &model.base_url(), &web)).unwrap();
     let key_ref = profile
@@ -1103,7 +1116,7 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
         managed_search: None,
         artifacts: Default::default(),
     };
-    let launcher = EngineLauncher::new(client);
+    let launcher = EngineLauncher::new(client.clone());
     let launch = |request: LaunchRequest| {
         let starter = launcher.prepare(request).unwrap();
         let (_control_tx, control_rx) = tokio::sync::watch::channel(Signal::Run);
@@ -1138,10 +1151,16 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
             .iter()
             .all(|r| r.authorization.as_deref() == Some("Bearer sk-local"))
     );
-    let report = fake
-        .configmap("ns", "cel-report")
-        .expect("report ConfigMap");
-    let checkpoint_cm = fake.configmap("ns", "cel-state").expect("state ConfigMap");
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let report = serde_json::to_value(
+        configmaps
+            .get("cel-report")
+            .await
+            .expect("report ConfigMap"),
+    )
+    .unwrap();
+    let checkpoint_cm =
+        serde_json::to_value(configmaps.get("cel-state").await.expect("state ConfigMap")).unwrap();
     let markdown = report["data"]["report.md"].as_str().unwrap();
     assert!(
         markdown.contains("## Sources") && markdown.contains(&format!("{web}/docs/cel.html")),
@@ -1152,7 +1171,10 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
             .unwrap()
             .is_object()
     );
-    assert_eq!(report["metadata"]["ownerReferences"][0]["uid"], "uid-cel");
+    assert_eq!(
+        report["metadata"]["ownerReferences"][0]["uid"],
+        run_uid.as_str()
+    );
     assert_eq!(report["metadata"]["ownerReferences"][0]["controller"], true);
     assert!(checkpoint_cm["data"]["checkpoint.json"].is_string());
     // Launched again (an operator restart): the checkpoint says Completed, nothing is redone.
@@ -1166,7 +1188,7 @@ async fn engine_launcher_completes_a_quick_run_into_configmaps_and_resumes_from_
 /// S3-compatible server (moto, on 127.0.0.1), the finalizer is added before the first object, no
 /// ConfigMap is written, and a relaunch resumes from the checkpoint in S3 without model calls.
 #[tokio::test]
-#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
+#[ignore = "needs moto's S3 server and a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn engine_launcher_keeps_an_object_store_run_in_s3() {
     use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
     use quarry_engine::research::machine::state::Phase;
@@ -1185,20 +1207,23 @@ async fn engine_launcher_keeps_an_object_store_run_in_s3() {
         "moto's server is not installed (scripts/install-test-deps.sh)"
     );
     let s3 = S3Server::start().await.unwrap();
-    let (client, fake) = quarry_e2e::fake_kube::FakeKube::start("ns");
+    let plane = ControlPlane::start().await.expect("test control plane");
+    let client = plane.client();
+    let ns = plane.namespace("launcher-s3").await.unwrap();
     let (web, _web_task) = start_web().await.unwrap();
     let model = ScriptedModel::start(researcher_script(&web, "CEL validation"))
         .await
         .unwrap();
     let run_value = json!({
         "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
-        "metadata": {"name": "cel-s3", "namespace": "ns", "uid": "uid-cel-s3", "generation": 1},
+        "metadata": {"name": "cel-s3"},
         "spec": {"query": "How do CEL validation rules work in CRDs?", "mode": "quick",
                  "report": {"kind": "objectStore", "prefix": "team"}}
     });
-    let runs_path = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns/cel-s3";
-    fake.insert(runs_path, run_value.clone());
-    let run: ResearchRun = serde_json::from_value(run_value).unwrap();
+    let run: ResearchRun =
+        serde_json::from_value(apply_object(&client, &ns, run_value).await.unwrap()).unwrap();
+    // What the launcher asks of the server is counted from here on.
+    let before = plane.audit_entries().len();
     let profile: quarry_api::ResearchProfile =
         serde_json::from_value(profile("default", &model.base_url(), &web)).unwrap();
     let key_ref = profile
@@ -1239,7 +1264,7 @@ async fn engine_launcher_keeps_an_object_store_run_in_s3() {
             report: slot.clone(),
         },
     };
-    let launcher = EngineLauncher::new(client);
+    let launcher = EngineLauncher::new(client.clone());
     launcher
         .check(&request)
         .await
@@ -1265,31 +1290,56 @@ async fn engine_launcher_keeps_an_object_store_run_in_s3() {
     for name in ["checkpoint.json", "findings.json", report_name.as_str()] {
         assert!(listed.iter().any(|n| n == name), "{name} in {listed:?}");
     }
-    let url = format!("s3://{BUCKET}/quarry/team/ns/cel-s3/{report_name}");
+    let url = format!("s3://{BUCKET}/quarry/team/{ns}/cel-s3/{report_name}");
     assert_eq!(slot.get(), Some(ReportLocation::Object(url)));
     let markdown = String::from_utf8(store.get("report.md").await.unwrap().unwrap()).unwrap();
     assert!(
         markdown.contains(&format!("{web}/docs/cel.html")),
         "{markdown}"
     );
-    assert_eq!(
-        fake.get(runs_path).unwrap()["metadata"]["finalizers"],
-        json!(["quarry.dev/artifacts"])
-    );
-    let requests = fake.requests();
+    // Every request of the launcher in the test namespace, as (verb, resource/name).
+    let requests: Vec<(String, String)> = plane.audit_entries()[before..]
+        .iter()
+        .filter(|e| e["stage"] == "ResponseComplete" && e["objectRef"]["namespace"] == ns.as_str())
+        .map(|e| {
+            (
+                e["verb"].as_str().unwrap_or_default().to_string(),
+                format!(
+                    "{}/{}",
+                    e["objectRef"]["resource"].as_str().unwrap_or_default(),
+                    e["objectRef"]["name"].as_str().unwrap_or_default()
+                ),
+            )
+        })
+        .collect();
     assert!(
         requests
             .iter()
-            .all(|(_, path)| !path.contains("/configmaps/")),
+            .all(|(_, what)| !what.starts_with("configmaps/")),
         "no ConfigMap for an objectStore run: {requests:?}"
     );
-    // The guard ran once: one read of the run, one finalizer patch.
+    // The guard ran once: one read of the run, one patch recording where its objects go, one
+    // finalizer patch.
+    let run_request = |verb: &str| (verb.to_string(), "researchruns/cel-s3".to_string());
     assert_eq!(
         requests,
         vec![
-            ("GET".to_string(), runs_path.to_string()),
-            ("PATCH".to_string(), runs_path.to_string())
+            run_request("get"),
+            run_request("patch"),
+            run_request("patch")
         ]
+    );
+    let stored = Api::<ResearchRun>::namespaced(client.clone(), &ns)
+        .get("cel-s3")
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.metadata.finalizers,
+        Some(vec!["quarry.dev/artifacts".to_string()])
+    );
+    assert_eq!(
+        stored.annotations().get("quarry.dev/artifacts-location"),
+        Some(&format!("s3://{BUCKET}/quarry/team/{ns}/cel-s3/"))
     );
     // Relaunched (an operator restart): the checkpoint in S3 says Completed; nothing is redone
     // and the report is found where it is.

@@ -3,16 +3,21 @@
 //! too large for its ConfigMap routed to S3 with status and `quarry report` pointing there; the
 //! finalizer's cleanup (the bucket is listed to prove it); credentials read from the Secret, a
 //! wrong one stalling the run with an actionable condition.
+//!
+//! The Kubernetes side is the real kube-apiserver (`quarry_e2e::control_plane`, one per test:
+//! nextest runs each test in a process of its own): the runs, profiles, Secrets, ConfigMaps and
+//! Events are real objects, and what the code asked of the server is read from its audit log.
 
 use std::sync::Arc;
 
 use base64::Engine as _;
-use http::Method;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::Resource;
+use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
+use kube::{Api, Resource};
 use quarry_api::ResearchRun;
-use quarry_e2e::fake_kube::{FakeKube, expect_request, mock_client, ok};
+use quarry_e2e::control_plane::{ControlPlane, apply_object};
 use quarry_e2e::s3_server::{BUCKET, S3Server, moto_available};
 use quarry_engine::research::machine::state::{FinalReport, Mode, Phase, RunInput, RunState};
 use quarry_engine::store::ArtifactStore;
@@ -25,11 +30,6 @@ use quarry_operator::store::configmap::ConfigMapStore;
 use quarry_operator::store::object::{Bucket, ObjectStoreConfig, RunLayout, SecretValue};
 use quarry_operator::store::routed::{ReportLocation, ReportSlot, RoutedStore};
 use serde_json::{Value, json};
-
-const RUNS: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns";
-const PROFILE: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchprofiles/default";
-const SECRET: &str = "/api/v1/namespaces/ns/secrets/s3-creds";
-const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events?";
 
 /// Starts moto, or panics saying how to install it (these tests run only when asked for).
 async fn s3() -> S3Server {
@@ -61,10 +61,10 @@ fn config(s3: &S3Server, secret_access_key: &str) -> ObjectStoreConfig {
     }
 }
 
-fn layout_of(run: &str) -> RunLayout {
+fn layout_of(namespace: &str, run: &str) -> RunLayout {
     RunLayout {
         prefix: None,
-        namespace: "ns".into(),
+        namespace: namespace.into(),
         run: run.into(),
         uid: format!("uid-{run}"),
         query: "What does VACUUM FULL lock?".into(),
@@ -127,13 +127,49 @@ fn incompressible_markdown() -> String {
     out
 }
 
+/// Starts a control plane with a fresh namespace for one test.
+async fn kube(label: &str) -> (ControlPlane, kube::Client, String) {
+    let plane = ControlPlane::start().await.expect("test control plane");
+    let client = plane.client();
+    let namespace = plane.namespace(label).await.unwrap();
+    (plane, client, namespace)
+}
+
+/// Applies `object` into `namespace` and returns it as the server stored it.
+async fn apply(client: &kube::Client, namespace: &str, object: Value) -> Value {
+    apply_object(client, namespace, object).await.unwrap()
+}
+
+/// The run as stored, typed.
+async fn stored_run(client: &kube::Client, namespace: &str, name: &str) -> ResearchRun {
+    Api::<ResearchRun>::namespaced(client.clone(), namespace)
+        .get(name)
+        .await
+        .unwrap()
+}
+
+/// The Events about run `name` (events.k8s.io/v1, what the operator's recorder writes).
+async fn events_of(client: &kube::Client, namespace: &str, name: &str) -> Vec<Value> {
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(client.clone(), namespace);
+    events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .filter(|e| e["regarding"]["name"] == name)
+        .collect()
+}
+
 #[tokio::test]
 #[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
 async fn a_runs_artifacts_are_written_read_listed_and_deleted_in_s3() {
     let s3 = s3().await;
     let bucket = Bucket::connect(&config(&s3, &s3.secret_access_key)).unwrap();
-    let store = bucket.for_run(&layout_of("vacuum"));
-    let neighbour = bucket.for_run(&layout_of("other"));
+    let store = bucket.for_run(&layout_of("ns", "vacuum"));
+    let neighbour = bucket.for_run(&layout_of("ns", "other"));
     store.probe().await.expect("the credentials work");
     assert_eq!(store.get("report.md").await.unwrap(), None);
     store.put("report.md", b"# VACUUM FULL\n").await.unwrap();
@@ -145,7 +181,7 @@ async fn a_runs_artifacts_are_written_read_listed_and_deleted_in_s3() {
         Some(&b"# VACUUM FULL\n"[..])
     );
     // The standalone report naming under <prefix>/<namespace>/<run>/, the suffix from the run's UID.
-    let name = layout_of("vacuum").report_name();
+    let name = layout_of("ns", "vacuum").report_name();
     assert!(name.starts_with("what-does-vacuum-full-lock-") && name.ends_with(".md"));
     assert_eq!(
         store.list().await.unwrap(),
@@ -171,13 +207,16 @@ async fn a_runs_artifacts_are_written_read_listed_and_deleted_in_s3() {
 }
 
 #[tokio::test]
-#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
+#[ignore = "needs moto's S3 server and a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_point_there() {
     let s3 = s3().await;
-    let (client, fake) = FakeKube::start("ns");
-    let run_value = run("big", json!({}), json!({}));
-    fake.insert(&format!("{RUNS}/big"), run_value.clone());
-    let run: ResearchRun = serde_json::from_value(run_value).unwrap();
+    let (_plane, client, ns) = kube("big-report").await;
+    apply(&client, &ns, run("big", json!({}), json!({}))).await;
+    // For the second half: a run whose profile has no object store.
+    apply(&client, &ns, run("plain", json!({}), json!({}))).await;
+    let run = stored_run(&client, &ns, "big").await;
+    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), &ns);
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     let cfg = config(&s3, &s3.secret_access_key);
     let object = Bucket::connect(&cfg)
         .unwrap()
@@ -186,12 +225,12 @@ async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_
     let store = RoutedStore::configmap_first(
         ConfigMapStore::new(
             client.clone(),
-            "ns",
+            &ns,
             "big",
             run.controller_owner_ref(&()).unwrap(),
         ),
         Some(object.clone()),
-        Some(FinalizerGuard::new(client.clone(), "ns", "big", None).into_hook()),
+        Some(FinalizerGuard::new(client.clone(), &ns, "big", None).into_hook()),
         slot.clone(),
     );
     let markdown = incompressible_markdown();
@@ -200,16 +239,18 @@ async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_
         .await
         .unwrap();
     // Small artifacts stay in ConfigMaps and need no finalizer.
-    assert_eq!(
-        fake.get(&format!("{RUNS}/big")).unwrap()["metadata"]["finalizers"],
-        Value::Null
-    );
+    assert!(runs.get("big").await.unwrap().metadata.finalizers.is_none());
     store.put("report.md", markdown.as_bytes()).await.unwrap();
     let url = object.url_of("report.md");
     assert_eq!(slot.get(), Some(ReportLocation::Object(url.clone())));
-    let cm = fake.configmap("ns", "big-report").unwrap();
+    let cm = serde_json::to_value(configmaps.get("big-report").await.unwrap()).unwrap();
     assert_eq!(cm["data"], json!({"findings.json": "{\"sources\":[]}"}));
-    assert_eq!(cm["binaryData"], json!({}));
+    // An empty map is not stored by the server: no binary data at all.
+    assert!(
+        cm["binaryData"].as_object().is_none_or(|m| m.is_empty()),
+        "{}",
+        cm["binaryData"]
+    );
     assert_eq!(
         object.list().await.unwrap(),
         vec![layout(&run).unwrap().report_name()]
@@ -220,8 +261,8 @@ async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_
     );
     // The finalizer was added before the object was written.
     assert_eq!(
-        fake.get(&format!("{RUNS}/big")).unwrap()["metadata"]["finalizers"],
-        json!(["quarry.dev/artifacts"])
+        runs.get("big").await.unwrap().metadata.finalizers,
+        Some(vec!["quarry.dev/artifacts".to_string()])
     );
     // status.report points at the object, with its size and digest.
     let mut state = RunState::new(RunInput::new(run.spec.query.clone(), Mode::Quick));
@@ -253,21 +294,34 @@ async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_
         Some(format!("report stored at {url}").as_str())
     );
     // `quarry report` follows status.report to the object, with the profile's Secret.
-    let mut stored = fake.get(&format!("{RUNS}/big")).unwrap();
-    stored["status"] = serde_json::to_value(&status).unwrap();
-    fake.insert(&format!("{RUNS}/big"), stored);
-    fake.insert(PROFILE, profile(&s3));
-    fake.insert(SECRET, secret(&s3.access_key_id, &s3.secret_access_key));
-    let printed = quarry::report_cli::cluster_report(&client, Some("ns"), "big")
+    runs.patch_status(
+        "big",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": status})),
+    )
+    .await
+    .unwrap();
+    apply(&client, &ns, profile(&s3)).await;
+    apply(
+        &client,
+        &ns,
+        secret(&s3.access_key_id, &s3.secret_access_key),
+    )
+    .await;
+    let printed = quarry::report_cli::cluster_report(&client, Some(&ns), "big")
         .await
         .unwrap();
     assert_eq!(printed, markdown);
 
     // Without an object store the same write is refused, naming the option.
-    let (client, fake) = FakeKube::start("ns");
-    fake.insert(&format!("{RUNS}/big"), serde_json::to_value(&run).unwrap());
+    let plain = stored_run(&client, &ns, "plain").await;
     let store = RoutedStore::configmap_first(
-        ConfigMapStore::new(client, "ns", "big", run.controller_owner_ref(&()).unwrap()),
+        ConfigMapStore::new(
+            client.clone(),
+            &ns,
+            "plain",
+            plain.controller_owner_ref(&()).unwrap(),
+        ),
         None,
         None,
         ReportSlot::default(),
@@ -284,145 +338,155 @@ async fn a_report_too_large_for_its_configmap_goes_to_s3_and_status_and_the_cli_
 }
 
 #[tokio::test]
-#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
+#[ignore = "needs moto's S3 server and a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn deleting_a_run_deletes_its_objects_then_releases_it() {
     let s3 = s3().await;
+    let (plane, client, ns) = kube("delete-objects").await;
     let cfg = config(&s3, &s3.secret_access_key);
     let bucket = Bucket::connect(&cfg).unwrap();
-    let doomed = bucket.for_run(&layout_of("r1"));
-    let kept = bucket.for_run(&layout_of("r2"));
+    let doomed = bucket.for_run(&layout_of(&ns, "r1"));
+    let kept = bucket.for_run(&layout_of(&ns, "r2"));
     doomed.put("report.md", b"# r1").await.unwrap();
     doomed.put("checkpoint.json", b"{}").await.unwrap();
     kept.put("report.md", b"# r2").await.unwrap();
 
-    let (client, mut handle) = mock_client("ns");
+    apply(&client, &ns, profile(&s3)).await;
+    apply(
+        &client,
+        &ns,
+        secret(&s3.access_key_id, &s3.secret_access_key),
+    )
+    .await;
+    // A second finalizer, first in the list, keeps the run readable after ours is gone and
+    // shows that exactly ours is removed, wherever it stands.
+    apply(
+        &client,
+        &ns,
+        run(
+            "r1",
+            json!({}),
+            json!({"finalizers": ["example.com/keep", "quarry.dev/artifacts"]}),
+        ),
+    )
+    .await;
+    let runs: Api<ResearchRun> = Api::namespaced(client.clone(), &ns);
+    runs.delete("r1", &Default::default()).await.unwrap();
+    let deleting = runs.get("r1").await.unwrap();
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+
     let ctx = Arc::new(Context::new(
         client.clone(),
-        Arc::new(EngineLauncher::new(client)),
+        Arc::new(EngineLauncher::new(client.clone())),
         Metrics::new(),
     ));
-    let deleting: ResearchRun = serde_json::from_value(run(
-        "r1",
-        json!({}),
-        json!({"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["quarry.dev/artifacts"]}),
-    ))
-    .unwrap();
-    let (profile_body, secret_body) = (
-        profile(&s3),
-        secret(&s3.access_key_id, &s3.secret_access_key),
-    );
-    let dir = doomed.dir_url();
-    let server = tokio::spawn(async move {
-        let (_, send) = expect_request(&mut handle, Method::GET, PROFILE).await;
-        send.send_response(ok(&profile_body));
-        let (_, send) = expect_request(&mut handle, Method::GET, SECRET).await;
-        send.send_response(ok(&secret_body));
-        let (event, send) = expect_request(&mut handle, Method::POST, EVENTS).await;
-        assert_eq!(event["type"], "Normal");
-        assert_eq!(event["reason"], "ArtifactsDeleted");
-        assert_eq!(event["note"], format!("deleted 2 objects under {dir}"));
-        send.send_response(ok(&event));
-        // The helper removes exactly this finalizer, by index, after checking it is ours.
-        let (patch, send) =
-            expect_request(&mut handle, Method::PATCH, &format!("{RUNS}/r1?")).await;
-        assert_eq!(
-            patch,
-            json!([
-                {"op": "test", "path": "/metadata/finalizers/0", "value": "quarry.dev/artifacts"},
-                {"op": "remove", "path": "/metadata/finalizers/0"}
-            ])
-        );
-        send.send_response(ok(&run("r1", json!({}), json!({}))));
-    });
     let action = quarry_operator::research_run::reconcile(Arc::new(deleting), ctx)
         .await
         .unwrap();
     assert_eq!(action, Action::await_change());
-    server.await.unwrap();
+    let events = events_of(&client, &ns, "r1").await;
+    let [event] = events.as_slice() else {
+        panic!("one Event expected: {events:?}")
+    };
+    assert_eq!(event["type"], "Normal");
+    assert_eq!(event["reason"], "ArtifactsDeleted");
+    assert_eq!(
+        event["note"],
+        format!("deleted 2 objects under {}", doomed.dir_url())
+    );
+    // Only this finalizer was removed; the other one still holds the run.
+    assert_eq!(
+        runs.get("r1").await.unwrap().metadata.finalizers,
+        Some(vec!["example.com/keep".to_string()])
+    );
+    // The helper removed it with one JSON patch (test-and-remove by index, see kube's finalizer).
+    let patches: Vec<Value> = plane
+        .audit_entries()
+        .into_iter()
+        .filter(|e| {
+            e["stage"] == "ResponseComplete"
+                && e["verb"] == "patch"
+                && e["objectRef"]["resource"] == "researchruns"
+                && e["objectRef"]["namespace"] == ns.as_str()
+                && e["objectRef"]["name"] == "r1"
+                && e["objectRef"]["subresource"].is_null()
+        })
+        .collect();
+    // The fixture's apply is one patch, the finalizer's removal the other.
+    assert_eq!(patches.len(), 2, "{patches:#?}");
     // The bucket proves it: the run's objects are gone, its neighbour's are not.
     assert!(doomed.list().await.unwrap().is_empty());
     assert_eq!(kept.list().await.unwrap().len(), 1);
 }
 
 #[tokio::test]
-#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
+#[ignore = "needs moto's S3 server and a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn credentials_come_from_the_secret_and_a_wrong_one_stalls_the_run() {
     let s3 = s3().await;
-    let (client, mut handle) = mock_client("ns");
+    let (_plane, client, ns) = kube("wrong-key").await;
+    let wrong = "wrong-secret-value-0123456789";
+    apply(&client, &ns, profile(&s3)).await;
+    apply(&client, &ns, secret(&s3.access_key_id, wrong)).await;
+    apply(
+        &client,
+        &ns,
+        run("r1", json!({"report": {"kind": "objectStore"}}), json!({})),
+    )
+    .await;
+    let object_run = stored_run(&client, &ns, "r1").await;
     let ctx = Arc::new(Context::new(
         client.clone(),
-        Arc::new(EngineLauncher::new(client)),
+        Arc::new(EngineLauncher::new(client.clone())),
         Metrics::new(),
     ));
-    let object_run: ResearchRun = serde_json::from_value(run(
-        "r1",
-        json!({"report": {"kind": "objectStore"}}),
-        json!({}),
-    ))
-    .unwrap();
-    let wrong = "wrong-secret-value-0123456789";
-    let (profile_body, secret_body) = (profile(&s3), secret(&s3.access_key_id, wrong));
-    let dir = format!("s3://{BUCKET}/quarry/ns/r1/");
-    let server = tokio::spawn(async move {
-        let (_, send) = expect_request(&mut handle, Method::GET, PROFILE).await;
-        send.send_response(ok(&profile_body));
-        let (_, send) = expect_request(&mut handle, Method::GET, SECRET).await;
-        send.send_response(ok(&secret_body));
-        let (body, send) = expect_request(
-            &mut handle,
-            Method::PATCH,
-            &format!("{RUNS}/r1/status?&force=true&fieldManager=quarry-operator"),
-        )
-        .await;
-        let text = body.to_string();
-        assert!(!text.contains(wrong), "the secret leaked into status");
-        let stalled = body["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["type"] == "Stalled")
-            .cloned()
-            .unwrap();
-        assert_eq!(stalled["status"], "True");
-        assert_eq!(stalled["reason"], "ObjectStoreAccessDenied", "{stalled}");
-        let message = stalled["message"].as_str().unwrap().to_string();
-        assert!(
-            message.starts_with(&format!(
-                "the object store at {dir} refused the credentials of ResearchProfile \"default\" objectStore: access denied: SignatureDoesNotMatch"
-            )) && message.ends_with("fix the keys of the credentials Secret and the run starts"),
-            "{message}"
-        );
-        let mut answered = run("r1", json!({"report": {"kind": "objectStore"}}), json!({}));
-        answered["status"] = body["status"].clone();
-        send.send_response(ok(&answered));
-        let (event, send) = expect_request(&mut handle, Method::POST, EVENTS).await;
-        assert_eq!(event["type"], "Warning");
-        assert_eq!(event["reason"], "ObjectStoreAccessDenied");
-        assert_eq!(event["note"], message.as_str());
-        send.send_response(ok(&event));
-        message
-    });
     let action = quarry_operator::research_run::reconcile(Arc::new(object_run), ctx)
         .await
         .unwrap();
     assert_eq!(action, Action::requeue(std::time::Duration::from_secs(15)));
-    server.await.unwrap();
+    let dir = format!("s3://{BUCKET}/quarry/{ns}/r1/");
+    let stored = serde_json::to_value(stored_run(&client, &ns, "r1").await).unwrap();
+    assert!(
+        !stored["status"].to_string().contains(wrong),
+        "the secret leaked into status"
+    );
+    let stalled = stored["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Stalled")
+        .cloned()
+        .unwrap();
+    assert_eq!(stalled["status"], "True");
+    assert_eq!(stalled["reason"], "ObjectStoreAccessDenied", "{stalled}");
+    let message = stalled["message"].as_str().unwrap().to_string();
+    assert!(
+        message.starts_with(&format!(
+            "the object store at {dir} refused the credentials of ResearchProfile \"default\" objectStore: access denied: SignatureDoesNotMatch"
+        )) && message.ends_with("fix the keys of the credentials Secret and the run starts"),
+        "{message}"
+    );
+    let events = events_of(&client, &ns, "r1").await;
+    let [event] = events.as_slice() else {
+        panic!("one Event expected: {events:?}")
+    };
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(event["reason"], "ObjectStoreAccessDenied");
+    assert_eq!(event["note"], message.as_str());
     // With the right key from the Secret the same store answers.
     let right = Bucket::connect(&config(&s3, &s3.secret_access_key))
         .unwrap()
-        .for_run(&layout_of("r1"));
+        .for_run(&layout_of(&ns, "r1"));
     right.probe().await.unwrap();
 }
 
 #[tokio::test]
-#[ignore = "needs moto's S3 server (scripts/install-test-deps.sh)"]
+#[ignore = "needs moto's S3 server and a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn a_scheduled_run_is_compared_with_an_earlier_report_kept_in_s3() {
-    use quarry_e2e::fake_kube::FakeKube;
     use quarry_operator::research_run::earlier_run::earlier_findings;
     let s3 = s3().await;
+    let (plane, client, ns) = kube("earlier").await;
     let bucket = Bucket::connect(&config(&s3, &s3.secret_access_key)).unwrap();
     // The earlier run of the schedule stored its report and findings in the bucket only.
-    let store = bucket.for_run(&layout_of("weekly-1"));
+    let store = bucket.for_run(&layout_of(&ns, "weekly-1"));
     let findings = json!({
         "claims": [
             {"claim": "VACUUM FULL takes an ACCESS EXCLUSIVE lock.", "supported": true},
@@ -435,7 +499,6 @@ async fn a_scheduled_run_is_compared_with_an_earlier_report_kept_in_s3() {
         .put("findings.json", findings.to_string().as_bytes())
         .await
         .unwrap();
-    let (client, kube) = FakeKube::start("ns");
     let mut earlier = run(
         "weekly-1",
         json!({"report": {"kind": "objectStore"}}),
@@ -446,8 +509,8 @@ async fn a_scheduled_run_is_compared_with_an_earlier_report_kept_in_s3() {
         "completionTime": "2026-11-18T07:00:00Z",
         "report": {"objectUrl": store.url_of("report.md"), "bytes": 14, "sources": 1}
     });
-    kube.insert(&format!("{RUNS}/weekly-1"), earlier);
-    let found = earlier_findings(&client, "ns", "weekly-1", Some(&bucket))
+    apply(&client, &ns, earlier).await;
+    let found = earlier_findings(&client, &ns, "weekly-1", Some(&bucket))
         .await
         .expect("the findings are read from the object store");
     assert_eq!(
@@ -464,16 +527,17 @@ async fn a_scheduled_run_is_compared_with_an_earlier_report_kept_in_s3() {
         found.date
     );
     // Its report ConfigMap was looked for first (a report may be in either place).
+    let entries = plane.audit_entries();
     assert!(
-        kube.requests()
-            .iter()
-            .any(|(m, p)| m == "GET" && p.ends_with("/configmaps/weekly-1-report")),
-        "{:?}",
-        kube.requests()
+        entries.iter().any(|e| e["verb"] == "get"
+            && e["objectRef"]["resource"] == "configmaps"
+            && e["objectRef"]["namespace"] == ns.as_str()
+            && e["objectRef"]["name"] == "weekly-1-report"),
+        "no GET of the report ConfigMap in the audit log"
     );
     // Without the bucket (a run whose profile has no object store) there is nothing to compare.
     assert!(
-        earlier_findings(&client, "ns", "weekly-1", None)
+        earlier_findings(&client, &ns, "weekly-1", None)
             .await
             .is_none()
     );

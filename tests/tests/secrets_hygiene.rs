@@ -5,22 +5,23 @@
 //! Two harnesses:
 //! - standalone: the `quarry` binary with debug logs (text, then JSON; see [`LOG_FILTER`]) against the scripted model
 //!   and the real searx stack; stdout, stderr and every file of the state dir are searched.
-//! - operator: `quarry_operator::research_run::reconcile` with the production `EngineLauncher` on a fake
-//!   Kubernetes API (a tower-test mock that answers like the API server and records every request
-//!   body: status patches, Events, ConfigMaps with the checkpoint and the report), debug tracing
+//! - operator: `quarry_operator::research_run::reconcile` with the production `EngineLauncher` on
+//!   the real kube-apiserver (`quarry_e2e::control_plane`), through a client that records every
+//!   request body it sends (status patches, Events, ConfigMaps with the checkpoint and the report);
+//!   then what the server kept (the run, ConfigMaps, Events, the audit log), debug tracing
 //!   captured into a buffer, and the metrics text. Reconcile was chosen over the launcher alone
 //!   because only reconcile writes status and Events; its Secret lookup is the real one too.
 //!
 //! In each, the model's first answer misbehaves (an HTTP error whose body echoes the key, as some
 //! proxies do) so error paths run as well as the happy one.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use quarry_e2e::control_plane::{ControlPlane, apply_object};
 use quarry_e2e::model_server::{Script, ScriptedModel, Step};
 use quarry_e2e::profiles::scripted_profile;
 use quarry_e2e::quarry_bin::quarry_bin;
@@ -250,88 +251,28 @@ struct Sent {
     body: String,
 }
 
-type Handle =
-    tower_test::mock::Handle<http::Request<kube::client::Body>, http::Response<kube::client::Body>>;
-
-/// What the fake API serves: the run, its profile, the Secret with the canary and ConfigMaps.
-struct FakeApi {
-    run: Value,
-    profile: Value,
-    secret: Value,
-    configmaps: BTreeMap<String, Value>,
-    sent: Arc<Mutex<Vec<Sent>>>,
-}
-
-fn respond(status: u16, body: &Value) -> http::Response<kube::client::Body> {
-    http::Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(kube::client::Body::from(serde_json::to_vec(body).unwrap()))
-        .unwrap()
-}
-
-fn not_found(path: &str) -> http::Response<kube::client::Body> {
-    respond(
-        404,
-        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "reason": "NotFound", "code": 404, "message": format!("{path} not found")}),
-    )
-}
-
-impl FakeApi {
-    /// Answers like the API server for the paths the reconciler and launcher use.
-    async fn serve(mut self, mut handle: Handle) {
-        const NS: &str = "/namespaces/ns/";
-        while let Some((request, send)) = handle.next_request().await {
-            let method = request.method().to_string();
-            let uri = request.uri().to_string();
-            let path = request.uri().path().to_owned();
-            let bytes = request
-                .into_body()
-                .collect_bytes()
-                .await
-                .unwrap_or_default();
-            let body = String::from_utf8_lossy(&bytes).into_owned();
-            self.sent.lock().unwrap().push(Sent {
-                method: method.clone(),
-                uri,
-                body: body.clone(),
+/// A client that sends every request through `real` (to the real API server) and records it
+/// on the way, body included: what the operator sent is searched as well as what the server kept.
+fn recording_client(real: kube::Client, sent: Arc<Mutex<Vec<Sent>>>) -> kube::Client {
+    let namespace = real.default_namespace().to_owned();
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let (real, sent) = (real.clone(), sent.clone());
+        async move {
+            let (parts, body) = request.into_parts();
+            let bytes = body.collect_bytes().await?;
+            sent.lock().unwrap().push(Sent {
+                method: parts.method.to_string(),
+                uri: parts.uri.to_string(),
+                body: String::from_utf8_lossy(&bytes).into_owned(),
             });
-            let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-            let name = path.rsplit('/').next().unwrap_or_default().to_owned();
-            let response = match (method.as_str(), path.as_str()) {
-                ("GET", p) if p.ends_with(&format!("{NS}researchprofiles/default")) => {
-                    respond(200, &self.profile)
-                }
-                ("GET", p) if p.ends_with(&format!("{NS}secrets/model-key")) => {
-                    respond(200, &self.secret)
-                }
-                ("PATCH", p) if p.ends_with(&format!("{NS}researchruns/canary/status")) => {
-                    self.run["status"] = parsed["status"].clone();
-                    respond(200, &self.run)
-                }
-                ("POST" | "PATCH", p) if p.contains("/events") => respond(201, &parsed),
-                ("GET", p) if p.contains(&format!("{NS}configmaps/")) => {
-                    match self.configmaps.get(&name) {
-                        Some(cm) => respond(200, cm),
-                        None => not_found(p),
-                    }
-                }
-                ("PATCH", p) if p.contains(&format!("{NS}configmaps/")) => {
-                    self.configmaps.insert(name, parsed.clone());
-                    respond(200, &parsed)
-                }
-                // The store creates a ConfigMap it has not written yet.
-                ("POST", p) if p.ends_with(&format!("{NS}configmaps")) => {
-                    let name = parsed["metadata"]["name"].as_str().unwrap_or_default();
-                    self.configmaps.insert(name.to_owned(), parsed.clone());
-                    respond(201, &parsed)
-                }
-                (_, p) => not_found(p),
-            };
-            send.send_response(response);
+            real.send(http::Request::from_parts(
+                parts,
+                kube::client::Body::from(bytes),
+            ))
+            .await
         }
-    }
+    });
+    kube::Client::new(service, namespace)
 }
 
 /// A `Write` into a shared buffer, for capturing the operator's logs.
@@ -394,12 +335,12 @@ async fn operator_run(test: &str, status: u16) -> String {
         .unwrap();
     let run = json!({
         "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
-        "metadata": {"name": "canary", "namespace": "ns", "uid": "uid-canary", "generation": 1, "resourceVersion": "1"},
+        "metadata": {"name": "canary"},
         "spec": {"query": QUERY, "mode": "quick", "profileRef": "default"}
     });
     let profile = json!({
         "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchProfile",
-        "metadata": {"name": "default", "namespace": "ns", "uid": "uid-profile", "generation": 1},
+        "metadata": {"name": "default"},
         "spec": {
             "models": {"primary": {
                 "baseURL": model.base_url(), "model": "scripted", "timeoutSeconds": 20,
@@ -413,22 +354,17 @@ async fn operator_run(test: &str, status: u16) -> String {
     });
     let secret = json!({
         "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "model-key", "namespace": "ns", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
+        "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
         "data": {"apiKey": base64(CANARY.as_bytes())}
     });
+    let plane = ControlPlane::start().await.expect("test control plane");
+    let ns = plane.namespace(test).await.unwrap();
+    for object in [secret, profile, run] {
+        apply_object(&plane.client(), &ns, object).await.unwrap();
+    }
+    let runs: kube::Api<quarry_api::ResearchRun> = kube::Api::namespaced(plane.client(), &ns);
     let sent = Arc::new(Mutex::new(Vec::new()));
-    let (service, handle) = tower_test::mock::pair();
-    tokio::spawn(
-        FakeApi {
-            run: run.clone(),
-            profile,
-            secret,
-            configmaps: BTreeMap::new(),
-            sent: sent.clone(),
-        }
-        .serve(handle),
-    );
-    let client = kube::Client::new(service, "ns");
+    let client = recording_client(plane.client(), sent.clone());
     let metrics = quarry_engine::telemetry::Metrics::new();
     let mut ctx = Context::new(
         client.clone(),
@@ -438,8 +374,9 @@ async fn operator_run(test: &str, status: u16) -> String {
     ctx.status_interval = Duration::from_millis(200);
     let ctx = Arc::new(ctx);
 
-    let run_object: quarry_api::ResearchRun = serde_json::from_value(run.clone()).unwrap();
-    reconcile(Arc::new(run_object), ctx.clone()).await.unwrap();
+    reconcile(Arc::new(runs.get("canary").await.unwrap()), ctx.clone())
+        .await
+        .unwrap();
 
     // The status writer reports the end by itself.
     let terminal = |sent: &[Sent]| {
@@ -462,9 +399,12 @@ async fn operator_run(test: &str, status: u16) -> String {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     // Reconciled again as finished (what the watch delivers next): the finished path runs too.
-    let mut finished = run.clone();
-    finished["status"] = final_status["status"].clone();
-    let finished: quarry_api::ResearchRun = serde_json::from_value(finished).unwrap();
+    let finished = runs.get("canary").await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&finished.status).unwrap()["phase"],
+        final_status["status"]["phase"],
+        "the server holds the terminal status"
+    );
     reconcile(Arc::new(finished), ctx.clone()).await.unwrap();
     // Let trailing Events land.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -511,6 +451,36 @@ async fn operator_run(test: &str, status: u16) -> String {
             .join("\n"),
     ));
     texts.push(("logs".to_owned(), logs));
+    // What the server kept: the run with its status, the ConfigMaps and Events of the namespace,
+    // and the audit log of every request.
+    let kept = |what: &str, value: Value| (format!("stored {what}"), value.to_string());
+    texts.push(kept(
+        "ResearchRun",
+        serde_json::to_value(runs.get("canary").await.unwrap()).unwrap(),
+    ));
+    let configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(plane.client(), &ns);
+    let stored_configmaps = configmaps.list(&Default::default()).await.unwrap();
+    assert!(
+        stored_configmaps
+            .items
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some("canary-state")),
+        "the checkpoint ConfigMap is stored"
+    );
+    texts.push(kept(
+        "ConfigMaps",
+        serde_json::to_value(stored_configmaps).unwrap(),
+    ));
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(plane.client(), &ns);
+    let stored_events = events.list(&Default::default()).await.unwrap();
+    assert!(!stored_events.items.is_empty(), "Events are stored");
+    texts.push(kept("Events", serde_json::to_value(stored_events).unwrap()));
+    texts.push((
+        "audit log".to_owned(),
+        std::fs::read_to_string(plane.audit_log()).unwrap(),
+    ));
     texts.push(("/metrics".to_owned(), metrics_text));
     let found = leaks(&texts);
     assert!(found.is_empty(), "the key leaked:\n{}", found.join("\n"));
@@ -518,14 +488,14 @@ async fn operator_run(test: &str, status: u16) -> String {
 }
 
 #[tokio::test]
-#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
+#[ignore = "needs searx and the docs corpus and a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn operator_run_never_shows_the_key_in_status_events_configmaps_logs_or_metrics() {
     let phase = operator_run("secrets_hygiene_operator", 500).await;
     assert_eq!(phase, "Completed");
 }
 
 #[tokio::test]
-#[ignore = "needs searx and the docs corpus (scripts/install-test-deps.sh)"]
+#[ignore = "needs searx and the docs corpus and a kube-apiserver and etcd (scripts/install-test-deps.sh, KUBE_APISERVER_BIN)"]
 async fn operator_run_failed_by_a_refused_key_never_shows_it() {
     // 401 is not retried: the run ends on the error path, whose message reaches status and Events.
     let phase = operator_run("secrets_hygiene_operator_401", 401).await;
