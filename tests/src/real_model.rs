@@ -146,7 +146,6 @@ pub fn repo_root() -> PathBuf {
 #[derive(Debug)]
 pub struct RealModel {
     child: Child,
-    host: std::net::IpAddr,
     port: u16,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
@@ -159,21 +158,10 @@ impl RealModel {
 
     /// Starts the server on a free 127.0.0.1 port and waits until `/health` answers 200.
     pub async fn start_with(cfg: RealModelConfig) -> Result<Self, RealModelError> {
-        Self::start_on(cfg, std::net::Ipv4Addr::LOCALHOST.into()).await
-    }
-
-    /// [`RealModel::start_with`] on a free port of `host` (the node tests' Pods reach the host
-    /// at the node's address, not at loopback).
-    pub async fn start_on(
-        cfg: RealModelConfig,
-        host: std::net::IpAddr,
-    ) -> Result<Self, RealModelError> {
         cfg.check_installed()?;
         let mut child = Command::new(&cfg.node)
             .arg(&cfg.server_script)
-            .arg("--host")
-            .arg(host.to_string())
-            .args(["--port", "0"])
+            .args(["--host", "127.0.0.1", "--port", "0"])
             .arg("--model")
             .arg(&cfg.model_path)
             .arg("--modules")
@@ -217,7 +205,6 @@ impl RealModel {
         // From here on, dropping `server` kills the child on every error path.
         let mut server = RealModel {
             child,
-            host,
             port: 0,
             stderr,
         };
@@ -260,10 +247,9 @@ impl RealModel {
         format!("{}/v1", self.root_url())
     }
 
-    /// `http://HOST:PORT` (`127.0.0.1` unless started with [`RealModel::start_on`]), where
-    /// `/health` lives.
+    /// `http://127.0.0.1:PORT`, where `/health` lives.
     pub fn root_url(&self) -> String {
-        format!("http://{}:{}", self.host, self.port)
+        format!("http://127.0.0.1:{}", self.port)
     }
 
     /// The bound port.

@@ -1301,12 +1301,14 @@ fn peak_memory(node: &Node, status: &serde_json::Value) -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// A loopback port forwarding to `target` (the console's Service): the browser opens the console
-/// on `localhost`, the one plain-HTTP origin where it keeps the console's `Secure` sign-in cookie
-/// (on the Service's cluster IP over HTTP it would drop the cookie and never be signed in).
-async fn forward_from_localhost(target: std::net::SocketAddr) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
+/// Forwards connections to a free port of `listen`'s address to `target`; returns where it
+/// listens. The browser opens the console on loopback through one: the sign-in cookie is
+/// `Secure`, which chromium keeps over plain HTTP only on loopback (on the Service's cluster IP it
+/// would drop it and never be signed in). The Pods reach the host's real model through another,
+/// on the node address.
+async fn forward(listen: std::net::IpAddr, target: std::net::SocketAddr) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind((listen, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((mut inbound, _)) = listener.accept().await {
             tokio::spawn(async move {
@@ -1316,7 +1318,7 @@ async fn forward_from_localhost(target: std::net::SocketAddr) -> u16 {
             });
         }
     });
-    port
+    addr
 }
 
 /// A ServiceAccount `name` in `namespace` bound to the chart's `roles`, and a token for it from
@@ -1375,8 +1377,12 @@ async fn console_shows_the_run(node: &Node, namespace: &str, run: &str, expected
         .unwrap()
         .parse()
         .unwrap();
-    let port = forward_from_localhost((cluster_ip, 8080).into()).await;
-    let base = format!("http://localhost:{port}");
+    let local = forward(
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        (cluster_ip, 8080).into(),
+    )
+    .await;
+    let base = format!("http://localhost:{}", local.port());
     let shots = node.dir().join("console-screenshots");
     let b = quarry_e2e::browser::Browser::start(&shots).await;
     // Signed out, the console sends the browser to its sign-in page.
@@ -1486,13 +1492,16 @@ async fn a_quick_run_in_a_pod_with_the_real_model_completes_or_fails_honestly() 
     }
     let started = std::time::Instant::now();
     let images = build_images().expect("images");
-    // The model loads while the node starts (both take tens of seconds).
-    let (node, model) = tokio::join!(
-        Node::up(),
-        RealModel::start_on(config, quarry_e2e::node::NODE_IP.into())
-    );
+    // The model loads (on loopback) while the node starts: both take tens of seconds, and the
+    // node address the Pods reach it at exists only once the node is up.
+    let (model, node) = tokio::join!(RealModel::start_with(config), Node::up());
     let node = node.expect("node");
     let model = model.expect("real model server");
+    let model_on_node = forward(
+        quarry_e2e::node::NODE_IP.into(),
+        ([127, 0, 0, 1], model.port()).into(),
+    )
+    .await;
     node.import(&images.quarry.archive).expect("import quarry");
     let web = start_web().await;
     let host = quarry_e2e::node::NODE_IP.to_string();
@@ -1506,7 +1515,7 @@ async fn a_quick_run_in_a_pod_with_the_real_model_completes_or_fails_honestly() 
         "metadata": {"name": "real"},
         "spec": {
             "models": {"primary": {
-                "baseURL": model.base_url(), "model": MODEL_NAME,
+                "baseURL": format!("http://{model_on_node}/v1"), "model": MODEL_NAME,
                 "toolMode": "jsonAction", "jsonMode": true, "temperature": 0,
                 "timeoutSeconds": 150, "contextWindow": 8192, "maxOutputTokens": 400
             }},
