@@ -100,16 +100,18 @@ junit="$repo/target/nextest/ci/junit.xml"
 rm -f "$junit"
 status=0
 cargo nextest run --workspace --profile ci --run-ignored all -E "$filter" "$@" || status=$?
-# How many tests of the binaries whose name starts with $1 ran (not skipped), from the JUnit report.
+# How many tests of the binaries whose name starts with $1 (and named $2, when given) ran (not
+# skipped), from the JUnit report.
 ran_in() {
-  /usr/bin/python3 - "$junit" "$1" <<'PY'
+  /usr/bin/python3 - "$junit" "$1" "${2:-}" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:
     root = ET.parse(sys.argv[1]).getroot()
 except Exception:
     print(0); sys.exit()
 print(sum(1 for suite in root.iter("testsuite") if suite.get("name", "").split("::")[-1].startswith(sys.argv[2])
-          for case in suite.iter("testcase") if case.find("skipped") is None))
+          for case in suite.iter("testcase") if case.find("skipped") is None
+          and sys.argv[3] in ("", case.get("name"))))
 PY
 }
 if [ -n "$apiserver" ] && [ "${CI:-}" = true ]; then
@@ -125,6 +127,12 @@ if [ -n "$node" ] && [ "${CI:-}" = true ]; then
   echo "==> node suite: $ran tests ran on the real node"
   if [ "$ran" -lt 1 ]; then
     echo "the node can start here but the node suite did not run" >&2
+    status=1
+  fi
+  # The real model is installed above unless QUARRY_REAL_MODEL=0: its run in a Pod must run too.
+  if [ "${QUARRY_REAL_MODEL:-1}" != 0 ] \
+    && [ "$(ran_in kube_node a_quick_run_in_a_pod_with_the_real_model_completes_or_fails_honestly)" -lt 1 ]; then
+    echo "the node and the real model are here but the real-model run in a Pod did not run" >&2
     status=1
   fi
 fi

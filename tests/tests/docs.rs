@@ -245,13 +245,18 @@ fn test_script_sandbox(install_ok: bool) -> tempfile::TempDir {
         r#"#!/bin/sh
 echo "$*" >> "{log}"
 case "$1" in
-  nextest) [ -f "{installed}" ] || exit 101; exit 0 ;;
+  nextest) [ -f "{installed}" ] || exit 101
+    # The JUnit report of a run, when the test gave one.
+    if [ "$2" = run ] && [ -f "{junit}" ]; then mkdir -p "{ci}" && cp "{junit}" "{ci}/"; fi
+    exit 0 ;;
   install) {install} ;;
   *) exit 0 ;;
 esac
 "#,
         log = root.join("cargo.log").display(),
         installed = root.join("nextest-installed").display(),
+        junit = root.join("junit.xml").display(),
+        ci = root.join("target/nextest/ci").display(),
         install = if install_ok {
             format!(
                 "touch \"{}\"; exit 0",
@@ -326,6 +331,72 @@ fn test_script_installs_nextest_and_runs_the_ignored_tests_with_it() {
         "{log}"
     );
     assert!(!lines.iter().any(|l| l.starts_with("test")), "{log}");
+}
+
+/// Under CI, on a machine whose node can start and with the real model installed, the test
+/// command fails unless the node suite's real-model run ran (a JUnit report without it, then with it).
+#[test]
+fn under_ci_the_test_script_requires_the_real_model_run_on_the_node() {
+    let sandbox = test_script_sandbox(true);
+    let root = sandbox.path();
+    // Root (the node's condition) and a node.sh, with stand-ins for the node's install and images.
+    let stand_ins = [
+        ("bin/id", "#!/bin/sh\necho 0\n"),
+        ("node.sh", "#!/bin/sh\nexit 0\n"),
+        ("scripts/install-node-deps.sh", "#!/bin/sh\nexit 0\n"),
+        ("scripts/build-images.sh", "#!/bin/sh\nexit 0\n"),
+    ];
+    for (path, body) in stand_ins {
+        std::fs::write(root.join(path), body).unwrap();
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(root.join(path))
+            .status()
+            .expect("chmod");
+    }
+    let junit = |cases: &[&str]| {
+        let cases: String = cases
+            .iter()
+            .map(|c| format!("<testcase name=\"{c}\"/>"))
+            .collect();
+        std::fs::write(
+            root.join("junit.xml"),
+            format!("<testsuites><testsuite name=\"quarry-e2e::kube_node\">{cases}</testsuite></testsuites>"),
+        )
+        .unwrap();
+    };
+    let run = || {
+        std::process::Command::new("bash")
+            .arg(root.join("scripts/test.sh"))
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", root.join("bin").display()),
+            )
+            .env("QUARRY_NODE_SH", root.join("node.sh"))
+            .env("CI", "true")
+            .env_remove("QUARRY_REAL_MODEL")
+            .env_remove("KUBE_APISERVER_BIN")
+            .output()
+            .expect("bash runs scripts/test.sh")
+    };
+    junit(&["helm_install_runs_a_ready_operator_that_leads_and_serves_metrics"]);
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the real-model run in a Pod did not run"),
+        "{stderr}"
+    );
+    junit(&[
+        "helm_install_runs_a_ready_operator_that_leads_and_serves_metrics",
+        "a_quick_run_in_a_pod_with_the_real_model_completes_or_fails_honestly",
+    ]);
+    let out = run();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Every `quarry SUBCOMMAND ... --flag` the docs show (in shell blocks and code spans), as the

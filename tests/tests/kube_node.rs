@@ -14,6 +14,7 @@ use quarry_e2e::model_server::{Route, Script, ScriptedModel, Step};
 use quarry_e2e::node::{
     Images, Node, build_images, readme_command, readme_install_commands, resolve,
 };
+use quarry_vocab::reasons;
 use serde_json::json;
 
 const NS: &str = "quarry-system";
@@ -154,12 +155,23 @@ async fn helm_install_runs_a_ready_operator_that_leads_and_serves_metrics() {
     .await
     .expect("dns");
     assert_eq!(resolved.to_string(), cluster_ip);
-    let metrics = reqwest::get(format!("http://{cluster_ip}:8080/metrics"))
-        .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .unwrap();
+    // Retried: kube-proxy may program the Service's endpoint a moment after the Pod holds the
+    // Lease (once refused on the node: "Connection refused" from its reject rule).
+    let metrics = wait_for(
+        "/metrics through the Service's cluster IP",
+        Duration::from_secs(30),
+        || async {
+            reqwest::get(format!("http://{cluster_ip}:8080/metrics"))
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()
+        },
+        |m: &String| m.contains("quarry_"),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", node.diagnostics(NS)));
     assert!(metrics.contains("quarry_"), "{metrics}");
 
     // A pod resolves the Service by its DNS name (the kubelet points pods at the node's dnsmasq):
@@ -433,9 +445,10 @@ async fn reports_of(node: &Node, namespace: &str, run: &str) -> Vec<ConfigMap> {
 /// name; the README's first run (quick) and a deep run complete in Pods against it and the
 /// scripted model on the node address; the operator Pod deleted mid-run is replaced and the run
 /// finishes with one report; deleting runs leaves their ConfigMaps to the garbage collector; a
-/// namespace holding runs and schedules is deleted completely.
+/// namespace holding runs and schedules is deleted completely; the operator's console, reached
+/// through its Service in the headless browser, signs a token in and renders the quick run's report.
 #[tokio::test]
-#[ignore = "needs a node (root, containerd: scripts/install-node-deps.sh, QUARRY_NODE_SH)"]
+#[ignore = "needs a node and chromium and chromium-driver (root, containerd: scripts/install-node-deps.sh, QUARRY_NODE_SH; scripts/install-test-deps.sh)"]
 async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install() {
     let started = std::time::Instant::now();
     let images = build_images().expect("images");
@@ -650,6 +663,7 @@ async fn searchengine_and_research_runs_work_in_pods_through_the_readme_install(
         "{listed}"
     );
     eprintln!("quick run Completed at {:?}", started.elapsed());
+    console_shows_the_run(&node, "default", quick, "cancels the remaining tasks").await;
 
     // A deep run; the operator Pod is deleted while it is Researching (its researchers' batch turns
     // are held 6 s), and the Deployment's new Pod finishes it.
@@ -1296,4 +1310,314 @@ fn peak_memory(node: &Node, status: &serde_json::Value) -> Option<u64> {
         .parse()
         .ok()?;
     Some(kib * 1024)
+}
+
+/// Forwards connections to a free port of `listen`'s address to `target`; returns where it
+/// listens. The browser opens the console on loopback through one: the sign-in cookie is
+/// `Secure`, which chromium keeps over plain HTTP only on loopback (on the Service's cluster IP it
+/// would drop it and never be signed in). The Pods reach the host's real model through another,
+/// on the node address.
+async fn forward(listen: std::net::IpAddr, target: std::net::SocketAddr) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind((listen, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// A ServiceAccount `name` in `namespace` bound to the chart's `roles`, and a token for it from
+/// `kubectl create token` (what the console's sign-in page tells people to paste).
+fn service_account_token(node: &Node, namespace: &str, name: &str, roles: &[&str]) -> String {
+    let (ok, out, err) = node.run(
+        "kubectl",
+        &["-n", namespace, "create", "serviceaccount", name],
+    );
+    assert!(ok, "{out}{err}");
+    for role in roles {
+        let binding = format!("{name}-{role}");
+        let sa = format!("{namespace}:{name}");
+        let clusterrole = format!("--clusterrole={role}");
+        let serviceaccount = format!("--serviceaccount={sa}");
+        let (ok, out, err) = node.run(
+            "kubectl",
+            &[
+                "-n",
+                namespace,
+                "create",
+                "rolebinding",
+                &binding,
+                &clusterrole,
+                &serviceaccount,
+            ],
+        );
+        assert!(ok, "{out}{err}");
+    }
+    let (ok, out, err) = node.run("kubectl", &["-n", namespace, "create", "token", name]);
+    assert!(ok, "{out}{err}");
+    out.trim().to_owned()
+}
+
+/// The operator's console (`console.enabled`, the chart default) through the chart's Service,
+/// in the headless browser: a token of a ServiceAccount bound to quarry-edit (and quarry-view,
+/// for the report ConfigMap) signs in, the list shows `run` of `namespace`, and its page renders
+/// the report containing `expected`.
+async fn console_shows_the_run(node: &Node, namespace: &str, run: &str, expected: &str) {
+    use fantoccini::Locator;
+    let started = std::time::Instant::now();
+    let token = service_account_token(
+        node,
+        namespace,
+        "console-editor",
+        &["quarry-edit", "quarry-view"],
+    );
+    let services: Api<Service> = Api::namespaced(node.client(), NS);
+    let cluster_ip: std::net::IpAddr = services
+        .get("quarry")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .cluster_ip
+        .unwrap()
+        .parse()
+        .unwrap();
+    let local = forward(
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        (cluster_ip, 8080).into(),
+    )
+    .await;
+    let base = format!("http://localhost:{}", local.port());
+    let shots = node.dir().join("console-screenshots");
+    let b = quarry_e2e::browser::Browser::start(&shots).await;
+    // Signed out, the console sends the browser to its sign-in page.
+    b.client
+        .goto(&format!("{base}/console?namespace={namespace}"))
+        .await
+        .unwrap();
+    let url = b.client.current_url().await.unwrap();
+    assert_eq!(url.path(), "/console/login", "{url}");
+    let form = b
+        .client
+        .form(Locator::Css("form[action='/console/login']"))
+        .await
+        .unwrap();
+    form.set_by_name("token", &token).await.unwrap();
+    form.submit().await.unwrap();
+    // A token the API server accepts leaves the sign-in page (a refused one stays on it, with
+    // the reason); the submit does not wait for that navigation.
+    let left = wait_for(
+        "the console to sign the browser in",
+        Duration::from_secs(30),
+        || async { Some(b.client.current_url().await.ok()?.path().to_owned()) },
+        |path: &String| path != "/console/login",
+    )
+    .await;
+    if let Err(e) = left {
+        b.screenshot("sign-in").await;
+        panic!("{e}: {:?}", b.client.source().await);
+    }
+    // The cookie the sign-in set is what signs the next pages in.
+    b.client
+        .goto(&format!("{base}/console?namespace={namespace}"))
+        .await
+        .unwrap();
+    let page = b.client.source().await.unwrap();
+    assert!(
+        page.contains(&format!(
+            "signed in as system:serviceaccount:{namespace}:console-editor"
+        )),
+        "{page}"
+    );
+    let row = b
+        .client
+        .find(Locator::Css(&format!("tr[data-run='{namespace}/{run}']")))
+        .await
+        .unwrap_or_else(|e| panic!("{e}: no row for {run}"))
+        .text()
+        .await
+        .unwrap();
+    assert!(row.contains(run), "{row}");
+    b.screenshot("runs").await;
+    b.client
+        .find(Locator::LinkText(run))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let report = wait_for(
+        "the run's report on its page",
+        Duration::from_secs(30),
+        || async {
+            b.client
+                .find(Locator::Css("article.report"))
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()
+        },
+        |text: &String| text.contains(expected),
+    )
+    .await;
+    b.screenshot("report").await;
+    let report = report.unwrap_or_else(|e| panic!("{e} (screenshots in {})", shots.display()));
+    eprintln!(
+        "console through the Service: signed in, list and report in {:?} ({} report chars)",
+        started.elapsed(),
+        report.len()
+    );
+    b.close().await;
+}
+
+/// The failure reasons the real-model run may end with: what the 0.5B model may honestly do
+/// (output the engine cannot use, pages it judges to not answer, or running out of its time on
+/// a busy 2-core machine). Not `ModelUnreachable`: reaching the host's model from the Pod is what
+/// this test proves.
+const REAL_MODEL_HONEST_REASONS: [&str; 5] = [
+    reasons::MODEL_OUTPUT_INVALID,
+    reasons::MODEL_REJECTED,
+    reasons::NO_EVIDENCE,
+    reasons::ALL_RESEARCHERS_FAILED,
+    reasons::TIME_LIMIT,
+];
+
+/// A quick run in the operator Pod with the real 0.5B model (tools/llm-server on the node address,
+/// temperature 0, the JSON action protocol) over the node's two pages: it completes with a report
+/// citing only those pages, or fails with an honest reason in its status; either way the model
+/// answered the Pod's calls.
+#[tokio::test]
+#[ignore = "needs a node and the real model (root, containerd: scripts/install-node-deps.sh, QUARRY_NODE_SH; scripts/install-real-model.sh)"]
+async fn a_quick_run_in_a_pod_with_the_real_model_completes_or_fails_honestly() {
+    use quarry_e2e::real_model::{MODEL_NAME, RealModel, RealModelConfig};
+    let config = RealModelConfig::from_env();
+    if let Err(e) = config.check_installed() {
+        panic!("{e}");
+    }
+    let started = std::time::Instant::now();
+    let images = build_images().expect("images");
+    // The model loads (on loopback) while the node starts: both take tens of seconds, and the
+    // node address the Pods reach it at exists only once the node is up.
+    let (model, node) = tokio::join!(RealModel::start_with(config), Node::up());
+    let node = node.expect("node");
+    let model = model.expect("real model server");
+    let model_on_node = forward(
+        quarry_e2e::node::NODE_IP.into(),
+        ([127, 0, 0, 1], model.port()).into(),
+    )
+    .await;
+    node.import(&images.quarry.archive).expect("import quarry");
+    let web = start_web().await;
+    let host = quarry_e2e::node::NODE_IP.to_string();
+    eprintln!("node, model and pages up at {:?}", started.elapsed());
+    let exempt = format!("operator.egressExemptHosts={{{host}}}");
+    helm_install(&node, &images, &["searchEngine.create=false", &exempt]);
+    // The profile of the local demo (tests/src/profiles.rs `demo_profile`) with the node's
+    // addresses: no SearchEngine Pod, the pages' own `/search`.
+    let profile = json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchProfile",
+        "metadata": {"name": "real"},
+        "spec": {
+            "models": {"primary": {
+                "baseURL": format!("http://{model_on_node}/v1"), "model": MODEL_NAME,
+                "toolMode": "jsonAction", "jsonMode": true, "temperature": 0,
+                "timeoutSeconds": 150, "contextWindow": 8192, "maxOutputTokens": 400
+            }},
+            "search": {"url": web},
+            "fetch": {"allowedHosts": [host], "respectRobots": false, "politenessDelayMillis": 0,
+                      "perHostConcurrency": 8, "pageCharsForModel": 1500}
+        }
+    });
+    kubectl_apply(&node, "default", &profile);
+    let name = "real-model-quick";
+    let run = json!({
+        "apiVersion": "quarry.dev/v1alpha1", "kind": "ResearchRun",
+        "metadata": {"name": name},
+        "spec": {"query": "What does asyncio.TaskGroup do with the remaining tasks when a child task raises an exception?",
+                 "mode": "quick", "profileRef": "real",
+                 "limits": {"maxConcurrentResearchers": 1, "timeout": "150s"}}
+    });
+    kubectl_apply(&node, "default", &run);
+    let applied = std::time::Instant::now();
+    let runs: Api<ResearchRun> = Api::namespaced(node.client(), "default");
+    let done = wait_phase(
+        &node,
+        &runs,
+        name,
+        Duration::from_secs(240),
+        ResearchRun::is_finished,
+    )
+    .await;
+    let model_log = model.stderr_tail();
+    eprintln!(
+        "real-model run {:?} {:?} after {:?} (test at {:?}): {:?}\nmodel server:\n{model_log}",
+        done.phase(),
+        done.status.as_ref().and_then(|s| s.message.clone()),
+        applied.elapsed(),
+        started.elapsed(),
+        done.status.as_ref().and_then(|s| s.usage.clone()),
+    );
+    // The Pod reached the host's model, and the model answered: a quick run whose model is
+    // unreachable still completes, with a report made without it (seen on the node with the
+    // profile pointing at a closed port: `Completed`, 0 model calls), so `Completed` alone proves
+    // nothing here.
+    let calls = done
+        .status
+        .as_ref()
+        .and_then(|s| s.usage.as_ref())
+        .map_or(0, |u| u.llm_calls);
+    assert!(calls >= 1, "the run made no model call: {:?}", done.status);
+    assert!(
+        model_log.contains("quarry-llm-server: completion")
+            || model_log.contains("quarry-llm-server: stream"),
+        "the model server answered no call from the Pod:\n{model_log}"
+    );
+    let status = serde_json::to_string(&done.status).unwrap();
+    match done.phase() {
+        Phase::Completed => {
+            let reports = reports_of(&node, "default", name).await;
+            assert_eq!(reports.len(), 1);
+            let report = reports[0].data.as_ref().unwrap()["report.md"].clone();
+            eprintln!("report:\n{report}");
+            let body = report.split("\n---\n").next().unwrap();
+            for word in body.split(|c: char| {
+                c.is_whitespace() || matches!(c, '(' | ')' | '<' | '>' | '[' | ']')
+            }) {
+                if word.starts_with("http://") || word.starts_with("https://") {
+                    let url = word.trim_end_matches(['.', ',', ';']);
+                    assert!(
+                        url.starts_with(&format!("{web}/docs/")),
+                        "the report cites {url}, which is not one of the node's pages"
+                    );
+                }
+            }
+        }
+        Phase::Failed => {
+            assert!(
+                REAL_MODEL_HONEST_REASONS
+                    .iter()
+                    .any(|r| status.contains(&format!("\"reason\":\"{r}\""))),
+                "a failed run must say why with a known reason: {status}"
+            );
+            assert!(
+                done.status
+                    .as_ref()
+                    .and_then(|s| s.message.as_deref())
+                    .is_some_and(|m| !m.is_empty()),
+                "{status}"
+            );
+            // NoEvidence stores its honest "unable to research" report; the others store none.
+            if !status.contains(&format!("\"reason\":\"{}\"", reasons::NO_EVIDENCE)) {
+                assert!(reports_of(&node, "default", name).await.is_empty());
+            }
+        }
+        other => panic!("run ended {other:?}: {status}"),
+    }
 }
