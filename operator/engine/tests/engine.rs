@@ -1461,3 +1461,31 @@ async fn passages_that_never_name_the_asked_setting_end_no_evidence_without_an_a
     assert!(report.contains("## Closest pages read"), "{report}");
     assert!(!report.contains("5 connections"), "{report}");
 }
+
+/// A guided (small-model) run whose model never answers fails with the model's reason; it once
+/// ended Completed with the best passages quoted and no model call made.
+#[tokio::test]
+async fn a_guided_run_whose_model_never_answers_fails_instead_of_quoting_the_pages() {
+    let model = FakeModel::new(|_| Err(LlmError::Timeout { seconds: 5 }));
+    let page = (
+        "json — JSON encoder and decoder".to_string(),
+        "# json\n\n## json.loads(s)\n\nDeserialize s, a str holding a JSON document, to a \
+         Python object. json.loads raises JSONDecodeError when the document is invalid."
+            .to_string(),
+    );
+    let mut h = harness_reading(model, false, Some(page));
+    let mut engine = Arc::into_inner(h.engine).unwrap();
+    engine.settings.researcher.guided = Some(true);
+    h.engine = Arc::new(engine);
+    let s = run(
+        &h,
+        RunState::new(RunInput::new(
+            "What does json.loads raise for an invalid document?",
+            Mode::Quick,
+        )),
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Failed, "{:?}", h.store.text(REPORT_KEY));
+    assert_eq!(s.failure.as_ref().unwrap().reason, "ModelUnreachable");
+    assert!(!h.model.requests().is_empty(), "the model was asked");
+}

@@ -577,7 +577,17 @@ impl Session<'_> {
                 )),
             ];
             let schema = json.then(|| grounded::answer_schema(items.len()));
-            if let Ok(resp) = self.call_with(false, schema).await {
+            let answer = self.call_with(false, schema).await;
+            // A model that has not answered once in this run is a setting to fix (a wrong URL,
+            // a server down), not an unusable answer: the run fails with its reason. Quoting
+            // the passages here ended a run Completed with no model call at all.
+            if let Err(failure) = &answer
+                && !self.model_fault
+                && self.usage.llm_calls == 0
+            {
+                return Err(failure.clone());
+            }
+            if let Ok(resp) = answer {
                 let text = strip_think(&resp.content).trim().to_string();
                 tracing::debug!(answer = %text.chars().take(4000).collect::<String>(), "grounded answer");
                 let md = if json {
