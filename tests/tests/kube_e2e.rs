@@ -306,26 +306,7 @@ async fn namespace_deletion_scenario(
         .await
         .map_err(|e| format!("model server: {e}"))?;
     let s3 = S3Server::start().await?;
-    for secret in [
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
-               "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
-               "stringData": {"aws_access_key_id": s3.access_key_id, "aws_secret_access_key": s3.secret_access_key}}),
-    ] {
-        apply(client, ("", "v1", "Secret"), namespace, secret).await?;
-    }
-    let mut object_profile = profile("default", &model.base_url(), &web);
-    object_profile["spec"]["objectStore"] = json!({
-        "url": format!("s3://{BUCKET}/quarry"), "endpoint": s3.endpoint(), "region": "us-east-1",
-        "allowHttp": true, "credentialsSecretRef": {"name": "s3-creds"}
-    });
-    apply(
-        client,
-        ("quarry.dev", "v1alpha1", "ResearchProfile"),
-        namespace,
-        object_profile,
-    )
-    .await?;
+    apply_object_store_profile(client, namespace, &model.base_url(), &web, &s3).await?;
     let (operator, _port) = start_operator(kubeconfig, namespace, logs).await?;
     let runs: Api<ResearchRun> = Api::namespaced(client.clone(), namespace);
     let config = ObjectStoreConfig {
@@ -485,6 +466,38 @@ async fn namespace_deletion_scenario(
     Ok(())
 }
 
+/// Applies the model key and S3 credential Secrets (opted in for 127.0.0.1) and the `default`
+/// profile keeping reports in `s3`'s bucket.
+async fn apply_object_store_profile(
+    client: &Client,
+    namespace: &str,
+    model_url: &str,
+    web: &str,
+    s3: &quarry_e2e::s3_server::S3Server,
+) -> TestResult {
+    use quarry_e2e::s3_server::BUCKET;
+    for secret in [
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
+               "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
+               "stringData": {"aws_access_key_id": s3.access_key_id, "aws_secret_access_key": s3.secret_access_key}}),
+    ] {
+        apply(client, ("", "v1", "Secret"), namespace, secret).await?;
+    }
+    let mut object_profile = profile("default", model_url, web);
+    object_profile["spec"]["objectStore"] = json!({
+        "url": format!("s3://{BUCKET}/quarry"), "endpoint": s3.endpoint(), "region": "us-east-1",
+        "allowHttp": true, "credentialsSecretRef": {"name": "s3-creds"}
+    });
+    apply(
+        client,
+        ("quarry.dev", "v1alpha1", "ResearchProfile"),
+        namespace,
+        object_profile,
+    )
+    .await
+}
+
 async fn object_store_scenario(
     client: &Client,
     kubeconfig: &str,
@@ -499,26 +512,7 @@ async fn object_store_scenario(
         .await
         .map_err(|e| format!("model server: {e}"))?;
     let s3 = S3Server::start().await?;
-    for secret in [
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "model-key", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
-               "stringData": {"apiKey": "sk-e2e-not-a-real-key"}}),
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds", "labels": {"quarry.dev/credential": "true"}, "annotations": {"quarry.dev/credential-hosts": "127.0.0.1"}},
-               "stringData": {"aws_access_key_id": s3.access_key_id, "aws_secret_access_key": s3.secret_access_key}}),
-    ] {
-        apply(client, ("", "v1", "Secret"), namespace, secret).await?;
-    }
-    let mut object_profile = profile("default", &model.base_url(), &web);
-    object_profile["spec"]["objectStore"] = json!({
-        "url": format!("s3://{BUCKET}/quarry"), "endpoint": s3.endpoint(), "region": "us-east-1",
-        "allowHttp": true, "credentialsSecretRef": {"name": "s3-creds"}
-    });
-    apply(
-        client,
-        ("quarry.dev", "v1alpha1", "ResearchProfile"),
-        namespace,
-        object_profile,
-    )
-    .await?;
+    apply_object_store_profile(client, namespace, &model.base_url(), &web, &s3).await?;
     let (_operator, _port) = start_operator(kubeconfig, namespace, logs).await?;
     let mut body = run(
         "cel-s3",
