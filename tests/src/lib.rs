@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod browser;
 pub mod control_plane;
+pub mod crd_admission;
 pub mod critical_path;
 pub mod dashboard;
 pub mod deep_script;

@@ -5,9 +5,6 @@
 //!
 //! Without helm or kubectl the tests skip with a message; under CI=true they fail instead.
 
-#[path = "../../operator/api/tests/common/mod.rs"]
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -15,6 +12,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use quarry_e2e::crd_admission;
 use quarry_e2e::kube_tools::{repo_root, run, tool, yaml_docs};
 use serde_json::{Value, json};
 
@@ -146,7 +144,7 @@ fn builtin_schemas() -> BTreeMap<&'static str, Value> {
 fn quarry_schemas() -> BTreeMap<String, Value> {
     quarry_api::all_crds()
         .into_iter()
-        .map(|crd| (crd.spec.names.kind.clone(), common::schema_of(&crd)))
+        .map(|crd| (crd.spec.names.kind.clone(), crd_admission::schema_of(&crd)))
         .collect()
 }
 
@@ -186,11 +184,11 @@ fn validate(docs: &[Value]) -> Vec<String> {
         let key = format!("{api_version}/{}", kind(doc));
         if let Some(schema) = builtin.get(key.as_str()) {
             let mut errors = Vec::new();
-            common::openapi_errors(schema, doc, "", &mut errors);
+            crd_admission::openapi_errors(schema, doc, "", &mut errors);
             problems.extend(errors.into_iter().map(|e| format!("{what}: {e}")));
         } else if api_version == "quarry.dev/v1alpha1" {
             let schema = &quarry[kind(doc)];
-            let verdict = common::admit(schema, doc, None);
+            let verdict = crd_admission::admit(schema, doc, None);
             problems.extend(verdict.all().into_iter().map(|e| format!("{what}: {e}")));
         } else if key == "apiextensions.k8s.io/v1/CustomResourceDefinition" {
             // The rendered CRD must be the generated one, plus the chart's labels and annotation.
@@ -227,7 +225,7 @@ fn k8s_schemas_are_strict_and_catch_real_mistakes() {
             "containers": [{"name": "c", "image": "i", "readOnlyRootFilesystem": true,
                             "ports": [{"containerPort": "8080"}]}]}}}
     });
-    common::openapi_errors(&deployment, &bad, "", &mut errors);
+    crd_admission::openapi_errors(&deployment, &bad, "", &mut errors);
     assert!(
         errors.iter().any(|e| e
             .contains("unknown field \"spec.template.spec.containers[0].readOnlyRootFilesystem\"")),
@@ -240,7 +238,7 @@ fn k8s_schemas_are_strict_and_catch_real_mistakes() {
         "{errors:?}"
     );
     let mut errors = Vec::new();
-    common::openapi_errors(&deployment, &json!({"spec": {}}), "", &mut errors);
+    crd_admission::openapi_errors(&deployment, &json!({"spec": {}}), "", &mut errors);
     assert!(
         errors
             .iter()

@@ -1,12 +1,12 @@
 //! The admission matrix against a real Kubernetes API server: every case of
-//! `operator/api/tests/admission/cases.yaml` is refused with its HTTP code and message.
+//! `tests/tests/admission/cases.yaml` is refused with its HTTP code and message.
 //!
 //! Runs on a control plane of its own (`quarry_e2e::control_plane`: etcd and the real
 //! kube-apiserver); `#[ignore]`d, so shown as skipped, where there is none. The CRDs installed are
 //! those of `crds/*.yaml`, less the fields this 1.25 server does not know. Each
 //! case is sent as a create with `dryRun=All&fieldValidation=Strict`, so nothing is stored; a
 //! transition case first creates its `old` spec for real, then sends the update as a dry run.
-//! The client-side twin of this test is `operator/api/tests/admission_matrix.rs`.
+//! The client-side twin of this test is `tests/tests/admission_matrix.rs`.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +15,7 @@ use quarry_e2e::control_plane::ControlPlane;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-const CASES: &str = include_str!("../../operator/api/tests/admission/cases.yaml");
+const CASES: &str = include_str!("admission/cases.yaml");
 
 /// The table (see the header of cases.yaml; the operator test reads the same file).
 #[derive(Deserialize)]

@@ -449,3 +449,26 @@ fn a_test_without_its_component_is_skipped_never_passed() {
     assert!(ignored >= 60, "the ignored tests were read: {ignored}");
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+#[test]
+fn tests_follow_one_convention() {
+    // Unit tests sit in a `tests.rs` beside their module (`#[cfg(test)] mod tests;`), helpers
+    // shared by test binaries in the e2e crate's library: no inline test modules, and no test
+    // reaching into another crate's files through `#[path]`.
+    let mut found = Vec::new();
+    let mut files = 0;
+    for file in test_sources() {
+        files += 1;
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let trimmed = line.trim_start();
+            let inline_tests =
+                trimmed.starts_with("mod tests {") || trimmed.starts_with("mod tests{");
+            if trimmed.starts_with("#[path") || inline_tests {
+                found.push(format!("{}:{}: {}", file.display(), i + 1, trimmed));
+            }
+        }
+    }
+    assert!(files >= 200, "the sources were read: {files}");
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

@@ -1,8 +1,6 @@
-//! Helpers shared by the CRD tests (`crd_schema`, `admission_matrix`): the generated schemas as
-//! JSON and a structural validator that reports problems the way the API server words them.
-
-// Each test binary includes this module and uses only part of it.
-#![allow(dead_code)]
+//! The CRD admission checker shared by the CRD tests (`crd_schema`, `admission_matrix`, `chart`):
+//! the generated schemas as JSON, a structural validator that reports problems the way the API
+//! server words them, and the CRDs' CEL rules evaluated client-side.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};

@@ -1,9 +1,6 @@
 //! Checks on the generated CRD schemas: bounds, enums, defaults, CEL rules (compiled and evaluated
 //! client-side with kube's `cel` feature), list-map semantics, printer columns and names.
 
-mod common;
-
-use common::{openapi_errors, prop, schema_of};
 use kube::CustomResourceExt;
 use kube::core::cel::{ScopeContext, Validator, analyze_rule, compile_schema};
 use quarry_api::profile::{
@@ -17,6 +14,7 @@ use quarry_api::run::{
     SPEC_IMMUTABLE_RULE,
 };
 use quarry_api::{ResearchProfile, ResearchRun, SearchEngine};
+use quarry_e2e::crd_admission::{openapi_errors, prop, schema_of};
 use serde_json::{Value, json};
 
 fn run_schema() -> Value {
@@ -684,7 +682,7 @@ fn azure_tiers_need_an_api_version() {
 
 /// Every YAML document in `deploy/examples/`, with its file name.
 fn example_docs() -> Vec<(String, Value)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/examples");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("deploy/examples exists")
         .map(|e| e.expect("dir entry").path())
@@ -824,7 +822,7 @@ fn examples_are_valid_for_schema_cel_and_types() {
 #[test]
 fn local_demo_profile_reads_as_documented() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../deploy/examples/profile-local.yaml");
+        .join("../deploy/examples/profile-local.yaml");
     let profile = ResearchProfile::from_yaml(&std::fs::read_to_string(path).unwrap()).unwrap();
     let primary = &profile.spec.models.primary;
     assert_eq!(primary.base_url, "http://127.0.0.1:8080/v1");

@@ -5,11 +5,9 @@
 //! the CEL layer with kube's CEL interpreter, transition rules with the case's `old` spec. The same
 //! table runs against a real API server in `tests/tests/kube_admission.rs`.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{Verdict, admit, schema_of};
+use quarry_e2e::crd_admission::{Verdict, admit, schema_of};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
