@@ -1489,3 +1489,76 @@ async fn a_guided_run_whose_model_never_answers_fails_instead_of_quoting_the_pag
     assert_eq!(s.failure.as_ref().unwrap().reason, "ModelUnreachable");
     assert!(!h.model.requests().is_empty(), "the model was asked");
 }
+
+/// Deep mode with a model small enough to be guided: the study is the researchers' cited
+/// answers, every task's summary under one "Summary", and no page summaries or synthesis call
+/// (the 0.5B model returned the synthesis outline itself as its report).
+#[tokio::test]
+async fn a_guided_deep_run_writes_its_study_from_the_researchers_answers() {
+    let plan = r#"{"intent": "research", "complexity": 1, "tasks": ["What does json.loads raise for an invalid document?", "What does json.dumps return?"]}"#;
+    let mut model = Arc::into_inner(FakeModel::new(move |req| {
+        let asked = req
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<String>();
+        Ok(text(match req.purpose {
+            CallPurpose::Plan => plan,
+            CallPurpose::Evaluate => r#"{"action": "synthesize"}"#,
+            CallPurpose::Synthesize => {
+                "# A title for the report\n\n## Key Takeaways\nA numbered list of 5-7 most important insights for busy readers."
+            }
+            CallPurpose::Summarize => "- the page says things",
+            _ if asked.contains("What does json.dumps return") => {
+                r#"{"1": "json.dumps returns the JSON document as a str."}"#
+            }
+            _ => r#"{"1": "json.loads raises JSONDecodeError when the document is invalid."}"#,
+        }))
+    }))
+    .unwrap();
+    model.window = 8_192;
+    model.json = true;
+    let page = (
+        "json — JSON encoder and decoder".to_string(),
+        "# json\n\n## json.loads(s)\n\nDeserialize s, a str holding a JSON document, to a Python \
+         object. json.loads raises JSONDecodeError when the document is invalid.\n\n\
+         ## json.dumps(obj)\n\nSerialize obj to a JSON formatted str. json.dumps returns the \
+         JSON document as a str."
+            .to_string(),
+    );
+    let mut h = harness_reading(Arc::new(model), false, Some(page));
+    let mut engine = Arc::into_inner(h.engine).unwrap();
+    engine.settings.researcher.guided = Some(true);
+    h.engine = Arc::new(engine);
+    let s = run(
+        &h,
+        RunState::new(RunInput::new(
+            "What does json.loads raise for an invalid document, and what does json.dumps return?",
+            Mode::Deep,
+        )),
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    let purposes: Vec<CallPurpose> = h.model.requests().iter().map(|r| r.purpose).collect();
+    assert!(
+        !purposes
+            .iter()
+            .any(|p| matches!(p, CallPurpose::Summarize | CallPurpose::Synthesize)),
+        "{purposes:?}"
+    );
+    let report = h.store.text(REPORT_KEY).unwrap();
+    assert!(!report.contains("Key Takeaways"), "{report}");
+    assert_eq!(report.matches("## Summary").count(), 1, "{report}");
+    let summary = report
+        .split("## Summary")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap();
+    assert!(summary.contains("JSONDecodeError"), "{report}");
+    assert!(summary.contains("str"), "{report}");
+    assert!(
+        report.contains("## What does json.loads raise for an invalid document?")
+            && report.contains("## What does json.dumps return?"),
+        "{report}"
+    );
+}

@@ -10,13 +10,14 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::prompts;
-use super::researcher::failure_from_llm;
+use super::researcher::{failure_from_llm, is_guided};
 use super::settings::EngineSettings;
 use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{CallPurpose, ChatModel, ChatRequest, Message, Usage};
 use crate::research::machine::reducer::Event;
 use crate::research::machine::state::{Decision, Failure, Mode, OutputKind, PageExtract, RunState};
 use crate::research::writing::evidence::{ClaimCheck, EvidenceBase};
+use crate::research::writing::merged::{merged_answers, merged_reports};
 use crate::research::writing::outputs::{self, ParsedOutput};
 use crate::research::writing::report::{self, Draft, SourceNote};
 use crate::scrape::truncate_page;
@@ -493,6 +494,35 @@ pub fn echoes_material(answer: &str, material: &str) -> bool {
     copied * 2 > lines.len()
 }
 
+/// True when an answer repeats its instructions instead of following them: most of its content
+/// lines (headings aside, which a report may share with its outline) stand word for word in the
+/// instructions. The 0.5B model returned the study outline itself ("A numbered list of 5-7 most
+/// important insights for busy readers.") as its report.
+pub fn echoes_instructions(answer: &str, instructions: &str) -> bool {
+    let lines: Vec<&str> = answer
+        .lines()
+        .map(|l| l.trim().trim_start_matches(['-', '*', ' ']))
+        .filter(|l| l.len() >= 20 && !l.starts_with('#'))
+        .collect();
+    if lines.len() < 2 {
+        return false;
+    }
+    let copied = lines.iter().filter(|l| instructions.contains(**l)).count();
+    copied * 2 > lines.len()
+}
+
+/// True when deep mode's study is the researchers' own answers rather than a synthesis call: a
+/// model small enough to be guided (see [`is_guided`]) copied the synthesis outline back
+/// instead of writing from its material, while each guided researcher's answer is already
+/// written from numbered passages and cited.
+pub fn study_is_the_answers(model: &dyn ChatModel, settings: &EngineSettings) -> bool {
+    is_guided(
+        settings.researcher.guided,
+        model.context_window(),
+        model.prompt_tools(CallPurpose::Research),
+    )
+}
+
 /// The study when synthesis produced nothing usable: the researchers' reports, then the note on
 /// each source (its summary, or its opening text), under a link to it.
 pub fn fallback_study(state: &RunState, notes: &[SourceNote]) -> String {
@@ -521,7 +551,8 @@ pub fn fallback_study(state: &RunState, notes: &[SourceNote]) -> String {
     md
 }
 
-/// One output call (study, ideas or implementations).
+/// One output call (study, ideas or implementations), and whether its answer repeated the
+/// instructions ([`echoes_instructions`]).
 async fn output_call(
     model: &dyn ChatModel,
     state: &RunState,
@@ -529,7 +560,7 @@ async fn output_call(
     material: &str,
     max_tokens: u32,
     billed: &mut Usage,
-) -> Result<(ParsedOutput, Usage), Failure> {
+) -> Result<(ParsedOutput, Usage, bool), Failure> {
     let (mode, instructions) = match kind {
         OutputKind::Study => ("study", prompts::STUDY),
         OutputKind::Ideas => ("idea", prompts::IDEAS),
@@ -562,7 +593,11 @@ async fn output_call(
         kind,
         state.input.top_k.max(1) as usize,
     );
-    Ok((parsed, resp.usage))
+    let echoed = parsed
+        .body
+        .as_deref()
+        .is_some_and(|b| echoes_instructions(b, &instructions));
+    Ok((parsed, resp.usage, echoed))
 }
 
 /// Produces the requested outputs (deep mode: from summaries and reports; quick mode: the
@@ -575,7 +610,8 @@ pub async fn synthesize(
     let mut usage = Usage::default();
     let kinds = requested_outputs(state);
     let deep = state.input.mode == Mode::Deep;
-    let notes = if deep && settings.summarize_sources {
+    let from_answers = deep && study_is_the_answers(model, settings);
+    let notes = if deep && settings.summarize_sources && !from_answers {
         summarize_sources(model, state, settings, &mut usage).await
     } else {
         Vec::new()
@@ -592,6 +628,10 @@ pub async fn synthesize(
             draft.study = Some(merged_reports(state));
             continue;
         }
+        if kind == OutputKind::Study && from_answers {
+            draft.study = Some(merged_answers(state));
+            continue;
+        }
         calls += 1;
         tracing::info!(output = ?kind, material_chars = material.len(), "writing output");
         match output_call(
@@ -604,12 +644,13 @@ pub async fn synthesize(
         )
         .await
         {
-            Ok((parsed, u)) => {
+            Ok((parsed, u, echoed_instructions)) => {
                 usage.add(&u);
-                let echoed = parsed
-                    .body
-                    .as_deref()
-                    .is_some_and(|b| echoes_material(b, &material))
+                let echoed = echoed_instructions
+                    || parsed
+                        .body
+                        .as_deref()
+                        .is_some_and(|b| echoes_material(b, &material))
                     || parsed
                         .items
                         .iter()
@@ -750,41 +791,6 @@ fn reports_digest(state: &RunState, chars_each: usize) -> String {
         ));
     }
     out
-}
-
-/// The researchers' reports under their task headings: the body of quick and partial reports.
-pub fn merged_reports(state: &RunState) -> String {
-    if state.reports.len() == 1 {
-        return state.reports[0].markdown.clone();
-    }
-    let mut body = String::new();
-    for r in &state.reports {
-        let title = state
-            .agenda
-            .iter()
-            .find(|t| t.id == r.task_id)
-            .map(|t| t.query.as_str())
-            .unwrap_or("Findings");
-        body.push_str(&format!(
-            "## {title}\n\n{}\n\n",
-            demote_headings(&r.markdown)
-        ));
-    }
-    body
-}
-
-/// Pushes headings one level down so researcher sections nest under their task heading.
-fn demote_headings(md: &str) -> String {
-    md.lines()
-        .map(|l| {
-            if l.starts_with('#') && l.len() < 200 {
-                format!("#{l}")
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use crate::research::agents::lead;
 use crate::research::agents::researcher::{ResearcherDeps, UrlPool};
 use crate::research::machine::reducer::{Command, Event, reduce};
 use crate::research::machine::state::{Failure, Phase, ResearcherReport, RunState};
-use crate::research::writing::report;
+use crate::research::writing::{merged, report};
 use crate::scrape::Fetcher;
 use crate::sources::{Gatherer, SpecialisedSources};
 use crate::store::{ArtifactStore, StoreError};
@@ -278,7 +278,7 @@ impl Runner {
                 if partial || lead::synthesis_is_free(&self.state) {
                     // Quick mode returns the researcher's report; partial reports cost nothing more.
                     let report =
-                        report::compose(&self.state, &lead::merged_reports(&self.state), partial);
+                        report::compose(&self.state, &merged::merged_reports(&self.state), partial);
                     let _ = self.tx.send(Event::Synthesized {
                         report,
                         usage: Usage::default(),

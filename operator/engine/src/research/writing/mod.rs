@@ -6,5 +6,6 @@ pub mod changes;
 pub mod evidence;
 pub mod grounded;
 pub mod links;
+pub mod merged;
 pub mod outputs;
 pub mod report;

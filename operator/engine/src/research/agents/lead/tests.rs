@@ -256,3 +256,13 @@ async fn a_refusal_or_another_model_error_still_fails_the_plan() {
         Event::PlanFailed { .. }
     ));
 }
+
+#[test]
+fn an_answer_that_repeats_its_instructions_is_recognised() {
+    // The 0.5B model's deep report: the study outline, returned as the report.
+    let copied = "# A title for the report\n\n## Key Takeaways\nA numbered list of 5-7 most important insights for busy readers.\n\n## Abstract\n3-5 sentences summarizing the key findings, methodology, and conclusions.";
+    assert!(echoes_instructions(copied, prompts::STUDY));
+    // A report that follows the outline shares its headings, not its lines.
+    let written = "# JSON decoding\n\n## Key Takeaways\n1. json.loads raises JSONDecodeError for an invalid document.\n2. json.dumps returns a str holding the document.\n\n## Abstract\nThe json module reads and writes JSON text.";
+    assert!(!echoes_instructions(written, prompts::STUDY));
+}

@@ -553,6 +553,7 @@ mod guided;
 mod pool;
 mod session;
 
+pub use guided::is_guided;
 pub use pool::{SharedUrls, UrlPool};
 
 #[cfg(test)]

@@ -1,0 +1,89 @@
+//! The researchers' reports as one study: quick and partial reports, and deep mode's report when
+//! its model is too small to write a synthesis of its own.
+
+use crate::research::machine::state::RunState;
+
+/// The researchers' reports under their task headings: the body of quick and partial reports.
+pub fn merged_reports(state: &RunState) -> String {
+    if state.reports.len() == 1 {
+        return state.reports[0].markdown.clone();
+    }
+    let mut body = String::new();
+    for r in &state.reports {
+        body.push_str(&format!(
+            "## {}\n\n{}\n\n",
+            task_title(state, r.task_id),
+            demote_headings(&r.markdown)
+        ));
+    }
+    body
+}
+
+/// The researchers' grounded answers as one study: every task's summary first, under one
+/// "Summary" (so the report opens with answers, not with the first task's heading), then each
+/// task's evidence under the task. A report without a summary section is kept whole under its
+/// task. Summaries repeated word for word by two tasks are written once.
+pub fn merged_answers(state: &RunState) -> String {
+    if state.reports.len() == 1 {
+        return state.reports[0].markdown.clone();
+    }
+    let mut summaries: Vec<&str> = Vec::new();
+    let mut sections = String::new();
+    for r in &state.reports {
+        let (summary, rest) = split_summary(&r.markdown);
+        if let Some(summary) = summary.filter(|s| !summaries.contains(s)) {
+            summaries.push(summary);
+        }
+        if !rest.trim().is_empty() {
+            sections.push_str(&format!(
+                "## {}\n\n{}\n\n",
+                task_title(state, r.task_id),
+                demote_headings(rest.trim())
+            ));
+        }
+    }
+    if summaries.is_empty() {
+        return merged_reports(state);
+    }
+    format!("## Summary\n\n{}\n\n{sections}", summaries.join("\n\n"))
+}
+
+/// A report's "## Summary" paragraph (when it opens with one) and everything after it.
+fn split_summary(md: &str) -> (Option<&str>, &str) {
+    let Some(body) = md.trim_start().strip_prefix("## Summary") else {
+        return (None, md);
+    };
+    let (summary, rest) = match body.find("\n## ") {
+        Some(at) => (&body[..at], &body[at + 1..]),
+        None => (body, ""),
+    };
+    let summary = summary.trim();
+    ((!summary.is_empty()).then_some(summary), rest)
+}
+
+/// The agenda's wording of a task, or "Findings" for a report of no known task.
+fn task_title(state: &RunState, task_id: u32) -> &str {
+    state
+        .agenda
+        .iter()
+        .find(|t| t.id == task_id)
+        .map(|t| t.query.as_str())
+        .unwrap_or("Findings")
+}
+
+/// Pushes headings one level down so researcher sections nest under their task heading.
+fn demote_headings(md: &str) -> String {
+    md.lines()
+        .map(|l| {
+            if l.starts_with('#') && l.len() < 200 {
+                format!("#{l}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,80 @@
+//! Unit tests of `merged`.
+
+use super::*;
+use crate::research::machine::state::{Mode, ResearcherReport, RunInput, Task, TaskState};
+
+fn state_with(reports: &[(&str, &str)]) -> RunState {
+    let mut state = RunState::new(RunInput::new("q", Mode::Deep));
+    for (id, (task, markdown)) in reports.iter().enumerate() {
+        let id = id as u32;
+        state.agenda.push(Task {
+            id,
+            query: task.to_string(),
+            round: 1,
+            state: TaskState::Done,
+            units: 0,
+            error: None,
+        });
+        state.reports.push(ResearcherReport {
+            task_id: id,
+            markdown: markdown.to_string(),
+            fetched: vec![],
+            seen: vec![],
+            pages: vec![],
+            irrelevant: vec![],
+            queries: vec![],
+            searches: 0,
+            usage: Default::default(),
+        });
+    }
+    state
+}
+
+#[test]
+fn every_tasks_summary_opens_the_study_and_its_evidence_follows_under_the_task() {
+    let state = state_with(&[
+        (
+            "What does json.loads raise?",
+            "## Summary\n\nIt raises JSONDecodeError ([json](http://d/json.html)).\n\n## Evidence\n\n> quote one",
+        ),
+        (
+            "What does json.dumps return?",
+            "## Summary\n\nIt returns a str ([json](http://d/json.html)).\n\n## Evidence\n\n> quote two\n\n## Best-matching passage (not cited above)\n\n> quote three",
+        ),
+    ]);
+    let md = merged_answers(&state);
+    assert!(
+        md.starts_with("## Summary\n\nIt raises JSONDecodeError"),
+        "{md}"
+    );
+    let summary = md.split("\n## ").next().unwrap();
+    assert!(summary.contains("It returns a str"), "{md}");
+    assert!(
+        md.contains("## What does json.loads raise?\n\n### Evidence\n\n> quote one"),
+        "{md}"
+    );
+    assert!(
+        md.contains("## What does json.dumps return?\n\n### Evidence\n\n> quote two\n\n### Best-matching passage (not cited above)"),
+        "{md}"
+    );
+    assert_eq!(md.matches("## Summary").count(), 1, "{md}");
+}
+
+#[test]
+fn a_report_without_a_summary_is_kept_whole_and_a_repeated_summary_written_once() {
+    let state = state_with(&[
+        ("a", "## Summary\n\nSame answer.\n\n## Evidence\n\n> one"),
+        ("b", "## Summary\n\nSame answer.\n\n## Evidence\n\n> two"),
+        ("c", "Free text without sections."),
+    ]);
+    let md = merged_answers(&state);
+    assert_eq!(md.matches("Same answer.").count(), 1, "{md}");
+    assert!(md.contains("## c\n\nFree text without sections."), "{md}");
+    // No summary anywhere: the reports under their tasks, as quick mode merges them.
+    let none = state_with(&[("a", "text a"), ("b", "text b")]);
+    assert_eq!(merged_answers(&none), merged_reports(&none));
+    assert_eq!(
+        merged_reports(&none),
+        "## a\n\ntext a\n\n## b\n\ntext b\n\n"
+    );
+}
