@@ -519,9 +519,38 @@ pub fn support(claim: &str, evidence: &str) -> (f64, Vec<String>) {
     let missing_numbers: Vec<String> = NUMBER_RE
         .find_iter(claim)
         .map(|m| m.as_str().to_string())
-        .filter(|n| !evidence.contains(n.as_str()) && !spelled_out_in(n, evidence))
+        .filter(|n| !holds_number(evidence, n) && !spelled_out_in(n, evidence))
         .collect();
     (found as f64 / claim_terms.len() as f64, missing_numbers)
+}
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static NUMERAL_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\d+(?:[.,]\d+)*").expect("valid regex"));
+
+/// Pure: a number as a value: without thousands separators and without a zero fraction
+/// ("1,600" and "1600"; "5.0" and "5").
+fn number_value(n: &str) -> String {
+    let plain: String = n.chars().filter(|c| *c != ',').collect();
+    match plain.split_once('.') {
+        Some((whole, fraction))
+            if !fraction.contains('.') && fraction.chars().all(|c| c == '0') =>
+        {
+            whole.to_string()
+        }
+        _ => plain,
+    }
+}
+
+/// Pure: whether `evidence` states the number `n` as a whole numeral, not as part of a longer
+/// one: a claim's "37" is not held by the section number "37.17", nor its "5" by "15" or
+/// "5432" (the 0.5B model's "tables can have up to 37 columns" passed on a breadcrumb's
+/// "37.17."). Numerals glued to units ("128MB") count.
+fn holds_number(evidence: &str, n: &str) -> bool {
+    let wanted = number_value(n);
+    NUMERAL_RE
+        .find_iter(evidence)
+        .any(|m| number_value(m.as_str().trim_end_matches(['.', ','])) == wanted)
 }
 
 #[allow(clippy::expect_used)] // constant pattern, checked by the tests

@@ -459,3 +459,37 @@ fn names_with_slashes_or_hyphens_are_named_by_their_words() {
     assert!(named.names(&subject::Subject::Name("unix-domain".into())));
     assert!(!named.names(&subject::Subject::Name("udp/ip".into())));
 }
+
+#[test]
+fn a_number_is_held_only_as_a_whole_numeral() {
+    // Part of a longer numeral is another number (tuning set: "up to 37 columns" passed on a
+    // breadcrumb's "37.17.").
+    let passage = "Appendix K. PostgreSQL Limits › 37.17. Columns: a table holds up to 1,600 columns; port 5432.";
+    assert_eq!(
+        support("A table can have up to 37 columns.", passage).1,
+        ["37"]
+    );
+    assert_eq!(support("The port is 543.", passage).1, ["543"]);
+    assert_eq!(
+        support("The default is 5.", "It waits 15 seconds.").1,
+        ["5"]
+    );
+    // The same value written another way is held.
+    assert!(
+        support("A table holds up to 1600 columns.", passage)
+            .1
+            .is_empty()
+    );
+    assert!(support("The port is 5432.", passage).1.is_empty());
+    assert!(support("The section is 37.17.", passage).1.is_empty());
+    assert!(
+        support("The timeout is 5 seconds.", "timeout=5.0 by default")
+            .1
+            .is_empty()
+    );
+    assert!(
+        support("It uses 128 MB.", "The default is 128MB.")
+            .1
+            .is_empty()
+    );
+}
