@@ -66,13 +66,28 @@ pub fn each_points(answer: &str, count: usize) -> Option<Vec<Point>> {
                 .filter(|w| w.chars().any(char::is_alphabetic))
                 .count();
             ((1..=count).contains(&n) && words >= MIN_SENTENCE_WORDS).then(|| Point {
-                passages: vec![n],
+                passages: own_then_others(n, count),
                 sentence: whole_sentences(sentence),
             })
         })
         .collect();
     points.sort_by_key(|p| p.passages[0]);
     Some(points)
+}
+
+/// Pure: the passages a sentence written for passage `n` is checked against: its own first,
+/// then its neighbours, then the rest of the `count` shown. The 0.5B model skipped a key with
+/// "" and wrote every later passage's sentence one key too far ("4": passage 3's "Plain VACUUM
+/// ... reclaims space"), so each was checked against the wrong passage and dropped; a
+/// sentence is now cited to the shown passage that supports it, as in the points form.
+fn own_then_others(n: usize, count: usize) -> Vec<usize> {
+    let mut order = vec![n];
+    for m in [n.wrapping_sub(1), n + 1].into_iter().chain(1..=count) {
+        if (1..=count).contains(&m) && !order.contains(&m) {
+            order.push(m);
+        }
+    }
+    order
 }
 
 /// Pure: `s` without a sentence the length limit cut off: up to its last full stop when it has

@@ -1102,3 +1102,64 @@ fn the_summary_names_each_subject_the_sentences_leave_out() {
     );
     assert!(md.starts_with("## Summary\n\njson.loads keeps"), "{md}");
 }
+
+/// The 0.5B model's per-passage answer with its keys one too far after an empty one (tuning
+/// set, "How does VACUUM FULL differ from plain VACUUM?"): each sentence is cited to the shown
+/// passage that says it instead of being dropped against the one its key names.
+#[test]
+fn a_per_passage_answer_with_shifted_keys_cites_the_passages_that_say_it() {
+    let item = |number: usize, url: &str, heading: &str, text: &str| Numbered {
+        number,
+        url: format!("http://docs/{url}"),
+        title: url.to_string(),
+        heading: heading.to_string(),
+        text: text.to_string(),
+    };
+    let items = vec![
+        item(
+            1,
+            "sql-vacuum.html",
+            "Notes",
+            "The FULL option is not recommended for routine use, but might be useful in special cases. VACUUM FULL will usually shrink the table more than a plain VACUUM would.",
+        ),
+        item(
+            2,
+            "app-vacuumdb.html",
+            "Description",
+            "vacuumdb is a wrapper around the SQL command VACUUM.",
+        ),
+        item(
+            3,
+            "sql-vacuum.html",
+            "Description",
+            "Plain VACUUM (without FULL) simply reclaims space and makes it available for re-use. This form of the command can operate in parallel with normal reading and writing of the table, as an exclusive lock is not obtained.",
+        ),
+        item(
+            4,
+            "index-locking.html",
+            "Index Locking",
+            "Index access methods must handle concurrent updates of the index by multiple processes.",
+        ),
+    ];
+    let answer = r#"{"1": "VACUUM FULL will usually shrink the table more than a plain VACUUM would.", "2": "", "3": "vacuumdb is a wrapper around the SQL command VACUUM.", "4": "Plain VACUUM (without FULL) simply reclaims space and makes it available for re-use."}"#;
+    let points = each_points(answer, items.len()).unwrap();
+    let md = assemble_points(
+        "How does VACUUM FULL differ from plain VACUUM in PostgreSQL?",
+        &points,
+        &items,
+    )
+    .unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(
+        summary.contains("simply reclaims space and makes it available for re-use ([sql-vacuum.html](http://docs/sql-vacuum.html))"),
+        "{md}"
+    );
+    assert!(
+        summary.contains("wrapper around the SQL command VACUUM ([app-vacuumdb.html](http://docs/app-vacuumdb.html))"),
+        "{md}"
+    );
+    assert!(
+        md.contains("> Plain VACUUM (without FULL) simply reclaims space"),
+        "{md}"
+    );
+}

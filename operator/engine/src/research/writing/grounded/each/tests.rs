@@ -16,9 +16,9 @@ fn each_sentence_cites_its_passage_and_empty_ones_are_skipped() {
     let answer = r#"Here: {"2": "With BY DEFAULT the user value wins.", "1": "ALWAYS needs OVERRIDING SYSTEM VALUE.", "3": "", "9": "out of range"}"#;
     let points = each_points(answer, 4).unwrap();
     assert_eq!(points.len(), 2);
-    assert_eq!(points[0].passages, [1]);
+    assert_eq!(points[0].passages, [1, 2, 3, 4]);
     assert_eq!(points[0].sentence, "ALWAYS needs OVERRIDING SYSTEM VALUE.");
-    assert_eq!(points[1].passages, [2]);
+    assert_eq!(points[1].passages, [2, 1, 3, 4]);
     assert!(each_points("no json here", 4).is_none());
     // A number copied from a table of contents is no sentence.
     assert!(
