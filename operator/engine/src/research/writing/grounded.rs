@@ -138,6 +138,7 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
             text = text[lead.len()..].to_string();
         }
         let text = strip_signature(text.trim_start_matches(['*', '-', ' ']));
+        let text = statement_before_colon(&text).unwrap_or(text);
         if text.is_empty() || is_heading_copy(&text, items) {
             continue;
         }
@@ -369,6 +370,7 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
         let mut kept: Vec<(String, Vec<usize>)> = Vec::new();
         for text in sentences(&clean_sentence(&p.sentence, &labels)) {
             let text = strip_signature(&text);
+            let text = statement_before_colon(&text).unwrap_or(text);
             // A small model repeats its point to fill the number the schema asks for: once is
             // enough.
             let key = text.to_lowercase();
@@ -536,7 +538,7 @@ fn link_text(title: &str) -> String {
 
 mod each;
 mod statements;
-pub use statements::{is_heading_copy, quoted_report, strip_signature};
+pub use statements::{is_heading_copy, quoted_report, statement_before_colon, strip_signature};
 use statements::{leads, quoted_list, uncited_best};
 mod json_points;
 use json_points::{point, point_values};

@@ -254,6 +254,86 @@ pub fn strip_signature(text: &str) -> String {
 /// Fewest words with letters a sentence of a summary needs.
 pub(super) const MIN_STATEMENT_WORDS: usize = 3;
 
+/// Words a sentence that only introduces what follows its colon ends with ("... include:",
+/// "... avoids these problems by:", "... are as follows:").
+const INTRODUCING: &[&str] = &[
+    "include",
+    "includes",
+    "including",
+    "following",
+    "follows",
+    "by",
+    "as",
+    "are",
+    "is",
+    "be",
+    "to",
+    "of",
+    "with",
+    "for",
+    "from",
+    "these",
+    "those",
+    "below",
+    "example",
+    "examples",
+    "such",
+    "like",
+    "namely",
+    "using",
+    "via",
+    "and",
+    "or",
+    "the",
+    "a",
+    "an",
+    "its",
+    "their",
+    "how",
+    "when",
+    "where",
+    "which",
+    "that",
+    "this",
+    "was",
+    "were",
+    "has",
+    "have",
+    "called",
+    "e.g",
+    "i.e",
+    "here",
+    "options",
+    "values",
+];
+
+/// Fewest words of a colon-ended sentence that states something.
+const MIN_COLON_STATEMENT_WORDS: usize = 6;
+
+/// Pure: `text` ended with a full stop instead of its colon when it states something before
+/// the colon ("The difference between shallow and deep copying is only relevant for compound
+/// objects (objects that contain other objects, like lists or class instances):" is the
+/// answer, and was dropped as a lead-in); `None` when it does not end in a colon or only
+/// introduces what follows ("Other common use cases include:", "... the following
+/// constants:").
+pub fn statement_before_colon(text: &str) -> Option<String> {
+    let t = text.trim_end();
+    let body = t.trim_end_matches('.').strip_suffix(':')?.trim_end();
+    let words: Vec<String> = body
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '.')
+                .trim_end_matches('.')
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    let last = words.last()?;
+    let introduces = INTRODUCING.contains(&last.as_str())
+        || words.iter().any(|w| w == "following" || w == "follows");
+    (words.len() >= MIN_COLON_STATEMENT_WORDS && !introduces).then(|| format!("{body}."))
+}
+
 /// Pure: whether `text` is a heading copied from the passages, not a statement: fewer than
 /// three words, a lead-in ending in a colon, a breadcrumb, or the title or a heading of a shown passage ("Numeric Types", "8.1. Numeric
 /// Types"). The 0.5B model's whole summary was once "Numeric Types".

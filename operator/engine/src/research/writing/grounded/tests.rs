@@ -1163,3 +1163,46 @@ fn a_per_passage_answer_with_shifted_keys_cites_the_passages_that_say_it() {
         "{md}"
     );
 }
+
+/// Tuning set, py-copy-shallow-vs-deep: the model's "The difference ... is only relevant for
+/// compound objects (...):" was the answer and was dropped as a lead-in.
+#[test]
+fn a_sentence_that_states_something_before_its_colon_is_a_statement() {
+    assert_eq!(
+        statement_before_colon(
+            "The difference between shallow and deep copying is only relevant for compound objects (objects that contain other objects, like lists or class instances):"
+        )
+        .as_deref(),
+        Some(
+            "The difference between shallow and deep copying is only relevant for compound objects (objects that contain other objects, like lists or class instances)."
+        )
+    );
+    for lead_in in [
+        "Other common use cases include:",
+        "The `deepcopy()` function avoids these problems by:",
+        "The csv module defines the following constants:",
+        "For example:",
+        "The three isolation levels are:",
+    ] {
+        assert_eq!(statement_before_colon(lead_in), None, "{lead_in}");
+    }
+    assert_eq!(statement_before_colon("No colon here."), None);
+    let items = vec![Numbered {
+        number: 1,
+        url: "http://docs/copy.html".into(),
+        title: "copy".into(),
+        heading: "copy".into(),
+        text: "The difference between shallow and deep copying is only relevant for compound objects (objects that contain other objects, like lists or class instances):\n* A shallow copy constructs a new compound object and then inserts references into it to the objects found in the original.".into(),
+    }];
+    let answer = r#"{"1": "The difference between shallow and deep copying is only relevant for compound objects (objects that contain other objects, like lists or class instances):"}"#;
+    let md = assemble_points(
+        "What is the difference between copy.copy() and copy.deepcopy()?",
+        &each_points(answer, 1).unwrap(),
+        &items,
+    )
+    .unwrap();
+    assert!(
+        md.contains("only relevant for compound objects (objects that contain other objects, like lists or class instances) ([copy](http://docs/copy.html))."),
+        "{md}"
+    );
+}
