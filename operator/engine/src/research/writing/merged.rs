@@ -21,7 +21,7 @@ pub fn merged_reports(state: &RunState) -> String {
 
 /// The researchers' grounded answers as one study: every task's summary first, under one
 /// "Summary" (so the report opens with answers, not with the first task's heading), then each
-/// task's evidence under the task. A report without a summary section is kept whole under its
+/// task's evidence under the task, in the agenda's order. A report without a summary section is kept whole under its
 /// task. Summaries repeated word for word by two tasks are written once.
 pub fn merged_answers(state: &RunState) -> String {
     if state.reports.len() == 1 {
@@ -29,7 +29,16 @@ pub fn merged_answers(state: &RunState) -> String {
     }
     let mut summaries: Vec<&str> = Vec::new();
     let mut sections = String::new();
-    for r in &state.reports {
+    // In the agenda's order, which follows the question's, not in the order researchers finished.
+    let mut reports: Vec<_> = state.reports.iter().collect();
+    reports.sort_by_key(|r| {
+        state
+            .agenda
+            .iter()
+            .position(|t| t.id == r.task_id)
+            .unwrap_or(usize::MAX)
+    });
+    for r in reports {
         let (summary, rest) = split_summary(&r.markdown);
         if let Some(summary) = summary.filter(|s| !summaries.contains(s)) {
             summaries.push(summary);

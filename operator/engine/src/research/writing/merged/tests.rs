@@ -78,3 +78,27 @@ fn a_report_without_a_summary_is_kept_whole_and_a_repeated_summary_written_once(
         "## a\n\ntext a\n\n## b\n\ntext b\n\n"
     );
 }
+
+#[test]
+fn answers_follow_the_agenda_not_the_order_researchers_finished() {
+    let mut state = state_with(&[
+        (
+            "first",
+            "## Summary\n\nFirst answer.\n\n## Evidence\n\n> one",
+        ),
+        (
+            "second",
+            "## Summary\n\nSecond answer.\n\n## Evidence\n\n> two",
+        ),
+    ]);
+    state.reports.reverse();
+    let md = merged_answers(&state);
+    assert!(
+        md.starts_with("## Summary\n\nFirst answer.\n\nSecond answer."),
+        "{md}"
+    );
+    assert!(
+        md.find("## first").unwrap() < md.find("## second").unwrap(),
+        "{md}"
+    );
+}
