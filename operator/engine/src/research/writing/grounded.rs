@@ -537,6 +537,7 @@ fn link_text(title: &str) -> String {
 }
 
 mod each;
+pub mod kind;
 mod statements;
 pub use statements::{is_heading_copy, quoted_report, statement_before_colon, strip_signature};
 use statements::{leads, quoted_list, uncited_best};

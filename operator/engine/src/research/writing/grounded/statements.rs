@@ -2,6 +2,7 @@
 //! sentences miss the answer, the passages shown beside the cited ones, and the checks that
 //! keep copied headings and signatures out of the summary.
 
+use super::kind::{answer_kind, holds};
 use super::{Numbered, citation, link_text};
 use crate::research::reading::passages::{Passage, PassageKind, focus, rank, subject_terms};
 use crate::research::reading::queries;
@@ -12,17 +13,26 @@ use crate::research::writing::links::LINK_RE;
 pub(super) const LEAD_CANDIDATES: usize = 3;
 
 /// Pure: the passage the summary leads with when the model's sentences miss the answer: the
-/// best one, or, when the task asks for a default, the best of the first
-/// [`LEAD_CANDIDATES`] that states a default and names what the task asks about (under its
-/// title and heading or in its text). For a default question the best-ranked passage is often
-/// the entry's definition, and the sentence stating the default is a passage below it.
+/// best one, or, when the task asks for a default or a kind of value ([`answer_kind`]: an
+/// exception, a number, a version), the best of the first [`LEAD_CANDIDATES`] that states it
+/// and names what the task asks about (under its title and heading or in its text). For a
+/// default question the best-ranked passage is often the entry's definition, and the sentence
+/// stating the default is a passage below it; for "What exception is raised when assigning to
+/// a frozen dataclass?" the best passage said "will generate an exception" and the one below
+/// named `FrozenInstanceError`.
 pub(super) fn lead_passage<'a>(asked: &str, items: &'a [Numbered]) -> Option<&'a Numbered> {
     let best = items.first()?;
-    if !asked.to_lowercase().contains("default") || focus::states_default(&best.text) {
+    let asks_default = asked.to_lowercase().contains("default");
+    let kind = answer_kind(asked);
+    let answers = |n: &Numbered| {
+        (!asks_default || focus::states_default(&n.text))
+            && kind.is_none_or(|k| holds(k, &strip_signature(&n.text)))
+    };
+    if answers(best) {
         return Some(best);
     }
     let stating = items.iter().take(LEAD_CANDIDATES).find(|n| {
-        focus::states_default(&n.text)
+        answers(n)
             && subject::unanswered(asked, &[format!("{}\n{}\n{}", n.title, n.heading, n.text)])
                 .is_empty()
     });
@@ -362,8 +372,8 @@ pub fn is_heading_copy(text: &str, items: &[Numbered]) -> bool {
 /// Pure: whether the summary's sentences `plain` leave out what the best passage answers: a
 /// subject the task names that the passage's text names and no sentence does (the model wrote
 /// about a sibling parameter; a subject only in the passage's heading, such as the class whose
-/// parameter it is, need not be repeated), or, when the task asks for a default, a default the
-/// passage states and no sentence does.
+/// parameter it is, need not be repeated), or, when the task asks for a default or a kind of
+/// value ([`answer_kind`]), one the passage states and no sentence does.
 pub(super) fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) -> bool {
     let passage = strip_signature(&best.text);
     let said = plain.join("\n");
@@ -375,7 +385,10 @@ pub(super) fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) 
     let leaves_out_default = asks_default
         && focus::states_default(&best.text)
         && !plain.iter().any(|s| focus::claims_default(s));
-    leaves_out_subject || leaves_out_default
+    // The sentences hold no value of the kind asked for, and the passage does.
+    let leaves_out_kind = answer_kind(asked)
+        .is_some_and(|k| holds(k, &passage) && !plain.iter().any(|s| holds(k, s)));
+    leaves_out_subject || leaves_out_default || leaves_out_kind
 }
 
 /// Pure: the sentence of passage `best` that answers `asked` best, without its final stop: the
@@ -394,6 +407,7 @@ pub(super) fn statement_naming(asked: &str, best: &Numbered, subject: &str) -> O
 pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) -> Option<String> {
     let asked_terms = terms(asked);
     let asks_default = asked.to_lowercase().contains("default");
+    let kind = answer_kind(asked);
     let keys = subject_terms(asked);
     let text = strip_signature(&best.text);
     let mut chosen: Option<(usize, String)> = None;
@@ -425,7 +439,8 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
             .iter()
             .filter(|k| named.names(&subject::Subject::Name((*k).clone())))
             .count();
-        let default = usize::from(asks_default && focus::states_default(&s));
+        let default = usize::from(asks_default && focus::states_default(&s))
+            + usize::from(kind.is_some_and(|k| holds(k, &s)));
         let shared = terms(&s).intersection(&asked_terms).count();
         let preferred = prefer.is_some_and(|p| {
             !subject::unanswered(asked, std::slice::from_ref(&s)).contains(&p.to_string())

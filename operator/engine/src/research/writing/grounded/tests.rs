@@ -1206,3 +1206,50 @@ fn a_sentence_that_states_something_before_its_colon_is_a_statement() {
         "{md}"
     );
 }
+
+/// Tuning set, py-dataclass-frozen: the model's one sentence said "raises an exception" and
+/// the passage naming `FrozenInstanceError` sat below the best one; asked for an exception,
+/// the summary leads with the passage that names one.
+#[test]
+fn a_summary_holding_no_value_of_the_asked_kind_leads_with_a_passage_that_does() {
+    let item = |number: usize, heading: &str, text: &str| Numbered {
+        number,
+        url: "http://docs/dataclasses.html".into(),
+        title: "dataclasses".into(),
+        heading: heading.to_string(),
+        text: text.to_string(),
+    };
+    let items = vec![
+        item(
+            1,
+            "dataclass()",
+            "frozen: If true (the default is False), assigning to fields of a frozen dataclass will generate an exception. This emulates read-only frozen instances.",
+        ),
+        item(
+            2,
+            "exception dataclasses.FrozenInstanceError",
+            "Raised when an implicitly defined __setattr__() or __delattr__() is called on a frozen dataclass. It is a subclass of AttributeError.",
+        ),
+        item(
+            3,
+            "replace()",
+            "Creates a new object of the same type as obj, replacing fields with values from changes.",
+        ),
+    ];
+    let asked =
+        "What exception is raised when assigning to a field of a frozen dataclass in Python?";
+    let answer =
+        r#"{"1": "Assigning to fields of a frozen dataclass will generate an exception."}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(summary.contains("subclass of AttributeError"), "{md}");
+    assert!(
+        summary.find("AttributeError").unwrap()
+            < summary.find("will generate an exception").unwrap(),
+        "the answer leads: {md}"
+    );
+    // A sentence that names the exception needs no lead.
+    let named = r#"{"2": "Assigning to a field of a frozen dataclass raises FrozenInstanceError, raised when an implicitly defined __setattr__() is called on a frozen dataclass."}"#;
+    let md = assemble_points(asked, &each_points(named, items.len()).unwrap(), &items).unwrap();
+    assert!(!md.contains('“'), "{md}");
+}

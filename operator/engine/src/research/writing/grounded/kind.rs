@@ -1,0 +1,112 @@
+//! The kind of value a question asks for, when its wording names one: an exception ("What
+//! exception is raised ..."), a number ("How many ...", "the maximum ..."), or a version or date
+//! ("In which version ...", "When was ... released"). A summary whose sentences hold no value of
+//! that kind has not answered, whatever it says about the subject; a passage that holds one is
+//! what it leads with.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// A kind of value a question asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerKind {
+    /// An exception class: `FrozenInstanceError`, `JSONDecodeError`.
+    Exception,
+    /// A number or amount: "63 bytes", "1,600 columns", "five seconds".
+    Number,
+    /// A version or a date: "3.11", "2022-10-13", "October 13, 2022".
+    Version,
+}
+
+/// Phrases that ask for each kind, matched on the lower-cased question.
+const ASKS: &[(AnswerKind, &[&str])] = &[
+    (
+        AnswerKind::Exception,
+        &[
+            "what exception",
+            "which exception",
+            "what error",
+            "which error",
+            "what is raised",
+            "exception is raised",
+            "error is raised",
+        ],
+    ),
+    (
+        AnswerKind::Version,
+        &[
+            "which version",
+            "what version",
+            "which python version",
+            "which postgresql version",
+            "when was",
+            "when were",
+            "release date",
+            "released on",
+        ],
+    ),
+    (
+        AnswerKind::Number,
+        &[
+            "how many",
+            "how much",
+            "how large",
+            "how long",
+            "how big",
+            "how far",
+            "maximum",
+            "minimum",
+            "max length",
+            "maximum length",
+            "at most",
+            "at least",
+            "largest",
+            "smallest",
+            "limit",
+        ],
+    ),
+];
+
+/// Pure: the kind of value `asked` asks for, if its wording names one (the first that does, in
+/// the order exception, version, number).
+pub fn answer_kind(asked: &str) -> Option<AnswerKind> {
+    let q = asked.to_lowercase();
+    ASKS.iter()
+        .find(|(_, phrases)| phrases.iter().any(|p| q.contains(p)))
+        .map(|(kind, _)| *kind)
+}
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static EXCEPTION_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Exit|Interrupt)\b|\bSQLSTATE\b")
+        .expect("valid regex")
+});
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static NUMBER_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|unlimited|unbounded|no limit)\b",
+    )
+    .expect("valid regex")
+});
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static VERSION_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b\d+\.\d+\b|\b(?:19|20)\d\d\b|\bversion \d+\b|\b(?:january|february|march|april|may|june|july|august|september|october|november|december) \d",
+    )
+    .expect("valid regex")
+});
+
+/// Pure: whether `text` holds a value of `kind`.
+pub fn holds(kind: AnswerKind, text: &str) -> bool {
+    match kind {
+        AnswerKind::Exception => EXCEPTION_RE.is_match(text),
+        AnswerKind::Number => NUMBER_RE.is_match(text),
+        AnswerKind::Version => VERSION_RE.is_match(text),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,49 @@
+//! Unit tests of `kind`.
+
+use super::*;
+
+#[test]
+fn the_kind_a_question_asks_for_is_read_from_its_wording() {
+    let kind = |q| answer_kind(q);
+    assert_eq!(
+        kind("What exception is raised when assigning to a field of a frozen dataclass?"),
+        Some(AnswerKind::Exception)
+    );
+    assert_eq!(
+        kind("What is the maximum length of an identifier in PostgreSQL?"),
+        Some(AnswerKind::Number)
+    );
+    assert_eq!(
+        kind("In which Python version was typing.Self added?"),
+        Some(AnswerKind::Version)
+    );
+    assert_eq!(
+        kind("When was PostgreSQL 15 released?"),
+        Some(AnswerKind::Version)
+    );
+    assert_eq!(kind("How does VACUUM FULL differ from plain VACUUM?"), None);
+    assert_eq!(kind("What is the default isolation level?"), None);
+}
+
+#[test]
+fn a_text_holds_a_value_of_the_kind_or_not() {
+    use AnswerKind::*;
+    assert!(holds(Exception, "raises dataclasses.FrozenInstanceError."));
+    assert!(holds(Exception, "a JSONDecodeError will be raised"));
+    assert!(!holds(
+        Exception,
+        "assigning to fields will generate an exception"
+    ));
+    assert!(holds(Number, "The system uses no more than 63 bytes"));
+    assert!(holds(Number, "Default five seconds."));
+    assert!(!holds(
+        Number,
+        "Longer names can be written in commands, but they will be truncated."
+    ));
+    assert!(holds(Version, "New in version 3.11."));
+    assert!(holds(Version, "Release date: 2022-10-13"));
+    assert!(!holds(
+        Version,
+        "The MERGE command conditionally inserts, updates or deletes rows."
+    ));
+}
