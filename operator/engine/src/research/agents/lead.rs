@@ -16,6 +16,7 @@ use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{CallPurpose, ChatModel, ChatRequest, Message, Usage};
 use crate::research::machine::reducer::Event;
 use crate::research::machine::state::{Decision, Failure, Mode, OutputKind, PageExtract, RunState};
+use crate::research::reading::queries::anchored_tasks;
 use crate::research::writing::evidence::{ClaimCheck, EvidenceBase};
 use crate::research::writing::merged::{merged_answers, merged_reports};
 use crate::research::writing::outputs::{self, ParsedOutput};
@@ -204,7 +205,10 @@ pub async fn plan_within(
         )))
     });
     match outcome {
-        Ok(PlanOutcome::Agenda(tasks)) => Event::PlanReady { tasks, usage },
+        Ok(PlanOutcome::Agenda(tasks)) => Event::PlanReady {
+            tasks: anchored_tasks(&state.input.query, &tasks),
+            usage,
+        },
         Ok(PlanOutcome::Refused) => Event::PlanFailed {
             failure: Failure::new(
                 reasons::POLICY_REFUSED,
@@ -214,7 +218,7 @@ pub async fn plan_within(
         },
         Err(PlanError::Model(failure)) => Event::PlanFailed { failure, usage },
         Err(PlanError::Unparseable(why) | PlanError::Slow(why)) => {
-            let tasks = fallback_agenda(&state.input.query);
+            let tasks = anchored_tasks(&state.input.query, &fallback_agenda(&state.input.query));
             tracing::warn!(
                 reason = %why,
                 tasks = tasks.len(),

@@ -285,5 +285,92 @@ pub fn question_parts(task: &str) -> Vec<String> {
         .collect()
 }
 
+/// Most words of a task that only names a subject of the question ("TRUNCATE", "plain VACUUM").
+const BARE_TASK_WORDS: usize = 3;
+
+/// Pure: the words of `text`, lower-cased, letters and digits only.
+fn plain_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Pure: the agenda with each bare task (at most [`BARE_TASK_WORDS`] words, all of them the
+/// question's: a subject it names, not what it asks of it) given the question's ask: the
+/// question without the bare tasks' names. The 0.5B planner split "In PostgreSQL, which
+/// reclaims disk space immediately: TRUNCATE, plain VACUUM, or DELETE?" into "TRUNCATE",
+/// "plain VACUUM" and "DELETE", and the researcher of "TRUNCATE" read about truncating large
+/// objects; its task is now "TRUNCATE: In PostgreSQL, which reclaims disk space immediately?".
+pub fn anchored_tasks(question: &str, tasks: &[String]) -> Vec<String> {
+    let asked = plain_words(question);
+    let bare = |task: &str| {
+        let words = plain_words(task);
+        !words.is_empty()
+            && words.len() <= BARE_TASK_WORDS
+            && words.iter().all(|w| asked.contains(w))
+    };
+    let names: Vec<&String> = tasks.iter().filter(|t| bare(t)).collect();
+    if names.is_empty() {
+        return tasks.to_vec();
+    }
+    let mut ask = question.trim().to_string();
+    for name in &names {
+        let lower = ask.to_lowercase();
+        if let Some(at) = lower.find(&name.trim().to_lowercase()) {
+            ask.replace_range(at..at + name.trim().len(), "");
+        }
+    }
+    let ask = tidy_ask(&ask);
+    if plain_words(&ask).len() < 2 {
+        return tasks.to_vec();
+    }
+    tasks
+        .iter()
+        .map(|t| {
+            if bare(t) {
+                format!("{}: {ask}", t.trim())
+            } else {
+                t.clone()
+            }
+        })
+        .collect()
+}
+
+/// Pure: a question whose list items were cut out, without the commas, colons and "or"/"and"
+/// they leave behind ("..., immediately: , , or ?" → "... immediately?").
+fn tidy_ask(text: &str) -> String {
+    let mut words: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+    loop {
+        let before = words.len();
+        // A word that is only punctuation, or a connective the cut left at the end.
+        words.retain(|w| w.chars().any(char::is_alphanumeric) || w.contains('?'));
+        while words
+            .last()
+            .is_some_and(|w| matches!(w.trim_end_matches('?'), "or" | "and" | ""))
+            && words.len() > 1
+        {
+            let last = words.pop().unwrap_or_default();
+            if last.ends_with('?')
+                && let Some(prev) = words.last_mut()
+            {
+                prev.push('?');
+            }
+        }
+        if words.len() == before {
+            break;
+        }
+    }
+    let joined = words.join(" ");
+    let trimmed = joined
+        .trim_end_matches('?')
+        .trim_end_matches([',', ':', ';', ' ', '?']);
+    if joined.ends_with('?') {
+        format!("{trimmed}?")
+    } else {
+        trimmed.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -266,3 +266,27 @@ fn an_answer_that_repeats_its_instructions_is_recognised() {
     let written = "# JSON decoding\n\n## Key Takeaways\n1. json.loads raises JSONDecodeError for an invalid document.\n2. json.dumps returns a str holding the document.\n\n## Abstract\nThe json module reads and writes JSON text.";
     assert!(!echoes_instructions(written, prompts::STUDY));
 }
+
+#[tokio::test]
+async fn an_agenda_of_bare_subjects_is_given_the_questions_ask() {
+    let state = deep_state(
+        "In PostgreSQL, which reclaims disk space immediately: TRUNCATE, plain VACUUM, or DELETE?",
+    );
+    let model = planner(
+        Ok(
+            r#"{"intent": "research", "complexity": 2, "tasks": ["TRUNCATE", "plain VACUUM", "DELETE"]}"#,
+        ),
+        0,
+    );
+    match plan(&model, None, &state, 256).await {
+        Event::PlanReady { tasks, .. } => assert_eq!(
+            tasks,
+            [
+                "TRUNCATE: In PostgreSQL, which reclaims disk space immediately?",
+                "plain VACUUM: In PostgreSQL, which reclaims disk space immediately?",
+                "DELETE: In PostgreSQL, which reclaims disk space immediately?",
+            ]
+        ),
+        other => panic!("{other:?}"),
+    }
+}

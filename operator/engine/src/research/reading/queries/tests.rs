@@ -153,3 +153,47 @@ fn the_task_is_searched_as_written_and_as_keywords() {
     );
     assert!(seed_queries("  ").is_empty());
 }
+
+#[test]
+fn a_task_that_only_names_a_subject_is_given_the_questions_ask() {
+    let question =
+        "In PostgreSQL, which reclaims disk space immediately: TRUNCATE, plain VACUUM, or DELETE?";
+    let tasks: Vec<String> = ["TRUNCATE", "plain VACUUM", "DELETE"]
+        .map(String::from)
+        .to_vec();
+    assert_eq!(
+        anchored_tasks(question, &tasks),
+        [
+            "TRUNCATE: In PostgreSQL, which reclaims disk space immediately?",
+            "plain VACUUM: In PostgreSQL, which reclaims disk space immediately?",
+            "DELETE: In PostgreSQL, which reclaims disk space immediately?",
+        ]
+    );
+    // Tasks that ask something stay as they are.
+    let asked: Vec<String> = [
+        "How does PostgreSQL's jsonb type handle duplicate keys?",
+        "How does Python's json.loads() handle duplicate keys?",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(
+        anchored_tasks(
+            "How do Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys?",
+            &asked
+        ),
+        asked
+    );
+    // A bare task beside an asking one: only the bare one is anchored.
+    let mixed: Vec<String> = ["jsonb", "How does json.loads() treat duplicate keys?"]
+        .map(String::from)
+        .to_vec();
+    let anchored = anchored_tasks(
+        "How do json.loads() and jsonb handle duplicate keys?",
+        &mixed,
+    );
+    assert!(
+        anchored[0].starts_with("jsonb: ") && anchored[0].ends_with("handle duplicate keys?"),
+        "{anchored:?}"
+    );
+    assert_eq!(anchored[1], mixed[1]);
+}
