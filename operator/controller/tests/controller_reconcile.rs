@@ -18,7 +18,8 @@ use quarry_operator::research_run::{
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
-type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+mod mock_api;
+use mock_api::{Handle, expect, expect_no_request_within};
 
 const RUNS: &str = "/apis/quarry.dev/v1alpha1/namespaces/ns/researchruns";
 const APPLY_QUERY: &str = "?&force=true&fieldManager=quarry-operator";
@@ -115,33 +116,8 @@ fn context(launcher: FakeLauncher) -> (Arc<Context>, Handle) {
     (Arc::new(ctx), handle)
 }
 
-/// Receives the next request, checks method and path+query, returns its JSON body (Null if empty).
-async fn expect(
-    handle: &mut Handle,
-    method: Method,
-    path_and_query: &str,
-) -> (Value, tower_test::mock::SendResponse<Response<Body>>) {
-    let (req, send) = tokio::time::timeout(Duration::from_secs(5), handle.next_request())
-        .await
-        .expect("request expected")
-        .expect("client gone");
-    assert_eq!(req.method(), method, "method of {}", req.uri());
-    assert_eq!(req.uri().path_and_query().unwrap().as_str(), path_and_query);
-    let bytes = req.into_body().collect_bytes().await.unwrap();
-    let body = if bytes.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&bytes).unwrap()
-    };
-    (body, send)
-}
-
 async fn expect_silence(handle: &mut Handle) {
-    if let Ok(Some((req, _))) =
-        tokio::time::timeout(Duration::from_millis(400), handle.next_request()).await
-    {
-        panic!("unexpected request {} {}", req.method(), req.uri());
-    }
+    expect_no_request_within(handle, Duration::from_millis(400)).await;
 }
 
 /// Replaces every `lastTransitionTime`/`startTime` with a marker after checking it is a timestamp.
@@ -219,6 +195,13 @@ async fn serve(
 
 /// The status write of a scenario: expects the server-side apply of r1's status, answers with
 /// the run carrying it, and returns the patch body for the scenario's assertions.
+/// The lookup of every run that gets past its profile: the profile (naming a key Secret), then
+/// that Secret, holding `data`.
+async fn serve_lookup(handle: &mut Handle, data: Value) {
+    serve(handle, Method::GET, PROFILE, ok(&profile(true))).await;
+    serve(handle, Method::GET, SECRET, ok(&secret(data))).await;
+}
+
 async fn patch_status(handle: &mut Handle) -> Value {
     let (body, send) = expect(
         handle,
@@ -499,15 +482,8 @@ async fn secret_without_key_stalls_without_leaking_values() {
     let (ctx, mut handle) = context(FakeLauncher::default());
     let message = "Secret \"openai\" in namespace \"ns\" has no key \"apiKey\" (ResearchProfile \"default\" models.primary.apiKeySecretRef.key); add the key to the Secret or fix the reference";
     let server = tokio::spawn(async move {
-        serve(&mut handle, Method::GET, PROFILE, ok(&profile(true))).await;
         // "c2VjcmV0LXZhbHVl" is base64 of "secret-value" under another key.
-        serve(
-            &mut handle,
-            Method::GET,
-            SECRET,
-            ok(&secret(json!({"token": "c2VjcmV0LXZhbHVl"}))),
-        )
-        .await;
+        serve_lookup(&mut handle, json!({"token": "c2VjcmV0LXZhbHVl"})).await;
         let body = patch_status(&mut handle).await;
         assert!(!body.to_string().contains("secret-value"));
         let scrubbed = scrubbed(&body);
@@ -525,15 +501,8 @@ async fn happy_path_starts_one_executor_and_reports_progress() {
     let (step_tx, mut step_rx) = mpsc::unbounded_channel::<()>();
     let (planned_tx, planned_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        serve(&mut handle, Method::GET, PROFILE, ok(&profile(true))).await;
         // base64 of "sk-test"
-        serve(
-            &mut handle,
-            Method::GET,
-            SECRET,
-            ok(&secret(json!({"apiKey": "c2stdGVzdA=="}))),
-        )
-        .await;
+        serve_lookup(&mut handle, json!({"apiKey": "c2stdGVzdA=="})).await;
         let body = patch_status(&mut handle).await;
         let scrubbed = scrubbed(&body);
         let message = "research in progress: Pending";
@@ -1018,14 +987,20 @@ async fn status_report_points_where_the_store_put_the_report() {
     server.await.unwrap();
 }
 
-#[tokio::test]
-async fn a_failing_cleanup_keeps_the_run_stalled_with_a_warning_and_the_way_out() {
-    let (ctx, mut handle) = context(FakeLauncher::default());
+/// A completed run being deleted (its deletion timestamp set), without finalizers.
+fn deleted_completed_run() -> ResearchRun {
     let mut deleting = run(Some(json!({"phase": "Completed"})));
     deleting.metadata.deletion_timestamp =
         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             "2026-01-01T00:00:00Z".parse().unwrap(),
         ));
+    deleting
+}
+
+#[tokio::test]
+async fn a_failing_cleanup_keeps_the_run_stalled_with_a_warning_and_the_way_out() {
+    let (ctx, mut handle) = context(FakeLauncher::default());
+    let mut deleting = deleted_completed_run();
     deleting.metadata.finalizers = Some(vec!["quarry.dev/artifacts".into()]);
     let server = tokio::spawn(async move {
         // The object store at port 9 refuses: status says so, the phase stays.
@@ -1059,11 +1034,7 @@ async fn a_failing_cleanup_keeps_the_run_stalled_with_a_warning_and_the_way_out(
 #[tokio::test]
 async fn a_deleted_run_without_the_finalizer_is_let_go_without_any_request() {
     let (ctx, mut handle) = context(FakeLauncher::default());
-    let mut deleting = run(Some(json!({"phase": "Completed"})));
-    deleting.metadata.deletion_timestamp =
-        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            "2026-01-01T00:00:00Z".parse().unwrap(),
-        ));
+    let deleting = deleted_completed_run();
     assert_eq!(
         reconcile(Arc::new(deleting), ctx).await.unwrap(),
         Action::await_change()

@@ -15,7 +15,8 @@ use quarry_engine::telemetry::Metrics;
 use quarry_operator::search_engine::{EngineContext, reconcile_inner};
 use serde_json::{Value, json};
 
-type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+mod mock_api;
+use mock_api::{Handle, expect, expect_no_request_within};
 
 const APPLY_QUERY: &str = "?&force=true&fieldManager=quarry-operator";
 const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
@@ -89,32 +90,8 @@ fn context() -> (EngineContext, Handle, Arc<HealthBook>) {
     )
 }
 
-async fn expect(
-    handle: &mut Handle,
-    method: Method,
-    path_and_query: &str,
-) -> (Value, tower_test::mock::SendResponse<Response<Body>>) {
-    let (req, send) = tokio::time::timeout(Duration::from_secs(5), handle.next_request())
-        .await
-        .expect("request expected")
-        .expect("client gone");
-    assert_eq!(req.method(), method, "method of {}", req.uri());
-    assert_eq!(req.uri().path_and_query().unwrap().as_str(), path_and_query);
-    let bytes = req.into_body().collect_bytes().await.unwrap();
-    let body = if bytes.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&bytes).unwrap()
-    };
-    (body, send)
-}
-
 async fn expect_silence(handle: &mut Handle) {
-    if let Ok(Some((req, _))) =
-        tokio::time::timeout(Duration::from_millis(300), handle.next_request()).await
-    {
-        panic!("unexpected request {} {}", req.method(), req.uri());
-    }
+    expect_no_request_within(handle, Duration::from_millis(300)).await;
 }
 
 /// Serves the two lookups (runs, then profiles).
