@@ -310,9 +310,10 @@ pub fn anchored_tasks(question: &str, tasks: &[String]) -> Vec<String> {
             && words.len() <= BARE_TASK_WORDS
             && words.iter().all(|w| asked.contains(w))
     };
+    let tasks = with_referents(tasks);
     let names: Vec<&String> = tasks.iter().filter(|t| bare(t)).collect();
     if names.is_empty() {
-        return tasks.to_vec();
+        return tasks;
     }
     let mut ask = question.trim().to_string();
     for name in &names {
@@ -323,7 +324,7 @@ pub fn anchored_tasks(question: &str, tasks: &[String]) -> Vec<String> {
     }
     let ask = tidy_ask(&ask);
     if plain_words(&ask).len() < 2 {
-        return tasks.to_vec();
+        return tasks;
     }
     tasks
         .iter()
@@ -332,6 +333,45 @@ pub fn anchored_tasks(question: &str, tasks: &[String]) -> Vec<String> {
                 format!("{}: {ask}", t.trim())
             } else {
                 t.clone()
+            }
+        })
+        .collect()
+}
+
+/// Words that refer back to a thing named before them.
+const REFERRING: [&str; 5] = ["it", "its", "they", "them", "their"];
+
+/// Pure: the agenda with each task that refers back ("How do you use it in asyncio?", "Is it
+/// safe to run on an UPDATE?": a pronoun before any subject of its own) written after the task
+/// before it, which names what the pronoun stands for. The 0.5B planner split "What does
+/// EXPLAIN ANALYZE do differently from plain EXPLAIN, and is it safe to run on an UPDATE?" into
+/// two tasks, and the researcher of the second, knowing no "it", read Git's pages on updates.
+fn with_referents(tasks: &[String]) -> Vec<String> {
+    tasks
+        .iter()
+        .enumerate()
+        .map(|(i, task)| {
+            let lower = task.to_lowercase();
+            let words = plain_words(task);
+            let Some(pronoun) = words.iter().position(|w| REFERRING.contains(&w.as_str())) else {
+                return task.clone();
+            };
+            // Where the pronoun stands in the text, to see whether a subject comes before it.
+            let at = lower
+                .match_indices(words[pronoun].as_str())
+                .find(|(at, _)| {
+                    let before = lower[..*at].chars().next_back();
+                    let after = lower[at + words[pronoun].len()..].chars().next();
+                    !before.is_some_and(char::is_alphanumeric)
+                        && !after.is_some_and(char::is_alphanumeric)
+                })
+                .map_or(0, |(at, _)| at);
+            let named_before = subject_terms(task)
+                .iter()
+                .any(|k| lower.find(k.as_str()).is_some_and(|k_at| k_at < at));
+            match i.checked_sub(1).and_then(|p| tasks.get(p)) {
+                Some(previous) if !named_before => format!("{} {}", previous.trim(), task.trim()),
+                _ => task.clone(),
             }
         })
         .collect()

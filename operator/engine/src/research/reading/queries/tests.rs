@@ -197,3 +197,41 @@ fn a_task_that_only_names_a_subject_is_given_the_questions_ask() {
     );
     assert_eq!(anchored[1], mixed[1]);
 }
+
+#[test]
+fn a_task_that_refers_back_is_written_after_the_task_it_refers_to() {
+    let tasks: Vec<String> = [
+        "What does PostgreSQL's EXPLAIN ANALYZE do differently from plain EXPLAIN?",
+        "Is it safe to run on an UPDATE?",
+    ]
+    .map(String::from)
+    .to_vec();
+    let question = "What does PostgreSQL's EXPLAIN ANALYZE do differently from plain EXPLAIN, and is it safe to run on an UPDATE?";
+    assert_eq!(
+        anchored_tasks(question, &tasks)[1],
+        "What does PostgreSQL's EXPLAIN ANALYZE do differently from plain EXPLAIN? Is it safe to run on an UPDATE?"
+    );
+    let asyncio: Vec<String> = [
+        "What did Python 3.11 add to asyncio for structured concurrency?",
+        "How do you use it in asyncio?",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert!(anchored_tasks("q", &asyncio)[1].starts_with("What did Python 3.11 add"));
+    // A pronoun after the task's own subject, or in the first task, refers to nothing before it.
+    let own: Vec<String> = [
+        "What is tomllib?",
+        "Is json.loads strict, and does it accept NaN?",
+        "Can it write TOML?",
+    ]
+    .map(String::from)
+    .to_vec();
+    let anchored = anchored_tasks("q", &own);
+    assert_eq!(anchored[1], own[1]);
+    assert_eq!(
+        anchored[2],
+        "Is json.loads strict, and does it accept NaN? Can it write TOML?"
+    );
+    let first: Vec<String> = vec!["Is it fast?".to_string()];
+    assert_eq!(anchored_tasks("q", &first), first);
+}
