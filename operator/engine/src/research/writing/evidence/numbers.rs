@@ -1,0 +1,90 @@
+//! Numbers in claims and passages: a number as a value, held as a whole numeral, spelled out as
+//! a word, or only restating the question's version.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static NUMERAL_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\d+(?:[.,]\d+)*").expect("valid regex"));
+
+/// Pure: a number as a value: without thousands separators and without a zero fraction
+/// ("1,600" and "1600"; "5.0" and "5").
+fn number_value(n: &str) -> String {
+    let plain: String = n.chars().filter(|c| *c != ',').collect();
+    match plain.split_once('.') {
+        Some((whole, fraction))
+            if !fraction.contains('.') && fraction.chars().all(|c| c == '0') =>
+        {
+            whole.to_string()
+        }
+        _ => plain,
+    }
+}
+
+/// Pure: whether `evidence` states the number `n` as a whole numeral, not as part of a longer
+/// one: a claim's "37" is not held by the section number "37.17", nor its "5" by "15" or
+/// "5432" (the 0.5B model's "tables can have up to 37 columns" passed on a breadcrumb's
+/// "37.17."). Numerals glued to units ("128MB") count.
+pub(super) fn holds_number(evidence: &str, n: &str) -> bool {
+    let wanted = number_value(n);
+    NUMERAL_RE
+        .find_iter(evidence)
+        .any(|m| number_value(m.as_str().trim_end_matches(['.', ','])) == wanted)
+}
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static VERSIONED_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"([A-Za-z][A-Za-z0-9_+-]*)\s+v?(\d+(?:\.\d+)*)\b").expect("valid regex")
+});
+
+/// Pure: the numbers of `claim` that restate a versioned name of the question `asked`:
+/// "PostgreSQL 15" and "Python 3.11" when the question says so too. A model answering "What is
+/// the default of max_connections in PostgreSQL 15?" writes "In PostgreSQL 15, the default is
+/// 100", and the passage (the version's own manual) never says "15": that number is the
+/// question's context, not a claim the passage must back (the 1.5B model's right
+/// answer was dropped for it). Empty when `asked` is.
+pub(super) fn restated_versions(claim: &str, asked: &str) -> Vec<String> {
+    let pairs = |text: &str| -> Vec<(String, String)> {
+        VERSIONED_RE
+            .captures_iter(text)
+            .map(|c| (c[1].to_lowercase(), c[2].to_string()))
+            .collect()
+    };
+    let asked_pairs = pairs(asked);
+    pairs(claim)
+        .into_iter()
+        .filter(|p| asked_pairs.contains(p))
+        .map(|(_, n)| n)
+        .collect()
+}
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static VERSION_NOTE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bversions?\s+(\d+(?:\.\d+)*)").expect("valid regex"));
+
+/// Pure: whether `text` speaks of a version other than `n` ("Changed in version 3.5: ... the
+/// number of processors multiplied by 5"). Such a passage does not back a sentence about the
+/// asked-for version: the 1.5B model gave that 3.5 default as Python 3.11's, and only the
+/// missing "3.11" had kept it out (see [`restated_versions`]).
+pub(super) fn speaks_of_other_version(text: &str, n: &str) -> bool {
+    VERSION_NOTE_RE.captures_iter(text).any(|c| &c[1] != n)
+}
+
+/// Numbers documentation spells out ("The default value is three connections").
+const NUMBER_WORDS: [&str; 13] = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve",
+];
+
+/// Pure: whether the number `n` (digits) is written as a word in `evidence`: a claim's "3" is
+/// supported by "three connections".
+pub(super) fn spelled_out_in(n: &str, evidence: &str) -> bool {
+    let Some(word) = n.parse::<usize>().ok().and_then(|i| NUMBER_WORDS.get(i)) else {
+        return false;
+    };
+    evidence
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w.eq_ignore_ascii_case(word))
+}
