@@ -243,6 +243,15 @@ fn harness_reading(
     }
 }
 
+/// [`harness_reading`] with the guided researcher of small models.
+fn guided_harness(model: Arc<FakeModel>, page: (String, String)) -> Harness {
+    let mut h = harness_reading(model, false, Some(page));
+    let mut engine = Arc::into_inner(h.engine).unwrap();
+    engine.settings.researcher.guided = Some(true);
+    h.engine = Arc::new(engine);
+    h
+}
+
 async fn run(h: &Harness, state: RunState) -> RunState {
     let (_tx, rx) = watch::channel(Control::Run);
     executor::run(h.engine.clone(), state, Arc::new(NoopObserver), rx).await
@@ -1438,10 +1447,7 @@ async fn passages_that_never_name_the_asked_setting_end_no_evidence_without_an_a
          timeout is how many seconds the connection waits, 5.0 by default."
             .to_string(),
     );
-    let mut h = harness_reading(Arc::new(model), false, Some(page));
-    let mut engine = Arc::into_inner(h.engine).unwrap();
-    engine.settings.researcher.guided = Some(true);
-    h.engine = Arc::new(engine);
+    let h = guided_harness(Arc::new(model), page);
     let question = "What is the default pool_size of the connection pool created by SQLAlchemy's create_engine()?";
     let s = run(&h, RunState::new(RunInput::new(question, Mode::Quick))).await;
     assert_eq!(s.phase, Phase::Failed);
@@ -1473,10 +1479,7 @@ async fn a_guided_run_whose_model_never_answers_fails_instead_of_quoting_the_pag
          Python object. json.loads raises JSONDecodeError when the document is invalid."
             .to_string(),
     );
-    let mut h = harness_reading(model, false, Some(page));
-    let mut engine = Arc::into_inner(h.engine).unwrap();
-    engine.settings.researcher.guided = Some(true);
-    h.engine = Arc::new(engine);
+    let h = guided_harness(model, page);
     let s = run(
         &h,
         RunState::new(RunInput::new(
@@ -1526,10 +1529,7 @@ async fn a_guided_deep_run_writes_its_study_from_the_researchers_answers() {
          JSON document as a str."
             .to_string(),
     );
-    let mut h = harness_reading(Arc::new(model), false, Some(page));
-    let mut engine = Arc::into_inner(h.engine).unwrap();
-    engine.settings.researcher.guided = Some(true);
-    h.engine = Arc::new(engine);
+    let h = guided_harness(Arc::new(model), page);
     let s = run(
         &h,
         RunState::new(RunInput::new(
