@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::prompts;
-use super::researcher::{failure_from_llm, is_guided};
+use super::researcher::{failure_from_llm, guides};
 use super::settings::EngineSettings;
 use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{CallPurpose, ChatModel, ChatRequest, Message, Usage};
@@ -516,15 +516,11 @@ pub fn echoes_instructions(answer: &str, instructions: &str) -> bool {
 }
 
 /// True when deep mode's study is the researchers' own answers rather than a synthesis call: a
-/// model small enough to be guided (see [`is_guided`]) copied the synthesis outline back
+/// model small enough to be guided (see [`guides`]) copied the synthesis outline back
 /// instead of writing from its material, while each guided researcher's answer is already
 /// written from numbered passages and cited.
 pub fn study_is_the_answers(model: &dyn ChatModel, settings: &EngineSettings) -> bool {
-    is_guided(
-        settings.researcher.guided,
-        model.context_window(),
-        model.prompt_tools(CallPurpose::Research),
-    )
+    guides(model, &settings.researcher)
 }
 
 /// The study when synthesis produced nothing usable: the researchers' reports, then the note on

@@ -30,6 +30,16 @@ pub fn is_guided(setting: Option<bool>, context_window: u64, prompt_tools: bool)
     setting.unwrap_or(prompt_tools && context_window <= GUIDED_WINDOW_TOKENS)
 }
 
+/// Whether `model`'s researchers are guided under `settings` ([`is_guided`] of its window and
+/// tool mode): the researcher and deep mode's synthesis decide by this one test.
+pub fn guides(model: &dyn ChatModel, settings: &ResearcherSettings) -> bool {
+    is_guided(
+        settings.guided,
+        model.context_window(),
+        model.prompt_tools(CallPurpose::Research),
+    )
+}
+
 /// Pure: the characters of each page a guided researcher keeps.
 pub fn guided_page_chars(page_chars: usize) -> usize {
     page_chars.max(GUIDED_PAGE_CHARS)

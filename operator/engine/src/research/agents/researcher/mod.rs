@@ -311,11 +311,7 @@ pub async fn run_researcher(
             input.context.as_deref().unwrap_or_default()
         )),
     };
-    if guided::is_guided(
-        deps.settings.guided,
-        deps.model.context_window(),
-        deps.model.prompt_tools(CallPurpose::Research),
-    ) {
+    if guided::guides(deps.model.as_ref(), &deps.settings) {
         return s.guided_report(task_id, task).await;
     }
     let mut groundings = 0;
@@ -553,7 +549,7 @@ mod guided;
 mod pool;
 mod session;
 
-pub use guided::is_guided;
+pub use guided::guides;
 pub use pool::{SharedUrls, UrlPool};
 
 #[cfg(test)]
