@@ -123,7 +123,8 @@ struct RunArgs {
     /// ResearchProfile manifest (YAML) naming the model, search endpoint and fetch policy.
     #[arg(long)]
     profile: Option<String>,
-    /// Report file; by default a new file named after the question (see docs/usage.md).
+    /// Report file, or a directory to write it in; by default a new file named after the
+    /// question (see docs/usage.md).
     #[arg(long)]
     out: Option<PathBuf>,
     /// quick (one researcher) or deep (planner, rounds, evaluator).

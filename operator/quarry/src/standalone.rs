@@ -704,6 +704,18 @@ fn save_or_print(out: Option<&Path>, query: &str, markdown: &str) -> String {
     }
 }
 
+/// Whether `--out` names a directory: one that exists, or a path written with a trailing `/`
+/// (created, as `mkdir -p` would).
+pub fn out_is_directory(out: &Path) -> bool {
+    if out.is_dir() {
+        return true;
+    }
+    let written = out.as_os_str().to_string_lossy();
+    written.ends_with(std::path::MAIN_SEPARATOR) && std::fs::create_dir_all(out).is_ok()
+}
+
+/// Writes the report to `out` (a file, or a directory to write it inside) or to the default
+/// report directory, and says where it went.
 fn write_report(
     out: Option<&Path>,
     query: &str,
@@ -714,6 +726,10 @@ fn write_report(
         source,
     };
     let (path, mut file) = match out {
+        // A directory given as `--out` is where the report goes, under its usual name.
+        Some(dir) if out_is_directory(dir) => {
+            create_report_file(dir, query, &mut rand::rng()).map_err(|e| werr(dir, e))?
+        }
         Some(p) => (
             p.to_path_buf(),
             std::fs::File::create(p).map_err(|e| werr(p, e))?,

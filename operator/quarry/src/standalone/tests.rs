@@ -121,3 +121,32 @@ fn report_files_are_created_exclusively_and_redraw_on_collision() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn out_naming_a_directory_writes_the_report_inside_it() {
+    let dir = tmp("out-dir");
+    let written = write_report(Some(&dir), "Rust async", "# Report\n").unwrap();
+    assert_eq!(
+        written.parent().unwrap(),
+        std::fs::canonicalize(&dir).unwrap()
+    );
+    assert!(
+        std::fs::read_to_string(&written)
+            .unwrap()
+            .starts_with("# Report")
+    );
+    // A path written with a trailing `/` is a directory to create.
+    let fresh = dir.join("new");
+    let slash = PathBuf::from(format!("{}/", fresh.display()));
+    let written = write_report(Some(&slash), "Rust async", "# Report\n").unwrap();
+    assert!(fresh.is_dir());
+    assert_eq!(
+        written.parent().unwrap(),
+        std::fs::canonicalize(&fresh).unwrap()
+    );
+    // A file path is still the file.
+    let file = dir.join("answer.md");
+    let written = write_report(Some(&file), "Rust async", "# Report\n").unwrap();
+    assert_eq!(written, std::fs::canonicalize(&file).unwrap());
+    let _ = std::fs::remove_dir_all(dir);
+}
