@@ -22,6 +22,10 @@ pub enum Subject {
     /// A run of capitalised words ("Repeatable Read") or a multi-word term shared with the
     /// question ("logical replication"): each of its words must be in the text.
     Words(Vec<String>),
+    /// Words written in capitals (`UPDATE`, `EXPLAIN ANALYZE`, `NULL`): each must be written in
+    /// capitals in the text too. In lower case the same word is the English word: "update the
+    /// index" on a Git page does not name SQL's `UPDATE`.
+    Keywords(Vec<String>),
 }
 
 impl Subject {
@@ -29,7 +33,7 @@ impl Subject {
     pub fn label(&self) -> String {
         match self {
             Subject::Name(n) => n.clone(),
-            Subject::Phrase(w) | Subject::Words(w) => w.join(" "),
+            Subject::Phrase(w) | Subject::Words(w) | Subject::Keywords(w) => w.join(" "),
         }
     }
 }
@@ -139,7 +143,7 @@ pub fn subjects(claim: &str, asked: &str) -> Vec<Subject> {
     let push = |s: Subject, out: &mut Vec<Subject>| {
         let words: Vec<String> = match &s {
             Subject::Name(n) => vec![n.clone()],
-            Subject::Phrase(w) | Subject::Words(w) => w.clone(),
+            Subject::Phrase(w) | Subject::Words(w) | Subject::Keywords(w) => w.clone(),
         };
         let context_only = words
             .iter()
@@ -185,7 +189,9 @@ pub fn subjects(claim: &str, asked: &str) -> Vec<Subject> {
             let words: Vec<String> = run.iter().map(|w| w.to_lowercase()).collect();
             // Each word of a run, not the run as written: "CREATE INDEX CONCURRENTLY" is
             // documented under CREATE INDEX's `CONCURRENTLY` parameter.
-            let s = if words.len() == 1 {
+            let s = if run.iter().all(|w| is_all_caps(w) && is_plain_word(w)) {
+                Subject::Keywords(words)
+            } else if words.len() == 1 {
                 Subject::Name(words[0].clone())
             } else {
                 Subject::Words(words)
@@ -227,6 +233,11 @@ pub fn subjects(claim: &str, asked: &str) -> Vec<Subject> {
         push(Subject::Words(words), &mut out);
     }
     out
+}
+
+/// Pure: whether a word is letters and digits only (`UPDATE`, not `UTF-8` or `TRUE/FALSE`).
+fn is_plain_word(word: &str) -> bool {
+    word.chars().all(char::is_alphanumeric)
 }
 
 /// A content word of a run: lower case, three letters or more, no stopword, no number.
@@ -312,6 +323,9 @@ fn shared_terms(toks: &[Token], asked: &str) -> Vec<Vec<String>> {
 pub struct Named {
     /// Words (letters, digits, `_`, inner `.`), lower-cased, with whether a `(` follows.
     tokens: Vec<(String, bool)>,
+    /// The words whose last part is written in capitals (`UPDATE`, `pickle.HIGHEST_PROTOCOL`),
+    /// lower-cased as in `tokens`.
+    capitals: Vec<String>,
     /// [`terms`] of the text.
     terms: BTreeSet<String>,
 }
@@ -319,9 +333,9 @@ pub struct Named {
 impl Named {
     /// Prepares `text`.
     pub fn new(text: &str) -> Self {
-        let lower = text.to_lowercase();
         let mut tokens = Vec::new();
-        let mut rest = lower.as_str();
+        let mut capitals = Vec::new();
+        let mut rest = text;
         while !rest.is_empty() {
             let start = rest
                 .find(|c: char| c.is_alphanumeric() || c == '_')
@@ -333,12 +347,17 @@ impl Named {
             let word = rest[..end].trim_end_matches('.');
             if !word.is_empty() {
                 let call = rest[end..].starts_with('(');
-                tokens.push((word.to_string(), call));
+                let lower = word.to_lowercase();
+                if is_all_caps(word.rsplit('.').next().unwrap_or(word)) {
+                    capitals.push(lower.clone());
+                }
+                tokens.push((lower, call));
             }
             rest = &rest[end..];
         }
         Self {
             tokens,
+            capitals,
             terms: terms(text),
         }
     }
@@ -374,6 +393,10 @@ impl Named {
                 .iter()
                 .filter(|w| w.chars().count() >= 3 && !is_stopword(w))
                 .all(|w| self.terms.contains(&stem(w))),
+            Subject::Keywords(words) => words
+                .iter()
+                .filter(|w| !is_stopword(w))
+                .all(|w| self.capitals.iter().any(|t| name_matches(w, t, false))),
         }
     }
 }

@@ -493,3 +493,37 @@ fn a_number_is_held_only_as_a_whole_numeral() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_word_in_capitals_is_named_only_by_the_same_word_in_capitals() {
+    use subject::{Named, Subject, subjects};
+    let asked = "Is EXPLAIN ANALYZE safe to run on an UPDATE?";
+    let found = subjects("The UPDATE command is safe to run on an UPDATE.", asked);
+    assert!(
+        found.contains(&Subject::Keywords(vec!["update".into()])),
+        "{found:?}"
+    );
+    // A Git page's "update" is the English word, not SQL's UPDATE.
+    let git = "git mv: this command is safe to run; after it the index is updated, and an \
+               update of the work tree follows.";
+    let verdict = check_support(
+        "The UPDATE command is safe to run on an UPDATE.",
+        git,
+        asked,
+    );
+    assert!(!verdict.supported, "{verdict:?}");
+    let pg = "EXPLAIN ANALYZE on an UPDATE statement changes the table; the UPDATE command is \
+              run for real, so run it inside a transaction you roll back.";
+    let verdict = check_support("The UPDATE command is run for real by EXPLAIN ANALYZE.", pg, asked);
+    assert!(verdict.supported, "{verdict:?}");
+    // Runs of capitals are keywords word by word; the last part of a dotted constant counts.
+    let page = Named::new("Use CREATE INDEX with CONCURRENTLY, or pickle.HIGHEST_PROTOCOL.");
+    assert!(page.names(&Subject::Keywords(vec![
+        "create".into(),
+        "index".into(),
+        "concurrently".into()
+    ])));
+    assert!(page.names(&Subject::Keywords(vec!["highest_protocol".into()])));
+    assert!(!Named::new("create an index concurrently")
+        .names(&Subject::Keywords(vec!["index".into()])));
+}
