@@ -460,15 +460,61 @@ fn supported_together(
     {
         return None;
     }
+    // Each clause is said by one passage: joined, a page's passages let a subject from one
+    // take a number from another. "The default value of maintenance_work_mem is 40MB" took
+    // its subject from that setting's entry and "40MB" from hash_mem_multiplier's.
+    let mut used: Vec<usize> = Vec::new();
+    for clause in clauses(text) {
+        let by = valid
+            .iter()
+            .copied()
+            .find(|&n| support_of(&clause, &items[n - 1], asked).is_some())?;
+        if !used.contains(&by) {
+            used.push(by);
+        }
+    }
+    if used.len() < 2 {
+        return None;
+    }
     let joined = Numbered {
-        text: valid
+        text: used
             .iter()
             .map(|n| items[n - 1].text.as_str())
             .collect::<Vec<_>>()
             .join("\n\n"),
-        ..items[valid[0] - 1].clone()
+        ..items[used[0] - 1].clone()
     };
-    support_of(text, &joined, asked).map(|_| valid)
+    support_of(text, &joined, asked).map(|_| used)
+}
+
+/// Words that join two clauses after a comma (", and three slots are reserved").
+const CLAUSE_JOINERS: [&str; 5] = ["and", "but", "while", "whereas", "so"];
+
+/// Pure: the clauses of a sentence, split at a semicolon or at a comma followed by a joining
+/// word ([`CLAUSE_JOINERS`]); the sentence itself when it has one clause.
+fn clauses(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in text.split(';') {
+        let mut current = String::new();
+        let mut pieces = part.split(", ").peekable();
+        while let Some(piece) = pieces.next() {
+            current.push_str(piece);
+            let joins = pieces.peek().is_some_and(|next| {
+                let first = next.split_whitespace().next().unwrap_or("");
+                CLAUSE_JOINERS.contains(&first.to_lowercase().as_str())
+            });
+            if joins {
+                out.push(std::mem::take(&mut current));
+            } else if pieces.peek().is_some() {
+                current.push_str(", ");
+            }
+        }
+        out.push(current);
+    }
+    out.into_iter()
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .collect()
 }
 
 /// A point's sentence as it goes in the report: passage numbers and labels a model copied into

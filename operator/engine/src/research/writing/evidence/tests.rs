@@ -514,7 +514,11 @@ fn a_word_in_capitals_is_named_only_by_the_same_word_in_capitals() {
     assert!(!verdict.supported, "{verdict:?}");
     let pg = "EXPLAIN ANALYZE on an UPDATE statement changes the table; the UPDATE command is \
               run for real, so run it inside a transaction you roll back.";
-    let verdict = check_support("The UPDATE command is run for real by EXPLAIN ANALYZE.", pg, asked);
+    let verdict = check_support(
+        "The UPDATE command is run for real by EXPLAIN ANALYZE.",
+        pg,
+        asked,
+    );
     assert!(verdict.supported, "{verdict:?}");
     // Runs of capitals are keywords word by word; the last part of a dotted constant counts.
     let page = Named::new("Use CREATE INDEX with CONCURRENTLY, or pickle.HIGHEST_PROTOCOL.");
@@ -524,6 +528,7 @@ fn a_word_in_capitals_is_named_only_by_the_same_word_in_capitals() {
         "concurrently".into()
     ])));
     assert!(page.names(&Subject::Keywords(vec!["highest_protocol".into()])));
-    assert!(!Named::new("create an index concurrently")
-        .names(&Subject::Keywords(vec!["index".into()])));
+    assert!(
+        !Named::new("create an index concurrently").names(&Subject::Keywords(vec!["index".into()]))
+    );
 }

@@ -632,6 +632,58 @@ fn a_sentence_two_passages_of_a_page_support_together_is_kept() {
     assert_eq!(assemble_json(&answer, &two_pages), None);
 }
 
+/// The 0.5B model's answer to the defaults of work_mem and maintenance_work_mem, shown six
+/// passages of one page: a subject from one passage and a number from another passage.
+#[test]
+fn a_subject_and_a_number_from_two_passages_are_not_joined() {
+    let page = "http://docs/runtime-config-resource.html";
+    let items = vec![
+        numbered(
+            1,
+            page,
+            "maintenance_work_mem (integer)",
+            "Note that when autovacuum runs, up to autovacuum_max_workers times this memory may be allocated, so be careful not to set the default value too high.",
+        ),
+        numbered(
+            3,
+            page,
+            "maintenance_work_mem (integer)",
+            "Specifies the maximum amount of memory to be used by maintenance operations. It defaults to 64 megabytes (64MB).",
+        ),
+        numbered(
+            2,
+            page,
+            "hash_mem_multiplier (floating point)",
+            "Higher settings may be effective where work_mem has already been increased to 40MB or more; the default value is 2.0.",
+        ),
+    ];
+    let wrong = r#"{"points": [{"passages": [1, 2], "sentence": "The default value of maintenance_work_mem is 40MB."}]}"#;
+    assert_eq!(assemble_json(wrong, &items), None);
+    let right = r#"{"points": [{"passages": [1, 2, 3], "sentence": "The default value of maintenance_work_mem is 64MB."}]}"#;
+    let md = assemble_json(right, &items).expect("kept");
+    // Cited and quoted as evidence: only the passage that says it.
+    let evidence = md.split("## Best-matching").next().unwrap_or(&md);
+    assert!(evidence.contains("> Specifies the maximum amount"), "{md}");
+    assert!(!evidence.contains("> Higher settings"), "{md}");
+    assert!(!evidence.contains("> Note that when autovacuum"), "{md}");
+}
+
+#[test]
+fn a_sentence_splits_into_clauses_at_semicolons_and_joined_commas() {
+    assert_eq!(
+        clauses("A is 100 connections, and three slots are reserved; B is off, as documented."),
+        [
+            "A is 100 connections",
+            "and three slots are reserved",
+            "B is off, as documented."
+        ]
+    );
+    assert_eq!(
+        clauses("One clause, with a comma."),
+        ["One clause, with a comma."]
+    );
+}
+
 /// The 0.5B model's answer to "What does the timeout parameter of socket.create_connection() do?":
 /// it copied the passage's sentence with a "not" added, and cited the paragraph
 /// beside it. Every other word was on the page.
