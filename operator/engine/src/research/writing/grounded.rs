@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::evidence::{check_support, sentences, subject};
+use super::evidence::{check_support, local::clauses, sentences, subject};
 use crate::llm::JsonSchema;
 use crate::llm::json_extract::{close_truncated_json, extract_json, extract_json_object};
 use crate::research::reading::passages::focus;
@@ -485,36 +485,6 @@ fn supported_together(
         ..items[used[0] - 1].clone()
     };
     support_of(text, &joined, asked).map(|_| used)
-}
-
-/// Words that join two clauses after a comma (", and three slots are reserved").
-const CLAUSE_JOINERS: [&str; 5] = ["and", "but", "while", "whereas", "so"];
-
-/// Pure: the clauses of a sentence, split at a semicolon or at a comma followed by a joining
-/// word ([`CLAUSE_JOINERS`]); the sentence itself when it has one clause.
-fn clauses(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for part in text.split(';') {
-        let mut current = String::new();
-        let mut pieces = part.split(", ").peekable();
-        while let Some(piece) = pieces.next() {
-            current.push_str(piece);
-            let joins = pieces.peek().is_some_and(|next| {
-                let first = next.split_whitespace().next().unwrap_or("");
-                CLAUSE_JOINERS.contains(&first.to_lowercase().as_str())
-            });
-            if joins {
-                out.push(std::mem::take(&mut current));
-            } else if pieces.peek().is_some() {
-                current.push_str(", ");
-            }
-        }
-        out.push(current);
-    }
-    out.into_iter()
-        .map(|c| c.trim().to_string())
-        .filter(|c| !c.is_empty())
-        .collect()
 }
 
 /// A point's sentence as it goes in the report: passage numbers and labels a model copied into

@@ -532,3 +532,20 @@ fn a_word_in_capitals_is_named_only_by_the_same_word_in_capitals() {
         !Named::new("create an index concurrently").names(&Subject::Keywords(vec!["index".into()]))
     );
 }
+
+#[test]
+fn a_number_with_its_unit_glued_on_is_checked() {
+    let (_, missing) = support(
+        "The default value of maintenance_work_mem is 40MB.",
+        "maintenance_work_mem defaults to 64 megabytes (64MB).",
+    );
+    assert_eq!(missing, ["40"]);
+    let (_, missing) = support(
+        "It defaults to 64MB.",
+        "It defaults to 64 megabytes (64MB).",
+    );
+    assert!(missing.is_empty(), "{missing:?}");
+    // Letters before the digits make a name, not a number: utf8, sha256.
+    let (_, missing) = support("Use utf8 or sha256 hashes.", "Use utf8 or sha256 hashes.");
+    assert!(missing.is_empty(), "{missing:?}");
+}

@@ -668,22 +668,6 @@ fn a_subject_and_a_number_from_two_passages_are_not_joined() {
     assert!(!evidence.contains("> Note that when autovacuum"), "{md}");
 }
 
-#[test]
-fn a_sentence_splits_into_clauses_at_semicolons_and_joined_commas() {
-    assert_eq!(
-        clauses("A is 100 connections, and three slots are reserved; B is off, as documented."),
-        [
-            "A is 100 connections",
-            "and three slots are reserved",
-            "B is off, as documented."
-        ]
-    );
-    assert_eq!(
-        clauses("One clause, with a comma."),
-        ["One clause, with a comma."]
-    );
-}
-
 /// The 0.5B model's answer to "What does the timeout parameter of socket.create_connection() do?":
 /// it copied the passage's sentence with a "not" added, and cited the paragraph
 /// beside it. Every other word was on the page.
