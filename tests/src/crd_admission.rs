@@ -2,8 +2,67 @@
 //! the generated schemas as JSON, a structural validator that reports problems the way the API
 //! server words them, and the CRDs' CEL rules evaluated client-side.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde::Deserialize;
 use serde_json::{Value, json};
+
+/// The admission table both admission tests read (`admission_matrix` client-side,
+/// `kube_admission` on a real API server); its header says how a row reads.
+pub const CASES: &str = include_str!("../tests/admission/cases.yaml");
+
+/// The whole table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    /// A valid spec of each kind, which every case departs from.
+    pub baselines: BTreeMap<String, Value>,
+    /// The refused specs.
+    pub cases: Vec<Case>,
+}
+
+/// Which admission layer refuses a case.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    /// The structural OpenAPI schema.
+    Schema,
+    /// A CEL rule.
+    Cel,
+}
+
+/// One row of the table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// `ResearchRun`, `ResearchProfile` or `SearchEngine`.
+    pub kind: String,
+    /// The object's name, unique in the table.
+    pub name: String,
+    /// The layer that refuses it.
+    pub layer: Layer,
+    /// A part of the API server's message.
+    pub expect: String,
+    /// The HTTP code of the refusal.
+    #[serde(default = "unprocessable")]
+    pub code: u16,
+    /// The refused spec.
+    pub spec: Value,
+    /// For a transition rule: the spec it is updated from.
+    #[serde(default)]
+    pub old: Option<Value>,
+}
+
+/// 422, the code of most refusals.
+fn unprocessable() -> u16 {
+    422
+}
+
+/// The table, parsed.
+pub fn matrix() -> Result<Matrix, serde_yaml::Error> {
+    serde_yaml::from_str(CASES)
+}
 
 /// The openAPIV3Schema of a CRD as JSON.
 pub fn schema_of(crd: &CustomResourceDefinition) -> Value {

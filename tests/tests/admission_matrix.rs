@@ -7,49 +7,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use quarry_e2e::crd_admission::{Verdict, admit, schema_of};
-use serde::Deserialize;
+use quarry_e2e::crd_admission::{self, Case, Layer, Matrix, Verdict, admit, schema_of};
 use serde_json::{Value, json};
 
-const CASES: &str = include_str!("admission/cases.yaml");
-
-/// The whole table.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Matrix {
-    baselines: BTreeMap<String, Value>,
-    cases: Vec<Case>,
-}
-
-/// Which admission layer refuses a case.
-#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-enum Layer {
-    Schema,
-    Cel,
-}
-
-/// One row of the table (see the header of cases.yaml).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Case {
-    kind: String,
-    name: String,
-    layer: Layer,
-    expect: String,
-    #[serde(default = "unprocessable")]
-    code: u16,
-    spec: Value,
-    #[serde(default)]
-    old: Option<Value>,
-}
-
-fn unprocessable() -> u16 {
-    422
-}
-
 fn matrix() -> Matrix {
-    serde_yaml::from_str(CASES).expect("admission/cases.yaml parses")
+    crd_admission::matrix().expect("admission/cases.yaml parses")
 }
 
 /// The generated schema of `kind`, from the same CRDs written to crds/*.yaml.

@@ -12,33 +12,8 @@ use std::collections::BTreeMap;
 
 use kube::Client;
 use quarry_e2e::control_plane::ControlPlane;
-use serde::Deserialize;
+use quarry_e2e::crd_admission::{self, Case};
 use serde_json::{Value, json};
-
-const CASES: &str = include_str!("admission/cases.yaml");
-
-/// The table (see the header of cases.yaml; the operator test reads the same file).
-#[derive(Deserialize)]
-struct Matrix {
-    cases: Vec<Case>,
-}
-
-/// One row of the table.
-#[derive(Deserialize)]
-struct Case {
-    kind: String,
-    name: String,
-    expect: String,
-    #[serde(default = "unprocessable")]
-    code: u16,
-    spec: Value,
-    #[serde(default)]
-    old: Option<Value>,
-}
-
-fn unprocessable() -> u16 {
-    422
-}
 
 fn plural(kind: &str) -> Result<&'static str, String> {
     match kind {
@@ -127,7 +102,7 @@ async fn run_case(client: &Client, namespace: &str, case: &Case) -> Result<Optio
 }
 
 async fn scenario(client: &Client, namespace: &str) -> Result<(), String> {
-    let matrix: Matrix = serde_yaml::from_str(CASES).map_err(|e| format!("cases.yaml: {e}"))?;
+    let matrix = crd_admission::matrix().map_err(|e| format!("cases.yaml: {e}"))?;
     let mut failures = Vec::new();
     let mut per_kind: BTreeMap<&str, usize> = BTreeMap::new();
     for case in &matrix.cases {
