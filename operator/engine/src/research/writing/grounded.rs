@@ -232,8 +232,15 @@ fn report(
     items: &[Numbered],
 ) -> String {
     let mut summary: Vec<String> = Vec::new();
-    for (best, statement) in leads(asked, plain, items).into_iter().rev() {
-        summary.insert(0, format!("“{statement}”{}.", citation(best)));
+    // What the cited passages' headings name, the summary speaks of: a sentence under
+    // `ThreadPoolExecutor(max_workers=None, ...)` is about that class.
+    let headings: Vec<String> = cited
+        .iter()
+        .filter_map(|n| items.get(n.wrapping_sub(1)))
+        .map(|n| n.heading.clone())
+        .collect();
+    for (best, statement) in leads(asked, plain, &headings, items).into_iter().rev() {
+        summary.insert(0, format!("{statement}{}.", citation(best)));
         if !cited.contains(&best.number) {
             cited.insert(0, best.number);
         }

@@ -42,15 +42,18 @@ pub(super) fn lead_passage<'a>(asked: &str, items: &'a [Numbered]) -> Option<&'a
 /// Most quoted statements a summary leads with.
 pub(super) const MAX_LEADS: usize = 3;
 
-/// Pure: the passages the summary leads with, each with its statement for the task, in order:
+/// Pure: the passages the summary leads with, each with its statement for the task (quoted, and
+/// [`labelled`] with what it is said of when only the passage's heading names that), in order:
 /// the lead passage ([`lead_passage`]) when the model's sentences `plain` miss what it answers
-/// ([`misses_the_answer`]), then, for each subject the task names that neither the sentences
-/// nor an earlier lead name, the best passage whose text names it, when its statement does.
+/// ([`misses_the_answer`]), then, for each subject the task names that neither the sentences,
+/// the `headings` of the passages they cite, nor an earlier lead name, the best passage whose
+/// text or heading names it.
 /// A question about two things ("How do `json.loads()` and `jsonb` each handle duplicate
 /// keys?") was answered for one of them while the other's passage sat below the summary.
 pub(super) fn leads<'a>(
     asked: &str,
     plain: &[String],
+    headings: &[String],
     items: &'a [Numbered],
 ) -> Vec<(&'a Numbered, String)> {
     let mut out: Vec<(&Numbered, String)> = Vec::new();
@@ -58,11 +61,12 @@ pub(super) fn leads<'a>(
         && misses_the_answer(asked, plain, best)
         && let Some(statement) = statement(asked, best)
     {
-        out.push((best, statement));
+        out.push((best, labelled(asked, best, statement)));
     }
     let said = |out: &[(&Numbered, String)]| -> String {
         plain
             .iter()
+            .chain(headings)
             .cloned()
             .chain(out.iter().map(|(_, s)| s.clone()))
             .collect::<Vec<_>>()
@@ -77,11 +81,16 @@ pub(super) fn leads<'a>(
         }
         let names =
             |text: &str| !subject::unanswered(asked, &[text.to_string()]).contains(&subject);
-        let lead = items.iter().find_map(|n| {
-            if !names(&strip_signature(&n.text)) {
-                return None;
-            }
+        // The subject's own entry (a passage its heading names) first, then a passage whose
+        // text names it: "... larger than `work_mem`" in another setting's entry is said in
+        // passing, and work_mem's entry states its default.
+        let by_heading = items.iter().filter(|n| names(&n.heading));
+        let by_text = items
+            .iter()
+            .filter(|n| !names(&n.heading) && names(&strip_signature(&n.text)));
+        let lead = by_heading.chain(by_text).find_map(|n| {
             statement_naming(asked, n, &subject)
+                .map(|s| labelled(asked, n, s))
                 .filter(|s| names(s))
                 .map(|s| (n, s))
         });
@@ -92,6 +101,30 @@ pub(super) fn leads<'a>(
         }
     }
     out
+}
+
+/// Pure: the quote of `statement` as the summary leads with it: “statement”, after the subjects
+/// of `asked` that only the passage's heading names, when the statement names none of the
+/// task's subjects ("maintenance_work_mem: “It defaults to 64 megabytes (64MB)”"), so the reader
+/// sees what it is said of.
+pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> String {
+    let keys = subject_terms(asked);
+    let named = subject::Named::new(&statement);
+    let heading = subject::Named::new(&passage.heading);
+    let is = |n: &subject::Named, k: &String| n.names(&subject::Subject::Name(k.clone()));
+    if keys.iter().any(|k| is(&named, k)) {
+        return format!("“{statement}”");
+    }
+    let headed: Vec<&str> = keys
+        .iter()
+        .filter(|k| is(&heading, k))
+        .map(String::as_str)
+        .collect();
+    if headed.is_empty() {
+        format!("“{statement}”")
+    } else {
+        format!("{}: “{statement}”", headed.join(", "))
+    }
 }
 
 /// Pure: `text` as quoted in a report: each Markdown link as its text and each bare URL as
@@ -410,6 +443,14 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
     let kind = answer_kind(asked);
     let keys = subject_terms(asked);
     let text = strip_signature(&best.text);
+    // What the passage's heading names is what its sentences are about ("It defaults to 64
+    // megabytes" under `maintenance_work_mem (integer)`), unless a sentence names another of
+    // the task's subjects ("... larger than `work_mem`").
+    let heading = subject::Named::new(&best.heading);
+    let headed: Vec<&String> = keys
+        .iter()
+        .filter(|k| heading.names(&subject::Subject::Name((*k).clone())))
+        .collect();
     let mut chosen: Option<(usize, String)> = None;
     // A short list item is a candidate whole: in "*   **timeout** (*float*) – How many seconds
     // the connection should wait ... Default five seconds." the last sentence states the
@@ -435,15 +476,22 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
             continue;
         }
         let named = subject::Named::new(&s);
-        let names = keys
+        let own: Vec<&String> = keys
             .iter()
             .filter(|k| named.names(&subject::Subject::Name((*k).clone())))
-            .count();
+            .collect();
+        let about_heading = own.iter().all(|k| headed.contains(k));
+        let names = if about_heading {
+            own.len().max(headed.len())
+        } else {
+            own.len()
+        };
         let default = usize::from(asks_default && focus::states_default(&s))
             + usize::from(kind.is_some_and(|k| holds(k, &s)));
         let shared = terms(&s).intersection(&asked_terms).count();
         let preferred = prefer.is_some_and(|p| {
             !subject::unanswered(asked, std::slice::from_ref(&s)).contains(&p.to_string())
+                || (about_heading && headed.iter().any(|k| k.as_str() == p))
         });
         let score = usize::from(preferred) * 1000 + names * 100 + default * 50 + shared;
         if chosen.as_ref().is_none_or(|(b, _)| score > *b) {

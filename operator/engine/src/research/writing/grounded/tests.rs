@@ -1092,9 +1092,54 @@ fn the_lead_for_a_default_is_the_passage_stating_it() {
         &items,
     );
     assert!(
-        md.starts_with("## Summary\n\n“The default is typically 100 connections, but might be less if your kernel settings will not support it” ([Page 2](http://docs/page2.html))."),
+        md.starts_with("## Summary\n\nmax_connections: “The default is typically 100 connections, but might be less if your kernel settings will not support it” ([Page 2](http://docs/page2.html))."),
         "{md}"
     );
+}
+
+/// `pg-work-mem-default`: each setting's entry names it only in its heading; the sentence
+/// stating its default is led with, labelled with the setting, not a sentence naming the other.
+#[test]
+fn a_subject_only_the_heading_names_leads_with_its_stated_default_labelled() {
+    let items = vec![
+        item(
+            1,
+            "20.4.1. Memory › hash_mem_multiplier (floating point)",
+            "Used to compute the maximum amount of memory that hash-based operations can use. The default value is 2.0.",
+        ),
+        item(
+            2,
+            "20.4.1. Memory › maintenance_work_mem (integer)",
+            "Specifies the maximum amount of memory to be used by maintenance operations. It defaults to 64 megabytes (`64MB`). Since only one of these operations can be executed at a time, it's safe to set this value significantly larger than `work_mem`.",
+        ),
+        item(
+            3,
+            "20.4.1. Memory › work_mem (integer)",
+            "Sets the base maximum amount of memory to be used by a query operation. The default value is four megabytes (`4MB`).",
+        ),
+    ];
+    let asked =
+        "What are the default values of work_mem and maintenance_work_mem in PostgreSQL 15?";
+    let md = report(
+        asked,
+        &[
+            "The default value of hash_mem_multiplier is 2.0 ([Page 1](http://docs/page1.html))."
+                .to_string(),
+        ],
+        &["The default value of hash_mem_multiplier is 2.0".to_string()],
+        vec![1],
+        &items,
+    );
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(
+        summary.contains("maintenance_work_mem: “It defaults to 64 megabytes (`64MB`)” ([Page 2](http://docs/page2.html))."),
+        "{md}"
+    );
+    assert!(
+        summary.contains("work_mem: “The default value is four megabytes (`4MB`)” ([Page 3](http://docs/page3.html))."),
+        "{md}"
+    );
+    assert!(!summary.contains("Since only one"), "{md}");
 }
 
 /// `multi-json-duplicate-keys`: a question about two things answered for one; the other's
