@@ -115,10 +115,19 @@ pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> St
     if keys.iter().any(|k| is(&named, k)) {
         return format!("“{statement}”");
     }
-    let headed: Vec<&str> = keys
+    let all: Vec<&str> = keys
         .iter()
         .filter(|k| is(&heading, k))
         .map(String::as_str)
+        .collect();
+    // "logging.info", not "logging.info, logging": a module is named by its function's name.
+    let headed: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|k| {
+            !all.iter()
+                .any(|o| o != k && o.strip_prefix(k).is_some_and(|r| r.starts_with('.')))
+        })
         .collect();
     if headed.is_empty() {
         format!("“{statement}”")

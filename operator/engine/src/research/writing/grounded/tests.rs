@@ -1,6 +1,7 @@
 use super::*;
 use crate::research::machine::state::PageExtract;
 use crate::research::reading::passages::{rank, split};
+use statements::labelled;
 
 #[test]
 fn lead_ins_that_only_introduce_a_list_are_not_passages() {
@@ -1140,6 +1141,20 @@ fn a_subject_only_the_heading_names_leads_with_its_stated_default_labelled() {
         "{md}"
     );
     assert!(!summary.contains("Since only one"), "{md}");
+    // A module is named by its function's name in the label, not beside it.
+    let entry = item(
+        1,
+        "logging — Logging facility for Python › Module-Level Functions › logging.info(msg, *args, **kwargs)",
+        "Logs a message with level INFO on the root logger.",
+    );
+    assert_eq!(
+        labelled(
+            "What is the default logging level in Python's logging module, and why does logging.info() print nothing by default?",
+            &entry,
+            "Logs a message with level INFO on the root logger".to_string()
+        ),
+        "logging.info: “Logs a message with level INFO on the root logger”"
+    );
 }
 
 /// `multi-json-duplicate-keys`: a question about two things answered for one; the other's
