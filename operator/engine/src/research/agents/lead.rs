@@ -68,6 +68,17 @@ pub fn parse_plan(answer: &str) -> Result<PlanOutcome, String> {
             .collect(),
         _ => return Err("the JSON object has no `tasks` array".to_string()),
     };
+    let copied = tasks.len();
+    let tasks: Vec<String> = tasks
+        .into_iter()
+        .filter(|t| !prompts::is_placeholder(t, prompts::PLANNER))
+        .collect();
+    if tasks.is_empty() && copied > 0 {
+        return Err(
+            "the tasks are the example's placeholders; write tasks about the question itself"
+                .to_string(),
+        );
+    }
     if tasks.is_empty() {
         return Err("the `tasks` array is empty".to_string());
     }
@@ -117,7 +128,7 @@ pub fn parse_decision(answer: &str, max_queries: usize) -> Decision {
             a.iter()
                 .filter_map(Value::as_str)
                 .map(str::trim)
-                .filter(|s| !s.is_empty())
+                .filter(|s| !prompts::is_placeholder(s, prompts::EVALUATOR))
                 .map(str::to_string)
                 .collect()
         })

@@ -30,6 +30,18 @@ pub const SUMMARIZER: &str = include_str!("../../../../../config/prompts/summari
 /// The optional model judge of the evidence gate.
 pub const JUDGE: &str = include_str!("../../../../../config/prompts/judge.md");
 
+/// Pure: whether `text`, an item of a model's JSON answer, is no item of its own but a copy of
+/// one of the example values the prompt `template` shows in quotes (`"first task"`, `"..."`),
+/// or has no word at all. The 1.5B model planned "first task", "second task", "third task", and
+/// three researchers searched for them.
+pub fn is_placeholder(text: &str, template: &str) -> bool {
+    let t = text.trim();
+    !t.chars().any(char::is_alphanumeric)
+        || template
+            .to_lowercase()
+            .contains(&format!("\"{}\"", t.to_lowercase()))
+}
+
 /// Replaces `{name}` placeholders; unknown placeholders and other braces (JSON examples) stay as they are.
 pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
     let mut out = template.to_string();

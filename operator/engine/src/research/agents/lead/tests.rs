@@ -290,3 +290,25 @@ async fn an_agenda_of_bare_subjects_is_given_the_questions_ask() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The 1.5B model's plan in deep mode: the prompt's example tasks, copied.
+#[test]
+fn a_plan_of_the_examples_placeholders_is_no_agenda() {
+    let copied = r#"{"intent": "RESEARCH_REQUIRED", "complexity": 2, "tasks": ["first task", "second task", "third task"]}"#;
+    let err = parse_plan(copied).unwrap_err();
+    assert!(err.contains("placeholders"), "{err}");
+    // Real tasks beside a copied one are kept, the copy dropped.
+    let mixed = r#"{"complexity": 1, "tasks": ["first task", "How does jsonb treat duplicate keys?", "json.loads duplicate keys"]}"#;
+    assert_eq!(
+        parse_plan(mixed).unwrap(),
+        PlanOutcome::Agenda(vec![
+            "How does jsonb treat duplicate keys?".to_string(),
+            "json.loads duplicate keys".to_string()
+        ])
+    );
+    // The evaluator's "..." placeholders delegate nothing.
+    assert_eq!(
+        parse_decision(r#"{"action": "delegate", "queries": ["...", "..."]}"#, 3),
+        Decision::Synthesize
+    );
+}

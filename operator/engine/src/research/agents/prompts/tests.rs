@@ -30,3 +30,16 @@ fn fenced_page_cannot_close_its_fence() {
     assert_eq!(f.matches("</page>").count(), 1);
     assert!(f.starts_with("<page url=\"http://h/p\" title=\"a  b \">"));
 }
+
+#[test]
+fn the_examples_values_copied_back_are_placeholders() {
+    assert!(is_placeholder("first task", PLANNER));
+    assert!(is_placeholder(" Second Task ", PLANNER));
+    assert!(is_placeholder("...", EVALUATOR));
+    assert!(is_placeholder("", PLANNER));
+    assert!(!is_placeholder(
+        "How does jsonb handle duplicate keys?",
+        PLANNER
+    ));
+    assert!(!is_placeholder("task", PLANNER));
+}
