@@ -488,7 +488,9 @@ fn after_researcher(state: &mut RunState, cmds: &mut Vec<Command>) {
 }
 
 /// After a round: the error check (did every researcher fail?) is pure; the rest is the
-/// evaluator's call.
+/// evaluator's call. A later round whose researchers all failed ends research with what the
+/// earlier rounds found: the 1.5B model's third round wrote nothing, and the run failed with
+/// four researchers' reports in hand.
 fn after_round(state: &mut RunState, cmds: &mut Vec<Command>) {
     let round = state.round;
     let all_failed = state
@@ -496,6 +498,10 @@ fn after_round(state: &mut RunState, cmds: &mut Vec<Command>) {
         .iter()
         .filter(|t| t.round == round)
         .all(|t| t.state == TaskState::Failed);
+    if all_failed && !state.reports.is_empty() {
+        synthesize(state, cmds, false);
+        return;
+    }
     if all_failed {
         let detail = state
             .agenda

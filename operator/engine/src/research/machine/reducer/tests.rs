@@ -575,6 +575,42 @@ fn a_round_where_every_researcher_failed_fails_the_run() {
     );
 }
 
+/// A deep run of the 1.5B model: rounds 1 and 2 reported, every researcher of the next round
+/// wrote nothing usable; the run failed and the reports were lost.
+#[test]
+fn a_later_round_where_every_researcher_failed_synthesizes_what_earlier_rounds_found() {
+    let s = deep_after_round_one();
+    let (s, _) = reduce(
+        s,
+        Event::Evaluated {
+            decision: Decision::Delegate {
+                queries: vec!["c".into(), "d".into()],
+            },
+            usage: usage(5, 5, 5),
+        },
+    );
+    let (s, _) = reduce(
+        s,
+        Event::ResearcherFailed {
+            task_id: 2,
+            failure: Failure::new("ModelOutputInvalid", "no usable report"),
+        },
+    );
+    let (s, cmds) = reduce(
+        s,
+        Event::ResearcherFailed {
+            task_id: 3,
+            failure: Failure::new("ModelOutputInvalid", "no usable report"),
+        },
+    );
+    assert_eq!(s.phase, Phase::Synthesizing, "{:?}", s.failure);
+    assert!(s.failure.is_none());
+    assert!(
+        cmds.contains(&Command::Synthesize { partial: false }),
+        "{cmds:?}"
+    );
+}
+
 #[test]
 fn plan_failure_and_policy_refusal_fail_without_research() {
     for reason in [reasons::PLAN_UNPARSEABLE, reasons::POLICY_REFUSED] {
