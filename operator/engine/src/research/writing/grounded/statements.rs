@@ -103,6 +103,14 @@ pub(super) fn leads<'a>(
     out
 }
 
+/// Pure: the task's subjects `keys` that `passage`'s heading names (the entry it is part of).
+fn headed_keys<'k>(keys: &'k [String], passage: &Numbered) -> Vec<&'k String> {
+    let heading = subject::Named::new(&passage.heading);
+    keys.iter()
+        .filter(|k| heading.names(&subject::Subject::Name((*k).clone())))
+        .collect()
+}
+
 /// Pure: the quote of `statement` as the summary leads with it: “statement”, after the subjects
 /// of `asked` that only the passage's heading names, when the statement names none of the
 /// task's subjects ("maintenance_work_mem: “It defaults to 64 megabytes (64MB)”"), so the reader
@@ -110,14 +118,14 @@ pub(super) fn leads<'a>(
 pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> String {
     let keys = subject_terms(asked);
     let named = subject::Named::new(&statement);
-    let heading = subject::Named::new(&passage.heading);
-    let is = |n: &subject::Named, k: &String| n.names(&subject::Subject::Name(k.clone()));
-    if keys.iter().any(|k| is(&named, k)) {
+    if keys
+        .iter()
+        .any(|k| named.names(&subject::Subject::Name(k.clone())))
+    {
         return format!("“{statement}”");
     }
-    let all: Vec<&str> = keys
-        .iter()
-        .filter(|k| is(&heading, k))
+    let all: Vec<&str> = headed_keys(&keys, passage)
+        .into_iter()
         .map(String::as_str)
         .collect();
     // "logging.info", not "logging.info, logging": a module is named by its function's name.
@@ -455,11 +463,7 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
     // What the passage's heading names is what its sentences are about ("It defaults to 64
     // megabytes" under `maintenance_work_mem (integer)`), unless a sentence names another of
     // the task's subjects ("... larger than `work_mem`").
-    let heading = subject::Named::new(&best.heading);
-    let headed: Vec<&String> = keys
-        .iter()
-        .filter(|k| heading.names(&subject::Subject::Name((*k).clone())))
-        .collect();
+    let headed = headed_keys(&keys, best);
     let mut chosen: Option<(usize, String)> = None;
     // A short list item is a candidate whole: in "*   **timeout** (*float*) – How many seconds
     // the connection should wait ... Default five seconds." the last sentence states the
