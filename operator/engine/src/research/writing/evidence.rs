@@ -669,7 +669,7 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
         && missing_numbers.is_empty()
         && missing_subjects.is_empty()
         && !negation_unsupported(claim, evidence)
-        && !restates_question(claim, asked);
+        && !only_restates(claim, asked);
     Support {
         overlap,
         missing_numbers,
@@ -678,14 +678,14 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
     }
 }
 
-/// Pure: whether `claim` is made only of the question's words: it states nothing its passage
-/// was needed for, and on a yes/no question it asserts "yes" whatever the passage says. The 0.5B
+/// Pure: whether `claim` is made only of the words of `given` (the question, and where the
+/// caller knows it the entry its passage documents): it states nothing its passage was needed for, and on a yes/no question it asserts "yes" whatever the passage says. The 0.5B
 /// model answered "Does PostgreSQL's CLUSTER command keep the table ordered when new rows are
 /// inserted later?" with "PostgreSQL's CLUSTER command keeps the table ordered when new rows are
 /// inserted later", citing the paragraph that says the changes are not clustered; every word
 /// was on the page, so the share of shared words passed it.
-fn restates_question(claim: &str, asked: &str) -> bool {
-    let question = terms(asked);
+pub fn only_restates(claim: &str, given: &str) -> bool {
+    let question = terms(given);
     let claimed = terms(claim);
     !question.is_empty() && !claimed.is_empty() && claimed.is_subset(&question)
 }

@@ -12,10 +12,10 @@
 
 use serde_json::{Value, json};
 
-use super::evidence::{check_support, local::clauses, sentences, subject};
+use super::evidence::{self, check_support, local::clauses, sentences, subject};
 use crate::llm::JsonSchema;
 use crate::llm::json_extract::{close_truncated_json, extract_json, extract_json_object};
-use crate::research::reading::passages::focus;
+use crate::research::reading::passages::{focus, subject_terms};
 
 /// One numbered passage.
 #[derive(Debug, Clone, PartialEq)]
@@ -179,7 +179,63 @@ fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
     // never repeats the name).
     let evidence = format!("{}\n{}\n{}", item.title, item.heading, item.text);
     let verdict = check_support(text, &evidence, asked);
-    (verdict.supported && !focus::contradicts_default(text, &item.text)).then_some(verdict.overlap)
+    // The question's words and the documented entry's signature are no answer: the 0.5B model
+    // answered "What is functools.cache equivalent to in terms of functools.lru_cache?" with
+    // "functools.cache(user_function) is equivalent to functools.cache(user_function)" under
+    // `@functools.cache(user_function)`, while the passage said "Returns the same as
+    // `lru_cache(maxsize=None)`".
+    let restates = !asked.trim().is_empty()
+        && evidence::only_restates(text, &format!("{asked}\n{}", entry_of(&item.heading)));
+    (verdict.supported
+        && !restates
+        && !about_another_entry(text, item, asked)
+        && !focus::contradicts_default(text, &item.text))
+    .then_some(verdict.overlap)
+}
+
+/// Pure: whether `text` speaks of its passage's entry while the task asks about something else:
+/// a sentence naming neither that entry nor any subject of the task `asked`, cited to a
+/// passage under the entry of a name the task does not ask about. What such a sentence says
+/// is said of that entry: the 0.5B model answered "What is the default statement_timeout?"
+/// with "The default value is 10 seconds", cited to `wal_receiver_status_interval (integer)`,
+/// and a question on a table's columns with "The default value is 5000" from
+/// `pg_stat_statements.max`. An entry whose name, or a part of it, is a word of the task
+/// (`max_connections` for "How many connections ...", `dataclasses.dataclass` for "a frozen
+/// dataclass") is asked about.
+fn about_another_entry(text: &str, item: &Numbered, asked: &str) -> bool {
+    if asked.trim().is_empty() {
+        return false;
+    }
+    let Some(entry) = focus::entry_name(entry_of(&item.heading)) else {
+        return false;
+    };
+    let words: Vec<String> = asked
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .map(|w| w.trim_matches('.').to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    // A plural ("dataclasses" for "dataclass") is the same word.
+    let plural =
+        |a: &str, b: &str| a.strip_suffix('s') == Some(b) || a.strip_suffix("es") == Some(b);
+    let same = |a: &str, b: &str| a == b || plural(a, b) || plural(b, a);
+    let asked_entry = words.iter().any(|w| focus::names_match(&entry, w))
+        || entry
+            .split(['.', '_'])
+            .filter(|part| part.len() >= 3)
+            .any(|part| words.iter().any(|w| same(part, w)));
+    if asked_entry {
+        return false;
+    }
+    let named = subject::Named::new(text);
+    let names = |k: &str| named.names(&subject::Subject::Name(k.to_string()));
+    let last = entry.rsplit('.').next().unwrap_or(&entry);
+    !names(&entry) && !names(last) && !subject_terms(asked).iter().any(|k| names(k))
+}
+
+/// Pure: the entry a passage's heading breadcrumb ends in (`@functools.cache(user_function)` of
+/// "`functools` — ... › @functools.cache(user_function)"): what the passage documents.
+fn entry_of(heading: &str) -> &str {
+    heading.rsplit('›').next().unwrap_or(heading).trim()
 }
 
 /// Pure: the subjects `asked` names that none of the passages `items` names, under its page's

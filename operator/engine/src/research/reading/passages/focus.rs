@@ -159,7 +159,7 @@ pub fn is_asked_entry(heading: &str, query: &str) -> bool {
 
 /// Pure: whether an entry named `entry` documents the asked-for `name` (either may be qualified
 /// by its module: `lru_cache` asks about `functools.lru_cache`).
-fn names_match(entry: &str, name: &str) -> bool {
+pub fn names_match(entry: &str, name: &str) -> bool {
     entry == name || entry.ends_with(&format!(".{name}")) || name.ends_with(&format!(".{entry}"))
 }
 

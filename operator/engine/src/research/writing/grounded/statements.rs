@@ -479,7 +479,24 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
             })
             .map(str::to_string),
     );
+    // A note of a later version supersedes an earlier one that states the same kind of thing:
+    // "Changed in version 3.5: ... it will default to the number of processors ... multiplied
+    // by 5" led a ThreadPoolExecutor answer whose passage went on "Changed in version 3.8:
+    // Default value of max_workers is changed to min(32, os.cpu_count() + 4)".
+    let newest = |default: bool| {
+        candidates
+            .iter()
+            .filter(|c| focus::states_default(c) == default)
+            .filter_map(|c| change_version(c))
+            .max()
+    };
+    let newest = [newest(false), newest(true)];
     for s in candidates {
+        if change_version(&s)
+            .is_some_and(|v| newest[usize::from(focus::states_default(&s))].is_some_and(|n| v < n))
+        {
+            continue;
+        }
         let words = s
             .split_whitespace()
             .filter(|w| w.chars().any(char::is_alphabetic))
@@ -520,6 +537,26 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
             .unwrap_or(s)
             .replace(['“', '”'], "\"")
     })
+}
+
+/// Pure: the version of a "Changed in version 3.8: ..." note, as (major, minor, patch).
+fn change_version(sentence: &str) -> Option<(u32, u32, u32)> {
+    let rest = sentence
+        .trim_start()
+        .trim_start_matches(['*', '_'])
+        .strip_prefix("Changed in version ")?;
+    let number: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let mut parts = number
+        .trim_end_matches('.')
+        .split('.')
+        .map(|p| p.parse::<u32>().ok());
+    let major = parts.next()??;
+    let minor = parts.next().flatten().unwrap_or(0);
+    let patch = parts.next().flatten().unwrap_or(0);
+    Some((major, minor, patch))
 }
 
 /// Longest list item quoted whole as a statement, in characters.

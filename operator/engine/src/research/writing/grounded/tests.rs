@@ -1349,3 +1349,91 @@ fn a_summary_holding_no_value_of_the_asked_kind_leads_with_a_passage_that_does()
     let md = assemble_points(asked, &each_points(named, items.len()).unwrap(), &items).unwrap();
     assert!(!md.contains('“'), "{md}");
 }
+
+/// The 0.5B model's answer to a tuning question: the question's words and the entry's signature
+/// said back ("functools.cache(user_function) is equivalent to functools.cache(user_function)")
+/// state nothing; the passage's statement answers instead.
+#[test]
+fn a_sentence_restating_the_question_and_the_entry_is_no_answer() {
+    let items = vec![item(
+        1,
+        "`functools` › @functools.cache(user_function)",
+        "Returns the same as lru_cache(maxsize=None), creating a thin wrapper around a dictionary lookup for the function arguments.",
+    )];
+    let asked = "What is functools.cache equivalent to in terms of functools.lru_cache?";
+    let restated = r#"{"1": "functools.cache(user_function) is equivalent to functools.cache(user_function)."}"#;
+    assert_eq!(
+        assemble_points(asked, &each_points(restated, 1).unwrap(), &items),
+        None
+    );
+    let answered = r#"{"1": "functools.cache returns the same as lru_cache(maxsize=None)."}"#;
+    let md = assemble_points(asked, &each_points(answered, 1).unwrap(), &items).unwrap();
+    assert!(md.contains("maxsize=None"), "{md}");
+    // Without the question, the entry's words alone are no restatement to judge.
+    assert!(assemble_points("", &each_points(restated, 1).unwrap(), &items).is_some());
+}
+
+/// The 0.5B model's answer to a tuning question: sentences that name nothing, cited to the
+/// entries of other settings, are said of those settings, not of the one asked about.
+#[test]
+fn a_sentence_naming_nothing_under_another_entry_is_no_answer() {
+    let items = vec![
+        item(
+            1,
+            "20.11.1. Statement Behavior › statement_timeout (integer)",
+            "Abort any statement that takes more than the specified amount of time. A value of zero (the default) disables the timeout.",
+        ),
+        item(
+            2,
+            "20.6.3. Standby Servers › wal_receiver_status_interval (integer)",
+            "If this value is specified without units, it is taken as seconds. The default value is 10 seconds.",
+        ),
+        item(
+            3,
+            "20.11.2. Locale and Formatting › TimeZone (string)",
+            "Sets the time zone for displaying and interpreting time stamps.",
+        ),
+    ];
+    let asked = "What is the default statement_timeout in PostgreSQL?";
+    let answer = r#"{"2": "The default value is 10 seconds.", "3": "Sets the time zone for displaying and interpreting time stamps.", "1": "Abort any statement that takes more than the specified amount of time."}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(!summary.contains("10 seconds"), "{md}");
+    assert!(!summary.contains("time zone"), "{md}");
+    assert!(summary.contains("Abort any statement"), "{md}");
+    assert!(
+        summary.contains("zero (the default)"),
+        "the default leads: {md}"
+    );
+    // The same sentence answers a question that asks about that entry ...
+    let asked = "What is the default wal_receiver_status_interval?";
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    assert!(md.contains("The default value is 10 seconds"), "{md}");
+    // ... or about a word of its name, and a sentence naming the entry is said of it.
+    let asked = "How often does a standby report its status?";
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    assert!(md.contains("The default value is 10 seconds"), "{md}");
+    let named = r#"{"2": "The default wal_receiver_status_interval is 10 seconds."}"#;
+    let asked = "What is the default statement_timeout in PostgreSQL?";
+    let md = assemble_points(asked, &each_points(named, items.len()).unwrap(), &items).unwrap();
+    assert!(
+        md.contains("wal_receiver_status_interval is 10 seconds"),
+        "{md}"
+    );
+}
+
+/// A tuning question's quoted report led with the older of two version notes on one default.
+#[test]
+fn a_later_version_note_supersedes_an_earlier_one_as_the_statement() {
+    let items = vec![item(
+        1,
+        "ThreadPoolExecutor › class concurrent.futures.ThreadPoolExecutor(max_workers=None)",
+        "Changed in version 3.5: If max_workers is None or not given, it will default to the number of processors on the machine, multiplied by 5.\n\nChanged in version 3.8: Default value of max_workers is changed to min(32, os.cpu_count() + 4). This default value preserves at least 5 workers for I/O bound tasks.",
+    )];
+    let asked =
+        "What is the default max_workers of concurrent.futures.ThreadPoolExecutor in Python 3.11?";
+    let md = quoted_report(asked, &items);
+    let summary = md.split("## Key findings").next().unwrap();
+    assert!(summary.contains("min(32, os.cpu_count() + 4)"), "{md}");
+    assert!(!summary.contains("multiplied by 5"), "{md}");
+}
