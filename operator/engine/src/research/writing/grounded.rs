@@ -234,7 +234,7 @@ fn about_another_entry(text: &str, item: &Numbered, asked: &str) -> bool {
 
 /// Pure: the entry a passage's heading breadcrumb ends in (`@functools.cache(user_function)` of
 /// "`functools` — ... › @functools.cache(user_function)"): what the passage documents.
-fn entry_of(heading: &str) -> &str {
+pub(super) fn entry_of(heading: &str) -> &str {
     heading.rsplit('›').next().unwrap_or(heading).trim()
 }
 

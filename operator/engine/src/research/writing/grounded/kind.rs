@@ -1,6 +1,7 @@
 //! The kind of value a question asks for, when its wording names one: an exception ("What
 //! exception is raised ..."), a number ("How many ...", "the maximum ..."), or a version or date
-//! ("In which version ...", "When was ... released"). A summary whose sentences hold no value of
+//! ("In which version ...", "When was ... released"), or a name to use ("How do I ...",
+//! "Which function ..."). A summary whose sentences hold no value of
 //! that kind has not answered, whatever it says about the subject; a passage that holds one is
 //! what it leads with.
 
@@ -17,6 +18,9 @@ pub enum AnswerKind {
     Number,
     /// A version or a date: "3.11", "2022-10-13", "October 13, 2022".
     Version,
+    /// A name to use: a function, class, option or setting (`json.loads`, `--soft`), one the
+    /// question does not give ([`holds_for`]).
+    Name,
 }
 
 /// Phrases that ask for each kind, matched on the lower-cased question.
@@ -66,10 +70,27 @@ const ASKS: &[(AnswerKind, &[&str])] = &[
             "limit",
         ],
     ),
+    (
+        AnswerKind::Name,
+        &[
+            "how do i ",
+            "how can i ",
+            "how should i ",
+            "how to ",
+            "which function",
+            "what function",
+            "which method",
+            "what method",
+            "which option",
+            "what option",
+            "which command",
+            "what command",
+        ],
+    ),
 ];
 
 /// Pure: the kind of value `asked` asks for, if its wording names one (the first that does, in
-/// the order exception, version, number).
+/// the order exception, version, number, name).
 pub fn answer_kind(asked: &str) -> Option<AnswerKind> {
     let q = asked.to_lowercase();
     ASKS.iter()
@@ -99,13 +120,42 @@ static VERSION_RE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
+/// Code names: a code span, a dotted name, a call, an option, a snake_case word.
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static NAME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"`[^`\n]+`|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\b[A-Za-z_]\w*\(|(?:^|\s)--?[a-z][\w-]*|\b[a-z]+_[a-z_]+\b",
+    )
+    .expect("valid regex")
+});
+
 /// Pure: whether `text` holds a value of `kind`.
 pub fn holds(kind: AnswerKind, text: &str) -> bool {
     match kind {
         AnswerKind::Exception => EXCEPTION_RE.is_match(text),
         AnswerKind::Number => NUMBER_RE.is_match(text),
         AnswerKind::Version => VERSION_RE.is_match(text),
+        AnswerKind::Name => NAME_RE.is_match(text),
     }
+}
+
+/// Pure: [`holds`] for the question `asked`: a name counts only when the question does not
+/// give it. "The `json` module is used to parse and serialize JSON data" names no function for
+/// "How do I decode JSON with the json module?"; `json.loads` does.
+pub fn holds_for(kind: AnswerKind, text: &str, asked: &str) -> bool {
+    if kind != AnswerKind::Name {
+        return holds(kind, text);
+    }
+    let given = asked.to_lowercase();
+    NAME_RE.find_iter(text).any(|m| {
+        let name = m
+            .as_str()
+            .trim()
+            .trim_matches('`')
+            .trim_end_matches('(')
+            .to_lowercase();
+        !name.is_empty() && !given.contains(&name)
+    })
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! sentences miss the answer, the passages shown beside the cited ones, and the checks that
 //! keep copied headings and signatures out of the summary.
 
-use super::kind::{answer_kind, holds};
+use super::entry_of;
+use super::kind::{AnswerKind, answer_kind, holds_for};
 use super::{Numbered, citation, link_text};
 use crate::research::reading::passages::{Passage, PassageKind, focus, rank, subject_terms};
 use crate::research::reading::queries;
@@ -26,7 +27,7 @@ pub(super) fn lead_passage<'a>(asked: &str, items: &'a [Numbered]) -> Option<&'a
     let kind = answer_kind(asked);
     let answers = |n: &Numbered| {
         (!asks_default || focus::states_default(&n.text))
-            && kind.is_none_or(|k| holds(k, &strip_signature(&n.text)))
+            && kind.is_none_or(|k| holds_for(k, &with_entry(n), asked))
     };
     if answers(best) {
         return Some(best);
@@ -116,6 +117,15 @@ fn headed_keys<'k>(keys: &'k [String], passage: &Numbered) -> Vec<&'k String> {
 /// task's subjects ("maintenance_work_mem: “It defaults to 64 megabytes (64MB)”"), so the reader
 /// sees what it is said of.
 pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> String {
+    // "How do I ...?" is answered by a name: a statement that does not name its entry is
+    // labelled with it ("json.loads: “Deserialize s ... to a Python object”").
+    if answer_kind(asked) == Some(AnswerKind::Name)
+        && let Some(entry) = entry_label(&passage.heading)
+        && !asked.to_lowercase().contains(&entry.to_lowercase())
+        && !statement.to_lowercase().contains(&entry.to_lowercase())
+    {
+        return format!("{entry}: “{statement}”");
+    }
     let keys = subject_terms(asked);
     let named = subject::Named::new(&statement);
     if keys
@@ -142,6 +152,19 @@ pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> St
     } else {
         format!("{}: “{statement}”", headed.join(", "))
     }
+}
+
+/// Pure: the name of the entry a heading breadcrumb ends in, as the page writes it
+/// (`json.loads` of "... › json.loads(s, *, cls=None, ...)"); `None` when it is no entry.
+fn entry_label(heading: &str) -> Option<String> {
+    let entry = entry_of(heading);
+    let name = focus::entry_name(entry)?;
+    let lower = entry.to_lowercase();
+    let start = lower.find(&name)?;
+    entry
+        .get(start..start + name.len())
+        .filter(|raw| raw.eq_ignore_ascii_case(&name))
+        .map(str::to_string)
 }
 
 /// Pure: `text` as quoted in a report: each Markdown link as its text and each bare URL as
@@ -436,8 +459,9 @@ pub(super) fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) 
         && focus::states_default(&best.text)
         && !plain.iter().any(|s| focus::claims_default(s));
     // The sentences hold no value of the kind asked for, and the passage does.
-    let leaves_out_kind = answer_kind(asked)
-        .is_some_and(|k| holds(k, &passage) && !plain.iter().any(|s| holds(k, s)));
+    let leaves_out_kind = answer_kind(asked).is_some_and(|k| {
+        holds_for(k, &with_entry(best), asked) && !plain.iter().any(|s| holds_for(k, s, asked))
+    });
     leaves_out_subject || leaves_out_default || leaves_out_kind
 }
 
@@ -517,7 +541,7 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
             own.len()
         };
         let default = usize::from(asks_default && focus::states_default(&s))
-            + usize::from(kind.is_some_and(|k| holds(k, &s)));
+            + usize::from(kind.is_some_and(|k| holds_for(k, &s, asked)));
         let shared = terms(&s).intersection(&asked_terms).count();
         let preferred = prefer.is_some_and(|p| {
             !subject::unanswered(asked, std::slice::from_ref(&s)).contains(&p.to_string())
@@ -537,6 +561,12 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
             .unwrap_or(s)
             .replace(['“', '”'], "\"")
     })
+}
+
+/// Pure: a passage's text without its signature, after the entry it documents (`json.loads`
+/// names the function its text "Deserialize *s* ..." describes).
+fn with_entry(n: &Numbered) -> String {
+    format!("{}\n{}", entry_of(&n.heading), strip_signature(&n.text))
 }
 
 /// Pure: the version of a "Changed in version 3.8: ..." note, as (major, minor, patch).

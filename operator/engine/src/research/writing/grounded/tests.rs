@@ -1437,3 +1437,33 @@ fn a_later_version_note_supersedes_an_earlier_one_as_the_statement() {
     assert!(summary.contains("min(32, os.cpu_count() + 4)"), "{md}");
     assert!(!summary.contains("multiplied by 5"), "{md}");
 }
+
+/// A tuning question's report: "How do I ...?" answered without a name to use leads with the
+/// best passage's statement, said of its entry.
+#[test]
+fn a_how_do_i_answer_naming_nothing_to_use_leads_with_the_entry() {
+    let items = vec![
+        item(
+            1,
+            "`json` — JSON encoder and decoder › Basic Usage › json.loads(s, *, cls=None, object_hook=None)",
+            "json.loads(s, *, cls=None, object_hook=None): Deserialize *s* (a `str`, `bytes` or `bytearray` instance containing a JSON document) to a Python object using this conversion table.",
+        ),
+        item(
+            2,
+            "`json` — JSON encoder and decoder › Basic Usage › json.loads(s, *, cls=None, object_hook=None)",
+            "If the data being deserialized is not a valid JSON document, a `JSONDecodeError` will be raised.",
+        ),
+    ];
+    let asked = "How do I decode JSON with the json module in Python?";
+    let vague = r#"{"2": "The `json` module is used to parse and serialize JSON data being deserialized."}"#;
+    let md = assemble_points(asked, &each_points(vague, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(
+        summary.starts_with("## Summary\n\njson.loads: “Deserialize *s* (a `str`, `bytes`"),
+        "{md}"
+    );
+    // A sentence naming the function needs no lead.
+    let named = r#"{"1": "json.loads() deserializes s, a str instance containing a JSON document, to a Python object."}"#;
+    let md = assemble_points(asked, &each_points(named, items.len()).unwrap(), &items).unwrap();
+    assert!(!md.contains('“'), "{md}");
+}

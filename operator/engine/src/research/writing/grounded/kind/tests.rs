@@ -47,3 +47,36 @@ fn a_text_holds_a_value_of_the_kind_or_not() {
         "The MERGE command conditionally inserts, updates or deletes rows."
     ));
 }
+
+#[test]
+fn a_name_to_use_counts_only_when_the_question_does_not_give_it() {
+    let asked = "How do I decode JSON with the json module in Python?";
+    assert_eq!(answer_kind(asked), Some(AnswerKind::Name));
+    assert!(!holds_for(
+        AnswerKind::Name,
+        "The `json` module is used to parse and serialize JSON data.",
+        asked
+    ));
+    assert!(holds_for(
+        AnswerKind::Name,
+        "Use json.loads() on the string.",
+        asked
+    ));
+    let asked = "How do I undo the last commit but keep its changes staged in git?";
+    assert!(holds_for(
+        AnswerKind::Name,
+        "Run git reset --soft HEAD~1.",
+        asked
+    ));
+    assert!(!holds_for(
+        AnswerKind::Name,
+        "Undo the commit and keep the changes.",
+        asked
+    ));
+    // Other kinds read the text alone.
+    assert!(holds_for(
+        AnswerKind::Number,
+        "63 bytes",
+        "How long can a name be?"
+    ));
+}
