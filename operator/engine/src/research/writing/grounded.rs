@@ -302,6 +302,10 @@ fn report(
         }
     }
     summary.extend(sentences.iter().cloned());
+    for (n, statement) in part_leads(asked, &cited, &summary, items) {
+        summary.push(format!("{statement}{}.", citation(n)));
+        cited.push(n.number);
+    }
     let cited = cited.as_slice();
     let quoted: Vec<&Numbered> = cited.iter().map(|n| &items[n - 1]).collect();
     let mut md = format!(
@@ -619,7 +623,7 @@ mod each;
 pub mod kind;
 mod statements;
 pub use statements::{is_heading_copy, quoted_report, statement_before_colon, strip_signature};
-use statements::{leads, quoted_list, uncited_best};
+use statements::{leads, part_leads, quoted_list, uncited_best};
 mod json_points;
 use json_points::{point, point_values};
 mod numbering;

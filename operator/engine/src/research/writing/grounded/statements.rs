@@ -216,6 +216,22 @@ pub(super) fn uncited_best<'a>(
     if !cited.contains(&1) && !items.is_empty() {
         chosen.push(1);
     }
+    for part in queries::question_parts(asked) {
+        if let Some(i) = best_for(&part, items) {
+            let n = i + 1;
+            if !cited.contains(&n) && !chosen.contains(&n) {
+                chosen.push(n);
+            }
+        }
+    }
+    chosen.truncate(MAX_UNCITED_QUOTED);
+    chosen.sort_unstable();
+    chosen.iter().map(|n| &items[n - 1]).collect()
+}
+
+/// Pure: the index of the passage of `items` matching `part` best (BM25 over heading and text;
+/// the earlier of equals), `None` when none shares a word with it.
+fn best_for(part: &str, items: &[Numbered]) -> Option<usize> {
     let passages: Vec<Passage> = items
         .iter()
         .enumerate()
@@ -226,21 +242,47 @@ pub(super) fn uncited_best<'a>(
             kind: PassageKind::Prose,
         })
         .collect();
+    let scores = rank(&passages, part);
+    (0..items.len())
+        .filter(|i| scores[*i] > 0.0)
+        .max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a)))
+}
+
+/// Most statements added for the parts of a task asking several things.
+const MAX_PART_LEADS: usize = 2;
+
+/// Pure: for a task asking several things ([`queries::question_parts`]), the statement of the
+/// best passage for each part that no sentence of the summary cites ([`statement`] for that
+/// part, [`labelled`]), unless the summary `said` it already. The 0.5B model answered "What is
+/// the maximum length of an identifier in PostgreSQL, and what happens to longer names?" with
+/// the length alone, while "longer names can be written in commands, but they will be
+/// truncated" sat in a passage quoted below the summary.
+pub(super) fn part_leads<'a>(
+    asked: &str,
+    cited: &[usize],
+    said: &[String],
+    items: &'a [Numbered],
+) -> Vec<(&'a Numbered, String)> {
+    let mut out: Vec<(&Numbered, String)> = Vec::new();
     for part in queries::question_parts(asked) {
-        let scores = rank(&passages, &part);
-        let best = (0..items.len())
-            .filter(|i| scores[*i] > 0.0)
-            .max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a)));
-        if let Some(i) = best {
-            let n = i + 1;
-            if !cited.contains(&n) && !chosen.contains(&n) {
-                chosen.push(n);
-            }
+        let Some(n) = best_for(&part, items).map(|i| &items[i]) else {
+            continue;
+        };
+        if cited.contains(&n.number) || out.iter().any(|(o, _)| o.number == n.number) {
+            continue;
+        }
+        let Some(statement) = statement(&part, n) else {
+            continue;
+        };
+        if said.iter().any(|s| s.contains(&statement)) {
+            continue;
+        }
+        out.push((n, labelled(asked, n, statement)));
+        if out.len() >= MAX_PART_LEADS {
+            break;
         }
     }
-    chosen.truncate(MAX_UNCITED_QUOTED);
-    chosen.sort_unstable();
-    chosen.iter().map(|n| &items[n - 1]).collect()
+    out
 }
 
 /// Passages quoted under their page's link, in the given order; passages of one page and

@@ -1467,3 +1467,37 @@ fn a_how_do_i_answer_naming_nothing_to_use_leads_with_the_entry() {
     let md = assemble_points(asked, &each_points(named, items.len()).unwrap(), &items).unwrap();
     assert!(!md.contains('“'), "{md}");
 }
+
+/// A tuning question's report answered the first of two questions; the second's answer sat in
+/// a passage quoted below the summary.
+#[test]
+fn each_part_of_a_two_part_question_is_answered_in_the_summary() {
+    let items = vec![
+        item(
+            1,
+            "4.1.1. Identifiers and Key Words",
+            "By default, NAMEDATALEN is 64 so the maximum identifier length is 63 bytes.",
+        ),
+        item(
+            2,
+            "4.1.1. Identifiers and Key Words",
+            "The system uses no more than NAMEDATALEN-1 bytes of an identifier; longer names can be written in commands, but they will be truncated.",
+        ),
+        item(
+            3,
+            "8.3. Character Types",
+            "If you desire to store long strings with no specific upper limit, use text.",
+        ),
+    ];
+    let asked = "What is the maximum length of an identifier in PostgreSQL, and what happens to longer names?";
+    let answer = r#"{"1": "The maximum identifier length is 63 bytes.", "3": "If you desire to store long strings with no specific upper limit, use text."}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(summary.contains("they will be truncated"), "{md}");
+    assert!(!md.contains("not cited above"), "{md}");
+    // A question asking one thing gets no such statement.
+    let asked = "What is the maximum length of an identifier in PostgreSQL?";
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(!summary.contains("truncated"), "{md}");
+}
