@@ -1413,11 +1413,16 @@ fn a_sentence_naming_nothing_under_another_entry_is_no_answer() {
     let asked = "How often does a standby report its status?";
     let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
     assert!(md.contains("The default value is 10 seconds"), "{md}");
-    let named = r#"{"2": "The default wal_receiver_status_interval is 10 seconds."}"#;
+    let items = vec![item(
+        1,
+        "20.11.1. Statement Behavior › lock_timeout (integer)",
+        "Unlike statement_timeout, this timeout can only occur while waiting for locks. A value of zero (the default) disables the timeout.",
+    )];
+    let named = r#"{"1": "The lock_timeout can only occur while waiting for locks."}"#;
     let asked = "What is the default statement_timeout in PostgreSQL?";
     let md = assemble_points(asked, &each_points(named, items.len()).unwrap(), &items).unwrap();
     assert!(
-        md.contains("wal_receiver_status_interval is 10 seconds"),
+        md.contains("lock_timeout can only occur while waiting for locks"),
         "{md}"
     );
 }
@@ -1500,4 +1505,29 @@ fn each_part_of_a_two_part_question_is_answered_in_the_summary() {
     let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
     let summary = md.split("## Evidence").next().unwrap();
     assert!(!summary.contains("truncated"), "{md}");
+}
+
+/// A tuning question's report: a sentence from a note on another module, where neither the
+/// sentence nor its passage names what the question asks about (the module of a dotted name in
+/// the passage's heading places it).
+#[test]
+fn a_sentence_whose_passage_names_no_subject_of_the_question_is_no_answer() {
+    let items = vec![
+        item(
+            1,
+            "What's New In Python 3.11 › asyncio",
+            "Added the TaskGroup class, an asynchronous context manager holding a group of tasks, a more modern alternative to asyncio.gather() for structured concurrency.",
+        ),
+        item(
+            2,
+            "What's New In Python 3.8 › curses",
+            "Added a new variable holding structured version information for the underlying ncurses library: ncurses_version.",
+        ),
+    ];
+    let asked = "How does asyncio.TaskGroup support structured concurrency in Python 3.11?";
+    let answer = r#"{"1": "Python 3.11 added the TaskGroup class, an asynchronous context manager for structured concurrency.", "2": "Added a new variable holding structured version information for the underlying ncurses library."}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(summary.contains("TaskGroup"), "{md}");
+    assert!(!summary.contains("version information"), "{md}");
 }
