@@ -1,0 +1,185 @@
+//! Names swapped between the clauses of a source: a claim that says of one name what its
+//! source says, in the same words, of another. Every word of "ExceptionGroup extends
+//! BaseException and it can wrap any exception" is on the page that says "BaseExceptionGroup
+//! extends BaseException and it can wrap any exception, while ExceptionGroup extends Exception
+//! ...", so shared words and named subjects pass it; only the clause the words come from shows
+//! whose they are.
+
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::local::clauses;
+use super::{STOPWORDS, sentences, stem};
+
+/// Share of a claim clause's other words (its names aside) a source clause must hold to be the
+/// clause it restates.
+const SAME_WORDS: f64 = 0.8;
+/// Fewest other words a claim clause needs before it is compared: "X is Y" says too little to
+/// tell whose it is.
+const MIN_WORDS: usize = 3;
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static NAME_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*").expect("valid regex")
+});
+
+/// Pure: the code-shaped names of `text` in order, lower-cased: dotted or snake_case names and
+/// CamelCase words (`json.loads`, `work_mem`, `ExceptionGroup`).
+fn names(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in NAME_RE.find_iter(text) {
+        let w = m.as_str();
+        let camel = w.chars().skip(1).any(char::is_uppercase)
+            && w.chars().filter(|c| c.is_lowercase()).count() >= 2;
+        let name = w.to_lowercase();
+        if (w.contains(['_', '.']) || camel) && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Pure: a clause's words (lower-cased and stemmed, stopwords and the parts of its names left
+/// out). Parts are left out before stemming, which cuts "exceptiongroup" to "exception"'s stem.
+fn other_words(clause: &str, names: &[String]) -> BTreeSet<String> {
+    let parts: BTreeSet<&str> = names
+        .iter()
+        .flat_map(|n| n.split(|c: char| !c.is_alphanumeric()))
+        .collect();
+    clause
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.len() >= 3 && !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| !parts.contains(w.as_str()))
+        .map(|w| stem(&w))
+        .collect()
+}
+
+/// Pure: whether some clause of `claim` says, in the words of a clause of `evidence`, what that
+/// clause says of another name. The source clause closest to the claim clause (holding at least
+/// [`SAME_WORDS`] of its other words, then sharing the most of both) leads with a name the
+/// claim clause lacks, while the claim clause leads with a name the source clause lacks, and
+/// the same word follows each name ([`follower`]).
+pub fn swaps_names(claim: &str, evidence: &str) -> bool {
+    let source: Vec<(Vec<String>, BTreeSet<String>, String)> = sentences(evidence)
+        .iter()
+        .flat_map(|s| clauses(s))
+        .map(|c| {
+            let n = names(&c);
+            let words = other_words(&c, &n);
+            (n, words, c)
+        })
+        .collect();
+    sentences(claim).iter().flat_map(|s| clauses(s)).any(|c| {
+        let claimed = names(&c);
+        let Some(first) = claimed.first() else {
+            return false;
+        };
+        let words = other_words(&c, &claimed);
+        if words.len() < MIN_WORDS {
+            return false;
+        }
+        let score = |w: &BTreeSet<String>| {
+            let shared = words.intersection(w).count() as f64;
+            (
+                shared / words.len() as f64,
+                shared / words.union(w).count() as f64,
+            )
+        };
+        let closest = source
+            .iter()
+            .map(|(n, w, clause)| (n, score(w), clause))
+            .filter(|(_, (share, _), _)| *share >= SAME_WORDS)
+            .max_by(|a, b| a.1.0.total_cmp(&b.1.0).then(a.1.1.total_cmp(&b.1.1)))
+            .map(|(n, _, clause)| (n, clause));
+        closest.is_some_and(|(n, clause)| {
+            n.first().is_some_and(|lead| {
+                !claimed.contains(lead)
+                    && !n.contains(first)
+                    && follower(&c, first).is_some()
+                    && follower(&c, first) == follower(clause, lead)
+            })
+        })
+    })
+}
+
+/// Pure: the first content word after `name` in `clause` (stemmed), past a parenthesised
+/// argument list: the slot's verb, so a name put in another's slot ("ExceptionGroup extends"
+/// for "BaseExceptionGroup extends") is told from one said in passing ("Unlike
+/// statement_timeout, this timeout ...").
+fn follower(clause: &str, name: &str) -> Option<String> {
+    let lower = clause.to_lowercase();
+    let at = lower.find(name)?;
+    let mut rest = clause.get(at + name.len()..)?.trim_start();
+    if rest.starts_with('(') {
+        let mut depth = 0usize;
+        let mut end = rest.len();
+        for (i, ch) in rest.char_indices() {
+            match ch {
+                '(' => depth += 1,
+                ')' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &rest[end..];
+    }
+    rest.split(|ch: char| !ch.is_alphanumeric())
+        .map(str::to_lowercase)
+        .find(|w| w.len() >= 3 && !STOPWORDS.contains(&w.as_str()))
+        .map(|w| stem(&w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GROUPS: &str = "The nesting structure of the current exception is preserved. BaseExceptionGroup extends BaseException and it can wrap any exception, while ExceptionGroup extends Exception and it can only wrap subclasses of Exception.";
+
+    #[test]
+    fn a_clause_said_of_the_other_name_is_a_swap() {
+        assert!(swaps_names(
+            "ExceptionGroup extends BaseException and it can wrap any exception, while BaseExceptionGroup extends Exception and it can only wrap subclasses of Exception.",
+            GROUPS
+        ));
+        assert!(!swaps_names(
+            "BaseExceptionGroup extends BaseException and it can wrap any exception.",
+            GROUPS
+        ));
+        assert!(swaps_names(
+            "json.loads() serializes obj to a JSON formatted str.",
+            "json.dumps(obj, *, skipkeys=False): Serialize obj to a JSON formatted str using this conversion table."
+        ));
+    }
+
+    #[test]
+    fn a_clause_naming_the_source_clause_own_name_or_none_is_no_swap() {
+        // The entry's name for "It": the source clause names no one else.
+        assert!(!swaps_names(
+            "maintenance_work_mem defaults to 64 megabytes of memory.",
+            "It defaults to 64 megabytes of memory (64MB)."
+        ));
+        // The source's name is in the claim, in another place.
+        assert!(!swaps_names(
+            "functools.cache returns the same as lru_cache(maxsize=None), a thin wrapper.",
+            "Returns the same as lru_cache(maxsize=None), creating a thin wrapper around a dictionary lookup."
+        ));
+        // A name the source says in passing is not the slot's.
+        assert!(!swaps_names(
+            "The lock_timeout can only occur while waiting for locks.",
+            "Unlike statement_timeout, this timeout can only occur while waiting for locks."
+        ));
+        // Too few words to tell whose they are.
+        assert!(!swaps_names(
+            "work_mem is memory.",
+            "shared_buffers is memory."
+        ));
+    }
+}
