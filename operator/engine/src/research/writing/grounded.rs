@@ -139,7 +139,7 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
         }
         let text = strip_signature(text.trim_start_matches(['*', '-', ' ']));
         let text = statement_before_colon(&text).unwrap_or(text);
-        if text.is_empty() || is_heading_copy(&text, items) {
+        if text.is_empty() || is_heading_copy(&text, items) || is_question(&text) {
             continue;
         }
         match cite {
@@ -168,6 +168,12 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
         return None;
     }
     Some(report(asked, &sentences, &plain, cited, items))
+}
+
+/// Pure: whether `text` is a question, no statement: a FAQ's heading the model copied ("How
+/// does the `OrderedDict` work?") answers nothing in a summary.
+fn is_question(text: &str) -> bool {
+    text.trim_end().ends_with('?')
 }
 
 /// How well `item` supports `text` (the share of the sentence's terms it holds), or `None`
@@ -478,7 +484,11 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
             // A small model repeats its point to fill the number the schema asks for: once is
             // enough.
             let key = text.to_lowercase();
-            if text.is_empty() || said.contains(&key) || is_heading_copy(&text, items) {
+            if text.is_empty()
+                || said.contains(&key)
+                || is_heading_copy(&text, items)
+                || is_question(&text)
+            {
                 continue;
             }
             said.push(key);

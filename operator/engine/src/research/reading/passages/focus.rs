@@ -88,6 +88,19 @@ pub fn entry_name(heading: &str) -> Option<String> {
     ] {
         h = h.strip_prefix(prefix).unwrap_or(h).trim_start();
     }
+    // A C function's entry starts with its return type ("int PyList_Sort(PyObject *list)",
+    // "PyObject *PyList_New(Py_ssize_t len)"): the name is the word before the `(`.
+    if let Some(open) = h.find('(')
+        && let Some(space) = h[..open].rfind([' ', '*'])
+        && h[..open].split_whitespace().count() > 1
+        && h[..space].split_whitespace().all(|w| {
+            w.trim_end_matches('*')
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_')
+        })
+    {
+        h = &h[space + 1..];
+    }
     let end = h.find([' ', '(']).unwrap_or(h.len());
     let name = &h[..end];
     let shaped = name.contains(['_', '.']) || h[end..].trim_start().starts_with('(');

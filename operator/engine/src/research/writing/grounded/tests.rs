@@ -1531,3 +1531,31 @@ fn a_sentence_whose_passage_names_no_subject_of_the_question_is_no_answer() {
     assert!(summary.contains("TaskGroup"), "{md}");
     assert!(!summary.contains("version information"), "{md}");
 }
+
+/// A tuning question's report carried a FAQ's question the model copied.
+#[test]
+fn a_question_copied_from_a_passage_is_no_sentence_of_the_summary() {
+    let items = vec![item(
+        1,
+        "Design and History FAQ › How are dictionaries implemented in CPython?",
+        "How does the OrderedDict work? It maintains a doubly linked list of keys, appending new keys to the list as they are inserted.",
+    )];
+    let asked = "Does a Python dict preserve insertion order?";
+    let answer = r#"{"1": "How does the OrderedDict work? It maintains a doubly linked list of keys, appending new keys as they are inserted."}"#;
+    let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &items).unwrap();
+    assert!(
+        !md.split("## Evidence").next().unwrap().contains("work?"),
+        "{md}"
+    );
+    assert!(md.contains("doubly linked list"), "{md}");
+    let md = assemble_for(
+        asked,
+        "How does the OrderedDict work? [1] It maintains a doubly linked list of keys [1].",
+        &items,
+    )
+    .unwrap();
+    assert!(
+        !md.split("## Evidence").next().unwrap().contains("work?"),
+        "{md}"
+    );
+}

@@ -107,6 +107,14 @@ fn entry_names_come_from_signatures_settings_and_classes() {
         entry_name("`json.loads(s, *, cls=None)`").as_deref(),
         Some("json.loads")
     );
+    assert_eq!(
+        entry_name("int PyList_Sort(PyObject *list)").as_deref(),
+        Some("pylist_sort")
+    );
+    assert_eq!(
+        entry_name("PyObject *PyList_New(Py_ssize_t len)").as_deref(),
+        Some("pylist_new")
+    );
     assert_eq!(entry_name("20.5.1. Settings"), None);
     assert_eq!(entry_name("Basic Usage"), None);
 }
