@@ -1,7 +1,8 @@
 //! The evaluation question sets (see `tests/eval/README.md`), checked against the documentation
 //! they cite: `tests/eval/questions.jsonl` (the tuning set) over Debian's Python 3.11 and
-//! PostgreSQL 15 HTML docs, and `tests/eval/frozen.jsonl` (the frozen set) over those and Git's
-//! manual (`git-doc`): the corpora the local search stack serves.
+//! PostgreSQL 15 HTML docs, `tests/eval/frozen.jsonl` (the frozen set) over those and Git's
+//! manual (`git-doc`), and `tests/eval/probe.jsonl` (questions of one's own) over the same three:
+//! the corpora the local search stack serves.
 //!
 //! For each set:
 //! - `*_is_well_formed` needs nothing installed: schema, ids, counts, match strings.
@@ -62,6 +63,17 @@ const FROZEN: QuestionSet = QuestionSet {
     min_no_answer: 8,
     min_multi_page: 15,
     min_on_last_tree: 15,
+};
+
+/// Questions of one's own, written while working on the engine (tests/eval/README.md): a
+/// reader's check beside the two sets, hostile no-answer questions among them.
+const PROBE: QuestionSet = QuestionSet {
+    file: "probe.jsonl",
+    trees: &EVAL_FROZEN_DOC_TREES,
+    min_questions: 12,
+    min_no_answer: 6,
+    min_multi_page: 0,
+    min_on_last_tree: 2,
 };
 
 /// SHA-256 of `tests/eval/frozen.jsonl`. The set is frozen: a change to it is deliberate, comes
@@ -203,6 +215,11 @@ fn question_set_is_well_formed() {
 #[test]
 fn frozen_set_is_well_formed() {
     check_well_formed(&FROZEN);
+}
+
+#[test]
+fn probe_set_is_well_formed() {
+    check_well_formed(&PROBE);
 }
 
 fn check_well_formed(set: &QuestionSet) {
@@ -513,6 +530,12 @@ fn frozen_quotes_and_matches_are_on_the_cited_pages() {
     check_quotes(&FROZEN, "frozen_quotes_and_matches_are_on_the_cited_pages");
 }
 
+#[test]
+#[ignore = "needs the docs corpus (scripts/install-test-deps.sh)"]
+fn probe_quotes_and_matches_are_on_the_cited_pages() {
+    check_quotes(&PROBE, "probe_quotes_and_matches_are_on_the_cited_pages");
+}
+
 fn check_quotes(set: &QuestionSet, test: &str) {
     let questions = load_valid(set);
     require_installed(test, &set.doc_trees().missing());
@@ -593,6 +616,12 @@ fn no_answer_terms_are_absent_from_the_corpus() {
 #[ignore = "needs the docs corpus (scripts/install-test-deps.sh)"]
 fn frozen_no_answer_terms_are_absent_from_the_corpus() {
     check_absent_terms(&FROZEN, "frozen_no_answer_terms_are_absent_from_the_corpus");
+}
+
+#[test]
+#[ignore = "needs the docs corpus (scripts/install-test-deps.sh)"]
+fn probe_no_answer_terms_are_absent_from_the_corpus() {
+    check_absent_terms(&PROBE, "probe_no_answer_terms_are_absent_from_the_corpus");
 }
 
 fn check_absent_terms(set: &QuestionSet, test: &str) {

@@ -21,7 +21,7 @@ pub fn keyword_query(question: &str) -> String {
 }
 
 /// The words of a question that a page answering it must contain: identifiers
-/// (`create_engine`, `functools.lru_cache`, `TaskGroup`) when it names any, otherwise the
+/// (`create_engine`, `functools.lru_cache`, `TaskGroup`, `--soft`) when it names any, otherwise the
 /// names it capitalises (`PostgreSQL`, `Serializable`). Lower-cased; empty when it has neither.
 pub fn key_terms(question: &str) -> Vec<String> {
     let words = question_words(question);
@@ -31,9 +31,19 @@ pub fn key_terms(question: &str) -> Vec<String> {
             // CamelCase (TaskGroup, SQLAlchemy), not an acronym's plural (CRDs, APIs).
             let inner_upper = w.chars().skip(1).any(|c| c.is_uppercase())
                 && w.chars().filter(|c| c.is_lowercase()).count() >= 2;
+            // A command-line option (`--autosquash`) names what it documents as much as
+            // `work_mem` does: a question about one git does not have must not be answered
+            // from the page of another.
+            let option = w.len() > 3
+                && w.starts_with("--")
+                && w[2..].starts_with(|c: char| c.is_ascii_alphabetic())
+                && w[2..]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-');
             w.contains('_')
                 || (w.contains('.') && w.chars().next().is_some_and(char::is_alphabetic))
                 || inner_upper
+                || option
         })
         .map(|w| w.to_lowercase())
         .collect();

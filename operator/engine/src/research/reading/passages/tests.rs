@@ -227,6 +227,12 @@ fn key_terms_are_identifiers_first_then_capitalised_names() {
         key_terms("How does Serializable differ from Repeatable Read?"),
         ["serializable", "repeatable", "read"]
     );
+    // A command-line option is an identifier; a dash or a bare `--` is not.
+    assert_eq!(
+        key_terms("What does the --autosquash-all option of git commit do?"),
+        ["--autosquash-all"]
+    );
+    assert!(key_terms("What does git checkout -- file do?").is_empty());
     assert_eq!(
         key_terms("How do I decode JSON with the json module in Python?"),
         ["json", "python"]

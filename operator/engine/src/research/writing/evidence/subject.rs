@@ -427,6 +427,16 @@ pub fn unnamed(claim: &str, evidence: &Named, asked: &str) -> Vec<String> {
         .collect()
 }
 
+/// Pure: whether `text` names the command-line option `option` (lower-cased, `--` first) as a
+/// whole: not as the start of a longer option, nor inside a word.
+fn names_option(text: &str, option: &str) -> bool {
+    let lower = text.to_lowercase();
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_');
+    lower.match_indices(option).any(|(at, _)| {
+        !part(lower[..at].chars().next_back()) && !part(lower[at + option.len()..].chars().next())
+    })
+}
+
 /// Pure: the subjects `question` names ([`subject_terms`]: its identifiers, else its
 /// capitalised names, and the words a product owns, less the products it is asked in) that
 /// none of `texts` names. Passages that leave one out do not answer the question: a page
@@ -438,6 +448,10 @@ pub fn unanswered(question: &str, texts: &[String]) -> Vec<String> {
         .into_iter()
         .filter(|k| !is_context(k, &context))
         .filter(|k| {
+            // An option is named only whole: `--autosquash-all` is not `--autosquash` and "all".
+            if k.starts_with("--") {
+                return !texts.iter().any(|t| names_option(t, k));
+            }
             // `check=True` is two names, each looked for alone.
             let parts: Vec<String> = k
                 .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))

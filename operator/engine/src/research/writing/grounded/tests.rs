@@ -1559,3 +1559,28 @@ fn a_question_copied_from_a_passage_is_no_sentence_of_the_summary() {
         "{md}"
     );
 }
+
+/// A question of one's own: an option git does not have is a subject no passage names, though
+/// the page of a similar option (`--autosquash`) shares its words.
+#[test]
+fn an_option_no_passage_names_leaves_the_question_unanswered() {
+    let items = vec![item(
+        1,
+        "git-rebase(1) › OPTIONS › --autosquash, --no-autosquash",
+        "--autosquash: When the commit log message begins with \"squash! ...\", automatically modify the todo list of rebase -i so that the commit marked for squashing comes right after the commit to be modified.",
+    )];
+    assert_eq!(
+        unanswered(
+            "What does the --autosquash-all option of git commit do?",
+            &items
+        ),
+        ["--autosquash-all"]
+    );
+    assert!(
+        unanswered(
+            "What does the --autosquash option of git rebase do?",
+            &items
+        )
+        .is_empty()
+    );
+}
