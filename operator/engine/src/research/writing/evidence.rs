@@ -15,7 +15,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
-use numbers::{holds_number, restated_versions, speaks_of_other_version, spelled_out_in};
+use numbers::{
+    holds_number, restated_versions, speaks_of_other_version, spelled_out_in, without_docs_version,
+};
 
 use super::links::{LINK_RE, normalize_url};
 use crate::research::machine::state::RunState;
@@ -520,11 +522,12 @@ pub fn support(claim: &str, evidence: &str) -> (f64, Vec<String>) {
     }
     let evidence_terms = terms(evidence);
     let found = claim_terms.intersection(&evidence_terms).count();
+    let evidence = without_docs_version(evidence);
     let missing_numbers: Vec<String> = NUMBER_RE
         .captures_iter(claim)
         .filter_map(|c| c.get(1))
         .map(|m| m.as_str().to_string())
-        .filter(|n| !holds_number(evidence, n) && !spelled_out_in(n, evidence))
+        .filter(|n| !holds_number(&evidence, n) && !spelled_out_in(n, &evidence))
         .collect();
     (found as f64 / claim_terms.len() as f64, missing_numbers)
 }

@@ -88,3 +88,22 @@ pub(super) fn spelled_out_in(n: &str, evidence: &str) -> bool {
         .split(|c: char| !c.is_alphanumeric())
         .any(|w| w.eq_ignore_ascii_case(word))
 }
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static DOCS_VERSION_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bv?\d+(?:\.\d+)+(\s+documentation\b)").expect("valid regex")
+});
+
+/// Pure: `evidence` without the version of the documentation its first line (the page's title)
+/// names ("tomllib — Parse TOML files — Python 3.11.2 documentation"): the build of the docs is
+/// no fact of what they document. The 0.5B model wrote "`tomllib` ... was added in Python
+/// 3.11.2", and the title held the number. A version the title gives its subject ("What's New
+/// In Python 3.11") stays.
+pub(super) fn without_docs_version(evidence: &str) -> std::borrow::Cow<'_, str> {
+    let (first, rest) = evidence.split_once('\n').unwrap_or((evidence, ""));
+    if !DOCS_VERSION_RE.is_match(first) {
+        return std::borrow::Cow::Borrowed(evidence);
+    }
+    let title = DOCS_VERSION_RE.replace_all(first, "$1");
+    std::borrow::Cow::Owned(format!("{title}\n{rest}"))
+}

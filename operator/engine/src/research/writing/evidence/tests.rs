@@ -549,3 +549,33 @@ fn a_number_with_its_unit_glued_on_is_checked() {
     let (_, missing) = support("Use utf8 or sha256 hashes.", "Use utf8 or sha256 hashes.");
     assert!(missing.is_empty(), "{missing:?}");
 }
+
+/// A tuning question's report: "added in Python 3.11.2", the version of the docs' build in the
+/// page's title.
+#[test]
+fn the_docs_version_in_a_title_backs_no_claim() {
+    let page = "tomllib — Parse TOML files — Python 3.11.2 documentation\nNew in version 3.11. This module provides an interface for parsing TOML.";
+    let wrong = check_support(
+        "The tomllib module was added in Python 3.11.2 for parsing TOML.",
+        page,
+        "",
+    );
+    assert_eq!(wrong.missing_numbers, ["3.11.2"]);
+    assert!(!wrong.supported);
+    let right = check_support(
+        "The tomllib module, new in version 3.11, provides an interface for parsing TOML.",
+        page,
+        "",
+    );
+    assert!(right.supported, "{right:?}");
+    // A version the title gives its subject stays.
+    let whats_new = "What's New In Python 3.11 — Python 3.11.2 documentation\nAdded the tomllib module for parsing TOML.";
+    assert!(
+        check_support(
+            "Python 3.11 added the tomllib module for parsing TOML.",
+            whats_new,
+            ""
+        )
+        .supported
+    );
+}
