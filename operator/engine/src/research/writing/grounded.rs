@@ -237,8 +237,9 @@ fn names_no_subject(text: &str, item: &Numbered, asked: &str) -> bool {
 }
 
 /// Pure: whether `text` speaks of its passage's entry while the task asks about something else:
-/// a sentence naming neither that entry nor any subject of the task `asked`, cited to a
-/// passage under the entry of a name the task does not ask about. What such a sentence says
+/// a sentence naming no subject of the task `asked`, cited to a passage under the entry of a
+/// name the task does not ask about, that names nothing or (when the task names subjects)
+/// names that entry. What such a sentence says
 /// is said of that entry: the 0.5B model answered "What is the default statement_timeout?"
 /// with "The default value is 10 seconds", cited to `wal_receiver_status_interval (integer)`,
 /// and a question on a table's columns with "The default value is 5000" from
@@ -271,8 +272,16 @@ fn about_another_entry(text: &str, item: &Numbered, asked: &str) -> bool {
     }
     let named = subject::Named::new(text);
     let names = |k: &str| named.names(&subject::Subject::Name(k.to_string()));
+    if subject_terms(asked).iter().any(|k| names(k)) {
+        return false;
+    }
     let last = entry.rsplit('.').next().unwrap_or(&entry);
-    !names(&entry) && !names(last) && !subject_terms(asked).iter().any(|k| names(k))
+    // A sentence naming nothing is said of its passage's entry. One naming that unasked entry
+    // is said of it too, a side remark when the question asks about names of its own: the
+    // 0.5B model followed "The default timeout for a SQLite connection is 5 seconds" with
+    // sentences on `setlimit`, `serialize` and `getlimit` for "How long does a Python sqlite3
+    // connection wait by default ...?".
+    (!names(&entry) && !names(last)) || !subject::unanswered(asked, &[String::new()]).is_empty()
 }
 
 /// Pure: the entry a passage's heading breadcrumb ends in (`@functools.cache(user_function)` of

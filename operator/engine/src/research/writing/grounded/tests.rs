@@ -1409,7 +1409,7 @@ fn a_sentence_naming_nothing_under_another_entry_is_no_answer() {
     let asked = "What is the default wal_receiver_status_interval?";
     let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
     assert!(md.contains("The default value is 10 seconds"), "{md}");
-    // ... or about a word of its name, and a sentence naming the entry is said of it.
+    // ... or about a word of its name.
     let asked = "How often does a standby report its status?";
     let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
     assert!(md.contains("The default value is 10 seconds"), "{md}");
@@ -1418,12 +1418,13 @@ fn a_sentence_naming_nothing_under_another_entry_is_no_answer() {
         "20.11.1. Statement Behavior › lock_timeout (integer)",
         "Unlike statement_timeout, this timeout can only occur while waiting for locks. A value of zero (the default) disables the timeout.",
     )];
+    // A sentence naming that other entry is said of it: a side remark, for a question that
+    // names its own subject.
     let named = r#"{"1": "The lock_timeout can only occur while waiting for locks."}"#;
     let asked = "What is the default statement_timeout in PostgreSQL?";
-    let md = assemble_points(asked, &each_points(named, items.len()).unwrap(), &items).unwrap();
-    assert!(
-        md.contains("lock_timeout can only occur while waiting for locks"),
-        "{md}"
+    assert_eq!(
+        assemble_points(asked, &each_points(named, items.len()).unwrap(), &items),
+        None
     );
 }
 
@@ -1583,4 +1584,33 @@ fn an_option_no_passage_names_leaves_the_question_unanswered() {
         )
         .is_empty()
     );
+}
+
+/// A tuning question's report: after the answer, sentences on methods the question does not ask
+/// about, each naming its own entry.
+#[test]
+fn a_sentence_on_an_unasked_entry_is_no_answer_when_the_question_names_its_subject() {
+    let items = vec![
+        item(
+            1,
+            "sqlite3 › Module functions › sqlite3.connect(database, timeout=5.0)",
+            "timeout (float) – How many seconds the connection should wait before raising an OperationalError when a table is locked. Default five seconds.",
+        ),
+        item(
+            2,
+            "sqlite3 › Connection objects › setlimit(category, limit, /)",
+            "Set a connection runtime limit. Attempts to increase a limit above its hard upper bound are silently truncated to the hard upper bound.",
+        ),
+    ];
+    let asked =
+        "How long does a Python sqlite3 connection wait by default when the database is locked?";
+    let answer = r#"{"1": "The connection waits five seconds before raising an OperationalError when a table is locked.", "2": "The setlimit method sets a connection runtime limit."}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(summary.contains("five seconds"), "{md}");
+    assert!(!summary.contains("setlimit"), "{md}");
+    // A question naming no subject of its own keeps it: the entry may be the answer.
+    let asked = "How can a connection limit be changed at runtime?";
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    assert!(md.contains("setlimit method sets"), "{md}");
 }
