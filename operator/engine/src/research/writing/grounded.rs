@@ -192,7 +192,12 @@ fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
     // `lru_cache(maxsize=None)`".
     let restates = !asked.trim().is_empty()
         && evidence::only_restates(text, &format!("{asked}\n{}", entry_of(&item.heading)));
+    // A name put in another's slot ("ExceptionGroup extends BaseException" from
+    // "BaseExceptionGroup extends BaseException"): judged against the one passage shown, where
+    // its clauses are the passage's own.
+    let swapped = evidence::swap::swaps_names(text, &item.text);
     (verdict.supported
+        && !swapped
         && !restates
         && !about_another_entry(text, item, asked)
         && !names_no_subject(text, item, asked)
@@ -253,10 +258,18 @@ fn about_another_entry(text: &str, item: &Numbered, asked: &str) -> bool {
     let Some(entry) = focus::entry_name(entry_of(&item.heading)) else {
         return false;
     };
+    // Dotted names count whole and by their parts: the module of `copy.copy()` is asked about
+    // too, and Sphinx files a module page's closing paragraphs under its last entry
+    // (`exception copy.Error`), where "The difference between shallow and deep copying is only
+    // relevant for compound objects" answered "copy.copy() versus copy.deepcopy()".
     let words: Vec<String> = asked
         .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
         .map(|w| w.trim_matches('.').to_lowercase())
         .filter(|w| !w.is_empty())
+        .flat_map(|w| {
+            let parts: Vec<String> = w.split('.').map(str::to_string).collect();
+            std::iter::once(w).chain(parts)
+        })
         .collect();
     // A plural ("dataclasses" for "dataclass") is the same word.
     let plural =

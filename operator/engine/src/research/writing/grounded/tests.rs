@@ -1614,3 +1614,18 @@ fn a_sentence_on_an_unasked_entry_is_no_answer_when_the_question_names_its_subje
     let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
     assert!(md.contains("setlimit method sets"), "{md}");
 }
+
+/// A tuning question's report lost its answer: the copy page's closing paragraphs sit under its
+/// last entry, `exception copy.Error`, an entry of the module the question asks about.
+#[test]
+fn an_entry_of_the_asked_module_is_asked_about() {
+    let items = vec![item(
+        1,
+        "`copy` — Shallow and deep copy operations › exception copy.Error",
+        "The difference between shallow and deep copying is only relevant for compound objects (objects that contain other objects, like lists or class instances).",
+    )];
+    let asked = "What is the difference between copy.copy() and copy.deepcopy() in Python?";
+    let answer = r#"{"1": "The difference between shallow and deep copying is only relevant for compound objects."}"#;
+    let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &items).unwrap();
+    assert!(md.contains("only relevant for compound objects"), "{md}");
+}
