@@ -200,45 +200,8 @@ fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
         && !swapped
         && !restates
         && !about_another_entry(text, item, asked)
-        && !names_no_subject(text, item, asked)
         && !focus::contradicts_default(text, &item.text))
     .then_some(verdict.overlap)
-}
-
-/// Pure: whether neither `text` nor its passage (title, heading, text) names any code-shaped
-/// subject of the task `asked` ([`subject::unanswered`]), when it has one: what it says is said
-/// of something else. The 0.5B model answered a question on asyncio's structured concurrency
-/// with "Added a new variable holding structured version information for the underlying
-/// ncurses library", from a note on `curses`. (That question names no identifier, so this
-/// rule would not have caught it; a question naming `asyncio.TaskGroup` does.)
-fn names_no_subject(text: &str, item: &Numbered, asked: &str) -> bool {
-    // Only names shaped as code (`statement_timeout`, `asyncio.TaskGroup`) are sure subjects: a
-    // capitalised word may be the product asked about ("PostgreSQL"), which a passage need not
-    // repeat.
-    let code = |k: &String| k.contains(['_', '.']);
-    let all: Vec<String> = subject::unanswered(asked, &[String::new()])
-        .into_iter()
-        .filter(code)
-        .collect();
-    if all.is_empty() {
-        return false;
-    }
-    let passage = format!("{}\n{}\n{}", item.title, item.heading, item.text);
-    let left = subject::unanswered(asked, &[text.to_string(), passage]);
-    if all.iter().any(|k| !left.contains(k)) {
-        return false;
-    }
-    // A dotted name's module as a word of the page's title or heading places the passage in
-    // that module's documentation (`copy.deepcopy()` on the page "copy — Shallow and deep copy
-    // operations", whose text says "deep copying").
-    let place: Vec<String> = format!("{} {}", item.title, item.heading)
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .map(str::to_lowercase)
-        .collect();
-    !all.iter().any(|k| {
-        k.split_once('.')
-            .is_some_and(|(module, _)| place.iter().any(|w| w == &module.to_lowercase()))
-    })
 }
 
 /// Pure: whether `text` speaks of its passage's entry while the task asks about something else:

@@ -1508,31 +1508,6 @@ fn each_part_of_a_two_part_question_is_answered_in_the_summary() {
     assert!(!summary.contains("truncated"), "{md}");
 }
 
-/// A tuning question's report: a sentence from a note on another module, where neither the
-/// sentence nor its passage names what the question asks about (the module of a dotted name in
-/// the passage's heading places it).
-#[test]
-fn a_sentence_whose_passage_names_no_subject_of_the_question_is_no_answer() {
-    let items = vec![
-        item(
-            1,
-            "What's New In Python 3.11 › asyncio",
-            "Added the TaskGroup class, an asynchronous context manager holding a group of tasks, a more modern alternative to asyncio.gather() for structured concurrency.",
-        ),
-        item(
-            2,
-            "What's New In Python 3.8 › curses",
-            "Added a new variable holding structured version information for the underlying ncurses library: ncurses_version.",
-        ),
-    ];
-    let asked = "How does asyncio.TaskGroup support structured concurrency in Python 3.11?";
-    let answer = r#"{"1": "Python 3.11 added the TaskGroup class, an asynchronous context manager for structured concurrency.", "2": "Added a new variable holding structured version information for the underlying ncurses library."}"#;
-    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
-    let summary = md.split("## Evidence").next().unwrap();
-    assert!(summary.contains("TaskGroup"), "{md}");
-    assert!(!summary.contains("version information"), "{md}");
-}
-
 /// A tuning question's report carried a FAQ's question the model copied.
 #[test]
 fn a_question_copied_from_a_passage_is_no_sentence_of_the_summary() {
@@ -1628,4 +1603,21 @@ fn an_entry_of_the_asked_module_is_asked_about() {
     let answer = r#"{"1": "The difference between shallow and deep copying is only relevant for compound objects."}"#;
     let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &items).unwrap();
     assert!(md.contains("only relevant for compound objects"), "{md}");
+}
+
+/// A tuning question's answer, under a method's entry in the "Task Groups" section, names the
+/// exceptions but not `asyncio.TaskGroup`: it is the answer, not a sentence about something else.
+#[test]
+fn a_sentence_under_a_method_of_the_asked_class_is_kept() {
+    let items = vec![item(
+        1,
+        "Coroutines and Tasks › Task Groups › create_task(coro, *, name=None, context=None)",
+        "Once all tasks have finished, if any tasks have failed with an exception other than asyncio.CancelledError, those exceptions are combined in an ExceptionGroup or BaseExceptionGroup which is then raised.",
+    )];
+    let asked =
+        "How does asyncio.TaskGroup handle exceptions raised by its child tasks in Python 3.11?";
+    let answer = r#"{"1": "If any tasks have failed with an exception other than asyncio.CancelledError, those exceptions are combined in an ExceptionGroup or BaseExceptionGroup which is then raised."}"#;
+    let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(summary.contains("combined in an ExceptionGroup"), "{md}");
 }
