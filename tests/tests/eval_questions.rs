@@ -70,10 +70,10 @@ const FROZEN: QuestionSet = QuestionSet {
 const PROBE: QuestionSet = QuestionSet {
     file: "probe.jsonl",
     trees: &EVAL_FROZEN_DOC_TREES,
-    min_questions: 12,
-    min_no_answer: 6,
-    min_multi_page: 0,
-    min_on_last_tree: 2,
+    min_questions: 26,
+    min_no_answer: 8,
+    min_multi_page: 2,
+    min_on_last_tree: 14,
 };
 
 /// SHA-256 of `tests/eval/frozen.jsonl`. The set is frozen: a change to it is deliberate, comes
