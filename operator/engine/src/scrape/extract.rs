@@ -301,15 +301,21 @@ fn decode_entities(s: &str) -> String {
 /// command parameters (`GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY`) have none, and their
 /// descriptions were filed under the last anchored term before them (`PARTITION OF
 /// parent_table`).
+/// And AsciiDoc's labelled-list term (`<dt class="hdlist1">`): every option of a Git manual page
+/// (`-p`, `--prune`) and every subcommand (`pop [--index] ...`), whose descriptions otherwise all
+/// sat under the page's "OPTIONS" or "COMMANDS" heading with nothing naming them.
 static ANCHORED_DT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?s)<dt(\s[^>]*?\bid="[^"]*"[^>]*)>(.*?)</dt>|<dt>(\s*<span class="term">.*?)</dt>"#,
+        r#"(?s)<dt(\s[^>]*?\bid="[^"]*"[^>]*)>(.*?)</dt>|<dt>(\s*<span class="term">.*?)</dt>|<dt class="hdlist1">(.*?)</dt>"#,
     )
     .expect("valid regex")
 });
 /// `<dl ...>`, `</dl>`, `<dd ...>`, `</dd>`.
 static DL_DD: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)<(/?)(dl|dd)(\s[^>]*)?>").expect("valid regex"));
+/// A line break, `<br>` or `<br />`.
+static BREAK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)<br\s*/?>").expect("valid regex"));
 static TAG: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"<[^>]*>").expect("valid regex"));
 static HEADERLINK: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"(?s)<a class="headerlink"[^>]*>.*?</a>"#).expect("valid regex"));
@@ -325,17 +331,35 @@ pub fn definition_terms_as_headings(html: &str) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Borrowed(html);
     }
     let headed = ANCHORED_DT.replace_all(html, |c: &regex::Captures<'_>| {
-        let term = c.get(2).or_else(|| c.get(3)).map_or("", |m| m.as_str());
+        let term = c
+            .get(2)
+            .or_else(|| c.get(3))
+            .or_else(|| c.get(4))
+            .map_or("", |m| m.as_str());
         let inner = HEADERLINK.replace_all(term, "");
+        // DocBook writes an option's forms on lines of one term (`-a<br />--data-only`): they
+        // are a list, not one word.
+        let inner = BREAK.replace_all(&inner, ", ");
         // Plain, short text: extraction drops long headings full of inline markup (a whole
         // signature with every default value).
         let text = collapse_ws(&decode_entities(&TAG.replace_all(&inner, "")));
         let short: String = if text.chars().count() > 80 {
             let cut: String = text.chars().take(76).collect();
-            format!("{cut}…)")
+            // A cut signature keeps its closing parenthesis; a cut option list needs none.
+            let close = if cut.matches('(').count() > cut.matches(')').count() {
+                ")"
+            } else {
+                ""
+            };
+            format!("{cut}…{close}")
         } else {
             text
         };
+        // Decoded text goes back into HTML: `list [<log-options>]` must not become a tag.
+        let short = short
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
         format!("<p><strong>{short}</strong></p>")
     });
     // A heading is no valid child of <dl>: extraction would drop it with the list's structure.

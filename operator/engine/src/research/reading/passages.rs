@@ -46,6 +46,8 @@ pub fn split(markdown: &str) -> Vec<Passage> {
     let mut block: Vec<&str> = Vec::new();
     let mut block_kind = PassageKind::Prose;
     let mut in_fence = false;
+    // A definition term's heading with nothing under it yet: the next term joins it.
+    let mut term_open = false;
     let path = |headings: &[(usize, String)]| headings.iter().map(|(_, h)| h.clone()).collect();
 
     fn flush(
@@ -87,15 +89,30 @@ pub fn split(markdown: &str) -> Vec<Passage> {
         if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
             flush(&mut out, &mut block, block_kind, path(&headings));
             in_fence = true;
+            term_open = false;
             block.push(line);
             continue;
         }
         // Only an unindented `#` starts a heading: indented ones are comments in code.
         if let Some((level, title)) = heading(line) {
             flush(&mut out, &mut block, block_kind, path(&headings));
+            // Terms listed together share one description (`-p` and `--prune`): the entry is
+            // named by all of them, not by the last alone.
+            if level == TERM_LEVEL
+                && term_open
+                && let Some((TERM_LEVEL, last)) = headings.last_mut()
+            {
+                last.push_str(", ");
+                last.push_str(&title);
+                continue;
+            }
             headings.retain(|(l, _)| *l < level);
             headings.push((level, title));
+            term_open = level == TERM_LEVEL;
             continue;
+        }
+        if !trimmed.is_empty() {
+            term_open = false;
         }
         let kind = if trimmed.starts_with('|') {
             PassageKind::TableRow
@@ -178,14 +195,17 @@ fn join_lead_ins(passages: Vec<Passage>) -> Vec<Passage> {
     out
 }
 
+/// The heading level of a definition term, below every Markdown heading.
+const TERM_LEVEL: usize = 7;
+
 /// `## Title` as (2, "Title"); a line that is all bold (`**json.loads(s, ...)**`, how the
 /// extractor renders a definition term such as an API signature) as a heading below level 6.
 fn heading(line: &str) -> Option<(usize, String)> {
     let t = line.trim_end();
     if t.len() > 4 && t.starts_with("**") && t.ends_with("**") && !t[2..t.len() - 2].contains("**")
     {
-        let title = t[2..t.len() - 2].replace("\\_", "_").replace("\\*", "*");
-        return (!title.trim().is_empty()).then(|| (7, title.trim().to_string()));
+        let title = unescape_markdown(&t[2..t.len() - 2]);
+        return (!title.trim().is_empty()).then(|| (TERM_LEVEL, title.trim().to_string()));
     }
     let level = line.chars().take_while(|c| *c == '#').count();
     if !(1..=6).contains(&level) {
@@ -197,6 +217,25 @@ fn heading(line: &str) -> Option<(usize, String)> {
     }
     let title = rest.trim().trim_end_matches('#').trim();
     (!title.is_empty()).then(|| (level, title.to_string()))
+}
+
+/// Markdown's backslash escapes removed (`\\[-p\\]` is `[-p]`): a heading names an entry as the
+/// page shows it.
+fn unescape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&next) = chars.peek()
+            && next.is_ascii_punctuation()
+        {
+            out.push(next);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn is_list_item(line: &str) -> bool {

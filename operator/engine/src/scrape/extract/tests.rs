@@ -111,3 +111,45 @@ fn an_article_is_extracted_without_navigation() {
     assert!(!e.markdown.contains("Shop now"), "{e:?}");
     assert!(!e.markdown.contains("All rights reserved"), "{e:?}");
 }
+
+#[test]
+fn an_asciidoc_labelled_list_term_heads_its_description() {
+    // git-stash.html: a subcommand term with placeholders written as entities.
+    let html = "<div class=\"dlist\"><dl><dt class=\"hdlist1\">\npop [--index] [-q|--quiet] [&lt;stash&gt;]\n</dt>\n<dd>\n<p>Applying the state can fail with conflicts; in this case, it is not removed from the stash list.</p>\n</dd></dl></div>";
+    let headed = definition_terms_as_headings(html);
+    assert!(
+        headed.contains("<p><strong>pop [--index] [-q|--quiet] [&lt;stash&gt;]</strong></p>"),
+        "{headed}"
+    );
+    assert!(!headed.contains("<dt"), "{headed}");
+}
+
+#[test]
+fn a_long_term_is_cut_with_a_closing_parenthesis_only_when_one_is_open() {
+    let options = format!(
+        "<dt class=\"hdlist1\">push {}</dt>",
+        "[-p|--patch] ".repeat(8)
+    );
+    let headed = definition_terms_as_headings(&options);
+    assert!(headed.contains("…</strong>"), "{headed}");
+    let signature = format!(
+        "<dt id=\"f\">f({})</dt>",
+        (0..20)
+            .map(|i| format!("a{i}=None"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let headed = definition_terms_as_headings(&signature);
+    assert!(headed.contains("…)</strong>"), "{headed}");
+}
+
+#[test]
+fn a_docbook_term_with_several_forms_lists_them() {
+    // app-pgdump.html: an option's short and long forms on two lines of one term.
+    let html = "<dl><dt><span class=\"term\"><code class=\"option\">-a</code><br /></span><span class=\"term\"><code class=\"option\">--data-only</code></span></dt><dd><p>Dump only the data, not the schema.</p></dd></dl>";
+    let headed = definition_terms_as_headings(html);
+    assert!(
+        headed.contains("<p><strong>-a, --data-only</strong></p>"),
+        "{headed}"
+    );
+}

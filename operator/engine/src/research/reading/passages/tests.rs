@@ -386,3 +386,23 @@ fn a_question_about_names_themselves_borrows_their_definitions_words() {
     let page = "## json.loads(s)\n\nDeserialize s to a Python object.\n";
     assert!(definition_terms(&split(page), q).is_empty());
 }
+
+#[test]
+fn terms_listed_together_name_one_entry_as_the_page_shows_them() {
+    // git-stash.html's shape once its `<dt class="hdlist1">` terms are bold lines.
+    let md = "## OPTIONS\n\n**-a**\n\n**--all**\n\nAll ignored and untracked files are also stashed.\n\n**pop \\[--index\\] \\[\\<stash>\\]**\n\nApplying the state can fail with conflicts.\n\n**--index**\n\nTries to reinstate the index.\n";
+    let p = split(md);
+    let heading_of = |needle: &str| {
+        p.iter()
+            .find(|p| p.text.contains(needle))
+            .map(|p| p.heading_path.join(" › "))
+            .unwrap_or_default()
+    };
+    assert_eq!(heading_of("untracked files"), "OPTIONS › -a, --all");
+    assert_eq!(
+        heading_of("fail with conflicts"),
+        "OPTIONS › pop [--index] [<stash>]"
+    );
+    // A term after a description starts a new entry rather than joining the last one.
+    assert_eq!(heading_of("reinstate"), "OPTIONS › --index");
+}

@@ -328,3 +328,34 @@ fn a_default_without_a_verb_and_in_words_is_stated() {
         "The default timeout for a SQLite connection is 5 seconds."
     ));
 }
+
+#[test]
+fn an_option_the_question_names_is_asked_for_as_written() {
+    assert_eq!(
+        asked_options("What is git branch -D a shortcut for, and what does --force-with-lease=ref do?"),
+        ["-D", "--force-with-lease"]
+    );
+    // Hyphenated words, negative numbers and a lone dash are no options.
+    assert!(asked_options("Is a read-only -1 - value allowed?").is_empty());
+}
+
+#[test]
+fn an_entry_documents_each_option_it_lists() {
+    assert_eq!(
+        entry_options("-c <new-branch>, --create <new-branch>"),
+        ["-c", "--create"]
+    );
+    assert_eq!(entry_options("--track[=(direct|inherit)]"), ["--track"]);
+    assert_eq!(
+        entry_options("-k, --[no-]keep-index"),
+        ["-k", "--keep-index", "--no-keep-index"]
+    );
+    assert!(entry_options("pop [--index] [-q|--quiet] [<stash>]").is_empty());
+    // git-fetch.html: `--prune` is asked for, `--prune-tags` only shares its prefix.
+    let q = "What does git fetch --prune remove?";
+    assert!(is_asked_entry("-p, --prune", q));
+    assert!(!is_asked_entry("-P, --prune-tags", q));
+    // A short option's case is its meaning.
+    assert!(is_asked_entry("-D", "What is git branch -D a shortcut for?"));
+    assert!(!is_asked_entry("-d, --delete", "What is git branch -D a shortcut for?"));
+}
