@@ -59,7 +59,8 @@ pub(super) fn leads<'a>(
 ) -> Vec<(&'a Numbered, String)> {
     let mut out: Vec<(&Numbered, String)> = Vec::new();
     if let Some(best) = lead_passage(asked, items)
-        && misses_the_answer(asked, plain, best)
+        && (misses_the_answer(asked, plain, best)
+            || writes_around_entry(asked, plain, headings, best))
         && let Some(statement) = statement(asked, best)
     {
         out.push((best, labelled(asked, best, statement)));
@@ -505,6 +506,42 @@ pub(super) fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) 
         holds_for(k, &with_entry(best), asked) && !plain.iter().any(|s| holds_for(k, s, asked))
     });
     leaves_out_subject || leaves_out_default || leaves_out_kind
+}
+
+/// Pure: whether the model wrote around the asked-for entry's definition: `best` is the entry
+/// of what the task names (the function, setting or option: [`focus::is_asked_entry`]), no
+/// sentence cites a passage under it (`headings` of the cited ones), and none says what its
+/// statement says. The 0.5B model answered "What does git log --follow do, and what is its
+/// limitation?" from the page's examples while `--follow`'s entry, shown first, said "works
+/// only for a single file".
+pub(super) fn writes_around_entry(
+    asked: &str,
+    plain: &[String],
+    headings: &[String],
+    best: &Numbered,
+) -> bool {
+    focus::is_asked_entry(entry_of(&best.heading), asked)
+        && !headings.contains(&best.heading)
+        && statement(asked, best).is_some_and(|s| !plain.iter().any(|p| restates(asked, p, &s)))
+}
+
+/// Share of a statement's words a sentence must hold to say what it says.
+const RESTATES_SHARE: f64 = 0.5;
+
+/// Pure: whether `sentence` says what `statement` says: it holds at least [`RESTATES_SHARE`]
+/// of the statement's words beyond the task's own.
+fn restates(asked: &str, sentence: &str, statement: &str) -> bool {
+    let own = terms(asked);
+    let words: Vec<String> = terms(statement)
+        .into_iter()
+        .filter(|w| !own.contains(w))
+        .collect();
+    if words.is_empty() {
+        return true;
+    }
+    let said = terms(sentence);
+    let held = words.iter().filter(|w| said.contains(*w)).count();
+    held as f64 >= RESTATES_SHARE * words.len() as f64
 }
 
 /// Pure: the sentence of passage `best` that answers `asked` best, without its final stop: the

@@ -1621,3 +1621,46 @@ fn a_sentence_under_a_method_of_the_asked_class_is_kept() {
     let summary = md.split("## Evidence").next().unwrap();
     assert!(summary.contains("combined in an ExceptionGroup"), "{md}");
 }
+
+/// Probe set: "What does git log --follow do, and what is its limitation?" was answered from
+/// the page's examples while `--follow`'s own entry, shown first, said what it does.
+#[test]
+fn a_summary_writing_around_the_asked_entrys_definition_leads_with_it() {
+    let asked = "What does git log --follow do, and what is its limitation?";
+    let page = |n: Numbered| Numbered {
+        title: "git-log(1)".to_string(),
+        url: "http://docs/git-log.html".to_string(),
+        ..n
+    };
+    let items = vec![
+        item(
+            1,
+            "OPTIONS › --follow",
+            "Continue listing the history of a file beyond renames (works only for a single file).",
+        ),
+        item(
+            2,
+            "EXAMPLES › git log --follow builtin/rev-list.c",
+            "Shows the commits that changed `builtin/rev-list.c`, including those commits that occurred before the file was given its present name.",
+        ),
+    ]
+    .into_iter()
+    .map(page)
+    .collect::<Vec<_>>();
+    let answer = r#"{"points": [{"passages": [2], "sentence": "With --follow, git log shows the commits that changed `builtin/rev-list.c`, including those commits that occurred before the file was given its present name."}]}"#;
+    let md = assemble_json_for(asked, answer, &items).unwrap();
+    assert!(
+        md.starts_with("## Summary\n\n--follow: “Continue listing the history of a file beyond renames (works only for a single file)”"),
+        "{md}"
+    );
+    // A sentence saying what the entry says keeps the summary's first place.
+    let answer = r#"{"points": [{"passages": [1], "sentence": "git log --follow continues listing the history of a file beyond renames, and it works only for a single file."}]}"#;
+    let md = assemble_json_for(asked, answer, &items).unwrap();
+    assert!(
+        md.starts_with("## Summary\n\ngit log --follow continues listing"),
+        "{md}"
+    );    // So does one citing the entry, in words of its own.
+    let answer = r#"{"points": [{"passages": [1], "sentence": "With --follow, git log keeps listing a file's history past renames of a single file."}]}"#;
+    let md = assemble_json_for(asked, answer, &items).unwrap();
+    assert!(md.starts_with("## Summary\n\nWith --follow"), "{md}");
+}

@@ -332,7 +332,9 @@ fn a_default_without_a_verb_and_in_words_is_stated() {
 #[test]
 fn an_option_the_question_names_is_asked_for_as_written() {
     assert_eq!(
-        asked_options("What is git branch -D a shortcut for, and what does --force-with-lease=ref do?"),
+        asked_options(
+            "What is git branch -D a shortcut for, and what does --force-with-lease=ref do?"
+        ),
         ["-D", "--force-with-lease"]
     );
     // Hyphenated words, negative numbers and a lone dash are no options.
@@ -356,6 +358,12 @@ fn an_entry_documents_each_option_it_lists() {
     assert!(is_asked_entry("-p, --prune", q));
     assert!(!is_asked_entry("-P, --prune-tags", q));
     // A short option's case is its meaning.
-    assert!(is_asked_entry("-D", "What is git branch -D a shortcut for?"));
-    assert!(!is_asked_entry("-d, --delete", "What is git branch -D a shortcut for?"));
+    assert!(is_asked_entry(
+        "-D",
+        "What is git branch -D a shortcut for?"
+    ));
+    assert!(!is_asked_entry(
+        "-d, --delete",
+        "What is git branch -D a shortcut for?"
+    ));
 }
