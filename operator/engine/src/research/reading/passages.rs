@@ -166,7 +166,11 @@ pub fn split(markdown: &str) -> Vec<Passage> {
 /// Longest passage made of a lead-in and the list it introduces.
 const MAX_LEAD_IN_GROUP_CHARS: usize = 1200;
 
-/// Pure: a short paragraph ending in a colon and the list items after it become one passage.
+/// Longest code block joined to the sentence introducing it.
+const MAX_COMPLETING_CODE_CHARS: usize = 240;
+
+/// Pure: a short paragraph ending in a colon and the list items after it become one passage,
+/// as does a short code block after it.
 /// Apart, neither says anything: "The difference between shallow and deep copying is only
 /// relevant for compound objects:" names the subject and no fact, and "A *shallow copy*
 /// constructs a new compound object ..." matches nothing of a question about `copy.copy()`
@@ -175,6 +179,20 @@ fn join_lead_ins(passages: Vec<Passage>) -> Vec<Passage> {
     let mut out: Vec<Passage> = Vec::with_capacity(passages.len());
     let mut open = false;
     for p in passages {
+        // A short code block a sentence introduces ("This is a convenient shortcut for:" and
+        // `git branch <new-branch>`, `git switch <new-branch>`) completes that sentence.
+        if let Some(last) = out.last_mut()
+            && p.kind == PassageKind::Code
+            && !open
+            && last.kind == PassageKind::Prose
+            && last.heading_path == p.heading_path
+            && last.text.trim_end().ends_with(':')
+            && p.text.chars().count() <= MAX_COMPLETING_CODE_CHARS
+        {
+            last.text.push('\n');
+            last.text.push_str(&p.text);
+            continue;
+        }
         if let Some(last) = out.last_mut()
             && p.kind == PassageKind::List
             && last.heading_path == p.heading_path

@@ -406,3 +406,22 @@ fn terms_listed_together_name_one_entry_as_the_page_shows_them() {
     // A term after a description starts a new entry rather than joining the last one.
     assert_eq!(heading_of("reinstate"), "OPTIONS › --index");
 }
+
+#[test]
+fn a_short_code_block_completes_the_sentence_introducing_it() {
+    // git-switch.html: the two commands `-c` stands for follow "a convenient shortcut for:".
+    let md = "## OPTIONS\n\n**-c \\<new-branch>**\n\nCreate a new branch. This is a convenient shortcut for:\n\n```\n$ git branch <new-branch>\n$ git switch <new-branch>\n```\n\nThe following command switches to the branch:\n\n```\n$ git switch master\n```\n";
+    let p = split(md);
+    assert_eq!(p.len(), 2, "{p:#?}");
+    assert!(
+        p[0].text.starts_with("Create a new branch.")
+            && p[0].text.contains("$ git switch <new-branch>")
+    );
+    assert_eq!(p[0].kind, PassageKind::Prose);
+    // A long block stands alone.
+    let long = format!(
+        "Run this:\n\n```\n{}\n```\n",
+        "$ git log --oneline\n".repeat(20)
+    );
+    assert_eq!(split(&long).len(), 2);
+}

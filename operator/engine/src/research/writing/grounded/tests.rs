@@ -1659,7 +1659,7 @@ fn a_summary_writing_around_the_asked_entrys_definition_leads_with_it() {
     assert!(
         md.starts_with("## Summary\n\ngit log --follow continues listing"),
         "{md}"
-    );    // So does one citing the entry, in words of its own.
+    ); // So does one citing the entry, in words of its own.
     let answer = r#"{"points": [{"passages": [1], "sentence": "With --follow, git log keeps listing a file's history past renames of a single file."}]}"#;
     let md = assemble_json_for(asked, answer, &items).unwrap();
     assert!(md.starts_with("## Summary\n\nWith --follow"), "{md}");
