@@ -237,9 +237,9 @@ fn heading(line: &str) -> Option<(usize, String)> {
     (!title.is_empty()).then(|| (level, title.to_string()))
 }
 
-/// Markdown's backslash escapes removed (`\\[-p\\]` is `[-p]`): a heading names an entry as the
-/// page shows it.
-fn unescape_markdown(text: &str) -> String {
+/// Pure: `text` without Markdown's backslash escapes (`\[-p\]` is `[-p]`, `\_` is `_`): a heading
+/// names an entry as the page shows it.
+pub fn unescape_markdown(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {

@@ -498,21 +498,8 @@ fn claim_text(sentence: &str) -> String {
         .join(" ")
 }
 
-/// Pure: `text` without Markdown's backslash escapes (`\_` → `_`, `\*` → `*`).
-pub fn unescape_markdown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\'
-            && let Some(&next) = chars.peek()
-            && next.is_ascii_punctuation()
-        {
-            continue;
-        }
-        out.push(c);
-    }
-    out
-}
+/// `text` without Markdown's backslash escapes (`\_` → `_`, `\*` → `*`).
+pub use crate::research::reading::passages::unescape_markdown;
 
 /// Checks one claim against one text: term overlap and verbatim numbers.
 pub fn support(claim: &str, evidence: &str) -> (f64, Vec<String>) {
