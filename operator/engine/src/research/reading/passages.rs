@@ -180,13 +180,16 @@ fn join_lead_ins(passages: Vec<Passage>) -> Vec<Passage> {
     let mut open = false;
     for p in passages {
         // A short code block a sentence introduces ("This is a convenient shortcut for:" and
-        // `git branch <new-branch>`, `git switch <new-branch>`) completes that sentence.
+        // `git branch <new-branch>`, `git switch <new-branch>`) completes that sentence, when
+        // the paragraph states something before it: a bare "For example:" stays a lead-in,
+        // which is no passage of its own, and the code stays code.
         if let Some(last) = out.last_mut()
             && p.kind == PassageKind::Code
             && !open
             && last.kind == PassageKind::Prose
             && last.heading_path == p.heading_path
             && last.text.trim_end().ends_with(':')
+            && last.text.trim_end().trim_end_matches(':').contains(". ")
             && p.text.chars().count() <= MAX_COMPLETING_CODE_CHARS
         {
             last.text.push('\n');

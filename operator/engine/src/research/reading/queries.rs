@@ -147,6 +147,13 @@ pub fn seed_queries(task: &str) -> Vec<String> {
     if useful && !out.iter().any(|q| normalise(q) == normalise(&keys)) {
         out.push(keys);
     }
+    // Subjects of two products ("a Python datetime object and a PostgreSQL timestamp"), each
+    // with its product: searched together, one product's pages took every result.
+    for query in subjects_by_product(whole, &named_subjects(whole)) {
+        if !out.iter().any(|q| normalise(q) == normalise(&query)) {
+            out.push(query);
+        }
+    }
     // The module of a dotted name (`typing` of `typing.Self`): its page documents the name, and
     // a full-text engine ranks that page by its title, which names the module alone.
     for module in modules_of(whole).into_iter().take(2) {
@@ -189,6 +196,39 @@ fn named_subjects(question: &str) -> Vec<String> {
         .into_iter()
         .filter(|k| !is_context(k, &context))
         .collect()
+}
+
+/// Pure: each of `subjects` with the product the question names last before it ("Python
+/// datetime", "PostgreSQL timestamp"), when the subjects belong to two products or more; empty
+/// otherwise (one product's subjects are searched together).
+fn subjects_by_product(question: &str, subjects: &[String]) -> Vec<String> {
+    let context = context_terms(question);
+    let words: Vec<&str> = question
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_')))
+        .map(|w| w.trim_end_matches("'s").trim_end_matches('.'))
+        .collect();
+    let is_product = |w: &str| {
+        w.chars().next().is_some_and(char::is_uppercase)
+            && !w.chars().all(|c| c.is_ascii_digit() || c == '.')
+            && context.contains(&w.to_lowercase())
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    for subject in subjects {
+        let Some(at) = words.iter().position(|w| w.to_lowercase() == *subject) else {
+            continue;
+        };
+        if let Some(product) = words[..at].iter().rev().find(|w| is_product(w)) {
+            out.push((product.to_string(), subject.clone()));
+        }
+    }
+    let mut products: Vec<&str> = out.iter().map(|(p, _)| p.as_str()).collect();
+    products.sort_unstable();
+    products.dedup();
+    if products.len() < 2 {
+        return Vec::new();
+    }
+    out.into_iter().map(|(p, s)| format!("{p} {s}")).collect()
 }
 
 /// Pure: the modules of the dotted names a question asks about (`typing` of `typing.Self`,

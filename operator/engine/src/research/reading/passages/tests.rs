@@ -412,12 +412,17 @@ fn a_short_code_block_completes_the_sentence_introducing_it() {
     // git-switch.html: the two commands `-c` stands for follow "a convenient shortcut for:".
     let md = "## OPTIONS\n\n**-c \\<new-branch>**\n\nCreate a new branch. This is a convenient shortcut for:\n\n```\n$ git branch <new-branch>\n$ git switch <new-branch>\n```\n\nThe following command switches to the branch:\n\n```\n$ git switch master\n```\n";
     let p = split(md);
-    assert_eq!(p.len(), 2, "{p:#?}");
+    // The bare lead-in and its code stay apart.
+    assert_eq!(p.len(), 3, "{p:#?}");
     assert!(
         p[0].text.starts_with("Create a new branch.")
             && p[0].text.contains("$ git switch <new-branch>")
     );
     assert_eq!(p[0].kind, PassageKind::Prose);
+    // A bare lead-in does not take its code with it.
+    let bare =
+        "Or by calculating the timestamp directly:\n\n```\ntimestamp = dt.timestamp()\n```\n";
+    assert_eq!(split(bare).len(), 2);
     // A long block stands alone.
     let long = format!(
         "Run this:\n\n```\n{}\n```\n",

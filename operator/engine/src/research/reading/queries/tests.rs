@@ -235,3 +235,15 @@ fn a_task_that_refers_back_is_written_after_the_task_it_refers_to() {
     let first: Vec<String> = vec!["Is it fast?".to_string()];
     assert_eq!(anchored_tasks("q", &first), first);
 }
+
+#[test]
+fn subjects_of_two_products_are_each_searched_with_their_product() {
+    // Tuning set, multi-datetime-timestamp-resolution: every result was a Python page.
+    let q = "What is the finest time resolution of a Python datetime object and of a PostgreSQL timestamp?";
+    let s = seed_queries(q);
+    assert!(s.iter().any(|x| x == "Python datetime"), "{s:?}");
+    assert!(s.iter().any(|x| x == "PostgreSQL timestamp"), "{s:?}");
+    // One product's subjects are searched together, as before.
+    let one = seed_queries("How do PostgreSQL's varchar and text types differ?");
+    assert!(!one.iter().any(|x| x.starts_with("PostgreSQL ")), "{one:?}");
+}

@@ -461,7 +461,7 @@ pub fn statement_before_colon(text: &str) -> Option<String> {
 }
 
 /// Pure: whether `text` is a heading copied from the passages, not a statement: fewer than
-/// three words, a lead-in ending in a colon, a breadcrumb, or the title or a heading of a shown passage ("Numeric Types", "8.1. Numeric
+/// three words, a lead-in ending in a colon, a breadcrumb, a code fence, or the title or a heading of a shown passage ("Numeric Types", "8.1. Numeric
 /// Types"). The 0.5B model's whole summary was once "Numeric Types".
 pub fn is_heading_copy(text: &str, items: &[Numbered]) -> bool {
     let norm = |s: &str| -> String {
@@ -477,6 +477,8 @@ pub fn is_heading_copy(text: &str, items: &[Numbered]) -> bool {
     if t.split(' ').filter(|w| !w.is_empty()).count() < MIN_STATEMENT_WORDS
         || text.trim_end().trim_end_matches('.').ends_with(':')
         || text.contains('›')
+        // A code fence is a passage's markup: the sentence copied a lead-in and its code.
+        || text.contains("```")
     {
         return true;
     }

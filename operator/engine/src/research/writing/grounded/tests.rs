@@ -909,6 +909,11 @@ fn a_copied_signature_is_stripped_and_a_heading_is_no_statement() {
     assert!(is_heading_copy("Numeric Types", &items));
     assert!(is_heading_copy("8.1.4. Serial Types.", &items));
     assert!(is_heading_copy("8.1. Numeric Types", &items));
+    // A lead-in copied with its code block's fence (datetime.html, tuning set).
+    assert!(is_heading_copy(
+        "Or by calculating the timestamp directly:```,",
+        &items
+    ));
     assert!(!is_heading_copy(
         "The serial types are not true types.",
         &items
