@@ -59,11 +59,21 @@ pub(super) fn leads<'a>(
 ) -> Vec<(&'a Numbered, String)> {
     let mut out: Vec<(&Numbered, String)> = Vec::new();
     if let Some(best) = lead_passage(asked, items)
-        && (misses_the_answer(asked, plain, best)
-            || writes_around_entry(asked, plain, headings, best))
+        && misses_the_answer(asked, plain, best)
         && let Some(statement) = statement(asked, best)
     {
         out.push((best, labelled(asked, best, statement)));
+    }
+    // The asked-for entry's own passage, wherever it ranks among those shown: an example that
+    // names the option twice ranks above its one-line definition.
+    if out.is_empty()
+        && let Some(entry) = items
+            .iter()
+            .find(|n| focus::is_asked_entry(entry_of(&n.heading), asked))
+        && writes_around_entry(asked, plain, headings, entry)
+        && let Some(statement) = statement(asked, entry)
+    {
+        out.push((entry, labelled(asked, entry, statement)));
     }
     let said = |out: &[(&Numbered, String)]| -> String {
         plain

@@ -1658,6 +1658,23 @@ fn a_summary_writing_around_the_asked_entrys_definition_leads_with_it() {
         md.starts_with("## Summary\n\n--follow: “Continue listing the history of a file beyond renames (works only for a single file)”"),
         "{md}"
     );
+    // Ranked below the example that names it twice, the entry still leads.
+    let reversed: Vec<Numbered> = vec![
+        Numbered {
+            number: 1,
+            ..items[1].clone()
+        },
+        Numbered {
+            number: 2,
+            ..items[0].clone()
+        },
+    ];
+    let answer = r#"{"points": [{"passages": [1], "sentence": "With --follow, git log shows the commits that changed `builtin/rev-list.c`, including those commits that occurred before the file was given its present name."}]}"#;
+    let md = assemble_json_for(asked, answer, &reversed).unwrap();
+    assert!(
+        md.starts_with("## Summary\n\n--follow: “Continue listing"),
+        "{md}"
+    );
     // A sentence saying what the entry says keeps the summary's first place.
     let answer = r#"{"points": [{"passages": [1], "sentence": "git log --follow continues listing the history of a file beyond renames, and it works only for a single file."}]}"#;
     let md = assemble_json_for(asked, answer, &items).unwrap();
