@@ -128,8 +128,8 @@ pub fn asked_options(query: &str) -> Vec<String> {
     out
 }
 
-/// Whether `w` has an option's shape: `-D`, or `--` and a word (`--force-with-lease`).
-fn is_option(w: &str) -> bool {
+/// Pure: whether `w` has an option's shape: `-D`, or `--` and a word (`--force-with-lease`).
+pub fn is_option(w: &str) -> bool {
     match w.strip_prefix("--") {
         Some(long) => {
             long.len() >= 2

@@ -34,12 +34,7 @@ pub fn key_terms(question: &str) -> Vec<String> {
             // A command-line option (`--autosquash`) names what it documents as much as
             // `work_mem` does: a question about one git does not have must not be answered
             // from the page of another.
-            let option = w.len() > 3
-                && w.starts_with("--")
-                && w[2..].starts_with(|c: char| c.is_ascii_alphabetic())
-                && w[2..]
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-');
+            let option = w.starts_with("--") && super::focus::is_option(w);
             w.contains('_')
                 || (w.contains('.') && w.chars().next().is_some_and(char::is_alphabetic))
                 || inner_upper

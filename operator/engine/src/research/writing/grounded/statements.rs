@@ -471,8 +471,9 @@ pub fn statement_before_colon(text: &str) -> Option<String> {
 }
 
 /// Pure: whether `text` is a heading copied from the passages, not a statement: fewer than
-/// three words, a lead-in ending in a colon, a breadcrumb, a code fence, or the title or a heading of a shown passage ("Numeric Types", "8.1. Numeric
-/// Types"). The 0.5B model's whole summary was once "Numeric Types".
+/// three words, a lead-in ending in a colon, a breadcrumb, a code fence, or the title or a
+/// heading of a shown passage ("Numeric Types", "8.1. Numeric Types"). The 0.5B model's whole
+/// summary was once "Numeric Types".
 pub fn is_heading_copy(text: &str, items: &[Numbered]) -> bool {
     let norm = |s: &str| -> String {
         s.split(|c: char| !c.is_alphanumeric())
