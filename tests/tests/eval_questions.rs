@@ -735,6 +735,7 @@ fn nearest(text: &str, quote: &str) -> String {
 ///   so the function tables (`round`) are gone.
 /// - `sql-select.html`: the locking clause's paragraphs (`SKIP LOCKED`).
 /// - `whatsnew/3.11.html`: the "Improved Modules" paragraph on `contextlib.chdir()`.
+///
 /// (`git-config.html`'s FILES list, AsciiDoc `<dt class="hdlist1">` terms, was lost too, until
 /// those terms became entry headings.)
 const KNOWN_LOST: [(&str, usize); 3] = [
