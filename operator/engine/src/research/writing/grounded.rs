@@ -266,8 +266,9 @@ pub(super) fn entry_of(heading: &str) -> &str {
     heading.rsplit('›').next().unwrap_or(heading).trim()
 }
 
-/// Pure: the subjects `asked` names that none of the passages `items` names, under its page's
-/// title and its heading or in its text ([`subject::unanswered`]). Empty when they answer.
+/// Pure: what keeps the passages `items` (each under its page's title and its heading) from
+/// answering `asked` ([`subject::unanswerable`]): a subject none names, an option only other
+/// commands document, a subject named only in passing. Empty when they may answer.
 pub fn unanswered(asked: &str, items: &[Numbered]) -> Vec<String> {
     if items.is_empty() {
         return vec![];
@@ -276,7 +277,7 @@ pub fn unanswered(asked: &str, items: &[Numbered]) -> Vec<String> {
         .iter()
         .map(|n| format!("{}\n{}\n{}", n.title, n.heading, n.text))
         .collect();
-    subject::unanswered(asked, &texts)
+    subject::unanswerable(asked, &texts)
 }
 
 /// Pure: the pages of `items`, best passage first, each once.

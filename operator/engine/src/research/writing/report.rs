@@ -484,15 +484,12 @@ pub fn abort_report(state: &RunState) -> FinalReport {
     let missing = if closest.is_empty() {
         vec![]
     } else {
-        subject::unanswered(&state.input.query, &texts)
+        subject::unanswerable(&state.input.query, &texts)
     };
     let finding = if read.is_empty() {
         "found no source it could read for this question".to_string()
     } else if !missing.is_empty() {
-        let names: Vec<String> = missing
-            .iter()
-            .map(|m| format!("`{}`", m.replace('`', "'")))
-            .collect();
+        let names: Vec<String> = missing.iter().map(|m| subject::as_code(m)).collect();
         format!(
             "read {} page(s), and none of them names {}, which the question asks about",
             read.len(),

@@ -473,7 +473,7 @@ fn unanswered_report(
 ) -> String {
     let names: Vec<String> = missing
         .iter()
-        .map(|m| format!("`{}`", m.replace('`', "'")))
+        .map(|m| crate::research::writing::evidence::subject::as_code(m))
         .collect();
     let mut md = format!(
         "## Summary\n\nThe sources read do not answer \"{}\": none of the {} page(s) read names {}, so nothing here answers it.\n\n## Closest pages read\n",

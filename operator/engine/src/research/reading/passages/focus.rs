@@ -128,6 +128,79 @@ pub fn asked_options(query: &str) -> Vec<String> {
     out
 }
 
+/// Words that name an option as such ("the `--dry-run` option of git stash").
+const OPTION_NOUNS: [&str; 4] = ["option", "options", "flag", "switch"];
+
+/// Pure: each long option a question names with the command it names it of: the plain
+/// lower-case words right before it (`git stash --dry-run`) or after "option of"
+/// ("the `--dry-run` option of git stash"), up to a stopword: two words, or one written as a
+/// program's name. Options named without a command are left out. An option another command documents is no answer about
+/// this one: asked about `git stash --dry-run`, the 0.5B model answered with `git pull`'s.
+pub fn option_commands(query: &str) -> Vec<(String, Vec<String>)> {
+    let words: Vec<&str> = query
+        .split(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '(' | ')'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let plain = |w: &str| {
+        let w = w.trim_end_matches('\'').trim_end_matches("'s");
+        let ends = w.ends_with(['?', ',', ';', ':', '!', '.']);
+        let w = w.trim_end_matches(['?', ',', ';', ':', '!', '.']);
+        let ok = !w.is_empty()
+            && w.starts_with(|c: char| c.is_ascii_lowercase())
+            && w.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_".contains(c))
+            && !super::is_stop(w)
+            && !OPTION_NOUNS.contains(&w);
+        (ok.then(|| w.to_string()), ends)
+    };
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let option = word.trim_end_matches(['?', ',', ';', ':', '!', '.']);
+        let option = option.split('=').next().unwrap_or(option);
+        if !option.starts_with("--") || !is_option(option) {
+            continue;
+        }
+        let mut command: Vec<String> = Vec::new();
+        for w in words[..i].iter().rev().take(2) {
+            match plain(w) {
+                (Some(w), false) if !is_option(&w) => command.insert(0, w),
+                _ => break,
+            }
+        }
+        if command.is_empty() {
+            let rest = &words[i + 1..];
+            let noun = rest.first().is_some_and(|w| OPTION_NOUNS.contains(w));
+            if noun
+                && rest
+                    .get(1)
+                    .is_some_and(|w| matches!(*w, "of" | "for" | "to" | "in"))
+            {
+                for w in rest[2..].iter().take(2) {
+                    match plain(w) {
+                        (Some(w), ends) => {
+                            command.push(w);
+                            if ends {
+                                break;
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+            }
+        }
+        // One plain word is as likely a verb ("pass `--force`") as a command; a program's
+        // name alone counts when written as one (`pg_dump`, `pg_ctl`).
+        let named = command.len() == 2
+            || command
+                .first()
+                .is_some_and(|w| w.contains(|c: char| c == '_' || c.is_ascii_digit()));
+        if named && !out.iter().any(|(o, _)| o == option) {
+            out.push((option.to_lowercase(), command));
+        }
+    }
+    out
+}
+
 /// Pure: whether `w` has an option's shape: `-D`, or `--` and a word (`--force-with-lease`).
 pub fn is_option(w: &str) -> bool {
     match w.strip_prefix("--") {

@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 
 use super::{STOPWORDS, stem, terms};
+use crate::research::reading::passages::focus::option_commands;
 use crate::research::reading::passages::{context_terms, is_context, subject_terms};
 
 /// How a subject is looked for in a text.
@@ -442,27 +443,141 @@ fn names_option(text: &str, option: &str) -> bool {
 /// none of `texts` names. Passages that leave one out do not answer the question: a page
 /// about another library's pool answers nothing about `create_engine()`'s `pool_size`.
 pub fn unanswered(question: &str, texts: &[String]) -> Vec<String> {
-    let context = context_terms(question);
     let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
+    asked_subjects(question)
+        .into_iter()
+        .filter(|k| !(0..texts.len()).any(|i| names_term(&texts[i], &named[i], k)))
+        .collect()
+}
+
+/// Pure: what keeps `texts` from answering `question`, as a reader would name it: the
+/// subjects none of them names ([`unanswered`]), else an option asked of a command that only
+/// other commands' passages name ([`option_of_another`]), else a subject they name only in
+/// passing ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
+/// test: it decides whether a model is shown the passages at all.
+pub fn unanswerable(question: &str, texts: &[String]) -> Vec<String> {
+    let missing = unanswered(question, texts);
+    if !missing.is_empty() {
+        return missing;
+    }
+    let options = option_of_another(question, texts);
+    if !options.is_empty() {
+        return options;
+    }
+    let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
+    named_in_passing(question, &asked_subjects(question), texts, &named)
+}
+
+/// Pure: a label of [`unanswerable`] as code: a bare name is wrapped, a phrase that marks its
+/// own names is kept.
+pub fn as_code(label: &str) -> String {
+    if label.contains('`') {
+        label.to_string()
+    } else {
+        format!("`{label}`")
+    }
+}
+
+/// Pure: the subjects of a question less the products it is asked in.
+fn asked_subjects(question: &str) -> Vec<String> {
+    let context = context_terms(question);
     subject_terms(question)
         .into_iter()
         .filter(|k| !is_context(k, &context))
-        .filter(|k| {
-            // An option is named only whole: `--autosquash-all` is not `--autosquash` and "all".
-            if k.starts_with("--") {
-                return !texts.iter().any(|t| names_option(t, k));
-            }
-            // `check=True` is two names, each looked for alone.
-            let parts: Vec<String> = k
-                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect();
-            let s = match parts.as_slice() {
-                [one] => Subject::Name(one.clone()),
-                _ => Subject::Words(parts),
-            };
-            !named.iter().any(|n| n.names(&s))
+        .collect()
+}
+
+/// Pure: whether a text names a subject term of a question.
+fn names_term(text: &str, named: &Named, term: &str) -> bool {
+    // An option is named only whole: `--autosquash-all` is not `--autosquash` and "all".
+    if term.starts_with("--") {
+        return names_option(text, term);
+    }
+    // `check=True` is two names, each looked for alone.
+    let parts: Vec<String> = term
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    let s = match parts.as_slice() {
+        [one] => Subject::Name(one.clone()),
+        _ => Subject::Words(parts),
+    };
+    named.names(&s)
+}
+
+/// Pure: the options the question asks of a command (`git stash --dry-run`) that no text
+/// names together with that command, as "`--dry-run` for `git stash`". Passages on
+/// `git pull --dry-run` answer nothing about `git stash`, which has no such option.
+fn option_of_another(question: &str, texts: &[String]) -> Vec<String> {
+    option_commands(question)
+        .into_iter()
+        .filter(|(option, command)| {
+            !texts.iter().any(|t| {
+                let words: BTreeSet<String> = t
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .map(str::to_lowercase)
+                    .collect();
+                names_option(t, option)
+                    && command.iter().all(|w| {
+                        w.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                            .all(|p| p.is_empty() || words.contains(p))
+                    })
+            })
         })
+        .map(|(option, command)| format!("`{option}` for `{}`", command.join(" ")))
+        .collect()
+}
+
+/// Words that frame a question rather than say what it asks: a passage answering "How does
+/// X differ from Y?" says what X does, not that it differs.
+const FRAME_WORDS: [&str; 9] = [
+    "differ",
+    "difference",
+    "compare",
+    "versus",
+    "work",
+    "happen",
+    "mean",
+    "explain",
+    "purpose",
+];
+
+/// Pure: the subjects named only in passing: every text that names one shares none of the
+/// question's other words with it (a word's first five letters suffice). A release note saying
+/// a bug "has only been seen to occur when the server connection runs through pgbouncer" names
+/// the subject of "What port does PgBouncer listen on by default?" and says nothing of a port.
+/// A question with no words beside its subjects and its frame asks nothing this can check.
+fn named_in_passing(
+    question: &str,
+    subjects: &[String],
+    texts: &[String],
+    named: &[Named],
+) -> Vec<String> {
+    let mut own: BTreeSet<String> = terms(&subjects.join(" "));
+    own.extend(terms(
+        &context_terms(question)
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(" "),
+    ));
+    own.extend(terms(&FRAME_WORDS.join(" ")));
+    let prefix = |w: &str| w.chars().take(5).collect::<String>();
+    let others: BTreeSet<String> = terms(question)
+        .difference(&own)
+        .map(|w| prefix(w))
+        .collect();
+    if others.is_empty() {
+        return vec![];
+    }
+    subjects
+        .iter()
+        .filter(|k| {
+            !(0..texts.len()).any(|i| {
+                names_term(&texts[i], &named[i], k)
+                    && named[i].terms.iter().any(|t| others.contains(&prefix(t)))
+            })
+        })
+        .map(|k| format!("`{k}` other than in passing"))
         .collect()
 }

@@ -1566,6 +1566,72 @@ fn an_option_no_passage_names_leaves_the_question_unanswered() {
     );
 }
 
+/// Own hostile questions: an option another command documents, and a subject a passage names
+/// only in passing, answer nothing (the 0.5B model answered both from them).
+#[test]
+fn an_option_of_another_command_or_a_subject_named_in_passing_is_no_answer() {
+    let pull = titled(
+        1,
+        "http://docs/git-pull.html",
+        "git-pull(1)",
+        "OPTIONS › --dry-run",
+        "Show what would be done, without making any changes.",
+    );
+    let stash = titled(
+        2,
+        "http://docs/git-stash.html",
+        "git-stash(1)",
+        "COMMANDS › pop [--index] [-q|--quiet] [<stash>]",
+        "Remove a single stashed state from the stash list and apply it on top of the current working tree state.",
+    );
+    let items = vec![pull.clone(), stash];
+    assert_eq!(
+        unanswered("What does the --dry-run option of git stash do?", &items),
+        ["`--dry-run` for `git stash`"]
+    );
+    assert!(unanswered("What does git pull --dry-run do?", &items).is_empty());
+    // Named on its command's page under another entry still counts: the page is the command's.
+    assert!(unanswered("What does git stash pop --quiet do?", &items).is_empty());
+
+    let release = titled(
+        3,
+        "http://docs/release-15-5.html",
+        "E.16. Release 15.5",
+        "E.16.2. Changes",
+        "This has only been seen to occur when the server connection runs through pgbouncer.",
+    );
+    let timezones = titled(
+        4,
+        "http://docs/release-15-5.html",
+        "E.16. Release 15.5",
+        "E.16.2. Changes",
+        "Remove PHOT from the default timezone abbreviations list.",
+    );
+    let items = vec![release.clone(), timezones];
+    assert_eq!(
+        unanswered("What port does PgBouncer listen on by default?", &items),
+        ["`pgbouncer` other than in passing"]
+    );
+    // Named where the question's other words are: it bears on the question.
+    let port = titled(
+        5,
+        "http://docs/pgbouncer.html",
+        "PgBouncer",
+        "Settings › listen_port",
+        "Which port to listen on. The default is 6432.",
+    );
+    assert!(
+        unanswered(
+            "What port does PgBouncer listen on by default?",
+            &[release.clone(), port]
+        )
+        .is_empty()
+    );
+    // A question that asks nothing beside its subject and its frame is not held to this.
+    assert!(unanswered("What is PgBouncer?", std::slice::from_ref(&release)).is_empty());
+    assert!(unanswered("How does PgBouncer work?", &[release]).is_empty());
+}
+
 /// A tuning question's report: after the answer, sentences on methods the question does not ask
 /// about, each naming its own entry.
 #[test]

@@ -341,6 +341,47 @@ fn an_option_the_question_names_is_asked_for_as_written() {
     assert!(asked_options("Is a read-only -1 - value allowed?").is_empty());
 }
 
+/// Own questions (the probe set's and hostile ones): the command an option is asked of.
+#[test]
+fn an_option_is_asked_of_the_command_written_with_it() {
+    let of = |q: &str| option_commands(q);
+    assert_eq!(
+        of("What does the --dry-run option of git stash do?"),
+        [(
+            "--dry-run".to_string(),
+            vec!["git".to_string(), "stash".to_string()]
+        )]
+    );
+    assert_eq!(
+        of("How does git status --porcelain differ from git status --short?"),
+        [
+            (
+                "--porcelain".to_string(),
+                vec!["git".to_string(), "status".to_string()]
+            ),
+            (
+                "--short".to_string(),
+                vec!["git".to_string(), "status".to_string()]
+            ),
+        ]
+    );
+    assert_eq!(
+        of("Which tables does pg_dump's --data-only dump?"),
+        [("--data-only".to_string(), vec!["pg_dump".to_string()])]
+    );
+    // An option named alone, or after a stopword with no "option of", has no command.
+    assert!(of("Why would I pass --force-with-lease?").is_empty());
+    assert!(of("What does --prune do when fetching?").is_empty());
+    // Options written together are not each other's command.
+    assert_eq!(
+        of("Is git log --follow --oneline allowed?"),
+        [(
+            "--follow".to_string(),
+            vec!["git".to_string(), "log".to_string()]
+        )]
+    );
+}
+
 #[test]
 fn an_entry_documents_each_option_it_lists() {
     assert_eq!(
