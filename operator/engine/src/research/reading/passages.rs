@@ -727,6 +727,21 @@ pub fn select(markdown: &str, query: &str, max_chars: usize) -> Selection {
             order.retain(|i| *i != lead);
         }
     }
+    // The definition of what the question asks about (the first prose passage under an entry
+    // documenting an asked-for name or option) is read whatever it scores: "Continue listing the
+    // history of a file beyond renames" under `--follow` repeats no word of "What does git log
+    // --follow do?", and git-log's description, full of "git log", filled the room.
+    if best_score > 0.0 {
+        for i in asked_definitions(&passages, query) {
+            let p = &passages[i];
+            let cost = p.text.chars().count() + breadcrumb(&p.heading_path).chars().count() + 3;
+            if cost <= max_chars / 4 && used + cost <= max_chars {
+                kept.push(i);
+                used += cost;
+                order.retain(|k| *k != i);
+            }
+        }
+    }
     for i in order {
         let p = &passages[i];
         let cost = p.text.chars().count() + breadcrumb(&p.heading_path).chars().count() + 3;
@@ -766,6 +781,34 @@ pub fn select(markdown: &str, query: &str, max_chars: usize) -> Selection {
         kept,
         best_score,
     }
+}
+
+/// Most asked-for definitions [`select`] keeps whatever they score.
+const MAX_ASKED_DEFINITIONS: usize = 2;
+
+/// Pure: the indices of the definitions of what `query` asks about: the first prose passage
+/// under each entry heading that documents an asked-for name, option or phrase
+/// ([`focus::is_asked_entry`]), in page order, at most [`MAX_ASKED_DEFINITIONS`].
+pub fn asked_definitions(passages: &[Passage], query: &str) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    let mut seen: Vec<&[String]> = Vec::new();
+    for (i, p) in passages.iter().enumerate() {
+        if out.len() >= MAX_ASKED_DEFINITIONS {
+            break;
+        }
+        let Some(h) = p.heading_path.last() else {
+            continue;
+        };
+        if p.kind != PassageKind::Prose
+            || seen.contains(&p.heading_path.as_slice())
+            || !focus::is_asked_entry(h, query)
+        {
+            continue;
+        }
+        seen.push(&p.heading_path);
+        out.push(i);
+    }
+    out
 }
 
 /// A passage that can stand as a page's lead: prose of a sentence or more, not a label

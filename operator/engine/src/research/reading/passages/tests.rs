@@ -201,6 +201,42 @@ fn a_short_lead_paragraph_is_kept_with_the_best_passages() {
     assert!(s.text.contains("json.loads deserializes."), "{}", s.text);
 }
 
+/// Probe set, "What does git log --follow do, and what is its limitation?": the option's
+/// one-line definition repeats no word of the question, and git-log's description, full of
+/// "git log", filled the room before it.
+#[test]
+fn the_asked_for_entrys_definition_is_read_whatever_it_scores() {
+    let description = "The limitation of git log: git log lists commits, and every limitation of git log is noted here. ".repeat(2);
+    let others: String = (0..6)
+        .map(|i| format!("### --other{i}\n\nPrint another kind of output number {i} for each commit that follows.\n\n"))
+        .collect();
+    let page = format!(
+        "# Manual\n\n## DESCRIPTION\n\n{description}\n\nA second limitation: git log shows what git log was given, a limitation of git log by design.\n\n## EXAMPLES\n\n### git log -3\n\nShows the last three commits of git log, and the limitation of git log output.\n\n## OPTIONS\n\n### --follow\n\nContinue listing the history of a file beyond renames (works only for a single file).\n\n{others}"
+    );
+    let task = "What does git log --follow do, and what is its limitation?";
+    let passages = split(&page);
+    let defined = asked_definitions(&passages, task);
+    assert_eq!(defined.len(), 1, "{passages:#?}");
+    assert!(passages[defined[0]].text.starts_with("Continue listing"));
+    // It ranks last of the passages naming the option ...
+    let scores = rank_focused(&passages, task);
+    assert!(
+        scores.iter().filter(|s| **s > scores[defined[0]]).count() >= 2,
+        "{scores:?}"
+    );
+    // ... and in room for three passages it is read all the same.
+    let s = select(&page, task, 500);
+    assert!(
+        s.text
+            .contains("§ Manual › OPTIONS › --follow\nContinue listing"),
+        "{}",
+        s.text
+    );
+    assert!(s.text.chars().count() <= 500);
+    // Nothing asked by name: no definition is set apart.
+    assert!(asked_definitions(&passages, "How do I list commits?").is_empty());
+}
+
 #[test]
 fn key_terms_are_identifiers_first_then_capitalised_names() {
     assert_eq!(

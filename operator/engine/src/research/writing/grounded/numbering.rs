@@ -3,7 +3,9 @@
 
 use super::Numbered;
 use crate::research::machine::state::PageExtract;
-use crate::research::reading::passages::{PassageKind, focus, rank, rank_focused, split};
+use crate::research::reading::passages::{
+    PassageKind, asked_definitions, focus, rank, rank_focused, split,
+};
 use crate::research::reading::queries;
 
 /// Longest passage shown (longer ones are cut at a character boundary): the splitter's longest
@@ -91,8 +93,13 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
     }
     let best = floor.iter().cloned().fold(0.0, f64::max);
     let asks_version = asks_version(task);
+    // An asked-for entry's definition is no noise, however few of the task's words it repeats
+    // (`--follow`'s "Continue listing the history of a file beyond renames").
+    let definitions = asked_definitions(&all, task);
     let mut order: Vec<usize> = (0..all.len())
-        .filter(|i| scores[*i] > 0.0 && floor[*i] >= best * MIN_SHARE_OF_BEST)
+        .filter(|i| {
+            scores[*i] > 0.0 && (floor[*i] >= best * MIN_SHARE_OF_BEST || definitions.contains(i))
+        })
         .filter(|i| prose_words(&all[*i].text) >= MIN_PROSE_WORDS)
         .filter(|i| {
             let t = &all[*i].text;

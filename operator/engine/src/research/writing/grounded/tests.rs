@@ -100,6 +100,37 @@ fn an_entrys_definition_outranks_its_details_and_the_title_is_named_once() {
     );
 }
 
+/// Probe set (`git log --follow`): the asked-for option's definition scored under a fifth of
+/// the best passage, which repeats the question's words, and was dropped as noise.
+#[test]
+fn the_asked_for_entrys_definition_is_shown_below_the_noise_floor() {
+    let description = "The limitation of git log: git log lists commits, and every limitation of git log is noted here. ".repeat(2);
+    let others: String = (0..8)
+        .map(|i| format!("§ git-log(1) › OPTIONS › --other{i}\nPrint another kind of output number {i} for each commit that follows.\n\n"))
+        .collect();
+    let page = PageExtract {
+        url: "http://docs/git-log.html".into(),
+        title: "git-log(1)".into(),
+        text: format!(
+            "§ git-log(1) › DESCRIPTION\n{description}\n\n§ git-log(1) › OPTIONS › --follow\nContinue listing the history of a file beyond renames (works only for a single file).\n\n{others}"
+        ),
+    };
+    let task = "What does git log --follow do, and what is its limitation?";
+    let passages = split(&breadcrumbs_as_headings(&page.text));
+    let plain = rank(&passages, task);
+    let best = plain.iter().cloned().fold(0.0, f64::max);
+    let low = passages
+        .iter()
+        .position(|p| p.text.starts_with("Continue listing"))
+        .expect("the definition is a passage");
+    assert!(plain[low] < best * 0.2, "{plain:?}");
+    let items = number_passages(&[page], task, 4000);
+    assert!(
+        items.iter().any(|n| n.text.starts_with("Continue listing")),
+        "{items:#?}"
+    );
+}
+
 #[test]
 fn numbers_become_links_and_the_cited_passages_are_quoted() {
     let items = number_passages(&pages(), "decode a JSON document", 4000);
