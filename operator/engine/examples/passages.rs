@@ -42,7 +42,7 @@ fn main() -> std::process::ExitCode {
         }
         println!("=====================================");
     }
-    let selection = select(&page.markdown, task, chars);
+    let selection = select(&page.markdown, task, chars, &page.title);
     println!(
         "# {}\n(best score {:.2})\n\n{}",
         page.title, selection.best_score, selection.text

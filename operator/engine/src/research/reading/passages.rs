@@ -694,7 +694,9 @@ fn breadcrumb(path: &[String]) -> String {
 /// otherwise the best-scoring passages for `query` up to `max_chars`, in page order, each under
 /// its heading breadcrumb. Code passages are kept whole or not at all; passages that match no
 /// query term are only used when nothing does (then the page's opening).
-pub fn select(markdown: &str, query: &str, max_chars: usize) -> Selection {
+/// `title` is the page's: on the page documenting what a question names
+/// ([`queries::is_entry_page`]) that names no entry, the page's lead is its definition.
+pub fn select(markdown: &str, query: &str, max_chars: usize, title: &str) -> Selection {
     let passages = split(markdown);
     let scores = rank_focused(&passages, query);
     let best_score = scores.iter().cloned().fold(0.0, f64::max);
@@ -732,7 +734,13 @@ pub fn select(markdown: &str, query: &str, max_chars: usize) -> Selection {
     // history of a file beyond renames" under `--follow` repeats no word of "What does git log
     // --follow do?", and git-log's description, full of "git log", filled the room.
     if best_score > 0.0 {
-        for i in asked_definitions(&passages, query) {
+        let mut definitions = asked_definitions(&passages, query);
+        // `git-describe(1)` opens with "The command finds the most recent tag that is
+        // reachable from a commit ...", which no word of "What does git describe output?" ranks.
+        if definitions.is_empty() && super::queries::is_entry_page(title, query) {
+            definitions.extend(page_lead(&passages).filter(|l| Some(*l) != lead_kept));
+        }
+        for i in definitions {
             let p = &passages[i];
             let cost = p.text.chars().count() + breadcrumb(&p.heading_path).chars().count() + 3;
             if cost <= max_chars / 4 && used + cost <= max_chars {
@@ -809,6 +817,12 @@ pub fn asked_definitions(passages: &[Passage], query: &str) -> Vec<usize> {
         out.push(i);
     }
     out
+}
+
+/// Pure: the lead of a page's `passages`: the first of its first four that can stand as one
+/// ([`is_lead`]). On the page documenting what a question names, it is the definition.
+pub fn page_lead(passages: &[Passage]) -> Option<usize> {
+    passages.iter().take(4).position(is_lead)
 }
 
 /// A passage that can stand as a page's lead: prose of a sentence or more, not a label

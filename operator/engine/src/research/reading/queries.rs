@@ -171,6 +171,9 @@ pub fn seed_queries(task: &str) -> Vec<String> {
 /// page documents the name itself; read first, it is not crowded out by pages that merely share
 /// the question's words (release notes of 15.13 for "MERGE ... in PostgreSQL 15").
 pub fn is_entry_page(title: &str, question: &str) -> bool {
+    if let Some(command) = manual_command(title) {
+        return asks_command(question, &command);
+    }
     let head = title
         .split([' ', '\u{a0}'])
         .take_while(|w| !matches!(*w, "—" | "–" | "-" | "|"))
@@ -187,6 +190,36 @@ pub fn is_entry_page(title: &str, question: &str) -> bool {
         return true;
     }
     words.iter().all(|w| subjects.iter().any(|s| s == w))
+}
+
+/// Pure: the command a manual page's title names: `git-describe(1)` → `["git", "describe"]`
+/// (a man page's name and section; its hyphens part the command's words). `None` for other
+/// titles, and for a one-word name (`git(1)` is every Git question's product, not its subject).
+fn manual_command(title: &str) -> Option<Vec<String>> {
+    let t = title.trim();
+    let (name, section) = t.strip_suffix(')')?.rsplit_once('(')?;
+    let section_ok = !section.is_empty()
+        && section.len() <= 3
+        && section.starts_with(|c: char| c.is_ascii_digit())
+        && section.chars().all(|c| c.is_ascii_alphanumeric());
+    let name_ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    let words: Vec<String> = name.split('-').map(str::to_string).collect();
+    (section_ok && name_ok && words.len() >= 2 && words.iter().all(|w| !w.is_empty()))
+        .then_some(words)
+}
+
+/// Pure: whether `question` names `command`, its words in order as words (`git describe` in
+/// "What does git describe output?", not in "git describe-ish").
+fn asks_command(question: &str, command: &[String]) -> bool {
+    let words: Vec<String> = question
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    words.windows(command.len()).any(|w| w == command)
 }
 
 /// Pure: the [`subject_terms`] of a question that are not the product it is asked in.

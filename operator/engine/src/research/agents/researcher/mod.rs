@@ -433,7 +433,13 @@ fn extractive_report(task: &str, pages: &[PageExtract]) -> String {
         } else {
             page.title.trim()
         };
-        let best = crate::research::reading::passages::select(&page.text, task, EXCERPT_CHARS).text;
+        let best = crate::research::reading::passages::select(
+            &page.text,
+            task,
+            EXCERPT_CHARS,
+            &page.title,
+        )
+        .text;
         md.push_str(&format!(
             "\n### [{title}]({})\n\n{}\n",
             page.url,

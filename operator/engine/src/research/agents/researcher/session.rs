@@ -449,6 +449,7 @@ impl Session<'_> {
                         &page.markdown,
                         &self.task,
                         self.page_chars,
+                        &page.title,
                     );
                     let off_task = selection.best_score == 0.0
                         || !crate::research::reading::passages::mentions_key_terms(

@@ -158,7 +158,7 @@ fn the_passage_documenting_the_asked_api_ranks_first() {
 fn selection_keeps_page_order_breadcrumbs_and_whole_code() {
     let filler = "Unrelated text about encoders and streams. ".repeat(40);
     let page = format!("{PAGE}\n\n## Other\n\n{filler}\n");
-    let s = select(&page, "How do I decode JSON with json.loads?", 600);
+    let s = select(&page, "How do I decode JSON with json.loads?", 600, "");
     assert!(s.text.contains("Deserialize *s*"), "{}", s.text);
     assert!(
         s.text
@@ -182,7 +182,7 @@ fn selection_keeps_page_order_breadcrumbs_and_whole_code() {
 fn a_short_lead_paragraph_is_kept_with_the_best_passages() {
     let filler = "Unrelated text about encoders and streams. ".repeat(40);
     let page = format!("{PAGE}\n\n## Other\n\n{filler}\n");
-    let s = select(&page, "json.loads deserialize", 600);
+    let s = select(&page, "json.loads deserialize", 600, "");
     assert!(
         s.text
             .contains("JSON is a lightweight data interchange format."),
@@ -196,7 +196,7 @@ fn a_short_lead_paragraph_is_kept_with_the_best_passages() {
         "# T\n\n{}\n\n## loads\n\njson.loads deserializes.\n\n{filler}",
         "Lead. ".repeat(30)
     );
-    let s = select(&long_lead, "json.loads deserialize", 300);
+    let s = select(&long_lead, "json.loads deserialize", 300, "");
     assert!(!s.text.contains("Lead. Lead."), "{}", s.text);
     assert!(s.text.contains("json.loads deserializes."), "{}", s.text);
 }
@@ -225,7 +225,7 @@ fn the_asked_for_entrys_definition_is_read_whatever_it_scores() {
         "{scores:?}"
     );
     // ... and in room for three passages it is read all the same.
-    let s = select(&page, task, 500);
+    let s = select(&page, task, 500, "Manual");
     assert!(
         s.text
             .contains("§ Manual › OPTIONS › --follow\nContinue listing"),
@@ -368,9 +368,9 @@ fn subject_terms_name_what_a_product_owns_and_not_only_the_product() {
 
 #[test]
 fn a_page_that_fits_is_read_whole_and_a_page_with_no_match_scores_zero() {
-    let s = select(PAGE, "decode json", 10_000);
+    let s = select(PAGE, "decode json", 10_000, "");
     assert_eq!(s.text, PAGE);
-    let s = select(PAGE, "vacuum autovacuum postgres", 200);
+    let s = select(PAGE, "vacuum autovacuum postgres", 200, "");
     assert_eq!(s.best_score, 0.0);
     assert!(
         s.text.starts_with("§ `json`") || s.text.starts_with("JSON is"),

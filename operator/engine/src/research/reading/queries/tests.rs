@@ -85,6 +85,27 @@ fn the_entry_page_of_an_asked_for_name_is_recognised_by_its_title() {
     assert!(!is_entry_page("11.2. Index Types", q));
 }
 
+/// Probe set (`git describe`): a manual page's title is its command, hyphens parting the words.
+#[test]
+fn a_manual_pages_title_names_its_command() {
+    let q = "What does git describe output, and which tags does it consider by default?";
+    assert!(is_entry_page("git-describe(1)", q));
+    assert!(!is_entry_page("git-tag(1)", q));
+    // One word is the product of every Git question, not its subject.
+    assert!(!is_entry_page("git(1)", q));
+    // The words in order, as words.
+    assert!(!is_entry_page(
+        "git-describe(1)",
+        "Can git use describe-ish names?"
+    ));
+    assert!(is_entry_page(
+        "git-stash(1)",
+        "What happens to the stash entry when git stash pop fails?"
+    ));
+    // Not a manual page's title: the usual rule.
+    assert!(!is_entry_page("git describe (notes)", q));
+}
+
 #[test]
 fn a_task_asking_two_things_has_two_parts_each_naming_its_subject() {
     assert_eq!(

@@ -4,7 +4,7 @@
 use super::Numbered;
 use crate::research::machine::state::PageExtract;
 use crate::research::reading::passages::{
-    PassageKind, asked_definitions, focus, rank, rank_focused, split,
+    PassageKind, asked_definitions, focus, page_lead, rank, rank_focused, split,
 };
 use crate::research::reading::queries;
 
@@ -22,6 +22,9 @@ const MAX_PASSAGES: usize = 8;
 const MIN_SHARE_OF_BEST: f64 = 0.2;
 /// Score factor of an entry's first passage (see [`number_passages`]).
 const ENTRY_LEAD_BOOST: f64 = 1.25;
+
+/// Most leads of pages documenting what the task names shown below the noise floor.
+const MAX_PAGE_LEADS: usize = 2;
 
 /// Score factor of the passages of a page documenting a name the task asks about.
 const ENTRY_PAGE_BOOST: f64 = 1.5;
@@ -95,7 +98,21 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
     let asks_version = asks_version(task);
     // An asked-for entry's definition is no noise, however few of the task's words it repeats
     // (`--follow`'s "Continue listing the history of a file beyond renames").
-    let definitions = asked_definitions(&all, task);
+    let mut definitions = asked_definitions(&all, task);
+    // A task naming no entry is answered by the lead of the page documenting what it names
+    // (`git-describe(1)`'s "The command finds the most recent tag that is reachable from a
+    // commit ...", below a fifth of the best passage's score for "What does git describe
+    // output?").
+    if definitions.is_empty() {
+        let mut start = 0;
+        for (p, entry) in entry_pages.iter().enumerate() {
+            let end = start + owner[start..].iter().take_while(|o| **o == p).count();
+            if *entry && definitions.len() < MAX_PAGE_LEADS {
+                definitions.extend(page_lead(&all[start..end]).map(|l| start + l));
+            }
+            start = end;
+        }
+    }
     let mut order: Vec<usize> = (0..all.len())
         .filter(|i| {
             scores[*i] > 0.0 && (floor[*i] >= best * MIN_SHARE_OF_BEST || definitions.contains(i))
@@ -107,11 +124,18 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         })
         .collect();
     order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
-    let mut out = Vec::new();
+    let mut out: Vec<Numbered> = Vec::new();
     let mut used = 0;
+    let mut shown: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for i in order {
         if out.len() >= MAX_PASSAGES {
             break;
+        }
+        // The same paragraph on two pages (git-config(1) includes every `gc.*` entry of
+        // git-gc(1)) is one passage: shown twice it took a second slot, and quoted twice the
+        // report's repetition guard cut the evidence after it, `gc.auto`'s default with it.
+        if !shown.insert(same_text_key(&all[i].text)) {
+            continue;
         }
         let page = &pages[owner[i]];
         let heading = all[i].heading_path.join(" › ");
@@ -136,6 +160,14 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         });
     }
     out
+}
+
+/// Pure: a passage's text as compared for repeats: its words, lower-cased, one space apart.
+fn same_text_key(text: &str) -> String {
+    text.split_whitespace()
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Fewest words of prose (links removed) a passage needs to be evidence: a page's navigation

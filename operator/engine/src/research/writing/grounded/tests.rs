@@ -131,6 +131,64 @@ fn the_asked_for_entrys_definition_is_shown_below_the_noise_floor() {
     );
 }
 
+/// Probe set (`git gc --auto`): git-config(1) holds git-gc(1)'s `gc.*` entries word for word;
+/// the same paragraph is numbered once, from the page ranked first.
+#[test]
+fn the_same_paragraph_on_two_pages_is_one_passage() {
+    let entry = "When there are more than this many packs in the repository, `git gc --auto` consolidates them into one larger pack. The default value is 50.";
+    let gc = PageExtract {
+        url: "http://docs/git-gc.html".into(),
+        title: "git-gc(1)".into(),
+        text: format!("§ git-gc(1) › CONFIGURATION › gc.autoPackLimit\n{entry}"),
+    };
+    let config = PageExtract {
+        url: "http://docs/git-config.html".into(),
+        title: "git-config(1)".into(),
+        // Wrapped differently: the same words all the same.
+        text: format!(
+            "§ git-config(1) › Variables › gc.autoPackLimit\n{}",
+            entry.replace(" into ", "\n        into ")
+        ),
+    };
+    let items = number_passages(&[gc, config], "How many packs trigger git gc --auto?", 4000);
+    assert_eq!(items.len(), 1, "{items:#?}");
+    assert_eq!(items[0].url, "http://docs/git-gc.html");
+}
+
+/// Probe set (`git describe`): the command's page opens with what it outputs, in words the
+/// question does not use; that lead is shown though it scores under the noise floor.
+#[test]
+fn the_lead_of_the_asked_commands_page_is_shown_below_the_noise_floor() {
+    let strategy = "By default git describe only shows annotated tags: git describe tags, git describe output, and the default tags git describe considers. ".repeat(4);
+    let page = |title: &str| PageExtract {
+        url: format!("http://docs/{title}.html"),
+        title: title.into(),
+        text: format!(
+            "§ {title} › DESCRIPTION\nThe command finds the most recent tag that is reachable from a commit.\n\n§ {title} › SEARCH STRATEGY\n{strategy}"
+        ),
+    };
+    let task = "What does git describe output, and which tags does it consider by default?";
+    let passages = split(&breadcrumbs_as_headings(&page("git-describe(1)").text));
+    let plain = rank(&passages, task);
+    let best = plain.iter().cloned().fold(0.0, f64::max);
+    assert!(plain[0] < best * 0.2, "{plain:?}");
+    let items = number_passages(&[page("git-describe(1)")], task, 4000);
+    assert!(
+        items
+            .iter()
+            .any(|n| n.text.starts_with("The command finds")),
+        "{items:#?}"
+    );
+    // On a page that does not document the asked-for command, a lead is no definition.
+    let items = number_passages(&[page("git-tag(1)")], task, 4000);
+    assert!(
+        !items
+            .iter()
+            .any(|n| n.text.starts_with("The command finds")),
+        "{items:#?}"
+    );
+}
+
 #[test]
 fn numbers_become_links_and_the_cited_passages_are_quoted() {
     let items = number_passages(&pages(), "decode a JSON document", 4000);
