@@ -471,7 +471,7 @@ pub fn statement_before_colon(text: &str) -> Option<String> {
 }
 
 /// Pure: whether `text` is a heading copied from the passages, not a statement: fewer than
-/// three words, a lead-in ending in a colon, a breadcrumb, a code fence, or the title or a
+/// three words, a lead-in ending in a colon, a breadcrumb, a code fence or unpaired backticks, or the title or a
 /// heading of a shown passage ("Numeric Types", "8.1. Numeric Types"). The 0.5B model's whole
 /// summary was once "Numeric Types".
 pub fn is_heading_copy(text: &str, items: &[Numbered]) -> bool {
@@ -490,12 +490,31 @@ pub fn is_heading_copy(text: &str, items: &[Numbered]) -> bool {
         || text.contains('›')
         // A code fence is a passage's markup: the sentence copied a lead-in and its code.
         || text.contains("```")
+        // Backticks that do not pair: code copied in and cut inside a span ("To reset a
+        // single file in the index, ``$ git reset -- frotz.c **<1>**").
+        || has_unclosed_code(text)
     {
         return true;
     }
     items
         .iter()
         .any(|n| norm(&n.title) == t || n.heading.split('›').any(|h| norm(h) == t))
+}
+
+/// Pure: whether a code span of `text` is never closed: Markdown closes a run of backticks only
+/// with a run of the same length, so each length must come an even number of times.
+fn has_unclosed_code(text: &str) -> bool {
+    let mut runs: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
+    let mut run = 0;
+    for c in text.chars().chain(std::iter::once(' ')) {
+        if c == '`' {
+            run += 1;
+        } else if run > 0 {
+            *runs.entry(run).or_default() += 1;
+            run = 0;
+        }
+    }
+    runs.values().any(|n| n % 2 == 1)
 }
 
 /// Pure: whether the summary's sentences `plain` leave out what the best passage answers: a

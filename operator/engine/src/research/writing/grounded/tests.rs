@@ -1003,8 +1003,18 @@ fn a_copied_signature_is_stripped_and_a_heading_is_no_statement() {
         "Or by calculating the timestamp directly:```,",
         &items
     ));
+    // A code block copied into a sentence and cut in a span (probe set, git-reset's example):
+    // its backticks do not pair.
+    assert!(is_heading_copy(
+        "To reset a single file in the index, ``$ git reset -- frotz.c **<1>**",
+        &items
+    ));
     assert!(!is_heading_copy(
         "The serial types are not true types.",
+        &items
+    ));
+    assert!(!is_heading_copy(
+        "The `serial` types are not true types, and ``bigserial`` neither.",
         &items
     ));
     // A summary that is only a heading is no answer: the passages are quoted, the best first.
