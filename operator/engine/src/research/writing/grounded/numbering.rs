@@ -127,10 +127,22 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
     let mut out: Vec<Numbered> = Vec::new();
     let mut used = 0;
     let mut shown: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    // The definitions keep a slot each: ranked low, they came after eight others (git-describe's
+    // lead, "The command finds the most recent tag ...").
+    let mut definitions_left: Vec<usize> = definitions
+        .iter()
+        .copied()
+        .filter(|d| order.contains(d))
+        .collect();
     for i in order {
         if out.len() >= MAX_PASSAGES {
             break;
         }
+        let definition = definitions_left.contains(&i);
+        if !definition && out.len() + definitions_left.len() >= MAX_PASSAGES {
+            continue;
+        }
+        definitions_left.retain(|d| *d != i);
         // The same paragraph on two pages (git-config(1) includes every `gc.*` entry of
         // git-gc(1)) is one passage: shown twice it took a second slot, and quoted twice the
         // report's repetition guard cut the evidence after it, `gc.auto`'s default with it.

@@ -179,6 +179,27 @@ fn the_lead_of_the_asked_commands_page_is_shown_below_the_noise_floor() {
             .any(|n| n.text.starts_with("The command finds")),
         "{items:#?}"
     );
+    // Below eight passages that outrank it, it keeps a slot.
+    let crowded = PageExtract {
+        url: "http://docs/git-describe.html".into(),
+        title: "git-describe(1)".into(),
+        text: std::iter::once(
+            "§ git-describe(1) › DESCRIPTION\nThe command finds the most recent tag that is reachable from a commit.".to_string(),
+        )
+        .chain((0..10).map(|i| {
+            format!("§ git-describe(1) › OPTIONS › --opt{i}\nBy default git describe output uses tags, and option {i} changes which tags git describe considers by default.")
+        }))
+        .collect::<Vec<_>>()
+        .join("\n\n"),
+    };
+    let items = number_passages(&[crowded], task, 40_000);
+    assert_eq!(items.len(), 8);
+    assert!(
+        items
+            .iter()
+            .any(|n| n.text.starts_with("The command finds")),
+        "{items:#?}"
+    );
     // On a page that does not document the asked-for command, a lead is no definition.
     let items = number_passages(&[page("git-tag(1)")], task, 4000);
     assert!(
