@@ -273,11 +273,15 @@ pub fn unanswered(asked: &str, items: &[Numbered]) -> Vec<String> {
     if items.is_empty() {
         return vec![];
     }
+    let heads: Vec<String> = items
+        .iter()
+        .map(|n| format!("{}\n{}", n.title, n.heading))
+        .collect();
     let texts: Vec<String> = items
         .iter()
         .map(|n| format!("{}\n{}\n{}", n.title, n.heading, n.text))
         .collect();
-    subject::unanswerable(asked, &texts)
+    subject::unanswerable(asked, &heads, &texts)
 }
 
 /// Pure: the pages of `items`, best passage first, each once.

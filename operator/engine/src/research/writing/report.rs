@@ -473,18 +473,24 @@ pub fn abort_report(state: &RunState) -> FinalReport {
     // answerability gate keeps them, closest first): the reader sees what came nearest.
     let mut closest: Vec<(&str, &str)> = Vec::new();
     let mut texts: Vec<String> = Vec::new();
+    let mut heads: Vec<String> = Vec::new();
     for r in &state.reports {
         for p in &r.pages {
             if !closest.iter().any(|(u, _)| *u == p.url) {
                 closest.push((&p.url, &p.title));
                 texts.push(format!("{}\n{}", p.title, p.text));
+                // A page's text is its passages under their breadcrumbs: those lines say what
+                // the passages are about.
+                let breadcrumbs: Vec<&str> =
+                    p.text.lines().filter(|l| l.starts_with('§')).collect();
+                heads.push(format!("{}\n{}", p.title, breadcrumbs.join("\n")));
             }
         }
     }
     let missing = if closest.is_empty() {
         vec![]
     } else {
-        subject::unanswerable(&state.input.query, &texts)
+        subject::unanswerable(&state.input.query, &heads, &texts)
     };
     let finding = if read.is_empty() {
         "found no source it could read for this question".to_string()

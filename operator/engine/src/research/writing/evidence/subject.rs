@@ -455,7 +455,9 @@ pub fn unanswered(question: &str, texts: &[String]) -> Vec<String> {
 /// other commands' passages name ([`option_of_another`]), else a subject they name only in
 /// passing ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
 /// test: it decides whether a model is shown the passages at all.
-pub fn unanswerable(question: &str, texts: &[String]) -> Vec<String> {
+/// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
+/// heads included.
+pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<String> {
     let missing = unanswered(question, texts);
     if !missing.is_empty() {
         return missing;
@@ -464,8 +466,7 @@ pub fn unanswerable(question: &str, texts: &[String]) -> Vec<String> {
     if !options.is_empty() {
         return options;
     }
-    let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
-    named_in_passing(question, &asked_subjects(question), texts, &named)
+    named_in_passing(question, &asked_subjects(question), heads, texts)
 }
 
 /// Pure: a label of [`unanswerable`] as code: a bare name is wrapped, a phrase that marks its
@@ -543,16 +544,17 @@ const FRAME_WORDS: [&str; 9] = [
     "purpose",
 ];
 
-/// Pure: the subjects named only in passing: every text that names one shares none of the
-/// question's other words with it (a word's first five letters suffice). A release note saying
-/// a bug "has only been seen to occur when the server connection runs through pgbouncer" names
-/// the subject of "What port does PgBouncer listen on by default?" and says nothing of a port.
-/// A question with no words beside its subjects and its frame asks nothing this can check.
+/// Pure: the subjects named only in passing: no title or heading among `heads` names any
+/// subject (no page or entry is about one), and every text that names the subject shares none
+/// of the question's other words with it (a word's first five letters suffice). A release note saying a bug "has
+/// only been seen to occur when the server connection runs through pgbouncer" names the subject
+/// of "What port does PgBouncer listen on by default?" and says nothing of a port. A question
+/// with no words beside its subjects and its frame asks nothing this can check.
 fn named_in_passing(
     question: &str,
     subjects: &[String],
+    heads: &[String],
     texts: &[String],
-    named: &[Named],
 ) -> Vec<String> {
     let mut own: BTreeSet<String> = terms(&subjects.join(" "));
     own.extend(terms(
@@ -570,6 +572,19 @@ fn named_in_passing(
     if others.is_empty() {
         return vec![];
     }
+    let head_names: Vec<Named> = heads.iter().map(|h| Named::new(h)).collect();
+    let headed = |k: &String| {
+        heads
+            .iter()
+            .zip(&head_names)
+            .any(|(h, n)| names_term(h, n, k))
+    };
+    // A passage about one of the subjects bears on the others it names: `functools.cache`'s
+    // entry answers what it is "in terms of" `lru_cache`.
+    if subjects.iter().any(headed) {
+        return vec![];
+    }
+    let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
     subjects
         .iter()
         .filter(|k| {

@@ -263,8 +263,8 @@ fn best_for(part: &str, items: &[Numbered]) -> Option<usize> {
 const MAX_PART_LEADS: usize = 2;
 
 /// Pure: for a task asking several things ([`queries::question_parts`]), the statement of the
-/// best passage for each part that no sentence of the summary cites ([`statement`] for that
-/// part, [`labelled`]), unless the summary `said` it already. The 0.5B model answered "What is
+/// best passage for each part ([`statement`] for that part, [`labelled`]), unless the summary
+/// `said` it already (word for word, or, for a passage it cites, in words of its own). The 0.5B model answered "What is
 /// the maximum length of an identifier in PostgreSQL, and what happens to longer names?" with
 /// the length alone, while "longer names can be written in commands, but they will be
 /// truncated" sat in a passage quoted below the summary.
@@ -279,13 +279,19 @@ pub(super) fn part_leads<'a>(
         let Some(n) = best_for(&part, items).map(|i| &items[i]) else {
             continue;
         };
-        if cited.contains(&n.number) || out.iter().any(|(o, _)| o.number == n.number) {
+        if out.iter().any(|(o, _)| o.number == n.number) {
             continue;
         }
         let Some(statement) = statement(&part, n) else {
             continue;
         };
-        if said.iter().any(|s| s.contains(&statement)) {
+        // A cited passage is said when a sentence says what its statement for this part says:
+        // "The default is 4.0", cited to `random_page_cost`'s entry, answered its default and
+        // left out what it estimates, which the same passage states.
+        let restated = |s: &String| {
+            s.contains(&statement) || (cited.contains(&n.number) && restates(&part, s, &statement))
+        };
+        if said.iter().any(restated) {
             continue;
         }
         out.push((n, labelled(asked, n, statement)));

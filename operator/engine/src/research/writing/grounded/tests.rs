@@ -1633,6 +1633,31 @@ fn each_part_of_a_two_part_question_is_answered_in_the_summary() {
     assert!(!summary.contains("truncated"), "{md}");
 }
 
+/// Probe set (`random_page_cost`): a summary citing the entry for its default, and saying
+/// nothing of what the entry is, leads with the entry's statement for that part.
+#[test]
+fn a_part_its_cited_passage_answers_and_the_summary_does_not_is_stated() {
+    let items = vec![item(
+        1,
+        "20.7. Query Planning › random_page_cost (floating point)",
+        "Sets the planner's estimate of the cost of a non-sequentially-fetched disk page. The default is 4.0.",
+    )];
+    let asked = "What does random_page_cost estimate in PostgreSQL and what is its default?";
+    let answer = r#"{"1": "The default is 4.0."}"#;
+    let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(
+        summary.contains("non-sequentially-fetched disk page"),
+        "{md}"
+    );
+    assert_eq!(summary.matches("4.0").count(), 1, "{md}");
+    // Said in words of its own: no quote besides.
+    let answer = r#"{"1": "It is the planner's estimate of the cost of fetching a disk page non-sequentially, and the default is 4.0."}"#;
+    let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(!summary.contains('“'), "{md}");
+}
+
 /// A tuning question's report carried a FAQ's question the model copied.
 #[test]
 fn a_question_copied_from_a_passage_is_no_sentence_of_the_summary() {
@@ -1744,6 +1769,23 @@ fn an_option_of_another_command_or_a_subject_named_in_passing_is_no_answer() {
         unanswered(
             "What port does PgBouncer listen on by default?",
             &[release.clone(), port]
+        )
+        .is_empty()
+    );
+    // A passage under the subject's own entry is about it, whatever words it uses (tuning set:
+    // `functools.cache`'s entry says "Returns the same as lru_cache(maxsize=None)", no word of
+    // "equivalent to in terms of").
+    let cache = titled(
+        6,
+        "http://docs/functools.html",
+        "functools — Higher-order functions",
+        "functools › @functools.cache(user_function)",
+        "Simple lightweight unbounded function cache. Returns the same as lru_cache(maxsize=None).",
+    );
+    assert!(
+        unanswered(
+            "What is functools.cache equivalent to in terms of functools.lru_cache?",
+            &[cache]
         )
         .is_empty()
     );
