@@ -544,6 +544,27 @@ const FRAME_WORDS: [&str; 9] = [
     "purpose",
 ];
 
+/// Pure: the content words of `question` (stemmed, as [`terms`]) beside its `subjects`, the
+/// product it is asked in and the words framing it ([`FRAME_WORDS`]): what it asks of its
+/// subjects ("port", "listen", "default"; "fail", "conflict").
+fn other_words(question: &str, subjects: &[String]) -> BTreeSet<String> {
+    let mut own: BTreeSet<String> = terms(&subjects.join(" "));
+    own.extend(terms(
+        &context_terms(question)
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(" "),
+    ));
+    own.extend(terms(&FRAME_WORDS.join(" ")));
+    terms(question).difference(&own).cloned().collect()
+}
+
+/// Pure: what `question` asks of its subjects ([`other_words`], its subjects being
+/// [`subject_terms`] less its product).
+pub fn asked_of_subjects(question: &str) -> BTreeSet<String> {
+    other_words(question, &asked_subjects(question))
+}
+
 /// Pure: the subjects named only in passing: no title or heading among `heads` names any
 /// subject (no page or entry is about one), and every text that names the subject shares none
 /// of the question's other words with it (a word's first five letters suffice). A release note saying a bug "has
@@ -556,17 +577,9 @@ fn named_in_passing(
     heads: &[String],
     texts: &[String],
 ) -> Vec<String> {
-    let mut own: BTreeSet<String> = terms(&subjects.join(" "));
-    own.extend(terms(
-        &context_terms(question)
-            .into_iter()
-            .collect::<Vec<_>>()
-            .join(" "),
-    ));
-    own.extend(terms(&FRAME_WORDS.join(" ")));
     let prefix = |w: &str| w.chars().take(5).collect::<String>();
-    let others: BTreeSet<String> = terms(question)
-        .difference(&own)
+    let others: BTreeSet<String> = other_words(question, subjects)
+        .iter()
         .map(|w| prefix(w))
         .collect();
     if others.is_empty() {

@@ -543,7 +543,37 @@ pub(super) fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) 
     let leaves_out_kind = answer_kind(asked).is_some_and(|k| {
         holds_for(k, &with_entry(best), asked) && !plain.iter().any(|s| holds_for(k, s, asked))
     });
-    leaves_out_subject || leaves_out_default || leaves_out_kind
+    leaves_out_subject
+        || leaves_out_default
+        || leaves_out_kind
+        || leaves_out_condition(asked, plain, best)
+}
+
+/// Fewest of the task's own words a sentence of the passage must hold for
+/// [`leaves_out_condition`].
+const CONDITION_WORDS: usize = 2;
+
+/// Pure: whether a sentence of the passage `best` holds at least [`CONDITION_WORDS`] of what
+/// the task asks of its subjects ([`subject::asked_of_subjects`], less the words of the
+/// passage's title and heading, which name what it is about: "fails with conflicts" of "What
+/// happens to the stash entry when git stash pop fails with conflicts?") and no sentence of the
+/// summary holds as many. The 0.5B model answered with `pop`'s first sentence while the same
+/// passage went on "Applying the state can fail with conflicts; in this case, it is not removed
+/// from the stash list".
+fn leaves_out_condition(asked: &str, plain: &[String], best: &Numbered) -> bool {
+    let about = terms(&format!("{}\n{}", best.title, best.heading));
+    let condition: std::collections::BTreeSet<String> = subject::asked_of_subjects(asked)
+        .into_iter()
+        .filter(|w| !about.contains(w))
+        .collect();
+    let passage = strip_signature(&best.text);
+    let held = |s: &str| terms(s).intersection(&condition).count();
+    let most = sentences(&passage)
+        .iter()
+        .map(|s| held(s))
+        .max()
+        .unwrap_or(0);
+    most >= CONDITION_WORDS && plain.iter().all(|s| held(s) < most)
 }
 
 /// Pure: whether the model wrote around the asked-for entry's definition: `best` is the entry

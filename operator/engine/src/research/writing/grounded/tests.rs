@@ -1658,6 +1658,30 @@ fn a_part_its_cited_passage_answers_and_the_summary_does_not_is_stated() {
     assert!(!summary.contains('“'), "{md}");
 }
 
+/// Probe set (`git stash pop`): the summary said what `pop` does; the passage it cited goes on
+/// with what the question asks, the case of a conflict, and that sentence leads.
+#[test]
+fn the_sentence_stating_the_questions_condition_leads_when_the_summary_leaves_it_out() {
+    let items = vec![item(
+        1,
+        "git-stash(1) › COMMANDS › pop [--index] [-q|--quiet] [<stash>]",
+        "Remove a single stashed state from the stash list and apply it on top of the current working tree state. Applying the state can fail with conflicts; in this case, it is not removed from the stash list. You need to resolve the conflicts by hand and call git stash drop manually afterwards.",
+    )];
+    let asked = "What happens to the stash entry when git stash pop fails with conflicts?";
+    let answer = r#"{"1": "git stash pop removes a single stashed state from the stash list and applies it on top of the current working tree state."}"#;
+    let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(
+        summary.contains("“Applying the state can fail with conflicts; in this case, it is not removed from the stash list”"),
+        "{md}"
+    );
+    // A summary that says it: no quote.
+    let answer = r#"{"1": "When git stash pop fails with conflicts, the entry is not removed from the stash list."}"#;
+    let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(!summary.contains('“'), "{md}");
+}
+
 /// A tuning question's report carried a FAQ's question the model copied.
 #[test]
 fn a_question_copied_from_a_passage_is_no_sentence_of_the_summary() {
