@@ -743,7 +743,7 @@ pub fn select(markdown: &str, query: &str, max_chars: usize, title: &str) -> Sel
         for i in definitions {
             let p = &passages[i];
             let cost = p.text.chars().count() + breadcrumb(&p.heading_path).chars().count() + 3;
-            if cost <= max_chars / 4 && used + cost <= max_chars {
+            if cost <= max_chars / 3 && used + cost <= max_chars {
                 kept.push(i);
                 used += cost;
                 order.retain(|k| *k != i);

@@ -237,6 +237,25 @@ fn the_asked_for_entrys_definition_is_read_whatever_it_scores() {
     assert!(asked_definitions(&passages, "How do I list commits?").is_empty());
 }
 
+/// Probe set (`git describe`): on the command's own page, a question naming no entry is
+/// answered by the page's lead, read though its words are not the question's; with the demo's
+/// 1500 characters a page, it takes more than a quarter of the room.
+#[test]
+fn the_lead_of_the_asked_commands_page_is_read_whatever_it_scores() {
+    let lead = "The command finds the most recent tag that is reachable from a commit. If the tag points to the commit, then only the tag is shown. Otherwise, it suffixes the tag name with the number of additional commits on top of the tagged object and the abbreviated object name of the most recent commit. The result is a human-readable object name which can also be used to identify the commit to other git commands.";
+    let options: String = (0..14)
+        .map(|i| format!("### --opt{i}\n\nBy default git describe output uses annotated tags; option {i} changes which tags git describe considers.\n\n"))
+        .collect();
+    let page = format!("## DESCRIPTION\n\n{lead}\n\n## OPTIONS\n\n{options}");
+    let task = "What does git describe output, and which tags does it consider by default?";
+    assert!(lead.len() + 20 > 1500 / 4);
+    let s = select(&page, task, 1500, "git-describe(1)");
+    assert!(s.text.contains("The command finds"), "{}", s.text);
+    // Another command's page: its lead is no definition of this one.
+    let s = select(&page, task, 1500, "git-tag(1)");
+    assert!(!s.text.contains("The command finds"), "{}", s.text);
+}
+
 #[test]
 fn key_terms_are_identifiers_first_then_capitalised_names() {
     assert_eq!(
