@@ -587,8 +587,22 @@ fn definition_terms(passages: &[Passage], query: &str) -> BTreeSet<String> {
     if names.is_empty() || aspect > MAX_ASPECT_TERMS {
         return out;
     }
+    for i in asked_entry_leads(passages, query) {
+        out.extend(
+            terms(&passages[i].text)
+                .into_iter()
+                .filter(|t| !t.contains('.')),
+        );
+    }
+    out
+}
+
+/// Pure: the indices of the first prose passage under each entry heading that documents an
+/// asked-for name, option or phrase ([`focus::is_asked_entry`]), in page order.
+fn asked_entry_leads(passages: &[Passage], query: &str) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
     let mut seen: Vec<&[String]> = Vec::new();
-    for p in passages {
+    for (i, p) in passages.iter().enumerate() {
         let Some(h) = p.heading_path.last() else {
             continue;
         };
@@ -599,7 +613,7 @@ fn definition_terms(passages: &[Passage], query: &str) -> BTreeSet<String> {
             continue;
         }
         seen.push(&p.heading_path);
-        out.extend(terms(&p.text).into_iter().filter(|t| !t.contains('.')));
+        out.push(i);
     }
     out
 }
@@ -794,28 +808,11 @@ pub fn select(markdown: &str, query: &str, max_chars: usize, title: &str) -> Sel
 /// Most asked-for definitions [`select`] keeps whatever they score.
 const MAX_ASKED_DEFINITIONS: usize = 2;
 
-/// Pure: the indices of the definitions of what `query` asks about: the first prose passage
-/// under each entry heading that documents an asked-for name, option or phrase
-/// ([`focus::is_asked_entry`]), in page order, at most [`MAX_ASKED_DEFINITIONS`].
+/// Pure: the indices of the definitions of what `query` asks about ([`asked_entry_leads`]), at
+/// most [`MAX_ASKED_DEFINITIONS`].
 pub fn asked_definitions(passages: &[Passage], query: &str) -> Vec<usize> {
-    let mut out: Vec<usize> = Vec::new();
-    let mut seen: Vec<&[String]> = Vec::new();
-    for (i, p) in passages.iter().enumerate() {
-        if out.len() >= MAX_ASKED_DEFINITIONS {
-            break;
-        }
-        let Some(h) = p.heading_path.last() else {
-            continue;
-        };
-        if p.kind != PassageKind::Prose
-            || seen.contains(&p.heading_path.as_slice())
-            || !focus::is_asked_entry(h, query)
-        {
-            continue;
-        }
-        seen.push(&p.heading_path);
-        out.push(i);
-    }
+    let mut out = asked_entry_leads(passages, query);
+    out.truncate(MAX_ASKED_DEFINITIONS);
     out
 }
 
