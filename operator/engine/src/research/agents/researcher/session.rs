@@ -264,7 +264,8 @@ impl Session<'_> {
             self.task.as_str()
         };
         for (rank, h) in hits.iter().enumerate() {
-            let entry = !self.task.trim().is_empty() && queries::is_entry_page(&h.title, against);
+            let entry = !self.task.trim().is_empty()
+                && crate::research::reading::passages::entry::is_entry_page(&h.title, against);
             let sc = score(against, h).score
                 + rank_prior(rank)
                 + if entry { ENTRY_PAGE_BONUS } else { 0.0 };
@@ -763,7 +764,7 @@ impl Session<'_> {
     }
 }
 
-/// What the entry page of an asked-for name ([`queries::is_entry_page`]) adds to its score:
+/// What the entry page of an asked-for name ([`crate::research::reading::passages::entry::is_entry_page`]) adds to its score:
 /// enough to be read in the first batch, before pages that only share the question's words.
 const ENTRY_PAGE_BONUS: f64 = 1.0;
 

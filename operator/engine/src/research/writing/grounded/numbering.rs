@@ -4,9 +4,8 @@
 use super::Numbered;
 use crate::research::machine::state::PageExtract;
 use crate::research::reading::passages::{
-    PassageKind, asked_definitions, focus, page_lead, rank, rank_focused, split,
+    PassageKind, asked_definitions, entry, focus, page_lead, rank, rank_focused, split,
 };
-use crate::research::reading::queries;
 
 /// Longest passage shown (longer ones are cut at a character boundary): the splitter's longest
 /// prose piece, so a paragraph is shown whole (cut at 700, sql-vacuum's paragraph on plain VACUUM
@@ -64,7 +63,7 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
     // outranked copy's own "A shallow copy constructs a new compound object ...").
     let entry_pages: Vec<bool> = pages
         .iter()
-        .map(|p| queries::is_entry_page(&p.title, task))
+        .map(|p| entry::is_entry_page(&p.title, task))
         .collect();
     for i in 0..all.len() {
         if entry_pages[owner[i]] {
