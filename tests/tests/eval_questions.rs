@@ -10,6 +10,8 @@
 //!   text of its page, and at least one of its match strings occurs in that text or in the quote.
 //! - `*_no_answer_terms_are_absent_from_the_corpus`: the distinctive terms of every no-answer
 //!   question occur on no page of the set's doc trees.
+//! - `*_gate_refuses_no_answerable_question_on_its_own_pages`: the engine's answerability gate,
+//!   given the pages an answerable question's key facts cite, lets it through.
 //!
 //! The frozen set is also pinned by its digest (`frozen_set_is_unchanged`), and its quotes are
 //! checked against what the engine's extractor makes of each page.
@@ -805,5 +807,88 @@ fn frozen_quotes_survive_the_engines_extraction() {
         "{} key facts (of {checked:?} per tree) fail the extraction check:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+/// Pure: what keeps a page's passages from answering `question` by the engine's answerability
+/// gate (`subject::unanswerable`), each passage under its page's title and heading, as a run
+/// puts them to it.
+fn gate_refusal(question: &str, pages: &[quarry_engine::scrape::Extracted]) -> Vec<String> {
+    use quarry_engine::research::reading::passages::split;
+    let mut heads = Vec::new();
+    let mut texts = Vec::new();
+    for page in pages {
+        for p in split(&page.markdown) {
+            let heading = p.heading_path.join(" › ");
+            heads.push(format!("{}\n{heading}", page.title));
+            texts.push(format!("{}\n{heading}\n{}", page.title, p.text));
+        }
+    }
+    quarry_engine::research::writing::evidence::subject::unanswerable(question, &heads, &texts)
+}
+
+/// The answerability gate ends a run `NoEvidence` when the passages read leave out what the
+/// question asks about. Given every page its key facts cite, whole, no answerable question may
+/// be refused: a refusal there is a rule that fits the hostile questions and not the language
+/// of the docs.
+fn check_gate(set: &QuestionSet, test: &str) {
+    let questions = load_valid(set);
+    require_installed(test, &set.doc_trees().missing());
+    let mut extracted: HashMap<String, quarry_engine::scrape::Extracted> = HashMap::new();
+    let mut refused = Vec::new();
+    let mut checked = 0usize;
+    for q in questions.iter().filter(|q| q.expect == "answer") {
+        let mut pages = Vec::new();
+        for fact in &q.key_facts {
+            let page = extracted.entry(fact.page.clone()).or_insert_with(|| {
+                let html = std::fs::read(page_file(set, &fact.page))
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                let url = format!("http://127.0.0.1:8000/{}", fact.page);
+                quarry_engine::scrape::extract_markdown(&html, &url)
+            });
+            if !pages.contains(page) {
+                pages.push(page.clone());
+            }
+        }
+        checked += 1;
+        let why = gate_refusal(&q.question, &pages);
+        if !why.is_empty() {
+            refused.push(format!("{}: {why:?}", q.id));
+        }
+    }
+    assert!(checked > 0, "{test}: no answerable question");
+    assert!(
+        refused.is_empty(),
+        "{} of {checked} answerable questions refused on their own pages:\n{}",
+        refused.len(),
+        refused.join("\n")
+    );
+}
+
+#[test]
+#[ignore = "needs the docs corpus (scripts/install-test-deps.sh)"]
+fn the_gate_refuses_no_answerable_question_on_its_own_pages() {
+    check_gate(
+        &TUNING,
+        "the_gate_refuses_no_answerable_question_on_its_own_pages",
+    );
+}
+
+#[test]
+#[ignore = "needs the docs corpus (scripts/install-test-deps.sh)"]
+fn probe_gate_refuses_no_answerable_question_on_its_own_pages() {
+    check_gate(
+        &PROBE,
+        "probe_gate_refuses_no_answerable_question_on_its_own_pages",
+    );
+}
+
+#[test]
+#[ignore = "needs the docs corpus (scripts/install-test-deps.sh)"]
+fn frozen_gate_refuses_no_answerable_question_on_its_own_pages() {
+    check_gate(
+        &FROZEN,
+        "frozen_gate_refuses_no_answerable_question_on_its_own_pages",
     );
 }

@@ -445,9 +445,12 @@ pub fn context_terms(query: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for (i, w) in words.iter().enumerate() {
         let next = words.get(i + 1).copied().unwrap_or("");
+        // A parenthesis after the product is an aside on it ("in Python (`//`) and in
+        // PostgreSQL (integer `/`)"): the clause naming the product ends there.
         let ends_clause = raw
             .get(i)
-            .is_some_and(|r| r.ends_with(['?', ',', ';', '.', ':', '!']));
+            .is_some_and(|r| r.ends_with(['?', ',', ';', '.', ':', '!']))
+            || raw.get(i + 1).is_some_and(|r| r.starts_with('('));
         let after_in =
             i > 0 && matches!(words[i - 1].to_lowercase().as_str(), "in" | "for" | "with");
         let modifies = next.chars().next().is_some_and(char::is_lowercase) && !is_stop(next);

@@ -63,6 +63,9 @@ fn a_product_and_its_version_are_context_not_subject() {
     // The subject of the question stays a full term.
     assert!(context_terms("What isolation levels does PostgreSQL support?").is_empty());
     assert!(context_terms("What is new in 3.11?").is_empty());
+    // A parenthesis after the product is an aside: the product still ends its clause.
+    let c = context_terms("What does round(2.5) give in Python (round) and in PostgreSQL (round)?");
+    assert!(c.contains("python") && c.contains("postgresql"), "{c:?}");
 }
 
 #[test]

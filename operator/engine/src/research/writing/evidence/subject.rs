@@ -453,7 +453,8 @@ pub fn unanswered(question: &str, texts: &[String]) -> Vec<String> {
 /// Pure: what keeps `texts` from answering `question`, as a reader would name it: the
 /// subjects none of them names ([`unanswered`]), else an option asked of a command that only
 /// other commands' passages name ([`option_of_another`]), else a subject they name only in
-/// passing ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
+/// passing ([`named_in_passing`]; not one the question pairs with a name of its own,
+/// [`paired_with_a_name`]). Empty when they may answer it. The answerability gate's
 /// test: it decides whether a model is shown the passages at all.
 /// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
 /// heads included.
@@ -466,7 +467,37 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
     if !options.is_empty() {
         return options;
     }
-    named_in_passing(question, &asked_subjects(question), heads, texts)
+    let subjects: Vec<String> = asked_subjects(question)
+        .into_iter()
+        .filter(|k| !paired_with_a_name(question, k))
+        .collect();
+    named_in_passing(question, &subjects, heads, texts)
+}
+
+/// Pure: whether `question` joins the subject `k` by "and" or "or" to a capitalised name it
+/// does not count as a subject ("between Python and PostgreSQL": `PostgreSQL` is a subject by its
+/// inner capital, `Python` is not). The two play one part, the products compared, and a page of
+/// either's docs seldom names its own product beside the question's words.
+fn paired_with_a_name(question: &str, k: &str) -> bool {
+    let words: Vec<&str> = question
+        .split(|c: char| c.is_whitespace() || "\"'`?!,;:()[]{}".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let is_k = |w: &str| w.trim_end_matches('.').eq_ignore_ascii_case(k);
+    let other_name = |w: &str| {
+        let w = w.trim_end_matches('.');
+        w.chars().next().is_some_and(char::is_uppercase)
+            && w.chars().all(char::is_alphanumeric)
+            && !w.eq_ignore_ascii_case(k)
+            && !is_stopword(&w.to_lowercase())
+            && !subject_terms(question)
+                .iter()
+                .any(|s| w.eq_ignore_ascii_case(s))
+    };
+    words.windows(3).any(|w| {
+        matches!(w[1], "and" | "or")
+            && ((is_k(w[0]) && other_name(w[2])) || (is_k(w[2]) && other_name(w[0])))
+    })
 }
 
 /// Pure: a label of [`unanswerable`] as code: a bare name is wrapped, a phrase that marks its

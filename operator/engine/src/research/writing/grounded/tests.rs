@@ -1818,6 +1818,59 @@ fn an_option_of_another_command_or_a_subject_named_in_passing_is_no_answer() {
     assert!(unanswered("How does PgBouncer work?", &[release]).is_empty());
 }
 
+/// A question of my own, after the frozen set's gate check (`eval_questions`) found one of its
+/// questions refused on its own pages: two products compared are not subjects named in
+/// passing, whichever of them looks like an identifier (`PostgreSQL`, by its inner capital).
+#[test]
+fn products_compared_are_not_subjects_named_in_passing() {
+    let pg = titled(
+        1,
+        "http://docs/functions-math.html",
+        "9.3. Mathematical Functions and Operators",
+        "9.3. Mathematical Functions and Operators",
+        "/ division (for integral types, division truncates the result towards zero)",
+    );
+    // No title or heading names a product: the docs of one seldom do.
+    let about = titled(
+        2,
+        "http://docs/preface.html",
+        "Preface",
+        "Preface",
+        "PostgreSQL is an object-relational database management system.",
+    );
+    let py = titled(
+        3,
+        "http://docs/stdtypes.html",
+        "Built-in Types",
+        "Numeric Types",
+        "The floor division of integers x // y rounds towards minus infinity.",
+    );
+    let items = vec![pg, about.clone(), py];
+    for q in [
+        "How does integer division of negative numbers differ between Python and PostgreSQL?",
+        "Do PostgreSQL or Python round the quotient of integer division down?",
+        "Which way does integer division round negative numbers in Python (//) and in PostgreSQL (/)?",
+    ] {
+        assert!(unanswered(q, &items).is_empty(), "{q}");
+    }
+    // Paired with another subject, each is held to the rule.
+    let release = titled(
+        4,
+        "http://docs/release-15-5.html",
+        "E.16. Release 15.5",
+        "E.16.2. Changes",
+        "This has only been seen to occur when the server connection runs through pgbouncer.",
+    );
+    let why = unanswered(
+        "What port do PgBouncer and PostgreSQL listen on by default?",
+        &[release, about],
+    );
+    assert!(
+        why.contains(&"`pgbouncer` other than in passing".to_string()),
+        "{why:?}"
+    );
+}
+
 /// A tuning question's report: after the answer, sentences on methods the question does not ask
 /// about, each naming its own entry.
 #[test]
