@@ -484,15 +484,14 @@ fn paired_with_a_name(question: &str, k: &str) -> bool {
         .filter(|w| !w.is_empty())
         .collect();
     let is_k = |w: &str| w.trim_end_matches('.').eq_ignore_ascii_case(k);
+    let subjects = subject_terms(question);
     let other_name = |w: &str| {
         let w = w.trim_end_matches('.');
         w.chars().next().is_some_and(char::is_uppercase)
             && w.chars().all(char::is_alphanumeric)
             && !w.eq_ignore_ascii_case(k)
             && !is_stopword(&w.to_lowercase())
-            && !subject_terms(question)
-                .iter()
-                .any(|s| w.eq_ignore_ascii_case(s))
+            && !subjects.iter().any(|s| w.eq_ignore_ascii_case(s))
     };
     words.windows(3).any(|w| {
         matches!(w[1], "and" | "or")
