@@ -123,17 +123,45 @@ fn code_in_bare_pre(html: &str) -> std::borrow::Cow<'_, str> {
         };
         let body = &rest[body_start..close];
         out.push_str(&rest[..open]);
-        if body.contains("<code") {
+        if body.trim_start().starts_with("<code") {
             out.push_str(&rest[open..close + "</pre>".len()]);
         } else {
+            // Code inside the text (a grammar rule's `othername`) is not the block's code: left
+            // in, the converter opened the fence mid-line ("**name** ::=  ```"), a splitter
+            // reading fences at a line's start paired every later fence wrongly, and the whole
+            // rest of Python's expressions page read as one code block.
             out.push_str("<pre><code>");
-            out.push_str(body);
+            out.push_str(&without_code_tags(body));
             out.push_str("</code></pre>");
         }
         rest = &rest[close + "</pre>".len()..];
     }
     out.push_str(rest);
     std::borrow::Cow::Owned(out)
+}
+
+/// Pure: `html` without its `<code …>` and `</code>` tags (their text kept).
+fn without_code_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(at) = [rest.find("<code"), rest.find("</code")]
+        .into_iter()
+        .flatten()
+        .min()
+    {
+        out.push_str(&rest[..at]);
+        let after = &rest[at..];
+        let tag_end = after.find('>').map_or(after.len(), |e| e + 1);
+        let tag = &after[..tag_end];
+        // `<codex>` is no code tag: kept.
+        let is_code = tag == "</code>" || tag.starts_with("<code>") || tag.starts_with("<code ");
+        if !is_code {
+            out.push_str(tag);
+        }
+        rest = &after[tag_end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Markdown blocks (separated by blank lines), a fenced code block always one block whatever

@@ -430,19 +430,17 @@ fn names_a_kind(before: &str, prev: &str, w: &str) -> bool {
 /// docs they match by accident ("PostgreSQL versions before 9.4 ..." outranked the
 /// `max_connections` entry for "the default of max_connections in PostgreSQL 15").
 pub fn context_terms(query: &str) -> BTreeSet<String> {
-    let words: Vec<&str> = query
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_')))
-        .map(|w| w.trim_end_matches('.'))
+    let (words, raw) = query_words(query);
+    let mut out: BTreeSet<String> = compared_pair(query, &words, &raw)
+        .iter()
+        .flat_map(|p| terms(p))
         .collect();
-    let raw: Vec<&str> = query.split_whitespace().collect();
     let is_version = |w: &str| {
         !w.is_empty()
             && w.chars().next().is_some_and(|c| c.is_ascii_digit())
             && w.chars().all(|c| c.is_ascii_digit() || c == '.')
     };
     let is_name = is_product_name;
-    let mut out = BTreeSet::new();
     for (i, w) in words.iter().enumerate() {
         let next = words.get(i + 1).copied().unwrap_or("");
         // A parenthesis after the product is an aside on it ("in Python (`//`) and in
@@ -471,6 +469,82 @@ pub fn context_terms(query: &str) -> BTreeSet<String> {
         }
     }
     out
+}
+
+/// Words that frame a question rather than say what it asks: a passage answering "How does
+/// X differ from Y?" says what X does, not that it differs.
+pub const FRAME_WORDS: [&str; 9] = [
+    "differ",
+    "difference",
+    "compare",
+    "versus",
+    "work",
+    "happen",
+    "mean",
+    "explain",
+    "purpose",
+];
+
+/// Pure: a query's words, stripped of punctuation (`PostgreSQL?` → `PostgreSQL`), beside its
+/// words as written, which keep the punctuation that closes a clause.
+fn query_words(query: &str) -> (Vec<&str>, Vec<&str>) {
+    let words = query
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_')))
+        .map(|w| w.trim_end_matches('.'))
+        .collect();
+    (words, query.split_whitespace().collect())
+}
+
+/// Pure: the products `query` compares ([`compared_pair`]), lower-cased, each once.
+pub fn compared_products(query: &str) -> Vec<String> {
+    let (words, raw) = query_words(query);
+    let mut out: Vec<String> = Vec::new();
+    for p in compared_pair(query, &words, &raw) {
+        let p = p.to_lowercase();
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Pure: the products a query compares: two product names (not all capitals) joined by "and"
+/// or "or" after in, for, with, between or across, closing their clause ("How does integer
+/// division differ between Python and PostgreSQL?"), when the query asks something of them
+/// beside its frame ([`FRAME_WORDS`]). There the pair says whose docs to read, and passages on
+/// PL/Python, which name both on every line, outranked the two operators' own entries. "What
+/// is the difference between Enum and IntEnum?" asks nothing else: they are its subjects.
+fn compared_pair<'a>(query: &str, words: &[&'a str], raw: &[&str]) -> Vec<&'a str> {
+    let product = |w: &str| is_product_name(w) && w.chars().any(char::is_lowercase);
+    let closes = |i: usize| {
+        i + 1 == words.len()
+            || raw
+                .get(i)
+                .is_some_and(|r| r.ends_with(['?', ',', ';', '.', ':', '!']))
+            || raw.get(i + 1).is_some_and(|r| r.starts_with('('))
+    };
+    let mut out = Vec::new();
+    for i in 1..words.len().saturating_sub(2) {
+        let before = words[i - 1].to_lowercase();
+        if matches!(
+            before.as_str(),
+            "in" | "for" | "with" | "between" | "across"
+        ) && product(words[i])
+            && matches!(words[i + 1], "and" | "or")
+            && product(words[i + 2])
+            && closes(i + 2)
+        {
+            out.extend([words[i], words[i + 2]]);
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    let mut own: BTreeSet<String> = terms(&out.join(" ")).into_iter().collect();
+    own.extend(terms(&FRAME_WORDS.join(" ")));
+    let asks_more = terms(query).iter().any(|t| !own.contains(t));
+    if asks_more { out } else { vec![] }
 }
 
 /// Terms of a text: lower-cased words (letters, digits, `_`), stop words dropped, stemmed; a

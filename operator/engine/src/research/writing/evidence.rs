@@ -275,8 +275,11 @@ impl EvidenceBase {
     /// The text a claim citing `url` is checked against: the page text, or title and snippet.
     pub fn evidence_text(&self, url: &str) -> Option<String> {
         let key = normalize_url(url);
+        // The address's words go with the title, on every passage's head: they name the
+        // product whose docs the page is in ([`subject::address_words`]).
         if let Some((_, title, text)) = self.pages.get(&key) {
-            return Some(format!("{title}\n{text}"));
+            let address = subject::address_words(url);
+            return Some(format!("{title}\n{address}\n{text}"));
         }
         self.seen
             .get(&key)

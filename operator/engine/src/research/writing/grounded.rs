@@ -183,7 +183,14 @@ fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
     // The passage as the run's claim check reads its page: under its title and heading, which
     // name what the passage documents (`max_connections (integer)` heads a description that
     // never repeats the name).
-    let evidence = format!("{}\n{}\n{}", item.title, item.heading, item.text);
+    // Its address names the product whose docs it is in (`www.postgresql.org`).
+    let evidence = format!(
+        "{}\n{}\n{}\n{}",
+        item.title,
+        subject::address_words(&item.url),
+        item.heading,
+        item.text
+    );
     let verdict = check_support(text, &evidence, asked);
     // The question's words and the documented entry's signature are no answer: the 0.5B model
     // answered "What is functools.cache equivalent to in terms of functools.lru_cache?" with
@@ -266,9 +273,10 @@ pub(super) fn entry_of(heading: &str) -> &str {
     heading.rsplit('›').next().unwrap_or(heading).trim()
 }
 
-/// Pure: what keeps the passages `items` (each under its page's title and its heading) from
-/// answering `asked` ([`subject::unanswerable`]): a subject none names, an option only other
-/// commands document, a subject named only in passing. Empty when they may answer.
+/// Pure: what keeps the passages `items` (each under its page's title and its heading, with its
+/// address's words: [`subject::address_words`]) from answering `asked`
+/// ([`subject::unanswerable`]): a subject none names, an option only other commands document, a
+/// subject named only in passing. Empty when they may answer.
 pub fn unanswered(asked: &str, items: &[Numbered]) -> Vec<String> {
     if items.is_empty() {
         return vec![];
@@ -279,7 +287,10 @@ pub fn unanswered(asked: &str, items: &[Numbered]) -> Vec<String> {
         .collect();
     let texts: Vec<String> = items
         .iter()
-        .map(|n| format!("{}\n{}\n{}", n.title, n.heading, n.text))
+        .map(|n| {
+            let address = subject::address_words(&n.url);
+            format!("{}\n{}\n{}\n{address}", n.title, n.heading, n.text)
+        })
         .collect();
     subject::unanswerable(asked, &heads, &texts)
 }

@@ -478,7 +478,12 @@ pub fn abort_report(state: &RunState) -> FinalReport {
         for p in &r.pages {
             if !closest.iter().any(|(u, _)| *u == p.url) {
                 closest.push((&p.url, &p.title));
-                texts.push(format!("{}\n{}", p.title, p.text));
+                texts.push(format!(
+                    "{}\n{}\n{}",
+                    p.title,
+                    p.text,
+                    subject::address_words(&p.url)
+                ));
                 // A page's text is its passages under their breadcrumbs: those lines say what
                 // the passages are about.
                 let breadcrumbs: Vec<&str> =

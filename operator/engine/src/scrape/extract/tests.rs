@@ -38,6 +38,35 @@ fn an_admonition_title_does_not_replace_the_section_heading() {
     assert_eq!(admonitions_untitled("<p>x</p>"), "<p>x</p>");
 }
 
+/// Python's expressions page: a grammar rule's `<pre>` holds inline `<code>`; the fence was
+/// opened mid-line and every later block was read as code.
+#[test]
+fn a_pre_with_inline_code_is_one_fenced_block_at_a_line_start() {
+    let prose = "This paragraph is long enough to be the main content of the page for the \
+        extractor, and it says what the rule below means in plain words for a reader.";
+    let html = format!(
+        "<html><head><title>Expressions</title></head><body><article><h1>Expressions</h1>\
+         <p>{prose}</p><pre>\n<strong>name</strong> ::=  <code class=\"xref\"><span>othername</span></code>\n</pre>\
+         <p>{prose}</p><p>The floor division of integers results in an integer.</p></article></body></html>"
+    );
+    let md = extract_markdown(&html, "https://docs.example/expressions.html").markdown;
+    for line in md.lines().filter(|l| l.contains("```")) {
+        assert!(line.trim_start().starts_with("```"), "{md}");
+    }
+    assert!(md.contains("othername"), "{md}");
+    assert_eq!(
+        without_code_tags("a <code class=\"x\">b</code> <codex>c"),
+        "a b <codex>c"
+    );
+    let passages = crate::research::reading::passages::split(&md);
+    let last = passages.last().expect("passages");
+    assert_eq!(
+        last.kind,
+        crate::research::reading::passages::PassageKind::Prose,
+        "{passages:?}"
+    );
+}
+
 #[test]
 fn a_bare_pre_becomes_one_fenced_block_blank_lines_and_all() {
     let html = "<html><head><title>csv</title></head><body><article><h1>csv</h1><p>The csv module implements classes to read and write tabular data in CSV format, and this paragraph is long enough to be the main content of the page for the extractor.</p><p>A short usage example:</p><div><div><pre>import csv\nwith open('eggs.csv', newline='') as f:\n    reader = csv.reader(f)\n\n    for row in reader:\n        print(row)\n</pre></div></div><p>The reader object iterates over the lines of the given file and returns each row as a list of strings, which is what most programs want from a CSV file.</p></article></body></html>";

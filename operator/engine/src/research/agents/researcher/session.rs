@@ -452,10 +452,16 @@ impl Session<'_> {
                         self.page_chars,
                         &page.title,
                     );
+                    // A page's address names what it is about too: a product's docs seldom
+                    // name their product in the text.
+                    let named = format!(
+                        "{}\n{}",
+                        crate::research::writing::evidence::subject::address_words(url),
+                        page.markdown
+                    );
                     let off_task = selection.best_score == 0.0
                         || !crate::research::reading::passages::mentions_key_terms(
-                            &page.markdown,
-                            &self.task,
+                            &named, &self.task,
                         );
                     if off_task && !self.task.trim().is_empty() {
                         // Read, and on the record as read, but nothing on it bears on the task:

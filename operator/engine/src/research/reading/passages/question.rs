@@ -3,7 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use super::{context_terms, is_stop, modifies_as_product, possessive_owner, terms};
+use super::{
+    context_terms, is_product_name, is_stop, modifies_as_product, possessive_owner, terms,
+};
 
 /// The keyword form of a question: its terms in order, each once, unstemmed words kept as
 /// written (what a search engine should be given).
@@ -78,10 +80,13 @@ fn question_words(question: &str) -> Vec<&str> {
 /// task; "Python's secrets module" made `secrets.html` answer for "Python". So the subject of an
 /// owner or a modifier counts (`secrets` of "Python's secrets module", `timestamp` of "a
 /// PostgreSQL timestamp"), and when the product was the only key term, so do the question's
-/// other capitalised names (`TRUNCATE`, `VACUUM`, `DELETE`).
+/// other capitalised names (`TRUNCATE`, `VACUUM`, `DELETE`). A name joined by "and"/"or" to
+/// a key term counts as one too ([`paired_names`]).
 pub fn subject_terms(question: &str) -> Vec<String> {
     let context = context_terms(question);
     let mut keys = key_terms(question);
+    let partners = paired_names(question, &keys);
+    keys.extend(partners);
     let only_products = keys.iter().all(|k| is_context(k, &context));
     if !keys.is_empty() && only_products {
         keys.extend(
@@ -94,6 +99,29 @@ pub fn subject_terms(question: &str) -> Vec<String> {
     let mut seen = BTreeSet::new();
     keys.retain(|k| seen.insert(k.clone()));
     keys
+}
+
+/// Pure: the capitalised names `question` joins by "and" or "or" to one of its `keys` and
+/// that are not keys themselves: in "How does integer division differ between Python and
+/// PostgreSQL?" `PostgreSQL` is a key by its inner capital and `Python` is its partner. Two
+/// names joined so play one part; holding only one of them to the question dropped every page
+/// of the other's docs as off the task.
+fn paired_names(question: &str, keys: &[String]) -> Vec<String> {
+    let words = question_words(question);
+    let is_key = |w: &str| keys.iter().any(|k| w.eq_ignore_ascii_case(k));
+    let mut out: Vec<String> = Vec::new();
+    for w in words.windows(3) {
+        if !matches!(w[1], "and" | "or") {
+            continue;
+        }
+        for (key, other) in [(w[0], w[2]), (w[2], w[0])] {
+            let lower = other.to_lowercase();
+            if is_key(key) && !is_key(other) && is_product_name(other) && !out.contains(&lower) {
+                out.push(lower);
+            }
+        }
+    }
+    out
 }
 
 /// Pure: whether a key term is one of the question's [`context_terms`] (the product it is

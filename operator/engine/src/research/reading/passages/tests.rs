@@ -388,6 +388,53 @@ fn subject_terms_name_what_a_product_owns_and_not_only_the_product() {
     ));
 }
 
+/// A question of my own (`scripts/demo.sh`): it ended NoEvidence because `PostgreSQL`, by its
+/// inner capital, was its only key term, and every Python page was left out as off the task.
+#[test]
+fn a_name_paired_with_a_key_term_is_a_key_term() {
+    let q = "How does integer division of negative numbers differ between Python and PostgreSQL?";
+    assert_eq!(subject_terms(q), ["postgresql", "python"]);
+    assert!(mentions_key_terms(
+        "The / (division) and // (floor division) operators yield the quotient. Python rounds down.",
+        q
+    ));
+    let q = "Do TaskGroup or Semaphore limit how many tasks run at once?";
+    assert_eq!(subject_terms(q), ["taskgroup", "semaphore"]);
+    // Not a name: a lower-case word, a stop word, a key already.
+    assert_eq!(
+        subject_terms("Do TaskGroup and gather differ?"),
+        ["taskgroup"]
+    );
+    assert_eq!(
+        subject_terms("What port do PgBouncer and PostgreSQL listen on?"),
+        ["pgbouncer", "postgresql"]
+    );
+}
+
+/// The same question: PL/Python's passages, which name both products on every line, were
+/// the summary's only source. The products compared are context, as "in Python" is.
+#[test]
+fn products_compared_in_a_question_asking_more_are_context() {
+    let q = "How does integer division of negative numbers differ between Python and PostgreSQL?";
+    let c = context_terms(q);
+    assert!(c.contains("python") && c.contains("postgresql"), "{c:?}");
+    let c = context_terms("Does integer division round down in PostgreSQL or Python?");
+    assert!(c.contains("python") && c.contains("postgresql"), "{c:?}");
+    // Nothing asked beside them and the frame: they are the subjects.
+    assert!(context_terms("What is the difference between Enum and IntEnum?").is_empty());
+    // All capitals name commands, not products; no preposition, no products compared.
+    assert!(context_terms("How fast are they in TRUNCATE and DELETE?").is_empty());
+    assert!(context_terms("How do Enum and IntEnum compare members?").is_empty());
+    // Not closing its clause: the pair is a subject's modifier.
+    assert!(context_terms("How is rounding in Python and PostgreSQL code tested?").is_empty());
+    let p = split(
+        "# PL/Python\n\nPostgreSQL integer is converted to Python int by PL/Python.\n\n\
+         # Operators\n\n/ division (integer division truncates the result towards zero)\n",
+    );
+    let s = rank(&p, q);
+    assert!(s[1] > s[0], "{s:?}");
+}
+
 #[test]
 fn a_page_that_fits_is_read_whole_and_a_page_with_no_match_scores_zero() {
     let s = select(PAGE, "decode json", 10_000, "");

@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 
 use super::{STOPWORDS, stem, terms};
 use crate::research::reading::passages::focus::option_commands;
-use crate::research::reading::passages::{context_terms, is_context, subject_terms};
+use crate::research::reading::passages::{
+    FRAME_WORDS, compared_products, context_terms, is_context, subject_terms,
+};
 
 /// How a subject is looked for in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,9 +139,14 @@ fn take_spans(text: &str, open: char, close: char) -> (Vec<String>, String) {
 /// spans, words written as calls, capitalised and all-capitals terms and runs of them), its
 /// quoted terms, the question's own subjects it repeats, and the multi-word terms it shares
 /// with the question ("logical replication"). The product the question is asked in
-/// (`PostgreSQL` of "in PostgreSQL 15") is context, not subject.
+/// (`PostgreSQL` of "in PostgreSQL 15") is context, not subject; not so the products it
+/// compares ([`compared_products`]): "PostgreSQL's `/` operator does floor division", cited to
+/// Python's tutorial, said of one what the other's docs say.
 pub fn subjects(claim: &str, asked: &str) -> Vec<Subject> {
-    let context = context_terms(asked);
+    let mut context = context_terms(asked);
+    for product in compared_products(asked) {
+        context.remove(&product);
+    }
     let mut out: Vec<Subject> = Vec::new();
     let push = |s: Subject, out: &mut Vec<Subject>| {
         let words: Vec<String> = match &s {
@@ -450,11 +457,23 @@ pub fn unanswered(question: &str, texts: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Pure: the words of a page's address (`https://www.postgresql.org/docs/15/functions-math.html`
+/// gives "www postgresql org docs functions math html"), to be read with its text: the pages
+/// of a product's docs name it in their address and seldom in their passages, and a question
+/// comparing two products is answered from passages that never name either. Numbers are left
+/// out: a version in a path (`/docs/15/`) is no number the page states.
+pub fn address_words(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().any(char::is_alphabetic))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Pure: what keeps `texts` from answering `question`, as a reader would name it: the
 /// subjects none of them names ([`unanswered`]), else an option asked of a command that only
 /// other commands' passages name ([`option_of_another`]), else a subject they name only in
-/// passing ([`named_in_passing`]; not one the question pairs with a name of its own,
-/// [`paired_with_a_name`]). Empty when they may answer it. The answerability gate's
+/// passing ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
 /// test: it decides whether a model is shown the passages at all.
 /// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
 /// heads included.
@@ -467,36 +486,7 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
     if !options.is_empty() {
         return options;
     }
-    let subjects: Vec<String> = asked_subjects(question)
-        .into_iter()
-        .filter(|k| !paired_with_a_name(question, k))
-        .collect();
-    named_in_passing(question, &subjects, heads, texts)
-}
-
-/// Pure: whether `question` joins the subject `k` by "and" or "or" to a capitalised name it
-/// does not count as a subject ("between Python and PostgreSQL": `PostgreSQL` is a subject by its
-/// inner capital, `Python` is not). The two play one part, the products compared, and a page of
-/// either's docs seldom names its own product beside the question's words.
-fn paired_with_a_name(question: &str, k: &str) -> bool {
-    let words: Vec<&str> = question
-        .split(|c: char| c.is_whitespace() || "\"'`?!,;:()[]{}".contains(c))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let is_k = |w: &str| w.trim_end_matches('.').eq_ignore_ascii_case(k);
-    let subjects = subject_terms(question);
-    let other_name = |w: &str| {
-        let w = w.trim_end_matches('.');
-        w.chars().next().is_some_and(char::is_uppercase)
-            && w.chars().all(char::is_alphanumeric)
-            && !w.eq_ignore_ascii_case(k)
-            && !is_stopword(&w.to_lowercase())
-            && !subjects.iter().any(|s| w.eq_ignore_ascii_case(s))
-    };
-    words.windows(3).any(|w| {
-        matches!(w[1], "and" | "or")
-            && ((is_k(w[0]) && other_name(w[2])) || (is_k(w[2]) && other_name(w[0])))
-    })
+    named_in_passing(question, &asked_subjects(question), heads, texts)
 }
 
 /// Pure: a label of [`unanswerable`] as code: a bare name is wrapped, a phrase that marks its
@@ -559,20 +549,6 @@ fn option_of_another(question: &str, texts: &[String]) -> Vec<String> {
         .map(|(option, command)| format!("`{option}` for `{}`", command.join(" ")))
         .collect()
 }
-
-/// Words that frame a question rather than say what it asks: a passage answering "How does
-/// X differ from Y?" says what X does, not that it differs.
-const FRAME_WORDS: [&str; 9] = [
-    "differ",
-    "difference",
-    "compare",
-    "versus",
-    "work",
-    "happen",
-    "mean",
-    "explain",
-    "purpose",
-];
 
 /// Pure: the content words of `question` (stemmed, as [`terms`]) beside its `subjects`, the
 /// product it is asked in and the words framing it ([`FRAME_WORDS`]): what it asks of its

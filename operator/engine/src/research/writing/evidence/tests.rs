@@ -579,3 +579,43 @@ fn the_docs_version_in_a_title_backs_no_claim() {
         .supported
     );
 }
+
+/// A question of my own (`scripts/demo.sh`): the model said of PostgreSQL what Python's
+/// tutorial says, and the check passed it because the products compared were context.
+#[test]
+fn a_claim_naming_a_compared_product_needs_a_page_of_its_docs() {
+    let q = "How does integer division of negative numbers differ between Python and PostgreSQL?";
+    let claim = "PostgreSQL's `/` operator does floor division and gets an integer result.";
+    let tutorial = format!(
+        "3. An Informal Introduction to Python\n{}\nDivision (`/`) always returns a float. To do \
+         floor division and get an integer result you can use the `//` operator.",
+        subject::address_words("https://docs.python.org/3.11/tutorial/introduction.html")
+    );
+    let verdict = check_support(claim, &tutorial, q);
+    assert!(!verdict.supported, "{verdict:?}");
+    assert_eq!(verdict.missing_subjects, ["postgresql"]);
+    // The same words at PostgreSQL's address name it.
+    let operators = format!(
+        "9.3. Mathematical Functions and Operators\n{}\n`/` division (for integral types, \
+         division truncates the result towards zero); integer operands give an integer result.",
+        subject::address_words("https://www.postgresql.org/docs/15/functions-math.html")
+    );
+    let claim = "PostgreSQL's `/` operator truncates an integer division result towards zero.";
+    assert!(check_support(claim, &operators, q).supported);
+    // Asked in one product, it stays context: its docs need not name it.
+    let q = "How does integer division of negative numbers round in PostgreSQL?";
+    let claim = "In PostgreSQL, `/` truncates an integer division result towards zero.";
+    assert!(
+        check_support(
+            claim,
+            "`/` division truncates the integer division result towards zero",
+            q
+        )
+        .supported
+    );
+    // A version in a path is no number the page states.
+    assert_eq!(
+        subject::address_words("https://www.postgresql.org/docs/15/functions-math.html"),
+        "www postgresql org docs functions math html"
+    );
+}

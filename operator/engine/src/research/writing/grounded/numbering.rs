@@ -4,8 +4,10 @@
 use super::Numbered;
 use crate::research::machine::state::PageExtract;
 use crate::research::reading::passages::{
-    PassageKind, asked_definitions, entry, focus, page_lead, rank, rank_focused, split,
+    PassageKind, asked_definitions, compared_products, entry, focus, page_lead, rank, rank_focused,
+    split,
 };
+use crate::research::writing::evidence::subject::address_words;
 
 /// Longest passage shown (longer ones are cut at a character boundary): the splitter's longest
 /// prose piece, so a paragraph is shown whole (cut at 700, sql-vacuum's paragraph on plain VACUUM
@@ -112,6 +114,25 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
             start = end;
         }
     }
+    // Two products compared are answered from both's docs: the best passage of each keeps a
+    // slot. Python's pages on division filled all eight, and PostgreSQL's operator table, whose
+    // row states how its `/` rounds, was left out.
+    // Ranked among that product's own passages: across both, the words the two docs share
+    // weigh little, and a note on shifting by "a negative value" outranked the `/` row.
+    for product in compared_products(task) {
+        let own: Vec<usize> = (0..all.len())
+            .filter(|i| of_product(&pages[owner[*i]], &product))
+            .filter(|i| prose_words(&all[*i].text) >= MIN_PROSE_WORDS && !is_lead_in(&all[*i].text))
+            .collect();
+        let passages: Vec<_> = own.iter().map(|i| all[*i].clone()).collect();
+        let own_scores = rank_focused(&passages, task);
+        let best_of = (0..own.len())
+            .filter(|j| own_scores[*j] > 0.0)
+            .max_by(|a, b| own_scores[*a].total_cmp(&own_scores[*b]).then(b.cmp(a)));
+        if let Some(i) = best_of.map(|j| own[j]).filter(|i| !definitions.contains(i)) {
+            definitions.push(i);
+        }
+    }
     let mut order: Vec<usize> = (0..all.len())
         .filter(|i| {
             scores[*i] > 0.0 && (floor[*i] >= best * MIN_SHARE_OF_BEST || definitions.contains(i))
@@ -171,6 +192,15 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         });
     }
     out
+}
+
+/// Pure: whether `page` is of `product`'s docs: its address or its title names the product
+/// (`www.postgresql.org`, "Built-in Types — Python 3.11.2 documentation").
+fn of_product(page: &PageExtract, product: &str) -> bool {
+    let words = format!("{} {}", address_words(&page.url), page.title).to_lowercase();
+    words
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w == product)
 }
 
 /// Pure: a passage's text as compared for repeats: its words, lower-cased, one space apart.

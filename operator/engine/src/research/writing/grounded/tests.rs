@@ -1819,33 +1819,25 @@ fn an_option_of_another_command_or_a_subject_named_in_passing_is_no_answer() {
 }
 
 /// A question of my own, after the frozen set's gate check (`eval_questions`) found one of its
-/// questions refused on its own pages: two products compared are not subjects named in
-/// passing, whichever of them looks like an identifier (`PostgreSQL`, by its inner capital).
+/// questions refused on its own pages: two products compared are answered from their docs,
+/// whose passages seldom name their own product; the page's address and title do.
 #[test]
-fn products_compared_are_not_subjects_named_in_passing() {
+fn products_compared_are_named_by_their_docs_addresses() {
     let pg = titled(
         1,
-        "http://docs/functions-math.html",
+        "https://www.postgresql.org/docs/15/functions-math.html",
         "9.3. Mathematical Functions and Operators",
         "9.3. Mathematical Functions and Operators",
         "/ division (for integral types, division truncates the result towards zero)",
     );
-    // No title or heading names a product: the docs of one seldom do.
-    let about = titled(
-        2,
-        "http://docs/preface.html",
-        "Preface",
-        "Preface",
-        "PostgreSQL is an object-relational database management system.",
-    );
     let py = titled(
-        3,
-        "http://docs/stdtypes.html",
-        "Built-in Types",
+        2,
+        "https://docs.python.org/3.11/library/stdtypes.html",
+        "Built-in Types — Python 3.11.2 documentation",
         "Numeric Types",
         "The floor division of integers x // y rounds towards minus infinity.",
     );
-    let items = vec![pg, about.clone(), py];
+    let items = vec![pg, py];
     for q in [
         "How does integer division of negative numbers differ between Python and PostgreSQL?",
         "Do PostgreSQL or Python round the quotient of integer division down?",
@@ -1853,10 +1845,33 @@ fn products_compared_are_not_subjects_named_in_passing() {
     ] {
         assert!(unanswered(q, &items).is_empty(), "{q}");
     }
-    // Paired with another subject, each is held to the rule.
+    // A product asked about is named by its docs' address, and only by what the address
+    // names: the same passage elsewhere does not name PostgreSQL.
+    let port = titled(
+        3,
+        "https://www.postgresql.org/docs/15/runtime-config-connection.html",
+        "20.3. Connections and Authentication",
+        "20.3.1. Connection Settings",
+        "port (integer): The TCP port the server listens on; 5432 by default.",
+    );
+    let q = "What TCP port does PostgreSQL listen on by default?";
+    assert!(unanswered(q, std::slice::from_ref(&port)).is_empty());
+    let elsewhere = Numbered {
+        url: "https://example.org/connections.html".into(),
+        ..port
+    };
+    assert_eq!(unanswered(q, &[elsewhere]), ["postgresql"]);
+    // Paired with another subject, each is held to the in-passing rule.
+    let about = titled(
+        3,
+        "https://www.postgresql.org/docs/15/preface.html",
+        "Preface",
+        "Preface",
+        "PostgreSQL is an object-relational database management system.",
+    );
     let release = titled(
         4,
-        "http://docs/release-15-5.html",
+        "https://www.postgresql.org/docs/15/release-15-5.html",
         "E.16. Release 15.5",
         "E.16.2. Changes",
         "This has only been seen to occur when the server connection runs through pgbouncer.",
@@ -1990,4 +2005,45 @@ fn a_summary_writing_around_the_asked_entrys_definition_leads_with_it() {
     let answer = r#"{"points": [{"passages": [1], "sentence": "With --follow, git log keeps listing a file's history past renames of a single file."}]}"#;
     let md = assemble_json_for(asked, answer, &items).unwrap();
     assert!(md.starts_with("## Summary\n\nWith --follow"), "{md}");
+}
+
+/// A question of my own (`scripts/demo.sh`): Python's pages on division filled every slot, and
+/// PostgreSQL's operator row, which states how its `/` rounds, was not shown.
+#[test]
+fn each_product_compared_keeps_its_best_passage() {
+    let task =
+        "How does integer division of negative numbers differ between Python and PostgreSQL?";
+    let python = |n: usize| PageExtract {
+        url: format!("https://docs.python.org/3.11/page{n}.html"),
+        title: format!("Page {n} — Python 3.11.2 documentation"),
+        text: (0..4)
+            .map(|k| {
+                format!(
+                    "§ Numbers {k}\nInteger division of negative numbers: floor division of \
+                     negative integer numbers rounds the division down ({n}.{k})."
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+    };
+    let postgres = PageExtract {
+        url: "https://www.postgresql.org/docs/15/functions-math.html".into(),
+        title: "9.3. Mathematical Functions and Operators".into(),
+        text: "§ Table 9.4. Mathematical Operators\n`/` division (for integral types, division \
+               truncates the result towards zero)"
+            .into(),
+    };
+    let pages = vec![python(1), python(2), python(3), postgres];
+    let items = number_passages(&pages, task, 6000);
+    assert!(
+        items.iter().any(|i| i.url.contains("postgresql.org")),
+        "{items:#?}"
+    );
+    // Not a comparison: the best passages, whoever's docs they are in.
+    let items = number_passages(
+        &pages,
+        "How does integer division of negative numbers round?",
+        6000,
+    );
+    assert!(!items.iter().any(|i| i.url.contains("postgresql.org")));
 }
