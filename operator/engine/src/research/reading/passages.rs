@@ -496,15 +496,31 @@ fn query_words(query: &str) -> (Vec<&str>, Vec<&str>) {
     (words, query.split_whitespace().collect())
 }
 
-/// Pure: the products `query` compares ([`compared_pair`]), lower-cased, each once.
-pub fn compared_products(query: &str) -> Vec<String> {
-    let (words, raw) = query_words(query);
+/// Pure: the products `query` asks of when it names more than one (`python` and `postgresql`
+/// of "Python's json.loads() and PostgreSQL's jsonb type", of "a Python datetime object and a
+/// PostgreSQL timestamp", of "differ between Python and PostgreSQL"), lower-cased, each once:
+/// the product names (not all capitals) among its [`context_terms`]. Empty with one or none.
+/// Such a question is answered from each one's docs.
+pub fn products_asked(query: &str) -> Vec<String> {
+    let context = context_terms(query);
+    let (words, _) = query_words(query);
     let mut out: Vec<String> = Vec::new();
-    for p in compared_pair(query, &words, &raw) {
-        let p = p.to_lowercase();
-        if !out.contains(&p) {
-            out.push(p);
+    for w in words {
+        let w = w
+            .strip_suffix("'s")
+            .or_else(|| w.strip_suffix("’s"))
+            .unwrap_or(w);
+        let lower = w.to_lowercase();
+        if is_product_name(w)
+            && w.chars().any(char::is_lowercase)
+            && is_context(&lower, &context)
+            && !out.contains(&lower)
+        {
+            out.push(lower);
         }
+    }
+    if out.len() < 2 {
+        out.clear();
     }
     out
 }

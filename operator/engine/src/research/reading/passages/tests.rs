@@ -436,6 +436,26 @@ fn products_compared_in_a_question_asking_more_are_context() {
 }
 
 #[test]
+fn the_products_a_question_asks_of_together() {
+    let both = ["python", "postgresql"];
+    for q in [
+        "How do Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys?",
+        "What is the finest time resolution of a Python datetime object and of a PostgreSQL timestamp?",
+        "How does integer division of negative numbers differ between Python and PostgreSQL?",
+    ] {
+        assert_eq!(products_asked(q), both, "{q}");
+    }
+    // One product, or names that are the subjects: none.
+    for q in [
+        "What is the default of max_connections in PostgreSQL 15?",
+        "What is the difference between Enum and IntEnum?",
+        "In PostgreSQL, which reclaims disk space immediately: TRUNCATE, plain VACUUM, or DELETE?",
+    ] {
+        assert!(products_asked(q).is_empty(), "{q}");
+    }
+}
+
+#[test]
 fn a_page_that_fits_is_read_whole_and_a_page_with_no_match_scores_zero() {
     let s = select(PAGE, "decode json", 10_000, "");
     assert_eq!(s.text, PAGE);

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use super::{STOPWORDS, stem, terms};
 use crate::research::reading::passages::focus::option_commands;
 use crate::research::reading::passages::{
-    FRAME_WORDS, compared_products, context_terms, is_context, subject_terms,
+    FRAME_WORDS, context_terms, is_context, products_asked, subject_terms,
 };
 
 /// How a subject is looked for in a text.
@@ -139,12 +139,12 @@ fn take_spans(text: &str, open: char, close: char) -> (Vec<String>, String) {
 /// spans, words written as calls, capitalised and all-capitals terms and runs of them), its
 /// quoted terms, the question's own subjects it repeats, and the multi-word terms it shares
 /// with the question ("logical replication"). The product the question is asked in
-/// (`PostgreSQL` of "in PostgreSQL 15") is context, not subject; not so the products it
-/// compares ([`compared_products`]): "PostgreSQL's `/` operator does floor division", cited to
-/// Python's tutorial, said of one what the other's docs say.
+/// (`PostgreSQL` of "in PostgreSQL 15") is context, not subject; not so each of the products
+/// a question asks of together ([`products_asked`]): "PostgreSQL's `/` operator does floor
+/// division", cited to Python's tutorial, said of one what the other's docs say.
 pub fn subjects(claim: &str, asked: &str) -> Vec<Subject> {
     let mut context = context_terms(asked);
-    for product in compared_products(asked) {
+    for product in products_asked(asked) {
         context.remove(&product);
     }
     let mut out: Vec<Subject> = Vec::new();

@@ -66,14 +66,18 @@ fn a_version_the_question_names_is_restated_not_claimed() {
     assert!(restated_versions("PostgreSQL 14 allowed 100.", asked).is_empty());
     assert!(restated_versions("It uses 15 connections.", asked).is_empty());
     assert!(restated_versions("In PostgreSQL 15 it is 100.", "").is_empty());
-    // The run's claim check exempts them too.
+    // The run's claim check exempts them too. (The question asks of two products, so the page
+    // must be of PostgreSQL's docs: its address says so.)
     let mut base = EvidenceBase::default();
+    let url = "https://www.postgresql.org/docs/15/runtime-config-connection.html";
     base.add_page(
-        "https://docs/runtime-config-connection.html",
+        url,
         "Connections",
         "max_connections: the default is typically 100 connections.",
     );
-    let md = "The default of max_connections in PostgreSQL 15 is 100 connections ([c](https://docs/runtime-config-connection.html)).";
+    let md =
+        format!("The default of max_connections in PostgreSQL 15 is 100 connections ([c]({url})).");
+    let md = md.as_str();
     assert!(check_claims(md, &base, asked)[0].supported);
     assert_eq!(check_claims(md, &base, "")[0].missing_numbers, ["15"]);
     // A text on another version backs no claim about the asked-for one.

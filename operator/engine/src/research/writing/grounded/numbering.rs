@@ -4,7 +4,7 @@
 use super::Numbered;
 use crate::research::machine::state::PageExtract;
 use crate::research::reading::passages::{
-    PassageKind, asked_definitions, compared_products, entry, focus, page_lead, rank, rank_focused,
+    PassageKind, asked_definitions, entry, focus, page_lead, products_asked, rank, rank_focused,
     split,
 };
 use crate::research::writing::evidence::subject::address_words;
@@ -114,12 +114,12 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
             start = end;
         }
     }
-    // Two products compared are answered from both's docs: the best passage of each keeps a
-    // slot. Python's pages on division filled all eight, and PostgreSQL's operator table, whose
+    // A question asking of two products is answered from both's docs: the best passage of
+    // each keeps a slot. Python's pages on division filled all eight, and PostgreSQL's operator table, whose
     // row states how its `/` rounds, was left out.
     // Ranked among that product's own passages: across both, the words the two docs share
     // weigh little, and a note on shifting by "a negative value" outranked the `/` row.
-    for product in compared_products(task) {
+    for product in products_asked(task) {
         let own: Vec<usize> = (0..all.len())
             .filter(|i| of_product(&pages[owner[*i]], &product))
             .filter(|i| prose_words(&all[*i].text) >= MIN_PROSE_WORDS && !is_lead_in(&all[*i].text))
