@@ -121,7 +121,7 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
     // weigh little, and a note on shifting by "a negative value" outranked the `/` row.
     for product in products_asked(task) {
         let own: Vec<usize> = (0..all.len())
-            .filter(|i| of_product(&pages[owner[*i]], &product))
+            .filter(|i| of_product(&pages[owner[*i]].url, &pages[owner[*i]].title, &product))
             .filter(|i| prose_words(&all[*i].text) >= MIN_PROSE_WORDS && !is_lead_in(&all[*i].text))
             .collect();
         let passages: Vec<_> = own.iter().map(|i| all[*i].clone()).collect();
@@ -194,10 +194,11 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
     out
 }
 
-/// Pure: whether `page` is of `product`'s docs: its address or its title names the product
-/// (`www.postgresql.org`, "Built-in Types — Python 3.11.2 documentation").
-fn of_product(page: &PageExtract, product: &str) -> bool {
-    let words = format!("{} {}", address_words(&page.url), page.title).to_lowercase();
+/// Pure: whether the page at `url` titled `title` is of `product`'s docs: its address or its
+/// title names the product (`www.postgresql.org`, "Built-in Types — Python 3.11.2
+/// documentation").
+pub(super) fn of_product(url: &str, title: &str, product: &str) -> bool {
+    let words = format!("{} {title}", address_words(url)).to_lowercase();
     words
         .split(|c: char| !c.is_alphanumeric())
         .any(|w| w == product)

@@ -4,8 +4,11 @@
 
 use super::entry_of;
 use super::kind::{AnswerKind, answer_kind, holds_for};
+use super::numbering::of_product;
 use super::{Numbered, citation, link_text};
-use crate::research::reading::passages::{Passage, PassageKind, focus, rank, subject_terms};
+use crate::research::reading::passages::{
+    Passage, PassageKind, focus, products_asked, rank, subject_terms,
+};
 use crate::research::reading::queries;
 use crate::research::writing::evidence::{sentences, subject, terms, unescape_markdown};
 use crate::research::writing::links::LINK_RE;
@@ -334,17 +337,39 @@ pub(super) fn quoted_list(items: &[&Numbered]) -> String {
 /// the best passages for the task across every page read, best first, quoted unedited (the answer a
 /// page-by-page excerpt left out, `max_workers`' default, was passage 2 here).
 /// The summary's first sentence is the best passage's statement for the task `asked`, quoted
-/// and cited: the answer first, then the note that the model wrote none.
+/// and cited: the answer first, then the note that the model wrote none. A task asking of two
+/// products leads with each one's best passage ([`lead_items`]).
 pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
-    let lead = items
-        .first()
-        .and_then(|best| statement(asked, best).map(|s| format!("“{s}”{}. ", citation(best))))
-        .unwrap_or_default();
+    let lead: String = lead_items(asked, items)
+        .into_iter()
+        .filter_map(|n| statement(asked, n).map(|s| format!("“{s}”{}. ", citation(n))))
+        .collect();
     let items: Vec<&Numbered> = items.iter().collect();
     format!(
         "## Summary\n\n{lead}The model did not write a usable report, so this section quotes, unedited, the passages of the pages read that best match the task, best first.\n\n## Key findings\n{}",
         quoted_list(&items)
     )
+}
+
+/// Pure: the passages an extractive summary leads with: the best one, or, when `asked` asks
+/// of two products ([`products_asked`]), the best of each one's docs. "How does integer
+/// division differ between Python and PostgreSQL?" led with a Python passage on raising a
+/// negative number to a power, and PostgreSQL's `/` row, the other half, came last.
+fn lead_items<'a>(asked: &str, items: &'a [Numbered]) -> Vec<&'a Numbered> {
+    let mut out: Vec<&Numbered> = Vec::new();
+    for product in products_asked(asked) {
+        if let Some(n) = items
+            .iter()
+            .find(|n| of_product(&n.url, &n.title, &product))
+            .filter(|n| !out.iter().any(|o| o.number == n.number))
+        {
+            out.push(n);
+        }
+    }
+    if out.is_empty() {
+        out.extend(items.first());
+    }
+    out
 }
 
 /// Pure: `text` without a leading API signature a model copied from its passage

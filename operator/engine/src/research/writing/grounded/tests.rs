@@ -2047,3 +2047,49 @@ fn each_product_compared_keeps_its_best_passage() {
     );
     assert!(!items.iter().any(|i| i.url.contains("postgresql.org")));
 }
+
+/// The same question's extractive report (the 0.5B model wrote one sentence naming both
+/// products five times): its summary led with a passage on powers, and PostgreSQL's half came
+/// last. It leads with each product's best passage.
+#[test]
+fn an_extractive_summary_leads_with_each_asked_products_best_passage() {
+    let task =
+        "How does integer division of negative numbers differ between Python and PostgreSQL?";
+    let items = vec![
+        titled(
+            1,
+            "https://docs.python.org/3.11/reference/expressions.html",
+            "6. Expressions — Python 3.11.2 documentation",
+            "6.5. The power operator",
+            "Raising a negative number to a fractional power results in a complex number.",
+        ),
+        titled(
+            2,
+            "https://docs.python.org/3.11/reference/expressions.html",
+            "6. Expressions — Python 3.11.2 documentation",
+            "6.7. Binary arithmetic operations",
+            "Division of integers yields a float, while floor division of integers results in an integer.",
+        ),
+        titled(
+            3,
+            "https://www.postgresql.org/docs/15/functions-math.html",
+            "9.3. Mathematical Functions and Operators",
+            "Table 9.4. Mathematical Operators",
+            "| *`numeric_type`* `/` *`numeric_type`* → *`numeric_type`*   Division (for integral types, division truncates the result towards zero)   `(-5) / 2` → `-2` |",
+        ),
+    ];
+    let md = quoted_report(task, &items);
+    let summary = md.split("## Key findings").next().unwrap_or_default();
+    assert!(
+        summary.contains("truncates the result towards zero"),
+        "{summary}"
+    );
+    assert!(summary.contains("Raising a negative number"), "{summary}");
+    // One product asked: the best passage alone.
+    let md = quoted_report(
+        "How does integer division of negative numbers round in Python?",
+        &items,
+    );
+    let summary = md.split("## Key findings").next().unwrap_or_default();
+    assert!(!summary.contains("truncates"), "{summary}");
+}
