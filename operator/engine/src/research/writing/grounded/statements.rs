@@ -220,7 +220,8 @@ pub(super) const MAX_UNCITED_QUOTED: usize = 3;
 /// asking several things, the best passage for each ([`queries::question_parts`]): the 1.5B
 /// model answered "What isolation levels does PostgreSQL support and how does Serializable
 /// differ from Repeatable Read?" with one sentence about the second question, and the passage
-/// listing the levels was shown to it but never to the reader.
+/// listing the levels was shown to it but never to the reader. For a task asking of two
+/// products, each one's best passage when nothing cited is of its docs.
 pub(super) fn uncited_best<'a>(
     asked: &str,
     cited: &[usize],
@@ -229,6 +230,22 @@ pub(super) fn uncited_best<'a>(
     let mut chosen: Vec<usize> = Vec::new();
     if !cited.contains(&1) && !items.is_empty() {
         chosen.push(1);
+    }
+    // A task asking of two products: the best passage of each one no cited passage is of (the
+    // summary of "a Python datetime object and a PostgreSQL timestamp" cited Python's docs only).
+    for product in products_asked(asked) {
+        let of = |n: &Numbered| of_product(&n.url, &n.title, &product);
+        if cited
+            .iter()
+            .any(|c| c.checked_sub(1).and_then(|i| items.get(i)).is_some_and(of))
+        {
+            continue;
+        }
+        if let Some(n) = items.iter().find(|n| of(n)).map(|n| n.number)
+            && !chosen.contains(&n)
+        {
+            chosen.push(n);
+        }
     }
     for part in queries::question_parts(asked) {
         if let Some(i) = best_for(&part, items) {

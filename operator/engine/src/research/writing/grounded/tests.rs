@@ -2093,3 +2093,39 @@ fn an_extractive_summary_leads_with_each_asked_products_best_passage() {
     let summary = md.split("## Key findings").next().unwrap_or_default();
     assert!(!summary.contains("truncates"), "{summary}");
 }
+
+/// A tuning question's report ("the finest time resolution of a Python datetime object and of
+/// a PostgreSQL timestamp"): every cited passage was Python's, and PostgreSQL's passage, shown
+/// to the model, never reached the reader.
+#[test]
+fn each_asked_product_uncited_is_quoted() {
+    let task = "What is the finest time resolution of a Python datetime object and of a PostgreSQL timestamp?";
+    let items = vec![
+        titled(
+            1,
+            "https://docs.python.org/3.11/library/datetime.html",
+            "datetime — Basic date and time types — Python 3.11.2 documentation",
+            "datetime Objects",
+            "A datetime object holds microseconds.",
+        ),
+        titled(
+            2,
+            "https://docs.python.org/3.11/library/datetime.html",
+            "datetime — Basic date and time types — Python 3.11.2 documentation",
+            "datetime.timestamp()",
+            "Return POSIX timestamp corresponding to the datetime instance.",
+        ),
+        titled(
+            3,
+            "https://www.postgresql.org/docs/15/datatype-datetime.html",
+            "8.5. Date/Time Types",
+            "8.5. Date/Time Types",
+            "timestamp values have a resolution of 1 microsecond.",
+        ),
+    ];
+    let shown = uncited_best(task, &[1], &items);
+    assert!(shown.iter().any(|n| n.number == 3), "{shown:#?}");
+    // Cited already: not quoted again.
+    let shown = uncited_best(task, &[1, 3], &items);
+    assert!(!shown.iter().any(|n| n.number == 3), "{shown:#?}");
+}
