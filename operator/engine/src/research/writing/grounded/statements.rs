@@ -661,6 +661,35 @@ pub(super) fn statement(asked: &str, best: &Numbered) -> Option<String> {
     statement_for(asked, best, None)
 }
 
+/// Pure: a passage made of table rows as prose: each row's wordiest cell (the extractor
+/// writes a row as `| cell   cell   cell |`). PostgreSQL's operator table put "| *`numeric_type`*
+/// `/` *`numeric_type`* → … |", pipes and all, in a summary; its description cell, "Division
+/// (for integral types, division truncates the result towards zero)", is the statement. Any
+/// other text is returned as it is.
+fn table_row_prose(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() || !lines.iter().all(|l| l.trim_start().starts_with('|')) {
+        return text.to_string();
+    }
+    let wordy = |cell: &str| {
+        cell.split_whitespace()
+            .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 3)
+            .count()
+    };
+    lines
+        .iter()
+        .filter_map(|l| {
+            l.trim()
+                .trim_matches('|')
+                .split("   ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .max_by_key(|c| wordy(c))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Pure: [`statement`], preferring a sentence that names `subject` (one of `asked`'s).
 pub(super) fn statement_naming(asked: &str, best: &Numbered, subject: &str) -> Option<String> {
     statement_for(asked, best, Some(subject))
@@ -672,7 +701,7 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
     let asks_default = asked.to_lowercase().contains("default");
     let kind = answer_kind(asked);
     let keys = subject_terms(asked);
-    let text = strip_signature(&best.text);
+    let text = table_row_prose(&strip_signature(&best.text));
     // What the passage's heading names is what its sentences are about ("It defaults to 64
     // megabytes" under `maintenance_work_mem (integer)`), unless a sentence names another of
     // the task's subjects ("... larger than `work_mem`").

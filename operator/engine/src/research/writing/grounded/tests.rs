@@ -2085,6 +2085,14 @@ fn an_extractive_summary_leads_with_each_asked_products_best_passage() {
         "{summary}"
     );
     assert!(summary.contains("Raising a negative number"), "{summary}");
+    // A table row is quoted by its description cell, not as markup.
+    assert!(
+        summary.contains(
+            "“Division (for integral types, division truncates the result towards zero)”"
+        ),
+        "{summary}"
+    );
+    assert!(!summary.contains('|'), "{summary}");
     // One product asked: the best passage alone.
     let md = quoted_report(
         "How does integer division of negative numbers round in Python?",
