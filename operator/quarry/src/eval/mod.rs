@@ -18,7 +18,7 @@ mod table;
 pub use score::*;
 pub use table::*;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -252,12 +252,18 @@ impl Judge {
 impl Judge {
     /// Judges the cited claims of `r` still without a verdict against `pages` and says so on
     /// stderr, with every claim on which the judge and the run's check disagree.
-    async fn judge_claims(&self, r: &mut QuestionResult, pages: &BTreeMap<String, PageText>) {
+    async fn judge_claims(
+        &self,
+        r: &mut QuestionResult,
+        pages: &BTreeMap<String, PageText>,
+        unreachable: &BTreeSet<String>,
+    ) {
         if r.claim_verdicts.is_empty() {
             return;
         }
         let failed =
-            judge::claims::judge_claims(self.model.as_ref(), &self.settings, r, pages).await;
+            judge::claims::judge_claims(self.model.as_ref(), &self.settings, r, pages, unreachable)
+                .await;
         let judged: Vec<&ClaimVerdict> = r
             .claim_verdicts
             .iter()
@@ -394,8 +400,8 @@ async fn eval(args: &EvalArgs, settings: Settings) -> Result<String, EvalError> 
                     .unwrap_or(Value::Null);
             let listed = judge::claims::findings_claims(&findings);
             result.claim_verdicts = judge::claims::merge_claims(&result, listed);
-            let pages = cited_pages(&http, &mut cache, &result.claim_verdicts).await;
-            judge.judge_claims(&mut result, &pages).await;
+            let (pages, unreachable) = cited_pages(&http, &mut cache, &result.claim_verdicts).await;
+            judge.judge_claims(&mut result, &pages, &unreachable).await;
             write_result(out, &result)?;
         }
         results.push(result);
@@ -443,43 +449,57 @@ fn page_client() -> Result<reqwest::Client, EvalError> {
 }
 
 /// The pages cited by claims without a verdict, fetched once per eval (`cache`; `None` marks a
-/// page that could not be read, or one off this machine), keyed by [`judge::claims::page_key`].
+/// page that could not be read, or one off this machine), keyed by [`judge::claims::page_key`];
+/// beside them, the keys of pages whose server did not answer at all (not cached: tried again
+/// for the next question).
 async fn cited_pages(
     http: &reqwest::Client,
     cache: &mut BTreeMap<String, Option<PageText>>,
     claims: &[ClaimVerdict],
-) -> BTreeMap<String, PageText> {
+) -> (BTreeMap<String, PageText>, BTreeSet<String>) {
     let mut pages = BTreeMap::new();
+    let mut unreachable = BTreeSet::new();
     for c in claims.iter().filter(|c| c.judge.is_none()) {
         let key = judge::claims::page_key(&c.url);
-        if !cache.contains_key(&key) {
+        if !cache.contains_key(&key) && !unreachable.contains(&key) {
             let page = if fetchable(&c.url) {
                 fetch_page(http, &c.url).await
             } else {
-                None
+                Ok(None)
             };
-            cache.insert(key.clone(), page);
+            match page {
+                Ok(page) => {
+                    cache.insert(key.clone(), page);
+                }
+                Err(e) => {
+                    eprintln!("    cannot reach {}: {e}; its claims stay unjudged", c.url);
+                    unreachable.insert(key.clone());
+                }
+            }
         }
         if let Some(Some(page)) = cache.get(&key) {
             pages.insert(key, page.clone());
         }
     }
-    pages
+    (pages, unreachable)
 }
 
-/// Fetches and extracts one cited page; `None` when it cannot be read.
-async fn fetch_page(http: &reqwest::Client, url: &str) -> Option<PageText> {
+/// Fetches and extracts one cited page: `Ok(None)` when the server answers without it (an
+/// invented or moved URL supports nothing), `Err` when no server answers.
+async fn fetch_page(http: &reqwest::Client, url: &str) -> Result<Option<PageText>, reqwest::Error> {
     let target = url.split('#').next().unwrap_or(url);
-    let response = http.get(target).send().await.ok()?;
+    let response = http.get(target).send().await?;
     if !response.status().is_success() {
-        return None;
+        return Ok(None);
     }
-    let html = response.text().await.ok()?;
+    let Ok(html) = response.text().await else {
+        return Ok(None);
+    };
     let page = quarry_engine::scrape::extract_markdown(&html, target);
-    Some(PageText {
+    Ok(Some(PageText {
         title: page.title,
         text: page.markdown,
-    })
+    }))
 }
 
 /// `quarry eval --external DIR`: scores `DIR/reports/<id>.md` with `DIR/runs/<id>.json` for every
@@ -539,7 +559,7 @@ async fn eval_external(
                         let key = quarry_engine::research::writing::links::normalize_url(url);
                         if !cache.contains_key(&key) {
                             let page = if fetchable(url) {
-                                fetch_page(&http, url).await
+                                fetch_page(&http, url).await.ok().flatten()
                             } else {
                                 None
                             };

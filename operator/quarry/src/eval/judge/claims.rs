@@ -6,7 +6,7 @@
 //! Everything but [`judge_claim`] and [`judge_claims`] is pure; those two talk to the model only
 //! through [`ChatModel`], so tests script it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use quarry_engine::llm::{CallPurpose, ChatModel, ChatRequest, JsonSchema, Message, Usage};
 use quarry_engine::research::writing::links::normalize_url;
@@ -139,17 +139,26 @@ pub async fn judge_claim(
 
 /// Judges every claim of `r.claim_verdicts` without a verdict against its page in `pages`
 /// (keyed by [`normalize_url`] without fragment; a missing page supports nothing) and adds the
-/// calls to `r`'s judge spend. Returns how many calls failed (those claims stay unjudged).
+/// calls to `r`'s judge spend. A claim whose page's server could not be reached at all
+/// (`unreachable`: the corpus server is down, not the page missing) stays unjudged: judging
+/// it "no" gave a rerun of the judge, after the docs server had stopped, precision 0.00 with no
+/// call made. Returns how many claims stay unjudged (failed calls and unreachable pages).
 pub async fn judge_claims(
     model: &dyn ChatModel,
     settings: &JudgeSettings,
     r: &mut QuestionResult,
     pages: &BTreeMap<String, PageText>,
+    unreachable: &BTreeSet<String>,
 ) -> usize {
     let mut spend = JudgeSpend::default();
     let mut failed = 0;
     for c in r.claim_verdicts.iter_mut().filter(|c| c.judge.is_none()) {
-        let page = pages.get(&page_key(&c.url));
+        let key = page_key(&c.url);
+        if unreachable.contains(&key) {
+            failed += 1;
+            continue;
+        }
+        let page = pages.get(&key);
         let (v, usage, called) = judge_claim(model, settings, &c.claim, page).await;
         if called {
             spend.calls += 1;

@@ -90,7 +90,7 @@ async fn each_claim_is_judged_against_its_page_and_disagreements_are_printed() {
         answers: Mutex::new(vec![Ok("{\"supported\": false}")]),
         requests: Mutex::new(Vec::new()),
     };
-    let failed = judge_claims(&model, &SETTINGS, &mut r, &pages()).await;
+    let failed = judge_claims(&model, &SETTINGS, &mut r, &pages(), &BTreeSet::new()).await;
     assert_eq!(failed, 0);
     // One call: the second claim's page was never read, which supports nothing without a call.
     let requests = model.requests.lock().unwrap();
@@ -136,7 +136,10 @@ async fn a_failed_call_leaves_the_claim_for_the_next_run_and_verdicts_are_kept()
         answers: Mutex::new(vec![Err(LlmError::Timeout { seconds: 1 })]),
         requests: Mutex::new(Vec::new()),
     };
-    assert_eq!(judge_claims(&model, &SETTINGS, &mut r, &pages()).await, 1);
+    assert_eq!(
+        judge_claims(&model, &SETTINGS, &mut r, &pages(), &BTreeSet::new()).await,
+        1
+    );
     assert_eq!(r.claim_verdicts[0].judge, None);
     assert!(needs_claim_judge(&r));
     // A rerun lists the claims again from the findings: the verdict already given stays.
@@ -172,4 +175,21 @@ fn supported_answers_are_read_tolerantly() {
         parse_verdict_as("{\"stated\": true}", "supported"),
         Verdict::Yes
     );
+}
+
+/// A rerun of the judge after the docs server had stopped judged every claim "no" without a
+/// call (precision 0.00): a page whose server does not answer leaves its claims unjudged.
+#[tokio::test]
+async fn a_claim_whose_page_cannot_be_reached_stays_unjudged() {
+    let mut r = result();
+    let model = Script {
+        answers: Mutex::new(vec![]),
+        requests: Mutex::new(Vec::new()),
+    };
+    let unreachable: BTreeSet<String> = r.claim_verdicts.iter().map(|c| page_key(&c.url)).collect();
+    let failed = judge_claims(&model, &SETTINGS, &mut r, &pages(), &unreachable).await;
+    assert_eq!(failed, r.claim_verdicts.len());
+    assert!(r.claim_verdicts.iter().all(|c| c.judge.is_none()));
+    assert!(model.requests.lock().unwrap().is_empty());
+    assert!(needs_claim_judge(&r));
 }
