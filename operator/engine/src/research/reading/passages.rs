@@ -496,35 +496,6 @@ fn query_words(query: &str) -> (Vec<&str>, Vec<&str>) {
     (words, query.split_whitespace().collect())
 }
 
-/// Pure: the products `query` asks of when it names more than one (`python` and `postgresql`
-/// of "Python's json.loads() and PostgreSQL's jsonb type", of "a Python datetime object and a
-/// PostgreSQL timestamp", of "differ between Python and PostgreSQL"), lower-cased, each once:
-/// the product names (not all capitals) among its [`context_terms`]. Empty with one or none.
-/// Such a question is answered from each one's docs.
-pub fn products_asked(query: &str) -> Vec<String> {
-    let context = context_terms(query);
-    let (words, _) = query_words(query);
-    let mut out: Vec<String> = Vec::new();
-    for w in words {
-        let w = w
-            .strip_suffix("'s")
-            .or_else(|| w.strip_suffix("’s"))
-            .unwrap_or(w);
-        let lower = w.to_lowercase();
-        if is_product_name(w)
-            && w.chars().any(char::is_lowercase)
-            && is_context(&lower, &context)
-            && !out.contains(&lower)
-        {
-            out.push(lower);
-        }
-    }
-    if out.len() < 2 {
-        out.clear();
-    }
-    out
-}
-
 /// Pure: the products a query compares: two product names (not all capitals) joined by "and"
 /// or "or" after in, for, with, between or across, closing their clause ("How does integer
 /// division differ between Python and PostgreSQL?"), when the query asks something of them
@@ -786,7 +757,9 @@ pub mod focus;
 mod question;
 mod selection;
 
-pub use question::{is_context, key_terms, keyword_query, mentions_key_terms, subject_terms};
+pub use question::{
+    is_context, key_terms, keyword_query, mentions_key_terms, products_asked, subject_terms,
+};
 pub use selection::{Selection, asked_definitions, page_lead, select};
 
 #[cfg(test)]

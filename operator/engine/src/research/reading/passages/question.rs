@@ -124,6 +124,31 @@ fn paired_names(question: &str, keys: &[String]) -> Vec<String> {
     out
 }
 
+/// Pure: the products `query` asks of when it names more than one (`python` and `postgresql`
+/// of "Python's json.loads() and PostgreSQL's jsonb type", of "a Python datetime object and a
+/// PostgreSQL timestamp", of "differ between Python and PostgreSQL"), lower-cased, each once:
+/// the product names (not all capitals) among its [`context_terms`]. Empty with one or none.
+/// Such a question is answered from each one's docs.
+pub fn products_asked(query: &str) -> Vec<String> {
+    let context = context_terms(query);
+    let mut out: Vec<String> = Vec::new();
+    for w in question_words(query) {
+        let w = w.strip_suffix("’s").unwrap_or(w);
+        let lower = w.to_lowercase();
+        if is_product_name(w)
+            && w.chars().any(char::is_lowercase)
+            && is_context(&lower, &context)
+            && !out.contains(&lower)
+        {
+            out.push(lower);
+        }
+    }
+    if out.len() < 2 {
+        out.clear();
+    }
+    out
+}
+
 /// Pure: whether a key term is one of the question's [`context_terms`] (the product it is
 /// asked in), not its subject.
 pub fn is_context(key: &str, context: &BTreeSet<String>) -> bool {

@@ -470,6 +470,16 @@ pub fn address_words(url: &str) -> String {
         .join(" ")
 }
 
+/// Pure: whether the page at `url` titled `title` is of `product`'s docs: its address or its
+/// title names the product (`www.postgresql.org`, "Built-in Types — Python 3.11.2
+/// documentation").
+pub fn of_product(url: &str, title: &str, product: &str) -> bool {
+    let words = format!("{} {title}", address_words(url)).to_lowercase();
+    words
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w == product)
+}
+
 /// Pure: what keeps `texts` from answering `question`, as a reader would name it: the
 /// subjects none of them names ([`unanswered`]), else an option asked of a command that only
 /// other commands' passages name ([`option_of_another`]), else a subject they name only in

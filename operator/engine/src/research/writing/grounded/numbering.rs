@@ -7,7 +7,7 @@ use crate::research::reading::passages::{
     PassageKind, asked_definitions, entry, focus, page_lead, products_asked, rank, rank_focused,
     split,
 };
-use crate::research::writing::evidence::subject::address_words;
+use crate::research::writing::evidence::subject::of_product;
 
 /// Longest passage shown (longer ones are cut at a character boundary): the splitter's longest
 /// prose piece, so a paragraph is shown whole (cut at 700, sql-vacuum's paragraph on plain VACUUM
@@ -115,10 +115,10 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         }
     }
     // A question asking of two products is answered from both's docs: the best passage of
-    // each keeps a slot. Python's pages on division filled all eight, and PostgreSQL's operator table, whose
-    // row states how its `/` rounds, was left out.
-    // Ranked among that product's own passages: across both, the words the two docs share
-    // weigh little, and a note on shifting by "a negative value" outranked the `/` row.
+    // each keeps a slot. Python's pages on division filled all eight, and PostgreSQL's
+    // operator table, whose row states how its `/` rounds, was left out. Ranked among that
+    // product's own passages: across both, the words the two docs share weigh little, and a
+    // note on shifting by "a negative value" outranked the `/` row.
     for product in products_asked(task) {
         let own: Vec<usize> = (0..all.len())
             .filter(|i| of_product(&pages[owner[*i]].url, &pages[owner[*i]].title, &product))
@@ -192,16 +192,6 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         });
     }
     out
-}
-
-/// Pure: whether the page at `url` titled `title` is of `product`'s docs: its address or its
-/// title names the product (`www.postgresql.org`, "Built-in Types — Python 3.11.2
-/// documentation").
-pub(super) fn of_product(url: &str, title: &str, product: &str) -> bool {
-    let words = format!("{} {title}", address_words(url)).to_lowercase();
-    words
-        .split(|c: char| !c.is_alphanumeric())
-        .any(|w| w == product)
 }
 
 /// Pure: a passage's text as compared for repeats: its words, lower-cased, one space apart.

@@ -4,12 +4,12 @@
 
 use super::entry_of;
 use super::kind::{AnswerKind, answer_kind, holds_for};
-use super::numbering::of_product;
 use super::{Numbered, citation, link_text};
 use crate::research::reading::passages::{
     Passage, PassageKind, focus, products_asked, rank, subject_terms,
 };
 use crate::research::reading::queries;
+use crate::research::writing::evidence::subject::of_product;
 use crate::research::writing::evidence::{sentences, subject, terms, unescape_markdown};
 use crate::research::writing::links::LINK_RE;
 
