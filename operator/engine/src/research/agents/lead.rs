@@ -16,6 +16,7 @@ use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{CallPurpose, ChatModel, ChatRequest, Message, Usage};
 use crate::research::machine::reducer::Event;
 use crate::research::machine::state::{Decision, Failure, Mode, OutputKind, PageExtract, RunState};
+use crate::research::reading::agenda::{aspects, covering};
 use crate::research::reading::queries::anchored_tasks;
 use crate::research::writing::evidence::{ClaimCheck, EvidenceBase};
 use crate::research::writing::merged::{merged_answers, merged_reports};
@@ -163,12 +164,12 @@ fn request(
 /// few minutes.
 pub const PLAN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(90);
 
-/// Pure: the agenda when the planner gives none: the question's parts
-/// ([`crate::research::reading::queries::question_parts`]: "What does the MERGE command introduced in PostgreSQL
-/// 15 do, and when was PostgreSQL 15 released?" becomes two tasks), or the question itself
-/// when it asks one thing.
+/// Pure: the agenda when the planner gives none: the question's aspects ([`aspects`]: "What
+/// does the MERGE command introduced in PostgreSQL 15 do, and when was PostgreSQL 15
+/// released?" becomes two tasks, and a question of two products one task for each), or the
+/// question itself when it asks one thing.
 pub fn fallback_agenda(query: &str) -> Vec<String> {
-    let parts = crate::research::reading::queries::question_parts(query);
+    let parts = aspects(query);
     if parts.len() >= 2 {
         parts
     } else {
@@ -190,6 +191,7 @@ pub async fn plan(
 /// profile has one) with its own repair retry. An answer that is still no agenda, a model call
 /// that timed out, or planning that outlasts `deadline` gives the deterministic
 /// [`fallback_agenda`] rather than failing or waiting; a refusal or another model error fails.
+/// A planned agenda is made to cover each aspect of the question ([`covering`]).
 pub async fn plan_within(
     model: &dyn ChatModel,
     budget: Option<&dyn ChatModel>,
@@ -217,7 +219,7 @@ pub async fn plan_within(
     });
     match outcome {
         Ok(PlanOutcome::Agenda(tasks)) => Event::PlanReady {
-            tasks: anchored_tasks(&state.input.query, &tasks),
+            tasks: anchored_tasks(&state.input.query, &covering(&state.input.query, &tasks)),
             usage,
         },
         Ok(PlanOutcome::Refused) => Event::PlanFailed {

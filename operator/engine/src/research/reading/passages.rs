@@ -301,7 +301,7 @@ const QUESTION_WORDS: [&str; 8] = [
     "while", "who", "whom", "why", "will", "with", "would", "you",
 ];
 
-fn is_stop(word: &str) -> bool {
+pub(crate) fn is_stop(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok() || QUESTION_WORDS.contains(&word)
 }
 
@@ -371,7 +371,7 @@ fn is_product_name(w: &str) -> bool {
 
 /// Pure: the product a possessive names ("PostgreSQL's jsonb type", "Python's secrets module":
 /// the owner of the subject).
-fn possessive_owner(w: &str) -> Option<&str> {
+pub(crate) fn possessive_owner(w: &str) -> Option<&str> {
     w.strip_suffix("'s")
         .or_else(|| w.strip_suffix("’s"))
         .filter(|o| is_product_name(o))

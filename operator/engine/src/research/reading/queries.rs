@@ -214,6 +214,32 @@ const PART_OPENERS: &[&str] = &[
 /// ranking part by part was measured and reverted: a part referring back, "what kind of file
 /// object does *its* load() need", matched `pickle.load` best).
 pub fn question_parts(task: &str) -> Vec<String> {
+    let parts = split_questions(task);
+    if parts.is_empty() {
+        return parts;
+    }
+    let mut names: Vec<String> = key_terms(task);
+    names.dedup();
+    parts
+        .into_iter()
+        .map(|p| {
+            let lower = p.to_lowercase();
+            let missing: Vec<&str> = names
+                .iter()
+                .filter(|n| !lower.contains(n.as_str()))
+                .map(String::as_str)
+                .collect();
+            if missing.is_empty() {
+                p
+            } else {
+                format!("{p} {}", missing.join(" "))
+            }
+        })
+        .collect()
+}
+
+/// Pure: the questions `task` asks, as written, when it asks more than one; empty otherwise.
+pub(crate) fn split_questions(task: &str) -> Vec<String> {
     let words: Vec<&str> = task.split_whitespace().collect();
     let mut parts: Vec<Vec<&str>> = vec![vec![]];
     for (i, w) in words.iter().enumerate() {
@@ -253,31 +279,14 @@ pub fn question_parts(task: &str) -> Vec<String> {
     if parts.len() < 2 {
         return vec![];
     }
-    let mut names: Vec<String> = key_terms(task);
-    names.dedup();
     parts
-        .into_iter()
-        .map(|p| {
-            let lower = p.to_lowercase();
-            let missing: Vec<&str> = names
-                .iter()
-                .filter(|n| !lower.contains(n.as_str()))
-                .map(String::as_str)
-                .collect();
-            if missing.is_empty() {
-                p
-            } else {
-                format!("{p} {}", missing.join(" "))
-            }
-        })
-        .collect()
 }
 
 /// Most words of a task that only names a subject of the question ("TRUNCATE", "plain VACUUM").
 const BARE_TASK_WORDS: usize = 3;
 
 /// Pure: the words of `text`, lower-cased, letters and digits only.
-fn plain_words(text: &str) -> Vec<String> {
+pub(crate) fn plain_words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)

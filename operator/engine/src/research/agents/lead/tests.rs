@@ -291,6 +291,30 @@ async fn an_agenda_of_bare_subjects_is_given_the_questions_ask() {
     }
 }
 
+/// The 1.5B model's plan for a question of two products: the question reworded as one task.
+#[tokio::test]
+async fn a_planned_agenda_covers_each_product_the_question_asks_of() {
+    let state = deep_state(
+        "How do Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys in a JSON object?",
+    );
+    let model = planner(
+        Ok(
+            r#"{"intent": "research", "complexity": 1, "tasks": ["What is the difference between json.loads() and jsonb type in Python? How do they handle duplicate keys?"]}"#,
+        ),
+        0,
+    );
+    match plan(&model, None, &state, 256).await {
+        Event::PlanReady { tasks, .. } => assert_eq!(
+            tasks,
+            [
+                "How do Python's json.loads() type each handle duplicate keys in a JSON object?",
+                "How do PostgreSQL's jsonb type each handle duplicate keys in a JSON object?",
+            ]
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// The 1.5B model's plan in deep mode: the prompt's example tasks, copied.
 #[test]
 fn a_plan_of_the_examples_placeholders_is_no_agenda() {

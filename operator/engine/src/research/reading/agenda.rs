@@ -1,0 +1,213 @@
+//! The agenda a deep run researches: the planner's tasks, made to cover every part of the
+//! question, each part by a task of its own, and without a task that repeats another.
+//!
+//! Pure functions; the lead applies them to the planner's answer.
+
+use super::passages::{is_stop, possessive_owner, products_asked};
+use super::queries::{plain_words, split_questions};
+
+/// Most aspects a question is split into.
+const MAX_ASPECTS: usize = 4;
+
+/// Pure: the parts of `question` a researcher can take on alone: the questions it asks when it
+/// asks more than one ("What is the default isolation level of a PostgreSQL session, and what
+/// does Python's sqlite3 module use?"), else, when it asks of two products or more
+/// ([`products_asked`]), the question as asked of each one ([`asked_of`]). Empty when it is
+/// one question of one product.
+pub fn aspects(question: &str) -> Vec<String> {
+    let mut out = split_questions(question);
+    if out.len() < 2 {
+        let products = products_asked(question);
+        out = products
+            .iter()
+            .map(|p| asked_of(question, p, &products))
+            .collect();
+    }
+    out.retain(|a| !content_words(a).is_empty());
+    if out.len() < 2 {
+        return Vec::new();
+    }
+    out.truncate(MAX_ASPECTS);
+    out
+}
+
+/// Pure: `question` asked of `product` alone: each other product of `products` left out, with
+/// the word it owns or modifies ("PostgreSQL's bigint", "a PostgreSQL timestamp") and the
+/// "and"/"or" that joined it. Of "What is the largest value that Python's int and PostgreSQL's
+/// bigint type can hold?", asked of PostgreSQL: "What is the largest value that PostgreSQL's
+/// bigint type can hold?"; of "... differ between Python and PostgreSQL?", asked of Python:
+/// "... differ in Python?".
+pub fn asked_of(question: &str, product: &str, products: &[String]) -> String {
+    let words: Vec<&str> = question.split_whitespace().collect();
+    let bare = |w: &str| -> String { w.trim_matches(|c: char| !c.is_alphanumeric()).to_string() };
+    let article = |w: &str| matches!(bare(w).to_lowercase().as_str(), "a" | "an" | "the");
+    let connective = |w: &str| matches!(bare(w).to_lowercase().as_str(), "and" | "or");
+    let mut dropped = vec![false; words.len()];
+    for (i, w) in words.iter().enumerate() {
+        let core = bare(w);
+        let owner = possessive_owner(&core);
+        let name = owner.unwrap_or(&core).to_lowercase();
+        if name == product || !products.contains(&name) {
+            continue;
+        }
+        dropped[i] = true;
+        let modifier = i > 0 && article(words[i - 1]);
+        if modifier {
+            dropped[i - 1] = true;
+        }
+        if (owner.is_some() || modifier)
+            && let Some(next) = words.get(i + 1)
+            && next.chars().next().is_some_and(char::is_lowercase)
+        {
+            dropped[i + 1] = true;
+            // The rest of its noun phrase when a connective closes it ("a Python datetime
+            // object and ..."); otherwise what follows is said of both ("... bigint type").
+            if let Some(end) = (i + 2..words.len().min(i + 4)).find(|&k| connective(words[k])) {
+                dropped[i + 2..end].iter_mut().for_each(|d| *d = true);
+            }
+        }
+    }
+    // The connective that joined each dropped span: the one before it, else the one after.
+    let mut i = 0;
+    while i < words.len() {
+        if !dropped[i] {
+            i += 1;
+            continue;
+        }
+        let end = (i..words.len())
+            .find(|&k| !dropped[k])
+            .unwrap_or(words.len());
+        if i > 0 && connective(words[i - 1]) {
+            dropped[i - 1] = true;
+        } else if end < words.len() && connective(words[end]) {
+            dropped[end] = true;
+        }
+        i = end;
+    }
+    let mut kept: Vec<String> = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if !dropped[i] {
+            kept.push((*w).to_string());
+        } else if w.ends_with('?')
+            && let Some(last) = kept.last_mut()
+            && !last.ends_with('?')
+        {
+            // "... and PostgreSQL?": the question mark stays.
+            *last = format!("{}?", last.trim_end_matches([',', ';', ':']));
+        }
+    }
+    // "between Python" compares nothing: it is "in Python".
+    for k in 1..kept.len() {
+        let here = bare(&kept[k]).to_lowercase();
+        let owner = possessive_owner(&bare(&kept[k])).map(str::to_lowercase);
+        if (here == product || owner.as_deref() == Some(product))
+            && matches!(
+                bare(&kept[k - 1]).to_lowercase().as_str(),
+                "between" | "across"
+            )
+            && !kept.get(k + 1).is_some_and(|n| connective(n))
+        {
+            kept[k - 1] = "in".to_string();
+        }
+    }
+    kept.join(" ")
+}
+
+/// Pure: the words of `text` that carry its topic (no stop word, no single letter), each once.
+fn content_words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in plain_words(text) {
+        if w.len() > 1 && !is_stop(&w) && !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// Pure: the planner's `tasks`, made to cover each aspect of `question` ([`aspects`]) with a
+/// task of its own, without repeats ([`without_repeats`]). A task is an aspect's own when it
+/// names a word only that aspect has ("sqlite3" of the sqlite3 part) and none only another
+/// has. When an aspect has no task of its own, the agenda becomes each aspect's own tasks, or
+/// the aspect itself, then the tasks of no aspect; a task naming two aspects' words (the
+/// question reworded) is left out, as the aspects hold it. The 1.5B planner answered "How do
+/// Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys?" with one task,
+/// "What is the difference between json.loads() and jsonb type in Python? ...", and its one
+/// researcher read only Python's pages.
+pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
+    let tasks = without_repeats(tasks);
+    let aspects = aspects(question);
+    if aspects.is_empty() {
+        return tasks;
+    }
+    let words: Vec<Vec<String>> = aspects.iter().map(|a| content_words(a)).collect();
+    let marks: Vec<Vec<&String>> = words
+        .iter()
+        .enumerate()
+        .map(|(i, own)| {
+            own.iter()
+                .filter(|w| {
+                    words
+                        .iter()
+                        .enumerate()
+                        .all(|(j, other)| j == i || !other.contains(w))
+                })
+                .collect()
+        })
+        .collect();
+    let of_aspects = |task: &str| -> Vec<usize> {
+        let named = plain_words(task);
+        marks
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.iter().any(|w| named.contains(w)))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let own = |i: usize| -> Vec<&String> {
+        tasks
+            .iter()
+            .filter(|t| of_aspects(t.as_str()) == [i])
+            .collect()
+    };
+    if (0..aspects.len()).all(|i| !own(i).is_empty()) {
+        return tasks;
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, aspect) in aspects.iter().enumerate() {
+        let mine = own(i);
+        if mine.is_empty() {
+            out.push(aspect.clone());
+        } else {
+            out.extend(mine.into_iter().cloned());
+        }
+    }
+    out.extend(
+        tasks
+            .iter()
+            .filter(|t| of_aspects(t.as_str()).is_empty())
+            .cloned(),
+    );
+    without_repeats(&out)
+}
+
+/// Pure: `tasks` without a task whose topic words another task holds all of (the same words: the
+/// later one goes). The 1.5B planner gave "What is the default transaction isolation level of a
+/// PostgreSQL session?" and, two tasks later, "What is the default isolation level of a
+/// PostgreSQL session?": two researchers for one answer.
+pub fn without_repeats(tasks: &[String]) -> Vec<String> {
+    let words: Vec<Vec<String>> = tasks.iter().map(|t| content_words(t)).collect();
+    let within = |a: &[String], b: &[String]| a.iter().all(|w| b.contains(w));
+    tasks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            !words.iter().enumerate().any(|(j, other)| {
+                j != *i && within(&words[*i], other) && (other.len() > words[*i].len() || j < *i)
+            })
+        })
+        .map(|(_, t)| t.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

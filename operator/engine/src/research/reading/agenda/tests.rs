@@ -1,0 +1,111 @@
+use super::*;
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn a_question_of_two_products_is_asked_of_each_alone() {
+    let q = "What is the largest value that Python's int and PostgreSQL's bigint type can hold?";
+    assert_eq!(
+        aspects(q),
+        strings(&[
+            "What is the largest value that Python's int type can hold?",
+            "What is the largest value that PostgreSQL's bigint type can hold?",
+        ])
+    );
+    let q = "How does integer division of negative numbers differ between Python and PostgreSQL?";
+    assert_eq!(
+        aspects(q),
+        strings(&[
+            "How does integer division of negative numbers differ in Python?",
+            "How does integer division of negative numbers differ in PostgreSQL?",
+        ])
+    );
+    let q =
+        "How do the resolutions of a Python datetime object and a PostgreSQL timestamp compare?";
+    assert_eq!(
+        aspects(q),
+        strings(&[
+            "How do the resolutions of a Python datetime object compare?",
+            "How do the resolutions of a PostgreSQL timestamp compare?",
+        ])
+    );
+}
+
+#[test]
+fn a_question_asking_two_things_has_its_parts_as_written_and_one_thing_has_none() {
+    let q = "What is the default transaction isolation level of a PostgreSQL session, and what does Python's sqlite3 module use as the default isolation_level of a connection?";
+    assert_eq!(
+        aspects(q),
+        strings(&[
+            "What is the default transaction isolation level of a PostgreSQL session",
+            "what does Python's sqlite3 module use as the default isolation_level of a connection",
+        ])
+    );
+    assert!(aspects("What does the MERGE command introduced in PostgreSQL 15 do?").is_empty());
+    assert!(aspects("What is the default value of shared_buffers?").is_empty());
+}
+
+#[test]
+fn a_planner_task_that_rewords_the_whole_question_gives_way_to_its_aspects() {
+    let q = "How do Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys in a JSON object?";
+    let planned = strings(&[
+        "What is the difference between json.loads() and jsonb type in Python? How do they handle duplicate keys in a JSON object?",
+    ]);
+    let agenda = covering(q, &planned);
+    assert_eq!(agenda.len(), 2, "{agenda:?}");
+    assert!(agenda[0].contains("Python's json.loads()") && !agenda[0].contains("jsonb"));
+    assert!(agenda[1].contains("PostgreSQL's jsonb") && !agenda[1].contains("json.loads"));
+}
+
+#[test]
+fn an_aspect_with_a_task_of_its_own_keeps_it_and_side_tasks_stay() {
+    let q = "What is the largest value that Python's int and PostgreSQL's bigint type can hold?";
+    let planned = strings(&[
+        "What is the range of PostgreSQL's bigint type?",
+        "How large can integers get in general?",
+    ]);
+    assert_eq!(
+        covering(q, &planned),
+        strings(&[
+            "What is the largest value that Python's int type can hold?",
+            "What is the range of PostgreSQL's bigint type?",
+            "How large can integers get in general?",
+        ])
+    );
+    // Every aspect has its own task: the planner's agenda stands as written.
+    let planned = strings(&[
+        "What is the range of PostgreSQL's bigint type?",
+        "How big can a Python int be?",
+    ]);
+    assert_eq!(covering(q, &planned), planned);
+}
+
+#[test]
+fn a_task_whose_words_another_holds_is_a_repeat() {
+    let planned = strings(&[
+        "What is the default transaction isolation level of a PostgreSQL session?",
+        "What does Python's sqlite3 module use as the default isolation_level of a connection?",
+        "What is the default isolation level of a PostgreSQL session?",
+    ]);
+    assert_eq!(without_repeats(&planned), planned[..2].to_vec());
+    let same = strings(&["TRUNCATE space", "Truncate: space?", "VACUUM"]);
+    assert_eq!(
+        without_repeats(&same),
+        strings(&["TRUNCATE space", "VACUUM"])
+    );
+    // A question with one aspect only loses its repeats.
+    let q = "What is the default value of shared_buffers?";
+    assert_eq!(
+        covering(
+            q,
+            &strings(&[
+                "shared_buffers default",
+                "default shared_buffers value",
+                "shared_buffers"
+            ])
+        ),
+        strings(&["default shared_buffers value"])
+    );
+}
