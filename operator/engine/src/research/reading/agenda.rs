@@ -127,14 +127,14 @@ fn content_words(text: &str) -> Vec<String> {
 /// Pure: the planner's `tasks`, made to cover each aspect of `question` ([`aspects`]) with a
 /// task of its own, without repeats ([`without_repeats`]). A task is an aspect's own when it
 /// names a word only that aspect has ("sqlite3" of the sqlite3 part) and none only another
-/// has. When an aspect has no task of its own, the agenda becomes each aspect's own tasks, or
+/// has. Tasks off the question ([`on_the_question`]) go first. When an aspect has no task of its own, the agenda becomes each aspect's own tasks, or
 /// the aspect itself, then the tasks of no aspect; a task naming two aspects' words (the
 /// question reworded) is left out, as the aspects hold it. The 1.5B planner answered "How do
 /// Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys?" with one task,
 /// "What is the difference between json.loads() and jsonb type in Python? ...", and its one
 /// researcher read only Python's pages.
 pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
-    let tasks = without_repeats(tasks);
+    let tasks = on_the_question(question, &without_repeats(tasks));
     let aspects = aspects(question);
     if aspects.is_empty() {
         return tasks;
@@ -188,6 +188,26 @@ pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
             .cloned(),
     );
     without_repeats(&out)
+}
+
+/// Pure: `tasks` without those that share no topic word with `question` (all of them when every
+/// task is such). The 1.5B planner added "explain the relationship between these two concepts"
+/// to a question on Python's decimal precision and PostgreSQL's numeric type; its researcher
+/// read Git's object walk, and the summary reported it.
+pub fn on_the_question(question: &str, tasks: &[String]) -> Vec<String> {
+    let asked = content_words(question);
+    let singular = |w: &str| w.strip_suffix('s').unwrap_or(w).to_string();
+    let asked: Vec<String> = asked.iter().map(|w| singular(w)).collect();
+    let on: Vec<String> = tasks
+        .iter()
+        .filter(|t| {
+            content_words(t)
+                .iter()
+                .any(|w| asked.contains(&singular(w)))
+        })
+        .cloned()
+        .collect();
+    if on.is_empty() { tasks.to_vec() } else { on }
 }
 
 /// Pure: `tasks` without a task whose topic words another task holds all of (the same words: the

@@ -64,14 +64,14 @@ fn an_aspect_with_a_task_of_its_own_keeps_it_and_side_tasks_stay() {
     let q = "What is the largest value that Python's int and PostgreSQL's bigint type can hold?";
     let planned = strings(&[
         "What is the range of PostgreSQL's bigint type?",
-        "How large can integers get in general?",
+        "What value can integers hold in general?",
     ]);
     assert_eq!(
         covering(q, &planned),
         strings(&[
             "What is the largest value that Python's int type can hold?",
             "What is the range of PostgreSQL's bigint type?",
-            "How large can integers get in general?",
+            "What value can integers hold in general?",
         ])
     );
     // Every aspect has its own task: the planner's agenda stands as written.
@@ -108,4 +108,25 @@ fn a_task_whose_words_another_holds_is_a_repeat() {
         ),
         strings(&["default shared_buffers value"])
     );
+}
+
+#[test]
+fn a_task_sharing_no_word_with_the_question_is_off_it() {
+    let q = "What is the default precision of Python's decimal module, and how many digits can PostgreSQL's numeric type hold?";
+    let planned = strings(&[
+        "find the default precision of Python's decimal module",
+        "determine the maximum number of digits PostgreSQL's numeric type can hold",
+        "explain the relationship between these two concepts",
+    ]);
+    assert_eq!(covering(q, &planned), planned[..2].to_vec());
+    // A plural is the same word; an agenda all off the question is kept rather than emptied.
+    assert_eq!(
+        on_the_question(
+            "What does a Python deque do?",
+            &strings(&["deques", "something else"])
+        ),
+        strings(&["deques"])
+    );
+    let off = strings(&["something else"]);
+    assert_eq!(on_the_question("What does a Python deque do?", &off), off);
 }
