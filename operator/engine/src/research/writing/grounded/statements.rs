@@ -51,7 +51,8 @@ pub(super) const MAX_LEADS: usize = 3;
 /// the lead passage ([`lead_passage`]) when the model's sentences `plain` miss what it answers
 /// ([`misses_the_answer`]), then, for each subject the task names that neither the sentences,
 /// the `headings` of the passages they cite, nor an earlier lead name, the best passage whose
-/// text or heading names it.
+/// text or heading names it. Every lead holds a value of the kind the task asks for
+/// ([`of_kind`]).
 /// A question about two things ("How do `json.loads()` and `jsonb` each handle duplicate
 /// keys?") was answered for one of them while the other's passage sat below the summary.
 pub(super) fn leads<'a>(
@@ -64,8 +65,9 @@ pub(super) fn leads<'a>(
     if let Some(best) = lead_passage(asked, items)
         && misses_the_answer(asked, plain, best)
         && let Some(statement) = statement(asked, best)
+        && let Some(lead) = of_kind(asked, best, statement)
     {
-        out.push((best, labelled(asked, best, statement)));
+        out.push((best, lead));
     }
     // The asked-for entry's own passage, wherever it ranks among those shown: an example that
     // names the option twice ranks above its one-line definition.
@@ -105,7 +107,7 @@ pub(super) fn leads<'a>(
             .filter(|n| !names(&n.heading) && names(&strip_signature(&n.text)));
         let lead = by_heading.chain(by_text).find_map(|n| {
             statement_naming(asked, n, &subject)
-                .map(|s| labelled(asked, n, s))
+                .and_then(|s| of_kind(asked, n, s))
                 .filter(|s| names(s))
                 .map(|s| (n, s))
         });
@@ -116,6 +118,19 @@ pub(super) fn leads<'a>(
         }
     }
     out
+}
+
+/// Pure: `statement` of `passage`, [`labelled`], as a lead for `asked`: `None` when the task asks
+/// for a kind of value ([`answer_kind`]) and it holds none. For "What is the largest value that
+/// Python's int and PostgreSQL's bigint type can hold?" the summary led with "PostgreSQL
+/// `smallint`, `int`, `bigint` and `oid` are converted to Python `int`". A name counts in the
+/// label too (`json.loads: “Deserialize ...”`); a number does not (`sqlite3: ...`).
+fn of_kind(asked: &str, passage: &Numbered, statement: String) -> Option<String> {
+    let kind = answer_kind(asked);
+    let holds = kind.is_none_or(|k| holds_for(k, &statement, asked));
+    let lead = labelled(asked, passage, statement);
+    (holds || (kind == Some(AnswerKind::Name) && holds_for(AnswerKind::Name, &lead, asked)))
+        .then_some(lead)
 }
 
 /// Pure: the task's subjects `keys` that `passage`'s heading names (the entry it is part of).

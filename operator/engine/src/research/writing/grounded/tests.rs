@@ -2137,3 +2137,37 @@ fn each_asked_product_uncited_is_quoted() {
     let shown = uncited_best(task, &[1, 3], &items);
     assert!(!shown.iter().any(|n| n.number == 3), "{shown:#?}");
 }
+
+/// The 0.5B model's answer to "What is the largest value that Python's int and PostgreSQL's
+/// bigint type can hold?": the summary led with a conversion rule that names `bigint` and holds
+/// no number, while a passage below it states the range.
+#[test]
+fn a_subjects_lead_holds_a_value_of_the_kind_asked_for() {
+    let asked =
+        "What is the largest value that Python's int and PostgreSQL's bigint type can hold?";
+    let items = vec![
+        numbered(
+            1,
+            "http://docs/postgresql-doc-15/html/plpython-data.html",
+            "46.2.1. Data Type Mapping",
+            "PostgreSQL `smallint`, `int`, `bigint` and `oid` are converted to Python `int`.",
+        ),
+        numbered(
+            2,
+            "http://docs/postgresql-doc-15/html/datatype-numeric.html",
+            "8.1.1. Integer Types",
+            "The `bigint` type holds values from -9223372036854775808 to +9223372036854775807 and should be used when the range of the `integer` type is insufficient.",
+        ),
+    ];
+    let plain = vec!["Python has several numeric types.".to_string()];
+    let led: Vec<String> = leads(asked, &plain, &[], &items)
+        .into_iter()
+        .map(|(n, s)| format!("{}: {s}", n.number))
+        .collect();
+    assert!(
+        led.iter()
+            .any(|l| l.starts_with("2:") && l.contains("9223372036854775807")),
+        "{led:?}"
+    );
+    assert!(!led.iter().any(|l| l.starts_with("1:")), "{led:?}");
+}
