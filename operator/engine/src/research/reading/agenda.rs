@@ -125,14 +125,16 @@ fn content_words(text: &str) -> Vec<String> {
 }
 
 /// Pure: the planner's `tasks`, made to cover each aspect of `question` ([`aspects`]) with a
-/// task of its own, without repeats ([`without_repeats`]). A task is an aspect's own when it
-/// names a word only that aspect has ("sqlite3" of the sqlite3 part) and none only another
-/// has. Tasks off the question ([`on_the_question`]) go first. When an aspect has no task of its own, the agenda becomes each aspect's own tasks, or
-/// the aspect itself, then the tasks of no aspect; a task naming two aspects' words (the
-/// question reworded) is left out, as the aspects hold it. The 1.5B planner answered "How do
-/// Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys?" with one task,
-/// "What is the difference between json.loads() and jsonb type in Python? ...", and its one
-/// researcher read only Python's pages.
+/// task of its own, without repeats ([`without_repeats`]); tasks off the question
+/// ([`on_the_question`]) go first. A task is an aspect's own when it names a word only that
+/// aspect has ("sqlite3" of the sqlite3 part) and none only another has. A question with aspects
+/// is researched as each aspect's own tasks, or the aspect itself when it has none; a task
+/// naming two aspects' words (the question reworded) or none (another question) is left out.
+/// The 1.5B planner answered "How do Python's json.loads() and PostgreSQL's jsonb type each
+/// handle duplicate keys?" with one task, "What is the difference between json.loads() and
+/// jsonb type in Python? ...", and its one researcher read only Python's pages; it added
+/// "research finest time resolution of other relevant data types" to a question on a Python
+/// datetime and a PostgreSQL timestamp, and that researcher read the release history.
 pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
     let tasks = on_the_question(question, &without_repeats(tasks));
     let aspects = aspects(question);
@@ -169,9 +171,6 @@ pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
             .filter(|t| of_aspects(t.as_str()) == [i])
             .collect()
     };
-    if (0..aspects.len()).all(|i| !own(i).is_empty()) {
-        return tasks;
-    }
     let mut out: Vec<String> = Vec::new();
     for (i, aspect) in aspects.iter().enumerate() {
         let mine = own(i);
@@ -181,12 +180,6 @@ pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
             out.extend(mine.into_iter().cloned());
         }
     }
-    out.extend(
-        tasks
-            .iter()
-            .filter(|t| of_aspects(t.as_str()).is_empty())
-            .cloned(),
-    );
     without_repeats(&out)
 }
 
