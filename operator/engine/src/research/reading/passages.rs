@@ -48,6 +48,8 @@ pub fn split(markdown: &str) -> Vec<Passage> {
     let mut in_fence = false;
     // A definition term's heading with nothing under it yet: the next term joins it.
     let mut term_open = false;
+    // The line above was a table row (the header, when a separator follows).
+    let mut row_above = false;
     let path = |headings: &[(usize, String)]| headings.iter().map(|(_, h)| h.clone()).collect();
 
     fn flush(
@@ -130,6 +132,7 @@ pub fn split(markdown: &str) -> Vec<Passage> {
         if trimmed.is_empty() {
             flush(&mut out, &mut block, block_kind, path(&headings));
             block_kind = PassageKind::Prose;
+            row_above = false;
             continue;
         }
         if kind == PassageKind::TableRow {
@@ -138,10 +141,20 @@ pub fn split(markdown: &str) -> Vec<Passage> {
             if trimmed.chars().any(|c| c.is_alphanumeric()) {
                 block.push(line);
                 flush(&mut out, &mut block, PassageKind::TableRow, path(&headings));
+                row_above = true;
+            } else {
+                // The row above a separator is the table's header: column names, no statement.
+                // "| Attribute | Value |" was the one passage the 1.5B model cited for a
+                // datetime's resolution.
+                if row_above && out.last().is_some_and(|p| p.kind == PassageKind::TableRow) {
+                    out.pop();
+                }
+                row_above = false;
             }
             block_kind = PassageKind::Prose;
             continue;
         }
+        row_above = false;
         // Interpreter output lines follow `>>>` lines inside the same Code passage.
         let kind = if block_kind == PassageKind::Code && !block.is_empty() {
             PassageKind::Code

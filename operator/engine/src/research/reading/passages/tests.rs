@@ -15,10 +15,11 @@ fn split_follows_headings_code_tables_and_lists() {
             PassageKind::Prose,
             PassageKind::TableRow,
             PassageKind::TableRow,
-            PassageKind::TableRow,
             PassageKind::List,
         ]
     );
+    // A table's header row ("| JSON | Python |", above its separator) is no passage.
+    assert_eq!(p[4].text, "| object | dict |");
     assert!(p[1].text.starts_with("```") && p[1].text.ends_with("```"));
     assert_eq!(
         p[3].heading_path,
@@ -28,7 +29,7 @@ fn split_follows_headings_code_tables_and_lists() {
             "json.loads(s, *, cls=None, object_hook=None)"
         ]
     );
-    assert_eq!(p[7].text, "- first item\n- second item");
+    assert_eq!(p[6].text, "- first item\n- second item");
     assert!(p.iter().enumerate().all(|(i, p)| p.index == i));
 }
 
