@@ -15,8 +15,10 @@ use super::settings::EngineSettings;
 use crate::llm::json_extract::{extract_json_object, strip_think};
 use crate::llm::{CallPurpose, ChatModel, ChatRequest, Message, Usage};
 use crate::research::machine::reducer::Event;
-use crate::research::machine::state::{Decision, Failure, Mode, OutputKind, PageExtract, RunState};
-use crate::research::reading::agenda::{aspects, covering};
+use crate::research::machine::state::{
+    Decision, Failure, Mode, OutputKind, PageExtract, RunState, TaskState,
+};
+use crate::research::reading::agenda::{aspects, covering, follow_ups};
 use crate::research::reading::queries::anchored_tasks;
 use crate::research::writing::evidence::{ClaimCheck, EvidenceBase};
 use crate::research::writing::merged::{merged_answers, merged_reports};
@@ -334,7 +336,7 @@ pub async fn evaluate(model: &dyn ChatModel, state: &RunState, max_tokens: u32) 
         .await
     {
         Ok(resp) => Event::Evaluated {
-            decision: parse_decision(&resp.content, max_queries),
+            decision: worth_delegating(state, parse_decision(&resp.content, max_queries)),
             usage: resp.usage,
         },
         // An evaluator that cannot answer must not strand the run: synthesize what exists.
@@ -342,6 +344,32 @@ pub async fn evaluate(model: &dyn ChatModel, state: &RunState, max_tokens: u32) 
             decision: Decision::Synthesize,
             usage: e.billed(),
         },
+    }
+}
+
+/// Pure: `decision` with only the follow-ups worth a researcher ([`follow_ups`]): new tasks,
+/// not done already and not a page's title; none left is synthesis.
+pub fn worth_delegating(state: &RunState, decision: Decision) -> Decision {
+    let Decision::Delegate { queries } = decision else {
+        return decision;
+    };
+    let done: Vec<String> = state
+        .agenda
+        .iter()
+        .filter(|t| t.state == TaskState::Done)
+        .map(|t| t.query.clone())
+        .collect();
+    let titles: Vec<String> = state
+        .reports
+        .iter()
+        .flat_map(|r| r.fetched.iter().map(|s| s.title.clone()))
+        .collect();
+    let queries = follow_ups(&queries, &done, &titles);
+    if queries.is_empty() {
+        tracing::info!("no follow-up worth a researcher; synthesizing");
+        Decision::Synthesize
+    } else {
+        Decision::Delegate { queries }
     }
 }
 

@@ -125,8 +125,7 @@ fn content_words(text: &str) -> Vec<String> {
 }
 
 /// Pure: the planner's `tasks`, made to cover each aspect of `question` ([`aspects`]) with a
-/// task of its own, without repeats ([`without_repeats`]); tasks off the question
-/// ([`on_the_question`]) go first. A task is an aspect's own when it names a word only that
+/// task of its own, without repeats ([`without_repeats`]); tasks are [`plain_task`]s. A task is an aspect's own when it names a word only that
 /// aspect has ("sqlite3" of the sqlite3 part) and none only another has. A question with aspects
 /// is researched as each aspect's own tasks, or the aspect itself when it has none; a task
 /// naming two aspects' words (the question reworded) or none (another question) is left out.
@@ -134,9 +133,15 @@ fn content_words(text: &str) -> Vec<String> {
 /// handle duplicate keys?" with one task, "What is the difference between json.loads() and
 /// jsonb type in Python? ...", and its one researcher read only Python's pages; it added
 /// "research finest time resolution of other relevant data types" to a question on a Python
-/// datetime and a PostgreSQL timestamp, and that researcher read the release history.
+/// datetime and a PostgreSQL timestamp, and that researcher read the release history, and
+/// "explain the relationship between these two concepts" to one on Python's decimal precision
+/// and PostgreSQL's numeric type, whose researcher read Git's object walk into the summary.
+/// A question of one aspect keeps the planner's tasks, even those sharing no word with it: a
+/// planner that knows the field splits "Python's serialization modules" into json, pickle and
+/// csv.
 pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
-    let tasks = on_the_question(question, &without_repeats(tasks));
+    let tasks: Vec<String> = tasks.iter().map(|t| plain_task(t)).collect();
+    let tasks = without_repeats(&tasks);
     let aspects = aspects(question);
     if aspects.is_empty() {
         return tasks;
@@ -183,26 +188,6 @@ pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
     without_repeats(&out)
 }
 
-/// Pure: `tasks` without those that share no topic word with `question` (all of them when every
-/// task is such). The 1.5B planner added "explain the relationship between these two concepts"
-/// to a question on Python's decimal precision and PostgreSQL's numeric type; its researcher
-/// read Git's object walk, and the summary reported it.
-pub fn on_the_question(question: &str, tasks: &[String]) -> Vec<String> {
-    let asked = content_words(question);
-    let singular = |w: &str| w.strip_suffix('s').unwrap_or(w).to_string();
-    let asked: Vec<String> = asked.iter().map(|w| singular(w)).collect();
-    let on: Vec<String> = tasks
-        .iter()
-        .filter(|t| {
-            content_words(t)
-                .iter()
-                .any(|w| asked.contains(&singular(w)))
-        })
-        .cloned()
-        .collect();
-    if on.is_empty() { tasks.to_vec() } else { on }
-}
-
 /// Pure: `tasks` without a task whose topic words another task holds all of (the same words: the
 /// later one goes). The 1.5B planner gave "What is the default transaction isolation level of a
 /// PostgreSQL session?" and, two tasks later, "What is the default isolation level of a
@@ -220,6 +205,79 @@ pub fn without_repeats(tasks: &[String]) -> Vec<String> {
         })
         .map(|(_, t)| t.clone())
         .collect()
+}
+
+/// Instructions a planner writes before what a task is about ("search for 'python 3.11 toml
+/// module'"), longest first.
+const INSTRUCTIONS: [&str; 13] = [
+    "search for",
+    "look up",
+    "look for",
+    "find out",
+    "investigate",
+    "determine",
+    "research",
+    "identify",
+    "describe",
+    "explain",
+    "search",
+    "check",
+    "find",
+];
+
+/// Pure: `task` without the instruction it opens with and without quotes around its words:
+/// "search for 'python 3.11 toml module'" is "python 3.11 toml module". The researcher ranks a
+/// page's passages by the task's words, and "search" ranked `PyConfig.verbose`'s "print a
+/// message for each file that is checked for when searching for a module" first.
+pub fn plain_task(task: &str) -> String {
+    let mut rest = task.trim();
+    loop {
+        let lower = rest.to_lowercase();
+        let Some(cut) = INSTRUCTIONS.iter().find_map(|i| {
+            lower
+                .strip_prefix(i)
+                .filter(|after| after.starts_with(' '))
+                .map(|_| i.len())
+        }) else {
+            break;
+        };
+        rest = rest[cut..].trim_start();
+    }
+    let quotes = ['\'', '"', '‘', '’', '“', '”'];
+    let words: Vec<String> = rest
+        .split_whitespace()
+        .map(|w| w.trim_start_matches(quotes))
+        .map(|w| {
+            // A closing quote, before any final punctuation: "module'?" → "module?".
+            let end = w.trim_end_matches(['?', '.', ',', ';', ':']);
+            format!("{}{}", end.trim_end_matches(quotes), &w[end.len()..])
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    if content_words(&words.join(" ")).is_empty() {
+        return task.trim().to_string();
+    }
+    words.join(" ")
+}
+
+/// Pure: the evaluator's follow-up `queries` worth a researcher: each a [`plain_task`], neither
+/// a repeat of a task already `done` nor the title of a page already read (`titles`), without
+/// repeats. The 1.5B evaluator delegated
+/// "What's New In Python 3.11 — Python 3.11.2 documentation" three times, twice: six
+/// researchers re-reading a page the run had.
+pub fn follow_ups(queries: &[String], done: &[String], titles: &[String]) -> Vec<String> {
+    let done: Vec<Vec<String>> = done.iter().map(|t| content_words(t)).collect();
+    let titles: Vec<Vec<String>> = titles.iter().map(|t| content_words(t)).collect();
+    let within = |a: &[String], b: &[String]| a.iter().all(|w| b.contains(w));
+    let kept: Vec<String> = queries
+        .iter()
+        .map(|q| plain_task(q))
+        .filter(|q| {
+            let words = content_words(q);
+            !words.is_empty() && !done.iter().any(|d| within(&words, d)) && !titles.contains(&words)
+        })
+        .collect();
+    without_repeats(&kept)
 }
 
 #[cfg(test)]

@@ -79,7 +79,13 @@ fn an_aspect_with_a_task_of_its_own_keeps_it_and_tasks_of_no_aspect_go() {
         "research finest time resolution of PostgreSQL timestamp",
         "research finest time resolution of other relevant data types",
     ]);
-    assert_eq!(covering(q, &planned), planned[..2].to_vec());
+    assert_eq!(
+        covering(q, &planned),
+        strings(&[
+            "finest time resolution of Python datetime object",
+            "finest time resolution of PostgreSQL timestamp",
+        ])
+    );
     // Every aspect has its own task: the planner's tasks stand, in the question's order.
     let planned = strings(&[
         "What is the range of PostgreSQL's bigint type?",
@@ -123,22 +129,72 @@ fn a_task_whose_words_another_holds_is_a_repeat() {
 }
 
 #[test]
-fn a_task_sharing_no_word_with_the_question_is_off_it() {
+fn a_task_of_no_aspect_goes_and_one_aspect_keeps_every_task() {
     let q = "What is the default precision of Python's decimal module, and how many digits can PostgreSQL's numeric type hold?";
     let planned = strings(&[
         "find the default precision of Python's decimal module",
         "determine the maximum number of digits PostgreSQL's numeric type can hold",
         "explain the relationship between these two concepts",
     ]);
-    assert_eq!(covering(q, &planned), planned[..2].to_vec());
-    // A plural is the same word; an agenda all off the question is kept rather than emptied.
     assert_eq!(
-        on_the_question(
-            "What does a Python deque do?",
-            &strings(&["deques", "something else"])
-        ),
-        strings(&["deques"])
+        covering(q, &planned),
+        strings(&[
+            "the default precision of Python's decimal module",
+            "the maximum number of digits PostgreSQL's numeric type can hold",
+        ])
     );
-    let off = strings(&["something else"]);
-    assert_eq!(on_the_question("What does a Python deque do?", &off), off);
+    // One aspect: the planner's split stands, words of its own and all.
+    let planned = strings(&[
+        "json decoding in Python",
+        "pickle protocols",
+        "csv reader dialects",
+    ]);
+    assert_eq!(
+        covering("How do Python's serialization modules compare?", &planned),
+        planned
+    );
+}
+
+#[test]
+fn a_task_is_what_it_is_about_without_the_instruction_and_quotes() {
+    assert_eq!(
+        plain_task("search for 'python 3.11 toml module'"),
+        "python 3.11 toml module"
+    );
+    assert_eq!(
+        plain_task("Research finest time resolution of Python datetime object"),
+        "finest time resolution of Python datetime object"
+    );
+    assert_eq!(
+        plain_task("find out if \"tomllib\" can write TOML?"),
+        "if tomllib can write TOML?"
+    );
+    // Nothing but an instruction, or no instruction at all: as written.
+    assert_eq!(plain_task("search"), "search");
+    assert_eq!(
+        plain_task("What does Python's json.loads() do?"),
+        "What does Python's json.loads() do?"
+    );
+    assert_eq!(plain_task("Searching the archive"), "Searching the archive");
+}
+
+#[test]
+fn follow_ups_are_new_tasks_and_no_page_titles() {
+    let title = "What’s New In Python 3.11 — Python 3.11.2 documentation".to_string();
+    let asked = strings(&[&title, &title, &title]);
+    assert!(follow_ups(&asked, &[], std::slice::from_ref(&title)).is_empty());
+    let asked = strings(&[
+        "search for 'tomllib write support'",
+        "tomllib write support",
+        "python 3.11 toml module",
+        "marshal internal format",
+    ]);
+    assert_eq!(
+        follow_ups(
+            &asked,
+            &strings(&["search for 'python 3.11 toml module'"]),
+            &[title]
+        ),
+        strings(&["tomllib write support", "marshal internal format"])
+    );
 }
