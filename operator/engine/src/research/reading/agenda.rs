@@ -4,7 +4,7 @@
 //! Pure functions; the lead applies them to the planner's answer.
 
 use super::passages::{is_stop, possessive_owner, products_asked};
-use super::queries::{plain_words, split_questions};
+use super::queries::{REFERRING, plain_words, split_questions};
 
 /// Most aspects a question is split into.
 const MAX_ASPECTS: usize = 4;
@@ -170,10 +170,23 @@ pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
             .map(|(i, _)| i)
             .collect()
     };
+    // An aspect that refers back ("and how do you use it?") is about what the one before it
+    // names: its task names both ("How do you use asyncio for structured concurrency?").
+    let refers: Vec<bool> = aspects
+        .iter()
+        .map(|a| {
+            plain_words(a)
+                .iter()
+                .any(|w| REFERRING.contains(&w.as_str()))
+        })
+        .collect();
     let own = |i: usize| -> Vec<&String> {
         tasks
             .iter()
-            .filter(|t| of_aspects(t.as_str()) == [i])
+            .filter(|t| {
+                let of = of_aspects(t.as_str());
+                of == [i] || (i > 0 && refers[i] && of == [i - 1, i])
+            })
             .collect()
     };
     let mut out: Vec<String> = Vec::new();

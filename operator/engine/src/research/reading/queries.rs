@@ -336,7 +336,7 @@ pub fn anchored_tasks(question: &str, tasks: &[String]) -> Vec<String> {
 }
 
 /// Words that refer back to a thing named before them.
-const REFERRING: [&str; 5] = ["it", "its", "they", "them", "their"];
+pub(crate) const REFERRING: [&str; 5] = ["it", "its", "they", "them", "their"];
 
 /// Pure: the agenda with each task that refers back ("How do you use it in asyncio?", "Is it
 /// safe to run on an UPDATE?": a pronoun before any subject of its own) written after the task

@@ -198,3 +198,14 @@ fn follow_ups_are_new_tasks_and_no_page_titles() {
         strings(&["tomllib write support", "marshal internal format"])
     );
 }
+
+#[test]
+fn a_task_of_an_aspect_referring_back_may_name_what_it_refers_to() {
+    let q =
+        "What did Python 3.11 add to asyncio for structured concurrency, and how do you use it?";
+    let planned = strings(&[
+        "What did Python 3.11 add to asyncio for structured concurrency?",
+        "How do you use asyncio for structured concurrency?",
+    ]);
+    assert_eq!(covering(q, &planned), planned);
+}
