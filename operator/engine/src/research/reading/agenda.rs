@@ -42,6 +42,12 @@ pub fn asked_of(question: &str, product: &str, products: &[String]) -> String {
     let bare = |w: &str| -> String { w.trim_matches(|c: char| !c.is_alphanumeric()).to_string() };
     let article = |w: &str| matches!(bare(w).to_lowercase().as_str(), "a" | "an" | "the");
     let connective = |w: &str| matches!(bare(w).to_lowercase().as_str(), "and" | "or");
+    let linking = |w: &str| {
+        matches!(
+            bare(w).to_lowercase().as_str(),
+            "of" | "in" | "for" | "with" | "on" | "to" | "from" | "by"
+        )
+    };
     let mut dropped = vec![false; words.len()];
     for (i, w) in words.iter().enumerate() {
         let core = bare(w);
@@ -77,10 +83,24 @@ pub fn asked_of(question: &str, product: &str, products: &[String]) -> String {
         let end = (i..words.len())
             .find(|&k| !dropped[k])
             .unwrap_or(words.len());
-        if i > 0 && connective(words[i - 1]) {
+        // "... object and of a PostgreSQL timestamp?": the preposition goes with the connective.
+        let preposition = (i > 1 && connective(words[i - 2]) && linking(words[i - 1])).then(|| {
             dropped[i - 1] = true;
+            1
+        });
+        let start = i - preposition.unwrap_or(0);
+        if start > 0 && connective(words[start - 1]) {
+            dropped[start - 1] = true;
         } else if end < words.len() && connective(words[end]) {
             dropped[end] = true;
+            // "of a Python datetime object and of ...": the repeated preposition goes too.
+            if end + 1 < words.len()
+                && i > 0
+                && linking(words[end + 1])
+                && bare(words[end + 1]).eq_ignore_ascii_case(&bare(words[i - 1]))
+            {
+                dropped[end + 1] = true;
+            }
         }
         i = end;
     }
@@ -124,21 +144,22 @@ fn content_words(text: &str) -> Vec<String> {
     out
 }
 
-/// Pure: the planner's `tasks`, made to cover each aspect of `question` ([`aspects`]) with a
-/// task of its own, without repeats ([`without_repeats`]); tasks are [`plain_task`]s. A task is an aspect's own when it names a word only that
-/// aspect has ("sqlite3" of the sqlite3 part) and none only another has. A question with aspects
-/// is researched as each aspect's own tasks, or the aspect itself when it has none; a task
-/// naming two aspects' words (the question reworded) or none (another question) is left out.
-/// The 1.5B planner answered "How do Python's json.loads() and PostgreSQL's jsonb type each
-/// handle duplicate keys?" with one task, "What is the difference between json.loads() and
-/// jsonb type in Python? ...", and its one researcher read only Python's pages; it added
-/// "research finest time resolution of other relevant data types" to a question on a Python
-/// datetime and a PostgreSQL timestamp, and that researcher read the release history, and
-/// "explain the relationship between these two concepts" to one on Python's decimal precision
-/// and PostgreSQL's numeric type, whose researcher read Git's object walk into the summary.
-/// A question of one aspect keeps the planner's tasks, even those sharing no word with it: a
-/// planner that knows the field splits "Python's serialization modules" into json, pickle and
-/// csv.
+/// Pure: the agenda for `question` from the planner's `tasks` ([`plain_task`]s, without
+/// repeats: [`without_repeats`]). A question of one aspect keeps the planner's tasks, even those
+/// sharing no word with it: a planner that knows the field splits "Python's serialization
+/// modules" into json, pickle and csv. A question with aspects ([`aspects`]) is researched as
+/// its aspects, each in the question's words (one that refers back, "and how do you use it?",
+/// by the planner's own task for it, or after the part it refers to), then, up to as many tasks as the planner gave, the planner's
+/// tasks that are one aspect's own and say more than it: a task is an aspect's own when it
+/// names a word only that aspect has ("sqlite3" of the sqlite3 part) and none only another has
+/// (besides the part an aspect refers to). The 1.5B planner answered "How do Python's
+/// json.loads() and PostgreSQL's jsonb type each handle duplicate keys?" with one task, "What is
+/// the difference between json.loads() and jsonb type in Python? ...", and its researcher read
+/// only Python's pages; it added "explain the relationship between these two concepts" to a
+/// question on Python's decimal precision and PostgreSQL's numeric type (the researcher read
+/// Git's object walk into the summary), and it turned "How much faster is Python 3.11 than
+/// 3.10 according to its release notes, and what new limit on int/str conversion did it
+/// introduce?" into "search for Python 3.11 release notes" and "... 3.10 release notes".
 pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
     let tasks: Vec<String> = tasks.iter().map(|t| plain_task(t)).collect();
     let tasks = without_repeats(&tasks);
@@ -180,25 +201,36 @@ pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
                 .any(|w| REFERRING.contains(&w.as_str()))
         })
         .collect();
-    let own = |i: usize| -> Vec<&String> {
-        tasks
-            .iter()
-            .filter(|t| {
-                let of = of_aspects(t.as_str());
-                of == [i] || (i > 0 && refers[i] && of == [i - 1, i])
-            })
-            .collect()
+    let own = |i: usize, task: &str| {
+        let of = of_aspects(task);
+        of == [i] || (i > 0 && refers[i] && of == [i - 1, i])
     };
-    let mut out: Vec<String> = Vec::new();
-    for (i, aspect) in aspects.iter().enumerate() {
-        let mine = own(i);
-        if mine.is_empty() {
-            out.push(aspect.clone());
-        } else {
-            out.extend(mine.into_iter().cloned());
+    // Researched on its own, "what new limit on int/str conversion did it introduce" knows no
+    // "it": the planner's own task for it says what "it" is, or else it goes after the part it
+    // refers to.
+    let mut out: Vec<String> = aspects
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match tasks.iter().find(|t| own(i, t)) {
+            Some(task) if i > 0 && refers[i] => task.clone(),
+            _ if i > 0 && refers[i] => format!("{} and {a}", aspects[i - 1]),
+            _ => a.clone(),
+        })
+        .collect();
+    let budget = tasks.len().max(aspects.len());
+    let within = |a: &[String], b: &[String]| a.iter().all(|w| b.contains(w));
+    let mut said: Vec<Vec<String>> = out.iter().map(|t| content_words(t)).collect();
+    for task in &tasks {
+        if out.len() >= budget {
+            break;
+        }
+        let mine = content_words(task);
+        if (0..aspects.len()).any(|i| own(i, task)) && !said.iter().any(|s| within(&mine, s)) {
+            out.push(task.clone());
+            said.push(mine);
         }
     }
-    without_repeats(&out)
+    out
 }
 
 /// Pure: `tasks` without a task whose topic words another task holds all of (the same words: the

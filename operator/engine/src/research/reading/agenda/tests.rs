@@ -60,16 +60,20 @@ fn a_planner_task_that_rewords_the_whole_question_gives_way_to_its_aspects() {
 }
 
 #[test]
-fn an_aspect_with_a_task_of_its_own_keeps_it_and_tasks_of_no_aspect_go() {
+fn a_question_with_aspects_is_researched_as_them_then_planned_tasks_saying_more() {
     let q = "What is the largest value that Python's int and PostgreSQL's bigint type can hold?";
     let planned = strings(&[
-        "What is the range of PostgreSQL's bigint type?",
         "What value can integers hold in general?",
+        "What is the range of PostgreSQL's bigint type?",
+        "How big can a Python int be?",
     ]);
+    // Up to the planner's three tasks: the two aspects, then the first planned task that is one
+    // aspect's own and says more than it; a task of no aspect never.
     assert_eq!(
         covering(q, &planned),
         strings(&[
             "What is the largest value that Python's int type can hold?",
+            "What is the largest value that PostgreSQL's bigint type can hold?",
             "What is the range of PostgreSQL's bigint type?",
         ])
     );
@@ -82,20 +86,8 @@ fn an_aspect_with_a_task_of_its_own_keeps_it_and_tasks_of_no_aspect_go() {
     assert_eq!(
         covering(q, &planned),
         strings(&[
-            "finest time resolution of Python datetime object",
-            "finest time resolution of PostgreSQL timestamp",
-        ])
-    );
-    // Every aspect has its own task: the planner's tasks stand, in the question's order.
-    let planned = strings(&[
-        "What is the range of PostgreSQL's bigint type?",
-        "How big can a Python int be?",
-    ]);
-    assert_eq!(
-        covering(q, &planned),
-        strings(&[
-            "How big can a Python int be?",
-            "What is the range of PostgreSQL's bigint type?"
+            "What is the finest time resolution of a Python datetime object?",
+            "What is the finest time resolution of a PostgreSQL timestamp?",
         ])
     );
 }
@@ -136,10 +128,13 @@ fn a_task_of_no_aspect_goes_and_one_aspect_keeps_every_task() {
         "determine the maximum number of digits PostgreSQL's numeric type can hold",
         "explain the relationship between these two concepts",
     ]);
+    // The question's parts first; the planner's task saying more of one of them fills the
+    // third place.
     assert_eq!(
         covering(q, &planned),
         strings(&[
-            "the default precision of Python's decimal module",
+            "What is the default precision of Python's decimal module",
+            "how many digits can PostgreSQL's numeric type hold",
             "the maximum number of digits PostgreSQL's numeric type can hold",
         ])
     );
@@ -207,5 +202,27 @@ fn a_task_of_an_aspect_referring_back_may_name_what_it_refers_to() {
         "What did Python 3.11 add to asyncio for structured concurrency?",
         "How do you use asyncio for structured concurrency?",
     ]);
-    assert_eq!(covering(q, &planned), planned);
+    assert_eq!(
+        covering(q, &planned),
+        strings(&[
+            "What did Python 3.11 add to asyncio for structured concurrency",
+            "How do you use asyncio for structured concurrency?",
+        ])
+    );
+}
+
+#[test]
+fn an_aspect_referring_back_is_researched_after_what_it_refers_to() {
+    let q = "How much faster is Python 3.11 than 3.10 according to its release notes, and what new limit on int/str conversion did it introduce?";
+    let planned = strings(&[
+        "search for Python 3.11 release notes",
+        "compare the release notes for speed improvements",
+    ]);
+    assert_eq!(
+        covering(q, &planned),
+        strings(&[
+            "How much faster is Python 3.11 than 3.10 according to its release notes",
+            "How much faster is Python 3.11 than 3.10 according to its release notes and what new limit on int/str conversion did it introduce",
+        ])
+    );
 }
