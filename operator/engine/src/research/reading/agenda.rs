@@ -305,21 +305,20 @@ pub fn plain_task(task: &str) -> String {
     words.join(" ")
 }
 
-/// Pure: the evaluator's follow-up `queries` worth a researcher: each a [`plain_task`], neither
-/// a repeat of a task already `done` nor the title of a page already read (`titles`), without
-/// repeats. The 1.5B evaluator delegated
-/// "What's New In Python 3.11 — Python 3.11.2 documentation" three times, twice: six
-/// researchers re-reading a page the run had.
+/// Pure: the evaluator's follow-up `queries` worth a researcher: each a [`plain_task`] with a
+/// topic word no task already `done` had, and not the title of a page already read (`titles`),
+/// without repeats. The 1.5B evaluator delegated "What's New In Python 3.11 — Python 3.11.2
+/// documentation" three times, twice: six researchers re-reading a page the run had; and after
+/// the json.loads and the jsonb task it delegated the whole question, both tasks' words.
 pub fn follow_ups(queries: &[String], done: &[String], titles: &[String]) -> Vec<String> {
-    let done: Vec<Vec<String>> = done.iter().map(|t| content_words(t)).collect();
+    let done: Vec<String> = done.iter().flat_map(|t| content_words(t)).collect();
     let titles: Vec<Vec<String>> = titles.iter().map(|t| content_words(t)).collect();
-    let within = |a: &[String], b: &[String]| a.iter().all(|w| b.contains(w));
     let kept: Vec<String> = queries
         .iter()
         .map(|q| plain_task(q))
         .filter(|q| {
             let words = content_words(q);
-            !words.is_empty() && !done.iter().any(|d| within(&words, d)) && !titles.contains(&words)
+            words.iter().any(|w| !done.contains(w)) && !titles.contains(&words)
         })
         .collect();
     without_repeats(&kept)

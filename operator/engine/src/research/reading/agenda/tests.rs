@@ -226,3 +226,19 @@ fn an_aspect_referring_back_is_researched_after_what_it_refers_to() {
         ])
     );
 }
+
+#[test]
+fn a_follow_up_made_of_the_done_tasks_words_is_no_new_task() {
+    let done = strings(&[
+        "How do Python's json.loads() type each handle duplicate keys in a JSON object?",
+        "How do PostgreSQL's jsonb type each handle duplicate keys in a JSON object?",
+    ]);
+    let asked = strings(&[
+        "How do Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys in a JSON object?",
+        "jsonb duplicate keys ordering",
+    ]);
+    assert_eq!(
+        follow_ups(&asked, &done, &[]),
+        strings(&["jsonb duplicate keys ordering"])
+    );
+}
