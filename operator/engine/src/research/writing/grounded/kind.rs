@@ -139,10 +139,15 @@ pub fn holds(kind: AnswerKind, text: &str) -> bool {
     }
 }
 
-/// Pure: [`holds`] for the question `asked`: a name counts only when the question does not
-/// give it. "The `json` module is used to parse and serialize JSON data" names no function for
+/// Pure: [`holds`] for the question `asked`: a number counts for "How many X" only as a count
+/// of X ([`counts`]), and a name only when the question does not give it. "The `json` module is used to parse and serialize JSON data" names no function for
 /// "How do I decode JSON with the json module?"; `json.loads` does.
 pub fn holds_for(kind: AnswerKind, text: &str, asked: &str) -> bool {
+    if kind == AnswerKind::Number
+        && let Some(noun) = counted(asked)
+    {
+        return counts(text, &noun);
+    }
     if kind != AnswerKind::Name {
         return holds(kind, text);
     }
@@ -155,6 +160,62 @@ pub fn holds_for(kind: AnswerKind, text: &str, asked: &str) -> bool {
             .trim_end_matches('(')
             .to_lowercase();
         !name.is_empty() && !given.contains(&name)
+    })
+}
+
+/// Number words a count may be written in.
+const NUMBER_WORDS: [&str; 16] = [
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve", "hundred", "thousand", "million", "billion",
+];
+
+/// Pure: the noun "How many" asks a count of, lower-cased and without its plural ending
+/// ("connection" of "How many connections does ...?"); `None` for any other question.
+fn counted(asked: &str) -> Option<String> {
+    let lower = asked.to_lowercase();
+    let (_, after) = lower.split_once("how many ")?;
+    let noun: String = after
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    let stem = noun
+        .strip_suffix("ies")
+        .or_else(|| noun.strip_suffix('s'))
+        .unwrap_or(&noun);
+    (stem.chars().count() > 1).then(|| stem.to_string())
+}
+
+/// Pure: whether `text` states a count of `noun` (a [`counted`] stem): a number followed by the
+/// noun ("100 connections", "three connections"), or by no noun at all ("The default is 100.").
+/// "Default five seconds" counts seconds: it was the lead of a report on how many connections
+/// Python's sqlite3 module keeps in a pool it does not have.
+fn counts(text: &str, noun: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let bare = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let is_number = |w: &str| {
+        let b = bare(w);
+        b.chars().any(|c| c.is_ascii_digit()) || NUMBER_WORDS.contains(&b.as_str())
+    };
+    words.iter().enumerate().any(|(i, w)| {
+        if !is_number(w) {
+            return false;
+        }
+        // A clause ends at the number ("is 100."), or the next word is its unit.
+        if w.ends_with(['.', ',', ';', ':', ')']) {
+            return true;
+        }
+        match words[i + 1..].iter().find(|n| !is_number(n)) {
+            None => true,
+            Some(next) => {
+                let unit = bare(next);
+                unit.starts_with(noun)
+                    || unit.is_empty()
+                    || crate::research::reading::passages::is_stop(&unit)
+            }
+        }
     })
 }
 

@@ -80,3 +80,48 @@ fn a_name_to_use_counts_only_when_the_question_does_not_give_it() {
         "How long can a name be?"
     ));
 }
+
+#[test]
+fn how_many_asks_a_count_of_its_noun() {
+    let asked =
+        "How many connections does Python's sqlite3 module keep in its connection pool by default?";
+    assert!(!holds_for(
+        AnswerKind::Number,
+        "Default five seconds",
+        asked
+    ));
+    assert!(!holds_for(
+        AnswerKind::Number,
+        "How many seconds the connection should wait before raising an exception. Default five seconds",
+        asked
+    ));
+    let asked = "How many connections does PostgreSQL allow by default?";
+    assert!(holds_for(
+        AnswerKind::Number,
+        "The default is typically 100 connections",
+        asked
+    ));
+    assert!(holds_for(AnswerKind::Number, "The default is 100.", asked));
+    assert!(holds_for(
+        AnswerKind::Number,
+        "It allows three connections by default",
+        asked
+    ));
+    assert!(holds_for(
+        AnswerKind::Number,
+        "The default is 100 (but might be less)",
+        asked
+    ));
+    let asked = "How many entries does the cache hold?";
+    assert!(holds_for(
+        AnswerKind::Number,
+        "It holds up to 128 entries",
+        asked
+    ));
+    // Other number questions are unchanged.
+    assert!(holds_for(
+        AnswerKind::Number,
+        "Default five seconds",
+        "How long does it wait?"
+    ));
+}
