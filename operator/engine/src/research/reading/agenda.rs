@@ -28,6 +28,42 @@ pub fn aspects(question: &str) -> Vec<String> {
         return Vec::new();
     }
     out.truncate(MAX_ASPECTS);
+    let asks = question.trim_end().ends_with('?');
+    out.iter().map(|a| as_question(a, asks)).collect()
+}
+
+/// Pure: two questions asked as one: "How much faster is Python 3.11 ...?" and "What new limit
+/// ... did it introduce?" → "How much faster is Python 3.11 ..., and what new limit ... did it
+/// introduce?".
+fn joined(first: &str, then: &str) -> String {
+    let first = first.trim().trim_end_matches(['?', '.', '!']);
+    let opener = then.split_whitespace().next().unwrap_or_default();
+    let then = if QUESTION_OPENERS.contains(&opener.to_lowercase().as_str()) {
+        format!("{}{}", opener.to_lowercase(), &then.trim()[opener.len()..])
+    } else {
+        then.trim().to_string()
+    };
+    format!("{first}, and {then}")
+}
+
+/// Words a question opens with (lower-cased where two are joined into one).
+const QUESTION_OPENERS: [&str; 14] = [
+    "what", "which", "when", "where", "why", "how", "who", "is", "are", "does", "do", "did", "can",
+    "should",
+];
+
+/// Pure: `part` written as a question of its own: capitalised, and ending in a question mark
+/// when `asks` ("what does json.dumps return" → "What does json.dumps return?").
+fn as_question(part: &str, asks: bool) -> String {
+    let part = part.trim().trim_end_matches([',', ';', ':']);
+    let mut chars = part.chars();
+    let mut out: String = chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default();
+    if asks && !out.ends_with(['?', '.', '!']) {
+        out.push('?');
+    }
     out
 }
 
@@ -213,7 +249,7 @@ pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
         .enumerate()
         .map(|(i, a)| match tasks.iter().find(|t| own(i, t)) {
             Some(task) if i > 0 && refers[i] => task.clone(),
-            _ if i > 0 && refers[i] => format!("{} and {a}", aspects[i - 1]),
+            _ if i > 0 && refers[i] => joined(&aspects[i - 1], a),
             _ => a.clone(),
         })
         .collect();

@@ -196,8 +196,8 @@ fn the_fallback_agenda_is_the_questions_parts_or_the_question() {
     assert_eq!(
         fallback_agenda(TWO_PART),
         vec![
-            "What does the MERGE command introduced in PostgreSQL 15 do".to_string(),
-            "when was PostgreSQL 15 released".to_string()
+            "What does the MERGE command introduced in PostgreSQL 15 do?".to_string(),
+            "When was PostgreSQL 15 released?".to_string()
         ]
     );
     assert_eq!(

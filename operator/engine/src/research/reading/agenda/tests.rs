@@ -39,8 +39,8 @@ fn a_question_asking_two_things_has_its_parts_as_written_and_one_thing_has_none(
     assert_eq!(
         aspects(q),
         strings(&[
-            "What is the default transaction isolation level of a PostgreSQL session",
-            "what does Python's sqlite3 module use as the default isolation_level of a connection",
+            "What is the default transaction isolation level of a PostgreSQL session?",
+            "What does Python's sqlite3 module use as the default isolation_level of a connection?",
         ])
     );
     assert!(aspects("What does the MERGE command introduced in PostgreSQL 15 do?").is_empty());
@@ -133,8 +133,8 @@ fn a_task_of_no_aspect_goes_and_one_aspect_keeps_every_task() {
     assert_eq!(
         covering(q, &planned),
         strings(&[
-            "What is the default precision of Python's decimal module",
-            "how many digits can PostgreSQL's numeric type hold",
+            "What is the default precision of Python's decimal module?",
+            "How many digits can PostgreSQL's numeric type hold?",
             "the maximum number of digits PostgreSQL's numeric type can hold",
         ])
     );
@@ -205,7 +205,7 @@ fn a_task_of_an_aspect_referring_back_may_name_what_it_refers_to() {
     assert_eq!(
         covering(q, &planned),
         strings(&[
-            "What did Python 3.11 add to asyncio for structured concurrency",
+            "What did Python 3.11 add to asyncio for structured concurrency?",
             "How do you use asyncio for structured concurrency?",
         ])
     );
@@ -221,8 +221,8 @@ fn an_aspect_referring_back_is_researched_after_what_it_refers_to() {
     assert_eq!(
         covering(q, &planned),
         strings(&[
-            "How much faster is Python 3.11 than 3.10 according to its release notes",
-            "How much faster is Python 3.11 than 3.10 according to its release notes and what new limit on int/str conversion did it introduce",
+            "How much faster is Python 3.11 than 3.10 according to its release notes?",
+            "How much faster is Python 3.11 than 3.10 according to its release notes, and what new limit on int/str conversion did it introduce?",
         ])
     );
 }
