@@ -2171,3 +2171,37 @@ fn a_subjects_lead_holds_a_value_of_the_kind_asked_for() {
     );
     assert!(!led.iter().any(|l| l.starts_with("1:")), "{led:?}");
 }
+
+/// The 0.5B model's unusable answer to a question about a connection pool Python's sqlite3 does
+/// not have: the extractive summary led with "Default five seconds".
+#[test]
+fn an_extractive_lead_states_the_kind_asked_for_or_says_none_does() {
+    let asked =
+        "How many connections does Python's sqlite3 module keep in its connection pool by default?";
+    let timeout = numbered(
+        1,
+        "http://docs/python3.11-doc/html/library/sqlite3.html",
+        "sqlite3.connect(database, timeout=5.0)",
+        "*   **timeout** (*float*) – How many seconds the connection should wait before raising an exception. Default five seconds.",
+    );
+    let md = quoted_report(asked, std::slice::from_ref(&timeout));
+    let summary = md.split("## Key findings").next().unwrap_or_default();
+    assert!(!summary.contains("five seconds"), "{md}");
+    assert!(
+        summary.contains("The passages read do not answer this: none states the number asked for."),
+        "{md}"
+    );
+    // A passage that states a count leads, wherever it ranks.
+    let count = numbered(
+        2,
+        "http://docs/python3.11-doc/html/library/sqlite3.html",
+        "sqlite3.connect(database, cached_statements=128)",
+        "The module keeps up to 128 connections open in its pool.",
+    );
+    let md = quoted_report(asked, &[timeout, count]);
+    let summary = md.split("## Key findings").next().unwrap_or_default();
+    assert!(
+        summary.contains("“The module keeps up to 128 connections open in its pool”"),
+        "{md}"
+    );
+}
