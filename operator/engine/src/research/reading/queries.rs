@@ -148,8 +148,9 @@ pub fn seed_queries(task: &str) -> Vec<String> {
     if useful && !out.iter().any(|q| normalise(q) == normalise(&keys)) {
         out.push(keys);
     }
-    // Subjects of two products ("a Python datetime object and a PostgreSQL timestamp"), each
-    // with its product: searched together, one product's pages took every result.
+    // Each subject with its product ("a Python datetime object and a PostgreSQL timestamp"):
+    // searched together, one product's pages took every result; searched alone, another
+    // product's pages did.
     for query in subjects_by_product(whole, &named_subjects(whole)) {
         if !out.iter().any(|q| normalise(q) == normalise(&query)) {
             out.push(query);
@@ -165,9 +166,9 @@ pub fn seed_queries(task: &str) -> Vec<String> {
     out
 }
 
-/// Pure: each of `subjects` with the product the question names last before it ("Python
-/// datetime", "PostgreSQL timestamp"), when the subjects belong to two products or more; empty
-/// otherwise (one product's subjects are searched together).
+/// Pure: each of `subjects` with its product: the one product the question names ("PostgreSQL
+/// MERGE": searched alone, "merge" found Git's pages and never `sql-merge.html`), or of several
+/// the one it names last before the subject ("Python datetime", "PostgreSQL timestamp").
 fn subjects_by_product(question: &str, subjects: &[String]) -> Vec<String> {
     let context = context_terms(question);
     let words: Vec<&str> = question
@@ -180,20 +181,23 @@ fn subjects_by_product(question: &str, subjects: &[String]) -> Vec<String> {
             && !w.chars().all(|c| c.is_ascii_digit() || c == '.')
             && context.contains(&w.to_lowercase())
     };
+    let mut named: Vec<&str> = words.iter().copied().filter(|w| is_product(w)).collect();
+    named.sort_unstable_by_key(|w| w.to_lowercase());
+    named.dedup_by_key(|w| w.to_lowercase());
     let mut out: Vec<(String, String)> = Vec::new();
     for subject in subjects {
         let Some(at) = words.iter().position(|w| w.to_lowercase() == *subject) else {
             continue;
         };
-        if let Some(product) = words[..at].iter().rev().find(|w| is_product(w)) {
+        // The one product the question names, wherever it stands ("What does the MERGE
+        // command introduced in PostgreSQL 15 do?"); of several, the last before the subject.
+        let product = match named.as_slice() {
+            [one] => Some(*one),
+            _ => words[..at].iter().rev().find(|w| is_product(w)).copied(),
+        };
+        if let Some(product) = product.filter(|p| p.to_lowercase() != *subject) {
             out.push((product.to_string(), subject.clone()));
         }
-    }
-    let mut products: Vec<&str> = out.iter().map(|(p, _)| p.as_str()).collect();
-    products.sort_unstable();
-    products.dedup();
-    if products.len() < 2 {
-        return Vec::new();
     }
     out.into_iter().map(|(p, s)| format!("{p} {s}")).collect()
 }
