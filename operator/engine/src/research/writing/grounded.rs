@@ -668,9 +668,11 @@ fn link_text(title: &str) -> String {
 }
 
 mod each;
+mod extractive;
 pub mod kind;
 mod statements;
-pub use statements::{is_heading_copy, quoted_report, statement_before_colon, strip_signature};
+pub use extractive::quoted_report;
+pub use statements::{is_heading_copy, statement_before_colon, strip_signature};
 use statements::{leads, part_leads, quoted_list, uncited_best};
 mod json_points;
 use json_points::{point, point_values};
