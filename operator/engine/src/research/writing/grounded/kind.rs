@@ -203,17 +203,19 @@ fn counts(text: &str, noun: &str) -> bool {
         if !is_number(w) {
             return false;
         }
-        // A clause ends at the number ("is 100."), or the next word is its unit.
-        if w.ends_with(['.', ',', ';', ':', ')']) {
+        // A numeral may end its clause ("is 100."); a number word must count the noun: "the
+        // one that created it" is no count.
+        let numeral = bare(w).chars().any(|c| c.is_ascii_digit());
+        if numeral && w.ends_with(['.', ',', ';', ':', ')']) {
             return true;
         }
         match words[i + 1..].iter().find(|n| !is_number(n)) {
-            None => true,
+            None => numeral,
             Some(next) => {
                 let unit = bare(next);
                 unit.starts_with(noun)
-                    || unit.is_empty()
-                    || crate::research::reading::passages::is_stop(&unit)
+                    || (numeral
+                        && (unit.is_empty() || crate::research::reading::passages::is_stop(&unit)))
             }
         }
     })

@@ -95,6 +95,11 @@ fn how_many_asks_a_count_of_its_noun() {
         "How many seconds the connection should wait before raising an exception. Default five seconds",
         asked
     ));
+    assert!(!holds_for(
+        AnswerKind::Number,
+        "If True (default), ProgrammingError will be raised if the database connection is used by a thread other than the one that created it",
+        asked
+    ));
     let asked = "How many connections does PostgreSQL allow by default?";
     assert!(holds_for(
         AnswerKind::Number,
