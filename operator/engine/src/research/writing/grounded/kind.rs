@@ -195,17 +195,16 @@ fn counts(text: &str, noun: &str) -> bool {
         w.trim_matches(|c: char| !c.is_alphanumeric())
             .to_lowercase()
     };
-    let is_number = |w: &str| {
-        let b = bare(w);
-        b.chars().any(|c| c.is_ascii_digit()) || NUMBER_WORDS.contains(&b.as_str())
-    };
+    // A numeral starts with a digit ("128", "1,600"; not `sqlite3`).
+    let is_numeral = |w: &str| bare(w).starts_with(|c: char| c.is_ascii_digit());
+    let is_number = |w: &str| is_numeral(w) || NUMBER_WORDS.contains(&bare(w).as_str());
     words.iter().enumerate().any(|(i, w)| {
         if !is_number(w) {
             return false;
         }
         // A numeral may end its clause ("is 100."); a number word must count the noun: "the
         // one that created it" is no count.
-        let numeral = bare(w).chars().any(|c| c.is_ascii_digit());
+        let numeral = is_numeral(w);
         if numeral && w.ends_with(['.', ',', ';', ':', ')']) {
             return true;
         }

@@ -100,6 +100,11 @@ fn how_many_asks_a_count_of_its_noun() {
         "If True (default), ProgrammingError will be raised if the database connection is used by a thread other than the one that created it",
         asked
     ));
+    assert!(!holds_for(
+        AnswerKind::Number,
+        "The number of statements that `sqlite3` should cache for this connection. By default, 128 statements",
+        asked
+    ));
     let asked = "How many connections does PostgreSQL allow by default?";
     assert!(holds_for(
         AnswerKind::Number,
