@@ -350,9 +350,9 @@ async fn redis_down_mid_run_only_costs_the_cache() {
             )
         })
         .collect();
-    // Four searches (the question as written, as keywords and its key terms, then the model's
-    // query) before Redis died, the page read after.
-    let mut expected: Vec<(String, String)> = vec![("search".into(), "miss".into()); 4];
+    // Five searches (the question as written, as keywords, its key term, the key term with its
+    // product, then the model's query) before Redis died, the page read after.
+    let mut expected: Vec<(String, String)> = vec![("search".into(), "miss".into()); 5];
     expected.push(("fetch".into(), "error".into()));
     assert_eq!(caches, expected);
 }

@@ -90,7 +90,7 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
             count("fetch"),
             count("researcher_progress")
         ],
-        [4, 4, 1, 4],
+        [4, 5, 1, 4],
         "{stdout}"
     );
     // A tool's events come after the model call that asked for it.
@@ -123,8 +123,9 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
             .iter()
             .all(|c| c["model"] == "scripted" && c["outcome"] == "ok")
     );
-    // The question is searched first, as written, as keywords and by its subject (not the
-    // product it is asked in, "Python"); the model's query follows.
+    // The question is searched first, as written, as keywords, by its subject (not the
+    // product it is asked in, "Python", alone) and by its subject with that product; the
+    // model's query follows.
     let searched: Vec<&Value> = lines
         .iter()
         .filter(|l| l["type"] == "search")
@@ -136,6 +137,7 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
             &json!("How do I decode JSON in Python?"),
             &json!("decode json python"),
             &json!("json"),
+            &json!("Python json"),
             &json!("json decoder")
         ]
     );
@@ -149,7 +151,7 @@ async fn json_mode_streams_every_event_and_ends_with_the_report() {
             "type": "run_end", "ok": true, "phase": "Completed",
             "report": report.display().to_string(),
             "usage": {"inputTokens": 9200, "outputTokens": 213, "costUSD": "0.013630", "llmCalls": 4},
-            "searches": 4, "pagesRead": 1
+            "searches": 5, "pagesRead": 1
         })
     );
     let text = std::fs::read_to_string(&report).unwrap();

@@ -172,7 +172,9 @@ async fn a_redis_that_is_down_only_costs_the_cache() {
 /// and its key terms, which the engine always runs first, then the model's query) and one
 /// page read.
 fn lookups(cache: &str) -> Vec<(String, String)> {
-    let mut out = vec![("search".to_string(), cache.to_string()); 4];
+    // The question as written, as keywords, its key term, with its product ("Python json"),
+    // then the model's query.
+    let mut out = vec![("search".to_string(), cache.to_string()); 5];
     out.push(("fetch".to_string(), cache.to_string()));
     out
 }
