@@ -186,7 +186,8 @@ fn counted(asked: &str) -> Option<String> {
 }
 
 /// Pure: whether `text` states a count of `noun` (a [`counted`] stem): a number followed by the
-/// noun ("100 connections", "three connections"), or by no noun at all ("The default is 100.").
+/// noun ("100 connections", "three connections"), or a numeral followed by no noun at all ("The
+/// default is 100.").
 /// "Default five seconds" counts seconds: it was the lead of a report on how many connections
 /// Python's sqlite3 module keeps in a pool it does not have.
 fn counts(text: &str, noun: &str) -> bool {
