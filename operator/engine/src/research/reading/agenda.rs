@@ -3,7 +3,7 @@
 //!
 //! Pure functions; the lead applies them to the planner's answer.
 
-use super::passages::{is_stop, possessive_owner, products_asked};
+use super::passages::{is_stop, modifies_as_product, possessive_owner, products_asked};
 use super::queries::{REFERRING, plain_words, split_questions};
 
 /// Most aspects a question is split into.
@@ -76,7 +76,6 @@ fn as_question(part: &str, asks: bool) -> String {
 pub fn asked_of(question: &str, product: &str, products: &[String]) -> String {
     let words: Vec<&str> = question.split_whitespace().collect();
     let bare = |w: &str| -> String { w.trim_matches(|c: char| !c.is_alphanumeric()).to_string() };
-    let article = |w: &str| matches!(bare(w).to_lowercase().as_str(), "a" | "an" | "the");
     let connective = |w: &str| matches!(bare(w).to_lowercase().as_str(), "and" | "or");
     let linking = |w: &str| {
         matches!(
@@ -93,7 +92,7 @@ pub fn asked_of(question: &str, product: &str, products: &[String]) -> String {
             continue;
         }
         dropped[i] = true;
-        let modifier = i > 0 && article(words[i - 1]);
+        let modifier = i > 0 && modifies_as_product(words[i - 1], &core);
         if modifier {
             dropped[i - 1] = true;
         }

@@ -393,7 +393,7 @@ pub(crate) fn possessive_owner(w: &str) -> Option<&str> {
 /// Pure: whether `w`, after the word `prev`, is a product used as a modifier ("a PostgreSQL
 /// table", "the Python datetime object"). Not an all-capitals word: "the MERGE command", "the
 /// JSON module" name the subject.
-fn modifies_as_product(prev: &str, w: &str) -> bool {
+pub(crate) fn modifies_as_product(prev: &str, w: &str) -> bool {
     matches!(prev.to_lowercase().as_str(), "a" | "an" | "the")
         && is_product_name(w)
         && w.chars().any(char::is_lowercase)
