@@ -381,6 +381,9 @@ pub struct ClaimVerdict {
     /// The judge's verdict; absent when its call failed (asked again on the next run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<Verdict>,
+    /// The page states the claim word for word: its verdict is yes with no model call.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verbatim: bool,
 }
 
 impl ClaimVerdict {
@@ -663,6 +666,9 @@ pub struct Totals {
     /// Of those, claims on which the judge (yes or no) and the run's check disagree.
     #[serde(default)]
     pub claim_disagreements: u32,
+    /// Of those, claims their page states word for word: judged yes without a model call.
+    #[serde(default)]
+    pub verbatim_claims: u32,
     /// `judgeSupportedClaims / judgedClaims`: citation precision by the judge.
     #[serde(default)]
     pub judge_precision: Option<f64>,
@@ -748,6 +754,7 @@ pub fn totals(results: &[QuestionResult]) -> Totals {
             t.run_supported_of_judged += u32::from(c.supported);
             t.claims_judge_unknown += u32::from(v == Verdict::Unknown);
             t.claim_disagreements += u32::from(c.disagrees());
+            t.verbatim_claims += u32::from(c.verbatim);
         }
         t.runaways += u32::from(r.runaway);
         if let Some(s) = &r.judge_spend {

@@ -133,10 +133,11 @@ pub fn render_table(system: &str, results: &[QuestionResult], t: &Totals) -> Str
     if t.judged_claims > 0 {
         let d = t.claim_disagreements;
         out.push_str(&format!(
-            "citations judged: precision by the judge {} ({}/{} claims), by the run's check {} on the same claims; {d} disagreement{}, {} unknown\n",
+            "citations judged: precision by the judge {} ({}/{} claims, {} of them word for word on their page), by the run's check {} on the same claims; {d} disagreement{}, {} unknown\n",
             precision_cell(ratio3(t.judge_supported_claims, t.judged_claims)),
             t.judge_supported_claims,
             t.judged_claims,
+            t.verbatim_claims,
             precision_cell(ratio3(t.run_supported_of_judged, t.judged_claims)),
             if d == 1 { "" } else { "s" },
             t.claims_judge_unknown

@@ -342,7 +342,7 @@ async fn cited_claims_are_judged_against_their_fetched_pages_and_disagreements_l
         vec![Some(Verdict::Yes), Some(Verdict::No)]
     );
     assert!(
-        table.contains("precision by the judge 0.50 (1/2 claims), by the run's check 0.50 on the same claims; 2 disagreements"),
+        table.contains("precision by the judge 0.50 (1/2 claims, 0 of them word for word on their page), by the run's check 0.50 on the same claims; 2 disagreements"),
         "{table}"
     );
     assert!(

@@ -76,6 +76,7 @@ pub fn findings_claims(findings: &Value) -> Vec<ClaimVerdict> {
                 url: c["url"].as_str()?.to_string(),
                 supported: c["supported"].as_bool().unwrap_or(false),
                 judge: None,
+                verbatim: false,
             })
         })
         .collect()
@@ -95,14 +96,58 @@ pub fn merge_claims(r: &QuestionResult, listed: Vec<ClaimVerdict>) -> Vec<ClaimV
     listed
         .into_iter()
         .map(|mut c| {
-            c.judge = r
+            if let Some(old) = r
                 .claim_verdicts
                 .iter()
                 .find(|old| old.claim == c.claim && old.url == c.url)
-                .and_then(|old| old.judge);
+            {
+                c.judge = old.judge;
+                c.verbatim = old.verbatim;
+            }
             c
         })
         .collect()
+}
+
+/// Pure: the words of `text`, lower-cased, each once between single spaces: what
+/// [`states_verbatim`] compares, so Markdown's `*`, backticks, quotes and line breaks do not
+/// count.
+fn word_run(text: &str) -> String {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Fewest words a claim needs for [`states_verbatim`] to count it: "The default is" alone is on
+/// every reference page.
+const VERBATIM_MIN_WORDS: usize = 4;
+
+/// Pure: whether `page` states `claim` word for word: its words (up to a cut, `…`) run in the
+/// same order in the page's text. Such a claim is a copy of what the page says, so the page
+/// supports it; the 1.5B judge, shown one sentence without the entry it belongs to, answered
+/// "no" to copies such as "*abs_tol* must be at least zero." from `math.isclose`. A claim
+/// that labels a quote (`concurrently: “This option may be faster …”`) is a copy when the
+/// quote is, and the page names the label.
+pub fn states_verbatim(claim: &str, page: &PageText) -> bool {
+    let page_words = format!(" {} ", word_run(&format!("{}\n{}", page.title, page.text)));
+    let copied = |text: &str| {
+        let kept = text.split('…').next().unwrap_or(text);
+        let words = word_run(kept);
+        words.split(' ').count() >= VERBATIM_MIN_WORDS && page_words.contains(&format!(" {words} "))
+    };
+    if copied(claim) {
+        return true;
+    }
+    match claim.split_once('“') {
+        Some((label, rest)) => {
+            let quote = rest.split('”').next().unwrap_or(rest);
+            let label = word_run(label);
+            copied(quote) && (label.is_empty() || page_words.contains(&format!(" {label} ")))
+        }
+        None => false,
+    }
 }
 
 /// Asks `model` whether `page` supports `claim`. A page that could not be read supports
@@ -159,6 +204,11 @@ pub async fn judge_claims(
             continue;
         }
         let page = pages.get(&key);
+        if page.is_some_and(|p| states_verbatim(&c.claim, p)) {
+            c.judge = Some(Verdict::Yes);
+            c.verbatim = true;
+            continue;
+        }
         let (v, usage, called) = judge_claim(model, settings, &c.claim, page).await;
         if called {
             spend.calls += 1;

@@ -123,7 +123,7 @@ async fn each_claim_is_judged_against_its_page_and_disagreements_are_printed() {
     );
     let table = render_table("quarry", std::slice::from_ref(&r), &t);
     assert!(
-        table.contains("precision by the judge 0.00 (0/2 claims), by the run's check 0.50 on the same claims; 1 disagreement"),
+        table.contains("precision by the judge 0.00 (0/2 claims, 0 of them word for word on their page), by the run's check 0.50 on the same claims; 1 disagreement"),
         "{table}"
     );
     assert!(table.contains(&lines[0]), "{table}");
@@ -192,4 +192,54 @@ async fn a_claim_whose_page_cannot_be_reached_stays_unjudged() {
     assert!(r.claim_verdicts.iter().all(|c| c.judge.is_none()));
     assert!(model.requests.lock().unwrap().is_empty());
     assert!(needs_claim_judge(&r));
+}
+
+/// The 1.5B judge, shown a copied sentence without the entry it belongs to, said "no" to
+/// sentences the page states word for word. A copy is judged yes without a call; a claim that
+/// changes one word, or labels a quote with a name the page lacks, still goes to the model.
+#[test]
+fn a_claim_the_page_states_word_for_word_needs_no_call() {
+    let page = PageText {
+        title: "math — Mathematical functions".into(),
+        text: "*abs_tol* must be at least zero. If no errors occur, the result will be:\n`abs(a-b) <= max(rel_tol * max(abs(a), abs(b)), abs_tol)`.\n\nconcurrently\n: This option may be faster in cases where a small number of rows are affected.".into(),
+    };
+    assert!(states_verbatim("abs_tol* must be at least zero.", &page));
+    assert!(states_verbatim(
+        "“If no errors occur, the result will be …”.",
+        &page
+    ));
+    assert!(states_verbatim(
+        "concurrently: “This option may be faster in cases where a small number of rows are affected”.",
+        &page
+    ));
+    assert!(!states_verbatim("abs_tol* must be at least one.", &page));
+    assert!(!states_verbatim(
+        "work_mem: “This option may be faster in cases where a small number of rows are affected”.",
+        &page
+    ));
+    // Too short to be a copy of anything in particular.
+    assert!(!states_verbatim("must be at", &page));
+}
+
+#[tokio::test]
+async fn copies_are_judged_yes_without_a_call_and_counted() {
+    let mut r = result();
+    let copy = "to a Python object using this conversion table.";
+    r.claim_verdicts[0].claim = copy.into();
+    let model = Script {
+        answers: Mutex::new(vec![]),
+        requests: Mutex::new(Vec::new()),
+    };
+    let failed = judge_claims(&model, &SETTINGS, &mut r, &pages(), &BTreeSet::new()).await;
+    assert_eq!(failed, 0);
+    assert!(model.requests.lock().unwrap().is_empty());
+    assert_eq!(r.claim_verdicts[0].judge, Some(Verdict::Yes));
+    assert!(r.claim_verdicts[0].verbatim);
+    let t = totals(std::slice::from_ref(&r));
+    assert_eq!(t.verbatim_claims, 1);
+    let table = render_table("quarry", std::slice::from_ref(&r), &t);
+    assert!(
+        table.contains("1 of them word for word on their page"),
+        "{table}"
+    );
 }
