@@ -9,6 +9,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::research::reading::passages::{context_terms, terms};
+
 /// A kind of value a question asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerKind {
@@ -146,7 +148,7 @@ pub fn holds_for(kind: AnswerKind, text: &str, asked: &str) -> bool {
     if kind == AnswerKind::Number
         && let Some(noun) = counted(asked)
     {
-        return counts(text, &noun);
+        return counts(text, &noun) && of_count_subject(text, asked);
     }
     if kind != AnswerKind::Name {
         return holds(kind, text);
@@ -161,6 +163,43 @@ pub fn holds_for(kind: AnswerKind, text: &str, asked: &str) -> bool {
             .to_lowercase();
         !name.is_empty() && !given.contains(&name)
     })
+}
+
+/// Verbs that open the clause saying what a "How many X" question counts X of ("can", "does").
+const AUXILIARIES: [&str; 16] = [
+    "are", "can", "could", "did", "do", "does", "has", "have", "is", "may", "might", "must",
+    "should", "was", "were", "will",
+];
+
+/// Pure: the terms of what "How many X <verb> ..." counts X of (`identifier` of "How many
+/// bytes can a PostgreSQL identifier be at most?"), less the products the question is asked in;
+/// empty for a question of another form.
+fn count_subject(asked: &str) -> std::collections::BTreeSet<String> {
+    let lower = asked.to_lowercase();
+    let Some((_, after)) = lower.split_once("how many ") else {
+        return Default::default();
+    };
+    let clause = after.split(['?', ',', ';']).next().unwrap_or(after);
+    let words: Vec<&str> = clause.split_whitespace().collect();
+    // The verb comes right after the counted noun ("connection slots are reserved").
+    let Some(verb) = words.iter().take(4).position(|w| AUXILIARIES.contains(w)) else {
+        return Default::default();
+    };
+    let context = context_terms(asked);
+    let counted_noun = terms(&words[..verb].join(" "));
+    terms(&words[verb + 1..].join(" "))
+        .into_iter()
+        .filter(|t| !context.contains(t) && !counted_noun.contains(t))
+        .collect()
+}
+
+/// Pure: whether `text` speaks of what the question counts ([`count_subject`]): a count of the
+/// right unit about another thing answers nothing. For "How many bytes can a PostgreSQL
+/// identifier be at most?" the summary led with `temp_buffers`' "about 64 bytes, per
+/// increment".
+fn of_count_subject(text: &str, asked: &str) -> bool {
+    let subject = count_subject(asked);
+    subject.is_empty() || terms(text).iter().any(|t| subject.contains(t))
 }
 
 /// Number words a count may be written in.

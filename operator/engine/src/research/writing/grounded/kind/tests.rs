@@ -135,3 +135,32 @@ fn how_many_asks_a_count_of_its_noun() {
         "How long does it wait?"
     ));
 }
+
+/// My own question (the demo): a count of bytes about another setting led its summary.
+#[test]
+fn a_count_of_the_asked_unit_must_be_about_the_asked_thing() {
+    let asked = "How many bytes can a PostgreSQL identifier be at most, and which setting limits Python's recursion depth?";
+    assert!(!holds_for(
+        AnswerKind::Number,
+        "temp_buffers (integer): The cost is about 64 bytes, per increment in temp_buffers.",
+        asked
+    ));
+    assert!(holds_for(
+        AnswerKind::Number,
+        "The system uses no more than NAMEDATALEN-1 bytes of an identifier; NAMEDATALEN is 64, so the maximum identifier length is 63 bytes.",
+        asked
+    ));
+    let subject = count_subject(asked);
+    assert!(
+        subject.iter().any(|t| t.starts_with("identif")),
+        "{subject:?}"
+    );
+    assert!(
+        !subject
+            .iter()
+            .any(|t| t.starts_with("postgres") || t.starts_with("byte")),
+        "{subject:?}"
+    );
+    // A question without the verb right after its noun is left to the count alone.
+    assert!(count_subject("How many loose objects trigger git gc --auto by default?").is_empty());
+}
