@@ -379,6 +379,25 @@ fn a_label_over_a_quoted_passage_is_no_claim() {
     assert!(check_claims(md, &base, "How do I decode JSON?").is_empty());
 }
 
+/// Deep mode's study keeps a researcher's closest pages, one "- title — URL" line each; tuning
+/// set, deep 0.5B (`multi-py311-tomllib`): ten such lines were counted as unsupported claims.
+#[test]
+fn a_list_of_pages_read_is_no_claim() {
+    let mut base = EvidenceBase::default();
+    base.add_page(
+        "http://docs/sqlite3.html",
+        "sqlite3 — DB-API 2.0 interface for SQLite databases",
+        "The sqlite3 module provides an SQL interface.",
+    );
+    let md = "## Closest pages read\n- sqlite3 — DB-API 2.0 interface for SQLite databases — http://docs/sqlite3.html\n- [sqlite3 — DB-API 2.0 interface for SQLite databases](http://docs/sqlite3.html)\n";
+    assert!(check_claims(md, &base, "What can tomllib write?").is_empty());
+    // A claim in a list item is still one.
+    let md = "- The json module writes TOML files quickly — http://docs/sqlite3.html\n";
+    let checks = check_claims(md, &base, "What can tomllib write?");
+    assert_eq!(checks.len(), 1);
+    assert!(!checks[0].supported);
+}
+
 /// The grounded report's link lines over quoted passages, cut at a section number's dot, were
 /// counted as supported claims ("Resource Consumption › 20.4.", "Also from 13.2. Transaction
 /// Isolation › 13.2."): a tuning-set finding of the independent judge.
