@@ -102,9 +102,14 @@ pub fn asked_of(question: &str, product: &str, products: &[String]) -> String {
         {
             dropped[i + 1] = true;
             // The rest of its noun phrase when a connective closes it ("a Python datetime
-            // object and ..."); otherwise what follows is said of both ("... bigint type").
-            if let Some(end) = (i + 2..words.len().min(i + 4)).find(|&k| connective(words[k])) {
-                dropped[i + 2..end].iter_mut().for_each(|d| *d = true);
+            // object and ..."), or "each"/"both", which go too ("PostgreSQL's jsonb type each
+            // handle"); otherwise what follows is said of both ("... bigint type").
+            let distributive = |w: &str| matches!(bare(w).as_str(), "each" | "both");
+            if let Some(end) = (i + 2..words.len().min(i + 4))
+                .find(|&k| connective(words[k]) || distributive(words[k]))
+            {
+                let last = if distributive(words[end]) { end + 1 } else { end };
+                dropped[i + 2..last].iter_mut().for_each(|d| *d = true);
             }
         }
     }

@@ -307,7 +307,7 @@ async fn a_planned_agenda_covers_each_product_the_question_asks_of() {
         Event::PlanReady { tasks, .. } => assert_eq!(
             tasks,
             [
-                "How do Python's json.loads() type each handle duplicate keys in a JSON object?",
+                "How do Python's json.loads() handle duplicate keys in a JSON object?",
                 "How do PostgreSQL's jsonb type each handle duplicate keys in a JSON object?",
             ]
         ),

@@ -31,6 +31,15 @@ fn a_question_of_two_products_is_asked_of_each_alone() {
             "How do the resolutions of a PostgreSQL timestamp compare?",
         ])
     );
+    // Tuning set, deep 0.5B: "type" was left to Python's json.loads().
+    let q = "How do Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys in a JSON object?";
+    assert_eq!(
+        aspects(q),
+        strings(&[
+            "How do Python's json.loads() handle duplicate keys in a JSON object?",
+            "How do PostgreSQL's jsonb type each handle duplicate keys in a JSON object?",
+        ])
+    );
 }
 
 #[test]
@@ -230,7 +239,7 @@ fn an_aspect_referring_back_is_researched_after_what_it_refers_to() {
 #[test]
 fn a_follow_up_made_of_the_done_tasks_words_is_no_new_task() {
     let done = strings(&[
-        "How do Python's json.loads() type each handle duplicate keys in a JSON object?",
+        "How do Python's json.loads() handle duplicate keys in a JSON object?",
         "How do PostgreSQL's jsonb type each handle duplicate keys in a JSON object?",
     ]);
     let asked = strings(&[
