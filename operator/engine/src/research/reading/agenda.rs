@@ -108,7 +108,11 @@ pub fn asked_of(question: &str, product: &str, products: &[String]) -> String {
             if let Some(end) = (i + 2..words.len().min(i + 4))
                 .find(|&k| connective(words[k]) || distributive(words[k]))
             {
-                let last = if distributive(words[end]) { end + 1 } else { end };
+                let last = if distributive(words[end]) {
+                    end + 1
+                } else {
+                    end
+                };
                 dropped[i + 2..last].iter_mut().for_each(|d| *d = true);
             }
         }
@@ -233,29 +237,31 @@ pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
     };
     // An aspect that refers back ("and how do you use it?") is about what the one before it
     // names: its task names both ("How do you use asyncio for structured concurrency?").
-    let refers: Vec<bool> = aspects
-        .iter()
-        .map(|a| {
-            plain_words(a)
-                .iter()
-                .any(|w| REFERRING.contains(&w.as_str()))
-        })
-        .collect();
+    // A task that says "it" ("Can it write TOML, and what kind of file object does its load()
+    // function need?") names what it is about in another.
+    let refers_back = |task: &str| {
+        plain_words(task)
+            .iter()
+            .any(|w| REFERRING.contains(&w.as_str()))
+    };
+    let refers: Vec<bool> = aspects.iter().map(|a| refers_back(a)).collect();
     let own = |i: usize, task: &str| {
         let of = of_aspects(task);
         of == [i] || (i > 0 && refers[i] && of == [i - 1, i])
     };
     // Researched on its own, "what new limit on int/str conversion did it introduce" knows no
-    // "it": the planner's own task for it says what "it" is, or else it goes after the part it
-    // refers to.
+    // "it": the planner's own task for it says what "it" is (one that says "it" too does not),
+    // or else it goes after the part it refers to.
     let mut out: Vec<String> = aspects
         .iter()
         .enumerate()
-        .map(|(i, a)| match tasks.iter().find(|t| own(i, t)) {
-            Some(task) if i > 0 && refers[i] => task.clone(),
-            _ if i > 0 && refers[i] => joined(&aspects[i - 1], a),
-            _ => a.clone(),
-        })
+        .map(
+            |(i, a)| match tasks.iter().find(|t| own(i, t) && !refers_back(t)) {
+                Some(task) if i > 0 && refers[i] => task.clone(),
+                _ if i > 0 && refers[i] => joined(&aspects[i - 1], a),
+                _ => a.clone(),
+            },
+        )
         .collect();
     let budget = tasks.len().max(aspects.len());
     let within = |a: &[String], b: &[String]| a.iter().all(|w| b.contains(w));
@@ -265,7 +271,10 @@ pub fn covering(question: &str, tasks: &[String]) -> Vec<String> {
             break;
         }
         let mine = content_words(task);
-        if (0..aspects.len()).any(|i| own(i, task)) && !said.iter().any(|s| within(&mine, s)) {
+        if (0..aspects.len()).any(|i| own(i, task))
+            && !refers_back(task)
+            && !said.iter().any(|s| within(&mine, s))
+        {
             out.push(task.clone());
             said.push(mine);
         }

@@ -251,3 +251,21 @@ fn a_follow_up_made_of_the_done_tasks_words_is_no_new_task() {
         strings(&["jsonb duplicate keys ordering"])
     );
 }
+
+/// Tuning set, deep 0.5B (`multi-py311-tomllib`): the planner's task for the part that refers
+/// back said "it" too, and was written after the whole first part, "can it write TOML" twice.
+#[test]
+fn a_planner_task_that_refers_back_too_does_not_stand_for_a_part_that_refers_back() {
+    let q = "Which standard library module for TOML was added in Python 3.11, can it write TOML, and what kind of file object does its load() function need?";
+    let planned = strings(&[
+        "Which standard library module for TOML was added in Python 3.11?",
+        "Can it write TOML, and what kind of file object does its load() function need?",
+    ]);
+    assert_eq!(
+        covering(q, &planned),
+        strings(&[
+            "Which standard library module for TOML was added in Python 3.11, can it write TOML?",
+            "Which standard library module for TOML was added in Python 3.11, can it write TOML, and what kind of file object does its load() function need?",
+        ])
+    );
+}
