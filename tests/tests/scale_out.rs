@@ -835,3 +835,32 @@ async fn a_worker_with_another_sealing_key_fails_the_task_saying_what_to_set() {
     );
     dispatch.finish().await;
 }
+
+/// A researcher gives back a page it found nothing on for its task, so a sibling whose task it
+/// bears on may read it; the pool never lets one task free another's claim.
+#[tokio::test]
+#[ignore = "needs redis-server (scripts/install-test-deps.sh)"]
+async fn a_url_given_back_by_its_task_may_be_claimed_by_another_and_only_its_task_gives_it_back() {
+    use quarry_engine::research::agents::researcher::SharedUrls;
+    use quarry_operator::queue::pool::RedisUrls;
+    let redis = RedisServer::start_for("url_release");
+    let manager = || async {
+        redis::aio::ConnectionManager::new(redis::Client::open(redis.url()).unwrap())
+            .await
+            .unwrap()
+    };
+    let key = "quarry:run:release-test:urls".to_string();
+    let jsonb = RedisUrls::new(manager().await, key.clone(), 1);
+    let loads = RedisUrls::new(manager().await, key.clone(), 0);
+    let url = "http://docs/python3.11-doc/html/library/json.html";
+    assert!(jsonb.claim(url).await.unwrap());
+    assert!(!loads.claim(url).await.unwrap());
+    // Another task's release frees nothing.
+    loads.release(url).await.unwrap();
+    assert!(!loads.claim(url).await.unwrap());
+    // The claiming task's does.
+    jsonb.release(url).await.unwrap();
+    assert!(!jsonb.taken().await.unwrap().contains(url));
+    assert!(loads.claim(url).await.unwrap());
+    assert!(!jsonb.claim(url).await.unwrap());
+}

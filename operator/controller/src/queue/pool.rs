@@ -23,6 +23,12 @@ redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1
 "#;
 
+/// Gives a URL back when the task holds it (a task never frees another's claim).
+const RELEASE: &str = r#"
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 1
+"#;
+
 /// Pages one run may claim at most; past it, the pool answers from what it holds (a run reads
 /// tens of pages, this only bounds a runaway).
 pub const MAX_URLS: usize = 10_000;
@@ -72,5 +78,23 @@ impl SharedUrls for RedisUrls {
         .await
         .map_err(|e| e.to_string())?;
         Ok(urls.into_iter().take(MAX_URLS).collect())
+    }
+
+    async fn release(&self, url: &str) -> Result<(), String> {
+        let mut conn = self.conn.clone();
+        let _: i64 = timed(
+            "release URL",
+            COMMAND_TIMEOUT,
+            redis::cmd("EVAL")
+                .arg(RELEASE)
+                .arg(1)
+                .arg(&self.key)
+                .arg(url)
+                .arg(self.task_id)
+                .query_async(&mut conn),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(())
     }
 }

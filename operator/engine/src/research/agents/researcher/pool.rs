@@ -11,6 +11,8 @@ pub trait SharedUrls: Send + Sync {
     async fn claim(&self, url: &str) -> Result<bool, String>;
     /// Every URL claimed in the run.
     async fn taken(&self) -> Result<BTreeSet<String>, String>;
+    /// Gives back `url` when this researcher's task holds it, so another task may read it.
+    async fn release(&self, url: &str) -> Result<(), String>;
 }
 
 /// The per-run pool of URLs already read, shared by sibling researchers.
@@ -69,6 +71,19 @@ impl UrlPool {
             }
         }
         self.local().insert(url.to_string())
+    }
+    /// Gives back a URL this researcher claimed and found nothing on for its task: a sibling
+    /// whose task it bears on may read it. The 0.5B deep run on "How do Python's json.loads()
+    /// and PostgreSQL's jsonb type each handle duplicate keys?" had the jsonb researcher claim
+    /// Python's `json.html`, leave it out as off its task, and the json.loads researcher,
+    /// refused it, read release notes and answered nothing.
+    pub async fn release(&self, url: &str) {
+        self.local().remove(url);
+        if let Some(shared) = &self.shared
+            && let Err(e) = shared.release(url).await
+        {
+            tracing::warn!(error = %e, "shared URL pool unavailable; the URL stays claimed");
+        }
     }
     /// Every claimed URL.
     pub async fn taken(&self) -> BTreeSet<String> {

@@ -47,6 +47,11 @@ impl Session<'_> {
         }
     }
 
+    /// Whether this researcher read `url` already (a page it gave back stays read for it).
+    fn has_read(&self, url: &str) -> bool {
+        self.fetched.iter().any(|f| f.url == url)
+    }
+
     /// Unread search results, best score first.
     pub(super) async fn best_unread(&self, n: usize) -> Vec<String> {
         let taken = self.deps.pool.taken().await;
@@ -54,7 +59,7 @@ impl Session<'_> {
             .seen
             .iter()
             .enumerate()
-            .filter(|(_, h)| !taken.contains(&h.url))
+            .filter(|(_, h)| !taken.contains(&h.url) && !self.has_read(&h.url))
             .map(|(i, h)| (self.scores.get(&h.url).copied().unwrap_or(0.0), i, h))
             .collect();
         unread.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -391,7 +396,7 @@ impl Session<'_> {
             } else if !self.may_read(u) {
                 // Reading only what gathering found keeps invented URLs out of reports.
                 skipped.push(format!("{u} (not among your search results)"));
-            } else if !self.deps.pool.claim(u).await {
+            } else if self.has_read(u) || !self.deps.pool.claim(u).await {
                 skipped.push(format!("{u} (already read by a researcher)"));
             } else {
                 chosen.push(u.to_string());
@@ -471,6 +476,7 @@ impl Session<'_> {
                         ));
                         self.irrelevant.push(url.clone());
                         self.fetched.push(SourceRef::new(url.clone(), page.title));
+                        self.deps.pool.release(url).await;
                         continue;
                     }
                     let body = selection.text;

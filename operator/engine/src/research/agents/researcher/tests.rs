@@ -427,6 +427,55 @@ async fn research_json_task(model: Arc<Turns>, guided: bool) -> (ResearcherRepor
     (report, fetcher)
 }
 
+/// A page the researcher found nothing on for its task goes back to the run's pool for its
+/// siblings, and the researcher does not read it again.
+#[tokio::test]
+async fn an_off_task_page_is_given_back_to_the_pool_and_not_read_twice() {
+    let model = Arc::new(Turns {
+        turn: |n| {
+            Ok(match n {
+                0 => call("search", json!({"queries": ["json loads"]})),
+                1 => call("scrape", json!({"urls": [OFF_TOPIC]})),
+                2 => call("scrape", json!({"urls": [OFF_TOPIC]})),
+                _ => text(&format!(
+                    "## Summary\njson.loads deserializes a JSON document ([json]({JSON_PAGE}))."
+                )),
+            })
+        },
+        requests: Mutex::default(),
+    });
+    let fetcher = Arc::new(TwoPages(Mutex::default()));
+    let pool = Arc::new(UrlPool::default());
+    let deps = ResearcherDeps {
+        model,
+        gatherer: Arc::new(TwoResults),
+        fetcher: fetcher.clone(),
+        pool: pool.clone(),
+        settings: ResearcherSettings {
+            guided: Some(false),
+            ..ResearcherSettings::default()
+        },
+        specialised: None,
+    };
+    let task = "How do I decode a JSON document with json.loads?";
+    let input = RunInput::new(task, Mode::Quick);
+    run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
+        .await
+        .unwrap();
+    assert!(!pool.contains(OFF_TOPIC).await);
+    assert!(pool.contains(JSON_PAGE).await);
+    assert_eq!(
+        fetcher
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|u| *u == OFF_TOPIC)
+            .count(),
+        1
+    );
+}
+
 #[tokio::test]
 async fn a_batch_of_off_task_pages_is_spent_on_the_next_candidates() {
     let model = Arc::new(Turns {
