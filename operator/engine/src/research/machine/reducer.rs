@@ -545,11 +545,7 @@ fn synthesize(state: &mut RunState, cmds: &mut Vec<Command>, partial: bool) {
 /// matched nothing, or left out a subject the task names): a report made of them would answer
 /// nothing, so the run ends with the honest report instead.
 fn nothing_relevant_read(state: &RunState) -> bool {
-    !state.reports.is_empty()
-        && state
-            .reports
-            .iter()
-            .all(|r| r.fetched.iter().all(|f| r.irrelevant.contains(&f.url)))
+    !state.reports.is_empty() && state.reports.iter().all(|r| !r.found_anything())
 }
 
 fn fail(state: &mut RunState, cmds: &mut Vec<Command>, failure: Failure) {

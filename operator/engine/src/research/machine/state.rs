@@ -250,6 +250,15 @@ pub struct ResearcherReport {
     pub usage: Usage,
 }
 
+impl ResearcherReport {
+    /// Whether some page it read bears on its task (one not in `irrelevant`).
+    pub fn found_anything(&self) -> bool {
+        self.fetched
+            .iter()
+            .any(|f| !self.irrelevant.contains(&f.url))
+    }
+}
+
 /// The lead evaluator's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Decision {

@@ -21,7 +21,7 @@ pub fn merged_reports(state: &RunState) -> String {
 
 /// The researchers' grounded answers as one study: every task's summary first, under one
 /// "Summary" (so the report opens with answers, not with the first task's heading), then each
-/// task's evidence under the task, in the agenda's order. A report without a summary section is kept whole under its
+/// task's evidence under the task, in the agenda's order, tasks that found nothing last. A report without a summary section is kept whole under its
 /// task. Summaries repeated word for word by two tasks are written once.
 pub fn merged_answers(state: &RunState) -> String {
     if state.reports.len() == 1 {
@@ -29,14 +29,18 @@ pub fn merged_answers(state: &RunState) -> String {
     }
     let mut summaries: Vec<&str> = Vec::new();
     let mut sections = String::new();
-    // In the agenda's order, which follows the question's, not in the order researchers finished.
+    // In the agenda's order, which follows the question's, not in the order researchers finished;
+    // a task whose pages bore on nothing of it comes after those that found something, so the
+    // study opens with an answer: "The sources read do not answer ..." led a deep report whose
+    // next paragraph answered from another task's pages.
     let mut reports: Vec<_> = state.reports.iter().collect();
     reports.sort_by_key(|r| {
-        state
+        let position = state
             .agenda
             .iter()
             .position(|t| t.id == r.task_id)
-            .unwrap_or(usize::MAX)
+            .unwrap_or(usize::MAX);
+        (!r.found_anything(), position)
     });
     for r in reports {
         let (summary, rest) = split_summary(&r.markdown);

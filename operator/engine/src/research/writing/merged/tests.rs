@@ -102,3 +102,33 @@ fn answers_follow_the_agenda_not_the_order_researchers_finished() {
         "{md}"
     );
 }
+
+/// Tuning set, deep 0.5B (`multi-json-duplicate-keys`): the study opened with the json.loads
+/// task's "The sources read do not answer ...", and the jsonb task's answer came second.
+#[test]
+fn a_task_that_found_nothing_comes_after_those_that_answered() {
+    let mut state = state_with(&[
+        (
+            "How does json.loads handle duplicate keys?",
+            "## Summary\n\nThe sources read do not answer it.\n\n## Closest pages read\n- a — http://d/a.html",
+        ),
+        (
+            "How does jsonb handle duplicate keys?",
+            "## Summary\n\njsonb keeps the last value ([json](http://d/b.html)).\n\n## Evidence\n\n> quote",
+        ),
+    ]);
+    let read = |url: &str| crate::research::machine::state::SourceRef::new(url, "t");
+    state.reports[0].fetched = vec![read("http://d/a.html")];
+    state.reports[0].irrelevant = vec!["http://d/a.html".into()];
+    state.reports[1].fetched = vec![read("http://d/b.html")];
+    assert!(!state.reports[0].found_anything() && state.reports[1].found_anything());
+    let md = merged_answers(&state);
+    assert!(
+        md.starts_with("## Summary\n\njsonb keeps the last value"),
+        "{md}"
+    );
+    assert!(
+        md.find("## How does jsonb").unwrap() < md.find("## How does json.loads").unwrap(),
+        "{md}"
+    );
+}
