@@ -109,7 +109,7 @@ pub fn merge_claims(r: &QuestionResult, listed: Vec<ClaimVerdict>) -> Vec<ClaimV
         .collect()
 }
 
-/// Pure: the words of `text`, lower-cased, each once between single spaces: what
+/// Pure: the words of `text`, lower-cased and joined by single spaces: what
 /// [`states_verbatim`] compares, so Markdown's `*`, backticks, quotes and line breaks do not
 /// count.
 fn word_run(text: &str) -> String {
