@@ -21,8 +21,9 @@ pub fn merged_reports(state: &RunState) -> String {
 
 /// The researchers' grounded answers as one study: every task's summary first, under one
 /// "Summary" (so the report opens with answers, not with the first task's heading), then each
-/// task's evidence under the task, in the agenda's order, tasks that found nothing last. A report without a summary section is kept whole under its
-/// task. Summaries repeated word for word by two tasks are written once.
+/// task's evidence under the task, in the agenda's order, tasks that found nothing last. A
+/// report without a summary section is kept whole under its task. Summaries repeated word for
+/// word by two tasks are written once.
 pub fn merged_answers(state: &RunState) -> String {
     if state.reports.len() == 1 {
         return state.reports[0].markdown.clone();

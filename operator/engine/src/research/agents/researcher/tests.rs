@@ -407,12 +407,21 @@ impl Fetcher for TwoPages {
 
 /// Runs one researcher on the JSON task over [`TwoResults`] and [`TwoPages`], guided or not.
 async fn research_json_task(model: Arc<Turns>, guided: bool) -> (ResearcherReport, Arc<TwoPages>) {
+    research_json_task_in(model, guided, Arc::default()).await
+}
+
+/// [`research_json_task`] with the run's URL pool `pool`.
+async fn research_json_task_in(
+    model: Arc<Turns>,
+    guided: bool,
+    pool: Arc<UrlPool>,
+) -> (ResearcherReport, Arc<TwoPages>) {
     let fetcher = Arc::new(TwoPages(Mutex::default()));
     let deps = ResearcherDeps {
         model,
         gatherer: Arc::new(TwoResults),
         fetcher: fetcher.clone(),
-        pool: Arc::default(),
+        pool,
         settings: ResearcherSettings {
             guided: Some(guided),
             ..ResearcherSettings::default()
@@ -444,24 +453,8 @@ async fn an_off_task_page_is_given_back_to_the_pool_and_not_read_twice() {
         },
         requests: Mutex::default(),
     });
-    let fetcher = Arc::new(TwoPages(Mutex::default()));
     let pool = Arc::new(UrlPool::default());
-    let deps = ResearcherDeps {
-        model,
-        gatherer: Arc::new(TwoResults),
-        fetcher: fetcher.clone(),
-        pool: pool.clone(),
-        settings: ResearcherSettings {
-            guided: Some(false),
-            ..ResearcherSettings::default()
-        },
-        specialised: None,
-    };
-    let task = "How do I decode a JSON document with json.loads?";
-    let input = RunInput::new(task, Mode::Quick);
-    run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
-        .await
-        .unwrap();
+    let (_, fetcher) = research_json_task_in(model, false, pool.clone()).await;
     assert!(!pool.contains(OFF_TOPIC).await);
     assert!(pool.contains(JSON_PAGE).await);
     assert_eq!(

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::research::reading::passages::{context_terms, terms};
+use crate::research::reading::passages::{context_terms, is_stop, terms};
 
 /// A kind of value a question asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,10 +175,10 @@ const AUXILIARIES: [&str; 16] = [
 /// bytes can a PostgreSQL identifier be at most?"), less the products the question is asked in;
 /// empty for a question of another form.
 fn count_subject(asked: &str) -> std::collections::BTreeSet<String> {
-    let lower = asked.to_lowercase();
-    let Some((_, after)) = lower.split_once("how many ") else {
+    let Some(after) = after_how_many(asked) else {
         return Default::default();
     };
+    let after = after.as_str();
     let clause = after.split(['?', ',', ';']).next().unwrap_or(after);
     let words: Vec<&str> = clause.split_whitespace().collect();
     // The verb comes right after the counted noun ("connection slots are reserved").
@@ -208,11 +208,18 @@ const NUMBER_WORDS: [&str; 16] = [
     "twelve", "hundred", "thousand", "million", "billion",
 ];
 
+/// Pure: what follows "how many " in `asked`, lower-cased; `None` for any other question.
+fn after_how_many(asked: &str) -> Option<String> {
+    let lower = asked.to_lowercase();
+    lower
+        .split_once("how many ")
+        .map(|(_, after)| after.to_string())
+}
+
 /// Pure: the noun "How many" asks a count of, lower-cased and without its plural ending
 /// ("connection" of "How many connections does ...?"); `None` for any other question.
 fn counted(asked: &str) -> Option<String> {
-    let lower = asked.to_lowercase();
-    let (_, after) = lower.split_once("how many ")?;
+    let after = after_how_many(asked)?;
     let noun: String = after
         .chars()
         .take_while(|c| c.is_alphanumeric() || *c == '_')
@@ -252,9 +259,7 @@ fn counts(text: &str, noun: &str) -> bool {
             None => numeral,
             Some(next) => {
                 let unit = bare(next);
-                unit.starts_with(noun)
-                    || (numeral
-                        && (unit.is_empty() || crate::research::reading::passages::is_stop(&unit)))
+                unit.starts_with(noun) || (numeral && (unit.is_empty() || is_stop(&unit)))
             }
         }
     })
