@@ -260,16 +260,20 @@ fn recording_client(real: kube::Client, sent: Arc<Mutex<Vec<Sent>>>) -> kube::Cl
         async move {
             let (parts, body) = request.into_parts();
             let bytes = body.collect_bytes().await?;
-            sent.lock().unwrap().push(Sent {
+            let request = Sent {
                 method: parts.method.to_string(),
                 uri: parts.uri.to_string(),
                 body: String::from_utf8_lossy(&bytes).into_owned(),
-            });
-            real.send(http::Request::from_parts(
-                parts,
-                kube::client::Body::from(bytes),
-            ))
-            .await
+            };
+            let response = real
+                .send(http::Request::from_parts(
+                    parts,
+                    kube::client::Body::from(bytes),
+                ))
+                .await;
+            // Recorded once answered: a test that saw a write may then read it back.
+            sent.lock().unwrap().push(request);
+            response
         }
     });
     kube::Client::new(service, namespace)
