@@ -232,10 +232,11 @@ fn about_another_entry(text: &str, item: &Numbered, asked: &str) -> bool {
     // too, and Sphinx files a module page's closing paragraphs under its last entry
     // (`exception copy.Error`), where "The difference between shallow and deep copying is only
     // relevant for compound objects" answered "copy.copy() versus copy.deepcopy()".
+    let action = action_verb(asked);
     let words: Vec<String> = asked
         .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
         .map(|w| w.trim_matches('.').to_lowercase())
-        .filter(|w| !w.is_empty())
+        .filter(|w| !w.is_empty() && Some(w) != action.as_ref())
         .flat_map(|w| {
             let parts: Vec<String> = w.split('.').map(str::to_string).collect();
             std::iter::once(w).chain(parts)
@@ -265,6 +266,38 @@ fn about_another_entry(text: &str, item: &Numbered, asked: &str) -> bool {
     // sentences on `setlimit`, `serialize` and `getlimit` for "How long does a Python sqlite3
     // connection wait by default ...?".
     (!names(&entry) && !names(last)) || !subject::unanswered(asked, &[String::new()]).is_empty()
+}
+
+/// Pure: the verb of a "How do I ..." question, lower-cased (`enable` of "How do I enable
+/// PostgreSQL's built-in query result cache?"): what is done, not what it is done to. An entry
+/// sharing only that word is not asked about: `enable_partitionwise_aggregate`'s "This allows
+/// grouping or aggregation on partitioned tables" was kept in that question's summary.
+fn action_verb(asked: &str) -> Option<String> {
+    let words: Vec<String> = asked
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .collect();
+    words
+        .windows(4)
+        .find_map(|w| {
+            let opener = matches!(
+                (w[0].as_str(), w[1].as_str(), w[2].as_str()),
+                (
+                    "how",
+                    "do" | "can" | "should" | "would",
+                    "i" | "you" | "we" | "one"
+                )
+            );
+            opener.then(|| w[3].clone())
+        })
+        .or_else(|| {
+            words
+                .windows(3)
+                .find_map(|w| (w[0] == "how" && w[1] == "to").then(|| w[2].clone()))
+        })
 }
 
 /// Pure: the entry a passage's heading breadcrumb ends in (`@functools.cache(user_function)` of
@@ -349,6 +382,19 @@ fn report(
     for (n, statement) in part_leads(asked, &cited, &summary, items) {
         summary.push(format!("{statement}{}.", citation(n)));
         cited.push(n.number);
+    }
+    // A part no sentence answers is said to be unanswered, not left out in silence. Citations
+    // are no statements: a title's "3.11.2" is no version the summary states.
+    let said: Vec<String> = summary
+        .iter()
+        .map(|s| super::links::LINK_RE.replace_all(s, "").into_owned())
+        .collect();
+    for (part, kind) in kind::parts_without_value(asked, &said) {
+        summary.push(format!(
+            "The passages read do not answer “{}”: none states the {} asked for.",
+            part.trim(),
+            kind::kind_name(kind)
+        ));
     }
     let cited = cited.as_slice();
     let quoted: Vec<&Numbered> = cited.iter().map(|n| &items[n - 1]).collect();

@@ -9,6 +9,8 @@
 //! one grounded call in which the model writes sentences over numbered passages.
 
 use super::*;
+use crate::research::reading::agenda;
+use crate::research::reading::passages::{keyword_query, products_asked};
 use crate::research::writing::evidence::subject;
 
 /// A small model (one the profile offers tools through the prompt, `toolMode: jsonAction`) with a
@@ -139,6 +141,47 @@ pub(super) fn subject_searches(
         .collect()
 }
 
+/// Pure: a search for each product `task` asks of ([`products_asked`]) that no page of `pages`
+/// is of ([`subject::of_product`]): the keywords of the part of the task asked of it, unless a
+/// query of `already` (normalised) was that search. "What does Python's functools.partial
+/// return, and how many arguments can a PostgreSQL function take at most?" read five Python
+/// pages and its report left the PostgreSQL half out without a word: the second half names
+/// no subject of its own for [`subject_searches`] to look for.
+pub(super) fn product_searches(
+    task: &str,
+    pages: &[PageExtract],
+    already: &[String],
+) -> Vec<SubjectSearch> {
+    let products = products_asked(task);
+    let parts = queries::split_questions(task);
+    products
+        .iter()
+        .filter(|p| {
+            !pages
+                .iter()
+                .any(|page| subject::of_product(&page.url, &page.title, p))
+        })
+        .filter_map(|product| {
+            let naming: Vec<&String> = parts
+                .iter()
+                .filter(|part| queries::plain_words(part).contains(product))
+                .collect();
+            let part = match naming.as_slice() {
+                [one] => one.to_string(),
+                _ => agenda::asked_of(task, product, &products),
+            };
+            let query = keyword_query(&part);
+            (!query.is_empty()).then(|| SubjectSearch {
+                subject: part,
+                owner: Some(product.clone()),
+                query,
+            })
+        })
+        .filter(|s| !already.contains(&queries::normalise(&s.query)))
+        .take(MAX_SUBJECT_SEARCHES)
+        .collect()
+}
+
 impl Session<'_> {
     /// A second, deterministic search for each subject of the task that no page read names:
     /// its name alone, and the best of its results that names it (else its best) read. Quick
@@ -147,6 +190,7 @@ impl Session<'_> {
     /// one, so the model answered one half and the answerability gate refused the rest. Costs
     /// a search and a page per subject, no model call.
     async fn search_unnamed_subjects(&mut self) {
+        self.search_unread_products().await;
         for search in subject_searches(&self.task, &self.pages, &self.queries) {
             if !self.budget.take_gather() {
                 return;
@@ -173,6 +217,36 @@ impl Session<'_> {
                 .or(unread.first())
                 .map(|h| h.url.clone());
             let Some(url) = pick else { continue };
+            if self.deps.pool.claim(&url).await {
+                let mut out = String::new();
+                self.fetch_into(&[url], &mut out).await;
+            }
+        }
+    }
+
+    /// A search for each product the task asks of that no page read is of
+    /// ([`product_searches`]), and the best unread result of that product's docs read. Costs a
+    /// search and a page per product left out, no model call.
+    async fn search_unread_products(&mut self) {
+        for search in product_searches(&self.task, &self.pages, &self.queries) {
+            if !self.budget.take_gather() {
+                return;
+            }
+            let Ok(hits) = self.run_query(&search.query).await else {
+                continue;
+            };
+            let taken = self.deps.pool.taken().await;
+            let score_of = |h: &SearchHit| self.scores.get(&h.url).copied().unwrap_or(0.0);
+            let mut unread: Vec<&SearchHit> = hits
+                .iter()
+                .filter(|h| {
+                    !taken.contains(&h.url) && owned_by(&search, &format!("{}\n{}", h.url, h.title))
+                })
+                .collect();
+            unread.sort_by(|a, b| score_of(b).total_cmp(&score_of(a)));
+            let Some(url) = unread.first().map(|h| h.url.clone()) else {
+                continue;
+            };
             if self.deps.pool.claim(&url).await {
                 let mut out = String::new();
                 self.fetch_into(&[url], &mut out).await;

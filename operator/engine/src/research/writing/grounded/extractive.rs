@@ -1,7 +1,7 @@
 //! The extractive report: the passages read, quoted unedited, when the model's answer is
 //! unusable, led by the statements that answer.
 
-use super::kind::{AnswerKind, answer_kind, holds_for};
+use super::kind::{AnswerKind, answer_kind, holds_for, kind_name};
 use super::statements::{quoted_list, statement};
 use super::{Numbered, citation};
 use crate::research::reading::passages::products_asked;
@@ -43,16 +43,6 @@ pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
         "## Summary\n\n{lead}The model did not write a usable report, so this section quotes, unedited, the passages of the pages read that best match the task, best first.\n\n## Key findings\n{}",
         quoted_list(&items)
     )
-}
-
-/// Pure: what a value of `kind` is called in a sentence.
-fn kind_name(kind: AnswerKind) -> &'static str {
-    match kind {
-        AnswerKind::Exception => "exception",
-        AnswerKind::Number => "number",
-        AnswerKind::Version => "version or date",
-        AnswerKind::Name => "name",
-    }
 }
 
 /// Pure: the passages an extractive summary leads with: the best one, or, when `asked` asks

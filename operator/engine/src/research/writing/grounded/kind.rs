@@ -165,6 +165,31 @@ pub fn holds_for(kind: AnswerKind, text: &str, asked: &str) -> bool {
     })
 }
 
+/// Pure: what a value of `kind` is called in a sentence.
+pub fn kind_name(kind: AnswerKind) -> &'static str {
+    match kind {
+        AnswerKind::Exception => "exception",
+        AnswerKind::Number => "number",
+        AnswerKind::Version => "version or date",
+        AnswerKind::Name => "name",
+    }
+}
+
+/// Pure: the questions `asked` asks, when it asks several, that ask for an exception, a number
+/// or a version ([`answer_kind`]) no sentence of `said` holds ([`holds_for`] that question),
+/// each with its kind. "What does Python's functools.partial return, and how many arguments
+/// can a PostgreSQL function take at most?" was answered on `partial` alone, and the report
+/// never said the count was missing. A name is left out: a summary names many things.
+pub fn parts_without_value(asked: &str, said: &[String]) -> Vec<(String, AnswerKind)> {
+    crate::research::reading::queries::split_questions(asked)
+        .into_iter()
+        .filter_map(|part| {
+            let kind = answer_kind(&part).filter(|k| *k != AnswerKind::Name)?;
+            (!said.iter().any(|s| holds_for(kind, s, &part))).then_some((part, kind))
+        })
+        .collect()
+}
+
 /// Verbs that open the clause saying what a "How many X" question counts X of ("can", "does").
 const AUXILIARIES: [&str; 16] = [
     "are", "can", "could", "did", "do", "does", "has", "have", "is", "may", "might", "must",

@@ -1633,6 +1633,79 @@ fn each_part_of_a_two_part_question_is_answered_in_the_summary() {
     assert!(!summary.contains("truncated"), "{md}");
 }
 
+/// My own demo question: a part asking for a number that no sentence of the summary states is
+/// said to be unanswered; a part the summary answers, or one asking for no kind of value, is not.
+#[test]
+fn a_part_asking_for_a_number_none_states_is_said_to_be_unanswered() {
+    let items = vec![
+        titled(
+            1,
+            "http://docs/python3.11-doc/html/library/functools.html",
+            "functools — Python 3.11.2 documentation",
+            "functools.partial(func, /, *args, **keywords)",
+            "Return a new partial object which when called will behave like func.",
+        ),
+        titled(
+            2,
+            "http://docs/postgresql-doc-15/html/xfunc.html",
+            "38.3. User-Defined Functions",
+            "38.3. User-Defined Functions",
+            "Many kinds of functions can take or return certain pseudo-types.",
+        ),
+    ];
+    let asked = "What does Python's functools.partial return, and how many arguments can a PostgreSQL function take at most?";
+    let answer = "It returns a new partial object which when called will behave like func [1].";
+    let md = assemble_for(asked, answer, &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(
+        summary.contains("do not answer “how many arguments can a PostgreSQL function take at most”: none states the number asked for"),
+        "{md}"
+    );
+    // The title's "3.11.2" in a citation is no number the summary states, and the partial
+    // part asks for no kind of value.
+    assert_eq!(summary.matches("do not answer").count(), 1, "{md}");
+    // Stated: no such sentence.
+    let items = vec![
+        items[0].clone(),
+        titled(
+            2,
+            "http://docs/postgresql-doc-15/html/limits.html",
+            "Appendix K. PostgreSQL Limits",
+            "Appendix K. PostgreSQL Limits",
+            "Function arguments can number at most 100 arguments per function.",
+        ),
+    ];
+    let answer = "It returns a new partial object which when called will behave like func [1]. A PostgreSQL function can take at most 100 arguments [2].";
+    let md = assemble_for(asked, answer, &items).unwrap();
+    assert!(!md.contains("do not answer"), "{md}");
+}
+
+/// Probe set (`probe-none-pg-query-cache`): "How do I enable ...?" does not ask about every
+/// `enable_*` setting; a sentence under another one's entry is no answer.
+#[test]
+fn the_verb_of_a_how_do_i_question_does_not_make_an_entry_asked_about() {
+    assert_eq!(
+        action_verb("How do I enable PostgreSQL's built-in query result cache?").as_deref(),
+        Some("enable")
+    );
+    assert_eq!(
+        action_verb("How to disable autocommit?").as_deref(),
+        Some("disable")
+    );
+    assert_eq!(action_verb("What is the default of enable_seqscan?"), None);
+    let item = item(
+        1,
+        "20.7. Query Planning › 20.7.1. Planner Method Configuration › enable_partitionwise_aggregate (boolean)",
+        "Enables or disables the query planner's use of partitionwise grouping or aggregation, which allows grouping or aggregation on partitioned tables to be performed separately for each partition.",
+    );
+    let sentence = "This allows grouping or aggregation on partitioned tables to be performed.";
+    let asked = "How do I enable PostgreSQL's built-in query result cache?";
+    assert!(about_another_entry(sentence, &item, asked));
+    // A question naming the entry's own words still asks about it.
+    let asked = "How do I enable partitionwise aggregation in PostgreSQL?";
+    assert!(!about_another_entry(sentence, &item, asked));
+}
+
 /// Probe set (`random_page_cost`): a summary citing the entry for its default, and saying
 /// nothing of what the entry is, leads with the entry's statement for that part.
 #[test]

@@ -68,3 +68,46 @@ fn a_single_subject_task_gets_no_second_search() {
     let task = "What is the default maxsize of functools.lru_cache?";
     assert!(subject_searches(task, &[], &[]).is_empty());
 }
+
+/// My own demo question: five Python pages were read for a question whose second half asks of
+/// PostgreSQL, and that half names no subject of its own to search for.
+#[test]
+fn a_product_no_page_read_is_of_is_searched_with_its_part() {
+    let task = "What does Python's functools.partial return, and how many arguments can a PostgreSQL function take at most?";
+    let python = page(
+        "http://docs/python3.11-doc/html/library/functools.html",
+        "functools — Higher-order functions — Python 3.11.2 documentation",
+        "functools.partial(func, /, *args, **keywords)\nReturn a new partial object.",
+    );
+    let searches = product_searches(task, std::slice::from_ref(&python), &[]);
+    assert_eq!(searches.len(), 1, "{searches:?}");
+    assert_eq!(searches[0].owner.as_deref(), Some("postgresql"));
+    assert!(
+        searches[0].subject.starts_with("how many arguments"),
+        "{searches:?}"
+    );
+    let words = queries::plain_words(&searches[0].query);
+    for w in ["arguments", "postgresql", "function"] {
+        assert!(words.contains(&w.to_string()), "{searches:?}");
+    }
+    assert!(!words.contains(&"partial".to_string()), "{searches:?}");
+    // Searched already: not again.
+    let again = queries::normalise(&searches[0].query);
+    assert!(product_searches(task, std::slice::from_ref(&python), &[again]).is_empty());
+    // A PostgreSQL page read (its address names the product): nothing to search.
+    let pg = page(
+        "http://docs/postgresql-doc-15/html/xfunc.html",
+        "38.3. User-Defined Functions",
+        "Functions can take base types as arguments.",
+    );
+    assert!(product_searches(task, &[python, pg], &[]).is_empty());
+    // One product asked: its pages were the first pass's to find.
+    assert!(
+        product_searches(
+            "How many arguments can a PostgreSQL function take?",
+            &[],
+            &[]
+        )
+        .is_empty()
+    );
+}
