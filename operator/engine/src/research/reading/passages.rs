@@ -773,7 +773,7 @@ mod selection;
 pub use question::{
     is_context, key_terms, keyword_query, mentions_key_terms, products_asked, subject_terms,
 };
-pub use selection::{Selection, asked_definitions, page_lead, select};
+pub use selection::{Selection, asked_definitions, bears_on, page_lead, select};
 
 #[cfg(test)]
 mod tests;

@@ -211,8 +211,9 @@ const PART_OPENERS: &[&str] = &[
 
 /// Pure: the questions a task asks, when it asks more than one: "What does MERGE do, and when
 /// was PostgreSQL 15 released?" → `["What does MERGE do", "when was PostgreSQL 15 released"]`.
-/// A part that names none of the task's identifiers gets them appended ("in which Python
-/// version was it added typing.self"), so it can be ranked on its own. Empty for a task
+/// A part that refers back ("in which Python version was it added") gets the task's names it
+/// lacks appended ("... typing.self"), so it can be ranked on its own; one naming none of them
+/// gets the identifiers among them. Empty for a task
 /// asking one thing. A passage answering the second part of a two-part question matches half
 /// the task's words at most: the report quotes the best passage for each part (searching and
 /// ranking part by part was measured and reverted: a part referring back, "what kind of file
@@ -228,9 +229,21 @@ pub fn question_parts(task: &str) -> Vec<String> {
         .into_iter()
         .map(|p| {
             let lower = p.to_lowercase();
+            // A part naming a subject of its own stands alone, unless it refers back ("what
+            // kind of file object does its load() need" is tomllib's). A plain word (a product:
+            // "PostgreSQL") of another part is no name of one that does not refer back: "What
+            // happens when git stash pop hits a conflict, and how long does PostgreSQL wait on
+            // a lock ...?" ranked PostgreSQL's lock passages best for the Git part.
+            let refers_back = plain_words(&p)
+                .iter()
+                .any(|w| REFERRING.contains(&w.as_str()));
+            if !refers_back && names.iter().any(|n| lower.contains(n.as_str())) {
+                return p;
+            }
+            let code = |n: &str| n.contains(|c: char| !c.is_alphanumeric());
             let missing: Vec<&str> = names
                 .iter()
-                .filter(|n| !lower.contains(n.as_str()))
+                .filter(|n| !lower.contains(n.as_str()) && (refers_back || code(n)))
                 .map(String::as_str)
                 .collect();
             if missing.is_empty() {

@@ -170,6 +170,29 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
     Some(report(asked, &sentences, &plain, cited, items))
 }
 
+/// Pure: whether a sentence of a JSON point is a piece of one: it opens with a lower-case
+/// function word ("for long periods of time ...", "is blocked on transaction one: a deadlock
+/// condition") or ends in one with no stop ("... to hold transactions open for"). The 0.5B
+/// model filled its per-passage strings with windows of the passage cut at both ends, and the
+/// summary read as torn text. (In the `[n]` form a piece after a citation may go on a sentence,
+/// so only points are judged so.)
+fn is_fragment(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let stop_word = |w: &str| {
+        let bare = w.trim_matches(|c: char| !c.is_alphanumeric());
+        !bare.is_empty()
+            && bare.chars().all(|c| c.is_ascii_lowercase())
+            && crate::research::reading::passages::is_stop(bare)
+    };
+    let opens = words
+        .first()
+        .is_some_and(|w| w.starts_with(|c: char| c.is_ascii_lowercase()) && stop_word(w));
+    let ends = words.last().is_some_and(|w| {
+        !w.ends_with(['.', '!', '?', ')', '`', '"', '”', '…', ':']) && stop_word(w)
+    });
+    opens || ends
+}
+
 /// Pure: whether `text` is a question, no statement: a FAQ's heading the model copied ("How
 /// does the `OrderedDict` work?") answers nothing in a summary.
 fn is_question(text: &str) -> bool {
@@ -529,12 +552,17 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
             let text = strip_signature(&text);
             let text = statement_before_colon(&text).unwrap_or(text);
             // A small model repeats its point to fill the number the schema asks for: once is
-            // enough.
-            let key = text.to_lowercase();
+            // enough. A repeat may be cut short or spelled apart ("git-log" / "git log"): a
+            // sentence whose words run inside one said already is that one again.
+            let key = format!(
+                " {} ",
+                crate::research::reading::queries::plain_words(&text).join(" ")
+            );
             if text.is_empty()
-                || said.contains(&key)
+                || said.iter().any(|s| s.contains(&key))
                 || is_heading_copy(&text, items)
                 || is_question(&text)
+                || is_fragment(&text)
             {
                 continue;
             }

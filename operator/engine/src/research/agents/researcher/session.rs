@@ -464,10 +464,12 @@ impl Session<'_> {
                         crate::research::writing::evidence::subject::address_words(url),
                         page.markdown
                     );
-                    let off_task = selection.best_score == 0.0
-                        || !crate::research::reading::passages::mentions_key_terms(
-                            &named, &self.task,
-                        );
+                    let off_task = !crate::research::reading::passages::bears_on(
+                        selection.best_score > 0.0,
+                        &page.markdown,
+                        &named,
+                        &self.task,
+                    );
                     if off_task && !self.task.trim().is_empty() {
                         // Read, and on the record as read, but nothing on it bears on the task:
                         // it is not put before the model and cannot stand in a fallback report.

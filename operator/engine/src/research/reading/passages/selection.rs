@@ -2,7 +2,9 @@
 //! order under their breadcrumbs, with the page's lead and the asked-for definitions kept
 //! whatever they score.
 
-use super::{Passage, PassageKind, asked_entry_leads, entry, rank_focused, split};
+use super::{
+    Passage, PassageKind, asked_entry_leads, entry, mentions_key_terms, rank_focused, split,
+};
 
 /// What the model reads of one page.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,6 +15,27 @@ pub struct Selection {
     pub kept: Vec<usize>,
     /// The best passage score on the page (0 when nothing on it matches the query).
     pub best_score: f64,
+}
+
+/// Pure: whether a page bears on `task`: a passage of it matches the task (`matched`: its
+/// [`Selection::best_score`] is above zero) and it names the task's key terms
+/// ([`mentions_key_terms`]; `named` is its text with its address's words), or, for a task
+/// asking several things, a passage of it (`markdown`) matches one part that it names the
+/// key terms of. `git-stash(1)` was left out as off the task for "What happens when git stash
+/// pop hits a conflict, and how long does PostgreSQL wait on a lock ...?": it never names
+/// PostgreSQL, the one key term of the whole.
+pub fn bears_on(matched: bool, markdown: &str, named: &str, task: &str) -> bool {
+    if matched && mentions_key_terms(named, task) {
+        return true;
+    }
+    let parts = crate::research::reading::queries::split_questions(task);
+    if parts.len() < 2 {
+        return false;
+    }
+    let passages = split(markdown);
+    parts.iter().any(|part| {
+        mentions_key_terms(named, part) && rank_focused(&passages, part).iter().any(|s| *s > 0.0)
+    })
 }
 
 /// The breadcrumb line of a passage.

@@ -556,3 +556,20 @@ fn a_short_code_block_completes_the_sentence_introducing_it() {
     );
     assert_eq!(split(&long).len(), 2);
 }
+
+/// My own demo question: a page answering one part of a two-part question bears on it,
+/// though it never names the other part's product; a page matching no part does not.
+#[test]
+fn a_page_bears_on_a_task_of_several_parts_through_any_part() {
+    let task = "What happens when git stash pop hits a conflict, and how long does PostgreSQL wait on a lock before checking for deadlock?";
+    let stash = "# git-stash(1)\n\npop [--index] [<stash>]\n\nRemove a single stashed state from the stash list and apply it on top of the current working tree state. Applying the state can fail with conflicts; in this case, it is not removed from the stash list.";
+    let named = format!("127.0.0.1 git doc git stash html\n{stash}");
+    assert!(!mentions_key_terms(&named, task));
+    assert!(bears_on(true, stash, &named, task));
+    let unrelated =
+        "# zipfile\n\nThe ZIP file format is a common archive and compression standard.";
+    assert!(!bears_on(false, unrelated, unrelated, task));
+    // One question: the whole task's test alone.
+    let one = "How long does PostgreSQL wait on a lock before checking for deadlock?";
+    assert!(!bears_on(true, stash, &named, one));
+}

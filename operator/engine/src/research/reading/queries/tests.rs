@@ -231,3 +231,30 @@ fn subjects_of_two_products_are_each_searched_with_their_product() {
     assert!(one.iter().any(|x| x == "varchar"), "{one:?}");
     assert!(one.iter().any(|x| x == "PostgreSQL varchar"), "{one:?}");
 }
+
+/// My own demo questions: a part with a subject of its own gets no name of another part, and
+/// the product another part asks of is appended only to a part that refers back.
+#[test]
+fn a_part_gets_the_tasks_names_only_when_it_names_none_and_products_only_when_it_refers_back() {
+    let t = "What happens when git stash pop hits a conflict, and how long does PostgreSQL wait on a lock before checking for deadlock?";
+    assert_eq!(
+        question_parts(t),
+        [
+            "What happens when git stash pop hits a conflict",
+            "how long does PostgreSQL wait on a lock before checking for deadlock"
+        ]
+    );
+    let t = "What does Python's functools.partial return, and how many arguments can a PostgreSQL function take at most?";
+    assert_eq!(
+        question_parts(t),
+        [
+            "What does Python's functools.partial return",
+            "how many arguments can a PostgreSQL function take at most"
+        ]
+    );
+    let t = "What is the default port of PostgreSQL, and which environment variable sets it?";
+    assert_eq!(
+        question_parts(t)[1],
+        "which environment variable sets it postgresql"
+    );
+}

@@ -2,7 +2,7 @@
 //! unusable, led by the statements that answer.
 
 use super::kind::{AnswerKind, answer_kind, holds_for, kind_name};
-use super::statements::{quoted_list, statement};
+use super::statements::{labelled, quoted_list, statement};
 use super::{Numbered, citation};
 use crate::research::reading::passages::products_asked;
 use crate::research::writing::evidence::subject::of_product;
@@ -18,7 +18,9 @@ pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
     // A lead holds a value of the kind asked for (a name to use is the passage's entry itself).
     let kind = answer_kind(asked).filter(|k| *k != AnswerKind::Name);
     let holds = |s: &String| kind.is_none_or(|k| holds_for(k, s, asked));
-    let quote = |n: &Numbered, s: String| format!("“{s}”{}. ", citation(n));
+    // Labelled with what it is said of when it names none of it: "The default is `on`" led
+    // the report on a query result cache, under `enable_memoize`'s entry.
+    let quote = |n: &Numbered, s: String| format!("{}{}. ", labelled(asked, n, s), citation(n));
     let mut lead: String = lead_items(asked, items)
         .into_iter()
         .filter_map(|n| statement(asked, n).filter(holds).map(|s| quote(n, s)))

@@ -503,6 +503,15 @@ fn a_repeated_point_is_said_once() {
     ]}"#;
     let md = assemble_json(answer, &items).unwrap();
     assert_eq!(md.matches("json.loads deserializes").count(), 1, "{md}");
+    // Cut short, or spelled apart: the same point (my own demo question's `git stash pop`
+    // sentence came twice, the second cut at "i.e").
+    let answer = r#"{"points": [
+        {"passages": [1], "sentence": "json.loads deserializes a str containing a JSON document to a Python object."},
+        {"passages": [1], "sentence": "Json-loads deserializes a str containing a JSON document."}
+    ]}"#;
+    let md = assemble_json(answer, &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert_eq!(summary.matches("deserializes").count(), 1, "{md}");
 }
 
 #[test]
@@ -1704,6 +1713,53 @@ fn the_verb_of_a_how_do_i_question_does_not_make_an_entry_asked_about() {
     // A question naming the entry's own words still asks about it.
     let asked = "How do I enable partitionwise aggregation in PostgreSQL?";
     assert!(!about_another_entry(sentence, &item, asked));
+}
+
+/// My own demo question (a `git stash` and a PostgreSQL lock question): the 0.5B model's
+/// per-passage strings were windows of the passage cut mid-sentence at both ends.
+#[test]
+fn a_point_cut_from_the_middle_of_its_passage_is_no_sentence() {
+    assert!(is_fragment(
+        "for long periods of time (e.g., while waiting for user input)."
+    ));
+    assert!(is_fragment(
+        "This means it is a bad idea for applications to hold transactions open for"
+    ));
+    assert!(is_fragment(
+        "is blocked on transaction one: a deadlock condition."
+    ));
+    assert!(!is_fragment("The default is one second (`1s`)."));
+    assert!(!is_fragment(
+        "sys.maxsize is the largest value a Py_ssize_t can take."
+    ));
+    assert!(!is_fragment("git stash pop may fail with conflicts."));
+    let items = vec![item(
+        1,
+        "13.3. Explicit Locking › 13.3.4. Deadlocks",
+        "So long as no deadlock situation is detected, a transaction seeking either a table-level or row-level lock will wait indefinitely for conflicting locks to be released. This means it is a bad idea for applications to hold transactions open for long periods of time (e.g., while waiting for user input).",
+    )];
+    let asked = "How long does PostgreSQL wait on a lock?";
+    let answer = r#"{"1": "for long periods of time (e.g., while waiting for user input). A transaction seeking a row-level lock will wait indefinitely for conflicting locks to be released."}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(!summary.contains("for long periods"), "{md}");
+    assert!(summary.contains("will wait indefinitely"), "{md}");
+}
+
+/// Probe set (`probe-none-pg-query-cache`): the quoted fallback's lead says what it is said of.
+#[test]
+fn the_quoted_fallback_labels_its_lead_with_its_entry() {
+    let items = vec![item(
+        1,
+        "20.7. Query Planning › 20.7.1. Planner Method Configuration › enable_memoize (boolean)",
+        "Enables or disables the query planner's use of memoize plans for caching results from parameterized scans inside nested-loop joins. The default is `on`.",
+    )];
+    let md = quoted_report(
+        "How do I enable PostgreSQL's built-in query result cache?",
+        &items,
+    );
+    let summary = md.split("## Key findings").next().unwrap();
+    assert!(summary.contains("enable_memoize: “"), "{md}");
 }
 
 /// Probe set (`random_page_cost`): a summary citing the entry for its default, and saying
