@@ -188,70 +188,65 @@ impl Session<'_> {
     /// mode reads the area the task's whole wording leads to, and a question joining two
     /// areas ("`json.loads()` and `jsonb`", a Git command and a Python module) got pages of
     /// one, so the model answered one half and the answerability gate refused the rest. Costs
-    /// a search and a page per subject, no model call.
+    /// a search and a page per subject, no model call. Before them, the same for each product
+    /// the task asks of that no page read is of ([`product_searches`]).
     async fn search_unnamed_subjects(&mut self) {
-        self.search_unread_products().await;
-        for search in subject_searches(&self.task, &self.pages, &self.queries) {
-            if !self.budget.take_gather() {
+        for search in product_searches(&self.task, &self.pages, &self.queries) {
+            if !self.search_and_read(&search, true).await {
                 return;
             }
-            let Ok(hits) = self.run_query(&search.query).await else {
-                continue;
-            };
-            let taken = self.deps.pool.taken().await;
-            let score_of = |h: &SearchHit| self.scores.get(&h.url).copied().unwrap_or(0.0);
-            let mut unread: Vec<&SearchHit> =
-                hits.iter().filter(|h| !taken.contains(&h.url)).collect();
-            unread.sort_by(|a, b| score_of(b).total_cmp(&score_of(a)));
-            let hit_names = |h: &SearchHit| {
-                let text = format!("{}\n{}\n{}", h.url, h.title, h.snippet);
-                names(
-                    &self.task,
-                    &search.subject,
-                    &format!("{}\n{}", h.title, h.snippet),
-                ) && owned_by(&search, &text)
-            };
-            let pick = unread
-                .iter()
-                .find(|h| hit_names(h))
-                .or(unread.first())
-                .map(|h| h.url.clone());
-            let Some(url) = pick else { continue };
-            if self.deps.pool.claim(&url).await {
-                let mut out = String::new();
-                self.fetch_into(&[url], &mut out).await;
+        }
+        for search in subject_searches(&self.task, &self.pages, &self.queries) {
+            if !self.search_and_read(&search, false).await {
+                return;
             }
         }
     }
 
-    /// A search for each product the task asks of that no page read is of
-    /// ([`product_searches`]), and the best unread result of that product's docs read. Costs a
-    /// search and a page per product left out, no model call.
-    async fn search_unread_products(&mut self) {
-        for search in product_searches(&self.task, &self.pages, &self.queries) {
-            if !self.budget.take_gather() {
-                return;
-            }
-            let Ok(hits) = self.run_query(&search.query).await else {
-                continue;
-            };
-            let taken = self.deps.pool.taken().await;
-            let score_of = |h: &SearchHit| self.scores.get(&h.url).copied().unwrap_or(0.0);
-            let mut unread: Vec<&SearchHit> = hits
-                .iter()
-                .filter(|h| {
-                    !taken.contains(&h.url) && owned_by(&search, &format!("{}\n{}", h.url, h.title))
-                })
-                .collect();
-            unread.sort_by(|a, b| score_of(b).total_cmp(&score_of(a)));
-            let Some(url) = unread.first().map(|h| h.url.clone()) else {
-                continue;
-            };
-            if self.deps.pool.claim(&url).await {
-                let mut out = String::new();
-                self.fetch_into(&[url], &mut out).await;
-            }
+    /// Runs `search` and reads the best unread result that names its subject in its product's
+    /// docs: for a product's search ([`product_searches`], `of_product_only`) one of that
+    /// product's pages or none, else that or the best result. `false` when the gathering budget
+    /// is spent.
+    async fn search_and_read(&mut self, search: &SubjectSearch, of_product_only: bool) -> bool {
+        if !self.budget.take_gather() {
+            return false;
         }
+        let Ok(hits) = self.run_query(&search.query).await else {
+            return true;
+        };
+        let taken = self.deps.pool.taken().await;
+        let score_of = |h: &SearchHit| self.scores.get(&h.url).copied().unwrap_or(0.0);
+        let mut unread: Vec<&SearchHit> = hits.iter().filter(|h| !taken.contains(&h.url)).collect();
+        unread.sort_by(|a, b| score_of(b).total_cmp(&score_of(a)));
+        let fits = |h: &SearchHit| {
+            if of_product_only {
+                // A page is of a product's docs by its address and title, not a snippet naming it.
+                return owned_by(search, &format!("{}\n{}", h.url, h.title));
+            }
+            let text = format!("{}\n{}\n{}", h.url, h.title, h.snippet);
+            names(
+                &self.task,
+                &search.subject,
+                &format!("{}\n{}", h.title, h.snippet),
+            ) && owned_by(search, &text)
+        };
+        let fallback = if of_product_only {
+            None
+        } else {
+            unread.first()
+        };
+        let pick = unread
+            .iter()
+            .find(|h| fits(h))
+            .or(fallback)
+            .map(|h| h.url.clone());
+        if let Some(url) = pick
+            && self.deps.pool.claim(&url).await
+        {
+            let mut out = String::new();
+            self.fetch_into(&[url], &mut out).await;
+        }
+        true
     }
 
     /// Runs the guided path to its report: search, read the best results batch by batch, answer.
