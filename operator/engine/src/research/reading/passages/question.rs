@@ -180,10 +180,34 @@ fn owned_words(question: &str, names_no_other: bool) -> Vec<String> {
             && word.len() > 1
             && !is_stop(&word)
         {
+            // An adjective owned ("PostgreSQL's automatic sharding") modifies the noun after
+            // it, and that noun is what is asked about: "automatic" alone let the autovacuum
+            // settings' "Automatic Vacuuming" answer a question on sharding, which the docs
+            // never name.
+            let noun = raw
+                .get(i + 2)
+                .filter(|n| n.chars().next().is_some_and(char::is_lowercase));
+            if let Some(noun) = noun.map(|n| clean(n))
+                && is_adjective(&word)
+                && noun.len() > 2
+                && !is_stop(&noun)
+            {
+                out.push(noun);
+            }
             out.push(word);
         }
     }
     out
+}
+
+/// Pure: whether a plain word reads as an adjective by its ending ("automatic", "logical",
+/// "recursive", "continuous", "readable"); code names and short words do not.
+fn is_adjective(word: &str) -> bool {
+    word.len() > 4
+        && word.chars().all(|c| c.is_ascii_lowercase())
+        && ["ic", "al", "ive", "ous", "ful", "able", "ible", "ary"]
+            .iter()
+            .any(|end| word.ends_with(end))
 }
 
 /// True when `text` names at least one of the question's key terms (see [`subject_terms`]); a

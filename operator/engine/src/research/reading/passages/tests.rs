@@ -573,3 +573,19 @@ fn a_page_bears_on_a_task_of_several_parts_through_any_part() {
     let one = "How long does PostgreSQL wait on a lock before checking for deadlock?";
     assert!(!bears_on(true, stash, &named, one));
 }
+
+/// My own hostile question: an adjective a product owns modifies the noun after it, and that
+/// noun is asked about too.
+#[test]
+fn the_noun_an_owned_adjective_modifies_is_a_subject() {
+    let keys =
+        subject_terms("How many replicas does PostgreSQL's automatic sharding create by default?");
+    assert!(keys.contains(&"sharding".to_string()), "{keys:?}");
+    assert!(keys.contains(&"automatic".to_string()), "{keys:?}");
+    let keys = subject_terms("How does PostgreSQL's logical replication handle DDL?");
+    assert!(keys.contains(&"replication".to_string()), "{keys:?}");
+    // A name owned is no adjective: nothing after it is added.
+    let keys = subject_terms("What does Python's secrets module offer?");
+    assert!(!keys.contains(&"module".to_string()), "{keys:?}");
+    assert!(!keys.contains(&"offer".to_string()), "{keys:?}");
+}
