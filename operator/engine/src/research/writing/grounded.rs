@@ -745,7 +745,7 @@ mod each;
 mod extractive;
 pub mod kind;
 mod statements;
-pub use extractive::quoted_report;
+pub use extractive::{QUOTED_NOTE, quoted_report};
 pub use statements::{is_heading_copy, statement_before_colon, strip_signature};
 use statements::{leads, part_leads, quoted_list, uncited_best};
 mod json_points;

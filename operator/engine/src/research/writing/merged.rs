@@ -2,6 +2,7 @@
 //! its model is too small to write a synthesis of its own.
 
 use crate::research::machine::state::RunState;
+use crate::research::writing::grounded::QUOTED_NOTE;
 
 /// The researchers' reports under their task headings: the body of quick and partial reports.
 pub fn merged_reports(state: &RunState) -> String {
@@ -28,7 +29,7 @@ pub fn merged_answers(state: &RunState) -> String {
     if state.reports.len() == 1 {
         return state.reports[0].markdown.clone();
     }
-    let mut summaries: Vec<&str> = Vec::new();
+    let mut summaries: Vec<String> = Vec::new();
     let mut sections = String::new();
     // In the agenda's order, which follows the question's, not in the order researchers finished;
     // a task whose pages bore on nothing of it comes after those that found something, so the
@@ -43,9 +44,18 @@ pub fn merged_answers(state: &RunState) -> String {
             .unwrap_or(usize::MAX);
         (!r.found_anything(), position)
     });
+    // A task's extractive summary says of itself that it quotes passages unedited; inside one
+    // study that sentence reads as said of the whole, so it is said once, at the end, of those
+    // tasks.
+    let mut quoted = false;
     for r in reports {
         let (summary, rest) = split_summary(&r.markdown);
-        if let Some(summary) = summary.filter(|s| !summaries.contains(s)) {
+        let summary = summary.map(|s| {
+            let without = s.replace(QUOTED_NOTE, "");
+            quoted |= without.len() != s.len();
+            without.trim().to_string()
+        });
+        if let Some(summary) = summary.filter(|s| !s.is_empty() && !summaries.contains(s)) {
             summaries.push(summary);
         }
         if !rest.trim().is_empty() {
@@ -58,6 +68,12 @@ pub fn merged_answers(state: &RunState) -> String {
     }
     if summaries.is_empty() {
         return merged_reports(state);
+    }
+    if quoted {
+        summaries.push(
+            "Where the model wrote no usable answer for a task, its section below quotes the passages read for it, unedited."
+                .to_string(),
+        );
     }
     format!("## Summary\n\n{}\n\n{sections}", summaries.join("\n\n"))
 }

@@ -7,6 +7,9 @@ use super::{Numbered, citation};
 use crate::research::reading::passages::products_asked;
 use crate::research::writing::evidence::subject::of_product;
 
+/// What an extractive summary says of itself after its lead.
+pub const QUOTED_NOTE: &str = "The model did not write a usable report, so this section quotes, unedited, the passages of the pages read that best match the task, best first.";
+
 /// The extractive report made of the numbered passages when the model's answer is unusable:
 /// the best passages for the task across every page read, best first, quoted unedited (the answer a
 /// page-by-page excerpt left out, `max_workers`' default, was passage 2 here).
@@ -42,7 +45,7 @@ pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
     }
     let items: Vec<&Numbered> = items.iter().collect();
     format!(
-        "## Summary\n\n{lead}The model did not write a usable report, so this section quotes, unedited, the passages of the pages read that best match the task, best first.\n\n## Key findings\n{}",
+        "## Summary\n\n{lead}{QUOTED_NOTE}\n\n## Key findings\n{}",
         quoted_list(&items)
     )
 }

@@ -132,3 +132,29 @@ fn a_task_that_found_nothing_comes_after_those_that_answered() {
         "{md}"
     );
 }
+
+/// Deep 0.5B json report: a task's extractive note sat in the middle of the study's summary,
+/// as if said of the whole; it is said once, at the end, of the tasks it concerns.
+#[test]
+fn a_tasks_quoted_note_is_said_once_at_the_end_of_the_summary() {
+    let quoted = format!(
+        "## Summary\n\njson.loads: “Deserialize s” ([json](http://d/json.html)). {QUOTED_NOTE}\n\n## Key findings\n\n> quote"
+    );
+    let state = state_with(&[
+        ("What does json.loads do?", quoted.as_str()),
+        (
+            "What does jsonb keep?",
+            "## Summary\n\nOnly the last value is kept ([jsonb](http://d/datatype-json.html)).\n\n## Evidence\n\n> quote two",
+        ),
+    ]);
+    let md = merged_answers(&state);
+    let summary = md.split("\n## ").next().unwrap();
+    assert!(!summary.contains(QUOTED_NOTE), "{md}");
+    assert!(
+        summary
+            .trim_end()
+            .ends_with("its section below quotes the passages read for it, unedited."),
+        "{md}"
+    );
+    assert!(summary.contains("Only the last value is kept"), "{md}");
+}
