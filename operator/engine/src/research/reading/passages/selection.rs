@@ -28,7 +28,9 @@ pub fn bears_on(matched: bool, markdown: &str, named: &str, task: &str) -> bool 
     if matched && mentions_key_terms(named, task) {
         return true;
     }
-    let parts = crate::research::reading::queries::split_questions(task);
+    // Each part with the names it refers back to: "what is its limitation" alone matched
+    // gitk(1)'s "due to limitations in the command-line parser" for a `git log --follow` task.
+    let parts = crate::research::reading::queries::question_parts(task);
     if parts.len() < 2 {
         return false;
     }

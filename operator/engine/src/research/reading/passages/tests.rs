@@ -569,6 +569,11 @@ fn a_page_bears_on_a_task_of_several_parts_through_any_part() {
     let unrelated =
         "# zipfile\n\nThe ZIP file format is a common archive and compression standard.";
     assert!(!bears_on(false, unrelated, unrelated, task));
+    // A part that refers back is judged with what it refers to (probe set,
+    // `probe-git-log-follow`: gitk(1) was shown for "what is its limitation").
+    let task = "What does git log --follow do, and what is its limitation?";
+    let gitk = "# gitk(1)\n\ngitk understands options with arguments in the sticked form due to limitations in the command-line parser.";
+    assert!(!bears_on(false, gitk, gitk, task));
     // One question: the whole task's test alone.
     let one = "How long does PostgreSQL wait on a lock before checking for deadlock?";
     assert!(!bears_on(true, stash, &named, one));
