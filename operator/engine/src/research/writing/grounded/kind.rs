@@ -135,10 +135,25 @@ static NAME_RE: LazyLock<Regex> = LazyLock::new(|| {
 pub fn holds(kind: AnswerKind, text: &str) -> bool {
     match kind {
         AnswerKind::Exception => EXCEPTION_RE.is_match(text),
-        AnswerKind::Number => NUMBER_RE.is_match(text),
+        AnswerKind::Number => NUMBER_RE.find_iter(text).any(|m| is_amount(text, m)),
         AnswerKind::Version => VERSION_RE.is_match(text),
         AnswerKind::Name => NAME_RE.is_match(text),
     }
+}
+
+/// Pure: whether the number `m` found in `text` states an amount: a digit does; a number word
+/// followed by "of" picks out a thing ("aborting one of the transactions"), and was taken for
+/// the answer to how long PostgreSQL waits on a lock, so the passage stating "one second" was
+/// never led with.
+fn is_amount(text: &str, m: regex::Match<'_>) -> bool {
+    if m.as_str().starts_with(|c: char| c.is_ascii_digit()) {
+        return true;
+    }
+    let next = text[m.end()..].split_whitespace().next().map(|w| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    });
+    next.as_deref() != Some("of")
 }
 
 /// Pure: [`holds`] for the question `asked`: a number counts for "How many X" only as a count

@@ -164,3 +164,19 @@ fn a_count_of_the_asked_unit_must_be_about_the_asked_thing() {
     // A question without the verb right after its noun is left to the count alone.
     assert!(count_subject("How many loose objects trigger git gc --auto by default?").is_empty());
 }
+
+/// My own demo question, deep mode: "aborting one of the transactions" is no amount for "how
+/// long does PostgreSQL wait on a lock ...?"; "one second" is.
+#[test]
+fn a_number_word_picking_out_a_thing_is_no_amount() {
+    assert!(!holds(
+        AnswerKind::Number,
+        "PostgreSQL resolves them by aborting one of the transactions involved."
+    ));
+    assert!(holds(
+        AnswerKind::Number,
+        "The default is one second (`1s`)."
+    ));
+    assert!(holds(AnswerKind::Number, "One of 3 slots is reserved."));
+    assert!(holds(AnswerKind::Number, "It waits five seconds."));
+}
