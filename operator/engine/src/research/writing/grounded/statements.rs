@@ -6,7 +6,7 @@ use super::entry_of;
 use super::kind::{AnswerKind, answer_kind, holds_for};
 use super::{Numbered, link_text};
 use crate::research::reading::passages::{
-    Passage, PassageKind, focus, products_asked, rank, subject_terms,
+    Passage, PassageKind, context_terms, focus, is_context, products_asked, rank, subject_terms,
 };
 use crate::research::reading::queries;
 use crate::research::writing::evidence::subject::of_product;
@@ -163,8 +163,12 @@ pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> St
     {
         return format!("“{statement}”");
     }
+    // The product asked in is no label: "python: “Read the pickled representation ...”" led
+    // a report on Python 3.11's tomllib.
+    let context = context_terms(asked);
     let all: Vec<&str> = headed_keys(&keys, passage)
         .into_iter()
+        .filter(|k| !is_context(k, &context))
         .map(String::as_str)
         .collect();
     // "logging.info", not "logging.info, logging": a module is named by its function's name.

@@ -1762,6 +1762,23 @@ fn the_quoted_fallback_labels_its_lead_with_its_entry() {
     assert!(summary.contains("enable_memoize: “"), "{md}");
 }
 
+/// Tuning set (`multi-py311-tomllib`): the product a question is asked in is no label.
+#[test]
+fn the_product_asked_in_is_no_label() {
+    let items = vec![titled(
+        1,
+        "http://docs/python3.11-doc/html/library/pickle.html",
+        "pickle — Python object serialization",
+        "pickle — Python object serialization › pickle.Unpickler.load()",
+        "Read the pickled representation of an object from the open file object given in the constructor.",
+    )];
+    let md = quoted_report(
+        "Which standard library module for TOML was added in Python 3.11, and what kind of file object does its load() function need?",
+        &items,
+    );
+    assert!(!md.contains("python: “"), "{md}");
+}
+
 /// Probe set (`random_page_cost`): a summary citing the entry for its default, and saying
 /// nothing of what the entry is, leads with the entry's statement for that part.
 #[test]
