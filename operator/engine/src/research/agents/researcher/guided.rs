@@ -50,10 +50,12 @@ pub fn guided_page_chars(page_chars: usize) -> usize {
 /// Most subjects searched for on their own after the first pass.
 const MAX_SUBJECT_SEARCHES: usize = 2;
 
-/// One search for a subject of the task no page read covers.
+/// One search for a subject of the task no page read covers, or for a product no page read is
+/// of ([`product_searches`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct SubjectSearch {
-    /// The subject, as [`subject::unanswered`] labels it (`jsonb`).
+    /// The subject, as [`subject::unanswered`] labels it (`jsonb`); for a product's search, the
+    /// part of the task asked of it.
     pub subject: String,
     /// The product the task asks it in (`postgresql` of "PostgreSQL's jsonb type"), if any.
     pub owner: Option<String>,
