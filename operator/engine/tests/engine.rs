@@ -1562,3 +1562,126 @@ async fn a_guided_deep_run_writes_its_study_from_the_researchers_answers() {
         "{report}"
     );
 }
+
+/// A memory store whose cost journal cannot be written until the report is stored and two more
+/// journal writes have failed: a store outage that began at the run's last model call.
+struct JournalOutage {
+    inner: MemoryStore,
+    /// Journal writes still to refuse once the report is stored.
+    left_after_report: Mutex<u32>,
+}
+
+#[async_trait]
+impl ArtifactStore for JournalOutage {
+    async fn put(&self, key: &str, bytes: &[u8]) -> Result<(), quarry_engine::store::StoreError> {
+        if key == EVENTS_KEY {
+            let reported = self.inner.text(REPORT_KEY).is_some();
+            let mut left = self.left_after_report.lock().unwrap();
+            if !reported || *left > 0 {
+                if reported {
+                    *left -= 1;
+                }
+                return Err(quarry_engine::store::StoreError::Io {
+                    key: key.into(),
+                    message: "connection refused".into(),
+                });
+            }
+        }
+        self.inner.put(key, bytes).await
+    }
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, quarry_engine::store::StoreError> {
+        self.inner.get(key).await
+    }
+    async fn delete(&self, key: &str) -> Result<(), quarry_engine::store::StoreError> {
+        self.inner.delete(key).await
+    }
+}
+
+/// Records, for each state the executor publishes, the run total of the journal's newest call
+/// line as the store held it at that moment.
+struct JournalAtEachState {
+    store: Arc<JournalOutage>,
+    seen: Mutex<Vec<(Phase, u64, Option<u64>)>>,
+}
+
+impl RunObserver for JournalAtEachState {
+    fn on_change(&self, state: &RunState, _: &Event) {
+        let newest = self.store.inner.text(EVENTS_KEY).and_then(|log| {
+            log.lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter_map(|v| v["runTotal"]["inputTokens"].as_u64())
+                .max()
+        });
+        self.seen
+            .lock()
+            .unwrap()
+            .push((state.phase, state.usage.input_tokens, newest));
+    }
+}
+
+/// The journal holds every paid call before the run is seen to end: an operator that wrote the
+/// terminal status first and died while the journal was still being retried would leave a
+/// finished run whose journal (what an audit and a resumed run trust) misses its last calls.
+#[tokio::test]
+async fn the_cost_journal_is_complete_before_the_run_is_seen_to_end() {
+    use quarry_engine::llm::limiter::{RateLimits, endpoint};
+    use quarry_engine::llm::pricing::Price;
+    use quarry_engine::llm::router::{Router, SpendGuard, Tier};
+    let fake = FakeModel::new(good_researcher);
+    let spend: Arc<SpendGuard> = Default::default();
+    let router = Router::new(
+        Tier {
+            name: "primary".into(),
+            model: fake.clone(),
+            endpoint: endpoint(
+                "http://journal-outage.invalid/v1",
+                "fake",
+                RateLimits::default(),
+            ),
+            price: Price::FREE,
+            provider: "test".into(),
+            model_name: "fake".into(),
+        },
+        None,
+        None,
+        vec![],
+        spend.clone(),
+    );
+    let mut h = harness(fake, false);
+    let store = Arc::new(JournalOutage {
+        inner: MemoryStore::new(),
+        left_after_report: Mutex::new(2),
+    });
+    let mut engine = Arc::into_inner(h.engine).unwrap();
+    engine.model = Arc::new(router);
+    engine.spend = spend;
+    engine.store = store.clone();
+    h.engine = Arc::new(engine);
+    let observer = Arc::new(JournalAtEachState {
+        store: store.clone(),
+        seen: Mutex::new(vec![]),
+    });
+    let (_tx, rx) = watch::channel(Control::Run);
+    let s = executor::run(
+        h.engine.clone(),
+        RunState::new(RunInput::new("json decoding", Mode::Quick)),
+        observer.clone(),
+        rx,
+    )
+    .await;
+    assert_eq!(s.phase, Phase::Completed, "{:?}", s.failure);
+    assert_eq!(s.usage.input_tokens, 400);
+    let seen = observer.seen.lock().unwrap().clone();
+    // Every journal write failed until the report was stored: the journal was still empty
+    // while the run researched.
+    assert!(
+        seen.iter().any(|(p, _, j)| !p.is_terminal() && j.is_none()),
+        "{seen:?}"
+    );
+    let (phase, usage, journal) = *seen.last().unwrap();
+    assert_eq!(
+        (phase, journal),
+        (Phase::Completed, Some(usage)),
+        "the run was seen Completed with its journal at {journal:?} input tokens of {usage}: {seen:?}"
+    );
+}

@@ -158,6 +158,12 @@ impl Runner {
         }
         if before != self.state.phase {
             info!(from = %before, to = %self.state.phase, "phase changed");
+            // The journal is durable before anyone can see the run ended: an operator that
+            // wrote the terminal status first and died during the journal's retries would
+            // leave a finished run whose journal misses its last calls.
+            if self.state.phase.is_terminal() {
+                flush_journal(&self.events).await;
+            }
         }
         self.observer.on_change(&self.state, &event);
         for cmd in cmds {
