@@ -67,6 +67,25 @@ fn as_question(part: &str, asks: bool) -> String {
     out
 }
 
+/// Pure: the part of `question` asked of `product`, one of `products`: the one part of it
+/// ([`queries::split_questions`]) that names the product, else the question asked of it
+/// alone ([`asked_of`]).
+pub fn part_of(question: &str, product: &str, products: &[String]) -> String {
+    let parts = super::queries::split_questions(question);
+    let naming: Vec<&String> = parts
+        .iter()
+        .filter(|part| {
+            super::queries::plain_words(part)
+                .iter()
+                .any(|w| w == product)
+        })
+        .collect();
+    match naming.as_slice() {
+        [one] => one.to_string(),
+        _ => asked_of(question, product, products),
+    }
+}
+
 /// Pure: `question` asked of `product` alone: each other product of `products` left out, with
 /// the word it owns or modifies ("PostgreSQL's bigint", "a PostgreSQL timestamp") and the
 /// "and"/"or" that joined it. Of "What is the largest value that Python's int and PostgreSQL's

@@ -399,6 +399,16 @@ pub(crate) fn modifies_as_product(prev: &str, w: &str) -> bool {
         && w.chars().any(char::is_lowercase)
 }
 
+/// Pure: whether `w`, after the question word `prev`, is the product a question asks in
+/// ("Which Python exception", "what PostgreSQL setting"): with "Python" taken for a subject,
+/// "Which Python exception does json.loads raise ..., and what is PostgreSQL's default port?"
+/// asked of one product, and its port half was never searched.
+fn asks_in_product(prev: &str, w: &str) -> bool {
+    matches!(prev.to_lowercase().as_str(), "which" | "what")
+        && is_product_name(w)
+        && w.chars().any(char::is_lowercase)
+}
+
 /// Nouns that say what kind of thing a name is: "the MERGE command", "the json module".
 const CATEGORY_NOUNS: [&str; 14] = [
     "command",
@@ -476,7 +486,10 @@ pub fn context_terms(query: &str) -> BTreeSet<String> {
             out.extend(terms(next));
         } else if is_name(w)
             && ((after_in && (ends_clause || i + 1 == words.len()))
-                || (i > 0 && modifies_as_product(words[i - 1], w) && modifies && !ends_clause))
+                || (i > 0
+                    && (modifies_as_product(words[i - 1], w) || asks_in_product(words[i - 1], w))
+                    && modifies
+                    && !ends_clause))
         {
             out.extend(terms(w));
         }
@@ -771,7 +784,8 @@ mod question;
 mod selection;
 
 pub use question::{
-    is_context, key_terms, keyword_query, mentions_key_terms, products_asked, subject_terms,
+    is_context, key_terms, keyword_query, mentions_key_terms, products_asked, speaks_to,
+    subject_terms,
 };
 pub use selection::{Selection, asked_definitions, bears_on, page_lead, select};
 

@@ -10,7 +10,7 @@
 
 use super::*;
 use crate::research::reading::agenda;
-use crate::research::reading::passages::{keyword_query, products_asked};
+use crate::research::reading::passages::{keyword_query, products_asked, speaks_to};
 use crate::research::writing::evidence::subject;
 
 /// A small model (one the profile offers tools through the prompt, `toolMode: jsonAction`) with a
@@ -144,39 +144,41 @@ pub(super) fn subject_searches(
 }
 
 /// Pure: a search for each product `task` asks of ([`products_asked`]) that no page of `pages`
-/// is of ([`subject::of_product`]): the keywords of the part of the task asked of it, unless a
+/// is of ([`subject::of_product`]) and speaks to its part ([`speaks_to`]): the keywords of the part of the task asked of it, unless a
 /// query of `already` (normalised) was that search. "What does Python's functools.partial
 /// return, and how many arguments can a PostgreSQL function take at most?" read five Python
 /// pages and its report left the PostgreSQL half out without a word: the second half names
-/// no subject of its own for [`subject_searches`] to look for.
+/// no subject of its own for [`subject_searches`] to look for. A page of the product's docs
+/// must speak to the part: for "Which Python exception does json.loads raise ..., and what
+/// is PostgreSQL's default port?" a PostgreSQL page on JSON functions was read, no search for
+/// the port ran, and the report left that half out.
 pub(super) fn product_searches(
     task: &str,
     pages: &[PageExtract],
     already: &[String],
 ) -> Vec<SubjectSearch> {
     let products = products_asked(task);
-    let parts = queries::split_questions(task);
     products
         .iter()
-        .filter(|p| {
-            !pages
-                .iter()
-                .any(|page| subject::of_product(&page.url, &page.title, p))
-        })
         .filter_map(|product| {
-            let naming: Vec<&String> = parts
-                .iter()
-                .filter(|part| queries::plain_words(part).contains(product))
-                .collect();
-            let part = match naming.as_slice() {
-                [one] => one.to_string(),
-                _ => agenda::asked_of(task, product, &products),
-            };
+            let part = agenda::part_of(task, product, &products);
             let query = keyword_query(&part);
             (!query.is_empty()).then(|| SubjectSearch {
                 subject: part,
                 owner: Some(product.clone()),
                 query,
+            })
+        })
+        .filter(|s| {
+            !pages.iter().any(|page| {
+                s.owner
+                    .as_ref()
+                    .is_some_and(|p| subject::of_product(&page.url, &page.title, p))
+                    && speaks_to(
+                        &s.subject,
+                        &products,
+                        &format!("{}\n{}", page.title, page.text),
+                    )
             })
         })
         .filter(|s| !already.contains(&queries::normalise(&s.query)))

@@ -149,6 +149,25 @@ pub fn products_asked(query: &str) -> Vec<String> {
     out
 }
 
+/// Pure: whether `text` speaks to `part` of a question asking of `products`
+/// ([`products_asked`]): it holds the part's terms, the products' names aside, all but one in
+/// three.
+pub fn speaks_to(part: &str, products: &[String], text: &str) -> bool {
+    // The products as the part spells them: "PostgreSQL" gives `postgr` and `sql` as well.
+    let spelled: Vec<&str> = part
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| products.contains(&w.to_lowercase()))
+        .collect();
+    let names = terms(&spelled.join(" "));
+    let asked: BTreeSet<String> = terms(part)
+        .into_iter()
+        .filter(|t| !names.contains(t))
+        .collect();
+    let held: BTreeSet<String> = terms(text).into_iter().collect();
+    let missing = asked.iter().filter(|t| !held.contains(*t)).count();
+    missing <= asked.len() / 3
+}
+
 /// Pure: whether a key term is one of the question's [`context_terms`] (the product it is
 /// asked in), not its subject.
 pub fn is_context(key: &str, context: &BTreeSet<String>) -> bool {

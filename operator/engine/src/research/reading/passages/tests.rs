@@ -443,6 +443,8 @@ fn the_products_a_question_asks_of_together() {
         "How do Python's json.loads() and PostgreSQL's jsonb type each handle duplicate keys?",
         "What is the finest time resolution of a Python datetime object and of a PostgreSQL timestamp?",
         "How does integer division of negative numbers differ between Python and PostgreSQL?",
+        // A product after the question word (my own demo question).
+        "Which Python exception does json.loads raise on invalid input, and what is PostgreSQL's default port?",
     ] {
         assert_eq!(products_asked(q), both, "{q}");
     }

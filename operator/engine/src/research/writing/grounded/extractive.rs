@@ -4,6 +4,7 @@
 use super::kind::{AnswerKind, answer_kind, holds_for, kind_name};
 use super::statements::{labelled, quoted_list, statement};
 use super::{Numbered, citation};
+use crate::research::reading::agenda;
 use crate::research::reading::passages::products_asked;
 use crate::research::writing::evidence::subject::of_product;
 
@@ -15,19 +16,27 @@ pub const QUOTED_NOTE: &str = "The model did not write a usable report, so this 
 /// page-by-page excerpt left out, `max_workers`' default, was passage 2 here).
 /// The summary's first sentence is the best passage's statement for the task `asked`, quoted
 /// and cited: the answer first, then the note that the model wrote none. A task asking of two
-/// products leads with each one's best passage ([`lead_items`]). When the task asks for a kind
+/// products leads with each one's best passage ([`product_lead`]). When the task asks for a kind
 /// of value ([`answer_kind`]), a lead states one; with none in any passage the summary says so.
 pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
-    // A lead holds a value of the kind asked for (a name to use is the passage's entry itself).
-    let kind = answer_kind(asked).filter(|k| *k != AnswerKind::Name);
-    let holds = |s: &String| kind.is_none_or(|k| holds_for(k, s, asked));
     // Labelled with what it is said of when it names none of it: "The default is `on`" led
     // the report on a query result cache, under `enable_memoize`'s entry.
     let quote = |n: &Numbered, s: String| format!("{}{}. ", labelled(asked, n, s), citation(n));
-    let mut lead: String = lead_items(asked, items)
-        .into_iter()
-        .filter_map(|n| statement(asked, n).filter(holds).map(|s| quote(n, s)))
-        .collect();
+    let products = products_asked(asked);
+    if !products.is_empty() {
+        let lead: String = products
+            .iter()
+            .map(|p| product_lead(asked, p, &products, items, quote))
+            .collect();
+        return with_lead(lead, items);
+    }
+    // A lead holds a value of the kind asked for (a name to use is the passage's entry itself).
+    let kind = answer_kind(asked).filter(|k| *k != AnswerKind::Name);
+    let holds = |s: &String| kind.is_none_or(|k| holds_for(k, s, asked));
+    let mut lead: String = items
+        .first()
+        .and_then(|n| statement(asked, n).filter(holds).map(|s| quote(n, s)))
+        .unwrap_or_default();
     if lead.is_empty()
         && let Some(k) = kind
     {
@@ -43,6 +52,11 @@ pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
                 )
             });
     }
+    with_lead(lead, items)
+}
+
+/// The extractive report with `lead` opening its summary.
+fn with_lead(lead: String, items: &[Numbered]) -> String {
     let items: Vec<&Numbered> = items.iter().collect();
     format!(
         "## Summary\n\n{lead}{QUOTED_NOTE}\n\n## Key findings\n{}",
@@ -50,23 +64,42 @@ pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
     )
 }
 
-/// Pure: the passages an extractive summary leads with: the best one, or, when `asked` asks
-/// of two products ([`products_asked`]), the best of each one's docs. "How does integer
-/// division differ between Python and PostgreSQL?" led with a Python passage on raising a
-/// negative number to a power, and PostgreSQL's `/` row, the other half, came last.
-fn lead_items<'a>(asked: &str, items: &'a [Numbered]) -> Vec<&'a Numbered> {
-    let mut out: Vec<&Numbered> = Vec::new();
-    for product in products_asked(asked) {
-        if let Some(n) = items
-            .iter()
-            .find(|n| of_product(&n.url, &n.title, &product))
-            .filter(|n| !out.iter().any(|o| o.number == n.number))
-        {
-            out.push(n);
-        }
+/// Pure: the lead an extractive summary gives `product`, one of the `products` `asked` asks
+/// of: the statement of its docs' best passage for the part asked of it
+/// ([`agenda::part_of`]), which holds the kind of value that part asks for when it asks for
+/// one. When none of its passages does, or none is of its docs, the lead says the part is not
+/// answered. "How does integer division differ between Python and PostgreSQL?" led with a
+/// Python passage on raising a negative number to a power, and PostgreSQL's `/` row came last;
+/// "Which Python exception does json.loads raise ..., and what is PostgreSQL's default port?"
+/// asked its exception of the PostgreSQL half too, and led with neither.
+fn product_lead(
+    asked: &str,
+    product: &str,
+    products: &[String],
+    items: &[Numbered],
+    quote: impl Fn(&Numbered, String) -> String,
+) -> String {
+    let part = agenda::part_of(asked, product, products);
+    let kind = answer_kind(&part).filter(|k| *k != AnswerKind::Name);
+    let holds = |s: &String| kind.is_none_or(|k| holds_for(k, s, &part));
+    let mut own = items
+        .iter()
+        .filter(|n| of_product(&n.url, &n.title, product))
+        .peekable();
+    if own.peek().is_none() {
+        return format!(
+            "The passages read do not answer “{}”: none is from {product}'s documentation. ",
+            part.trim().trim_end_matches('?')
+        );
     }
-    if out.is_empty() {
-        out.extend(items.first());
-    }
-    out
+    // The best passage states it; else, for a kind asked for, any of the product's that does.
+    let mut own = own.take(if kind.is_some() { usize::MAX } else { 1 });
+    own.find_map(|n| statement(&part, n).filter(holds).map(|s| quote(n, s)))
+        .unwrap_or_else(|| {
+            format!(
+                "The passages read do not answer “{}”: none states the {} asked for. ",
+                part.trim().trim_end_matches('?'),
+                kind.map_or("answer", kind_name)
+            )
+        })
 }

@@ -91,12 +91,63 @@ const ASKS: &[(AnswerKind, &[&str])] = &[
     ),
 ];
 
+/// Patterns that ask for a kind with a word between the question word and the kind's noun:
+/// "Which Python exception does json.loads raise ...?" matched no phrase of [`ASKS`], so the
+/// summary led with json.loads' definition and quoted `JSONDecodeError` only further down.
+/// The word between must be a name ([`asks_by_pattern`]): "what happens on error" asks what
+/// happens.
+#[allow(clippy::expect_used)] // constant patterns, checked by the tests
+static ASK_PATTERNS: LazyLock<[(AnswerKind, Regex); 3]> = LazyLock::new(|| {
+    let re = |p: &str| Regex::new(p).expect("valid regex");
+    [
+        (
+            AnswerKind::Exception,
+            re(
+                r"\b(?:what|which) (?:(kind|type|class|sort) of (?:[\w.'’-]+ )?|([\w.'’-]+) )(?:exceptions?|errors?)\b",
+            ),
+        ),
+        (
+            AnswerKind::Exception,
+            re(r"\bwhat (?:does|do|will|would|can) [^?,;]{1,60}? (raise)s?\b"),
+        ),
+        (
+            AnswerKind::Version,
+            re(r"\b(?:what|which) ()([\w.'’-]+) versions?\b"),
+        ),
+    ]
+});
+
+/// Verbs a question puts between its question word and "error" ("what happens on error").
+const NOT_A_NAME: [&str; 8] = [
+    "happens", "happen", "occurs", "occur", "causes", "cause", "returns", "return",
+];
+
+/// Pure: whether `pattern` of [`ASK_PATTERNS`] matches `lower`: its group 1, when it takes
+/// part ("kind of", "raise"), decides alone; else its group 2 must be a name, not a verb or
+/// stop word.
+fn asks_by_pattern(pattern: &Regex, lower: &str) -> bool {
+    pattern.captures_iter(lower).any(|c| {
+        if c.get(1).is_some_and(|m| !m.as_str().is_empty()) {
+            return true;
+        }
+        c.get(2).is_some_and(|w| {
+            let w = w.as_str();
+            !(is_stop(w) || AUXILIARIES.contains(&w) || NOT_A_NAME.contains(&w))
+        })
+    })
+}
+
 /// Pure: the kind of value `asked` asks for, if its wording names one (the first that does, in
 /// the order exception, version, number, name).
 pub fn answer_kind(asked: &str) -> Option<AnswerKind> {
     let q = asked.to_lowercase();
     ASKS.iter()
-        .find(|(_, phrases)| phrases.iter().any(|p| q.contains(p)))
+        .find(|(kind, phrases)| {
+            phrases.iter().any(|p| q.contains(p))
+                || ASK_PATTERNS
+                    .iter()
+                    .any(|(k, re)| k == kind && asks_by_pattern(re, &q))
+        })
         .map(|(kind, _)| *kind)
 }
 

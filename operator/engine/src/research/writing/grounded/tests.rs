@@ -2351,3 +2351,38 @@ fn an_extractive_lead_states_the_kind_asked_for_or_says_none_does() {
         "{md}"
     );
 }
+
+/// My own demo question: the exception asked of the Python half was asked of the PostgreSQL
+/// half too, so neither lead held; each product's lead is now held to its own part's kind.
+#[test]
+fn each_products_lead_holds_the_kind_its_own_part_asks_for() {
+    let json = titled(
+        1,
+        "http://docs/python3.11-doc/html/library/json.html",
+        "json — JSON encoder and decoder — Python 3.11.2 documentation",
+        "json › json.loads(s)",
+        "If the data being deserialized is not a valid JSON document, a `JSONDecodeError` will be raised.",
+    );
+    let xfunc = titled(
+        2,
+        "http://docs/postgresql-doc-15/html/xfunc.html",
+        "38.3. User-Defined Functions",
+        "38.3. User-Defined Functions",
+        "Functions can take base types, composite types, or combinations of these as arguments.",
+    );
+    let asked = "Which Python exception does json.loads raise on invalid input, and how many arguments can a PostgreSQL function take at most?";
+    let md = quoted_report(asked, &[json.clone(), xfunc]);
+    let summary = md.split("## Key findings").next().unwrap_or_default();
+    assert!(summary.contains("JSONDecodeError"), "{summary}");
+    assert!(
+        summary.contains("The passages read do not answer “how many arguments can a PostgreSQL function take at most”: none states the number asked for."),
+        "{summary}"
+    );
+    // No page of PostgreSQL's docs read: said so, not led by a Python passage.
+    let md = quoted_report(asked, &[json]);
+    let summary = md.split("## Key findings").next().unwrap_or_default();
+    assert!(
+        summary.contains("none is from postgresql's documentation"),
+        "{summary}"
+    );
+}

@@ -111,3 +111,32 @@ fn a_product_no_page_read_is_of_is_searched_with_its_part() {
         .is_empty()
     );
 }
+
+/// My own demo question: a PostgreSQL page on JSON functions was read for its json half, so
+/// the product counted as covered and the port half went unsearched and unsaid.
+#[test]
+fn a_page_of_the_product_that_does_not_speak_to_its_part_leaves_it_searched() {
+    let task = "Which Python exception does json.loads raise on invalid input, and what is PostgreSQL's default port?";
+    let python = page(
+        "http://docs/python3.11-doc/html/library/json.html",
+        "json — JSON encoder and decoder — Python 3.11.2 documentation",
+        "json.loads(s): If the data being deserialized is not a valid JSON document, a JSONDecodeError will be raised.\nexception json.JSONDecodeError: Subclass of ValueError. This can be used to raise an exception if invalid JSON numbers are encountered in the input.",
+    );
+    let pg_json = page(
+        "http://docs/postgresql-doc-15/html/functions-json.html",
+        "9.16. JSON Functions and Operators",
+        "The default is to return NULL when the path does not match.",
+    );
+    let searches = product_searches(task, &[python.clone(), pg_json.clone()], &[]);
+    assert_eq!(searches.len(), 1, "{searches:?}");
+    assert_eq!(searches[0].owner.as_deref(), Some("postgresql"));
+    let words = queries::plain_words(&searches[0].query);
+    assert!(words.contains(&"port".to_string()), "{searches:?}");
+    // The page on connection settings speaks to it.
+    let pg_port = page(
+        "http://docs/postgresql-doc-15/html/runtime-config-connection.html",
+        "20.3. Connections and Authentication",
+        "port (integer): The TCP port the server listens on; 5432 by default.",
+    );
+    assert!(product_searches(task, &[python, pg_json, pg_port], &[]).is_empty());
+}

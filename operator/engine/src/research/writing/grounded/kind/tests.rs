@@ -180,3 +180,27 @@ fn a_number_word_picking_out_a_thing_is_no_amount() {
     assert!(holds(AnswerKind::Number, "One of 3 slots is reserved."));
     assert!(holds(AnswerKind::Number, "It waits five seconds."));
 }
+
+#[test]
+fn a_name_between_the_question_word_and_the_kind_still_asks_for_it() {
+    let kind = |q| answer_kind(q);
+    assert_eq!(
+        kind("Which Python exception does json.loads raise on invalid input?"),
+        Some(AnswerKind::Exception)
+    );
+    assert_eq!(
+        kind("What kind of error does tomllib.loads raise?"),
+        Some(AnswerKind::Exception)
+    );
+    assert_eq!(
+        kind("What does json.loads raise on invalid input?"),
+        Some(AnswerKind::Exception)
+    );
+    assert_eq!(
+        kind("What PostgreSQL version added MERGE?"),
+        Some(AnswerKind::Version)
+    );
+    // A verb or a stop word between them asks something else.
+    assert_eq!(kind("What happens on error in a COPY?"), None);
+    assert_eq!(kind("What is the error message format of psql?"), None);
+}
