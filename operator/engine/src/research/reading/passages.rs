@@ -427,6 +427,11 @@ const CATEGORY_NOUNS: [&str; 14] = [
     "parameter",
 ];
 
+/// Pure: whether `word` (lower-case) is a noun saying what kind of thing a name is.
+pub(crate) fn is_category_noun(word: &str) -> bool {
+    CATEGORY_NOUNS.contains(&word)
+}
+
 /// Pure: whether `w`, after `before` and `prev`, says what kind of thing `prev` names ("the
 /// MERGE command", "json.loads() function", "the json module"): the name is the subject, the
 /// noun only its kind. As a full term, "command" made "This command conforms to the SQL

@@ -199,24 +199,56 @@ fn owned_words(question: &str, names_no_other: bool) -> Vec<String> {
             && word.len() > 1
             && !is_stop(&word)
         {
-            // An adjective owned ("PostgreSQL's automatic sharding") modifies the noun after
-            // it, and that noun is what is asked about: "automatic" alone let the autovacuum
-            // settings' "Automatic Vacuuming" answer a question on sharding, which the docs
-            // never name.
-            let noun = raw
-                .get(i + 2)
-                .filter(|n| n.chars().next().is_some_and(char::is_lowercase));
-            if let Some(noun) = noun.map(|n| clean(n))
-                && is_adjective(&word)
-                && noun.len() > 2
-                && !is_stop(&noun)
-            {
-                out.push(noun);
+            // An adjective owned ("PostgreSQL's automatic sharding", "built-in") modifies the
+            // noun after it, and that noun is what is asked about: "automatic" alone let the
+            // autovacuum settings' "Automatic Vacuuming" answer a question on sharding, which
+            // the docs never name.
+            if is_adjective(&word) || word.contains('-') {
+                let noun = noun_after(&raw[(i + 2).min(raw.len())..]);
+                if noun.len() > 2 {
+                    out.push(noun);
+                }
             }
             out.push(word);
         }
     }
     out
+}
+
+/// Most words of the noun an owned adjective modifies.
+const MAX_NOUN_WORDS: usize = 3;
+
+/// Pure: the noun `words` open with, lower-cased: its first word, or, when a run of at most
+/// [`MAX_NOUN_WORDS`] lower-case words ends the clause ("... query result cache?"), the run
+/// joined by `-`, looked for as one phrase. A kind of thing ("function", "module") ends it. A
+/// run the clause goes on after may hold a verb ("automatic sharding create ..."): its first
+/// word alone. "PostgreSQL's built-in query result cache" asks of `query-result-cache`:
+/// `query` alone was named by every planner passage, and the `enable_memoize` entry
+/// ("caching results") stood as the answer.
+fn noun_after(words: &[&str]) -> String {
+    let mut noun: Vec<String> = Vec::new();
+    let mut ends_clause = false;
+    for w in words.iter().take(MAX_NOUN_WORDS) {
+        let word: String = w
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        if !w.starts_with(|c: char| c.is_lowercase())
+            || is_stop(&word)
+            || super::is_category_noun(&word)
+            || !word.chars().all(|c| c.is_alphanumeric())
+        {
+            break;
+        }
+        noun.push(word);
+        if w.ends_with(|c: char| !c.is_alphanumeric()) {
+            ends_clause = true;
+            break;
+        }
+    }
+    if !ends_clause {
+        noun.truncate(1);
+    }
+    noun.join("-")
 }
 
 /// Pure: whether a plain word reads as an adjective by its ending ("automatic", "logical",

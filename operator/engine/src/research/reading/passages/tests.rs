@@ -596,3 +596,17 @@ fn the_noun_an_owned_adjective_modifies_is_a_subject() {
     assert!(!keys.contains(&"module".to_string()), "{keys:?}");
     assert!(!keys.contains(&"offer".to_string()), "{keys:?}");
 }
+
+/// Probe set (`probe-none-pg-query-cache`): the noun a hyphenated owned adjective modifies is
+/// the subject, as one phrase; a kind of thing ends it.
+#[test]
+fn the_noun_after_an_owned_built_in_is_asked_as_one_phrase() {
+    let terms = subject_terms("How do I enable PostgreSQL's built-in query result cache?");
+    assert!(
+        terms.contains(&"query-result-cache".to_string()),
+        "{terms:?}"
+    );
+    let terms = subject_terms("What does Python's built-in round function do with halves?");
+    assert!(terms.contains(&"round".to_string()), "{terms:?}");
+    assert!(!terms.iter().any(|t| t.contains("function")), "{terms:?}");
+}

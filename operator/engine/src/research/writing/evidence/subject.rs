@@ -530,8 +530,11 @@ fn names_term(text: &str, named: &Named, term: &str) -> bool {
         .filter(|p| !p.is_empty())
         .map(str::to_string)
         .collect();
+    // A hyphenated term (`query-result-cache`, `built-in`) is one phrase: its words apart
+    // are named by any planner passage.
     let s = match parts.as_slice() {
         [one] => Subject::Name(one.clone()),
+        _ if term.contains('-') && !term.contains(' ') => Subject::Phrase(parts),
         _ => Subject::Words(parts),
     };
     named.names(&s)

@@ -642,3 +642,15 @@ fn a_claim_naming_a_compared_product_needs_a_page_of_its_docs() {
         "www postgresql org docs functions math html"
     );
 }
+
+/// Probe set (`probe-none-pg-query-cache`): `enable_memoize`'s "caching results" does not
+/// name a query result cache; the phrase's words apart are in every planner passage.
+#[test]
+fn a_hyphenated_subject_is_named_only_as_a_phrase() {
+    use super::subject::unanswered;
+    let q = "How do I enable PostgreSQL's built-in query result cache?";
+    let memoize = "enable_memoize (boolean): Enables or disables the query planner's use of memoize plans for caching results from parameterized scans inside nested-loop joins.".to_string();
+    assert!(unanswered(q, &[memoize]).contains(&"query-result-cache".to_string()));
+    let named = "The built-in query result cache keeps the results of recent queries.".to_string();
+    assert!(unanswered(q, &[named]).is_empty());
+}
