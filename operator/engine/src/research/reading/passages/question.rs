@@ -282,6 +282,7 @@ pub fn mentions_key_terms(text: &str, question: &str) -> bool {
         let singular = k.strip_suffix('s').filter(|s| s.len() > 2);
         has_word(k)
             || singular.is_some_and(has_word)
+            || (k.contains('-') && has_word(&k.replace('-', " ")))
             || k.rsplit('.')
                 .next()
                 .is_some_and(|last| last != k && last.len() > 2 && has_word(last))

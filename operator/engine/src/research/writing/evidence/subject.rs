@@ -502,6 +502,15 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
 /// Pure: a label of [`unanswerable`] as code: a bare name is wrapped, a phrase that marks its
 /// own names is kept.
 pub fn as_code(label: &str) -> String {
+    // A phrase subject (`query-result-cache`, see `names_term`) reads as the words it is.
+    let parts: Vec<&str> = label.split('-').collect();
+    if parts.len() > 2
+        && parts
+            .iter()
+            .all(|p| p.len() > 2 && p.chars().all(|c| c.is_ascii_lowercase()))
+    {
+        return format!("“{}”", parts.join(" "));
+    }
     if label.contains('`') {
         label.to_string()
     } else {

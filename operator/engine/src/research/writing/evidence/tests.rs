@@ -653,4 +653,10 @@ fn a_hyphenated_subject_is_named_only_as_a_phrase() {
     assert!(unanswered(q, &[memoize]).contains(&"query-result-cache".to_string()));
     let named = "The built-in query result cache keeps the results of recent queries.".to_string();
     assert!(unanswered(q, &[named]).is_empty());
+    // Said as the words it is.
+    assert_eq!(
+        super::subject::as_code("query-result-cache"),
+        "“query result cache”"
+    );
+    assert_eq!(super::subject::as_code("built-in"), "`built-in`");
 }
