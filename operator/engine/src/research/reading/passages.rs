@@ -789,8 +789,8 @@ mod question;
 mod selection;
 
 pub use question::{
-    is_context, key_terms, keyword_query, mentions_key_terms, products_asked, speaks_to,
-    subject_terms,
+    is_context, key_terms, keyword_query, mentions_key_terms, products_asked, sole_product,
+    speaks_to, subject_terms,
 };
 pub use selection::{Selection, asked_definitions, bears_on, page_lead, select};
 

@@ -332,11 +332,23 @@ pub(super) fn entry_of(heading: &str) -> &str {
 /// Pure: what keeps the passages `items` (each under its page's title and its heading, with its
 /// address's words: [`subject::address_words`]) from answering `asked`
 /// ([`subject::unanswerable`]): a subject none names, an option only other commands document, a
-/// subject named only in passing. Empty when they may answer.
+/// subject named only in passing. Only the asked product's pages count
+/// ([`subject::of_asked_product`]). Empty when they may answer.
 pub fn unanswered(asked: &str, items: &[Numbered]) -> Vec<String> {
     if items.is_empty() {
         return vec![];
     }
+    // Only the asked product's pages answer for it.
+    let pages: Vec<(&str, &str)> = items
+        .iter()
+        .map(|n| (n.url.as_str(), n.title.as_str()))
+        .collect();
+    let mask = subject::of_asked_product(asked, &pages);
+    let items: Vec<&Numbered> = items
+        .iter()
+        .zip(mask)
+        .filter_map(|(n, keep)| keep.then_some(n))
+        .collect();
     let heads: Vec<String> = items
         .iter()
         .map(|n| format!("{}\n{}", n.title, n.heading))

@@ -492,6 +492,15 @@ pub fn abort_report(state: &RunState) -> FinalReport {
             }
         }
     }
+    // As the researcher's gate judged them: only the asked product's pages count.
+    let mask = subject::of_asked_product(&state.input.query, &closest);
+    let keep = |v: Vec<String>| -> Vec<String> {
+        v.into_iter()
+            .zip(&mask)
+            .filter_map(|(t, k)| k.then_some(t))
+            .collect()
+    };
+    let (heads, texts) = (keep(heads), keep(texts));
     let missing = if closest.is_empty() {
         vec![]
     } else {

@@ -130,6 +130,25 @@ fn paired_names(question: &str, keys: &[String]) -> Vec<String> {
 /// the product names (not all capitals) among its [`context_terms`]. Empty with one or none.
 /// Such a question is answered from each one's docs.
 pub fn products_asked(query: &str) -> Vec<String> {
+    let mut out = product_names(query);
+    if out.len() < 2 {
+        out.clear();
+    }
+    out
+}
+
+/// Pure: the one product `query` is asked in ("Python" of "How do I enable Python's
+/// built-in JIT compiler?"), lower-cased; `None` when it names none or several.
+pub fn sole_product(query: &str) -> Option<String> {
+    match product_names(query).as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
+/// Pure: the product names (not all capitals) among `query`'s [`context_terms`], lower-cased,
+/// each once.
+fn product_names(query: &str) -> Vec<String> {
     let context = context_terms(query);
     let mut out: Vec<String> = Vec::new();
     for w in question_words(query) {
@@ -142,9 +161,6 @@ pub fn products_asked(query: &str) -> Vec<String> {
         {
             out.push(lower);
         }
-    }
-    if out.len() < 2 {
-        out.clear();
     }
     out
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use super::{STOPWORDS, stem, terms};
 use crate::research::reading::passages::focus::option_commands;
 use crate::research::reading::passages::{
-    FRAME_WORDS, context_terms, is_context, products_asked, subject_terms,
+    FRAME_WORDS, context_terms, is_context, products_asked, sole_product, subject_terms,
 };
 
 /// How a subject is looked for in a text.
@@ -478,6 +478,22 @@ pub fn of_product(url: &str, title: &str, product: &str) -> bool {
     words
         .split(|c: char| !c.is_alphanumeric())
         .any(|w| w == product)
+}
+
+/// Pure: which of `pages` (address, title) may answer `question` for the product it is asked
+/// in: when it names one ([`sole_product`]) and a page of that product's docs was read, only
+/// that product's pages; else all. "How do I enable Python's built-in JIT compiler?" was
+/// answered with PostgreSQL's JIT chapter, the one page naming JIT.
+pub fn of_asked_product(question: &str, pages: &[(&str, &str)]) -> Vec<bool> {
+    let all = vec![true; pages.len()];
+    let Some(product) = sole_product(question) else {
+        return all;
+    };
+    let mask: Vec<bool> = pages
+        .iter()
+        .map(|(url, title)| of_product(url, title, &product))
+        .collect();
+    if mask.contains(&true) { mask } else { all }
 }
 
 /// Pure: what keeps `texts` from answering `question`, as a reader would name it: the

@@ -2386,3 +2386,45 @@ fn each_products_lead_holds_the_kind_its_own_part_asks_for() {
         "{summary}"
     );
 }
+
+/// My own hostile question: PostgreSQL's JIT chapter, the one page read naming JIT, answered
+/// a question asked of Python.
+#[test]
+fn a_question_asked_of_one_product_is_answered_only_by_its_pages() {
+    let configure = titled(
+        1,
+        "http://docs/python3.11-doc/html/using/configure.html",
+        "3. Configure Python — Python 3.11.2 documentation",
+        "3. Configure Python › PY_BUILTIN_MODULE_CFLAGS",
+        "Compiler flags to build a standard library extension module as a built-in module.",
+    );
+    let jit = titled(
+        2,
+        "http://docs/postgresql-doc-15/html/jit-reason.html",
+        "32.1. What Is JIT compilation?",
+        "32.1. What Is JIT compilation?",
+        "PostgreSQL has built-in support to perform JIT compilation using LLVM.",
+    );
+    let asked = "How do I enable Python's built-in JIT compiler in Python 3.11?";
+    let missing = unanswered(asked, &[configure.clone(), jit.clone()]);
+    assert!(missing.contains(&"jit".to_string()), "{missing:?}");
+    // No page of the product read: every page counts, as before.
+    assert!(unanswered(asked, &[jit]).is_empty());
+    // A question of no product in particular: every page counts.
+    assert!(
+        unanswered(
+            "How do I enable a JIT compiler?",
+            &[
+                configure,
+                titled(
+                    2,
+                    "http://docs/postgresql-doc-15/html/jit-reason.html",
+                    "32.1. What Is JIT compilation?",
+                    "32.1. What Is JIT compilation?",
+                    "PostgreSQL has builtin support to enable JIT compilation using LLVM."
+                )
+            ]
+        )
+        .is_empty()
+    );
+}
