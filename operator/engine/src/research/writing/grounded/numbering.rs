@@ -7,7 +7,7 @@ use crate::research::reading::passages::{
     PassageKind, asked_definitions, entry, focus, page_lead, products_asked, rank, rank_focused,
     split,
 };
-use crate::research::writing::evidence::subject::of_product;
+use crate::research::writing::evidence::subject::{self, of_product};
 
 /// Longest passage shown (longer ones are cut at a character boundary): the splitter's longest
 /// prose piece, so a paragraph is shown whole (cut at 700, sql-vacuum's paragraph on plain VACUUM
@@ -33,8 +33,22 @@ const ENTRY_PAGE_BOOST: f64 = 1.5;
 const ASKED_ENTRY_LEAD_BOOST: f64 = 2.0;
 
 /// The best passages for `task` across `pages`, best first, within `budget` characters. All
-/// pages' passages are ranked together, so scores compare across pages.
+/// pages' passages are ranked together, so scores compare across pages. A task asked of one
+/// product is answered from that product's pages when any was read
+/// ([`subject::of_asked_product`]): "How do I enable Python's built-in JIT compiler?" was
+/// answered with PostgreSQL's JIT chapter.
 pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<Numbered> {
+    let addresses: Vec<(&str, &str)> = pages
+        .iter()
+        .map(|p| (p.url.as_str(), p.title.as_str()))
+        .collect();
+    let asked_product = subject::of_asked_product(task, &addresses);
+    let pages: Vec<PageExtract> = pages
+        .iter()
+        .zip(asked_product)
+        .filter_map(|(p, keep)| keep.then(|| p.clone()))
+        .collect();
+    let pages = pages.as_slice();
     let mut all = Vec::new();
     let mut owner = Vec::new();
     for (p, page) in pages.iter().enumerate() {

@@ -2428,3 +2428,43 @@ fn a_question_asked_of_one_product_is_answered_only_by_its_pages() {
         .is_empty()
     );
 }
+
+/// My own hostile question: the passages shown for a question asked of Python are Python's
+/// when any Python page was read.
+#[test]
+fn passages_are_numbered_from_the_asked_products_pages() {
+    let page = |url: &str, title: &str, text: &str| PageExtract {
+        url: url.into(),
+        title: title.into(),
+        text: text.into(),
+    };
+    let pages = vec![
+        page(
+            "http://docs/postgresql-doc-15/html/jit-reason.html",
+            "32.1. What Is JIT compilation?",
+            "PostgreSQL has built-in support to perform JIT compilation using LLVM.",
+        ),
+        page(
+            "http://docs/python3.11-doc/html/whatsnew/3.11.html",
+            "What’s New In Python 3.11 — Python 3.11.2 documentation",
+            "Q: Is there a JIT compiler? A: No. We're still exploring other optimizations.",
+        ),
+    ];
+    let asked = "How do I enable Python's built-in JIT compiler in Python 3.11?";
+    let items = number_passages(&pages, asked, 4000);
+    assert!(!items.is_empty());
+    assert!(
+        items.iter().all(|n| n.url.contains("python3.11")),
+        "{items:?}"
+    );
+    // A question of both products keeps both.
+    let both = number_passages(
+        &pages,
+        "Do Python and PostgreSQL have a JIT compiler?",
+        4000,
+    );
+    assert!(
+        both.iter().any(|n| n.url.contains("postgresql")),
+        "{both:?}"
+    );
+}
