@@ -46,7 +46,8 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
     let pages: Vec<PageExtract> = pages
         .iter()
         .zip(asked_product)
-        .filter_map(|(p, keep)| keep.then(|| p.clone()))
+        .filter(|(_, keep)| *keep)
+        .map(|(p, _)| p.clone())
         .collect();
     let pages = pages.as_slice();
     let mut all = Vec::new();
