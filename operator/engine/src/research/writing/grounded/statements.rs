@@ -164,11 +164,13 @@ pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> St
         return format!("“{statement}”");
     }
     // The product asked in is no label: "python: “Read the pickled representation ...”" led
-    // a report on Python 3.11's tomllib.
+    // a report on Python 3.11's tomllib. Nor is the product whose docs the passage is of,
+    // context or not ("postgresql, table: “...”" for "... columns a PostgreSQL table can have").
     let context = context_terms(asked);
     let all: Vec<&str> = headed_keys(&keys, passage)
         .into_iter()
         .filter(|k| !is_context(k, &context))
+        .filter(|k| !subject::of_product(&passage.url, &passage.title, k))
         .map(String::as_str)
         .collect();
     // "logging.info", not "logging.info, logging": a module is named by its function's name.

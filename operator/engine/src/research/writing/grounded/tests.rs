@@ -1777,6 +1777,22 @@ fn the_product_asked_in_is_no_label() {
         &items,
     );
     assert!(!md.contains("python: “"), "{md}");
+    // Tuning set (`pg-max-columns-per-table`, judged unsupported): nor is the product of the
+    // passage's docs when the question uses it as no context.
+    let limits = titled(
+        1,
+        "http://docs/postgresql-doc-15/html/limits.html",
+        "Appendix K. PostgreSQL Limits",
+        "Appendix K. PostgreSQL Limits",
+        "For shorter length variable-length fields, either a 4-byte or 1-byte field header is used.",
+    );
+    let lead = labelled(
+        "What is the maximum number of columns a PostgreSQL table can have?",
+        &limits,
+        "For shorter length variable-length fields, either a 4-byte or 1-byte field header is used"
+            .into(),
+    );
+    assert!(!lead.contains("postgresql"), "{lead}");
 }
 
 /// Probe set (`random_page_cost`): a summary citing the entry for its default, and saying
