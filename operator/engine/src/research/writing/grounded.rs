@@ -139,6 +139,9 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
         }
         let text = strip_signature(text.trim_start_matches(['*', '-', ' ']));
         let text = statement_before_colon(&text).unwrap_or(text);
+        let Some(text) = pointers::without_pointers(&text) else {
+            continue;
+        };
         if text.is_empty() || is_heading_copy(&text, items) || is_question(&text) {
             continue;
         }
@@ -563,6 +566,9 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
         for text in sentences(&clean_sentence(&p.sentence, &labels)) {
             let text = strip_signature(&text);
             let text = statement_before_colon(&text).unwrap_or(text);
+            let Some(text) = pointers::without_pointers(&text) else {
+                continue;
+            };
             // A small model repeats its point to fill the number the schema asks for: once is
             // enough. A repeat may be cut short or spelled apart ("git-log" / "git log"): a
             // sentence whose words run inside one said already is that one again.
@@ -759,6 +765,7 @@ pub mod kind;
 mod statements;
 pub use extractive::{QUOTED_NOTE, quoted_report};
 pub use statements::{is_heading_copy, statement_before_colon, strip_signature};
+mod pointers;
 use statements::{leads, part_leads, quoted_list, uncited_best};
 mod json_points;
 use json_points::{point, point_values};

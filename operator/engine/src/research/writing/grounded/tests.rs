@@ -2484,3 +2484,24 @@ fn passages_are_numbered_from_the_asked_products_pages() {
         "{both:?}"
     );
 }
+
+/// Tuning set (`py-asyncio-taskgroup-exceptions`, `pg-isolation-levels`, judged unsupported):
+/// a pointer elsewhere on the page is cut with its parenthesis, or its sentence is dropped.
+#[test]
+fn a_pointer_elsewhere_on_the_page_is_no_part_of_a_summary() {
+    assert_eq!(
+        pointers::without_pointers(
+            "Those exceptions are combined in an `ExceptionGroup` or `BaseExceptionGroup` (as appropriate; see their doc)."
+        )
+        .as_deref(),
+        Some("Those exceptions are combined in an `ExceptionGroup` or `BaseExceptionGroup`.")
+    );
+    assert_eq!(
+        pointers::without_pointers(
+            "PostgreSQL supports the Serializable level, which provides exactly the same behavior described here."
+        ),
+        None
+    );
+    let plain = "The default is 5.0 seconds (see below for the busy handler is wrong).";
+    assert_eq!(pointers::without_pointers(plain).as_deref(), Some(plain));
+}
