@@ -209,6 +209,19 @@ fn join_lead_ins(passages: Vec<Passage>) -> Vec<Passage> {
             last.text.push_str(&p.text);
             continue;
         }
+        // A FAQ's answer completes its question: "Q: Is there a JIT compiler?" alone was the
+        // best passage for a question on Python's JIT, and its "A: No." another.
+        if let Some(last) = out.last_mut()
+            && last.kind == PassageKind::Prose
+            && p.kind == PassageKind::Prose
+            && last.heading_path == p.heading_path
+            && last.text.starts_with("Q:")
+            && last.text.ends_with('?')
+            && p.text.starts_with("A:")
+        {
+            last.text = format!("{} {}", last.text, p.text);
+            continue;
+        }
         if let Some(last) = out.last_mut()
             && p.kind == PassageKind::List
             && last.heading_path == p.heading_path

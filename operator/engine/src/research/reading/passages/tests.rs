@@ -610,3 +610,16 @@ fn the_noun_after_an_owned_built_in_is_asked_as_one_phrase() {
     assert!(terms.contains(&"round".to_string()), "{terms:?}");
     assert!(!terms.iter().any(|t| t.contains("function")), "{terms:?}");
 }
+
+/// Own hostile question (Python's JIT): a FAQ's answer is one passage with its question.
+#[test]
+fn a_faq_answer_is_one_passage_with_its_question() {
+    let p = split(
+        "## FAQ\n\nQ: Is there a JIT compiler?\n\nA: No. We're still exploring other optimizations.\n\nQ: Why?\n",
+    );
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert_eq!(
+        p[0].text,
+        "Q: Is there a JIT compiler? A: No. We're still exploring other optimizations."
+    );
+}
