@@ -693,6 +693,13 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
     // the connection should wait ... Default five seconds." the last sentence states the
     // default and only the item names what it is the default of.
     let mut candidates = sentences(&text);
+    // A FAQ's answer is said with its question ("Q: Is there a JIT compiler? A: No.").
+    if let (Some(q), Some(a)) = (candidates.first(), candidates.get(1))
+        && q.starts_with("Q:")
+        && a.starts_with("A:")
+    {
+        candidates[0] = format!("{q} {a}");
+    }
     candidates.extend(
         text.lines()
             .map(str::trim)

@@ -2505,3 +2505,16 @@ fn a_pointer_elsewhere_on_the_page_is_no_part_of_a_summary() {
     let plain = "The default is 5.0 seconds (see below for the busy handler is wrong).";
     assert_eq!(pointers::without_pointers(plain).as_deref(), Some(plain));
 }
+
+/// Own hostile question (Python's JIT): a FAQ passage's statement is its answer with its
+/// question, not the question alone.
+#[test]
+fn a_faq_passage_states_its_answer_with_its_question() {
+    let faq = item(
+        1,
+        "What’s New In Python 3.11 › Faster CPython › FAQ",
+        "Q: Is there a JIT compiler? A: No. We're still exploring other optimizations.",
+    );
+    let s = statements::statement("How do I enable Python's JIT compiler?", &faq).unwrap();
+    assert_eq!(s, "Q: Is there a JIT compiler? A: No");
+}
