@@ -69,7 +69,6 @@ const ASKS: &[(AnswerKind, &[&str])] = &[
             "at least",
             "largest",
             "smallest",
-            "limit",
         ],
     ),
     (
@@ -97,7 +96,7 @@ const ASKS: &[(AnswerKind, &[&str])] = &[
 /// The word between must be a name ([`asks_by_pattern`]): "what happens on error" asks what
 /// happens.
 #[allow(clippy::expect_used)] // constant patterns, checked by the tests
-static ASK_PATTERNS: LazyLock<[(AnswerKind, Regex); 3]> = LazyLock::new(|| {
+static ASK_PATTERNS: LazyLock<[(AnswerKind, Regex); 4]> = LazyLock::new(|| {
     let re = |p: &str| Regex::new(p).expect("valid regex");
     [
         (
@@ -114,6 +113,8 @@ static ASK_PATTERNS: LazyLock<[(AnswerKind, Regex); 3]> = LazyLock::new(|| {
             AnswerKind::Version,
             re(r"\b(?:what|which) ()([\w.'’-]+) versions?\b"),
         ),
+        // A whole word: "what is its limitation" (`probe-git-log-follow`) asks for no number.
+        (AnswerKind::Number, re(r"\b(limits?)\b")),
     ]
 });
 

@@ -203,4 +203,13 @@ fn a_name_between_the_question_word_and_the_kind_still_asks_for_it() {
     // A verb or a stop word between them asks something else.
     assert_eq!(kind("What happens on error in a COPY?"), None);
     assert_eq!(kind("What is the error message format of psql?"), None);
+    // "limit" as a word only (probe set: `probe-git-log-follow`).
+    assert_eq!(
+        kind("What is the limit on digits of an int?"),
+        Some(AnswerKind::Number)
+    );
+    assert_eq!(
+        kind("What does git log --follow do, and what is its limitation?"),
+        None
+    );
 }
