@@ -489,11 +489,56 @@ pub fn of_asked_product(question: &str, pages: &[(&str, &str)]) -> Vec<bool> {
     let Some(product) = sole_product(question) else {
         return all;
     };
+    // A question naming another product whose docs were read asks of it too, as a subject
+    // ("git" of "... a Git repository's directory and PostgreSQL's PGDATA").
+    let words: BTreeSet<String> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .collect();
+    if pages
+        .iter()
+        .flat_map(|(url, _)| docs_products(url))
+        .any(|p| p != product && words.contains(&p))
+    {
+        return all;
+    }
     let mask: Vec<bool> = pages
         .iter()
         .map(|(url, title)| of_product(url, title, &product))
         .collect();
     if mask.contains(&true) { mask } else { all }
+}
+
+/// Labels of an address that name no product.
+const GENERIC_LABELS: [&str; 9] = ["www", "docs", "doc", "org", "com", "net", "io", "dev", "en"];
+
+/// Pure: the products whose docs the page at `url` is of, by its address: the host's naming
+/// label (`python` of `docs.python.org`, `git` of `git-scm.com`) and the letters its first
+/// path segment opens with (`postgresql` of `/postgresql-doc-15/`, `python` of
+/// `/python3.11-doc/`). Words of the rest of the address (`jit` of `jit-reason.html`) are the
+/// page's topic, not its product.
+pub fn docs_products(url: &str) -> Vec<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let host = host.split(':').next().unwrap_or(host);
+    let letters = |s: &str| -> String {
+        s.chars()
+            .take_while(char::is_ascii_alphabetic)
+            .collect::<String>()
+            .to_lowercase()
+    };
+    let mut out: Vec<String> = Vec::new();
+    let label = host
+        .split('.')
+        .filter(|l| !GENERIC_LABELS.contains(&l.to_lowercase().as_str()))
+        .map(letters)
+        .rfind(|l| l.len() > 1);
+    out.extend(label);
+    let first = letters(path.split('/').next().unwrap_or(""));
+    if first.len() > 1 && !GENERIC_LABELS.contains(&first.as_str()) && !out.contains(&first) {
+        out.push(first);
+    }
+    out
 }
 
 /// Pure: what keeps `texts` from answering `question`, as a reader would name it: the

@@ -660,3 +660,50 @@ fn a_hyphenated_subject_is_named_only_as_a_phrase() {
     );
     assert_eq!(super::subject::as_code("built-in"), "`built-in`");
 }
+
+/// The product of a page's docs by its address, not its topic.
+#[test]
+fn a_pages_docs_product_is_read_from_its_address() {
+    use super::subject::docs_products;
+    assert_eq!(
+        docs_products("https://docs.python.org/3/library/json.html"),
+        ["python"]
+    );
+    assert_eq!(
+        docs_products("https://www.postgresql.org/docs/15/jit-reason.html"),
+        ["postgresql"]
+    );
+    assert_eq!(docs_products("https://git-scm.com/docs/git-log"), ["git"]);
+    assert_eq!(
+        docs_products("http://127.0.0.1:35509/postgresql-doc-15/html/jit-reason.html"),
+        ["postgresql"]
+    );
+    assert_eq!(
+        docs_products("http://127.0.0.1:35509/python3.11-doc/html/library/json.html"),
+        ["python"]
+    );
+}
+
+/// A question asked in one product that names another whose pages were read keeps them.
+#[test]
+fn a_question_naming_another_products_docs_keeps_their_pages() {
+    use super::subject::of_asked_product;
+    let pages = [
+        ("http://d/git-doc/git-init.html", "git-init(1)"),
+        (
+            "http://d/postgresql-doc-15/html/storage-file-layout.html",
+            "73.1. Database File Layout",
+        ),
+    ];
+    assert_eq!(
+        of_asked_product(
+            "Where does a git repository keep its objects, and what is PostgreSQL's PGDATA?",
+            &pages
+        ),
+        [true, true]
+    );
+    assert_eq!(
+        of_asked_product("What is PostgreSQL's PGDATA?", &pages),
+        [false, true]
+    );
+}
