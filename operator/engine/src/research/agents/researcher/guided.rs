@@ -10,7 +10,9 @@
 
 use super::*;
 use crate::research::reading::agenda;
-use crate::research::reading::passages::{keyword_query, products_asked, speaks_to};
+use crate::research::reading::passages::{
+    held_part_terms, keyword_query, products_asked, speaks_to,
+};
 use crate::research::writing::evidence::subject;
 
 /// A small model (one the profile offers tools through the prompt, `toolMode: jsonAction`) with a
@@ -239,11 +241,26 @@ impl Session<'_> {
         } else {
             unread.first()
         };
-        let pick = unread
-            .iter()
-            .find(|h| fits(h))
-            .or(fallback)
-            .map(|h| h.url.clone());
+        // A product's search reads the result of its docs whose title and snippet hold most
+        // of its part ([`held_part_terms`]), the search's order among equals.
+        let products = products_asked(&self.task);
+        let held = |h: &SearchHit| {
+            held_part_terms(
+                &search.subject,
+                &products,
+                &format!("{}\n{}", h.title, h.snippet),
+            )
+        };
+        let pick = if of_product_only {
+            unread
+                .iter()
+                .filter(|h| fits(h))
+                .rev()
+                .max_by_key(|h| held(h))
+        } else {
+            unread.iter().find(|h| fits(h)).or(fallback)
+        }
+        .map(|h| h.url.clone());
         if let Some(url) = pick
             && self.deps.pool.claim(&url).await
         {

@@ -169,19 +169,37 @@ fn product_names(query: &str) -> Vec<String> {
 /// ([`products_asked`]): it holds the part's terms, the products' names aside, all but one in
 /// three.
 pub fn speaks_to(part: &str, products: &[String], text: &str) -> bool {
-    // The products as the part spells them: "PostgreSQL" gives `postgr` and `sql` as well.
+    let asked = part_terms(part, products);
+    let missing = asked.len() - held_terms(&asked, text);
+    missing <= asked.len() / 3
+}
+
+/// Pure: how many of the terms of `part` (the products' names aside) `text` holds: what a
+/// product's search ranks its results by. For "how many columns can a PostgreSQL table have
+/// at most" the first result of PostgreSQL's docs was its error codes appendix; the fourth,
+/// "There is a limit on how many columns a table can contain", holds them all.
+pub fn held_part_terms(part: &str, products: &[String], text: &str) -> usize {
+    held_terms(&part_terms(part, products), text)
+}
+
+/// Pure: the terms of `part`, less the products' names as the part spells them ("PostgreSQL"
+/// gives `postgr` and `sql` as well).
+fn part_terms(part: &str, products: &[String]) -> BTreeSet<String> {
     let spelled: Vec<&str> = part
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| products.contains(&w.to_lowercase()))
         .collect();
     let names = terms(&spelled.join(" "));
-    let asked: BTreeSet<String> = terms(part)
+    terms(part)
         .into_iter()
         .filter(|t| !names.contains(t))
-        .collect();
+        .collect()
+}
+
+/// Pure: how many of `asked` the terms of `text` hold.
+fn held_terms(asked: &BTreeSet<String>, text: &str) -> usize {
     let held: BTreeSet<String> = terms(text).into_iter().collect();
-    let missing = asked.iter().filter(|t| !held.contains(*t)).count();
-    missing <= asked.len() / 3
+    asked.iter().filter(|t| held.contains(*t)).count()
 }
 
 /// Pure: whether a key term is one of the question's [`context_terms`] (the product it is

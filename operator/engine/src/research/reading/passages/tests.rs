@@ -623,3 +623,23 @@ fn a_faq_answer_is_one_passage_with_its_question() {
         "Q: Is there a JIT compiler? A: No. We're still exploring other optimizations."
     );
 }
+
+/// My own demo question: a product's search reads the result whose snippet holds its part.
+#[test]
+fn a_products_results_are_ranked_by_the_terms_of_its_part_they_hold() {
+    let part = "how many columns can a PostgreSQL table have at most";
+    let products = vec!["python".to_string(), "postgresql".to_string()];
+    let codes = held_part_terms(
+        part,
+        &products,
+        "Appendix A. PostgreSQL Error Codes\nTable A.1 lists all the error codes defined in PostgreSQL 15.",
+    );
+    let basics = held_part_terms(
+        part,
+        &products,
+        "5.1. Table Basics\nThere is a limit on how many columns a table can contain.",
+    );
+    assert!(basics > codes, "{basics} vs {codes}");
+    // The product's name is no term of its part.
+    assert_eq!(held_part_terms("PostgreSQL", &products, "PostgreSQL"), 0);
+}
