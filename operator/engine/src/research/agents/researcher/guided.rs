@@ -11,7 +11,7 @@
 use super::*;
 use crate::research::reading::agenda;
 use crate::research::reading::passages::{
-    held_part_terms, keyword_query, products_asked, speaks_to,
+    held_part_terms, keyword_query, products_asked, speaks_to, split,
 };
 use crate::research::writing::evidence::subject;
 
@@ -146,7 +146,7 @@ pub(super) fn subject_searches(
 }
 
 /// Pure: a search for each product `task` asks of ([`products_asked`]) that no page of `pages`
-/// is of ([`subject::of_product`]) and speaks to its part ([`speaks_to`]): the keywords of the part of the task asked of it, unless a
+/// is of ([`subject::of_product`]) and has a passage speaking to its part ([`speaks_to`]): the keywords of the part of the task asked of it, unless a
 /// query of `already` (normalised) was that search. "What does Python's functools.partial
 /// return, and how many arguments can a PostgreSQL function take at most?" read five Python
 /// pages and its report left the PostgreSQL half out without a word: the second half names
@@ -176,11 +176,15 @@ pub(super) fn product_searches(
                 s.owner
                     .as_ref()
                     .is_some_and(|p| subject::of_product(&page.url, &page.title, p))
-                    && speaks_to(
-                        &s.subject,
-                        &products,
-                        &format!("{}\n{}", page.title, page.text),
-                    )
+                    // One passage must: a page as long as PostgreSQL's error codes holds
+                    // every word of "how many columns can a PostgreSQL table have" somewhere.
+                    && split(&page.text).iter().any(|passage| {
+                        speaks_to(
+                            &s.subject,
+                            &products,
+                            &format!("{}\n{}", page.title, passage.text),
+                        )
+                    })
             })
         })
         .filter(|s| !already.contains(&queries::normalise(&s.query)))

@@ -140,3 +140,30 @@ fn a_page_of_the_product_that_does_not_speak_to_its_part_leaves_it_searched() {
     );
     assert!(product_searches(task, &[python, pg_json, pg_port], &[]).is_empty());
 }
+
+/// My own demo question: a long page holding every word of the part, each in another passage,
+/// does not speak to it.
+#[test]
+fn a_product_page_speaks_to_its_part_in_one_passage() {
+    let task = "Which Python exception does tomllib.loads raise on invalid TOML, and how many columns can a PostgreSQL table have at most?";
+    let toml = page(
+        "http://docs/python3.11-doc/html/library/tomllib.html",
+        "tomllib — Parse TOML files — Python 3.11.2 documentation",
+        "tomllib.loads(s): Load TOML from a str object. A TOMLDecodeError will be raised on an invalid TOML document.\n\nexception tomllib.TOMLDecodeError: Subclass of ValueError.",
+    );
+    let codes = page(
+        "http://docs/postgresql-doc-15/html/errcodes-appendix.html",
+        "Appendix A. PostgreSQL Error Codes",
+        "Table A.1 lists all the error codes.\n\nMany conditions have the same code.\n\n54011 | too_many_columns column limit",
+    );
+    assert_eq!(
+        product_searches(task, &[toml.clone(), codes.clone()], &[]).len(),
+        1
+    );
+    let basics = page(
+        "http://docs/postgresql-doc-15/html/ddl-basics.html",
+        "5.1. Table Basics",
+        "There is a limit on how many columns a table can contain. It is between 250 and 1600.",
+    );
+    assert!(product_searches(task, &[toml, codes, basics], &[]).is_empty());
+}
