@@ -766,6 +766,7 @@ mod statements;
 pub use extractive::{QUOTED_NOTE, quoted_report};
 pub use statements::{is_heading_copy, statement_before_colon, strip_signature};
 mod pointers;
+mod prose;
 use statements::{leads, part_leads, quoted_list, uncited_best};
 mod json_points;
 use json_points::{point, point_values};

@@ -4,6 +4,7 @@
 
 use super::entry_of;
 use super::kind::{AnswerKind, answer_kind, holds_for};
+use super::prose::{change_version, table_row_prose, with_following_value};
 use super::{Numbered, link_text};
 use crate::research::reading::passages::{
     Passage, PassageKind, context_terms, focus, is_context, products_asked, rank, subject_terms,
@@ -643,35 +644,6 @@ pub(super) fn statement(asked: &str, best: &Numbered) -> Option<String> {
     statement_for(asked, best, None)
 }
 
-/// Pure: a passage made of table rows as prose: each row's wordiest cell (the extractor
-/// writes a row as `| cell   cell   cell |`). PostgreSQL's operator table put "| *`numeric_type`*
-/// `/` *`numeric_type`* → … |", pipes and all, in a summary; its description cell, "Division
-/// (for integral types, division truncates the result towards zero)", is the statement. Any
-/// other text is returned as it is.
-fn table_row_prose(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    if lines.is_empty() || !lines.iter().all(|l| l.trim_start().starts_with('|')) {
-        return text.to_string();
-    }
-    let wordy = |cell: &str| {
-        cell.split_whitespace()
-            .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 3)
-            .count()
-    };
-    lines
-        .iter()
-        .filter_map(|l| {
-            l.trim()
-                .trim_matches('|')
-                .split("   ")
-                .map(str::trim)
-                .filter(|c| !c.is_empty())
-                .max_by_key(|c| wordy(c))
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Pure: [`statement`], preferring a sentence that names `subject` (one of `asked`'s).
 pub(super) fn statement_naming(asked: &str, best: &Numbered, subject: &str) -> Option<String> {
     statement_for(asked, best, Some(subject))
@@ -760,6 +732,7 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
         }
     }
     chosen.map(|(_, s)| {
+        let s = with_following_value(&sentences(&text), s, kind, asked);
         // A list item's marker ("*   Default five seconds") is no part of the quote.
         let s = unescape_markdown(&unlinked(without_list_marker(s.trim())));
         let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -774,26 +747,6 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
 /// names the function its text "Deserialize *s* ..." describes).
 fn with_entry(n: &Numbered) -> String {
     format!("{}\n{}", entry_of(&n.heading), strip_signature(&n.text))
-}
-
-/// Pure: the version of a "Changed in version 3.8: ..." note, as (major, minor, patch).
-fn change_version(sentence: &str) -> Option<(u32, u32, u32)> {
-    let rest = sentence
-        .trim_start()
-        .trim_start_matches(['*', '_'])
-        .strip_prefix("Changed in version ")?;
-    let number: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
-    let mut parts = number
-        .trim_end_matches('.')
-        .split('.')
-        .map(|p| p.parse::<u32>().ok());
-    let major = parts.next()??;
-    let minor = parts.next().flatten().unwrap_or(0);
-    let patch = parts.next().flatten().unwrap_or(0);
-    Some((major, minor, patch))
 }
 
 /// Longest list item quoted whole as a statement, in characters.

@@ -2518,3 +2518,25 @@ fn a_faq_passage_states_its_answer_with_its_question() {
     let s = statements::statement("How do I enable Python's JIT compiler?", &faq).unwrap();
     assert_eq!(s, "Q: Is there a JIT compiler? A: No");
 }
+
+/// My own demo question: the sentence naming the limit is completed by the next one, which
+/// states it.
+#[test]
+fn a_statement_without_the_value_asked_for_takes_the_next_sentence_stating_it() {
+    let basics = titled(
+        1,
+        "http://docs/postgresql-doc-15/html/ddl-basics.html",
+        "5.1. Table Basics",
+        "5.1. Table Basics",
+        "There is a limit on how many columns a table can contain. Depending on the column types, it is between 250 and 1600. However, defining a table with anywhere near this many columns is highly unusual.",
+    );
+    let s = statements::statement(
+        "How many columns can a PostgreSQL table have at most?",
+        &basics,
+    )
+    .unwrap();
+    assert!(s.contains("between 250 and 1600"), "{s}");
+    // A question asking for no value keeps the one sentence.
+    let s = statements::statement("What does a PostgreSQL table contain?", &basics).unwrap();
+    assert!(!s.contains("1600"), "{s}");
+}

@@ -1,0 +1,91 @@
+//! Pure text helpers for statements: a table row as prose, a version note's version, and a
+//! sentence completed by the one after it.
+
+use super::kind::{AnswerKind, holds, holds_for};
+
+/// Pure: a passage made of table rows as prose: each row's wordiest cell (the extractor
+/// writes a row as `| cell   cell   cell |`). PostgreSQL's operator table put "| *`numeric_type`*
+/// `/` *`numeric_type`* → … |", pipes and all, in a summary; its description cell, "Division
+/// (for integral types, division truncates the result towards zero)", is the statement. Any
+/// other text is returned as it is.
+pub(super) fn table_row_prose(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() || !lines.iter().all(|l| l.trim_start().starts_with('|')) {
+        return text.to_string();
+    }
+    let wordy = |cell: &str| {
+        cell.split_whitespace()
+            .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 3)
+            .count()
+    };
+    lines
+        .iter()
+        .filter_map(|l| {
+            l.trim()
+                .trim_matches('|')
+                .split("   ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .max_by_key(|c| wordy(c))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Pure: the version of a "Changed in version 3.8: ..." note, as (major, minor, patch).
+pub(super) fn change_version(sentence: &str) -> Option<(u32, u32, u32)> {
+    let rest = sentence
+        .trim_start()
+        .trim_start_matches(['*', '_'])
+        .strip_prefix("Changed in version ")?;
+    let number: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let mut parts = number
+        .trim_end_matches('.')
+        .split('.')
+        .map(|p| p.parse::<u32>().ok());
+    let major = parts.next()??;
+    let minor = parts.next().flatten().unwrap_or(0);
+    let patch = parts.next().flatten().unwrap_or(0);
+    Some((major, minor, patch))
+}
+
+/// Pure: `chosen`, one of `sentences`, joined with the sentence after it when `chosen` holds no
+/// value of the `kind` asked for and the next one, referring back ("it", "this", "they" among
+/// its first words), holds one: "There is a limit on how many columns a table can contain."
+/// was quoted without its "Depending on the column types, it is between 250 and 1600."
+pub(super) fn with_following_value(
+    sentences: &[String],
+    chosen: String,
+    kind: Option<AnswerKind>,
+    asked: &str,
+) -> String {
+    let Some(k) = kind.filter(|k| *k != AnswerKind::Name) else {
+        return chosen;
+    };
+    if holds_for(k, &chosen, asked) {
+        return chosen;
+    }
+    let next = sentences
+        .iter()
+        .position(|s| *s == chosen)
+        .and_then(|i| sentences.get(i + 1));
+    let Some(next) = next else {
+        return chosen;
+    };
+    let refers = next.split_whitespace().take(6).any(|w| {
+        matches!(
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+                .as_str(),
+            "it" | "this" | "they" | "these"
+        )
+    });
+    if refers && holds(k, next) {
+        format!("{} {}", chosen.trim_end(), next.trim())
+    } else {
+        chosen
+    }
+}
