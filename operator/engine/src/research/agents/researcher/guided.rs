@@ -146,8 +146,9 @@ pub(super) fn subject_searches(
 }
 
 /// Pure: a search for each product `task` asks of ([`products_asked`]) that no page of `pages`
-/// is of ([`subject::of_product`]) and has a passage speaking to its part ([`speaks_to`]): the keywords of the part of the task asked of it, unless a
-/// query of `already` (normalised) was that search. "What does Python's functools.partial
+/// is of ([`subject::of_product`]) with a passage speaking to its part ([`speaks_to`]): the
+/// keywords of the part of the task asked of it, unless a query of `already` (normalised) was
+/// that search. "What does Python's functools.partial
 /// return, and how many arguments can a PostgreSQL function take at most?" read five Python
 /// pages and its report left the PostgreSQL half out without a word: the second half names
 /// no subject of its own for [`subject_searches`] to look for. A page of the product's docs
@@ -246,7 +247,7 @@ impl Session<'_> {
             unread.first()
         };
         // A product's search reads the result of its docs whose title and snippet hold most
-        // of its part ([`held_part_terms`]), the search's order among equals.
+        // of its part ([`held_part_terms`]), the best scored among equals.
         let products = products_asked(&self.task);
         let held = |h: &SearchHit| {
             held_part_terms(
