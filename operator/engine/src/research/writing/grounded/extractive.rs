@@ -87,8 +87,13 @@ fn product_lead(
         .filter(|n| of_product(&n.url, &n.title, product))
         .peekable();
     if own.peek().is_none() {
+        // The product as the question spells it ("PostgreSQL", not `postgresql`).
+        let spelled = part
+            .split(|c: char| !c.is_alphanumeric())
+            .find(|w| w.eq_ignore_ascii_case(product))
+            .unwrap_or(product);
         return format!(
-            "The passages read do not answer “{}”: none is from {product}'s documentation. ",
+            "The passages read do not answer “{}”: none is from {spelled}'s documentation. ",
             part.trim().trim_end_matches('?')
         );
     }

@@ -2398,7 +2398,7 @@ fn each_products_lead_holds_the_kind_its_own_part_asks_for() {
     let md = quoted_report(asked, &[json]);
     let summary = md.split("## Key findings").next().unwrap_or_default();
     assert!(
-        summary.contains("none is from postgresql's documentation"),
+        summary.contains("none is from PostgreSQL's documentation"),
         "{summary}"
     );
 }
