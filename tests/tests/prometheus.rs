@@ -516,7 +516,10 @@ async fn scenario(
     exported(operator, "quarry_schedule_runs_total{", 1.0).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let t1 = unix_now();
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Grafana rounds the range to whole seconds, so the window may start up to half a second
+    // after t1; two seconds leave a scrape between its start and the round's first model call,
+    // which increase() would otherwise fold into its first sample and miss.
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let watch_runs = ListParams::default().labels("quarry.dev/schedule=watch");
     if runs
         .list(&watch_runs)
