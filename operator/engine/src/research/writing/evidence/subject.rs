@@ -543,8 +543,9 @@ pub fn docs_products(url: &str) -> Vec<String> {
 
 /// Pure: what keeps `texts` from answering `question`, as a reader would name it: the
 /// subjects none of them names ([`unanswered`]), else an option asked of a command that only
-/// other commands' passages name ([`option_of_another`]), else a subject they name only in
-/// passing ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
+/// other commands' passages name ([`option_of_another`]), else subjects written as one phrase
+/// that no text names together ([`named_apart`]), else a subject they name only in passing
+/// ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
 /// test: it decides whether a model is shown the passages at all.
 /// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
 /// heads included.
@@ -556,6 +557,10 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
     let options = option_of_another(question, texts);
     if !options.is_empty() {
         return options;
+    }
+    let apart = named_apart(question, &asked_subjects(question), texts);
+    if !apart.is_empty() {
+        return apart;
     }
     named_in_passing(question, &asked_subjects(question), heads, texts)
 }
@@ -631,6 +636,52 @@ fn option_of_another(question: &str, texts: &[String]) -> Vec<String> {
         })
         .map(|(option, command)| format!("`{option}` for `{}`", command.join(" ")))
         .collect()
+}
+
+/// Pure: the runs of `subjects` that `question` writes side by side as one noun phrase
+/// (`asyncio` and `HTTP` of "Python's asyncio HTTP client") that no one of `texts` names
+/// together, as "`asyncio` together with `HTTP`", spelled as the question does. Each named
+/// apart, by `http.client`'s page and by asyncio's, they said nothing of an asyncio HTTP
+/// client, which Python does not have; its timeout was answered from `http.client`'s.
+fn named_apart(question: &str, subjects: &[String], texts: &[String]) -> Vec<String> {
+    let mut runs: Vec<Vec<(&String, &str)>> = vec![vec![]];
+    for raw in question.split_whitespace() {
+        let word = raw
+            .trim_matches(|c: char| "\"'`?!,;:()[]{}".contains(c))
+            .trim_end_matches('.');
+        let word = word
+            .strip_suffix("'s")
+            .or_else(|| word.strip_suffix("’s"))
+            .unwrap_or(word);
+        let word = word.strip_suffix("()").unwrap_or(word);
+        match subjects.iter().find(|k| k.eq_ignore_ascii_case(word)) {
+            Some(k) => {
+                if let Some(run) = runs.last_mut() {
+                    run.push((k, word));
+                }
+            }
+            None => runs.push(vec![]),
+        }
+        // A comma or a stop ends the phrase: "TRUNCATE, plain VACUUM" are things apart.
+        if raw.ends_with([',', ';', ':', '?', '!']) {
+            runs.push(vec![]);
+        }
+    }
+    let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
+    let mut out = Vec::new();
+    for mut run in runs {
+        run.dedup_by(|a, b| a.0 == b.0);
+        if run.len() < 2 {
+            continue;
+        }
+        let together = (0..texts.len())
+            .any(|i| run.iter().all(|(k, _)| names_term(&texts[i], &named[i], k)));
+        if !together {
+            let spelled: Vec<String> = run.iter().map(|(_, w)| format!("`{w}`")).collect();
+            out.push(spelled.join(" together with "));
+        }
+    }
+    out
 }
 
 /// Pure: the content words of `question` (stemmed, as [`terms`]) beside its `subjects`, the

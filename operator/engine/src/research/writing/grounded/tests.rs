@@ -1897,6 +1897,57 @@ fn an_option_no_passage_names_leaves_the_question_unanswered() {
     );
 }
 
+/// Own hostile question: subjects written as one phrase ("asyncio HTTP client") must be named
+/// together; `http.client`'s timeout answered for an asyncio HTTP client Python lacks.
+#[test]
+fn subjects_written_as_one_phrase_are_named_together_or_not_answered() {
+    let http = titled(
+        1,
+        "http://docs/library/http.client.html",
+        "http.client — HTTP protocol client",
+        "class http.client.HTTPConnection(host, port=None, [timeout, ]…)",
+        "If the optional timeout parameter is given, blocking operations will timeout after that many seconds.",
+    );
+    let asyncio = titled(
+        2,
+        "http://docs/library/asyncio.html",
+        "asyncio — Asynchronous I/O",
+        "asyncio — Asynchronous I/O",
+        "asyncio is a library to write concurrent code using the async/await syntax.",
+    );
+    let items = vec![http.clone(), asyncio.clone()];
+    assert_eq!(
+        unanswered(
+            "What is the default timeout of Python's asyncio HTTP client?",
+            &items
+        ),
+        ["`asyncio` together with `HTTP`"]
+    );
+    // Apart in the question, apart on the pages: each is answered from its own.
+    assert!(
+        unanswered(
+            "What does asyncio do, and what is the timeout of the HTTP client?",
+            &items
+        )
+        .is_empty()
+    );
+    // One passage naming both answers the phrase.
+    let streams = titled(
+        3,
+        "http://docs/library/asyncio-stream.html",
+        "Streams — asyncio",
+        "TCP echo client",
+        "An HTTP client written with asyncio streams opens a connection with open_connection().",
+    );
+    assert!(
+        unanswered(
+            "What is the default timeout of Python's asyncio HTTP client?",
+            &[http, asyncio, streams]
+        )
+        .is_empty()
+    );
+}
+
 /// Own hostile questions: an option another command documents, and a subject a passage names
 /// only in passing, answer nothing (the 0.5B model answered both from them).
 #[test]
