@@ -11,7 +11,8 @@ use std::collections::BTreeSet;
 use super::{STOPWORDS, stem, terms};
 use crate::research::reading::passages::focus::option_commands;
 use crate::research::reading::passages::{
-    FRAME_WORDS, context_terms, is_context, products_asked, sole_product, subject_terms,
+    FRAME_WORDS, context_terms, is_category_noun, is_context, products_asked, sole_product,
+    subject_terms,
 };
 
 /// How a subject is looked for in a text.
@@ -451,10 +452,38 @@ fn names_option(text: &str, option: &str) -> bool {
 /// about another library's pool answers nothing about `create_engine()`'s `pool_size`.
 pub fn unanswered(question: &str, texts: &[String]) -> Vec<String> {
     let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
+    let keywords = keywords(question);
     asked_subjects(question)
         .into_iter()
-        .filter(|k| !(0..texts.len()).any(|i| names_term(&texts[i], &named[i], k)))
+        .filter(|k| {
+            !(0..texts.len()).any(|i| names_asked(&texts[i], &named[i], k, &keywords))
+        })
+        .map(|k| match keywords.contains(&k) {
+            true => k.to_uppercase(),
+            false => k,
+        })
         .collect()
+}
+
+/// Pure: the words `question` writes in capitals, letters only (`VACUUM`, `COMPACT`, `HTTP`),
+/// lower-cased: SQL keywords and acronyms, which a text names only in capitals too.
+fn keywords(question: &str) -> BTreeSet<String> {
+    question
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| w.chars().all(|c| c.is_ascii_uppercase()) && w.len() > 1)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Pure: whether a text names the subject `term` of a question whose capitalised words are
+/// `keywords`: a keyword only in capitals. "VACUUM FULL actively compacts tables" does not
+/// name a `VACUUM COMPACT`, which PostgreSQL does not have.
+fn names_asked(text: &str, named: &Named, term: &str, keywords: &BTreeSet<String>) -> bool {
+    if keywords.contains(term) {
+        named.names(&Subject::Keywords(vec![term.to_string()]))
+    } else {
+        names_term(text, named, term)
+    }
 }
 
 /// Pure: the words of a page's address (`https://www.postgresql.org/docs/15/functions-math.html`
@@ -668,6 +697,7 @@ fn named_apart(question: &str, subjects: &[String], texts: &[String]) -> Vec<Str
         }
     }
     let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
+    let keywords = keywords(question);
     let mut out = Vec::new();
     for mut run in runs {
         run.dedup_by(|a, b| a.0 == b.0);
@@ -675,7 +705,7 @@ fn named_apart(question: &str, subjects: &[String], texts: &[String]) -> Vec<Str
             continue;
         }
         let together = (0..texts.len())
-            .any(|i| run.iter().all(|(k, _)| names_term(&texts[i], &named[i], k)));
+            .any(|i| run.iter().all(|(k, _)| names_asked(&texts[i], &named[i], k, &keywords)));
         if !together {
             let spelled: Vec<String> = run.iter().map(|(_, w)| format!("`{w}`")).collect();
             out.push(spelled.join(" together with "));
@@ -705,6 +735,32 @@ pub fn asked_of_subjects(question: &str) -> BTreeSet<String> {
     other_words(question, &asked_subjects(question))
 }
 
+/// Pure: the words of a "Which ... <kind>" question naming the kind of thing it asks for, up to
+/// that noun ("Python 3.11 standard library module" of "Which Python 3.11 standard library
+/// module parses YAML files?"); empty for a question of another form. They say what the answer
+/// is, not what is asked of the subject: json's page, saying "This module can thus also be used
+/// as a YAML serializer", shares "module" with that question and parses nothing.
+fn answer_kind_phrase(question: &str) -> String {
+    let words: Vec<&str> = question
+        .split(|c: char| c.is_whitespace() || "?,;:".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if !words
+        .first()
+        .is_some_and(|w| matches!(w.to_lowercase().as_str(), "which" | "what"))
+    {
+        return String::new();
+    }
+    let noun = words.iter().take(7).skip(1).position(|w| {
+        let w = w.to_lowercase();
+        is_category_noun(w.strip_suffix('s').unwrap_or(&w))
+    });
+    match noun {
+        Some(i) => words[1..=i + 1].join(" "),
+        None => String::new(),
+    }
+}
+
 /// Pure: the subjects named only in passing: no title or heading among `heads` names any
 /// subject (no page or entry is about one), and every text that names the subject shares none
 /// of the question's other words with it (a word's first five letters suffice). A release note saying a bug "has
@@ -718,9 +774,14 @@ fn named_in_passing(
     texts: &[String],
 ) -> Vec<String> {
     let prefix = |w: &str| w.chars().take(5).collect::<String>();
+    let kind: BTreeSet<String> = terms(&answer_kind_phrase(question))
+        .iter()
+        .map(|w| prefix(w))
+        .collect();
     let others: BTreeSet<String> = other_words(question, subjects)
         .iter()
         .map(|w| prefix(w))
+        .filter(|w| !kind.contains(w))
         .collect();
     if others.is_empty() {
         return vec![];

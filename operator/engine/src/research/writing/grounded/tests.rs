@@ -1948,6 +1948,55 @@ fn subjects_written_as_one_phrase_are_named_together_or_not_answered() {
     );
 }
 
+/// Own hostile questions: a keyword the question writes in capitals is named only in capitals
+/// ("compacts tables" names no `VACUUM COMPACT`), and the words of "Which ... module" say what
+/// the answer is, not what is asked of the subject (json's page "can be used as a YAML
+/// serializer" parses no YAML).
+#[test]
+fn keywords_are_named_in_capitals_and_the_asked_kind_is_not_what_is_asked() {
+    let vacuum = titled(
+        1,
+        "http://docs/routine-vacuuming.html",
+        "25.1. Routine Vacuuming",
+        "25.1.2. Recovering Disk Space",
+        "VACUUM FULL actively compacts tables by writing a complete new version of the table file with no dead space.",
+    );
+    assert_eq!(
+        unanswered(
+            "How does PostgreSQL's VACUUM COMPACT differ from VACUUM FULL?",
+            std::slice::from_ref(&vacuum)
+        ),
+        ["COMPACT"]
+    );
+    let full = unanswered(
+        "What does PostgreSQL's VACUUM FULL do to the table file?",
+        std::slice::from_ref(&vacuum),
+    );
+    assert!(full.is_empty(), "{full:?}");
+
+    let json = titled(
+        2,
+        "http://docs/library/json.html",
+        "json — JSON encoder and decoder",
+        "json — JSON encoder and decoder",
+        "JSON is a subset of YAML 1.2. This module can thus also be used as a YAML serializer.",
+    );
+    let asked = "Which Python 3.11 standard library module parses YAML files?";
+    assert_eq!(
+        unanswered(asked, std::slice::from_ref(&json)),
+        ["`yaml` other than in passing"]
+    );
+    // A passage holding what is asked of YAML bears on it.
+    let parser = titled(
+        3,
+        "http://docs/library/json.html",
+        "json — JSON encoder and decoder",
+        "json — JSON encoder and decoder",
+        "No standard library module parses YAML files; JSON is a subset of YAML 1.2.",
+    );
+    assert!(unanswered(asked, &[json, parser]).is_empty());
+}
+
 /// Own hostile questions: an option another command documents, and a subject a passage names
 /// only in passing, answer nothing (the 0.5B model answered both from them).
 #[test]
@@ -2474,7 +2523,7 @@ fn a_question_asked_of_one_product_is_answered_only_by_its_pages() {
     );
     let asked = "How do I enable Python's built-in JIT compiler in Python 3.11?";
     let missing = unanswered(asked, &[configure.clone(), jit.clone()]);
-    assert!(missing.contains(&"jit".to_string()), "{missing:?}");
+    assert!(missing.contains(&"JIT".to_string()), "{missing:?}");
     // No page of the product read: every page counts, as before.
     assert!(unanswered(asked, &[jit]).is_empty());
     // A question of no product in particular: every page counts.
