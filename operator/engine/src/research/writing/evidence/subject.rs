@@ -11,9 +11,11 @@ use std::collections::BTreeSet;
 use super::{STOPWORDS, stem, terms};
 use crate::research::reading::passages::focus::option_commands;
 use crate::research::reading::passages::{
-    FRAME_WORDS, context_terms, is_category_noun, is_context, products_asked, sole_product,
-    subject_terms,
+    FRAME_WORDS, context_terms, is_context, products_asked, sole_product, subject_terms,
 };
+
+mod gate;
+use gate::{answer_kind_phrase, keywords, named_apart, names_asked};
 
 /// How a subject is looked for in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -455,35 +457,12 @@ pub fn unanswered(question: &str, texts: &[String]) -> Vec<String> {
     let keywords = keywords(question);
     asked_subjects(question)
         .into_iter()
-        .filter(|k| {
-            !(0..texts.len()).any(|i| names_asked(&texts[i], &named[i], k, &keywords))
-        })
+        .filter(|k| !(0..texts.len()).any(|i| names_asked(&texts[i], &named[i], k, &keywords)))
         .map(|k| match keywords.contains(&k) {
             true => k.to_uppercase(),
             false => k,
         })
         .collect()
-}
-
-/// Pure: the words `question` writes in capitals, letters only (`VACUUM`, `COMPACT`, `HTTP`),
-/// lower-cased: SQL keywords and acronyms, which a text names only in capitals too.
-fn keywords(question: &str) -> BTreeSet<String> {
-    question
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| w.chars().all(|c| c.is_ascii_uppercase()) && w.len() > 1)
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// Pure: whether a text names the subject `term` of a question whose capitalised words are
-/// `keywords`: a keyword only in capitals. "VACUUM FULL actively compacts tables" does not
-/// name a `VACUUM COMPACT`, which PostgreSQL does not have.
-fn names_asked(text: &str, named: &Named, term: &str, keywords: &BTreeSet<String>) -> bool {
-    if keywords.contains(term) {
-        named.names(&Subject::Keywords(vec![term.to_string()]))
-    } else {
-        names_term(text, named, term)
-    }
 }
 
 /// Pure: the words of a page's address (`https://www.postgresql.org/docs/15/functions-math.html`
@@ -667,53 +646,6 @@ fn option_of_another(question: &str, texts: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Pure: the runs of `subjects` that `question` writes side by side as one noun phrase
-/// (`asyncio` and `HTTP` of "Python's asyncio HTTP client") that no one of `texts` names
-/// together, as "`asyncio` together with `HTTP`", spelled as the question does. Each named
-/// apart, by `http.client`'s page and by asyncio's, they said nothing of an asyncio HTTP
-/// client, which Python does not have; its timeout was answered from `http.client`'s.
-fn named_apart(question: &str, subjects: &[String], texts: &[String]) -> Vec<String> {
-    let mut runs: Vec<Vec<(&String, &str)>> = vec![vec![]];
-    for raw in question.split_whitespace() {
-        let word = raw
-            .trim_matches(|c: char| "\"'`?!,;:()[]{}".contains(c))
-            .trim_end_matches('.');
-        let word = word
-            .strip_suffix("'s")
-            .or_else(|| word.strip_suffix("’s"))
-            .unwrap_or(word);
-        let word = word.strip_suffix("()").unwrap_or(word);
-        match subjects.iter().find(|k| k.eq_ignore_ascii_case(word)) {
-            Some(k) => {
-                if let Some(run) = runs.last_mut() {
-                    run.push((k, word));
-                }
-            }
-            None => runs.push(vec![]),
-        }
-        // A comma or a stop ends the phrase: "TRUNCATE, plain VACUUM" are things apart.
-        if raw.ends_with([',', ';', ':', '?', '!']) {
-            runs.push(vec![]);
-        }
-    }
-    let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
-    let keywords = keywords(question);
-    let mut out = Vec::new();
-    for mut run in runs {
-        run.dedup_by(|a, b| a.0 == b.0);
-        if run.len() < 2 {
-            continue;
-        }
-        let together = (0..texts.len())
-            .any(|i| run.iter().all(|(k, _)| names_asked(&texts[i], &named[i], k, &keywords)));
-        if !together {
-            let spelled: Vec<String> = run.iter().map(|(_, w)| format!("`{w}`")).collect();
-            out.push(spelled.join(" together with "));
-        }
-    }
-    out
-}
-
 /// Pure: the content words of `question` (stemmed, as [`terms`]) beside its `subjects`, the
 /// product it is asked in and the words framing it ([`FRAME_WORDS`]): what it asks of its
 /// subjects ("port", "listen", "default"; "fail", "conflict").
@@ -733,32 +665,6 @@ fn other_words(question: &str, subjects: &[String]) -> BTreeSet<String> {
 /// [`subject_terms`] less its product).
 pub fn asked_of_subjects(question: &str) -> BTreeSet<String> {
     other_words(question, &asked_subjects(question))
-}
-
-/// Pure: the words of a "Which ... <kind>" question naming the kind of thing it asks for, up to
-/// that noun ("Python 3.11 standard library module" of "Which Python 3.11 standard library
-/// module parses YAML files?"); empty for a question of another form. They say what the answer
-/// is, not what is asked of the subject: json's page, saying "This module can thus also be used
-/// as a YAML serializer", shares "module" with that question and parses nothing.
-fn answer_kind_phrase(question: &str) -> String {
-    let words: Vec<&str> = question
-        .split(|c: char| c.is_whitespace() || "?,;:".contains(c))
-        .filter(|w| !w.is_empty())
-        .collect();
-    if !words
-        .first()
-        .is_some_and(|w| matches!(w.to_lowercase().as_str(), "which" | "what"))
-    {
-        return String::new();
-    }
-    let noun = words.iter().take(7).skip(1).position(|w| {
-        let w = w.to_lowercase();
-        is_category_noun(w.strip_suffix('s').unwrap_or(&w))
-    });
-    match noun {
-        Some(i) => words[1..=i + 1].join(" "),
-        None => String::new(),
-    }
 }
 
 /// Pure: the subjects named only in passing: no title or heading among `heads` names any
