@@ -266,7 +266,7 @@ impl ChatModel for Turns {
 #[derive(Default)]
 struct JsonSearch(Mutex<Vec<String>>);
 
-const JSON_PAGE: &str = "https://docs.example/library/json.html";
+const JSON_PAGE: &str = "https://docs.python.org/3/library/json.html";
 
 #[async_trait]
 impl Gatherer for JsonSearch {
@@ -375,7 +375,7 @@ async fn degenerate_turns_are_billed_and_the_engine_searches_and_reads_for_the_m
 /// Finds an off-topic page first, then the one that answers.
 struct TwoResults;
 
-const OFF_TOPIC: &str = "https://docs.example/library/pickle.html";
+const OFF_TOPIC: &str = "https://docs.python.org/3/library/pickle.html";
 
 #[async_trait]
 impl Gatherer for TwoResults {

@@ -489,42 +489,68 @@ pub fn of_product(url: &str, title: &str, product: &str) -> bool {
 }
 
 /// Pure: which of `pages` (address, title) may answer `question` for the product it is asked
-/// in: when it names one ([`sole_product`]) and a page of that product's docs was read, only
-/// that product's pages; else all. "How do I enable Python's built-in JIT compiler?" was
-/// answered with PostgreSQL's JIT chapter, the one page naming JIT.
+/// in. That product is the one it names ([`sole_product`]), or the one word of it naming the
+/// docs of a page read ([`docs_products`]: "git" of "Which git subcommand ..."). When a page of
+/// its docs was read, only its pages count; when none was, every page but those of another
+/// product's docs. "How do I enable Python's built-in JIT compiler?" was answered with
+/// PostgreSQL's JIT chapter, the one page naming JIT; a git question with Python's release
+/// notes on Mercurial. A question of several products, or of none, keeps every page.
 pub fn of_asked_product(question: &str, pages: &[(&str, &str)]) -> Vec<bool> {
     let all = vec![true; pages.len()];
-    let Some(product) = sole_product(question) else {
-        return all;
-    };
-    // A question naming another product whose docs were read asks of it too, as a subject
-    // ("git" of "... a Git repository's directory and PostgreSQL's PGDATA").
     let words: BTreeSet<String> = question
         .split(|c: char| !c.is_alphanumeric())
         .map(str::to_lowercase)
         .collect();
-    if pages
+    let read: BTreeSet<String> = pages
         .iter()
         .flat_map(|(url, _)| docs_products(url))
-        .any(|p| p != product && words.contains(&p))
-    {
-        return all;
-    }
+        .collect();
+    let documented: Vec<&String> = read.iter().filter(|p| words.contains(*p)).collect();
+    let product = match (sole_product(question), documented.as_slice()) {
+        // A question naming another product whose docs were read asks of it too, as a subject
+        // ("git" of "... a Git repository's directory and PostgreSQL's PGDATA").
+        (_, [_, _, ..]) => return all,
+        (Some(named), [one]) if named != **one && read.contains(&named) => return all,
+        (_, [one]) => (*one).clone(),
+        (Some(named), []) => named,
+        (None, []) => return all,
+    };
     let mask: Vec<bool> = pages
         .iter()
         .map(|(url, title)| of_product(url, title, &product))
         .collect();
-    if mask.contains(&true) { mask } else { all }
+    if mask.contains(&true) {
+        return mask;
+    }
+    // No page of its docs read: a page of another product's docs answers nothing for it. Any
+    // other page (a blog, a forum) may; "Postgres" is PostgreSQL, realpython.com is Python's.
+    let related = |p: &String| p.contains(&product) || product.contains(p.as_str());
+    pages
+        .iter()
+        .map(|(url, _)| !is_docs_page(url) || docs_products(url).iter().any(related))
+        .collect()
+}
+
+/// Pure: whether the page at `url` is a product's documentation by its address: a `docs.`
+/// host, a `doc`/`docs` path segment, or a docs tree (`/postgresql-doc-15/`).
+fn is_docs_page(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    host.starts_with("docs.")
+        || path
+            .split('/')
+            .any(|seg| seg.split(['-', '_']).any(|p| p == "doc" || p == "docs"))
 }
 
 /// Labels of an address that name no product.
 const GENERIC_LABELS: [&str; 9] = ["www", "docs", "doc", "org", "com", "net", "io", "dev", "en"];
 
 /// Pure: the products whose docs the page at `url` is of, by its address: the host's naming
-/// label (`python` of `docs.python.org`, `git` of `git-scm.com`) and the letters its first
-/// path segment opens with (`postgresql` of `/postgresql-doc-15/`, `python` of
-/// `/python3.11-doc/`). Words of the rest of the address (`jit` of `jit-reason.html`) are the
-/// page's topic, not its product.
+/// label (`python` of `docs.python.org`, `git` of `git-scm.com`) and the letters a first
+/// path segment naming a docs tree opens with (`postgresql` of `/postgresql-doc-15/`, `python`
+/// of `/python3.11-doc/`). Words of the rest of the address (`jit` of `jit-reason.html`,
+/// `questions` of `/questions/`) are the page's topic, not its product: a page of "another
+/// product's docs" answers nothing for the asked one ([`of_asked_product`]).
 pub fn docs_products(url: &str) -> Vec<String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -542,8 +568,14 @@ pub fn docs_products(url: &str) -> Vec<String> {
         .map(letters)
         .rfind(|l| l.len() > 1);
     out.extend(label);
-    let first = letters(path.split('/').next().unwrap_or(""));
-    if first.len() > 1 && !GENERIC_LABELS.contains(&first.as_str()) && !out.contains(&first) {
+    let (segment, below) = path.split_once('/').unwrap_or((path, ""));
+    let is_tree = !below.is_empty() && segment.split(['-', '_']).any(|p| p == "doc" || p == "docs");
+    let first = letters(segment);
+    if is_tree
+        && first.len() > 1
+        && !GENERIC_LABELS.contains(&first.as_str())
+        && !out.contains(&first)
+    {
         out.push(first);
     }
     out

@@ -682,6 +682,13 @@ fn a_pages_docs_product_is_read_from_its_address() {
         docs_products("http://127.0.0.1:35509/python3.11-doc/html/library/json.html"),
         ["python"]
     );
+    // A first segment that is no docs tree is a topic.
+    assert_eq!(
+        docs_products("https://stackoverflow.com/questions/1/git-encrypt"),
+        ["stackoverflow"]
+    );
+    assert!(docs_products("http://docs/routine-vacuuming.html").is_empty());
+    assert!(docs_products("http://docs/library/json.html").is_empty());
 }
 
 /// A question asked in one product that names another whose pages were read keeps them.
@@ -705,5 +712,34 @@ fn a_question_naming_another_products_docs_keeps_their_pages() {
     assert_eq!(
         of_asked_product("What is PostgreSQL's PGDATA?", &pages),
         [false, true]
+    );
+}
+
+/// Own hostile question: a git question, written in lower case, was answered from Python's
+/// release notes on Mercurial. The product is also the word naming a docs tree read.
+#[test]
+fn a_lower_case_product_is_read_from_the_docs_read_and_other_docs_answer_nothing_for_it() {
+    use super::subject::of_asked_product;
+    let git = ("http://d/git-doc/git-fast-export.html", "git-fast-export(1)");
+    let python = (
+        "http://d/python3.11-doc/html/whatsnew/3.2.html",
+        "What’s New In Python 3.2 — Python 3.11.2 documentation",
+    );
+    let forum = ("https://stackoverflow.com/questions/1/git-to-hg", "Convert");
+    let asked = "Which git subcommand converts a repository to Mercurial?";
+    assert_eq!(of_asked_product(asked, &[git, python]), [true, false]);
+    // Named as a product and none of its pages read: another product's docs answer nothing
+    // for it, a forum page may.
+    assert_eq!(
+        of_asked_product(
+            "Which Git subcommand converts a repository to Mercurial?",
+            &[python, forum]
+        ),
+        [false, true]
+    );
+    // Named nowhere, no product: every page counts.
+    assert_eq!(
+        of_asked_product("How do I convert a repository?", &[git, python]),
+        [true, true]
     );
 }

@@ -2524,8 +2524,18 @@ fn a_question_asked_of_one_product_is_answered_only_by_its_pages() {
     let asked = "How do I enable Python's built-in JIT compiler in Python 3.11?";
     let missing = unanswered(asked, &[configure.clone(), jit.clone()]);
     assert!(missing.contains(&"JIT".to_string()), "{missing:?}");
-    // No page of the product read: every page counts, as before.
-    assert!(unanswered(asked, &[jit]).is_empty());
+    // No page of the product read: another product's docs answer nothing for it.
+    let missing = unanswered(asked, std::slice::from_ref(&jit));
+    assert!(missing.contains(&"JIT".to_string()), "{missing:?}");
+    // A page of no product's docs (a blog) still may.
+    let blog = titled(
+        3,
+        "https://blog.example/jit-in-python",
+        "JIT compilation explained",
+        "JIT compilation explained",
+        "Python 3.11 has no built-in JIT compiler to enable.",
+    );
+    assert!(unanswered(asked, &[jit.clone(), blog]).is_empty());
     // A question of no product in particular: every page counts.
     assert!(
         unanswered(
