@@ -15,7 +15,7 @@ use crate::research::reading::passages::{
 };
 
 mod gate;
-use gate::{answer_kind_phrase, keywords, named_apart, names_asked};
+use gate::{answer_kind_phrase, keywords, named_apart, names_asked, unnamed_keywords};
 
 /// How a subject is looked for in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -593,6 +593,10 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
     let missing = unanswered(question, texts);
     if !missing.is_empty() {
         return missing;
+    }
+    let keywords = unnamed_keywords(question, texts);
+    if !keywords.is_empty() {
+        return keywords;
     }
     let options = option_of_another(question, texts);
     if !options.is_empty() {

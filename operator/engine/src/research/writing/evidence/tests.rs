@@ -720,7 +720,10 @@ fn a_question_naming_another_products_docs_keeps_their_pages() {
 #[test]
 fn a_lower_case_product_is_read_from_the_docs_read_and_other_docs_answer_nothing_for_it() {
     use super::subject::of_asked_product;
-    let git = ("http://d/git-doc/git-fast-export.html", "git-fast-export(1)");
+    let git = (
+        "http://d/git-doc/git-fast-export.html",
+        "git-fast-export(1)",
+    );
     let python = (
         "http://d/python3.11-doc/html/whatsnew/3.2.html",
         "What’s New In Python 3.2 — Python 3.11.2 documentation",

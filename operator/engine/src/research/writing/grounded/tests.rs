@@ -1997,6 +1997,28 @@ fn keywords_are_named_in_capitals_and_the_asked_kind_is_not_what_is_asked() {
     assert!(unanswered(asked, &[json, parser]).is_empty());
 }
 
+/// Own hostile question: a word in capitals beside an identifier is checked too; `http.server`
+/// has no HTTPS mode, and its page answered for one.
+#[test]
+fn a_keyword_beside_an_identifier_must_be_named() {
+    let server = titled(
+        1,
+        "http://docs/library/http.server.html",
+        "http.server — HTTP servers",
+        "class http.server.HTTPServer(server_address, RequestHandlerClass)",
+        "The server listens on port 8000 by default when run from the command line.",
+    );
+    let asked = "What is the default port of the HTTPS mode of Python's http.server module?";
+    assert_eq!(unanswered(asked, std::slice::from_ref(&server)), ["HTTPS"]);
+    assert!(
+        unanswered(
+            "What is the default port of Python's http.server module over HTTP?",
+            std::slice::from_ref(&server)
+        )
+        .is_empty()
+    );
+}
+
 /// Own hostile questions: an option another command documents, and a subject a passage names
 /// only in passing, answer nothing (the 0.5B model answered both from them).
 #[test]

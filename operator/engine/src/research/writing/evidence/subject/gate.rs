@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{Named, Subject, names_term};
-use crate::research::reading::passages::is_category_noun;
+use super::{Named, Subject, asked_subjects, names_term};
+use crate::research::reading::passages::{context_terms, is_category_noun, is_context};
 
 /// Pure: the words `question` writes in capitals, letters only (`VACUUM`, `COMPACT`, `HTTP`),
 /// lower-cased: SQL keywords and acronyms, which a text names only in capitals too.
@@ -105,4 +105,25 @@ pub(super) fn answer_kind_phrase(question: &str) -> String {
         Some(i) => words[1..=i + 1].join(" "),
         None => String::new(),
     }
+}
+
+/// Pure: the words `question` writes in capitals ([`keywords`], three letters or more) that
+/// are not among its subjects (those are checked as such) nor its products, and that no one of
+/// `texts` writes in capitals, spelled as the question does. A question with identifiers
+/// takes only them as subjects, so "the HTTPS mode of Python's http.server module" was
+/// answered from `http.server`'s page, which has no HTTPS mode.
+pub(super) fn unnamed_keywords(question: &str, texts: &[String]) -> Vec<String> {
+    let subjects = asked_subjects(question);
+    let context = context_terms(question);
+    let named: Vec<Named> = texts.iter().map(|t| Named::new(t)).collect();
+    keywords(question)
+        .into_iter()
+        .filter(|k| k.len() > 2 && !subjects.contains(k) && !is_context(k, &context))
+        .filter(|k| {
+            !named
+                .iter()
+                .any(|n| n.names(&Subject::Keywords(vec![k.clone()])))
+        })
+        .map(|k| k.to_uppercase())
+        .collect()
 }
