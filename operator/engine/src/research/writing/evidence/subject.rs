@@ -404,12 +404,10 @@ impl Named {
                 .iter()
                 .filter(|w| w.chars().count() >= 3 && !is_stopword(w))
                 .all(|w| self.terms.contains(&stem(w))),
-            // Exactly: to a plural's rule, "HTTP" would name "HTTPS".
-            Subject::Keywords(words) => words.iter().filter(|w| !is_stopword(w)).all(|w| {
-                self.capitals
-                    .iter()
-                    .any(|t| t == w || t.strip_suffix(w.as_str()).is_some_and(|p| p.ends_with('.')))
-            }),
+            Subject::Keywords(words) => words
+                .iter()
+                .filter(|w| !is_stopword(w))
+                .all(|w| self.capitals.iter().any(|t| name_matches(w, t, false))),
         }
     }
 }

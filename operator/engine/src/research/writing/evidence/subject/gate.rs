@@ -110,8 +110,8 @@ pub(super) fn answer_kind_phrase(question: &str) -> String {
 /// Pure: the words `question` writes in capitals ([`keywords`], three letters or more) that
 /// are not among its subjects (those are checked as such) nor its products, and that no one of
 /// `texts` writes in capitals, spelled as the question does. A question with identifiers
-/// takes only them as subjects, so "the HTTPS mode of Python's http.server module" was
-/// answered from `http.server`'s page, which has no HTTPS mode.
+/// takes only them as subjects, so "the TLS mode of Python's http.server module" would be
+/// answered from `http.server`'s page, which has none.
 pub(super) fn unnamed_keywords(question: &str, texts: &[String]) -> Vec<String> {
     let subjects = asked_subjects(question);
     let context = context_terms(question);
@@ -119,6 +119,8 @@ pub(super) fn unnamed_keywords(question: &str, texts: &[String]) -> Vec<String> 
     keywords(question)
         .into_iter()
         .filter(|k| k.len() > 2 && !subjects.contains(k) && !is_context(k, &context))
+        // By a plural's rule, as subjects are: "HTTP" names "HTTPS". Matched exactly, a
+        // question of the frozen set was refused on its own pages.
         .filter(|k| {
             !named
                 .iter()
