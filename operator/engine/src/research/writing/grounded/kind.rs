@@ -300,11 +300,14 @@ const NUMBER_WORDS: [&str; 16] = [
     "twelve", "hundred", "thousand", "million", "billion",
 ];
 
-/// Pure: what follows "how many " in `asked`, lower-cased; `None` for any other question.
+/// Pure: what follows "how many " or "number of " in `asked`, lower-cased; `None` for any
+/// other question. "What is the maximum number of entries git stash keeps" asks a count of
+/// entries as "How many" does: `stash@{0}` in a sentence on the stash's reflog is none.
 fn after_how_many(asked: &str) -> Option<String> {
     let lower = asked.to_lowercase();
     lower
         .split_once("how many ")
+        .or_else(|| lower.split_once("number of "))
         .map(|(_, after)| after.to_string())
 }
 

@@ -165,6 +165,24 @@ fn a_count_of_the_asked_unit_must_be_about_the_asked_thing() {
     assert!(count_subject("How many loose objects trigger git gc --auto by default?").is_empty());
 }
 
+/// Own hostile question: "the maximum number of entries" asks a count of entries as "how many
+/// entries" does; a reflog name's digit is none.
+#[test]
+fn the_number_of_a_thing_is_a_count_of_it() {
+    let asked = "What is the maximum number of entries git stash keeps before dropping old ones?";
+    assert_eq!(answer_kind(asked), Some(AnswerKind::Number));
+    assert!(!holds_for(
+        AnswerKind::Number,
+        "Older stashes are found in the reflog of this reference (e.g. `stash@{0}` is the most recently created stash, `stash@{1}` is the one before it).",
+        asked
+    ));
+    assert!(holds_for(
+        AnswerKind::Number,
+        "The stash keeps at most 100 entries.",
+        asked
+    ));
+}
+
 /// My own demo question, deep mode: "aborting one of the transactions" is no amount for "how
 /// long does PostgreSQL wait on a lock ...?"; "one second" is.
 #[test]
