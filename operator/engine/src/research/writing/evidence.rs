@@ -648,7 +648,8 @@ pub struct Support {
 /// says it: the text names each subject of the claim ([`subject::subjects`], the ones it
 /// shares with the question included) and holds each of its numbers ([`support`]; a version
 /// only restated from the question, [`restated_versions`], is exempt unless the text speaks of
-/// another version), backs each "not" ([`negation_unsupported`]), and shares at least
+/// another version), backs each "not" ([`negation_unsupported`]), holds the words of the
+/// question a number is said of ([`numbers::unread_premise`]), and shares at least
 /// [`SUPPORT_THRESHOLD`] of its words (a floor). Shared words alone passed "The default value of
 /// `wal_writer_delay` is 1 ..." citing a passage that never names `wal_writer_delay` (precision
 /// reported 1.00). The grounded answer's check and the run's
@@ -662,7 +663,8 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
         && missing_numbers.is_empty()
         && missing_subjects.is_empty()
         && !negation_unsupported(claim, evidence)
-        && !only_restates(claim, asked);
+        && !only_restates(claim, asked)
+        && !numbers::unread_premise(claim, evidence, asked);
     Support {
         overlap,
         missing_numbers,

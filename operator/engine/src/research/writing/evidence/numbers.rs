@@ -107,3 +107,33 @@ pub(super) fn without_docs_version(evidence: &str) -> std::borrow::Cow<'_, str> 
     let title = DOCS_VERSION_RE.replace_all(first, "$1");
     std::borrow::Cow::Owned(format!("{title}\n{rest}"))
 }
+
+/// Pure: whether `claim` states a number (a version restated from the question aside) and says
+/// what it is with two or more words of the question `asked` that `evidence` lacks, its subjects
+/// and products aside (those are checked as such). "The default compression level of Python's
+/// pickle module is 3", citing pickle's passage on protocol 3, said of a compression level,
+/// which pickle does not have, what the passage says of a protocol.
+pub fn unread_premise(claim: &str, evidence: &str, asked: &str) -> bool {
+    use crate::research::reading::passages::{context_terms, subject_terms};
+    let restated = restated_versions(claim, asked);
+    let states_number = super::NUMBER_RE
+        .captures_iter(claim)
+        .filter_map(|c| c.get(1))
+        .any(|m| !restated.contains(&m.as_str().to_string()));
+    if !states_number {
+        return false;
+    }
+    let question = super::terms(asked);
+    let held = super::terms(evidence);
+    let context: Vec<String> = context_terms(asked).into_iter().collect();
+    let named = super::terms(&format!(
+        "{} {}",
+        subject_terms(asked).join(" "),
+        context.join(" ")
+    ));
+    super::terms(claim)
+        .iter()
+        .filter(|t| question.contains(*t) && !held.contains(*t) && !named.contains(*t))
+        .count()
+        >= 2
+}

@@ -746,3 +746,26 @@ fn a_lower_case_product_is_read_from_the_docs_read_and_other_docs_answer_nothing
         [true, true]
     );
 }
+
+/// Own hostile question: a number said of the question's words that its passage lacks is not
+/// supported; pickle has no compression level, and its passage's protocol 3 stood for one.
+#[test]
+fn a_number_said_of_words_the_passage_lacks_is_unsupported() {
+    use super::check_support;
+    let asked = "What is the default compression level of Python's pickle module?";
+    let protocol = "pickle — Python object serialization. pickle.DEFAULT_PROTOCOL: the default protocol version of the pickle module is 3.";
+    let verdict = check_support(
+        "The default compression level of Python's pickle module is 3.",
+        protocol,
+        asked,
+    );
+    assert!(!verdict.supported, "{verdict:?}");
+    // Said of what the passage speaks of, the number stands; one missing word of the
+    // question ("value") is a paraphrase.
+    let verdict = check_support(
+        "The default value of max_connections is 100.",
+        "max_connections (integer): Determines the maximum number of concurrent connections to the database server. The default is typically 100 connections.",
+        "What is the default value of max_connections in PostgreSQL 15?",
+    );
+    assert!(verdict.supported, "{verdict:?}");
+}
