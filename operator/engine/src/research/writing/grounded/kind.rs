@@ -242,13 +242,19 @@ pub fn kind_name(kind: AnswerKind) -> &'static str {
     }
 }
 
-/// Pure: the questions `asked` asks, when it asks several, that ask for an exception, a number
-/// or a version ([`answer_kind`]) no sentence of `said` holds ([`holds_for`] that question),
-/// each with its kind. "What does Python's functools.partial return, and how many arguments
-/// can a PostgreSQL function take at most?" was answered on `partial` alone, and the report
-/// never said the count was missing. A name is left out: a summary names many things.
+/// Pure: the questions `asked` asks (itself, when it asks one) that ask for an exception, a
+/// number or a version ([`answer_kind`]) no sentence of `said` holds ([`holds_for`] that
+/// question), each with its kind. "What does Python's functools.partial return, and how many
+/// arguments can a PostgreSQL function take at most?" was answered on `partial` alone, and the
+/// report never said the count was missing; "What is the maximum number of entries git stash
+/// keeps ...?", asked alone, was answered with the stash's reflog names. A name is left out: a
+/// summary names many things.
 pub fn parts_without_value(asked: &str, said: &[String]) -> Vec<(String, AnswerKind)> {
-    crate::research::reading::queries::split_questions(asked)
+    let mut parts = crate::research::reading::queries::split_questions(asked);
+    if parts.is_empty() {
+        parts.push(asked.trim().trim_end_matches('?').to_string());
+    }
+    parts
         .into_iter()
         .filter_map(|part| {
             let kind = answer_kind(&part).filter(|k| *k != AnswerKind::Name)?;

@@ -181,6 +181,20 @@ fn the_number_of_a_thing_is_a_count_of_it() {
         "The stash keeps at most 100 entries.",
         asked
     ));
+    // Asked alone, the question is its own part: the report says it is not answered.
+    let reflog = "Older stashes are found in the reflog (e.g. `stash@{0}` is the most recently created stash).".to_string();
+    assert_eq!(
+        parts_without_value(asked, &[reflog]),
+        [(
+            "What is the maximum number of entries git stash keeps before dropping old ones"
+                .to_string(),
+            AnswerKind::Number
+        )]
+    );
+    assert!(
+        parts_without_value(asked, &["The stash keeps at most 100 entries.".to_string()])
+            .is_empty()
+    );
 }
 
 /// My own demo question, deep mode: "aborting one of the transactions" is no amount for "how
