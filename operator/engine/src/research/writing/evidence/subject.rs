@@ -582,7 +582,8 @@ pub fn docs_products(url: &str) -> Vec<String> {
 }
 
 /// Pure: what keeps `texts` from answering `question`, as a reader would name it: the
-/// subjects none of them names ([`unanswered`]), else an option asked of a command that only
+/// subjects none of them names ([`unanswered`]), else a word in capitals none writes so
+/// ([`unnamed_keywords`]), else an option asked of a command that only
 /// other commands' passages name ([`option_of_another`]), else subjects written as one phrase
 /// that no text names together ([`named_apart`]), else a subject they name only in passing
 /// ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
