@@ -458,9 +458,12 @@ pub fn unanswered(question: &str, texts: &[String]) -> Vec<String> {
     asked_subjects(question)
         .into_iter()
         .filter(|k| !(0..texts.len()).any(|i| names_asked(&texts[i], &named[i], k, &keywords)))
-        .map(|k| match keywords.contains(&k) {
-            true => k.to_uppercase(),
-            false => k,
+        .map(|k| {
+            if keywords.contains(&k) {
+                k.to_uppercase()
+            } else {
+                k
+            }
         })
         .collect()
 }

@@ -273,7 +273,7 @@ const AUXILIARIES: [&str; 16] = [
 /// bytes can a PostgreSQL identifier be at most?"), less the products the question is asked in;
 /// empty for a question of another form.
 fn count_subject(asked: &str) -> std::collections::BTreeSet<String> {
-    let Some(after) = after_how_many(asked) else {
+    let Some(after) = after_count_phrase(asked) else {
         return Default::default();
     };
     let after = after.as_str();
@@ -309,7 +309,7 @@ const NUMBER_WORDS: [&str; 16] = [
 /// Pure: what follows "how many " or "number of " in `asked`, lower-cased; `None` for any
 /// other question. "What is the maximum number of entries git stash keeps" asks a count of
 /// entries as "How many" does: `stash@{0}` in a sentence on the stash's reflog is none.
-fn after_how_many(asked: &str) -> Option<String> {
+fn after_count_phrase(asked: &str) -> Option<String> {
     let lower = asked.to_lowercase();
     lower
         .split_once("how many ")
@@ -320,7 +320,7 @@ fn after_how_many(asked: &str) -> Option<String> {
 /// Pure: the noun "How many" asks a count of, lower-cased and without its plural ending
 /// ("connection" of "How many connections does ...?"); `None` for any other question.
 fn counted(asked: &str) -> Option<String> {
-    let after = after_how_many(asked)?;
+    let after = after_count_phrase(asked)?;
     let noun: String = after
         .chars()
         .take_while(|c| c.is_alphanumeric() || *c == '_')
