@@ -649,7 +649,8 @@ pub struct Support {
 /// shares with the question included) and holds each of its numbers ([`support`]; a version
 /// only restated from the question, [`restated_versions`], is exempt unless the text speaks of
 /// another version), backs each "not" ([`negation_unsupported`]), holds the words of the
-/// question a number is said of ([`numbers::unread_premise`]), and shares at least
+/// question a number is said of ([`numbers::unread_premise`]), gives no number of a reference
+/// entry to another name ([`entry::number_of_another_entry`]), and shares at least
 /// [`SUPPORT_THRESHOLD`] of its words (a floor). Shared words alone passed "The default value of
 /// `wal_writer_delay` is 1 ..." citing a passage that never names `wal_writer_delay` (precision
 /// reported 1.00). The grounded answer's check and the run's
@@ -664,7 +665,8 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
         && missing_subjects.is_empty()
         && !negation_unsupported(claim, evidence)
         && !only_restates(claim, asked)
-        && !numbers::unread_premise(claim, evidence, asked);
+        && !numbers::unread_premise(claim, evidence, asked)
+        && !entry::number_of_another_entry(claim, evidence, &restated);
     Support {
         overlap,
         missing_numbers,
@@ -787,6 +789,7 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<Cla
     checks
 }
 
+mod entry;
 pub mod local;
 mod numbers;
 pub mod subject;

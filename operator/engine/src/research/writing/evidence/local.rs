@@ -9,7 +9,7 @@
 use super::{Support, check_support};
 
 /// The line that opens each passage of a page's stored text: its heading path.
-const PASSAGE_MARK: &str = "§ ";
+pub(super) const PASSAGE_MARK: &str = "§ ";
 
 /// Words that join two clauses after a comma (", and three slots are reserved").
 const CLAUSE_JOINERS: [&str; 5] = ["and", "but", "while", "whereas", "so"];

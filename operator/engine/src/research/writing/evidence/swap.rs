@@ -27,7 +27,7 @@ static NAME_RE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Pure: the code-shaped names of `text` in order, lower-cased: dotted or snake_case names and
 /// CamelCase words (`json.loads`, `work_mem`, `ExceptionGroup`).
-fn names(text: &str) -> Vec<String> {
+pub(super) fn names(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in NAME_RE.find_iter(text) {
         let w = m.as_str();
