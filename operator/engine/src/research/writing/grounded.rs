@@ -209,9 +209,10 @@ fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
     // The passage as the run's claim check reads its page: under its title and heading, which
     // name what the passage documents (`max_connections (integer)` heads a description that
     // never repeats the name).
-    // Its address names the product whose docs it is in (`www.postgresql.org`).
+    // Its address names the product whose docs it is in (`www.postgresql.org`). The heading is
+    // marked as the page's passages are, so the entry it documents is known.
     let evidence = format!(
-        "{}\n{}\n{}\n{}",
+        "{}\n{}\n§ {}\n{}",
         item.title,
         subject::address_words(&item.url),
         item.heading,

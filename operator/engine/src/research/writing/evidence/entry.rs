@@ -34,11 +34,12 @@ fn is_entry(name: &str, documented: &str) -> bool {
 }
 
 /// Pure: whether `claim` gives a number of its passage `evidence` to a name other than the
-/// entry the passage documents ([`entry`]). It does when the claim names no entry, names some
-/// other code-shaped name, and no sentence of the passage holding that number names one of the
-/// claim's names before it: "work_mem … 2.0" is not said by "The default value is 2.0, which
-/// makes hash-based operations use twice the usual `work_mem` base amount". Numbers the passage
-/// does not hold are the number check's to report.
+/// entry the passage documents ([`entry`]). It does when the claim names no entry, names
+/// another code-shaped name before that number, and no sentence of the passage holding the
+/// number names one of the claim's names before it: "work_mem … 2.0" is not said by "The
+/// default value is 2.0, which makes hash-based operations use twice the usual `work_mem` base
+/// amount", while that sentence copied (naming `work_mem` only after the number) says what the
+/// passage says. Numbers the passage does not hold are the number check's to report.
 pub fn number_of_another_entry(claim: &str, evidence: &str, restated: &[String]) -> bool {
     let Some(documented) = entry(evidence) else {
         return false;
@@ -47,22 +48,22 @@ pub fn number_of_another_entry(claim: &str, evidence: &str, restated: &[String])
     if claimed.is_empty() || claimed.iter().any(|n| is_entry(n, &documented)) {
         return false;
     }
+    // Whether `text` names one of the claim's names before its first numeral of value `n`.
+    let named_before = |text: &str, n: &str| {
+        let lower = text.to_lowercase();
+        first_number_at(text, n).is_some_and(|at| {
+            claimed
+                .iter()
+                .any(|c| lower.find(c.as_str()).is_some_and(|i| i < at))
+        })
+    };
     let said = sentences(evidence);
     NUMBER_RE
         .captures_iter(claim)
         .filter_map(|c| c.get(1))
         .map(|m| m.as_str())
         .filter(|n| !restated.iter().any(|r| r == n) && holds_number(evidence, n))
-        .any(|n| {
-            !said.iter().any(|s| {
-                let lower = s.to_lowercase();
-                first_number_at(s, n).is_some_and(|at| {
-                    claimed
-                        .iter()
-                        .any(|c| lower.find(c.as_str()).is_some_and(|i| i < at))
-                })
-            })
-        })
+        .any(|n| named_before(claim, n) && !said.iter().any(|s| named_before(s, n)))
 }
 
 /// Pure: the byte offset in `sentence` of its first numeral whose value is `n`.

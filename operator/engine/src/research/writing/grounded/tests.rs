@@ -1510,6 +1510,28 @@ fn a_sentence_restating_the_question_and_the_entry_is_no_answer() {
 /// The 0.5B model's answer to a tuning question: sentences that name nothing, cited to the
 /// entries of other settings, are said of those settings, not of the one asked about.
 #[test]
+fn a_default_given_to_a_name_its_entry_only_mentions_is_no_answer() {
+    let items = vec![
+        item(
+            1,
+            "20.4.1. Memory › hash_mem_multiplier (floating point)",
+            "The final limit is determined by multiplying `work_mem` by `hash_mem_multiplier`. The default value is 2.0, which makes hash-based operations use twice the usual `work_mem` base amount.",
+        ),
+        item(
+            2,
+            "20.4.1. Memory › work_mem (integer)",
+            "Sets the base maximum amount of memory to be used by a query operation. The default value is four megabytes (`4MB`).",
+        ),
+    ];
+    let asked = "What is the default value of PostgreSQL's work_mem?";
+    let answer = r#"{"1": "The default value of PostgreSQL's work_mem is 2.0, which makes hash-based operations use twice the usual work_mem base amount.", "2": "The default value of work_mem is four megabytes (4MB)."}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(!summary.contains("work_mem is 2.0"), "{md}");
+    assert!(summary.contains("4MB"), "{md}");
+}
+
+#[test]
 fn a_sentence_naming_nothing_under_another_entry_is_no_answer() {
     let items = vec![
         item(

@@ -27,6 +27,9 @@ fn a_default_given_to_a_name_the_entry_only_mentions_is_unsupported() {
     assert!(number_of_another_entry(claim, HASH_MEM, &[]));
     let verdict = check_support(claim, HASH_MEM, WORK_MEM_Q);
     assert!(!verdict.supported, "{verdict:?}");
+    // The passage's sentence copied names `work_mem` after the number: said as the page says it.
+    let copied = "The default value is 2.0, which makes hash-based operations use twice the usual `work_mem` base amount.";
+    assert!(!number_of_another_entry(copied, HASH_MEM, &[]));
 }
 
 #[test]
@@ -60,7 +63,7 @@ fn claims_without_names_numbers_or_entries_are_left_to_the_other_checks() {
         section,
         &[]
     ));
-    let restated = "In PostgreSQL 15 the `work_mem` limit is multiplied for hashes.";
+    let restated = "In PostgreSQL, `work_mem` is 15 times multiplied for hashes.";
     let passage = "T\n§ A › hash_mem_multiplier\nIn 15 releases the limit is multiplied.\n";
     assert!(!number_of_another_entry(
         restated,
