@@ -199,7 +199,10 @@ pub fn holds(kind: AnswerKind, text: &str) -> bool {
 /// never led with.
 fn is_amount(text: &str, m: regex::Match<'_>) -> bool {
     if m.as_str().starts_with(|c: char| c.is_ascii_digit()) {
-        return true;
+        // A footnote's "[1]" marks a note, not an amount ([`is_footnote_mark`]).
+        let before = text[..m.start()].trim_end_matches(|c: char| c.is_ascii_digit());
+        let after = text[m.start()..].trim_start_matches(|c: char| c.is_ascii_digit());
+        return !(before.ends_with('[') && after.starts_with(']'));
     }
     let next = text[m.end()..].split_whitespace().next().map(|w| {
         w.trim_matches(|c: char| !c.is_alphanumeric())
@@ -300,6 +303,15 @@ fn of_count_subject(text: &str, asked: &str) -> bool {
     subject.is_empty() || terms(text).iter().any(|t| subject.contains(t))
 }
 
+/// Pure: whether the word `w` is a footnote marker ("[1]", "[2]."): the 0.5B model's "all keys
+/// in sections are accessible in a case-insensitive manner [1]" was taken for a count of keys.
+fn is_footnote_mark(w: &str) -> bool {
+    let w = w.trim_end_matches(|c: char| !c.is_alphanumeric() && c != ']');
+    w.strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+}
+
 /// Number words a count may be written in.
 const NUMBER_WORDS: [&str; 16] = [
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
@@ -343,8 +355,9 @@ fn counts(text: &str, noun: &str) -> bool {
         w.trim_matches(|c: char| !c.is_alphanumeric())
             .to_lowercase()
     };
-    // A numeral starts with a digit ("128", "1,600"; not `sqlite3`).
-    let is_numeral = |w: &str| bare(w).starts_with(|c: char| c.is_ascii_digit());
+    // A numeral starts with a digit ("128", "1,600"; not `sqlite3`, nor a footnote's "[1]").
+    let is_numeral =
+        |w: &str| bare(w).starts_with(|c: char| c.is_ascii_digit()) && !is_footnote_mark(w);
     let is_number = |w: &str| is_numeral(w) || NUMBER_WORDS.contains(&bare(w).as_str());
     words.iter().enumerate().any(|(i, w)| {
         if !is_number(w) {

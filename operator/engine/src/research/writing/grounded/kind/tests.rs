@@ -197,6 +197,19 @@ fn the_number_of_a_thing_is_a_count_of_it() {
     );
 }
 
+/// My own hostile question: a footnote's "[1]" is no count of keys, nor any amount.
+#[test]
+fn a_footnote_mark_is_no_amount() {
+    let asked = "What is the maximum number of keys a Python dict can hold by default?";
+    let said = "By default, all keys in sections are accessible in a case-insensitive manner [1].";
+    assert!(!holds_for(AnswerKind::Number, said, asked));
+    assert!(!holds(AnswerKind::Number, said));
+    assert_eq!(parts_without_value(asked, &[said.to_string()]).len(), 1);
+    assert!(holds_for(AnswerKind::Number, "A dict holds up to 100 keys [1].", asked));
+    assert!(holds(AnswerKind::Number, "Lists [a, b] hold 2 items."));
+    assert!(holds(AnswerKind::Number, "The array [10, 20] is read."));
+}
+
 /// My own demo question, deep mode: "aborting one of the transactions" is no amount for "how
 /// long does PostgreSQL wait on a lock ...?"; "one second" is.
 #[test]
