@@ -347,7 +347,7 @@ pub fn unanswered(asked: &str, items: &[Numbered]) -> Vec<String> {
         .iter()
         .map(|n| (n.url.as_str(), n.title.as_str()))
         .collect();
-    let mask = subject::of_asked_product(asked, &pages);
+    let mask = subject::of_asked_product(asked, &pages, &[]);
     let items: Vec<&Numbered> = items
         .iter()
         .zip(mask)

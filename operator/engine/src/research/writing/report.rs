@@ -493,7 +493,12 @@ pub fn abort_report(state: &RunState) -> FinalReport {
         }
     }
     // As the researcher's gate judged them: only the asked product's pages count.
-    let mask = subject::of_asked_product(&state.input.query, &closest);
+    let read_urls: Vec<&str> = read.iter().map(|(u, _)| *u).collect();
+    let mask = subject::of_asked_product(&state.input.query, &closest, &read_urls);
+    // Every page read is another product's docs: that is what keeps them from answering.
+    let other_product = (!closest.is_empty() && !mask.contains(&true))
+        .then(|| subject::asked_product(&state.input.query, &read_urls))
+        .flatten();
     let keep = |v: Vec<String>| -> Vec<String> {
         v.into_iter()
             .zip(&mask)
@@ -508,6 +513,11 @@ pub fn abort_report(state: &RunState) -> FinalReport {
     };
     let finding = if read.is_empty() {
         "found no source it could read for this question".to_string()
+    } else if let Some(product) = other_product {
+        format!(
+            "read {} page(s), and none of them is of {product}'s documentation, which the question asks about",
+            read.len()
+        )
     } else if !missing.is_empty() {
         let names: Vec<String> = missing.iter().map(|m| subject::as_code(m)).collect();
         format!(

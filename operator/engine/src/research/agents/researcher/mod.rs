@@ -468,24 +468,14 @@ fn nothing_relevant_report(task: &str, read: &[SourceRef]) -> String {
     md
 }
 
-/// The report of a researcher whose passages leave out a subject of the task
-/// ([`grounded::unanswered`]): which subjects no passage names, the closest pages (those
-/// whose passages were best, best first) and the rest read. It cites nothing.
-fn unanswered_report(
-    task: &str,
-    missing: &[String],
-    closest: &[PageExtract],
-    read: &[SourceRef],
-) -> String {
-    let names: Vec<String> = missing
-        .iter()
-        .map(|m| crate::research::writing::evidence::subject::as_code(m))
-        .collect();
+/// The report of a researcher whose pages do not answer the task: `why` (which subjects no
+/// passage names, [`grounded::unanswered`], or that none is of the asked product's docs), the
+/// closest pages (those whose passages were best, best first) and the rest read. It cites
+/// nothing.
+fn unanswered_report(task: &str, why: &str, closest: &[PageExtract], read: &[SourceRef]) -> String {
     let mut md = format!(
-        "## Summary\n\nThe sources read do not answer \"{}\": none of the {} page(s) read names {}, so nothing here answers it.\n\n## Closest pages read\n",
+        "## Summary\n\nThe sources read do not answer \"{}\": {why}, so nothing here answers it.\n\n## Closest pages read\n",
         task.trim(),
-        read.len(),
-        names.join(", ")
     );
     let line = |url: &str, title: &str| {
         let title = if title.trim().is_empty() {
@@ -527,6 +517,31 @@ fn looks_like_tool_call(text: &str) -> bool {
             .any(|k| v.get(k).is_some()),
         Err(_) => false,
     }
+}
+
+/// Ends the task of `s` unanswered: every page fetched counts as off the task, so the run ends
+/// NoEvidence and lists them, those at `closest` (addresses, best first) first. `why` says what
+/// keeps them from answering ([`unanswered_report`]).
+fn refuse(
+    mut s: Session<'_>,
+    task_id: u32,
+    task: &str,
+    why: &str,
+    closest: &[String],
+) -> ResearcherReport {
+    s.pages.sort_by_key(|p| {
+        closest
+            .iter()
+            .position(|u| *u == p.url)
+            .unwrap_or(usize::MAX)
+    });
+    for f in &s.fetched {
+        if !s.irrelevant.contains(&f.url) {
+            s.irrelevant.push(f.url.clone());
+        }
+    }
+    let md = unanswered_report(task, why, &s.pages, &s.fetched);
+    finish(s, task_id, md)
 }
 
 fn finish(s: Session<'_>, task_id: u32, markdown: String) -> ResearcherReport {

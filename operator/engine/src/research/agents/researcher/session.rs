@@ -2,6 +2,7 @@
 //! specialised sources), the reading gates and the fallbacks when the model falls short.
 
 use super::*;
+use crate::research::writing::evidence::subject;
 
 impl Session<'_> {
     /// Share of the context window the conversation fills. The server's own token count of the
@@ -539,7 +540,31 @@ impl Session<'_> {
         // a few sentences ending in `[n]` and the engine makes the citations. A quarter of the
         // context window for the passages (at three characters per token), at most 6000 chars.
         let budget = (self.deps.model.context_window() as usize * 3 / 4).clamp(1500, 6000);
-        let items = grounded::number_passages(&self.pages, task, budget);
+        // Only the asked product's pages answer for it, the product known from every page
+        // fetched: git's pages judged off the task still say a git question is asked of git.
+        let fetched: Vec<&str> = self.fetched.iter().map(|f| f.url.as_str()).collect();
+        let addresses: Vec<(&str, &str)> = self
+            .pages
+            .iter()
+            .map(|p| (p.url.as_str(), p.title.as_str()))
+            .collect();
+        let of_product = subject::of_asked_product(task, &addresses, &fetched);
+        if !of_product.contains(&true) {
+            let product = subject::asked_product(task, &fetched).unwrap_or_default();
+            tracing::info!(%product, "no page read is of the asked product's docs");
+            let why = format!(
+                "none of the {} page(s) read is of {product}'s documentation",
+                fetched.len()
+            );
+            return Ok(refuse(self, task_id, task, &why, &[]));
+        }
+        let pages: Vec<PageExtract> = self
+            .pages
+            .iter()
+            .zip(of_product)
+            .filter_map(|(p, keep)| keep.then(|| p.clone()))
+            .collect();
+        let items = grounded::number_passages(&pages, task, budget);
         // The answerability gate: passages that leave out a subject the task names do not
         // answer it, and a model shown them writes about what they do name (a question's
         // unrelated passages once ended Completed as its answer). Nothing is written;
@@ -552,20 +577,19 @@ impl Session<'_> {
                 passages = items.len(),
                 "the passages read do not name every subject of the task"
             );
-            let closest = grounded::closest_pages(&items);
-            self.pages.sort_by_key(|p| {
-                closest
-                    .iter()
-                    .position(|u| *u == p.url)
-                    .unwrap_or(usize::MAX)
-            });
-            for f in &self.fetched {
-                if !self.irrelevant.contains(&f.url) {
-                    self.irrelevant.push(f.url.clone());
-                }
-            }
-            let md = unanswered_report(task, &missing, &self.pages, &self.fetched);
-            return Ok(finish(self, task_id, md));
+            let names: Vec<String> = missing.iter().map(|m| subject::as_code(m)).collect();
+            let why = format!(
+                "none of the {} page(s) read names {}",
+                self.fetched.len(),
+                names.join(", ")
+            );
+            return Ok(refuse(
+                self,
+                task_id,
+                task,
+                &why,
+                &grounded::closest_pages(&items),
+            ));
         }
         if !items.is_empty() {
             // With JSON mode the model answers in a JSON form, held to its schema by the server:

@@ -642,3 +642,69 @@ async fn a_guided_researcher_searches_reads_and_asks_the_model_once() {
     );
     assert!(report.searches >= 2, "the task as written and as keywords");
 }
+
+/// Serves one page of PostgreSQL's docs, whatever is searched or fetched.
+struct OtherProductDocs;
+
+const PG_JIT: &str = "http://docs/postgresql-doc-15/html/jit-reason.html";
+
+#[async_trait]
+impl Gatherer for OtherProductDocs {
+    async fn search(&self, _: &str, _: usize) -> Result<Vec<SearchHit>, SourceError> {
+        Ok(vec![hit(PG_JIT, "searx")])
+    }
+}
+
+#[async_trait]
+impl Fetcher for OtherProductDocs {
+    async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
+        Ok(Page {
+            url: url.into(),
+            final_url: url.into(),
+            title: "32.1. What Is JIT compilation?".into(),
+            markdown: "# 32.1. What Is JIT compilation?\n\nJust-in-Time (JIT) compilation is the process of turning some form of interpreted program evaluation into a native program. PostgreSQL has built-in support to perform JIT compilation using LLVM when PostgreSQL is built with --with-llvm. To enable the built-in JIT compiler, set jit to on.".into(),
+            bytes: 300,
+        })
+    }
+}
+
+/// My own hostile question: when every page read is another product's docs, no passage is
+/// shown to the model and the report says the sources do not answer; before, the researcher
+/// quoted that page's openings as its findings.
+#[tokio::test]
+async fn only_another_products_docs_read_answer_nothing() {
+    let model = Arc::new(Turns {
+        turn: |n| {
+            Ok(match n {
+                0 => call("search", json!({"queries": ["python jit compiler enable"]})),
+                1 => call("scrape", json!({"urls": [PG_JIT]})),
+                _ => text("{\"1\": \"To enable the built-in JIT compiler, set jit to on.\"}"),
+            })
+        },
+        requests: Mutex::default(),
+    });
+    let docs = Arc::new(OtherProductDocs);
+    let deps = ResearcherDeps {
+        model,
+        gatherer: docs.clone(),
+        fetcher: docs,
+        pool: Arc::default(),
+        settings: ResearcherSettings::default(),
+        specialised: None,
+    };
+    let task = "How do I enable Python's built-in JIT compiler in Python 3.11?";
+    let input = RunInput::new(task, Mode::Quick);
+    let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
+        .await
+        .unwrap();
+    assert!(
+        report.markdown.contains("The sources read do not answer"),
+        "{}",
+        report.markdown
+    );
+    assert!(
+        !report.markdown.contains("set jit to on"),
+        "{}",
+        report.markdown
+    );
+}

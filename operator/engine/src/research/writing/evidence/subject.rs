@@ -498,25 +498,16 @@ pub fn of_product(url: &str, title: &str, product: &str) -> bool {
 /// product's docs. "How do I enable Python's built-in JIT compiler?" was answered with
 /// PostgreSQL's JIT chapter, the one page naming JIT; a git question with Python's release
 /// notes on Mercurial. A question of several products, or of none, keeps every page.
-pub fn of_asked_product(question: &str, pages: &[(&str, &str)]) -> Vec<bool> {
-    let all = vec![true; pages.len()];
-    let words: BTreeSet<String> = question
-        .split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
-        .collect();
-    let read: BTreeSet<String> = pages
+/// `also_read` are the addresses of the other pages fetched (judged off the task): their docs
+/// tell the product too.
+pub fn of_asked_product(question: &str, pages: &[(&str, &str)], also_read: &[&str]) -> Vec<bool> {
+    let read: Vec<&str> = pages
         .iter()
-        .flat_map(|(url, _)| docs_products(url))
+        .map(|(url, _)| *url)
+        .chain(also_read.iter().copied())
         .collect();
-    let documented: Vec<&String> = read.iter().filter(|p| words.contains(*p)).collect();
-    let product = match (sole_product(question), documented.as_slice()) {
-        // A question naming another product whose docs were read asks of it too, as a subject
-        // ("git" of "... a Git repository's directory and PostgreSQL's PGDATA").
-        (_, [_, _, ..]) => return all,
-        (Some(named), [one]) if named != **one && read.contains(&named) => return all,
-        (_, [one]) => (*one).clone(),
-        (Some(named), []) => named,
-        (None, []) => return all,
+    let Some(product) = asked_product(question, &read) else {
+        return vec![true; pages.len()];
     };
     let mask: Vec<bool> = pages
         .iter()
@@ -532,6 +523,25 @@ pub fn of_asked_product(question: &str, pages: &[(&str, &str)]) -> Vec<bool> {
         .iter()
         .map(|(url, _)| !is_docs_page(url) || docs_products(url).iter().any(related))
         .collect()
+}
+
+/// Pure: the product `question` is asked of ([`of_asked_product`]), given the addresses of
+/// the pages `read`; `None` for a question of several products or of none.
+pub fn asked_product(question: &str, read: &[&str]) -> Option<String> {
+    let words: BTreeSet<String> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .collect();
+    let read: BTreeSet<String> = read.iter().flat_map(|url| docs_products(url)).collect();
+    let documented: Vec<&String> = read.iter().filter(|p| words.contains(*p)).collect();
+    match (sole_product(question), documented.as_slice()) {
+        // A question naming another product whose docs were read asks of it too, as a subject
+        // ("git" of "... a Git repository's directory and PostgreSQL's PGDATA").
+        (_, [_, _, ..]) => None,
+        (Some(named), [one]) if named != **one && read.contains(&named) => None,
+        (_, [one]) => Some((*one).clone()),
+        (named, []) => named,
+    }
 }
 
 /// Pure: whether the page at `url` is a product's documentation by its address: a `docs.`

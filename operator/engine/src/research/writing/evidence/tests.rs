@@ -705,12 +705,13 @@ fn a_question_naming_another_products_docs_keeps_their_pages() {
     assert_eq!(
         of_asked_product(
             "Where does a git repository keep its objects, and what is PostgreSQL's PGDATA?",
-            &pages
+            &pages,
+            &[]
         ),
         [true, true]
     );
     assert_eq!(
-        of_asked_product("What is PostgreSQL's PGDATA?", &pages),
+        of_asked_product("What is PostgreSQL's PGDATA?", &pages, &[]),
         [false, true]
     );
 }
@@ -730,19 +731,24 @@ fn a_lower_case_product_is_read_from_the_docs_read_and_other_docs_answer_nothing
     );
     let forum = ("https://stackoverflow.com/questions/1/git-to-hg", "Convert");
     let asked = "Which git subcommand converts a repository to Mercurial?";
-    assert_eq!(of_asked_product(asked, &[git, python]), [true, false]);
+    assert_eq!(of_asked_product(asked, &[git, python], &[]), [true, false]);
     // Named as a product and none of its pages read: another product's docs answer nothing
     // for it, a forum page may.
     assert_eq!(
         of_asked_product(
             "Which Git subcommand converts a repository to Mercurial?",
-            &[python, forum]
+            &[python, forum],
+            &[]
         ),
         [false, true]
     );
+    // Its pages fetched and judged off the task still tell the product: the release notes
+    // answer nothing for it.
+    assert_eq!(of_asked_product(asked, &[python], &[]), [true]);
+    assert_eq!(of_asked_product(asked, &[python], &[git.0]), [false]);
     // Named nowhere, no product: every page counts.
     assert_eq!(
-        of_asked_product("How do I convert a repository?", &[git, python]),
+        of_asked_product("How do I convert a repository?", &[git, python], &[]),
         [true, true]
     );
 }

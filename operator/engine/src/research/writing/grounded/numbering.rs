@@ -42,7 +42,7 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
         .iter()
         .map(|p| (p.url.as_str(), p.title.as_str()))
         .collect();
-    let asked_product = subject::of_asked_product(task, &addresses);
+    let asked_product = subject::of_asked_product(task, &addresses, &[]);
     let pages: Vec<PageExtract> = pages
         .iter()
         .zip(asked_product)

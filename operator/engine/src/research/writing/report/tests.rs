@@ -144,6 +144,44 @@ fn abort_report_is_honest_and_cites_nothing() {
     assert!(!r.markdown.contains("http"));
 }
 
+/// Own hostile question: git's pages were read and judged off the task, Python's release notes
+/// kept. The honest report says none kept is of git's docs, not that none names Mercurial.
+#[test]
+fn an_abort_report_says_when_no_page_kept_is_of_the_asked_products_docs() {
+    use crate::research::machine::state::PageExtract;
+    let asked = "Which git subcommand converts a repository to Mercurial?";
+    let mut state = RunState::new(RunInput::new(asked, Mode::Quick));
+    let (git, py) = (
+        "http://d/git-doc/git-fast-export.html",
+        "http://d/python3.11-doc/html/whatsnew/3.2.html",
+    );
+    state.reports.push(ResearcherReport {
+        task_id: 0,
+        markdown: String::new(),
+        fetched: vec![
+            SourceRef::new(git, "git-fast-export(1)"),
+            SourceRef::new(py, "What's New In Python 3.2"),
+        ],
+        seen: vec![],
+        pages: vec![PageExtract {
+            url: py.into(),
+            title: "What's New In Python 3.2".into(),
+            text: "There is now a Mercurial repository.".into(),
+        }],
+        irrelevant: vec![git.into()],
+        queries: vec![],
+        searches: 1,
+        usage: Default::default(),
+    });
+    let r = abort_report(&state);
+    assert!(
+        r.markdown
+            .contains("none of them is of git's documentation"),
+        "{}",
+        r.markdown
+    );
+}
+
 #[test]
 fn a_report_of_a_compared_run_ends_with_its_changes_before_the_sources() {
     use crate::research::machine::state::{Mode, ResearcherReport, RunInput, RunState, SourceRef};

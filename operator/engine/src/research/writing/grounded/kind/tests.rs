@@ -205,7 +205,11 @@ fn a_footnote_mark_is_no_amount() {
     assert!(!holds_for(AnswerKind::Number, said, asked));
     assert!(!holds(AnswerKind::Number, said));
     assert_eq!(parts_without_value(asked, &[said.to_string()]).len(), 1);
-    assert!(holds_for(AnswerKind::Number, "A dict holds up to 100 keys [1].", asked));
+    assert!(holds_for(
+        AnswerKind::Number,
+        "A dict holds up to 100 keys [1].",
+        asked
+    ));
     assert!(holds(AnswerKind::Number, "Lists [a, b] hold 2 items."));
     assert!(holds(AnswerKind::Number, "The array [10, 20] is read."));
 }
