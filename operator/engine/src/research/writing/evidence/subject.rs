@@ -15,7 +15,9 @@ use crate::research::reading::passages::{
 };
 
 mod gate;
-use gate::{answer_kind_phrase, keywords, named_apart, names_asked, unnamed_keywords};
+use gate::{
+    answer_kind_phrase, keywords, named_apart, names_asked, unnamed_keywords, unspoken_attributes,
+};
 
 /// How a subject is looked for in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -620,12 +622,20 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
     if !apart.is_empty() {
         return apart;
     }
+    let attributes = unspoken_attributes(question, texts);
+    if !attributes.is_empty() {
+        return attributes;
+    }
     named_in_passing(question, &asked_subjects(question), heads, texts)
 }
 
 /// Pure: a label of [`unanswerable`] as code: a bare name is wrapped, a phrase that marks its
 /// own names is kept.
 pub fn as_code(label: &str) -> String {
+    // A phrase quoted as asked (`unspoken_attributes`) is kept.
+    if label.starts_with('“') {
+        return label.to_string();
+    }
     // A phrase subject (`query-result-cache`, see `names_term`) reads as the words it is.
     let parts: Vec<&str> = label.split('-').collect();
     if parts.len() > 2

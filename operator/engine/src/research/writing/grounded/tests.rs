@@ -2019,6 +2019,34 @@ fn keywords_are_named_in_capitals_and_the_asked_kind_is_not_what_is_asked() {
     assert!(unanswered(asked, &[json, parser]).is_empty());
 }
 
+/// Own hostile question: an attribute asked of a subject ("the default compression level of
+/// Python's pickle module") must be spoken of; generic words ("default value of") ask none,
+/// and only "What is the X of" asks for the attribute itself.
+#[test]
+fn an_attribute_asked_of_a_subject_must_be_spoken_of() {
+    let pickle = titled(
+        1,
+        "http://docs/python3.11-doc/html/library/pickle.html",
+        "pickle — Python object serialization",
+        "pickle › Module Interface › pickle.DEFAULT_PROTOCOL",
+        "An integer, the default protocol version used for pickling. Currently the default protocol is 4. Functions must be defined at the top level of a module.",
+    );
+    let asked = "What is the default compression level of Python's pickle module?";
+    assert_eq!(
+        unanswered(asked, std::slice::from_ref(&pickle)),
+        ["“compression level”"]
+    );
+    for answerable in [
+        "What is the default protocol version of Python's pickle module?",
+        "What is the default value of pickle.DEFAULT_PROTOCOL in terms of pickle versions?",
+        "What is the finest version of the pickle protocol?",
+        "Does pickle round the quotient of a protocol number down?",
+    ] {
+        let missing = unanswered(answerable, std::slice::from_ref(&pickle));
+        assert!(missing.is_empty(), "{answerable}: {missing:?}");
+    }
+}
+
 /// A word in capitals beside an identifier is checked too: `http.server` has no TLS mode. (My
 /// hostile question asked of its HTTPS mode, which "HTTP" names by the plural rule; matched
 /// exactly, a frozen question was refused on its own pages, so that one still passes.)

@@ -129,3 +129,86 @@ pub(super) fn unnamed_keywords(question: &str, texts: &[String]) -> Vec<String> 
         .map(|k| k.to_uppercase())
         .collect()
 }
+
+/// Words of "What is the X of Y" that ask for a value of Y, not an attribute of its own: "the
+/// default value of `work_mem`" asks what `work_mem` is set to.
+const GENERIC_ATTRIBUTES: [&str; 24] = [
+    "default",
+    "value",
+    "values",
+    "maximum",
+    "minimum",
+    "max",
+    "min",
+    "number",
+    "name",
+    "names",
+    "type",
+    "size",
+    "purpose",
+    "role",
+    "meaning",
+    "effect",
+    "difference",
+    "kind",
+    "way",
+    "use",
+    "amount",
+    "result",
+    "part",
+    "list",
+];
+
+/// Pure: the attribute `question` asks of a subject when it opens "What is the X of Y"
+/// ("compression level" of "What is the default compression level of Python's pickle
+/// module?"), when none of `texts` holds some word of it, generic words
+/// ([`GENERIC_ATTRIBUTES`]) and the question's products and subjects aside. Pickle's pages never
+/// speak of compression, and answered that question with the default protocol. Only that
+/// opening asks for the attribute itself: "round the quotient of integer division" is answered
+/// by "division truncates".
+pub(super) fn unspoken_attributes(question: &str, texts: &[String]) -> Vec<String> {
+    use crate::research::reading::passages::terms;
+    let words: Vec<String> = question
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\''))
+                .to_lowercase()
+        })
+        .collect();
+    let opening = match words.as_slice() {
+        [what, be, the, ..] if what == "what" && (be == "is" || be == "are") && the == "the" => 3,
+        [whats, the, ..] if whats == "what's" && the == "the" => 2,
+        _ => return vec![],
+    };
+    let Some(of) = words.iter().skip(opening).position(|w| w == "of") else {
+        return vec![];
+    };
+    let phrase = &words[opening..opening + of];
+    if phrase.is_empty() || phrase.len() > 3 {
+        return vec![];
+    }
+    let context = context_terms(question);
+    let subjects: BTreeSet<String> = asked_subjects(question)
+        .iter()
+        .map(|s| s.to_lowercase())
+        .collect();
+    let held: BTreeSet<String> = texts.iter().flat_map(|t| terms(t)).collect();
+    let asked: Vec<&String> = phrase
+        .iter()
+        .filter(|w| !GENERIC_ATTRIBUTES.contains(&w.as_str()))
+        .collect();
+    let unheld = asked.iter().any(|w| {
+        w.len() >= 3
+            && w.chars().all(char::is_alphabetic)
+            // A superlative ("finest", "largest") qualifies as "maximum" does.
+            && !w.ends_with("est")
+            && !is_context(w, &context)
+            && !subjects.contains(*w)
+            && terms(w).iter().all(|t| !held.contains(t))
+    });
+    if !unheld {
+        return vec![];
+    }
+    let label: Vec<&str> = asked.iter().map(|w| w.as_str()).collect();
+    vec![format!("“{}”", label.join(" "))]
+}
