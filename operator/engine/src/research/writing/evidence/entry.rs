@@ -44,14 +44,19 @@ pub fn number_of_another_entry(claim: &str, evidence: &str, restated: &[String])
     let Some(documented) = entry(evidence) else {
         return false;
     };
-    let claimed = names(claim);
+    // Identifiers only: a CamelCase word may be a product ("PostgreSQL allows 100 connections
+    // by default" is said of the product, whose entry it cites).
+    let claimed: Vec<String> = names(claim)
+        .into_iter()
+        .filter(|n| n.contains(['_', '.']))
+        .collect();
     if claimed.is_empty() || claimed.iter().any(|n| is_entry(n, &documented)) {
         return false;
     }
     // Whether `text` names one of the claim's names before its first numeral of value `n`.
     let named_before = |text: &str, n: &str| {
         let lower = text.to_lowercase();
-        first_number_at(text, n).is_some_and(|at| {
+        first_number_at(&lower, n).is_some_and(|at| {
             claimed
                 .iter()
                 .any(|c| lower.find(c.as_str()).is_some_and(|i| i < at))

@@ -44,6 +44,10 @@ fn the_entrys_own_number_and_a_name_before_the_number_pass() {
     let short =
         "ThreadPoolExecutor uses at most 32 workers by default, min(32, os.cpu_count() + 4).";
     assert!(!number_of_another_entry(short, POOL, &[]));
+    // A product's name is no other entry: the product has the entry's default.
+    let product = "PostgreSQL allows 100 connections by default.";
+    let max_connections = "T\n§ 20.3.1. Connection Settings › max_connections (integer)\nDetermines the maximum number of concurrent connections. The default is typically 100 connections.\n";
+    assert!(!number_of_another_entry(product, max_connections, &[]));
     // Its own entry's default.
     let right = "The default value of work_mem is 4MB.";
     assert!(!number_of_another_entry(right, WORK_MEM, &[]));
