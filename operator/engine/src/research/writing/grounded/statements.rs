@@ -700,12 +700,22 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
         {
             continue;
         }
+        // A lead-in ("... implied by the subscript key:") states nothing by itself; a sentence
+        // before its example states what it says before the colon ([`statement_before_colon`]:
+        // "..., leaving the *maxsize* at its default value of 128:").
+        let s = if s.trim_end().ends_with(':') {
+            match statement_before_colon(&s) {
+                Some(body) => body,
+                None => continue,
+            }
+        } else {
+            s
+        };
         let words = s
             .split_whitespace()
             .filter(|w| w.chars().any(char::is_alphabetic))
             .count();
-        // A lead-in ("... implied by the subscript key:") states nothing by itself.
-        if words < MIN_STATEMENT_WORDS || s.trim_end().ends_with(':') {
+        if words < MIN_STATEMENT_WORDS {
             continue;
         }
         let named = subject::Named::new(&s);

@@ -2723,3 +2723,31 @@ fn a_statement_without_the_value_asked_for_takes_the_next_sentence_stating_it() 
     let s = statements::statement("What does a PostgreSQL table contain?", &basics).unwrap();
     assert!(!s.contains("1600"), "{s}");
 }
+
+/// My own demo question: lru_cache's default maxsize is said in a sentence ending in a colon
+/// before its example, which was skipped as a lead-in; the lead was "If *user_function* is
+/// specified, it must be a callable".
+#[test]
+fn a_statement_before_its_example_can_lead() {
+    let lru = item(
+        1,
+        "`functools` — Higher-order functions › @functools.lru_cache(user_function)",
+        "If *user_function* is specified, it must be a callable. This allows the *lru_cache* decorator to be applied directly to a user function, leaving the *maxsize* at its default value of 128:\n\n```\n@lru_cache\ndef count_vowels(sentence):\n    return sum(sentence.count(vowel) for vowel in 'AEIOU')\n```",
+    );
+    let s = statements::statement(
+        "What does Python's functools.lru_cache use as its default maxsize?",
+        &lru,
+    )
+    .unwrap();
+    assert!(s.contains("default value of 128"), "{s}");
+    // A lead-in still states nothing.
+    let list = item(
+        2,
+        "`functools` › functools.total_ordering",
+        "Other common use cases include:\n\n* a\n* b",
+    );
+    assert_eq!(
+        statements::statement("What are the common use cases of total_ordering?", &list),
+        None
+    );
+}
