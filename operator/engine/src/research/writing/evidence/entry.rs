@@ -44,18 +44,21 @@ pub fn number_of_another_entry(claim: &str, evidence: &str, restated: &[String])
     let Some(documented) = entry(evidence) else {
         return false;
     };
-    // Identifiers only: a CamelCase word may be a product ("PostgreSQL allows 100 connections
-    // by default" is said of the product, whose entry it cites).
-    let claimed: Vec<String> = names(claim)
-        .into_iter()
-        .filter(|n| n.contains(['_', '.']))
-        .collect();
-    if claimed.is_empty() || claimed.iter().any(|n| is_entry(n, &documented)) {
+    // Markdown's escapes ("max\_workers") are no part of a name.
+    let unescaped = |text: &str| text.replace('\\', "").to_lowercase();
+    let all = names(&unescaped(claim));
+    if all.iter().any(|n| is_entry(n, &documented)) {
+        return false;
+    }
+    // Other names are identifiers only: a CamelCase word may be a product ("PostgreSQL allows
+    // 100 connections by default" is said of the product, whose entry it cites).
+    let claimed: Vec<String> = all.into_iter().filter(|n| n.contains(['_', '.'])).collect();
+    if claimed.is_empty() {
         return false;
     }
     // Whether `text` names one of the claim's names before its first numeral of value `n`.
     let named_before = |text: &str, n: &str| {
-        let lower = text.to_lowercase();
+        let lower = unescaped(text);
         first_number_at(&lower, n).is_some_and(|at| {
             claimed
                 .iter()

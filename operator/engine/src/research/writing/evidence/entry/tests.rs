@@ -48,6 +48,13 @@ fn the_entrys_own_number_and_a_name_before_the_number_pass() {
     let product = "PostgreSQL allows 100 connections by default.";
     let max_connections = "T\n§ 20.3.1. Connection Settings › max_connections (integer)\nDetermines the maximum number of concurrent connections. The default is typically 100 connections.\n";
     assert!(!number_of_another_entry(product, max_connections, &[]));
+    // The entry named by its class, and a name the page escapes ("max\_workers"): the
+    // page's own note, quoted (a tuning report's lead).
+    let note = "T\n§ concurrent.futures › class concurrent.futures.ThreadPoolExecutor(max_workers=None)\nChanged in version 3.5: If *max\\_workers* is `None` or not given, it will default to the number of processors on the machine, multiplied by `5`, assuming that `ThreadPoolExecutor` is often used to overlap I/O.\n";
+    let quoted = "“Changed in version 3.5: If *max_workers* is `None` or not given, it will default to the number of processors on the machine, multiplied by `5`, assuming that `ThreadPoolExecutor` is often used to overlap I/O”";
+    assert!(!number_of_another_entry(quoted, note, &[]));
+    let unnamed = quoted.replace("`ThreadPoolExecutor`", "the pool");
+    assert!(!number_of_another_entry(&unnamed, note, &[]));
     // Its own entry's default.
     let right = "The default value of work_mem is 4MB.";
     assert!(!number_of_another_entry(right, WORK_MEM, &[]));
