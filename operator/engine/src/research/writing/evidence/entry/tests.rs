@@ -1,9 +1,9 @@
 use super::*;
 use crate::research::writing::evidence::check_support;
 
-const HASH_MEM: &str = "Server Configuration\n§ 20.4. Resource Consumption › 20.4.1. Memory › hash_mem_multiplier (floating point)\nUsed to compute the maximum amount of memory that hash-based operations can use. The final limit is determined by multiplying `work_mem` by `hash_mem_multiplier`. The default value is 2.0, which makes hash-based operations use twice the usual `work_mem` base amount.\n";
+const HASH_MEM: &str = "Server Configuration\n§ Resource Consumption › Memory › hash_mem_multiplier (floating point)\nUsed to compute the maximum amount of memory that hash-based operations can use. The final limit is determined by multiplying `work_mem` by `hash_mem_multiplier`. The default value is 2.0, which makes hash-based operations use twice the usual `work_mem` base amount.\n";
 
-const WORK_MEM: &str = "Server Configuration\n§ 20.4. Resource Consumption › 20.4.1. Memory › work_mem (integer)\nSets the base maximum amount of memory to be used by a query operation before writing to temporary disk files. The default value is four megabytes (4MB).\n";
+const WORK_MEM: &str = "Server Configuration\n§ Resource Consumption › Memory › work_mem (integer)\nSets the base maximum amount of memory to be used by a query operation before writing to temporary disk files. The default value is four megabytes (4MB).\n";
 
 const POOL: &str = "concurrent.futures\n§ concurrent.futures › ThreadPoolExecutor › class concurrent.futures.ThreadPoolExecutor(max_workers=None)\nIf max_workers is None or not given, it will default to min(32, os.cpu_count() + 4).\n";
 
@@ -16,7 +16,7 @@ fn the_entry_is_the_first_name_of_the_last_heading() {
         entry(POOL).as_deref(),
         Some("concurrent.futures.threadpoolexecutor")
     );
-    assert_eq!(entry("T\n§ 20.4. Resource Consumption\nText 2.\n"), None);
+    assert_eq!(entry("T\n§ Resource Consumption\nText 2.\n"), None);
     let page = format!("{HASH_MEM}{}", WORK_MEM.split_once('\n').unwrap().1);
     assert_eq!(entry(&page), None, "a whole page documents no one entry");
 }
@@ -46,7 +46,7 @@ fn the_entrys_own_number_and_a_name_before_the_number_pass() {
     assert!(!number_of_another_entry(short, POOL, &[]));
     // A product's name is no other entry: the product has the entry's default.
     let product = "PostgreSQL allows 100 connections by default.";
-    let max_connections = "T\n§ 20.3.1. Connection Settings › max_connections (integer)\nDetermines the maximum number of concurrent connections. The default is typically 100 connections.\n";
+    let max_connections = "T\n§ Connection Settings › max_connections (integer)\nDetermines the maximum number of concurrent connections. The default is typically 100 connections.\n";
     assert!(!number_of_another_entry(product, max_connections, &[]));
     // The entry named by its class, and a name the page escapes ("max\_workers"): the
     // page's own note, quoted (a tuning report's lead).
@@ -67,8 +67,7 @@ fn claims_without_names_numbers_or_entries_are_left_to_the_other_checks() {
     assert!(!number_of_another_entry(plain, HASH_MEM, &[]));
     let no_number = "The final limit multiplies `work_mem` by a factor.";
     assert!(!number_of_another_entry(no_number, HASH_MEM, &[]));
-    let section =
-        "T\n§ 20.4. Resource Consumption\nThe default value is 2.0, said of `work_mem`.\n";
+    let section = "T\n§ Resource Consumption\nThe default value is 2.0, said of `work_mem`.\n";
     assert!(!number_of_another_entry(
         "The default of work_mem is 2.0.",
         section,
