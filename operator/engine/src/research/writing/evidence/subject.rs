@@ -600,8 +600,9 @@ pub fn docs_products(url: &str) -> Vec<String> {
 /// subjects none of them names ([`unanswered`]), else a word in capitals none writes so
 /// ([`unnamed_keywords`]), else an option asked of a command that only
 /// other commands' passages name ([`option_of_another`]), else subjects written as one phrase
-/// that no text names together ([`named_apart`]), else a subject they name only in passing
-/// ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
+/// that no text names together ([`named_apart`]), else the attribute a "What is the X of Y"
+/// question asks for, which none speaks of ([`unspoken_attributes`]), else a subject they name
+/// only in passing ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
 /// test: it decides whether a model is shown the passages at all.
 /// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
 /// heads included.
@@ -630,7 +631,7 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
 }
 
 /// Pure: a label of [`unanswerable`] as code: a bare name is wrapped, a phrase that marks its
-/// own names is kept.
+/// own names or is quoted as asked is kept.
 pub fn as_code(label: &str) -> String {
     // A phrase quoted as asked (`unspoken_attributes`) is kept.
     if label.starts_with('“') {

@@ -1,5 +1,6 @@
 //! Subjects the question ties together: a phrase of several subjects, a keyword in capitals,
-//! and the words saying what kind of answer is asked for. Part of the answerability gate.
+//! the words saying what kind of answer is asked for, and the attribute "What is the X of Y"
+//! asks for. Part of the answerability gate.
 
 use std::collections::BTreeSet;
 
