@@ -6,7 +6,7 @@
 //! subjects and numbers passed it, and a reader was given two defaults for `work_mem`.
 
 use super::local::PASSAGE_MARK;
-use super::numbers::holds_number;
+use super::numbers::{holds_number, number_at};
 use super::swap::names;
 use super::{NUMBER_RE, sentences};
 use crate::research::reading::passages::focus;
@@ -59,7 +59,7 @@ pub fn number_of_another_entry(claim: &str, evidence: &str, restated: &[String])
     // Whether `text` names one of the claim's names before its first numeral of value `n`.
     let named_before = |text: &str, n: &str| {
         let lower = unescaped(text);
-        first_number_at(&lower, n).is_some_and(|at| {
+        number_at(&lower, n).is_some_and(|at| {
             claimed
                 .iter()
                 .any(|c| lower.find(c.as_str()).is_some_and(|i| i < at))
@@ -72,21 +72,6 @@ pub fn number_of_another_entry(claim: &str, evidence: &str, restated: &[String])
         .map(|m| m.as_str())
         .filter(|n| !restated.iter().any(|r| r == n) && holds_number(evidence, n))
         .any(|n| named_before(claim, n) && !said.iter().any(|s| named_before(s, n)))
-}
-
-/// Pure: the byte offset in `sentence` of its first numeral whose value is `n`.
-fn first_number_at(sentence: &str, n: &str) -> Option<usize> {
-    sentence
-        .char_indices()
-        .filter(|(i, c)| {
-            c.is_ascii_digit()
-                && !sentence[..*i]
-                    .chars()
-                    .next_back()
-                    .is_some_and(|p| p.is_ascii_digit() || p == '.' || p == ',')
-        })
-        .map(|(i, _)| i)
-        .find(|i| holds_number(sentence[*i..].split_whitespace().next().unwrap_or(""), n))
 }
 
 #[cfg(test)]

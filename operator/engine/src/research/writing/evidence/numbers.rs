@@ -28,10 +28,17 @@ fn number_value(n: &str) -> String {
 /// "5432" (the 0.5B model's "tables can have up to 37 columns" passed on a breadcrumb's
 /// "37.17."). Numerals glued to units ("128MB") count.
 pub(super) fn holds_number(evidence: &str, n: &str) -> bool {
+    number_at(evidence, n).is_some()
+}
+
+/// Pure: the byte offset in `text` of its first whole numeral whose value is `n`
+/// ([`holds_number`]).
+pub(super) fn number_at(text: &str, n: &str) -> Option<usize> {
     let wanted = number_value(n);
     NUMERAL_RE
-        .find_iter(evidence)
-        .any(|m| number_value(m.as_str().trim_end_matches(['.', ','])) == wanted)
+        .find_iter(text)
+        .find(|m| number_value(m.as_str().trim_end_matches(['.', ','])) == wanted)
+        .map(|m| m.start())
 }
 
 #[allow(clippy::expect_used)] // constant pattern, checked by the tests
