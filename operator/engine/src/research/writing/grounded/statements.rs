@@ -156,6 +156,16 @@ pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> St
     {
         return format!("{entry}: “{statement}”");
     }
+    // Another entry's statement is labelled with that entry whatever is asked: "The default
+    // value is 2.0, which makes hash-based operations use twice the usual `work_mem` base
+    // amount" is `hash_mem_multiplier`'s default, and read unlabelled under a question on
+    // `work_mem` it gave `work_mem` that value.
+    if let Some(entry) = entry_label(&passage.heading)
+        && !names_entry(asked, &entry)
+        && !names_entry(&statement, &entry)
+    {
+        return format!("{entry}: “{statement}”");
+    }
     let keys = subject_terms(asked);
     let named = subject::Named::new(&statement);
     if keys
@@ -188,6 +198,16 @@ pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> St
     } else {
         format!("{}: “{statement}”", headed.join(", "))
     }
+}
+
+/// Pure: whether `text` names the entry `entry` (`asyncio.TaskGroup`) whole or by its last
+/// part (`TaskGroup`), in any case.
+fn names_entry(text: &str, entry: &str) -> bool {
+    let entry = entry.to_lowercase();
+    let last = entry.rsplit('.').next().unwrap_or(&entry);
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .map(|w| w.trim_matches('.').to_lowercase())
+        .any(|w| w == entry || w == last || w.ends_with(&format!(".{last}")))
 }
 
 /// Pure: the name of the entry a heading breadcrumb ends in, as the page writes it

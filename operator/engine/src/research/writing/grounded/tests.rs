@@ -326,7 +326,7 @@ fn an_unusable_answer_leaves_the_numbered_passages_quoted_best_first() {
     let md = quoted_report("", &items);
     // The best passage's statement first, quoted and cited; then why the rest is quotes.
     assert!(
-        md.starts_with("## Summary\n\n“Deserialize s (a str instance containing a JSON document) to a Python object” ([json — JSON encoder and decoder](http://docs/json.html)). The model did not write a usable report"),
+        md.starts_with("## Summary\n\njson.loads: “Deserialize s (a str instance containing a JSON document) to a Python object” ([json — JSON encoder and decoder](http://docs/json.html)). The model did not write a usable report"),
         "{md}"
     );
     let first = md
@@ -1196,7 +1196,7 @@ fn the_summary_leads_with_the_list_item_stating_the_asked_default() {
     );
     let summary = md.split("## Evidence").next().unwrap();
     assert!(
-        summary.contains("## Summary\n\n“**timeout** (*float*) – How many seconds the connection should wait before raising an exception, if the database is locked by another connection. Default five seconds” ([Page 1](http://docs/page1.html))."),
+        summary.contains("## Summary\n\nsqlite3.connect: “**timeout** (*float*) – How many seconds the connection should wait before raising an exception, if the database is locked by another connection. Default five seconds” ([Page 1](http://docs/page1.html))."),
         "{md}"
     );
 }
@@ -1289,6 +1289,38 @@ fn a_subject_only_the_heading_names_leads_with_its_stated_default_labelled() {
         ),
         "logging.info: “Logs a message with level INFO on the root logger”"
     );
+}
+
+/// My demo question on `work_mem`: another entry's statement naming the asked setting only
+/// after its number is labelled with its own entry, which it states the number of.
+#[test]
+fn another_entrys_statement_is_labelled_with_that_entry() {
+    let hash = item(
+        1,
+        "Memory › hash_mem_multiplier (floating point)",
+        "The default value is 2.0, which makes hash-based operations use twice the usual `work_mem` base amount.",
+    );
+    let statement = "The default value is 2.0, which makes hash-based operations use twice the usual `work_mem` base amount";
+    assert_eq!(
+        labelled(
+            "What is the default value of work_mem in PostgreSQL 15?",
+            &hash,
+            statement.to_string()
+        ),
+        format!("hash_mem_multiplier: “{statement}”")
+    );
+    // The asked entry itself, named by its last part, is labelled as the asked subject is.
+    let group = item(
+        2,
+        "asyncio › Task Groups › class asyncio.TaskGroup",
+        "An asynchronous context manager holding a group of tasks.",
+    );
+    let lead = labelled(
+        "What does Python's TaskGroup do?",
+        &group,
+        "An asynchronous context manager holding a group of tasks".to_string(),
+    );
+    assert!(!lead.starts_with("asyncio.TaskGroup"), "{lead}");
 }
 
 /// `multi-json-duplicate-keys`: a question about two things answered for one; the other's
