@@ -566,6 +566,7 @@ fn finish(s: Session<'_>, task_id: u32, markdown: String) -> ResearcherReport {
     }
 }
 
+mod answer;
 mod guided;
 mod pool;
 mod session;
