@@ -18,6 +18,7 @@ use quarry_engine::research::agents::researcher::{
     ResearcherDeps, ResearcherSettings, UrlPool, run_researcher,
 };
 use quarry_engine::research::machine::state::{Limits, Mode, OutputKind, RunInput};
+use quarry_engine::research::writing::grounded;
 use quarry_engine::scrape::{FetchPolicy, HttpFetcher};
 use quarry_engine::sources::searxng::SearxngGatherer;
 use serde_json::Value;
@@ -107,7 +108,7 @@ async fn main() -> std::process::ExitCode {
         return std::process::ExitCode::FAILURE;
     };
     let (gatherer, fetcher) = (Arc::new(gatherer), Arc::new(fetcher));
-    let (mut shown_total, mut matched_total, mut facts_total) = (0, 0, 0);
+    let (mut shown_total, mut matched_total, mut facts_total, mut first_total) = (0, 0, 0, 0);
     let (mut refused_total, mut no_answer_total, mut no_answer_refused) = (0, 0, 0);
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let Ok(q) = serde_json::from_str::<Value>(line) else {
@@ -181,7 +182,11 @@ async fn main() -> std::process::ExitCode {
             println!("{id}: REFUSED: {why}");
         }
         let shown = norm(&passages);
-        let (mut s, mut m) = (0, 0);
+        // A JSON-mode model is asked first for one sentence per passage over the best
+        // `EACH_PASSAGES` only; what it answers from is that head of the list.
+        let head = format!("\n[{}] (", grounded::EACH_PASSAGES + 1);
+        let first = norm(passages.split(head.as_str()).next().unwrap_or(&passages));
+        let (mut s, mut m, mut s_first) = (0, 0, 0);
         let facts = q["keyFacts"].as_array().cloned().unwrap_or_default();
         let mut missing = Vec::new();
         for f in &facts {
@@ -192,6 +197,7 @@ async fn main() -> std::process::ExitCode {
                 .flatten()
                 .filter_map(Value::as_str)
                 .any(|x| shown.contains(&norm(x)));
+            s_first += usize::from(first.contains(&quote));
             if shown.contains(&quote) {
                 s += 1;
             } else {
@@ -226,8 +232,9 @@ async fn main() -> std::process::ExitCode {
             Err(f) => format!("failed: {}", f.message),
         };
         println!(
-            "{id}: quotes {s}/{} match {m}/{} | read {read}",
+            "{id}: quotes {s}/{} (first {}: {s_first}) match {m}/{} | read {read}",
             facts.len(),
+            grounded::EACH_PASSAGES,
             facts.len()
         );
         if args.iter().any(|a| a == "--show") {
@@ -242,12 +249,14 @@ async fn main() -> std::process::ExitCode {
             }
         }
         shown_total += s;
+        first_total += s_first;
         matched_total += m;
         facts_total += facts.len();
     }
     println!(
-        "total: quotes shown {shown_total}/{facts_total} ({:.0}%), match strings {matched_total}/{facts_total} ({:.0}%)",
+        "total: quotes shown {shown_total}/{facts_total} ({:.0}%; in the first {}: {first_total}), match strings {matched_total}/{facts_total} ({:.0}%)",
         100.0 * shown_total as f64 / facts_total.max(1) as f64,
+        grounded::EACH_PASSAGES,
         100.0 * matched_total as f64 / facts_total.max(1) as f64
     );
     println!(

@@ -666,6 +666,7 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
         && !negation_unsupported(claim, evidence)
         && !only_restates(claim, asked)
         && !numbers::unread_premise(claim, evidence, asked)
+        && numbers::missing_units(claim, evidence).is_empty()
         && !entry::number_of_another_entry(claim, evidence, &restated);
     Support {
         overlap,

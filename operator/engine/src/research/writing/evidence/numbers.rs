@@ -144,3 +144,59 @@ pub fn unread_premise(claim: &str, evidence: &str, asked: &str) -> bool {
         .count()
         >= 2
 }
+
+/// Units of time and size, each by its words and the abbreviations a number is glued to or
+/// followed by ("5min", "64MB", "200 ms").
+const UNITS: [(&[&str], &[&str]); 10] = [
+    (&["microsecond", "microseconds"], &["us"]),
+    (&["millisecond", "milliseconds"], &["ms"]),
+    (&["second", "seconds"], &["s", "sec"]),
+    (&["minute", "minutes"], &["min"]),
+    (&["hour", "hours"], &["h"]),
+    (&["day", "days"], &["d"]),
+    (&["byte", "bytes"], &["b"]),
+    (&["kilobyte", "kilobytes"], &["kb"]),
+    (&["megabyte", "megabytes"], &["mb"]),
+    (&["gigabyte", "gigabytes"], &["gb"]),
+];
+
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static GLUED_UNIT_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\d\s?([A-Za-z]{1,3})\b").expect("valid regex"));
+
+/// Pure: the units of time or size `claim` writes as words ("seconds") that `evidence` holds in
+/// none of that unit's forms, as the claim writes them. A unit is a value as a number is: the
+/// 0.5B model answered in what unit `statement_timeout` takes a bare value with "it is taken as
+/// seconds", copied from another setting's entry, and the asked entry's "it is taken as
+/// milliseconds" held every other word of it.
+pub(super) fn missing_units(claim: &str, evidence: &str) -> Vec<String> {
+    let words = |text: &str| -> std::collections::BTreeSet<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let claimed = words(claim);
+    let held = words(evidence);
+    let glued: std::collections::BTreeSet<String> = GLUED_UNIT_RE
+        .captures_iter(evidence)
+        .map(|c| c[1].to_lowercase())
+        .collect();
+    let mut out = Vec::new();
+    for (names, short) in UNITS {
+        // "second" alone is as often the ordinal ("the second argument"): only its plural
+        // counts as the unit in a claim.
+        let Some(said) = names
+            .iter()
+            .find(|n| **n != "second" && claimed.contains(**n))
+        else {
+            continue;
+        };
+        let holds =
+            names.iter().any(|n| held.contains(*n)) || short.iter().any(|s| glued.contains(*s));
+        if !holds {
+            out.push((*said).to_string());
+        }
+    }
+    out
+}

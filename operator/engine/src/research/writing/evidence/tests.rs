@@ -775,3 +775,40 @@ fn a_number_said_of_words_the_passage_lacks_is_unsupported() {
     );
     assert!(verdict.supported, "{verdict:?}");
 }
+
+/// Tuning set (`pg-statement-timeout-default`, judged unsupported): a unit is a value. The
+/// asked entry's "taken as milliseconds" does not back "taken as seconds", copied from another
+/// setting's entry; a unit held in any of its forms does.
+#[test]
+fn a_unit_the_passage_does_not_hold_is_unsupported() {
+    let passage = "statement_timeout (integer)\nAbort any statement that takes more than the specified amount of time. If this value is specified without units, it is taken as milliseconds. A value of zero (the default) disables the timeout.";
+    let asked = "What is the default statement_timeout in PostgreSQL, and in what unit is a value without units interpreted?";
+    assert!(
+        !check_support(
+            "If this value is specified without units, it is taken as seconds.",
+            passage,
+            asked
+        )
+        .supported
+    );
+    assert!(
+        check_support(
+            "If this value is specified without units, it is taken as milliseconds.",
+            passage,
+            asked
+        )
+        .supported
+    );
+    // The unit's abbreviation glued to a number holds it; the ordinal "second" is no unit.
+    let timeout = "checkpoint_timeout (integer)\nMaximum time between automatic WAL checkpoints. The default is five minutes (5min).";
+    assert!(check_support("The default checkpoint_timeout is 5 minutes.", timeout, "").supported);
+    let args = "shutil.copy(src, dst)\nCopies the file src to the file or directory dst. The second argument may be a directory.";
+    assert!(
+        check_support(
+            "The second argument of shutil.copy may be a directory.",
+            args,
+            ""
+        )
+        .supported
+    );
+}

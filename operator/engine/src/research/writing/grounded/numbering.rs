@@ -192,7 +192,7 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
             Some(sig) if looks_like_signature(sig) => format!("{}: {}", sig.trim(), all[i].text),
             _ => all[i].text.clone(),
         };
-        let text: String = text.chars().take(PASSAGE_CHARS).collect();
+        let text = cut_at_sentence(&text, PASSAGE_CHARS);
         let cost = text.chars().count() + heading.chars().count() + 16;
         if used + cost > budget && !out.is_empty() {
             continue;
@@ -206,7 +206,53 @@ pub fn number_passages(pages: &[PageExtract], task: &str, budget: usize) -> Vec<
             text,
         });
     }
-    out
+    with_another_page_early(out, super::EACH_PASSAGES)
+}
+
+/// Pure: `items` renumbered so that the first `head` are not all one page's when a later one
+/// is another page's: that page's best passage takes the last place of the head. A JSON-mode
+/// model answers from the head first, and the page whose title names the asked command filled
+/// it: "By default, the CREATE INDEX command creates B-tree indexes" on the index-types page
+/// came seventh, and the answer spoke of the index's tablespace.
+fn with_another_page_early(mut items: Vec<Numbered>, head: usize) -> Vec<Numbered> {
+    if items.len() > head && head > 0 {
+        let first = items[0].url.clone();
+        let one_page = items[..head].iter().all(|n| n.url == first);
+        if let Some(other) = items[head..].iter().position(|n| n.url != first)
+            && one_page
+        {
+            let moved = items.remove(head + other);
+            items.insert(head - 1, moved);
+        }
+    }
+    for (i, n) in items.iter_mut().enumerate() {
+        n.number = i + 1;
+    }
+    items
+}
+
+/// Pure: `text` cut to at most `max` characters at the end of its last whole sentence there,
+/// or, when that would keep less than half, at a word, marked "…". Cut at a character, a
+/// passage ended "Note that a complex query might perform several sort and hash operations
+/// and many", and the 0.5B model copied it to its end: "Note that a complex query might
+/// perform many," stood in the summary as a claim.
+fn cut_at_sentence(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max).collect();
+    let sentence_end = head
+        .match_indices(['.', '!', '?'])
+        .map(|(i, _)| i + 1)
+        .filter(|end| head[*end..].starts_with(char::is_whitespace))
+        .last();
+    match sentence_end {
+        Some(end) if head[..end].chars().count() * 2 >= max => head[..end].to_string(),
+        _ => {
+            let word = head.rfind(char::is_whitespace).unwrap_or(head.len());
+            format!("{}…", head[..word].trim_end())
+        }
+    }
 }
 
 /// Pure: a passage's text as compared for repeats: its words, lower-cased, one space apart.
@@ -335,4 +381,61 @@ pub(super) fn breadcrumbs_as_headings(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered(url: &str) -> Numbered {
+        Numbered {
+            number: 0,
+            url: url.to_string(),
+            title: String::new(),
+            heading: String::new(),
+            text: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_passage_is_cut_after_its_last_whole_sentence() {
+        let text = "Sets the base maximum amount of memory. Note that a complex query might perform several sort operations";
+        assert_eq!(
+            cut_at_sentence(text, 70),
+            "Sets the base maximum amount of memory."
+        );
+        assert_eq!(cut_at_sentence(text, 500), text);
+        // No sentence end in the first half: cut at a word, marked.
+        let long = "One sentence. Then a very long clause without any stop that goes on and on";
+        assert_eq!(
+            cut_at_sentence(long, 60),
+            "One sentence. Then a very long clause without any stop that…"
+        );
+        // A version number's dot is no sentence end.
+        assert_eq!(
+            cut_at_sentence("Added in version 3.11 of Python and kept", 25),
+            "Added in version 3.11 of…"
+        );
+    }
+
+    #[test]
+    fn the_head_the_model_answers_from_holds_a_second_page() {
+        let items = vec![
+            numbered("a"),
+            numbered("a"),
+            numbered("a"),
+            numbered("b"),
+            numbered("a"),
+        ];
+        let out = with_another_page_early(items, 3);
+        let urls: Vec<&str> = out.iter().map(|n| n.url.as_str()).collect();
+        assert_eq!(urls, ["a", "a", "b", "a", "a"]);
+        let numbers: Vec<usize> = out.iter().map(|n| n.number).collect();
+        assert_eq!(numbers, [1, 2, 3, 4, 5]);
+        // A head holding two pages already is left as it is.
+        let mixed = vec![numbered("a"), numbered("b"), numbered("a"), numbered("c")];
+        let out = with_another_page_early(mixed, 3);
+        let urls: Vec<&str> = out.iter().map(|n| n.url.as_str()).collect();
+        assert_eq!(urls, ["a", "b", "a", "c"]);
+    }
 }
