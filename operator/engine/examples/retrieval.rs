@@ -175,6 +175,9 @@ async fn main() -> std::process::ExitCode {
                     "ANSWERED from unrelated passages".to_string()
                 }
             );
+            if !refused && args.iter().any(|a| a == "--show") {
+                println!("{passages}");
+            }
             continue;
         }
         if refused {

@@ -667,6 +667,7 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
         && !only_restates(claim, asked)
         && !numbers::unread_premise(claim, evidence, asked)
         && numbers::missing_units(claim, evidence).is_empty()
+        && !by_default::unstated_default(claim, evidence, asked)
         && !entry::number_of_another_entry(claim, evidence, &restated);
     Support {
         overlap,
@@ -790,6 +791,7 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<Cla
     checks
 }
 
+mod by_default;
 mod entry;
 pub mod local;
 mod numbers;
