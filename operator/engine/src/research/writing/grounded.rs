@@ -639,8 +639,30 @@ fn supporting(
         // A sentence joining what two passages of a page say ("max_connections defaults to 100
         // and superuser_reserved_connections to 3") is supported by them together: it cites
         // the page and quotes each passage.
-        None => supported_together(text, passages, items, asked),
+        None => supported_together(text, passages, items, asked)
+            .or_else(|| supported_elsewhere(text, passages, items, asked)),
     }
+}
+
+/// The one passage shown, other than those cited, that supports `text` best, when the
+/// model's number was another's: asked which index type `CREATE INDEX` makes by default, the
+/// 0.5B model wrote "PostgreSQL's CREATE INDEX creates B-tree indexes by default" under the
+/// number of `tablespace_name`'s passage, while the index-types passage says it.
+fn supported_elsewhere(
+    text: &str,
+    passages: &[usize],
+    items: &[Numbered],
+    asked: &str,
+) -> Option<Vec<usize>> {
+    items
+        .iter()
+        .filter(|n| !passages.contains(&n.number))
+        .filter_map(|n| support_of(text, n, asked).map(|score| (score, n.number)))
+        .fold(None, |best: Option<(f64, usize)>, (score, n)| match best {
+            Some((b, _)) if b >= score => best,
+            _ => Some((score, n)),
+        })
+        .map(|(_, n)| vec![n])
 }
 
 /// The cited passages (valid numbers, in the model's order, without repeats), all of one page,

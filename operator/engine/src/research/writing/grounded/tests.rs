@@ -2783,3 +2783,39 @@ fn a_statement_before_its_example_can_lead() {
         None
     );
 }
+
+/// Tuning set (`pg-default-index-type`): a sentence the model put under another passage's
+/// number is cited to the passage shown that supports it; one that none supports stays out.
+#[test]
+fn a_sentence_under_the_wrong_number_is_cited_to_the_passage_saying_it() {
+    let items = vec![
+        item(
+            1,
+            "CREATE INDEX › Parameters › tablespace_name",
+            "The tablespace in which to create the index. If not specified, default\\_tablespace is consulted.",
+        ),
+        item(
+            2,
+            "11.2. Index Types",
+            "PostgreSQL provides several index types: B-tree, Hash, GiST, SP-GiST, GIN, BRIN. By default, the `CREATE INDEX` command creates B-tree indexes, which fit the most common situations.",
+        ),
+    ];
+    let asked = "Which index type does PostgreSQL's CREATE INDEX create by default?";
+    let points = vec![
+        Point {
+            passages: vec![1],
+            sentence: "PostgreSQL's CREATE INDEX creates B-tree indexes by default.".into(),
+        },
+        Point {
+            passages: vec![1],
+            sentence: "PostgreSQL's CREATE INDEX creates Hash indexes by default.".into(),
+        },
+    ];
+    let md = assemble_points(asked, &points, &items).expect("a report");
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(
+        summary.contains("PostgreSQL's CREATE INDEX creates B-tree indexes by default ([Page 2](http://docs/page2.html))."),
+        "{md}"
+    );
+    assert!(!summary.contains("Hash indexes by default"), "{md}");
+}
