@@ -33,7 +33,14 @@ pub fn unstated_default(claim: &str, evidence: &str, asked: &str) -> bool {
         .into_iter()
         .filter(|t| !given.contains(t))
         .collect();
-    !sentences(evidence)
+    // A paragraph's lines are one text: a page wraps its lines anywhere ("By default, the
+    // `CREATE\n   INDEX` command creates B-tree indexes").
+    let joined: String = evidence
+        .split("\n\n")
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    !sentences(&joined)
         .iter()
         .filter(|s| s.to_lowercase().contains("default"))
         .any(|s| said.is_subset(&terms(s)))
@@ -43,7 +50,7 @@ pub fn unstated_default(claim: &str, evidence: &str, asked: &str) -> bool {
 mod tests {
     use super::*;
 
-    const TYPES: &str = "11.2. Index Types\n§ 11.2. Index Types\nPostgreSQL provides several index types: B-tree, Hash, GiST, SP-GiST, GIN, BRIN, and the extension bloom. Each index type uses a different algorithm. By default, the `CREATE INDEX` command creates B-tree indexes, which fit the most common situations.";
+    const TYPES: &str = "11.2. Index Types\n§ 11.2. Index Types\nPostgreSQL provides several index types: B-tree, Hash, GiST, SP-GiST, GIN, BRIN, and the extension bloom. Each index type uses a different algorithm. By default, the `CREATE\n   INDEX` command creates B-tree indexes, which fit the most common situations.";
     const ASKED: &str = "Which index type does PostgreSQL's CREATE INDEX create by default?";
 
     #[test]
