@@ -668,6 +668,7 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
         && !numbers::unread_premise(claim, evidence, asked)
         && numbers::missing_units(claim, evidence).is_empty()
         && !by_default::unstated_default(claim, evidence, asked)
+        && !previously::from_the_past(claim, evidence)
         && !entry::number_of_another_entry(claim, evidence, &restated);
     Support {
         overlap,
@@ -795,6 +796,7 @@ mod by_default;
 mod entry;
 pub mod local;
 mod numbers;
+mod previously;
 pub mod subject;
 pub mod swap;
 

@@ -1,0 +1,80 @@
+//! A claim made from a sentence about the past ("Previously, this method only supported ...")
+//! says what was, not what is.
+
+use super::terms;
+
+/// Openings of a sentence saying what held before a change.
+const PAST_OPENINGS: [&str; 4] = ["previously", "formerly", "prior to", "before version"];
+
+/// Words with which a claim says it speaks of the past.
+const PAST_WORDS: [&str; 9] = [
+    "previously",
+    "formerly",
+    "prior",
+    "before",
+    "earlier",
+    "older",
+    "used",
+    "no longer",
+    "until",
+];
+
+/// Pure: whether the sentence of `evidence` sharing most words with `claim` opens by saying
+/// what held before a change ("Previously, ...") and the claim says nothing of the past. The
+/// 0.5B model made "The `datetime.fromisoformat` method in Python 3.11 now supports formats
+/// that can be emitted by `date.isoformat`" from "Changed in version 3.11: Previously, this
+/// method only supported formats that could be emitted by `date.isoformat()` or
+/// `datetime.isoformat()`", the opposite of the change.
+pub fn from_the_past(claim: &str, evidence: &str) -> bool {
+    let lower = claim.to_lowercase();
+    if PAST_WORDS.iter().any(|w| {
+        lower
+            .split(|c: char| !c.is_alphanumeric())
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains(w)
+    }) {
+        return false;
+    }
+    let claimed = terms(claim);
+    let mut best: Option<(usize, &str)> = None;
+    // Sentences end at a stop before a space or a line's end: "date.isoformat()" is one word.
+    for sentence in evidence.split(['\n', ';']).flat_map(|l| l.split(". ")) {
+        let shared = terms(sentence).intersection(&claimed).count();
+        if shared > 0 && best.is_none_or(|(b, _)| shared > b) {
+            best = Some((shared, sentence));
+        }
+    }
+    let Some((_, source)) = best else {
+        return false;
+    };
+    // "Changed in version 3.11: Previously, ..." opens after its label.
+    let body = source.rsplit_once(": ").map_or(source, |(_, rest)| rest);
+    let body = body.trim_start().to_lowercase();
+    PAST_OPENINGS.iter().any(|o| body.starts_with(o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOTE: &str = "datetime.fromisoformat(date_string)\nReturn a datetime corresponding to a date_string in any valid ISO 8601 format.\nChanged in version 3.11: Previously, this method only supported formats that could be emitted by `date.isoformat()` or `datetime.isoformat()`.";
+
+    #[test]
+    fn a_claim_made_from_what_held_before_a_change_is_unsupported() {
+        assert!(from_the_past(
+            "The `datetime.fromisoformat` method in Python 3.11 now supports formats that can be emitted by `date.isoformat` or `datetime.isoformat`.",
+            NOTE
+        ));
+        // Said of the past, it is what the note says.
+        assert!(!from_the_past(
+            "Before Python 3.11, `datetime.fromisoformat` only supported formats that could be emitted by `date.isoformat()`.",
+            NOTE
+        ));
+        // A claim made from another sentence is not judged here.
+        assert!(!from_the_past(
+            "`datetime.fromisoformat` returns a datetime corresponding to a date_string in any valid ISO 8601 format.",
+            NOTE
+        ));
+    }
+}
