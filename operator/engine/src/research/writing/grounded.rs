@@ -234,6 +234,7 @@ fn support_of(text: &str, item: &Numbered, asked: &str) -> Option<f64> {
         && !swapped
         && !restates
         && !about_another_entry(text, item, asked)
+        && !relevance::off_the_asked_names(text, item, asked)
         && !focus::contradicts_default(text, &item.text))
     .then_some(verdict.overlap)
 }
@@ -794,6 +795,7 @@ use statements::{leads, part_leads, quoted_list, uncited_best};
 mod json_points;
 use json_points::{point, point_values};
 mod numbering;
+mod relevance;
 
 pub use each::{EACH_PASSAGES, each_points, each_schema};
 pub use numbering::number_passages;

@@ -1,0 +1,124 @@
+//! Whether a sentence of the grounded answer speaks of what the question names.
+
+use super::Numbered;
+
+/// Pure: the code names `asked` writes (`work_mem`, `json.loads`), lower-cased, each by its
+/// last dotted part too: what a passage or sentence on them names.
+fn asked_names(asked: &str) -> Vec<String> {
+    asked
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .map(|w| w.trim_matches('.').to_lowercase())
+        .filter(|w| {
+            let dotted = w.contains('.')
+                && w.split('.')
+                    .all(|p| p.chars().next().is_some_and(char::is_alphabetic));
+            (w.contains('_') && w.chars().any(char::is_alphabetic)) || dotted
+        })
+        .flat_map(|w| {
+            let last = w.rsplit('.').next().unwrap_or(&w).to_string();
+            [w, last]
+        })
+        .collect()
+}
+
+/// Pure: whether `text` holds one of `names` as a whole word.
+fn holds_any(text: &str, names: &[String]) -> bool {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .map(|w| w.trim_matches('.').to_lowercase())
+        .any(|w| {
+            names
+                .iter()
+                .any(|n| w == *n || w.rsplit('.').next() == Some(n.as_str()))
+        })
+}
+
+/// Pure: whether `heading` spells one of `names` as words ("Task Groups" for
+/// `asyncio.TaskGroup`): a section titled so is about it.
+fn spells_any(heading: &str, names: &[String]) -> bool {
+    let compact: String = heading
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .collect::<String>()
+        .to_lowercase();
+    names.iter().any(|n| {
+        let bare: String = n.chars().filter(|c| c.is_alphanumeric()).collect();
+        bare.len() >= 5 && compact.contains(&bare)
+    })
+}
+
+/// Pure: whether `text`, cited to `item`, speaks of something else than the code names the
+/// question `asked` writes: neither it nor its passage (heading and text) names one. Asked
+/// "What is the default value of work_mem in PostgreSQL 15?", the 0.5B model added "The
+/// default value of port in PostgreSQL 15 is 5432" from the `postgres` manual page's `-p`
+/// option, which the ranking had shown for its "default value". A question with a part
+/// naming no code name is not judged here.
+pub(super) fn off_the_asked_names(text: &str, item: &Numbered, asked: &str) -> bool {
+    // Each part of the question must name one: "What does functools.partial return, and how
+    // many arguments can a PostgreSQL function take at most?" asks its second part of no name.
+    let parts = crate::research::reading::queries::split_questions(asked);
+    if parts.iter().any(|p| asked_names(p).is_empty()) {
+        return false;
+    }
+    let names = asked_names(asked);
+    !names.is_empty()
+        && !holds_any(text, &names)
+        && !holds_any(&item.heading, &names)
+        && !spells_any(&item.heading, &names)
+        && !holds_any(&item.text, &names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passage(heading: &str, text: &str) -> Numbered {
+        Numbered {
+            number: 1,
+            url: "http://docs/page.html".into(),
+            title: "Page".into(),
+            heading: heading.into(),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn a_sentence_whose_passage_names_no_asked_name_is_off_the_question() {
+        let asked = "What is the default value of work_mem in PostgreSQL 15?";
+        let port = passage(
+            "postgres › Options › -p port",
+            "Specifies the TCP/IP port on which the server listens. Defaults to 5432.",
+        );
+        assert!(off_the_asked_names(
+            "The default value of port in PostgreSQL 15 is 5432.",
+            &port,
+            asked
+        ));
+        // A passage naming the asked setting bears on it, whatever the sentence names.
+        let hash = passage(
+            "Memory › hash_mem_multiplier (floating point)",
+            "The default value is 2.0, which makes hash-based operations use twice the usual `work_mem` base amount.",
+        );
+        assert!(!off_the_asked_names(
+            "Hash-based operations use twice the usual base amount.",
+            &hash,
+            asked
+        ));
+        // A dotted name is named by its last part; a question naming no code name is not judged.
+        let loads = passage("json › json.loads(s)", "Deserialize s to a Python object.");
+        assert!(!off_the_asked_names(
+            "It deserializes s.",
+            &loads,
+            "What does json.loads do?"
+        ));
+        assert!(!off_the_asked_names(
+            "The default is 5432.",
+            &port,
+            "What port does PostgreSQL listen on?"
+        ));
+        assert!(!off_the_asked_names(
+            "The default is 5432.",
+            &port,
+            "What does functools.partial return, and what port does PostgreSQL listen on?"
+        ));
+    }
+}
