@@ -242,10 +242,9 @@ fn cut_at_sentence(text: &str, max: usize) -> String {
     }
     let head: String = text.chars().take(max).collect();
     let sentence_end = head
-        .match_indices(['.', '!', '?'])
+        .rmatch_indices(['.', '!', '?'])
         .map(|(i, _)| i + 1)
-        .filter(|end| head[*end..].starts_with(char::is_whitespace))
-        .last();
+        .find(|end| head[*end..].starts_with(char::is_whitespace));
     match sentence_end {
         Some(end) if head[..end].chars().count() * 2 >= max => head[..end].to_string(),
         _ => {
