@@ -381,7 +381,7 @@ pub fn is_version_note(text: &str) -> bool {
 
 /// Words between "default" and its verb in a model's claim ("The default logging level in
 /// Python's logging module is ...").
-const CLAIM_VERB_WITHIN: usize = 8;
+pub const CLAIM_VERB_WITHIN: usize = 8;
 
 /// Words that qualify a stated default rather than being it ("The default is *typically* 128
 /// megabytes", "the default value *is* `replica`").

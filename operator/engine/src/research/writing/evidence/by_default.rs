@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{sentences, terms};
-use crate::research::reading::passages::focus::default_values;
+use crate::research::reading::passages::focus::{CLAIM_VERB_WITHIN, default_values};
 
 /// Pure: whether `claim` says what is done "by default" (a form whose value
 /// [`default_values`] does not read) and no sentence of `evidence` stating a default holds
@@ -15,7 +15,7 @@ use crate::research::reading::passages::focus::default_values;
 /// default sentence says B-tree.
 pub fn unstated_default(claim: &str, evidence: &str, asked: &str) -> bool {
     let lower = claim.to_lowercase();
-    if !lower.contains("by default") || !default_values(claim, 3).is_empty() {
+    if !lower.contains("by default") || !default_values(claim, CLAIM_VERB_WITHIN).is_empty() {
         return false;
     }
     // Titles and headings name what every sentence under them is about.

@@ -26,14 +26,17 @@ const PAST_WORDS: [&str; 9] = [
 /// method only supported formats that could be emitted by `date.isoformat()` or
 /// `datetime.isoformat()`", the opposite of the change.
 pub fn from_the_past(claim: &str, evidence: &str) -> bool {
-    let lower = claim.to_lowercase();
-    if PAST_WORDS.iter().any(|w| {
-        lower
+    // Whole words: "used" is not "focused".
+    let words = format!(
+        " {} ",
+        claim
+            .to_lowercase()
             .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
             .collect::<Vec<_>>()
             .join(" ")
-            .contains(w)
-    }) {
+    );
+    if PAST_WORDS.iter().any(|w| words.contains(&format!(" {w} "))) {
         return false;
     }
     let claimed = terms(claim);
