@@ -21,7 +21,16 @@ fn asked_names(asked: &str) -> Vec<String> {
         .collect()
 }
 
-/// Pure: whether `text` holds one of `names` as a whole word.
+/// Pure: whether `text` names `name` (`asyncio.TaskGroup`) whole or by its last dotted part
+/// (`TaskGroup`), in any case.
+pub(super) fn names_whole_or_by_last_part(text: &str, name: &str) -> bool {
+    let name = name.to_lowercase();
+    let last = name.rsplit('.').next().unwrap_or(&name).to_string();
+    holds_any(text, &[name.clone(), last])
+}
+
+/// Pure: whether `text` holds one of `names` as a whole word, or as the last part of a dotted
+/// word.
 fn holds_any(text: &str, names: &[String]) -> bool {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
         .map(|w| w.trim_matches('.').to_lowercase())

@@ -161,8 +161,8 @@ pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> St
     // amount" is `hash_mem_multiplier`'s default, and read unlabelled under a question on
     // `work_mem` it gave `work_mem` that value.
     if let Some(entry) = entry_label(&passage.heading)
-        && !names_entry(asked, &entry)
-        && !names_entry(&statement, &entry)
+        && !super::relevance::names_whole_or_by_last_part(asked, &entry)
+        && !super::relevance::names_whole_or_by_last_part(&statement, &entry)
     {
         return format!("{entry}: “{statement}”");
     }
@@ -198,16 +198,6 @@ pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> St
     } else {
         format!("{}: “{statement}”", headed.join(", "))
     }
-}
-
-/// Pure: whether `text` names the entry `entry` (`asyncio.TaskGroup`) whole or by its last
-/// part (`TaskGroup`), in any case.
-fn names_entry(text: &str, entry: &str) -> bool {
-    let entry = entry.to_lowercase();
-    let last = entry.rsplit('.').next().unwrap_or(&entry);
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
-        .map(|w| w.trim_matches('.').to_lowercase())
-        .any(|w| w == entry || w == last || w.ends_with(&format!(".{last}")))
 }
 
 /// Pure: the name of the entry a heading breadcrumb ends in, as the page writes it
