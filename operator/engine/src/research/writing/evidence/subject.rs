@@ -16,7 +16,8 @@ use crate::research::reading::passages::{
 
 mod gate;
 use gate::{
-    answer_kind_phrase, keywords, named_apart, names_asked, unnamed_keywords, unspoken_attributes,
+    answer_kind_phrase, keywords, named_apart, names_asked, unheld_heads, unnamed_keywords,
+    unspoken_attributes,
 };
 
 /// How a subject is looked for in a text.
@@ -626,6 +627,10 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
     let attributes = unspoken_attributes(question, texts);
     if !attributes.is_empty() {
         return attributes;
+    }
+    let unheld = unheld_heads(question, texts);
+    if !unheld.is_empty() {
+        return unheld;
     }
     named_in_passing(question, &asked_subjects(question), heads, texts)
 }

@@ -2079,6 +2079,59 @@ fn an_attribute_asked_of_a_subject_must_be_spoken_of() {
     }
 }
 
+/// Probe set: a feature the documents never name is not theirs. Asked how PostgreSQL's
+/// built-in index advisor chooses indexes, the model answered from trigger functions' pages;
+/// the thing a phrase names (its last word) must be held by some passage, its modifiers and a
+/// verb after an auxiliary aside.
+#[test]
+fn the_thing_a_question_names_must_be_held() {
+    let triggers = titled(
+        1,
+        "http://docs/postgresql-doc-15/html/functions-trigger.html",
+        "9.28. Trigger Functions",
+        "9.28. Trigger Functions",
+        "PostgreSQL provides a few built-in trigger functions. You would choose a trigger name that sorts after the others; deferred index constraints are not documented here.",
+    );
+    let asked = "How does PostgreSQL's built-in index advisor choose which indexes to create?";
+    assert_eq!(
+        unanswered(asked, std::slice::from_ref(&triggers)),
+        ["“built-in index advisor”"]
+    );
+    let sqlite = titled(
+        2,
+        "http://docs/python3.11-doc/html/library/sqlite3.html",
+        "sqlite3 — DB-API 2.0 interface for SQLite databases",
+        "sqlite3 › Module functions › sqlite3.connect",
+        "timeout: How many seconds the connection should wait before raising an exception, if the database is locked by another connection.",
+    );
+    let asked =
+        "How many connections does Python's sqlite3 module keep in its connection pool by default?";
+    assert_eq!(
+        unanswered(asked, std::slice::from_ref(&sqlite)),
+        ["“connection pool”"]
+    );
+    let tasks = titled(
+        3,
+        "http://docs/python3.11-doc/html/library/asyncio-task.html",
+        "Coroutines and Tasks",
+        "Task Groups",
+        "The first time any of the tasks belonging to an asyncio.TaskGroup fails with an exception, the remaining tasks in the group are cancelled. Unlike gather, a TaskGroup is sorted out when the sort is stable.",
+    );
+    for answerable in [
+        // A modifier is the question's own word: "child" of tasks.
+        "How does asyncio.TaskGroup handle exceptions raised by its child tasks?",
+        // The frame's verb ends a phrase: "settings differ".
+        "How does the first task with its default settings differ from the others?",
+        // After an opening "Is" the phrase's last word is what is asked of it.
+        "Is Python's TaskGroup stable?",
+        // Generic attributes and superlatives are the other checks' to judge.
+        "What is the finest exception of the group?",
+    ] {
+        let missing = unanswered(answerable, std::slice::from_ref(&tasks));
+        assert!(missing.is_empty(), "{answerable}: {missing:?}");
+    }
+}
+
 /// A word in capitals beside an identifier is checked too: `http.server` has no TLS mode. (My
 /// hostile question asked of its HTTPS mode, which "HTTP" names by the plural rule; matched
 /// exactly, a frozen question was refused on its own pages, so that one still passes.)

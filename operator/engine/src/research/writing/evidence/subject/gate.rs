@@ -213,3 +213,119 @@ pub(super) fn unspoken_attributes(question: &str, texts: &[String]) -> Vec<Strin
     let label: Vec<&str> = asked.iter().map(|w| w.as_str()).collect();
     vec![format!("“{}”", label.join(" "))]
 }
+
+/// Auxiliaries after which a question's subject is followed by its verb: "How does <subject>
+/// choose", "Can <subject> hold".
+const AUXILIARIES: [&str; 10] = [
+    "do", "does", "did", "can", "could", "will", "would", "should", "may", "must",
+];
+
+/// Forms of "be", an auxiliary only when a question opens with it ("Is <subject> stable") or
+/// with "How is": in "What is the X of Y" the phrase is the complement, with no verb after it.
+const COPULAS: [&str; 4] = ["is", "are", "was", "were"];
+
+/// Adverbs that end a verb's phrase ("round a number down"), naming no thing.
+const PARTICLES: [&str; 12] = [
+    "down", "away", "back", "apart", "together", "again", "ahead", "aside", "instead", "first",
+    "last", "later",
+];
+
+/// Words that open a noun phrase.
+const DETERMINERS: [&str; 5] = ["the", "a", "an", "its", "their"];
+
+/// Pure: the noun phrases `question` opens with a determiner or a possessive ("its connection
+/// pool", "PostgreSQL's built-in index advisor") whose last word, the thing named, none of
+/// `texts` holds in any form, as the phrase quoted. A feature the documents never name is not
+/// theirs: asked how PostgreSQL's built-in index advisor chooses indexes, the model answered
+/// from trigger functions' pages, and asked the size of sqlite3's connection pool, from its
+/// connection timeout. Only the head is checked: a modifier may be the question's own word
+/// ("its child tasks" of a page on tasks). Code names, generic attributes ("default value"),
+/// superlatives and the question's products are left to the other checks.
+pub(super) fn unheld_heads(question: &str, texts: &[String]) -> Vec<String> {
+    use crate::research::reading::passages::{FRAME_WORDS, is_stop, terms};
+    let raw: Vec<&str> = question.split_whitespace().collect();
+    let clean: Vec<String> = raw.iter().map(|w| bare_word(w)).collect();
+    let possessive = |w: &str| {
+        let w = w.trim_end_matches(|c: char| "?,;:!.".contains(c));
+        w.ends_with("'s") || w.ends_with("’s")
+    };
+    let ends_clause = |w: &str| w.ends_with([',', ';', ':', '?', '!', '.']);
+    let context = context_terms(question);
+    let subjects: BTreeSet<String> = asked_subjects(question)
+        .iter()
+        .map(|s| s.to_lowercase())
+        .collect();
+    let held: BTreeSet<String> = texts.iter().flat_map(|t| terms(t)).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < raw.len() {
+        let opens = DETERMINERS.contains(&clean[i].as_str()) || possessive(raw[i]);
+        if !opens || ends_clause(raw[i]) {
+            i += 1;
+            continue;
+        }
+        let after_auxiliary = i > 0 && {
+            let before = clean[i - 1].as_str();
+            AUXILIARIES.contains(&before)
+                || (COPULAS.contains(&before) && (i == 1 || clean[i - 2] == "how"))
+        };
+        let mut phrase: Vec<&str> = Vec::new();
+        let mut j = i + 1;
+        while j < raw.len() {
+            let w = clean[j].as_str();
+            if w.is_empty()
+                || is_stop(w)
+                || AUXILIARIES.contains(&w)
+                || DETERMINERS.contains(&w)
+                || possessive(raw[j])
+            {
+                break;
+            }
+            phrase.push(w);
+            j += 1;
+            if ends_clause(raw[j - 1]) {
+                break;
+            }
+        }
+        // After an auxiliary the subject's verb ends the phrase: "advisor choose".
+        if after_auxiliary && phrase.len() > 1 {
+            phrase.pop();
+        }
+        // "The quotient of integer division" is an attribute of a thing, and an attribute is
+        // often the question's own word for it ("division truncates" answers it); a phrase
+        // before "of" is `unspoken_attributes`' to judge.
+        if clean.get(j).is_some_and(|w| w == "of") && !ends_clause(raw[j - 1]) {
+            phrase.clear();
+        }
+        i = j.max(i + 1);
+        let Some(head) = phrase.last() else { continue };
+        let head = head.rsplit('-').next().unwrap_or(head);
+        let checked = head.len() >= 3
+            && head.chars().all(|c| c.is_ascii_lowercase())
+            && !head.ends_with("est")
+            // "the others" names nothing, nor does "round it down".
+            && !is_stop(head.strip_suffix('s').unwrap_or(head))
+            && !PARTICLES.contains(&head)
+            && !GENERIC_ATTRIBUTES.contains(&head)
+            // "its default settings differ from": the question's frame is no thing named.
+            && !FRAME_WORDS.iter().any(|f| head.starts_with(f))
+            && !is_context(head, &context)
+            && !subjects.contains(head);
+        if checked && terms(head).iter().all(|t| !held.contains(t)) {
+            out.push(format!("“{}”", phrase.join(" ")));
+        }
+    }
+    out
+}
+
+/// A question's word as written, lower-cased, without its punctuation, possessive or call
+/// parentheses.
+fn bare_word(raw: &str) -> String {
+    let w = raw.trim_matches(|c: char| "\"'`?!,;:()[]{}“”".contains(c));
+    let w = w.trim_end_matches('.');
+    let w = w
+        .strip_suffix("'s")
+        .or_else(|| w.strip_suffix("’s"))
+        .unwrap_or(w);
+    w.strip_suffix("()").unwrap_or(w).to_lowercase()
+}
