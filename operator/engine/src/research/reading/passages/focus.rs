@@ -317,7 +317,8 @@ pub fn names_match(entry: &str, name: &str) -> bool {
 /// Pure: whether `text` states a default: "default" followed closely by "is", "of" or "to", or
 /// marked as one ("zero (the default)", "`DEFERRED` (default)", "Read Committed is the
 /// default"). A bare "by default" is not: it qualifies behaviour ("By default, the pickle data
-/// format uses ...") more often than it names a value.
+/// format uses ...") more often than it names a value. Nor is a name that begins with the
+/// word (`default_tablespace`).
 pub fn states_default(text: &str) -> bool {
     let t = text.to_lowercase();
     if ["(default)", "the default)", "is the default"]
@@ -331,7 +332,9 @@ pub fn states_default(text: &str) -> bool {
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
         .collect();
     words.iter().enumerate().any(|(i, w)| {
+        // `default_tablespace is consulted` names a setting, not a default.
         w.starts_with("default")
+            && !w.contains(['_', '.'])
             && !(i > 0 && words[i - 1] == "by")
             && (words
                 .iter()

@@ -2872,3 +2872,20 @@ fn a_sentence_under_the_wrong_number_is_cited_to_the_passage_saying_it() {
     );
     assert!(!summary.contains("Hash indexes by default"), "{md}");
 }
+
+/// Tuning set: asked which index type `CREATE INDEX` makes by default, the summary led with
+/// `tablespace_name`'s entry, whose `default_tablespace is consulted` read as a stated default
+/// the model's "creates B-tree indexes by default" left out.
+#[test]
+fn a_setting_named_default_something_states_no_default_to_lead_with() {
+    let best = titled(
+        1,
+        "http://docs/postgresql-doc-15/html/sql-createindex.html",
+        "CREATE INDEX",
+        "CREATE INDEX › Parameters › tablespace_name",
+        "The tablespace in which to create the index. If not specified, default_tablespace is consulted, or temp_tablespaces for indexes on temporary tables.",
+    );
+    let asked = "Which index type does PostgreSQL's CREATE INDEX create by default?";
+    let plain = vec!["PostgreSQL's CREATE INDEX creates B-tree indexes by default.".to_string()];
+    assert!(!super::statements::misses_the_answer(asked, &plain, &best));
+}
