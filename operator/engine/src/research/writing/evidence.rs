@@ -184,6 +184,10 @@ fn stem(word: &str) -> String {
             break;
         }
     }
+    // "scale" and "scales" (stemmed "scal") are one word.
+    if w.len() > 4 && w.ends_with('e') {
+        w.pop();
+    }
     w.chars().take(7).collect()
 }
 

@@ -533,15 +533,13 @@ pub fn answer_schema(count: usize) -> JsonSchema {
 /// JSON of that form; `Some` with no points when it does but cites nothing shown.
 pub fn parse_points(answer: &str, count: usize) -> Option<Vec<Point>> {
     let shaped = |v: &Value| point_values(v).is_some();
-    let value = extract_json(answer)
-        .ok()
+    // An answer the output limit cut short is closed before any object inside it is taken:
+    // read first, its first point stood for the whole answer.
+    let value = close_truncated_json(answer)
+        .and_then(|closed| extract_json(&closed).ok())
         .filter(shaped)
-        .or_else(|| extract_json_object(answer).ok().filter(shaped))
-        .or_else(|| {
-            close_truncated_json(answer)
-                .and_then(|closed| extract_json(&closed).ok())
-                .filter(shaped)
-        })?;
+        .or_else(|| extract_json(answer).ok().filter(shaped))
+        .or_else(|| extract_json_object(answer).ok().filter(shaped))?;
     let points = point_values(&value)?
         .iter()
         .filter_map(|p| point(p, count))

@@ -115,11 +115,17 @@ pub(super) fn without_docs_version(evidence: &str) -> std::borrow::Cow<'_, str> 
     std::borrow::Cow::Owned(format!("{title}\n{rest}"))
 }
 
-/// Pure: whether `claim` states a number (a version restated from the question aside) and says
-/// what it is with two or more words of the question `asked` that `evidence` lacks, its subjects
-/// and products aside (those are checked as such). "The default compression level of Python's
-/// pickle module is 3", citing pickle's passage on protocol 3, said of a compression level,
-/// which pickle does not have, what the passage says of a protocol.
+/// Question words a claim stating no number may carry that its evidence lacks
+/// ([`unread_premise`]).
+const PREMISE_WORDS: usize = 3;
+
+/// Pure: whether `claim` says what it states with words of the question `asked` that `evidence`
+/// lacks, its subjects and products aside (those are checked as such): two or more when it
+/// states a number (a version restated from the question aside), else [`PREMISE_WORDS`]. "The
+/// default compression level of Python's pickle module is 3", citing pickle's passage on
+/// protocol 3, said of a compression level, which pickle does not have, what the passage says
+/// of a protocol; "PostgreSQL 15 automatically scales shared_buffers when memory is added by
+/// setting the amount of memory ..." (probe set) restated a premise its passage never made.
 pub fn unread_premise(claim: &str, evidence: &str, asked: &str) -> bool {
     use crate::research::reading::passages::{context_terms, subject_terms};
     let restated = restated_versions(claim, asked);
@@ -127,9 +133,6 @@ pub fn unread_premise(claim: &str, evidence: &str, asked: &str) -> bool {
         .captures_iter(claim)
         .filter_map(|c| c.get(1))
         .any(|m| !restated.contains(&m.as_str().to_string()));
-    if !states_number {
-        return false;
-    }
     let question = super::terms(asked);
     let held = super::terms(evidence);
     let context: Vec<String> = context_terms(asked).into_iter().collect();
@@ -142,7 +145,7 @@ pub fn unread_premise(claim: &str, evidence: &str, asked: &str) -> bool {
         .iter()
         .filter(|t| question.contains(*t) && !held.contains(*t) && !named.contains(*t))
         .count()
-        >= 2
+        >= if states_number { 2 } else { PREMISE_WORDS }
 }
 
 /// Units of time and size, each by its words and the abbreviations a number is glued to or

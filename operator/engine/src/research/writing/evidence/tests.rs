@@ -776,6 +776,27 @@ fn a_number_said_of_words_the_passage_lacks_is_unsupported() {
     assert!(verdict.supported, "{verdict:?}");
 }
 
+/// Probe set: a claim stating no number that restates three words of the question its passage
+/// never says made up the premise; two are a paraphrase.
+#[test]
+fn a_premise_restated_from_the_question_is_unsupported() {
+    use super::check_support;
+    let asked = "How does PostgreSQL 15 automatically scale shared_buffers when memory is added?";
+    let passage = "shared_buffers (integer): Sets the amount of memory the database server uses for shared memory buffers. The default is typically 128 megabytes.";
+    let verdict = check_support(
+        "PostgreSQL 15 automatically scales shared_buffers when memory is added by setting the amount of memory the database server uses for shared memory buffers.",
+        passage,
+        asked,
+    );
+    assert!(!verdict.supported, "{verdict:?}");
+    let verdict = check_support(
+        "PostgreSQL 15 scales shared_buffers by setting the amount of memory the database server uses for shared memory buffers when memory is added.",
+        passage,
+        asked,
+    );
+    assert!(verdict.supported, "{verdict:?}");
+}
+
 /// Tuning set (`pg-statement-timeout-default`, judged unsupported): a unit is a value. The
 /// asked entry's "taken as milliseconds" does not back "taken as seconds", copied from another
 /// setting's entry; a unit held in any of its forms does.

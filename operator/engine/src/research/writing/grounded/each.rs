@@ -67,7 +67,7 @@ pub fn each_points(answer: &str, count: usize) -> Option<Vec<Point>> {
                 .count();
             ((1..=count).contains(&n) && words >= MIN_SENTENCE_WORDS).then(|| Point {
                 passages: own_then_others(n, count),
-                sentence: whole_sentences(sentence),
+                sentence: whole_sentences(sentence, MAX_EACH_CHARS),
             })
         })
         .collect();
@@ -90,11 +90,12 @@ fn own_then_others(n: usize, count: usize) -> Vec<usize> {
     order
 }
 
-/// Pure: `s` without a sentence the length limit cut off: up to its last full stop when it has
-/// one, else marked as cut ("… showing *hits*, *misses*, *maxsize* and *cur" ends "…").
-fn whole_sentences(s: &str) -> String {
+/// Pure: `s` without a sentence the length limit `limit` (in characters) cut off: up to its
+/// last full stop when it has one, else marked as cut ("… showing *hits*, *misses*, *maxsize*
+/// and *cur" ends "…"). A limit of 0 judges any sentence without a stop as cut.
+pub(super) fn whole_sentences(s: &str, limit: usize) -> String {
     let s = s.trim();
-    if s.chars().count() + 2 < MAX_EACH_CHARS || s.ends_with(['.', '!', '?', ')', '`']) {
+    if s.chars().count() + 2 < limit || s.ends_with(['.', '!', '?', ')', '`']) {
         return s.to_string();
     }
     // The sentences the limit left whole, split as the report splits them: at "i.e. " the

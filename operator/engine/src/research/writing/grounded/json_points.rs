@@ -44,9 +44,11 @@ pub(super) fn point(v: &Value, count: usize) -> Option<Point> {
         }
     }
     passages.truncate(MAX_POINT_PASSAGES);
+    // The schema's length limit cuts a long sentence mid-word ("`pg_sleep_until` is
+    // notguarant", tuning set): what it cut off is no claim.
     (!passages.is_empty()).then(|| Point {
         passages,
-        sentence: sentence.to_string(),
+        sentence: super::each::whole_sentences(sentence, super::MAX_SENTENCE_CHARS),
     })
 }
 

@@ -571,9 +571,8 @@ pub(super) fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) 
         .iter()
         .any(|s| !unnamed_by_passage.contains(s));
     let asks_default = asked.to_lowercase().contains("default");
-    let leaves_out_default = asks_default
-        && focus::states_default(&best.text)
-        && !plain.iter().any(|s| focus::claims_default(s));
+    let leaves_out_default =
+        asks_default && focus::states_default(&best.text) && !answers_default(asked, plain);
     // The sentences hold no value of the kind asked for, and the passage does.
     let leaves_out_kind = answer_kind(asked).is_some_and(|k| {
         holds_for(k, &with_entry(best), asked) && !plain.iter().any(|s| holds_for(k, s, asked))
@@ -623,9 +622,29 @@ pub(super) fn writes_around_entry(
     headings: &[String],
     best: &Numbered,
 ) -> bool {
+    // A definition adds nothing to a default the sentences state: "CREATE INDEX — define a new
+    // index" led the answer "creates B-tree indexes by default" (tuning set).
+    let adds =
+        |s: &str| !answers_default(asked, plain) || focus::states_default(s) || says_by_default(s);
     focus::is_asked_entry(entry_of(&best.heading), asked)
         && !headings.contains(&best.heading)
-        && statement(asked, best).is_some_and(|s| !plain.iter().any(|p| restates(asked, p, &s)))
+        && statement(asked, best)
+            .is_some_and(|s| adds(&s) && !plain.iter().any(|p| restates(asked, p, &s)))
+}
+
+/// Pure: whether `text` says what is done "by default".
+fn says_by_default(text: &str) -> bool {
+    text.to_lowercase().contains("by default")
+}
+
+/// Pure: whether the sentences `plain` state the default `asked` asks for: a default value, or,
+/// asked what is done "by default" ("Which index type does CREATE INDEX create by default?"),
+/// what is done by default, which names no value.
+fn answers_default(asked: &str, plain: &[String]) -> bool {
+    asked.to_lowercase().contains("default")
+        && plain
+            .iter()
+            .any(|s| focus::claims_default(s) || (says_by_default(asked) && says_by_default(s)))
 }
 
 /// Share of a statement's words a sentence must hold to say what it says.

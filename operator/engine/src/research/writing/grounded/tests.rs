@@ -2888,4 +2888,66 @@ fn a_setting_named_default_something_states_no_default_to_lead_with() {
     let asked = "Which index type does PostgreSQL's CREATE INDEX create by default?";
     let plain = vec!["PostgreSQL's CREATE INDEX creates B-tree indexes by default.".to_string()];
     assert!(!super::statements::misses_the_answer(asked, &plain, &best));
+    // Another entry's stated default is no answer the sentence left out: asked what it does
+    // "by default", it said what it does by default.
+    let only = titled(
+        2,
+        "http://docs/postgresql-doc-15/html/sql-createindex.html",
+        "CREATE INDEX",
+        "CREATE INDEX › Parameters › ONLY",
+        "Indicates not to recurse creating indexes on partitions, if the table is partitioned. The default is to recurse.",
+    );
+    assert!(!super::statements::misses_the_answer(asked, &plain, &only));
+    let unanswered = vec!["PostgreSQL's CREATE INDEX creates indexes on partitions.".to_string()];
+    assert!(super::statements::misses_the_answer(
+        asked,
+        &unanswered,
+        &only
+    ));
+}
+
+/// Tuning set (`multi-datetime-timestamp-resolution`): the schema's length limit cut a point's
+/// sentence mid-word ("`pg_sleep_until` is notguarant"), and the output limit cut the answer in
+/// the next point. What either cut off is no claim; the sentences before it stay.
+#[test]
+fn a_sentence_cut_by_a_limit_is_no_claim() {
+    let long = format!(
+        "The sleep delay will be at least as long as specified. {} In particular, `pg_sleep_until` is notguarant",
+        "It might be longer depending on factors such as server load.".repeat(4)
+    );
+    let long: String = long.chars().take(300).collect();
+    let answer = format!(
+        r#"{{"points": [{{"passages": [1], "sentence": "{long}"}}, {{"passages": [2], "sentence": "Resolution is one microsecond."}}, {{"passages": [1], "sentence": "The effective resolution is platform-spec"#
+    );
+    let points = parse_points(&answer, 2).unwrap();
+    assert_eq!(points.len(), 2, "{points:?}");
+    assert!(
+        points[0].sentence.ends_with("server load."),
+        "{}",
+        points[0].sentence
+    );
+    assert_eq!(points[1].sentence, "Resolution is one microsecond.");
+}
+
+/// Tuning set: the asked entry's one-line definition ("CREATE INDEX — define a new index") led
+/// a summary that already said what `CREATE INDEX` does by default.
+#[test]
+fn a_definition_does_not_lead_a_stated_default() {
+    let entry = titled(
+        1,
+        "http://docs/postgresql-doc-15/html/sql-createindex.html",
+        "CREATE INDEX",
+        "CREATE INDEX",
+        "CREATE INDEX — define a new index",
+    );
+    let asked = "Which index type does PostgreSQL's CREATE INDEX create by default?";
+    let plain = vec!["PostgreSQL's CREATE INDEX creates B-tree indexes by default.".to_string()];
+    let items = vec![entry];
+    assert!(super::statements::leads(asked, &plain, &[], &items).is_empty());
+    // Without the default said, the entry still leads.
+    let around = vec!["PostgreSQL's CREATE INDEX builds indexes on partitions.".to_string()];
+    assert_eq!(
+        super::statements::leads(asked, &around, &[], &items).len(),
+        1
+    );
 }

@@ -34,7 +34,10 @@ fn each_sentence_cites_its_passage_and_empty_ones_are_skipped() {
 fn a_cut_sentence_is_not_ended_at_an_abbreviation() {
     let cut = "Members of a StrEnum are strings. There are places in the stdlib that check for an exact str instead of a str subclass (i.e. type(unknown) == str instead of isinstance(unknown, str)), and in those locations you will ne";
     assert!(cut.chars().count() + 2 >= MAX_EACH_CHARS);
-    assert_eq!(whole_sentences(cut), "Members of a StrEnum are strings.");
+    assert_eq!(
+        whole_sentences(cut, MAX_EACH_CHARS),
+        "Members of a StrEnum are strings."
+    );
 }
 
 #[test]
@@ -44,9 +47,9 @@ fn a_sentence_the_limit_cut_ends_at_its_last_full_stop_or_is_marked() {
         "A whole sentence.".repeat(12)
     );
     assert!(cut.chars().count() + 2 >= MAX_EACH_CHARS);
-    assert!(whole_sentences(&cut).ends_with("A whole sentence."));
+    assert!(whole_sentences(&cut, MAX_EACH_CHARS).ends_with("A whole sentence."));
     let one = "word ".repeat(60);
-    let out = whole_sentences(one.trim());
+    let out = whole_sentences(one.trim(), MAX_EACH_CHARS);
     assert!(out.ends_with('…') && !out.ends_with("word…"), "{out}");
-    assert_eq!(whole_sentences("Short."), "Short.");
+    assert_eq!(whole_sentences("Short.", MAX_EACH_CHARS), "Short.");
 }
