@@ -458,9 +458,12 @@ pub fn default_values(text: &str, within: usize) -> Vec<Vec<String>> {
                 }
                 continue;
             };
-            // "the default maxsize of functools.lru_cache is 128": the value follows the "is".
+            // "the default maxsize of functools.lru_cache is 128": the value follows the "is",
+            // as far off as a claim's reach ("The default value of effective_cache_size in
+            // PostgreSQL 15 is 4 gigabytes" read `effective_cache_size` as the value).
+            let reach = within.max(4);
             if words[j] == "of"
-                && let Some(k) = (j + 1..words.len().min(j + 5)).find(|k| words[*k] == "is")
+                && let Some(k) = (j + 1..words.len().min(j + 1 + reach)).find(|k| words[*k] == "is")
             {
                 j = k;
             }

@@ -412,3 +412,21 @@ fn an_entry_documents_each_option_it_lists() {
         "What is git branch -D a shortcut for?"
     ));
 }
+
+/// My own question: "The default value of effective_cache_size in PostgreSQL 15 is 4 gigabytes"
+/// read the setting's name as its value (the "is" came five words after "of"), contradicted
+/// its entry's "The default is 4 gigabytes", and the right sentence was dropped.
+#[test]
+fn a_claims_default_is_read_after_its_is_however_far() {
+    let claim = "The default value of effective_cache_size in PostgreSQL 15 is 4 gigabytes.";
+    assert_eq!(
+        default_values(claim, CLAIM_VERB_WITHIN),
+        [["4", "gigabytes"]]
+    );
+    let entry = "If this value is specified without units, it is taken as blocks. The default is 4 gigabytes (`4GB`).";
+    assert!(!contradicts_default(claim, entry));
+    assert!(contradicts_default(
+        "The default value of effective_cache_size in PostgreSQL 15 is 8 gigabytes.",
+        entry
+    ));
+}
