@@ -67,7 +67,7 @@ pub fn each_points(answer: &str, count: usize) -> Option<Vec<Point>> {
                 .count();
             ((1..=count).contains(&n) && words >= MIN_SENTENCE_WORDS).then(|| Point {
                 passages: own_then_others(n, count),
-                sentence: whole_sentences(sentence, MAX_EACH_CHARS),
+                sentence: without_torn_tail(&whole_sentences(sentence, MAX_EACH_CHARS)),
             })
         })
         .collect();
@@ -106,6 +106,25 @@ pub(super) fn whole_sentences(s: &str, limit: usize) -> String {
             done.join(" ")
         }
         _ => format!("{}…", s.trim_end_matches(|c: char| c.is_alphanumeric())),
+    }
+}
+
+/// Pure: `sentence` without a last sentence that ends in no stop after whole ones: a passage
+/// copied until the model stopped mid-word ("... server load. In particular, `pg_sleep_until`
+/// is notguarant", tuning set, cut short of the schema's length limit). One sentence without a
+/// stop is kept: small models often leave the stop out.
+pub(super) fn without_torn_tail(sentence: &str) -> String {
+    let parts = sentences(sentence);
+    match parts.split_last() {
+        Some((last, done))
+            if !done.is_empty()
+                && !last
+                    .trim_end()
+                    .ends_with(['.', '!', '?', ')', '`', '"', '”']) =>
+        {
+            done.join(" ")
+        }
+        _ => sentence.to_string(),
     }
 }
 

@@ -46,30 +46,11 @@ pub(super) fn point(v: &Value, count: usize) -> Option<Point> {
     passages.truncate(MAX_POINT_PASSAGES);
     (!passages.is_empty()).then(|| Point {
         passages,
-        sentence: without_torn_tail(&super::each::whole_sentences(
+        sentence: super::each::without_torn_tail(&super::each::whole_sentences(
             sentence,
             super::MAX_SENTENCE_CHARS,
         )),
     })
-}
-
-/// Pure: `sentence` without a last sentence that ends in no stop after whole ones: a passage
-/// copied until the model stopped mid-word ("... server load. In particular, `pg_sleep_until`
-/// is notguarant", tuning set, cut short of the schema's length limit). One sentence without a
-/// stop is kept: small models often leave the stop out.
-fn without_torn_tail(sentence: &str) -> String {
-    let parts = crate::research::writing::evidence::sentences(sentence);
-    match parts.split_last() {
-        Some((last, done))
-            if !done.is_empty()
-                && !last
-                    .trim_end()
-                    .ends_with(['.', '!', '?', ')', '`', '"', '”']) =>
-        {
-            done.join(" ")
-        }
-        _ => sentence.to_string(),
-    }
 }
 
 /// Passage ids in any form a model writes them: `2`, `2.0`, `"2"`, `"[2]"`, `"1, 2"`, lists of those.

@@ -41,14 +41,7 @@ pub(super) fn names_asked(
 pub(super) fn named_apart(question: &str, subjects: &[String], texts: &[String]) -> Vec<String> {
     let mut runs: Vec<Vec<(&String, &str)>> = vec![vec![]];
     for raw in question.split_whitespace() {
-        let word = raw
-            .trim_matches(|c: char| "\"'`?!,;:()[]{}".contains(c))
-            .trim_end_matches('.');
-        let word = word
-            .strip_suffix("'s")
-            .or_else(|| word.strip_suffix("’s"))
-            .unwrap_or(word);
-        let word = word.strip_suffix("()").unwrap_or(word);
+        let word = bare_word(raw);
         match subjects.iter().find(|k| k.eq_ignore_ascii_case(word)) {
             Some(k) => {
                 if let Some(run) = runs.last_mut() {
@@ -244,7 +237,7 @@ const DETERMINERS: [&str; 5] = ["the", "a", "an", "its", "their"];
 pub(super) fn unheld_heads(question: &str, texts: &[String]) -> Vec<String> {
     use crate::research::reading::passages::{FRAME_WORDS, is_stop, terms};
     let raw: Vec<&str> = question.split_whitespace().collect();
-    let clean: Vec<String> = raw.iter().map(|w| bare_word(w)).collect();
+    let clean: Vec<String> = raw.iter().map(|w| bare_word(w).to_lowercase()).collect();
     let possessive = |w: &str| {
         let w = w.trim_end_matches(|c: char| "?,;:!.".contains(c));
         w.ends_with("'s") || w.ends_with("’s")
@@ -318,14 +311,13 @@ pub(super) fn unheld_heads(question: &str, texts: &[String]) -> Vec<String> {
     out
 }
 
-/// A question's word as written, lower-cased, without its punctuation, possessive or call
-/// parentheses.
-fn bare_word(raw: &str) -> String {
+/// A question's word as written, without its punctuation, possessive or call parentheses.
+fn bare_word(raw: &str) -> &str {
     let w = raw.trim_matches(|c: char| "\"'`?!,;:()[]{}“”".contains(c));
     let w = w.trim_end_matches('.');
     let w = w
         .strip_suffix("'s")
         .or_else(|| w.strip_suffix("’s"))
         .unwrap_or(w);
-    w.strip_suffix("()").unwrap_or(w).to_lowercase()
+    w.strip_suffix("()").unwrap_or(w)
 }

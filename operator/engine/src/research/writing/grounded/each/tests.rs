@@ -53,3 +53,13 @@ fn a_sentence_the_limit_cut_ends_at_its_last_full_stop_or_is_marked() {
     assert!(out.ends_with('…') && !out.ends_with("word…"), "{out}");
     assert_eq!(whole_sentences("Short.", MAX_EACH_CHARS), "Short.");
 }
+
+/// A sentence copied from its passage until the model stopped mid-word, short of the length
+/// limit, loses its torn end; a lone sentence without a stop stays.
+#[test]
+fn a_torn_last_sentence_is_dropped() {
+    let answer = r#"{"1": "It might be longer. In particular, `pg_sleep_until` is notguarant", "2": "Resolution is one microsecond"}"#;
+    let points = each_points(answer, 2).unwrap();
+    let sentences: Vec<&str> = points.iter().map(|p| p.sentence.as_str()).collect();
+    assert_eq!(sentences, ["It might be longer.", "Resolution is one microsecond"]);
+}
