@@ -181,12 +181,7 @@ pub(super) fn unspoken_attributes(question: &str, texts: &[String]) -> Vec<Strin
     if phrase.is_empty() || phrase.len() > 3 {
         return vec![];
     }
-    let context = context_terms(question);
-    let subjects: BTreeSet<String> = asked_subjects(question)
-        .iter()
-        .map(|s| s.to_lowercase())
-        .collect();
-    let held: BTreeSet<String> = texts.iter().flat_map(|t| terms(t)).collect();
+    let (context, subjects, held) = read_against(question, texts);
     let asked: Vec<&String> = phrase
         .iter()
         .filter(|w| !GENERIC_ATTRIBUTES.contains(&w.as_str()))
@@ -243,12 +238,7 @@ pub(super) fn unheld_heads(question: &str, texts: &[String]) -> Vec<String> {
         w.ends_with("'s") || w.ends_with("’s")
     };
     let ends_clause = |w: &str| w.ends_with([',', ';', ':', '?', '!', '.']);
-    let context = context_terms(question);
-    let subjects: BTreeSet<String> = asked_subjects(question)
-        .iter()
-        .map(|s| s.to_lowercase())
-        .collect();
-    let held: BTreeSet<String> = texts.iter().flat_map(|t| terms(t)).collect();
+    let (context, subjects, held) = read_against(question, texts);
     let mut out = Vec::new();
     let mut i = 0;
     while i < raw.len() {
@@ -320,4 +310,19 @@ fn bare_word(raw: &str) -> &str {
         .or_else(|| w.strip_suffix("’s"))
         .unwrap_or(w);
     w.strip_suffix("()").unwrap_or(w)
+}
+
+/// Pure: what a phrase of `question` is read against: its products, its subjects (lower-cased)
+/// and the terms `texts` hold.
+fn read_against(
+    question: &str,
+    texts: &[String],
+) -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>) {
+    use crate::research::reading::passages::terms;
+    let subjects = asked_subjects(question)
+        .iter()
+        .map(|s| s.to_lowercase())
+        .collect();
+    let held = texts.iter().flat_map(|t| terms(t)).collect();
+    (context_terms(question), subjects, held)
 }

@@ -61,5 +61,8 @@ fn a_torn_last_sentence_is_dropped() {
     let answer = r#"{"1": "It might be longer. In particular, `pg_sleep_until` is notguarant", "2": "Resolution is one microsecond"}"#;
     let points = each_points(answer, 2).unwrap();
     let sentences: Vec<&str> = points.iter().map(|p| p.sentence.as_str()).collect();
-    assert_eq!(sentences, ["It might be longer.", "Resolution is one microsecond"]);
+    assert_eq!(
+        sentences,
+        ["It might be longer.", "Resolution is one microsecond"]
+    );
 }
