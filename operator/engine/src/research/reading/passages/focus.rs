@@ -476,6 +476,12 @@ pub fn default_values(text: &str, within: usize) -> Vec<Vec<String>> {
     out
 }
 
+/// Pure: whether `text` says what is done "by default" (which names no value: see
+/// [`states_default`]).
+pub fn says_by_default(text: &str) -> bool {
+    text.to_lowercase().contains("by default")
+}
+
 /// Pure: whether a model's sentence states a default, read with a claim's reach ("The default
 /// timeout for a SQLite connection is 5 seconds": its verb is further from "default" than a
 /// page's).

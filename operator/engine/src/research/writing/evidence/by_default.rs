@@ -4,7 +4,9 @@
 use std::collections::BTreeSet;
 
 use super::{sentences, terms};
-use crate::research::reading::passages::focus::{CLAIM_VERB_WITHIN, default_values};
+use crate::research::reading::passages::focus::{
+    CLAIM_VERB_WITHIN, default_values, says_by_default,
+};
 
 /// Pure: whether `claim` says what is done "by default" (a form whose value
 /// [`default_values`] does not read) and no sentence of `evidence` stating a default holds
@@ -14,8 +16,7 @@ use crate::research::reading::passages::focus::{CLAIM_VERB_WITHIN, default_value
 /// each cited to a passage listing the index types; every word was the page's, and its one
 /// default sentence says B-tree.
 pub fn unstated_default(claim: &str, evidence: &str, asked: &str) -> bool {
-    let lower = claim.to_lowercase();
-    if !lower.contains("by default") || !default_values(claim, CLAIM_VERB_WITHIN).is_empty() {
+    if !says_by_default(claim) || !default_values(claim, CLAIM_VERB_WITHIN).is_empty() {
         return false;
     }
     // Titles and headings name what every sentence under them is about.

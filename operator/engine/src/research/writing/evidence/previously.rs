@@ -2,6 +2,7 @@
 //! says what was, not what is.
 
 use super::terms;
+use crate::research::reading::queries::plain_words;
 
 /// Openings of a sentence saying what held before a change.
 const PAST_OPENINGS: [&str; 4] = ["previously", "formerly", "prior to", "before version"];
@@ -27,15 +28,7 @@ const PAST_WORDS: [&str; 9] = [
 /// `datetime.isoformat()`", the opposite of the change.
 pub fn from_the_past(claim: &str, evidence: &str) -> bool {
     // Whole words: "used" is not "focused".
-    let words = format!(
-        " {} ",
-        claim
-            .to_lowercase()
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    let words = format!(" {} ", plain_words(claim).join(" "));
     if PAST_WORDS.iter().any(|w| words.contains(&format!(" {w} "))) {
         return false;
     }

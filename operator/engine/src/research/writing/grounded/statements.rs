@@ -624,17 +624,13 @@ pub(super) fn writes_around_entry(
 ) -> bool {
     // A definition adds nothing to a default the sentences state: "CREATE INDEX — define a new
     // index" led the answer "creates B-tree indexes by default" (tuning set).
-    let adds =
-        |s: &str| !answers_default(asked, plain) || focus::states_default(s) || says_by_default(s);
+    let adds = |s: &str| {
+        !answers_default(asked, plain) || focus::states_default(s) || focus::says_by_default(s)
+    };
     focus::is_asked_entry(entry_of(&best.heading), asked)
         && !headings.contains(&best.heading)
         && statement(asked, best)
             .is_some_and(|s| adds(&s) && !plain.iter().any(|p| restates(asked, p, &s)))
-}
-
-/// Pure: whether `text` says what is done "by default".
-fn says_by_default(text: &str) -> bool {
-    text.to_lowercase().contains("by default")
 }
 
 /// Pure: whether the sentences `plain` state the default `asked` asks for: a default value, or,
@@ -642,9 +638,9 @@ fn says_by_default(text: &str) -> bool {
 /// what is done by default, which names no value.
 fn answers_default(asked: &str, plain: &[String]) -> bool {
     asked.to_lowercase().contains("default")
-        && plain
-            .iter()
-            .any(|s| focus::claims_default(s) || (says_by_default(asked) && says_by_default(s)))
+        && plain.iter().any(|s| {
+            focus::claims_default(s) || (focus::says_by_default(asked) && focus::says_by_default(s))
+        })
 }
 
 /// Share of a statement's words a sentence must hold to say what it says.
