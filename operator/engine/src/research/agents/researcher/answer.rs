@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::research::writing::evidence::subject;
+use crate::research::writing::grounded::kind;
 
 impl Session<'_> {
     /// When the model cannot write a usable report in its conversation, it is asked once more in
@@ -99,7 +100,7 @@ impl Session<'_> {
             // first one sentence per best passage, then (when none holds) points over them all.
             let json = self.deps.model.json_mode(CallPurpose::Research);
             if json && let Some(md) = self.each_answer(task, &items).await {
-                return Ok(finish(self, task_id, md));
+                return Ok(answered_or_refused(self, task_id, task, md, &items));
             }
             let (system, ask) = if json {
                 (
@@ -141,7 +142,7 @@ impl Session<'_> {
                 if !looks_like_tool_call(&text)
                     && let Some(md) = md
                 {
-                    return Ok(finish(self, task_id, md));
+                    return Ok(answered_or_refused(self, task_id, task, md, &items));
                 }
                 // Why a run quoted passages instead of answering is in the model's words.
                 tracing::info!(
@@ -152,7 +153,7 @@ impl Session<'_> {
             // The model's answer is unusable: the passages it was shown are the best extract of
             // what was read, across pages and best first.
             let md = grounded::quoted_report(task, &items);
-            return Ok(finish(self, task_id, md));
+            return Ok(answered_or_refused(self, task_id, task, md, &items));
         }
         let md = extractive_report(task, &self.pages);
         Ok(finish(self, task_id, md))
@@ -178,5 +179,25 @@ impl Session<'_> {
         tracing::debug!(answer = %text.chars().take(4000).collect::<String>(), "grounded answer, one sentence per passage");
         let points = grounded::each_points(&text, best.len())?;
         grounded::assemble_points(task, &points, items)
+    }
+}
+
+/// Finishes the task with the grounded report `md`, or refuses it when `md` answers no part of
+/// the task ([`kind::answers_no_part`]): passages that leave out the value asked for, quoted
+/// with a note saying so, are no answer, and the run ends NoEvidence listing them, the closest
+/// first.
+fn answered_or_refused(
+    s: Session<'_>,
+    task_id: u32,
+    task: &str,
+    md: String,
+    items: &[grounded::Numbered],
+) -> ResearcherReport {
+    match kind::answers_no_part(task, &md) {
+        Some(why) => {
+            tracing::info!(%why, "the report written answers no part of the task");
+            refuse(s, task_id, task, &why, &grounded::closest_pages(items))
+        }
+        None => finish(s, task_id, md),
     }
 }

@@ -708,3 +708,48 @@ async fn only_another_products_docs_read_answer_nothing() {
         report.markdown
     );
 }
+
+/// Probe set: a report whose sentences state no value of the kind every part of the task asks
+/// for is no answer; the task is refused with what was read, not finished with the passages.
+#[tokio::test]
+async fn a_report_stating_no_value_asked_for_is_refused() {
+    let model = Arc::new(Turns {
+        turn: |_| {
+            Ok(text(
+                "json.loads deserializes s, a str instance containing a JSON document, to a Python object [1].",
+            ))
+        },
+        requests: Mutex::default(),
+    });
+    let deps = ResearcherDeps {
+        model: model.clone(),
+        gatherer: Arc::new(TwoResults),
+        fetcher: Arc::new(TwoPages(Mutex::default())),
+        pool: Arc::default(),
+        settings: ResearcherSettings {
+            guided: Some(true),
+            ..ResearcherSettings::default()
+        },
+        specialised: None,
+    };
+    let task = "What is the maximum size of a JSON document json.loads can deserialize?";
+    let input = RunInput::new(task, Mode::Quick);
+    let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
+        .await
+        .unwrap();
+    // The model was asked and answered; its answer states no size.
+    assert_eq!(model.requests.lock().unwrap().len(), 1);
+    assert!(
+        report
+            .markdown
+            .contains("no passage read states the number asked for"),
+        "{}",
+        report.markdown
+    );
+    assert!(report.irrelevant.contains(&JSON_PAGE.to_string()));
+    assert!(
+        !report.markdown.contains("deserializes s"),
+        "{}",
+        report.markdown
+    );
+}

@@ -266,6 +266,42 @@ pub fn parts_without_value(asked: &str, said: &[String]) -> Vec<(String, AnswerK
         .collect()
 }
 
+/// What a summary says when a part of the question goes unanswered ([`parts_without_value`]).
+pub const NOT_ANSWERED: &str = "The passages read do not answer";
+
+/// Pure: why the report `md` answers no part of `asked`, or `None` when it answers one: every
+/// part asks for a value of a kind (names aside, [`parts_without_value`]) and no sentence of
+/// the report's summary holds one. Such a report is the passages read with a note that they do
+/// not answer: "What is the maximum number of entries git stash keeps ...?" ended `Completed`
+/// with three sentences on the stash's reflog names before that note.
+pub fn answers_no_part(asked: &str, md: &str) -> Option<String> {
+    let summary = md
+        .split_once("## Summary\n")
+        .map(|(_, rest)| rest.split("\n## ").next().unwrap_or(rest))?;
+    let said: Vec<String> = crate::research::writing::evidence::sentences(summary)
+        .iter()
+        .filter(|s| !s.starts_with(NOT_ANSWERED))
+        .map(|s| {
+            crate::research::writing::links::LINK_RE
+                .replace_all(s, "")
+                .into_owned()
+        })
+        .collect();
+    let parts = crate::research::reading::queries::split_questions(asked)
+        .len()
+        .max(1);
+    let missing = parts_without_value(asked, &said);
+    if missing.len() < parts {
+        return None;
+    }
+    let mut kinds: Vec<&str> = missing.iter().map(|(_, k)| kind_name(*k)).collect();
+    kinds.dedup();
+    Some(format!(
+        "no passage read states the {} asked for",
+        kinds.join(" or the ")
+    ))
+}
+
 /// Verbs that open the clause saying what a "How many X" question counts X of ("can", "does").
 const AUXILIARIES: [&str; 16] = [
     "are", "can", "could", "did", "do", "does", "has", "have", "is", "may", "might", "must",

@@ -262,3 +262,55 @@ fn a_name_between_the_question_word_and_the_kind_still_asks_for_it() {
         None
     );
 }
+
+/// Probe set: the stash question's report was three sentences on reflog names and a note that
+/// none states the number; a report answering no part of a value question is no answer.
+#[test]
+fn a_report_answering_no_part_of_a_value_question_is_refused() {
+    let asked = "What is the maximum number of entries git stash keeps before dropping old ones?";
+    let report = |summary: &str| {
+        format!(
+            "## Summary\n\n{summary}\n\n## Evidence\n\n- [git-stash(1)](http://d/git-stash.html) › DESCRIPTION:\n\n> Keeps at most 50 entries.\n"
+        )
+    };
+    let unanswered = report(
+        "The latest stash you created is stored in `refs/stash` ([git-stash(1)](http://d/git-stash.html)). The passages read do not answer “What is the maximum number of entries git stash keeps before dropping old ones”: none states the number asked for.",
+    );
+    assert_eq!(
+        answers_no_part(asked, &unanswered).as_deref(),
+        Some("no passage read states the number asked for")
+    );
+    // A count in the summary answers; the evidence's quotes below it do not count.
+    let answered =
+        report("The stash keeps at most 100 entries ([git-stash(1)](http://d/git-stash.html)).");
+    assert_eq!(answers_no_part(asked, &answered), None);
+    // Citations state no value: the page's "(1)" is no count.
+    assert!(
+        answers_no_part(
+            asked,
+            &report("Stashes are reflog entries ([git-stash(1)](http://d/git-stash.html)).")
+        )
+        .is_some()
+    );
+}
+
+/// A question with a part answered, or one asking for no kind of value, is answered.
+#[test]
+fn a_report_answering_one_part_or_asked_no_value_is_kept() {
+    let two = "What is the default precision of Python's decimal module, and how many digits can PostgreSQL's numeric type hold?";
+    let md = "## Summary\n\nThe default precision is 28 places. The passages read do not answer “how many digits can PostgreSQL's numeric type hold”: none states the number asked for.\n";
+    assert_eq!(answers_no_part(two, md), None);
+    let both_missing =
+        "## Summary\n\nDecimal numbers are exact. Numeric values are stored exactly.\n";
+    assert!(answers_no_part("What is the maximum precision of Python's decimal module, and how many digits can PostgreSQL's numeric type hold?", both_missing).is_some());
+    let explain = "How does VACUUM FULL differ from plain VACUUM?";
+    assert_eq!(
+        answers_no_part(explain, "## Summary\n\nIt rewrites the table.\n"),
+        None
+    );
+    // No summary: nothing to judge.
+    assert_eq!(
+        answers_no_part("How many columns can a table have?", "no report"),
+        None
+    );
+}
