@@ -184,7 +184,10 @@ pub fn subjects(claim: &str, asked: &str) -> Vec<Subject> {
             .map(|w| w.trim_matches('.').to_lowercase())
             .filter(|w| !w.is_empty())
             .collect();
-        if (1..=6).contains(&words.len()) {
+        // A quote that held code (its spans, taken above, left " , " behind) is a quoted
+        // statement, not a term: “Added `cancelling` and `uncancel` methods to `Task`” was
+        // looked for as the phrase "added and methods to", which no page says.
+        if (1..=6).contains(&words.len()) && !quoted.contains(" , ") {
             push(Subject::Phrase(words), &mut out);
         } else {
             // A quoted sentence is a claim like any other: its names are looked for.

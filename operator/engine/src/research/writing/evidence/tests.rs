@@ -322,6 +322,27 @@ fn the_subjects_of_a_claim_are_its_names_quoted_and_capitalised_terms() {
     assert_eq!(labels, ["null"]);
 }
 
+/// Tuning set (`multi-py311-taskgroup-whatsnew`): a quote holding code is a quoted statement;
+/// its code names are subjects, the words between them are not a phrase to find.
+#[test]
+fn a_quote_holding_code_is_no_phrase() {
+    use subject::{Subject, subjects};
+    let asked = "What does TaskGroup add in Python 3.11?";
+    let claim = "“Added `cancelling` and `uncancel` methods to `Task`”.";
+    let labels: Vec<String> = subjects(claim, asked).iter().map(Subject::label).collect();
+    assert!(!labels.iter().any(|l| l.contains("methods to")), "{labels:?}");
+    assert!(labels.contains(&"uncancel".to_string()), "{labels:?}");
+    let page = "asyncio: Added cancelling() and uncancel() methods to Task.";
+    let verdict = check_support(claim, page, asked);
+    assert!(verdict.supported, "{verdict:?}");
+    // A quoted term without code stays a phrase to find.
+    let labels: Vec<String> = subjects("It takes the “exclusive lock”.", asked)
+        .iter()
+        .map(Subject::label)
+        .collect();
+    assert_eq!(labels, ["exclusive lock"]);
+}
+
 #[test]
 fn a_name_is_found_as_written_or_by_its_code_form() {
     use subject::{Named, Subject};
