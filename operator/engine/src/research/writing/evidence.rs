@@ -660,6 +660,9 @@ pub struct Support {
 /// reported 1.00). The grounded answer's check and the run's
 /// claim check both judge by this.
 pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
+    // Pages are stored as Markdown: `max\_pred\_locks\_per\_relation` names the setting a claim
+    // writes `max_pred_locks_per_relation`, and was not found by it.
+    let evidence = &unescape_markdown(evidence);
     let (overlap, mut missing_numbers) = support(claim, evidence);
     let restated = restated_versions(claim, asked);
     missing_numbers.retain(|n| !restated.contains(n) || speaks_of_other_version(evidence, n));

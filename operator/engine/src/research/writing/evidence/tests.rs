@@ -330,7 +330,10 @@ fn a_quote_holding_code_is_no_phrase() {
     let asked = "What does TaskGroup add in Python 3.11?";
     let claim = "“Added `cancelling` and `uncancel` methods to `Task`”.";
     let labels: Vec<String> = subjects(claim, asked).iter().map(Subject::label).collect();
-    assert!(!labels.iter().any(|l| l.contains("methods to")), "{labels:?}");
+    assert!(
+        !labels.iter().any(|l| l.contains("methods to")),
+        "{labels:?}"
+    );
     assert!(labels.contains(&"uncancel".to_string()), "{labels:?}");
     let page = "asyncio: Added cancelling() and uncancel() methods to Task.";
     let verdict = check_support(claim, page, asked);
@@ -341,6 +344,17 @@ fn a_quote_holding_code_is_no_phrase() {
         .map(Subject::label)
         .collect();
     assert_eq!(labels, ["exclusive lock"]);
+}
+
+/// Tuning set (`pg-max-connections-default`): a page stored as Markdown escapes the
+/// underscores of a setting's name in its entry heading; the claim naming it is supported.
+#[test]
+fn a_name_is_found_through_markdown_escapes() {
+    let page = "§ Lock Management\n**max\\_pred\\_locks\\_per\\_relation (integer)**\n\nThe default is -2, which keeps the behavior from previous versions of PostgreSQL.";
+    let claim = "The default value of max_pred_locks_per_relation is -2, which keeps the behavior from previous versions of PostgreSQL.";
+    let verdict = check_support(claim, page, "What is the default value of max_connections?");
+    assert!(verdict.supported, "{verdict:?}");
+    assert!(verdict.missing_subjects.is_empty(), "{verdict:?}");
 }
 
 #[test]
