@@ -241,6 +241,7 @@ pub fn score_external(
         judge_agreement: None,
         judge_spend: None,
         claim_verdicts: Vec::new(),
+        judge_control: None,
         honest,
         invented,
         partial: false,

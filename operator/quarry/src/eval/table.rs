@@ -142,6 +142,12 @@ pub fn render_table(system: &str, results: &[QuestionResult], t: &Totals) -> Str
             if d == 1 { "" } else { "s" },
             t.claims_judge_unknown
         ));
+        if t.judge_controls > 0 {
+            out.push_str(&format!(
+                "judge controls: the judge rejected {}/{} claims falsified by changing their number (its precision means little when it accepts them)\n",
+                t.judge_controls_rejected, t.judge_controls
+            ));
+        }
         for line in super::judge::claims::disagreement_lines(results) {
             out.push_str(&format!("  {line}\n"));
         }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{JudgeSettings, fit_body, parse_verdict_as};
 use crate::eval::external::PageText;
-use crate::eval::score::{ClaimVerdict, JudgeSpend, QuestionResult, Verdict, n};
+use crate::eval::score::{ClaimVerdict, JudgeControl, JudgeSpend, QuestionResult, Verdict, n};
 
 /// Characters of the cited page shown to the judge: the sentences sharing the most words with
 /// the claim. Small, so one call stays a few seconds on 2 cores; the run's check read the page.
@@ -219,10 +219,75 @@ pub async fn judge_claims(
         failed += usize::from(v.is_none());
         c.judge = v;
     }
+    if r.judge_control.as_ref().is_none_or(|c| c.judge.is_none()) {
+        let control = r.claim_verdicts.iter().find_map(|c| {
+            let page = pages.get(&page_key(&c.url))?;
+            Some((falsified(&c.claim, page)?, c.url.clone(), page))
+        });
+        if let Some((claim, url, page)) = control {
+            let (v, usage, called) = judge_claim(model, settings, &claim, Some(page)).await;
+            if called {
+                spend.calls += 1;
+                spend.input_tokens += usage.input_tokens;
+                spend.output_tokens += usage.output_tokens;
+                spend.cost_pico_usd += usage.cost_pico_usd;
+            }
+            failed += usize::from(v.is_none());
+            r.judge_control = Some(JudgeControl {
+                claim,
+                url,
+                judge: v,
+            });
+        }
+    }
     let mut total = r.judge_spend.unwrap_or_default();
     total.add(&spend);
     r.judge_spend = Some(total);
     failed
+}
+
+/// Pure: `claim` made false by changing its last number to one its page does not hold
+/// ("The default maxsize of functools.lru_cache is 128." → "... is 259."), or `None` when it
+/// states no number standing alone (versions such as "3.11", names such as `serial4`, are
+/// left as they are). A judge that says yes to such a control cannot tell a claim its page
+/// supports from one that only shares its words; [`judge_claims`] asks it one per question.
+pub fn falsified(claim: &str, page: &PageText) -> Option<String> {
+    let on_page = format!(" {} ", word_run(&format!("{}\n{}", page.title, page.text)));
+    let bytes = claim.as_bytes();
+    let mut numbers = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        let before = claim[..start].chars().next_back();
+        let after = claim[i..].chars().next();
+        let after_next = claim[i..].chars().nth(1);
+        let glued = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let dotted = |c: Option<char>, next: Option<char>| {
+            matches!(c, Some('.' | ',')) && next.is_some_and(|n| n.is_ascii_digit())
+        };
+        let before_prev = claim[..start].chars().rev().nth(1);
+        if !glued(before)
+            && !glued(after)
+            && !dotted(after, after_next)
+            && !dotted(before, before_prev)
+        {
+            numbers.push((start, i));
+        }
+    }
+    let &(start, end) = numbers.last()?;
+    let n: u64 = claim[start..end].parse().ok()?;
+    [n * 2 + 3, n * 3 + 7, n + 1000]
+        .into_iter()
+        .map(|m| m.to_string())
+        .find(|m| !on_page.contains(&format!(" {m} ")))
+        .map(|m| format!("{}{m}{}", &claim[..start], &claim[end..]))
 }
 
 /// Pure: the key of a cited page: its URL normalised, without fragment.

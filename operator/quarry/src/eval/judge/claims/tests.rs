@@ -243,3 +243,81 @@ async fn copies_are_judged_yes_without_a_call_and_counted() {
         "{table}"
     );
 }
+
+#[test]
+fn a_claim_is_falsified_by_its_last_number_standing_alone() {
+    let page = PageText {
+        title: "functools".into(),
+        text: "@functools.lru_cache(maxsize=128, typed=False). Python 3.11 keeps 259 entries."
+            .into(),
+    };
+    // 128 → 259 is on the page; the next candidate is not.
+    assert_eq!(
+        falsified("The default maxsize of functools.lru_cache is 128.", &page).as_deref(),
+        Some("The default maxsize of functools.lru_cache is 391.")
+    );
+    // Versions, names holding digits and grouped numbers are not numbers standing alone.
+    assert_eq!(falsified("It was added in Python 3.11.", &page), None);
+    assert_eq!(falsified("serial is equivalent to serial4.", &page), None);
+    assert_eq!(falsified("A table holds 1,600 columns.", &page), None);
+    assert_eq!(falsified("It returns a dict.", &page), None);
+    assert_eq!(
+        falsified("serial4 holds up to 2147483647 in PostgreSQL 15.", &page).as_deref(),
+        Some("serial4 holds up to 2147483647 in PostgreSQL 33.")
+    );
+}
+
+#[tokio::test]
+async fn one_falsified_claim_per_question_controls_the_judge() {
+    let q = &parse_questions(QUESTION).unwrap()[0];
+    let findings = serde_json::json!({
+        "claims": [
+            {"claim": "json.loads deserializes a str to a Python object.", "url": "http://127.0.0.1:1/json.html", "supported": true},
+            {"claim": "json.loads reads documents of up to 64 levels.", "url": "http://127.0.0.1:1/json.html", "supported": true}
+        ]
+    });
+    let mut r = score(
+        q,
+        &FinishedRun {
+            outcome: Some(Outcome::completed()),
+            report: Some("# q\n\n## Summary\n\nx.\n"),
+            findings: Some(&findings),
+            spend: Spend::default(),
+            wall_seconds: 1.0,
+            report_path: None,
+        },
+    );
+    r.claim_verdicts = merge_claims(&r, findings_claims(&findings));
+    // Both claims judged yes; the control (64 → 131) too: the judge failed its control.
+    let model = Script {
+        answers: Mutex::new(vec![
+            Ok("{\"supported\": true}"),
+            Ok("{\"supported\": true}"),
+            Ok("{\"supported\": true}"),
+        ]),
+        requests: Mutex::new(Vec::new()),
+    };
+    judge_claims(&model, &SETTINGS, &mut r, &pages(), &BTreeSet::new()).await;
+    {
+        let requests = model.requests.lock().unwrap();
+        assert_eq!(requests.len(), 3);
+        let control_prompt = &requests[2].messages[1].content;
+        assert!(
+            control_prompt.contains("Claim: json.loads reads documents of up to 131 levels."),
+            "{control_prompt}"
+        );
+    }
+    let control = r.judge_control.clone().unwrap();
+    assert_eq!(control.judge, Some(Verdict::Yes));
+    let t = totals(std::slice::from_ref(&r));
+    assert_eq!((t.judge_controls, t.judge_controls_rejected), (1, 0));
+    assert_eq!(t.judged_claims, 2, "the control is no claim of the run");
+    let table = render_table("quarry", std::slice::from_ref(&r), &t);
+    assert!(
+        table.contains("judge controls: the judge rejected 0/1 claims falsified"),
+        "{table}"
+    );
+    // Judged again, the control is not asked twice.
+    judge_claims(&model, &SETTINGS, &mut r, &pages(), &BTreeSet::new()).await;
+    assert_eq!(model.requests.lock().unwrap().len(), 3);
+}
