@@ -120,6 +120,7 @@ pub fn assemble(answer: &str, items: &[Numbered]) -> Option<String> {
 pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<String> {
     let labels: Vec<String> = items.iter().map(|n| format!("({})", place(n))).collect();
     let mut cited: Vec<usize> = Vec::new();
+    let mut valued: Vec<usize> = Vec::new();
     // (text, stop): the stop after a citation may come in the next segment ("object [1].").
     let mut sentences: Vec<(String, String)> = Vec::new();
     // The sentences without their citations, to judge whether they answer.
@@ -159,6 +160,9 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
                 if !cited.contains(&n) {
                     cited.push(n);
                 }
+                if summary::states_value(body) {
+                    valued.push(n);
+                }
             }
             None => {
                 plain.push(text.clone());
@@ -170,7 +174,7 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
     if cited.is_empty() {
         return None;
     }
-    Some(report(asked, &sentences, &plain, cited, items))
+    Some(report(asked, &sentences, &plain, cited, &valued, items))
 }
 
 /// Pure: whether a sentence of a JSON point is a piece of one: it opens with a lower-case
@@ -392,74 +396,6 @@ fn citation(item: &Numbered) -> String {
     format!(" ([{}]({}))", link_text(&item.title), item.url)
 }
 
-/// The report: the cited sentences as a summary, then each cited passage quoted under its page,
-/// then the best passages the summary left out (see [`uncited_best`]). When the sentences
-/// leave out what the best passage answers ([`misses_the_answer`]), the summary leads with
-/// that passage's statement, quoted and cited: the 0.5B model wrote about a sibling parameter
-/// while the answer sat in the "Best-matching passage" below it.
-fn report(
-    asked: &str,
-    sentences: &[String],
-    plain: &[String],
-    mut cited: Vec<usize>,
-    items: &[Numbered],
-) -> String {
-    let mut summary: Vec<String> = Vec::new();
-    // What the cited passages' headings name, the summary speaks of: a sentence under
-    // `ThreadPoolExecutor(max_workers=None, ...)` is about that class.
-    let headings: Vec<String> = cited
-        .iter()
-        .filter_map(|n| items.get(n.wrapping_sub(1)))
-        .map(|n| n.heading.clone())
-        .collect();
-    for (best, statement) in leads(asked, plain, &headings, items).into_iter().rev() {
-        summary.insert(0, format!("{statement}{}.", citation(best)));
-        if !cited.contains(&best.number) {
-            cited.insert(0, best.number);
-        }
-    }
-    summary.extend(sentences.iter().cloned());
-    for (n, statement) in part_leads(asked, &cited, &summary, items) {
-        summary.push(format!("{statement}{}.", citation(n)));
-        cited.push(n.number);
-    }
-    // A part no sentence answers is said to be unanswered, not left out in silence. Citations
-    // are no statements: a title's "3.11.2" is no version the summary states.
-    let said: Vec<String> = summary
-        .iter()
-        .map(|s| super::links::LINK_RE.replace_all(s, "").into_owned())
-        .collect();
-    for (part, kind) in kind::parts_without_value(asked, &said) {
-        summary.push(format!(
-            "The passages read do not answer “{}”: none states the {} asked for.",
-            part.trim(),
-            kind::kind_name(kind)
-        ));
-    }
-    let cited = cited.as_slice();
-    let quoted: Vec<&Numbered> = cited.iter().map(|n| &items[n - 1]).collect();
-    let mut md = format!(
-        "## Summary\n\n{}\n\n## Evidence\n{}",
-        summary.join(" "),
-        quoted_list(&quoted)
-    );
-    let extra = uncited_best(asked, cited, items);
-    if !extra.is_empty() {
-        // Their link lines differ from the evidence's ("Also from ..."): the same line twice
-        // reads as a repeat to the report's repetition guard, which cut this section whenever
-        // the best passage was another paragraph of a cited entry (shared_buffers'
-        // "The default is typically 128 megabytes" never reached the reader).
-        let also = quoted_list(&extra).replace("\n- [", "\n- Also from [");
-        let heading = if extra.len() == 1 {
-            "Best-matching passage (not cited above)"
-        } else {
-            "Best-matching passages (not cited above)"
-        };
-        md.push_str(&format!("\n## {heading}\n{also}"));
-    }
-    md
-}
-
 /// Most points a JSON answer makes (the schema's `maxItems`; more from an unconstrained model
 /// are cut).
 pub const MAX_POINTS: usize = 5;
@@ -555,6 +491,7 @@ pub fn parse_points(answer: &str, count: usize) -> Option<Vec<Point>> {
 pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Option<String> {
     let labels: Vec<String> = items.iter().map(|n| format!("({})", place(n))).collect();
     let mut cited: Vec<usize> = Vec::new();
+    let mut valued: Vec<usize> = Vec::new();
     let mut sentences_out: Vec<String> = Vec::new();
     let mut said: Vec<String> = Vec::new();
     let mut plain: Vec<String> = Vec::new();
@@ -562,7 +499,9 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
         // A point of two sentences is judged sentence by sentence: the 0.5B model put a wrong
         // "does not set the timeout" before the right "If no timeout is supplied, the global
         // default ... is used", and the right half was lost with the wrong one.
-        let mut kept: Vec<(String, Vec<usize>)> = Vec::new();
+        // Each sentence as written (its entry's label before it), as the model wrote it, and
+        // its passages; the label is no answer of the model's.
+        let mut kept: Vec<(String, String, Vec<usize>)> = Vec::new();
         for text in sentences(&clean_sentence(&p.sentence, &labels)) {
             let text = strip_signature(&text);
             let text = statement_before_colon(&text).unwrap_or(text);
@@ -586,13 +525,21 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
             }
             said.push(key);
             if let Some(cites) = supporting(&text, &p.passages, items, asked) {
-                kept.push((text, cites));
+                // After its entry's name when that is another's, once for a run of sentences
+                // citing the same passage.
+                let written = match kept.last() {
+                    Some((_, _, last)) if last[0] == cites[0] => text.clone(),
+                    _ => relevance::with_entry_label(asked, text.clone(), &items[cites[0] - 1]),
+                };
+                kept.push((written, text, cites));
             }
         }
         // Sentences of a point citing one passage in a row carry its link once, at the end.
-        for (i, (text, cites)) in kept.iter().enumerate() {
-            plain.push(text.clone());
-            let same_next = kept.get(i + 1).is_some_and(|(_, next)| next[0] == cites[0]);
+        for (i, (text, as_written, cites)) in kept.iter().enumerate() {
+            plain.push(as_written.clone());
+            let same_next = kept
+                .get(i + 1)
+                .is_some_and(|(_, _, next)| next[0] == cites[0]);
             if same_next {
                 sentences_out.push(text.clone());
             } else {
@@ -604,12 +551,15 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
                     cited.push(*n);
                 }
             }
+            if summary::states_value(as_written) {
+                valued.push(cites[0]);
+            }
         }
     }
     if cited.is_empty() {
         return None;
     }
-    Some(report(asked, &sentences_out, &plain, cited, items))
+    Some(report(asked, &sentences_out, &plain, cited, &valued, items))
 }
 
 /// The passages a sentence cites that support it, the one its citation goes to first: the
@@ -782,15 +732,16 @@ fn link_text(title: &str) -> String {
 }
 
 mod each;
+mod summary;
+use summary::report;
 mod extractive;
 pub mod kind;
 mod statements;
 pub use extractive::{QUOTED_NOTE, quoted_report};
 pub use statements::{is_heading_copy, statement_before_colon, strip_signature};
+mod json_points;
 mod pointers;
 mod prose;
-use statements::{leads, part_leads, quoted_list, uncited_best};
-mod json_points;
 use json_points::{point, point_values};
 mod numbering;
 mod relevance;

@@ -76,5 +76,43 @@ pub(super) fn off_the_asked_names(text: &str, item: &Numbered, asked: &str) -> b
         && !holds_any(&item.text, &names)
 }
 
+/// Pure: the model's sentence `text` as the summary writes it: after the name of the entry its
+/// passage `item` documents when it states a value (a number, a default), that entry is another
+/// than the question asks of and the sentence does not name it; quoted when the passage says
+/// it word for word. "The default
+/// value is three connections.", `superuser_reserved_connections`' default, read unlabelled in
+/// a report on `max_connections`' default as that setting's (the leads are labelled so too).
+pub(super) fn with_entry_label(asked: &str, text: String, item: &Numbered) -> String {
+    // With nothing asked, nothing is mistaken for the asked entry's.
+    let Some(entry) =
+        super::statements::entry_label(&item.heading).filter(|_| !asked.trim().is_empty())
+    else {
+        return text;
+    };
+    // Only a value is labelled: a page's prose after an entry sits under that entry's heading
+    // too ("The difference between shallow and deep copying ..." under `copy.Error`), and a
+    // label on it would say what it is not.
+    let states_value = super::kind::holds(super::kind::AnswerKind::Number, &text)
+        || text.to_lowercase().contains("default");
+    if !states_value
+        || names_whole_or_by_last_part(asked, &entry)
+        || names_whole_or_by_last_part(&text, &entry)
+    {
+        return text;
+    }
+    let words = |t: &str| {
+        format!(
+            " {} ",
+            crate::research::reading::queries::plain_words(t).join(" ")
+        )
+    };
+    let (body, stop) = super::split_stop(&text);
+    if words(&item.text).contains(&words(body)) {
+        format!("{entry}: “{body}”{stop}")
+    } else {
+        format!("{entry}: {text}")
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -202,7 +202,7 @@ pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> St
 
 /// Pure: the name of the entry a heading breadcrumb ends in, as the page writes it
 /// (`json.loads` of "... › json.loads(s, *, cls=None, ...)"); `None` when it is no entry.
-fn entry_label(heading: &str) -> Option<String> {
+pub(super) fn entry_label(heading: &str) -> Option<String> {
     let entry = entry_of(heading);
     let name = focus::entry_name(entry)?;
     let lower = entry.to_lowercase();

@@ -1,7 +1,7 @@
 use super::*;
 use crate::research::machine::state::PageExtract;
 use crate::research::reading::passages::{rank, split};
-use statements::labelled;
+use statements::{labelled, leads, quoted_list, uncited_best};
 
 #[test]
 fn lead_ins_that_only_introduce_a_list_are_not_passages() {
@@ -1192,6 +1192,7 @@ fn the_summary_leads_with_the_list_item_stating_the_asked_default() {
         &["The setlimit method sets a connection runtime limit.".to_string()],
         &["The setlimit method sets a connection runtime limit".to_string()],
         vec![2],
+        &[],
         &items,
     );
     let summary = md.split("## Evidence").next().unwrap();
@@ -1224,6 +1225,7 @@ fn the_lead_for_a_default_is_the_passage_stating_it() {
         &["The value must be less than max_connections.".to_string()],
         &["The value must be less than max_connections".to_string()],
         vec![1],
+        &[],
         &items,
     );
     assert!(
@@ -1263,6 +1265,7 @@ fn a_subject_only_the_heading_names_leads_with_its_stated_default_labelled() {
         ],
         &["The default value of hash_mem_multiplier is 2.0".to_string()],
         vec![1],
+        &[],
         &items,
     );
     let summary = md.split("## Evidence").next().unwrap();
@@ -1347,6 +1350,7 @@ fn the_summary_names_each_subject_the_sentences_leave_out() {
         &[format!("{said} ([Page 1](http://docs/page1.html)).")],
         &[said.to_string()],
         vec![1],
+        &[],
         &items,
     );
     assert!(
@@ -1360,6 +1364,7 @@ fn the_summary_names_each_subject_the_sentences_leave_out() {
         &[both.to_string()],
         &[both.to_string()],
         vec![1],
+        &[],
         &items,
     );
     assert!(md.starts_with("## Summary\n\njson.loads keeps"), "{md}");
@@ -2948,4 +2953,81 @@ fn a_definition_does_not_lead_a_stated_default() {
         super::statements::leads(asked, &around, &[], &items).len(),
         1
     );
+}
+
+/// Tuning set (`pg-max-connections-default`): a model sentence copied from another setting's
+/// entry, naming no setting, is written after that entry's name; one naming it, or from an
+/// asked entry, is written as it is.
+#[test]
+fn a_sentence_from_another_entry_is_labelled_with_it() {
+    let items = vec![
+        item(
+            1,
+            "20.3. Connections and Authentication › max_connections (integer)",
+            "Determines the maximum number of concurrent connections to the database server. The default is typically 100 connections, but might be less if your kernel settings will not support it.",
+        ),
+        item(
+            2,
+            "20.3. Connections and Authentication › superuser_reserved_connections (integer)",
+            "The default value is three connections. The value must be less than `max_connections`. This parameter can only be set at server start.",
+        ),
+        item(
+            3,
+            "20.3. Connections and Authentication › superuser_reserved_connections (integer)",
+            "Determines the number of connection slots that are reserved for connections by PostgreSQL superusers.",
+        ),
+    ];
+    let asked = "What is the default value of max_connections in PostgreSQL 15, and how many connection slots are reserved for superusers by default?";
+    let answer = r#"{"1": "The default value of max_connections in PostgreSQL 15 is 100 connections.", "2": "The default value is three connections. The value must be less than max_connections.", "3": "This setting decides how many connection slots PostgreSQL superusers get."}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    // Copied word for word: quoted after its entry; a sentence naming the asked setting is not.
+    assert!(
+        summary
+            .contains("superuser_reserved_connections: “The default value is three connections”"),
+        "{md}"
+    );
+    // The next sentence of the same passage is not labelled again.
+    assert!(
+        summary.contains("connections”. The value must be less than max_connections ("),
+        "{md}"
+    );
+    assert_eq!(
+        summary.matches("superuser_reserved_connections: ").count(),
+        2,
+        "{md}"
+    );
+    // The asked entry's sentence stands alone.
+    assert!(!summary.contains("max_connections: "), "{md}");
+    assert!(
+        summary
+            .contains("The default value of max_connections in PostgreSQL 15 is 100 connections ("),
+        "{md}"
+    );
+}
+
+/// Tuning set (`pg-work-mem-default`): a cited passage's default is said only by a sentence
+/// holding its number; "four megabytes" (`work_mem`'s) does not say `maintenance_work_mem`'s
+/// "It defaults to 64 megabytes", which leads its part.
+#[test]
+fn a_part_is_said_only_with_its_number() {
+    let items = vec![
+        item(
+            1,
+            "20.4. Resource Consumption › work_mem (integer)",
+            "Sets the base maximum amount of memory to be used by a query operation. The default value is four megabytes (4MB).",
+        ),
+        item(
+            2,
+            "20.4. Resource Consumption › maintenance_work_mem (integer)",
+            "It defaults to 64 megabytes (64MB). Note that when autovacuum runs, up to autovacuum_max_workers times this memory may be allocated, so be careful not to set the default value too high.",
+        ),
+    ];
+    let asked =
+        "What are the default values of work_mem and maintenance_work_mem in PostgreSQL 15?";
+    let answer = r#"{"1": "The default value is four megabytes (4MB).", "2": "Note that when autovacuum runs, up to autovacuum_max_workers times this memory may be allocated, so be careful not to set the default value too high."}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(summary.contains("It defaults to 64 megabytes"), "{md}");
+    assert!(summary.contains("four megabytes"), "{md}");
 }

@@ -50,3 +50,46 @@ fn a_sentence_whose_passage_names_no_asked_name_is_off_the_question() {
         "What does functools.partial return, and what port does PostgreSQL listen on?"
     ));
 }
+
+/// A value in the model's own words from another entry's passage is written after the
+/// entry's name, unquoted; one from an entry the question names, or naming its own, is not.
+#[test]
+fn a_sentence_of_another_entry_in_own_words_is_labelled_unquoted() {
+    let passage = Numbered {
+        number: 1,
+        url: "http://docs/runtime-config-connection.html".into(),
+        title: "20.3. Connections and Authentication".into(),
+        heading: "Connection Settings › superuser_reserved_connections (integer)".into(),
+        text: "Determines the number of connection slots that are reserved for superusers.".into(),
+    };
+    let asked = "How many connection slots does PostgreSQL keep for superusers?";
+    assert_eq!(
+        with_entry_label(asked, "Superusers get three slots.".into(), &passage),
+        "superuser_reserved_connections: Superusers get three slots."
+    );
+    // A sentence stating no value is not labelled: prose after an entry sits under its heading.
+    assert_eq!(
+        with_entry_label(asked, "Superusers get their own slots.".into(), &passage),
+        "Superusers get their own slots."
+    );
+    assert_eq!(
+        with_entry_label(
+            "What is superuser_reserved_connections?",
+            "Superusers get three slots.".into(),
+            &passage
+        ),
+        "Superusers get three slots."
+    );
+    assert_eq!(
+        with_entry_label(
+            asked,
+            "superuser_reserved_connections keeps three slots.".into(),
+            &passage
+        ),
+        "superuser_reserved_connections keeps three slots."
+    );
+    assert_eq!(
+        with_entry_label("", "Superusers get three slots.".into(), &passage),
+        "Superusers get three slots."
+    );
+}

@@ -1,0 +1,93 @@
+//! The grounded report's Markdown: its summary (leads, the model's sentences, the parts left
+//! unanswered), the quoted evidence and the best passages left out.
+
+use super::statements::{leads, part_leads, quoted_list, uncited_best};
+use super::{Numbered, citation, kind};
+
+/// The report: the cited sentences as a summary, then each cited passage quoted under its page,
+/// then the best passages the summary left out (see [`uncited_best`]). When the sentences
+/// leave out what the best passage answers ([`misses_the_answer`]), the summary leads with
+/// that passage's statement, quoted and cited: the 0.5B model wrote about a sibling parameter
+/// while the answer sat in the "Best-matching passage" below it.
+pub(super) fn report(
+    asked: &str,
+    sentences: &[String],
+    plain: &[String],
+    mut cited: Vec<usize>,
+    valued: &[usize],
+    items: &[Numbered],
+) -> String {
+    let mut summary: Vec<String> = Vec::new();
+    // What the cited passages' headings name, the summary speaks of: a sentence under
+    // `ThreadPoolExecutor(max_workers=None, ...)` is about that class. Asked for a value, it
+    // has spoken of it only with a value (`valued`): a warning cited to
+    // `maintenance_work_mem`'s entry did not say its default, which was then never led with.
+    let headings: Vec<String> = cited
+        .iter()
+        .filter(|n| !asks_value(asked) || valued.contains(n))
+        .filter_map(|n| items.get(n.wrapping_sub(1)))
+        .map(|n| n.heading.clone())
+        .collect();
+    for (best, statement) in leads(asked, plain, &headings, items).into_iter().rev() {
+        summary.insert(0, format!("{statement}{}.", citation(best)));
+        if !cited.contains(&best.number) {
+            cited.insert(0, best.number);
+        }
+    }
+    summary.extend(sentences.iter().cloned());
+    for (n, statement) in part_leads(asked, &cited, &summary, items) {
+        summary.push(format!("{statement}{}.", citation(n)));
+        cited.push(n.number);
+    }
+    // A part no sentence answers is said to be unanswered, not left out in silence. Citations
+    // are no statements: a title's "3.11.2" is no version the summary states.
+    let said: Vec<String> = summary
+        .iter()
+        .map(|s| {
+            crate::research::writing::links::LINK_RE
+                .replace_all(s, "")
+                .into_owned()
+        })
+        .collect();
+    for (part, kind) in kind::parts_without_value(asked, &said) {
+        summary.push(format!(
+            "The passages read do not answer “{}”: none states the {} asked for.",
+            part.trim(),
+            kind::kind_name(kind)
+        ));
+    }
+    let cited = cited.as_slice();
+    let quoted: Vec<&Numbered> = cited.iter().map(|n| &items[n - 1]).collect();
+    let mut md = format!(
+        "## Summary\n\n{}\n\n## Evidence\n{}",
+        summary.join(" "),
+        quoted_list(&quoted)
+    );
+    let extra = uncited_best(asked, cited, items);
+    if !extra.is_empty() {
+        // Their link lines differ from the evidence's ("Also from ..."): the same line twice
+        // reads as a repeat to the report's repetition guard, which cut this section whenever
+        // the best passage was another paragraph of a cited entry (shared_buffers'
+        // "The default is typically 128 megabytes" never reached the reader).
+        let also = quoted_list(&extra).replace("\n- [", "\n- Also from [");
+        let heading = if extra.len() == 1 {
+            "Best-matching passage (not cited above)"
+        } else {
+            "Best-matching passages (not cited above)"
+        };
+        md.push_str(&format!("\n## {heading}\n{also}"));
+    }
+    md
+}
+
+/// Pure: whether `asked` asks for a value: a number ([`kind::AnswerKind::Number`]) or a default.
+fn asks_value(asked: &str) -> bool {
+    kind::answer_kind(asked) == Some(kind::AnswerKind::Number)
+        || asked.to_lowercase().contains("default")
+}
+
+/// Pure: whether a sentence of the summary states a value: a number, or a default.
+pub(super) fn states_value(sentence: &str) -> bool {
+    kind::holds(kind::AnswerKind::Number, sentence)
+        || crate::research::reading::passages::focus::claims_default(sentence)
+}
