@@ -210,12 +210,7 @@ pub async fn judge_claims(
             continue;
         }
         let (v, usage, called) = judge_claim(model, settings, &c.claim, page).await;
-        if called {
-            spend.calls += 1;
-            spend.input_tokens += usage.input_tokens;
-            spend.output_tokens += usage.output_tokens;
-            spend.cost_pico_usd += usage.cost_pico_usd;
-        }
+        bill(&mut spend, &usage, called);
         failed += usize::from(v.is_none());
         c.judge = v;
     }
@@ -226,12 +221,7 @@ pub async fn judge_claims(
         });
         if let Some((claim, url, page)) = control {
             let (v, usage, called) = judge_claim(model, settings, &claim, Some(page)).await;
-            if called {
-                spend.calls += 1;
-                spend.input_tokens += usage.input_tokens;
-                spend.output_tokens += usage.output_tokens;
-                spend.cost_pico_usd += usage.cost_pico_usd;
-            }
+            bill(&mut spend, &usage, called);
             failed += usize::from(v.is_none());
             r.judge_control = Some(JudgeControl {
                 claim,
@@ -244,6 +234,16 @@ pub async fn judge_claims(
     total.add(&spend);
     r.judge_spend = Some(total);
     failed
+}
+
+/// Adds one call's bill to `spend`, when a call was made.
+fn bill(spend: &mut JudgeSpend, usage: &Usage, called: bool) {
+    if called {
+        spend.calls += 1;
+        spend.input_tokens += usage.input_tokens;
+        spend.output_tokens += usage.output_tokens;
+        spend.cost_pico_usd += usage.cost_pico_usd;
+    }
 }
 
 /// Pure: `claim` made false by changing its last number to one its page does not hold

@@ -416,6 +416,22 @@ async fn research_json_task_in(
     guided: bool,
     pool: Arc<UrlPool>,
 ) -> (ResearcherReport, Arc<TwoPages>) {
+    research_task_in(
+        model,
+        guided,
+        pool,
+        "How do I decode a JSON document with json.loads?",
+    )
+    .await
+}
+
+/// Runs one researcher on `task` over [`TwoResults`] and [`TwoPages`].
+async fn research_task_in(
+    model: Arc<Turns>,
+    guided: bool,
+    pool: Arc<UrlPool>,
+    task: &str,
+) -> (ResearcherReport, Arc<TwoPages>) {
     let fetcher = Arc::new(TwoPages(Mutex::default()));
     let deps = ResearcherDeps {
         model,
@@ -428,7 +444,6 @@ async fn research_json_task_in(
         },
         specialised: None,
     };
-    let task = "How do I decode a JSON document with json.loads?";
     let input = RunInput::new(task, Mode::Quick);
     let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
         .await
@@ -721,22 +736,8 @@ async fn a_report_stating_no_value_asked_for_is_refused() {
         },
         requests: Mutex::default(),
     });
-    let deps = ResearcherDeps {
-        model: model.clone(),
-        gatherer: Arc::new(TwoResults),
-        fetcher: Arc::new(TwoPages(Mutex::default())),
-        pool: Arc::default(),
-        settings: ResearcherSettings {
-            guided: Some(true),
-            ..ResearcherSettings::default()
-        },
-        specialised: None,
-    };
     let task = "What is the maximum size of a JSON document json.loads can deserialize?";
-    let input = RunInput::new(task, Mode::Quick);
-    let report = run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
-        .await
-        .unwrap();
+    let (report, _) = research_task_in(model.clone(), true, Arc::default(), task).await;
     // The model was asked and answered; its answer states no size.
     assert_eq!(model.requests.lock().unwrap().len(), 1);
     assert!(
