@@ -676,6 +676,7 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
         && numbers::missing_units(claim, evidence).is_empty()
         && !by_default::unstated_default(claim, evidence, asked)
         && !previously::from_the_past(claim, evidence)
+        && !condition::drops_condition(claim, evidence)
         && !entry::number_of_another_entry(claim, evidence, &restated);
     Support {
         overlap,
@@ -800,6 +801,7 @@ pub fn check_claims(markdown: &str, base: &EvidenceBase, asked: &str) -> Vec<Cla
 }
 
 mod by_default;
+mod condition;
 mod entry;
 pub mod local;
 mod numbers;

@@ -1798,11 +1798,22 @@ fn a_point_cut_from_the_middle_of_its_passage_is_no_sentence() {
         "So long as no deadlock situation is detected, a transaction seeking either a table-level or row-level lock will wait indefinitely for conflicting locks to be released. This means it is a bad idea for applications to hold transactions open for long periods of time (e.g., while waiting for user input).",
     )];
     let asked = "How long does PostgreSQL wait on a lock?";
-    let answer = r#"{"1": "for long periods of time (e.g., while waiting for user input). A transaction seeking a row-level lock will wait indefinitely for conflicting locks to be released."}"#;
+    let answer = r#"{"1": "for long periods of time (e.g., while waiting for user input). So long as no deadlock is detected, a transaction seeking a row-level lock will wait indefinitely for conflicting locks to be released."}"#;
     let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
     let summary = md.split("## Evidence").next().unwrap();
     assert!(!summary.contains("for long periods"), "{md}");
     assert!(summary.contains("will wait indefinitely"), "{md}");
+    // Without its condition the consequence is not what the passage says (`evidence::condition`).
+    let unconditional = r#"{"1": "A transaction seeking a row-level lock will wait indefinitely for conflicting locks to be released."}"#;
+    let md = assemble_points(asked, &each_points(unconditional, 1).unwrap(), &items);
+    assert!(
+        md.as_deref().is_none_or(|md| !md
+            .split("## Evidence")
+            .next()
+            .unwrap_or("")
+            .contains("A transaction seeking a row-level lock will wait")),
+        "{md:?}"
+    );
 }
 
 /// Probe set (`probe-none-pg-query-cache`): the quoted fallback's lead says what it is said of.
