@@ -160,7 +160,7 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
                 if !cited.contains(&n) {
                     cited.push(n);
                 }
-                if summary::states_value(body) {
+                if kind::states_value(body) {
                     valued.push(n);
                 }
             }
@@ -551,7 +551,7 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
                     cited.push(*n);
                 }
             }
-            if summary::states_value(as_written) {
+            if kind::states_value(as_written) {
                 valued.push(cites[0]);
             }
         }

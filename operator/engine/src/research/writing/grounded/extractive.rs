@@ -1,7 +1,7 @@
 //! The extractive report: the passages read, quoted unedited, when the model's answer is
 //! unusable, led by the statements that answer.
 
-use super::kind::{AnswerKind, answer_kind, holds_for, kind_name};
+use super::kind::{AnswerKind, NOT_ANSWERED, answer_kind, holds_for, kind_name};
 use super::statements::{labelled, quoted_list, statement};
 use super::{Numbered, citation};
 use crate::research::reading::agenda;
@@ -47,7 +47,7 @@ pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
             .find_map(|n| statement(asked, n).filter(holds).map(|s| quote(n, s)))
             .unwrap_or_else(|| {
                 format!(
-                    "The passages read do not answer this: none states the {} asked for. ",
+                    "{NOT_ANSWERED} this: none states the {} asked for. ",
                     kind_name(k)
                 )
             });
@@ -93,7 +93,7 @@ fn product_lead(
             .find(|w| w.eq_ignore_ascii_case(product))
             .unwrap_or(product);
         return format!(
-            "The passages read do not answer “{}”: none is from {spelled}'s documentation. ",
+            "{NOT_ANSWERED} “{}”: none is from {spelled}'s documentation. ",
             part.trim().trim_end_matches('?')
         );
     }
@@ -102,7 +102,7 @@ fn product_lead(
     own.find_map(|n| statement(&part, n).filter(holds).map(|s| quote(n, s)))
         .unwrap_or_else(|| {
             format!(
-                "The passages read do not answer “{}”: none states the {} asked for. ",
+                "{NOT_ANSWERED} “{}”: none states the {} asked for. ",
                 part.trim().trim_end_matches('?'),
                 kind.map_or("answer", kind_name)
             )

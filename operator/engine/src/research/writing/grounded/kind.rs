@@ -266,6 +266,12 @@ pub fn parts_without_value(asked: &str, said: &[String]) -> Vec<(String, AnswerK
         .collect()
 }
 
+/// Pure: whether a sentence states a value: a number, or a default.
+pub fn states_value(sentence: &str) -> bool {
+    holds(AnswerKind::Number, sentence)
+        || crate::research::reading::passages::focus::claims_default(sentence)
+}
+
 /// What a summary says when a part of the question goes unanswered ([`parts_without_value`]).
 pub const NOT_ANSWERED: &str = "The passages read do not answer";
 

@@ -1,6 +1,7 @@
 //! Whether a sentence of the grounded answer speaks of what the question names.
 
-use super::Numbered;
+use super::{Numbered, entry_of};
+use crate::research::reading::passages::focus;
 
 /// Pure: the code names `asked` writes (`work_mem`, `json.loads`), lower-cased, each by its
 /// last dotted part too: what a passage or sentence on them names.
@@ -76,25 +77,34 @@ pub(super) fn off_the_asked_names(text: &str, item: &Numbered, asked: &str) -> b
         && !holds_any(&item.text, &names)
 }
 
+/// Pure: the name of the entry a heading breadcrumb ends in, as the page writes it
+/// (`json.loads` of "... › json.loads(s, *, cls=None, ...)"); `None` when it is no entry.
+pub(super) fn entry_label(heading: &str) -> Option<String> {
+    let entry = entry_of(heading);
+    let name = focus::entry_name(entry)?;
+    let lower = entry.to_lowercase();
+    let start = lower.find(&name)?;
+    entry
+        .get(start..start + name.len())
+        .filter(|raw| raw.eq_ignore_ascii_case(&name))
+        .map(str::to_string)
+}
+
 /// Pure: the model's sentence `text` as the summary writes it: after the name of the entry its
 /// passage `item` documents when it states a value (a number, a default), that entry is another
 /// than the question asks of and the sentence does not name it; quoted when the passage says
-/// it word for word. "The default
-/// value is three connections.", `superuser_reserved_connections`' default, read unlabelled in
-/// a report on `max_connections`' default as that setting's (the leads are labelled so too).
+/// it word for word. "The default value is three connections.", `superuser_reserved_connections`'
+/// default, read unlabelled in a report on `max_connections`' default as that setting's (the
+/// leads are labelled so too).
 pub(super) fn with_entry_label(asked: &str, text: String, item: &Numbered) -> String {
     // With nothing asked, nothing is mistaken for the asked entry's.
-    let Some(entry) =
-        super::statements::entry_label(&item.heading).filter(|_| !asked.trim().is_empty())
-    else {
+    let Some(entry) = entry_label(&item.heading).filter(|_| !asked.trim().is_empty()) else {
         return text;
     };
     // Only a value is labelled: a page's prose after an entry sits under that entry's heading
     // too ("The difference between shallow and deep copying ..." under `copy.Error`), and a
     // label on it would say what it is not.
-    let states_value = super::kind::holds(super::kind::AnswerKind::Number, &text)
-        || text.to_lowercase().contains("default");
-    if !states_value
+    if !super::kind::states_value(&text)
         || names_whole_or_by_last_part(asked, &entry)
         || names_whole_or_by_last_part(&text, &entry)
     {

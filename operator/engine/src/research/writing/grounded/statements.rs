@@ -5,6 +5,7 @@
 use super::entry_of;
 use super::kind::{AnswerKind, answer_kind, holds_for};
 use super::prose::{change_version, table_row_prose, with_following_value};
+use super::relevance::entry_label;
 use super::{Numbered, link_text};
 use crate::research::reading::passages::{
     Passage, PassageKind, context_terms, focus, is_context, products_asked, rank, subject_terms,
@@ -198,19 +199,6 @@ pub(super) fn labelled(asked: &str, passage: &Numbered, statement: String) -> St
     } else {
         format!("{}: “{statement}”", headed.join(", "))
     }
-}
-
-/// Pure: the name of the entry a heading breadcrumb ends in, as the page writes it
-/// (`json.loads` of "... › json.loads(s, *, cls=None, ...)"); `None` when it is no entry.
-pub(super) fn entry_label(heading: &str) -> Option<String> {
-    let entry = entry_of(heading);
-    let name = focus::entry_name(entry)?;
-    let lower = entry.to_lowercase();
-    let start = lower.find(&name)?;
-    entry
-        .get(start..start + name.len())
-        .filter(|raw| raw.eq_ignore_ascii_case(&name))
-        .map(str::to_string)
 }
 
 /// Pure: `text` as quoted in a report: each Markdown link as its text and each bare URL as

@@ -6,7 +6,7 @@ use super::{Numbered, citation, kind};
 
 /// The report: the cited sentences as a summary, then each cited passage quoted under its page,
 /// then the best passages the summary left out (see [`uncited_best`]). When the sentences
-/// leave out what the best passage answers ([`misses_the_answer`]), the summary leads with
+/// leave out what the best passage answers (`statements::misses_the_answer`), the summary leads with
 /// that passage's statement, quoted and cited: the 0.5B model wrote about a sibling parameter
 /// while the answer sat in the "Best-matching passage" below it.
 pub(super) fn report(
@@ -51,7 +51,8 @@ pub(super) fn report(
         .collect();
     for (part, kind) in kind::parts_without_value(asked, &said) {
         summary.push(format!(
-            "The passages read do not answer “{}”: none states the {} asked for.",
+            "{} “{}”: none states the {} asked for.",
+            kind::NOT_ANSWERED,
             part.trim(),
             kind::kind_name(kind)
         ));
@@ -84,10 +85,4 @@ pub(super) fn report(
 fn asks_value(asked: &str) -> bool {
     kind::answer_kind(asked) == Some(kind::AnswerKind::Number)
         || asked.to_lowercase().contains("default")
-}
-
-/// Pure: whether a sentence of the summary states a value: a number, or a default.
-pub(super) fn states_value(sentence: &str) -> bool {
-    kind::holds(kind::AnswerKind::Number, sentence)
-        || crate::research::reading::passages::focus::claims_default(sentence)
 }
