@@ -104,7 +104,17 @@ pub(super) fn with_entry_label(asked: &str, text: String, item: &Numbered) -> St
     // Only a value is labelled: a page's prose after an entry sits under that entry's heading
     // too ("The difference between shallow and deep copying ..." under `copy.Error`), and a
     // label on it would say what it is not.
-    if !super::kind::states_value(&text)
+    // The question's own numbers ("PostgreSQL 15") are no value the sentence states.
+    let given: Vec<&str> = asked
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    let own: Vec<&str> = text
+        .split_whitespace()
+        .filter(|w| !given.contains(&w.trim_matches(|c: char| !c.is_alphanumeric())))
+        .collect();
+    if !super::kind::states_value(&own.join(" "))
         || names_whole_or_by_last_part(asked, &entry)
         || names_whole_or_by_last_part(&text, &entry)
     {

@@ -92,4 +92,24 @@ fn a_sentence_of_another_entry_in_own_words_is_labelled_unquoted() {
         with_entry_label("", "Superusers get three slots.".into(), &passage),
         "Superusers get three slots."
     );
+    // The question's own number is no value: "PostgreSQL 15 waits indefinitely ..." from a
+    // deadlock_timeout passage (the demo, my own question) is not that setting's.
+    let deadlock = Numbered {
+        heading: "20.12. Lock Management › deadlock_timeout (integer)".into(),
+        ..passage.clone()
+    };
+    let asked =
+        "How long does PostgreSQL 15 wait on a lock by default before checking for a deadlock?";
+    assert_eq!(
+        with_entry_label(
+            asked,
+            "PostgreSQL 15 waits for conflicting locks.".into(),
+            &deadlock
+        ),
+        "PostgreSQL 15 waits for conflicting locks."
+    );
+    assert_eq!(
+        with_entry_label(asked, "PostgreSQL 15 waits 1 second.".into(), &deadlock),
+        "deadlock_timeout: PostgreSQL 15 waits 1 second."
+    );
 }
