@@ -38,15 +38,7 @@ pub fn drops_condition(claim: &str, evidence: &str) -> bool {
         return false;
     }
     let claimed = terms(claim);
-    let mut best: Option<(usize, &str)> = None;
-    // Sentences end at a stop before a space or a line's end: "date.isoformat()" is one word.
-    for sentence in evidence.split(['\n', ';']).flat_map(|l| l.split(". ")) {
-        let shared = terms(sentence).intersection(&claimed).count();
-        if shared > 0 && best.is_none_or(|(b, _)| shared > b) {
-            best = Some((shared, sentence));
-        }
-    }
-    let Some((_, source)) = best else {
+    let Some(source) = super::previously::closest_sentence(claim, evidence) else {
         return false;
     };
     // An entry's passage opens with its name or signature ("stash.showIncludeUntracked: If

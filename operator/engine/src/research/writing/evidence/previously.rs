@@ -32,6 +32,18 @@ pub fn from_the_past(claim: &str, evidence: &str) -> bool {
     if PAST_WORDS.iter().any(|w| words.contains(&format!(" {w} "))) {
         return false;
     }
+    let Some(source) = closest_sentence(claim, evidence) else {
+        return false;
+    };
+    // "Changed in version 3.11: Previously, ..." opens after its label.
+    let body = source.rsplit_once(": ").map_or(source, |(_, rest)| rest);
+    let body = body.trim_start().to_lowercase();
+    PAST_OPENINGS.iter().any(|o| body.starts_with(o))
+}
+
+/// Pure: the sentence of `evidence` sharing most words with `claim` (the first of equals), or
+/// `None` when none shares any: the sentence a claim was made from.
+pub(super) fn closest_sentence<'e>(claim: &str, evidence: &'e str) -> Option<&'e str> {
     let claimed = terms(claim);
     let mut best: Option<(usize, &str)> = None;
     // Sentences end at a stop before a space or a line's end: "date.isoformat()" is one word.
@@ -41,13 +53,7 @@ pub fn from_the_past(claim: &str, evidence: &str) -> bool {
             best = Some((shared, sentence));
         }
     }
-    let Some((_, source)) = best else {
-        return false;
-    };
-    // "Changed in version 3.11: Previously, ..." opens after its label.
-    let body = source.rsplit_once(": ").map_or(source, |(_, rest)| rest);
-    let body = body.trim_start().to_lowercase();
-    PAST_OPENINGS.iter().any(|o| body.starts_with(o))
+    best.map(|(_, s)| s)
 }
 
 #[cfg(test)]
