@@ -499,8 +499,8 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
         // A point of two sentences is judged sentence by sentence: the 0.5B model put a wrong
         // "does not set the timeout" before the right "If no timeout is supplied, the global
         // default ... is used", and the right half was lost with the wrong one.
-        // Each sentence as written (its entry's label before it), as the model wrote it, and
-        // its passages; the label is no answer of the model's.
+        // Each sentence as the report writes it (its entry's label before it), as the model
+        // wrote it, and its passages; the label is no answer of the model's.
         let mut kept: Vec<(String, String, Vec<usize>)> = Vec::new();
         for text in sentences(&clean_sentence(&p.sentence, &labels)) {
             let text = strip_signature(&text);
@@ -535,15 +535,15 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
             }
         }
         // Sentences of a point citing one passage in a row carry its link once, at the end.
-        for (i, (text, as_written, cites)) in kept.iter().enumerate() {
-            plain.push(as_written.clone());
+        for (i, (written, model_wrote, cites)) in kept.iter().enumerate() {
+            plain.push(model_wrote.clone());
             let same_next = kept
                 .get(i + 1)
                 .is_some_and(|(_, _, next)| next[0] == cites[0]);
             if same_next {
-                sentences_out.push(text.clone());
+                sentences_out.push(written.clone());
             } else {
-                let (body, stop) = split_stop(text);
+                let (body, stop) = split_stop(written);
                 sentences_out.push(format!("{body}{}{stop}", citation(&items[cites[0] - 1])));
             }
             for n in cites {
@@ -551,7 +551,7 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
                     cited.push(*n);
                 }
             }
-            if kind::states_value(as_written) {
+            if kind::states_value(model_wrote) {
                 valued.push(cites[0]);
             }
         }
