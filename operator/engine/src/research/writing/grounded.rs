@@ -200,6 +200,22 @@ fn is_fragment(text: &str) -> bool {
     opens || ends
 }
 
+/// Pure: the clauses of a sentence cut short at its end ([`is_fragment`]) before its last
+/// comma or semicolon, closed with a stop, when they make a whole sentence of four words or more;
+/// `None` for any other sentence. The 0.5B model copied "... it will default to the number of
+/// processors on the machine, multiplied by 5, assuming that `ThreadPoolExecutor` is often used
+/// to overlap I/O instead of" for `max_workers`' default, and the whole point was dropped with
+/// its torn tail.
+fn before_cut_tail(text: &str) -> Option<String> {
+    if !is_fragment(text) {
+        return None;
+    }
+    let cut = text.rfind([',', ';'])?;
+    let head = text[..cut].trim_end();
+    let whole = format!("{head}.");
+    (head.split_whitespace().count() >= 4 && !is_fragment(&whole)).then_some(whole)
+}
+
 /// Pure: whether `text` is a question, no statement: a FAQ's heading the model copied ("How
 /// does the `OrderedDict` work?") answers nothing in a summary.
 fn is_question(text: &str) -> bool {
@@ -508,6 +524,7 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
             let Some(text) = pointers::without_pointers(&text) else {
                 continue;
             };
+            let text = before_cut_tail(&text).unwrap_or(text);
             // A small model repeats its point to fill the number the schema asks for: once is
             // enough. A repeat may be cut short or spelled apart ("git-log" / "git log"): a
             // sentence whose words run inside one said already is that one again.

@@ -388,7 +388,7 @@ pub const CLAIM_VERB_WITHIN: usize = 8;
 
 /// Words that qualify a stated default rather than being it ("The default is *typically* 128
 /// megabytes", "the default value *is* `replica`").
-const DEFAULT_FILLERS: [&str; 14] = [
+const DEFAULT_FILLERS: [&str; 15] = [
     "a",
     "an",
     "the",
@@ -397,6 +397,8 @@ const DEFAULT_FILLERS: [&str; 14] = [
     "normally",
     "currently",
     "set",
+    // "The default max_workers is set to the number of processors ...": the value follows.
+    "to",
     "value",
     "its",
     "it",

@@ -3042,3 +3042,39 @@ fn a_part_is_said_only_with_its_number() {
     assert!(summary.contains("It defaults to 64 megabytes"), "{md}");
     assert!(summary.contains("four megabytes"), "{md}");
 }
+
+/// The tuning set's `py-threadpoolexecutor-max-workers`: the 0.5B model's one point for every
+/// passage was the passage's sentence torn off at "instead of", and the report quoted passages.
+#[test]
+fn a_point_cut_at_its_end_keeps_its_whole_clauses() {
+    let torn = "The default max_workers is set to the number of processors on the machine, multiplied by 5, assuming that ThreadPoolExecutor is often used to overlap I/O instead of";
+    assert_eq!(
+        before_cut_tail(torn).as_deref(),
+        Some(
+            "The default max_workers is set to the number of processors on the machine, multiplied by 5."
+        )
+    );
+    // A whole sentence, and a piece torn at both ends, are left as they are.
+    assert_eq!(before_cut_tail("The default is one second (`1s`)."), None);
+    assert_eq!(
+        before_cut_tail("for long periods of time, while waiting for user input and for"),
+        None
+    );
+    let items = vec![item(
+        1,
+        "concurrent.futures › ThreadPoolExecutor",
+        "Changed in version 3.5: If max_workers is None or not given, it will default to the number of processors on the machine, multiplied by 5, assuming that ThreadPoolExecutor is often used to overlap I/O instead of CPU work.",
+    )];
+    let asked = "What is the default max_workers of concurrent.futures.ThreadPoolExecutor?";
+    let points = vec![Point {
+        passages: vec![1],
+        sentence: torn.to_string(),
+    }];
+    let md = assemble_points(asked, &points, &items).expect("the torn point keeps its clauses");
+    assert!(md.contains("multiplied by 5 ("), "{md}");
+    // "is set to" says what the default is: its value is what follows.
+    assert!(!focus::contradicts_default(
+        "The default max_workers is set to the number of processors on the machine.",
+        &items[0].text
+    ));
+}
