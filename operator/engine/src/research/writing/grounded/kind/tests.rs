@@ -165,6 +165,37 @@ fn a_count_of_the_asked_unit_must_be_about_the_asked_thing() {
     assert!(count_subject("How many loose objects trigger git gc --auto by default?").is_empty());
 }
 
+/// The probe set's `probe-none-py-dict-maxsize`: "the number of X a Y can <verb>" counts X of
+/// Y. Its quoted report led with pprint's width, a maximum number of characters.
+#[test]
+fn a_count_asked_in_a_clause_is_about_the_clause_subject() {
+    let asked = "What is the maximum number of keys a Python dict can hold by default?";
+    let subject = count_subject(asked);
+    assert!(subject.iter().any(|t| t == "dict"), "{subject:?}");
+    assert!(
+        !subject
+            .iter()
+            .any(|t| t.starts_with("key") || t.starts_with("hold") || t == "python"),
+        "{subject:?}"
+    );
+    assert!(!holds_for(
+        AnswerKind::Number,
+        "*width* (default 80) specifies the desired maximum number of characters per line in the output.",
+        asked
+    ));
+    let asked = "What is the maximum number of columns a PostgreSQL table can have?";
+    assert!(holds_for(
+        AnswerKind::Number,
+        "The maximum number of columns for a table is 1600.",
+        asked
+    ));
+    assert!(answers_no_part(
+        "What is the maximum number of keys a Python dict can hold by default?",
+        "## Summary\n\npprint.PrettyPrinter: “*width* (default 80) specifies the desired maximum number of characters per line in the output” ([pprint](http://docs/pprint.html)).\n"
+    )
+    .is_some());
+}
+
 /// Own hostile question: "the maximum number of entries" asks a count of entries as "how many
 /// entries" does; a reflog name's digit is none.
 #[test]
@@ -312,5 +343,53 @@ fn a_report_answering_one_part_or_asked_no_value_is_kept() {
     assert_eq!(
         answers_no_part("How many columns can a table have?", "no report"),
         None
+    );
+}
+
+/// The probe set's `probe-none-git-encrypt`: a "Which <kind> <verb>s" question answered by a
+/// sentence that never speaks of the act asked about is no answer.
+#[test]
+fn which_kind_does_an_act_is_answered_only_by_speaking_of_the_act() {
+    let asked = "Which git command encrypts the history of a repository?";
+    assert_eq!(
+        asked_action(asked),
+        Some(("command".to_string(), "encrypt".to_string()))
+    );
+    let md = "## Summary\n\nThe gitk(1) command ([Git User Manual](http://docs/user-manual.html)).\n\n## Evidence\n";
+    assert!(answers_no_part(asked, md).is_some());
+    // Said in another form of the verb, the act is spoken of.
+    let asked = "Which Python 3.11 standard library module parses TOML files?";
+    assert_eq!(
+        asked_action(asked),
+        Some(("module".to_string(), "pars".to_string()))
+    );
+    let md = "## Summary\n\nThe tomllib module provides an interface for parsing TOML ([tomllib](http://docs/tomllib.html)).\n";
+    assert_eq!(answers_no_part(asked, md), None);
+    // A question whose verb comes after its subject, or a second part, is left alone.
+    assert_eq!(
+        asked_action("Which pickle protocol does Python 3.11 use by default?"),
+        None
+    );
+    assert_eq!(
+        asked_action("Which index type does PostgreSQL's CREATE INDEX create by default?"),
+        None
+    );
+}
+
+/// The probe set's `probe-none-pg-tde`: "How do I <verb> <object>?" answered by sentences that
+/// never speak of a word of the object is no answer.
+#[test]
+fn how_do_i_is_answered_only_by_speaking_of_its_object() {
+    let asked = "How do I enable transparent data encryption in PostgreSQL 15?";
+    assert_eq!(asked_object(asked), ["transparent", "data", "encryption"]);
+    let md = "## Summary\n\nPostgreSQL also has native support for using GSSAPI to encrypt client/server communications for increased security ([GSSAPI](http://docs/gssapi-enc.html)). PostgreSQL supports GSSAPI for authentication, communications encryption, or both ([GSSAPI](http://docs/gssapi-auth.html)).\n";
+    assert!(answers_no_part(asked, md).is_some());
+    let asked = "How do I decode JSON with the json module in Python?";
+    assert_eq!(asked_object(asked), ["json"]);
+    let md = "## Summary\n\nUse json.loads to deserialize a str containing a JSON document ([json](http://docs/json.html)).\n";
+    assert_eq!(answers_no_part(asked, md), None);
+    assert_eq!(
+        asked_object("How do I enable PostgreSQL's built-in query result cache?"),
+        ["built-in", "query", "result", "cache"]
     );
 }
