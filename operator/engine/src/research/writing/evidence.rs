@@ -654,7 +654,8 @@ pub struct Support {
 /// only restated from the question, [`restated_versions`], is exempt unless the text speaks of
 /// another version), backs each "not" ([`negation_unsupported`]), holds the words of the
 /// question a number is said of ([`numbers::unread_premise`]), gives no number of a reference
-/// entry to another name ([`entry::number_of_another_entry`]), and shares at least
+/// entry to another name ([`entry::number_of_another_entry`]), writes no letter of another
+/// script the text lacks ([`script::foreign_letters`]), and shares at least
 /// [`SUPPORT_THRESHOLD`] of its words (a floor). Shared words alone passed "The default value of
 /// `wal_writer_delay` is 1 ..." citing a passage that never names `wal_writer_delay` (precision
 /// reported 1.00). The grounded answer's check and the run's
@@ -677,7 +678,8 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
         && !by_default::unstated_default(claim, evidence, asked)
         && !previously::from_the_past(claim, evidence)
         && !condition::drops_condition(claim, evidence)
-        && !entry::number_of_another_entry(claim, evidence, &restated);
+        && !entry::number_of_another_entry(claim, evidence, &restated)
+        && script::foreign_letters(claim, evidence).is_empty();
     Support {
         overlap,
         missing_numbers,
@@ -806,6 +808,7 @@ mod entry;
 pub mod local;
 mod numbers;
 mod previously;
+mod script;
 pub mod subject;
 pub mod swap;
 
