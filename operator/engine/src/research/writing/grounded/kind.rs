@@ -293,9 +293,6 @@ pub fn answers_no_part(asked: &str, md: &str) -> Option<String> {
                 .into_owned()
         })
         .collect();
-    if let Some(why) = action_unsaid(asked, &said).or_else(|| object_unsaid(asked, &said)) {
-        return Some(why);
-    }
     let parts = crate::research::reading::queries::split_questions(asked)
         .len()
         .max(1);
@@ -309,120 +306,6 @@ pub fn answers_no_part(asked: &str, md: &str) -> Option<String> {
         "no passage read states the {} asked for",
         kinds.join(" or the ")
     ))
-}
-
-/// Pure: what a "Which <kind> <verb>s ..." question asks the thing to do, as the kind's noun and
-/// the verb's stem (`command`, `encrypt` of "Which git command encrypts the history of a
-/// repository?"); `None` for a question of another form, or one whose verb comes later ("Which
-/// pickle protocol does Python 3.11 use by default?").
-fn asked_action(asked: &str) -> Option<(String, String)> {
-    let words: Vec<String> = asked
-        .split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        })
-        .collect();
-    if words.first().map(String::as_str) != Some("which") {
-        return None;
-    }
-    let noun = words.iter().take(7).skip(1).position(|w| {
-        crate::research::reading::passages::is_category_noun(w.strip_suffix('s').unwrap_or(w))
-    })? + 1;
-    let verb = words.get(noun + 1)?;
-    // A verb of the third person: "encrypts", "parses"; not "does", nor a noun going on.
-    let is_verb = verb.len() >= 5
-        && verb.ends_with('s')
-        && !verb.ends_with("ss")
-        && verb.chars().all(|c| c.is_ascii_lowercase())
-        && !AUXILIARIES.contains(&verb.as_str())
-        && !is_stop(verb);
-    if !is_verb {
-        return None;
-    }
-    let stem = terms(verb).into_iter().next()?;
-    Some((words[noun].clone(), stem))
-}
-
-/// Pure: why a report whose summary sentences are `said` does not answer the one-part question
-/// `asked` of the form "Which <kind> <verb>s ..." ([`asked_action`]): no sentence speaks of the
-/// act asked about. "Which git command encrypts the history of a repository?" was answered "The
-/// gitk(1) command", from the user manual's advice to look at history with gitk; Git has no
-/// such command.
-fn action_unsaid(asked: &str, said: &[String]) -> Option<String> {
-    if said.is_empty() || crate::research::reading::queries::split_questions(asked).len() > 1 {
-        return None;
-    }
-    let (noun, verb) = asked_action(asked)?;
-    let speaks_of = |s: &String| {
-        terms(s)
-            .iter()
-            .any(|t| t.starts_with(&verb) || (t.len() >= 4 && verb.starts_with(t.as_str())))
-    };
-    (!said.iter().any(speaks_of)).then(|| format!("no passage read says which {noun} does it"))
-}
-
-/// Words that end the object of "How do I <verb> <object>": a preposition or a conjunction.
-const OBJECT_ENDS: [&str; 16] = [
-    "with", "in", "for", "on", "to", "from", "using", "by", "without", "when", "if", "so", "and",
-    "or", "into", "at",
-];
-
-/// Pure: the words of the object of a "How do I <verb> <object> ...?" question, lower-cased,
-/// articles and the products asked of aside ("transparent", "data", "encryption" of "How do I
-/// enable transparent data encryption in PostgreSQL 15?"); empty for a question of another
-/// form.
-fn asked_object(asked: &str) -> Vec<String> {
-    let words: Vec<&str> = asked.split_whitespace().collect();
-    let bare = |w: &str| {
-        w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .to_lowercase()
-    };
-    let Some(start) = words.windows(4).position(|w| {
-        bare(w[0]) == "how"
-            && matches!(bare(w[1]).as_str(), "do" | "can" | "should")
-            && matches!(bare(w[2]).as_str(), "i" | "you" | "we" | "one")
-    }) else {
-        return vec![];
-    };
-    let context = context_terms(asked);
-    let mut out = Vec::new();
-    for raw in &words[start + 4..] {
-        let w = bare(raw);
-        if OBJECT_ENDS.contains(&w.as_str()) {
-            break;
-        }
-        // A possessive names whose object it is ("PostgreSQL's built-in ..."), a product.
-        let owner = raw.contains("'s") || raw.contains("’s");
-        if !w.is_empty() && !owner && !is_stop(&w) && !context.contains(&w) {
-            out.push(w);
-        }
-        if raw.ends_with([',', '?', ';', ':', '.']) {
-            break;
-        }
-    }
-    out
-}
-
-/// Pure: why a report whose summary sentences are `said` does not answer the one-part question
-/// `asked` of the form "How do I <verb> <object>?" ([`asked_object`]): a word of the object is
-/// in none of them. "How do I enable transparent data encryption in PostgreSQL 15?" was
-/// answered with GSSAPI's encryption of client/server traffic; PostgreSQL has no transparent
-/// data encryption.
-fn object_unsaid(asked: &str, said: &[String]) -> Option<String> {
-    if said.is_empty() || crate::research::reading::queries::split_questions(asked).len() > 1 {
-        return None;
-    }
-    let object = asked_object(asked);
-    let held: Vec<String> = said.iter().flat_map(|s| terms(s)).collect();
-    let unsaid = object.iter().any(|w| {
-        terms(w).iter().all(|t| {
-            !held
-                .iter()
-                .any(|h| h.starts_with(t.as_str()) || (h.len() >= 4 && t.starts_with(h.as_str())))
-        })
-    });
-    unsaid.then(|| format!("no passage read speaks of {}", object.join(" ")))
 }
 
 /// Verbs that open the clause saying what a "How many X" question counts X of ("can", "does").
