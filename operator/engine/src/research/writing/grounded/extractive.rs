@@ -45,14 +45,45 @@ pub fn quoted_report(asked: &str, items: &[Numbered]) -> String {
         lead = items
             .iter()
             .find_map(|n| statement(asked, n).filter(holds).map(|s| quote(n, s)))
-            .unwrap_or_else(|| {
-                format!(
-                    "{NOT_ANSWERED} this: none states the {} asked for. ",
-                    kind_name(k)
-                )
-            });
+            .unwrap_or_else(|| not_answered_lead(asked, k, items, quote));
     }
     with_lead(lead, items)
+}
+
+/// Pure: the lead of an extractive summary when no passage states the kind of value `k` that
+/// `asked` asks for: that no passage answers it, and for a question of several parts, the best
+/// passage's statement, which may answer another part, before a note naming each part that asks
+/// for a value. "Which TCP port does a PostgreSQL server listen on by default, and which
+/// environment variable sets the port for libpq clients?" was led by "The passages read do not
+/// answer this" alone (tuning set).
+fn not_answered_lead(
+    asked: &str,
+    k: AnswerKind,
+    items: &[Numbered],
+    quote: impl Fn(&Numbered, String) -> String,
+) -> String {
+    let parts = crate::research::reading::queries::split_questions(asked);
+    if parts.len() < 2 {
+        return format!(
+            "{NOT_ANSWERED} this: none states the {} asked for. ",
+            kind_name(k)
+        );
+    }
+    let first = items
+        .first()
+        .and_then(|n| statement(asked, n).map(|s| quote(n, s)))
+        .unwrap_or_default();
+    let notes: String = parts
+        .iter()
+        .filter_map(|part| {
+            let k = answer_kind(part).filter(|k| *k != AnswerKind::Name)?;
+            Some(format!(
+                "{NOT_ANSWERED} “{part}”: none states the {} asked for. ",
+                kind_name(k)
+            ))
+        })
+        .collect();
+    format!("{first}{notes}")
 }
 
 /// The extractive report with `lead` opening its summary.

@@ -69,6 +69,15 @@ const ASKS: &[(AnswerKind, &[&str])] = &[
             "at least",
             "largest",
             "smallest",
+            // A port is a number: "Which TCP port does a PostgreSQL server listen on by
+            // default?" was led by "Specifies the TCP/IP port ... on which postgres is to
+            // listen", which says none (tuning set).
+            "which port",
+            "what port",
+            "which tcp port",
+            "what tcp port",
+            "default port",
+            "port number",
         ],
     ),
     (

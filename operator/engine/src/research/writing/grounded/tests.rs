@@ -3078,3 +3078,42 @@ fn a_point_cut_at_its_end_keeps_its_whole_clauses() {
         &items[0].text
     ));
 }
+
+/// The tuning set's `multi-pg-port-pgport`: with no passage stating the port, the quoted
+/// summary of a two-part question still leads with its best passage (which may answer the
+/// other part) and names the part left unanswered, instead of "do not answer this" alone.
+#[test]
+fn a_quoted_summary_names_the_part_no_passage_answers() {
+    let items = vec![
+        item(
+            1,
+            "postgres › Environment › PGPORT",
+            "Default port number (preferably set in the configuration file).",
+        ),
+        item(
+            2,
+            "postgres › Options",
+            "Specifies the TCP/IP port or local Unix domain socket file extension on which postgres is to listen for connections from client applications.",
+        ),
+    ];
+    let asked = "Which TCP port does a PostgreSQL server listen on by default, and which environment variable sets the port for libpq clients such as psql?";
+    let md = quoted_report(asked, &items);
+    let summary = md.split("## Key findings").next().unwrap_or_default();
+    assert!(summary.contains("Default port number"), "{summary}");
+    assert!(
+        summary.contains(
+            "do not answer “Which TCP port does a PostgreSQL server listen on by default”"
+        ),
+        "{summary}"
+    );
+    assert!(!summary.contains("do not answer this"), "{summary}");
+    // Asked alone, the part is simply not answered.
+    let md = quoted_report(
+        "Which TCP port does a PostgreSQL server listen on by default?",
+        &items[1..],
+    );
+    assert!(
+        md.contains("do not answer this: none states the number"),
+        "{md}"
+    );
+}

@@ -23,6 +23,15 @@ fn the_kind_a_question_asks_for_is_read_from_its_wording() {
     );
     assert_eq!(kind("How does VACUUM FULL differ from plain VACUUM?"), None);
     assert_eq!(kind("What is the default isolation level?"), None);
+    // A port is a number (tuning set, `multi-pg-port-pgport`).
+    assert_eq!(
+        kind("Which TCP port does a PostgreSQL server listen on by default?"),
+        Some(AnswerKind::Number)
+    );
+    assert_eq!(
+        kind("Which environment variable sets the port for libpq clients?"),
+        None
+    );
 }
 
 #[test]
