@@ -95,18 +95,28 @@ fn own_then_others(n: usize, count: usize) -> Vec<usize> {
 /// and *cur" ends "…"). A limit of 0 judges any sentence without a stop as cut.
 pub(super) fn whole_sentences(s: &str, limit: usize) -> String {
     let s = s.trim();
-    if s.chars().count() + 2 < limit || s.ends_with(['.', '!', '?', ')', '`']) {
+    if s.chars().count() + 2 < limit || ends_stopped(s) {
         return s.to_string();
     }
     // The sentences the limit left whole, split as the report splits them: at "i.e. " the
-    // last ". " is no sentence's end ("... a `str` subclass (i.e" was a summary).
+    // last ". " is no sentence's end ("... a `str` subclass (i.e" was a summary). At the
+    // limit, a last sentence ending in a code span or a parenthesis without a stop was cut
+    // there ("... Note that the whitespace is collapsed before the text is passed to the
+    // `TextWrapper`", my own question on `textwrap.shorten`); a lone one is kept whole.
     let whole = sentences(s);
     match whole.split_last() {
-        Some((last, done)) if !done.is_empty() && !last.ends_with(['.', '!', '?']) => {
-            done.join(" ")
-        }
+        Some((last, done)) if !done.is_empty() && !ends_stopped(last) => done.join(" "),
+        _ if s.ends_with([')', '`']) => s.to_string(),
         _ => format!("{}…", s.trim_end_matches(|c: char| c.is_alphanumeric())),
     }
+}
+
+/// Pure: whether `s` ends in a stop, closing marks after it aside ("… even when *typed* is
+/// false.)").
+fn ends_stopped(s: &str) -> bool {
+    s.trim_end()
+        .trim_end_matches([')', '"', '”', '’', '*', '`'])
+        .ends_with(['.', '!', '?'])
 }
 
 /// Pure: `sentence` without a last sentence that ends in no stop after whole ones: a passage

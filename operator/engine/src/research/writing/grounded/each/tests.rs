@@ -52,6 +52,26 @@ fn a_sentence_the_limit_cut_ends_at_its_last_full_stop_or_is_marked() {
     let out = whole_sentences(one.trim(), MAX_EACH_CHARS);
     assert!(out.ends_with('…') && !out.ends_with("word…"), "{out}");
     assert_eq!(whole_sentences("Short.", MAX_EACH_CHARS), "Short.");
+    // At the limit, a code span at the end is where the limit cut (my own question on
+    // `textwrap.shorten`): the sentence before it is kept.
+    let cut = "Python's textwrap.shorten() method optional keyword arguments correspond to the instance attributes of `TextWrapper`, documented below. Note that the whitespace is collapsed before the text is passed to the `TextWrapper`";
+    assert!(cut.chars().count() + 2 >= MAX_EACH_CHARS);
+    assert_eq!(
+        whole_sentences(cut, MAX_EACH_CHARS),
+        "Python's textwrap.shorten() method optional keyword arguments correspond to the instance attributes of `TextWrapper`, documented below."
+    );
+    // A last sentence stopped inside its parenthesis is whole, and so is a lone sentence
+    // ending in a code span (tuning set: `py-functools-cache-vs-lru`, `py-except-star-semantics`).
+    let whole = format!(
+        "{} (Some types such as *str* and *int* may be cached separately even when *typed* is false.)",
+        "A whole sentence.".repeat(12)
+    );
+    assert_eq!(whole_sentences(&whole, MAX_EACH_CHARS), whole);
+    let lone = format!(
+        "{} can only wrap subclasses of `Exception`",
+        "word ".repeat(40)
+    );
+    assert_eq!(whole_sentences(&lone, MAX_EACH_CHARS), lone);
 }
 
 /// A sentence copied from its passage until the model stopped mid-word, short of the length
