@@ -1,7 +1,9 @@
 //! The extractive report: the passages read, quoted unedited, when the model's answer is
 //! unusable, led by the statements that answer.
 
-use super::kind::{AnswerKind, NOT_ANSWERED, answer_kind, holds_for, kind_name};
+use super::kind::{
+    AnswerKind, NOT_ANSWERED, answer_kind, holds_for, kind_name, none_states, parts_without_value,
+};
 use super::statements::{labelled, quoted_list, statement};
 use super::{Numbered, citation};
 use crate::research::reading::agenda;
@@ -73,15 +75,10 @@ fn not_answered_lead(
         .first()
         .and_then(|n| statement(asked, n).map(|s| quote(n, s)))
         .unwrap_or_default();
-    let notes: String = parts
+    // With nothing said, every part asking for a value is one without it.
+    let notes: String = parts_without_value(asked, &[])
         .iter()
-        .filter_map(|part| {
-            let k = answer_kind(part).filter(|k| *k != AnswerKind::Name)?;
-            Some(format!(
-                "{NOT_ANSWERED} “{part}”: none states the {} asked for. ",
-                kind_name(k)
-            ))
-        })
+        .map(|(part, k)| format!("{} ", none_states(part, kind_name(*k))))
         .collect();
     format!("{first}{notes}")
 }
@@ -131,11 +128,5 @@ fn product_lead(
     // The best passage states it; else, for a kind asked for, any of the product's that does.
     let mut own = own.take(if kind.is_some() { usize::MAX } else { 1 });
     own.find_map(|n| statement(&part, n).filter(holds).map(|s| quote(n, s)))
-        .unwrap_or_else(|| {
-            format!(
-                "{NOT_ANSWERED} “{}”: none states the {} asked for. ",
-                part.trim().trim_end_matches('?'),
-                kind.map_or("answer", kind_name)
-            )
-        })
+        .unwrap_or_else(|| format!("{} ", none_states(&part, kind.map_or("answer", kind_name))))
 }

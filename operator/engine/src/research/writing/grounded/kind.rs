@@ -284,6 +284,15 @@ pub fn states_value(sentence: &str) -> bool {
 /// What a summary says when a part of the question goes unanswered ([`parts_without_value`]).
 pub const NOT_ANSWERED: &str = "The passages read do not answer";
 
+/// Pure: the sentence saying that no passage read states the `what` (a [`kind_name`], or
+/// "answer") that `part` of the question asks for.
+pub fn none_states(part: &str, what: &str) -> String {
+    format!(
+        "{NOT_ANSWERED} “{}”: none states the {what} asked for.",
+        part.trim().trim_end_matches('?')
+    )
+}
+
 /// Pure: why the report `md` answers no part of `asked`, or `None` when it answers one: every
 /// part asks for a value of a kind (names aside, [`parts_without_value`]) and no sentence of
 /// the report's summary holds one. Such a report is the passages read with a note that they do

@@ -50,12 +50,7 @@ pub(super) fn report(
         })
         .collect();
     for (part, kind) in kind::parts_without_value(asked, &said) {
-        summary.push(format!(
-            "{} “{}”: none states the {} asked for.",
-            kind::NOT_ANSWERED,
-            part.trim(),
-            kind::kind_name(kind)
-        ));
+        summary.push(kind::none_states(&part, kind::kind_name(kind)));
     }
     let cited = cited.as_slice();
     let quoted: Vec<&Numbered> = cited.iter().map(|n| &items[n - 1]).collect();
