@@ -327,8 +327,16 @@ const QUESTION_WORDS: [&str; 8] = [
     "while", "who", "whom", "why", "will", "with", "would", "you",
 ];
 
+/// Words naming the documentation itself: where to look, not what is asked. Every page of a
+/// Sphinx tree is titled "... — Python 3.11.2 documentation", so the 1.5B planner's task "toml in
+/// Python 3.11 documentation" was answered from the page on downloading the documentation
+/// while `tomllib`'s own page had been read for it (tuning set, deep mode).
+const DOCS_WORDS: [&str; 2] = ["docs", "documentation"];
+
 pub(crate) fn is_stop(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok() || QUESTION_WORDS.contains(&word)
+    STOP_WORDS.binary_search(&word).is_ok()
+        || QUESTION_WORDS.contains(&word)
+        || DOCS_WORDS.contains(&word)
 }
 
 /// A light stemmer: plural, verb and agent endings, then a final `e`, so "decode", "decodes",

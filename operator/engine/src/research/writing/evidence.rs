@@ -655,7 +655,8 @@ pub struct Support {
 /// another version), backs each "not" ([`negation_unsupported`]), holds the words of the
 /// question a number is said of ([`numbers::unread_premise`]), gives no number of a reference
 /// entry to another name ([`entry::number_of_another_entry`]), writes no letter of another
-/// script the text lacks ([`script::foreign_letters`]), and shares at least
+/// script the text lacks ([`script::foreign_letters`]) nor a template's blank
+/// ([`slot::unheld_slots`]), and shares at least
 /// [`SUPPORT_THRESHOLD`] of its words (a floor). Shared words alone passed "The default value of
 /// `wal_writer_delay` is 1 ..." citing a passage that never names `wal_writer_delay` (precision
 /// reported 1.00). The grounded answer's check and the run's
@@ -679,7 +680,8 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
         && !previously::from_the_past(claim, evidence)
         && !condition::drops_condition(claim, evidence)
         && !entry::number_of_another_entry(claim, evidence, &restated)
-        && script::foreign_letters(claim, evidence).is_empty();
+        && script::foreign_letters(claim, evidence).is_empty()
+        && slot::unheld_slots(claim, evidence).is_empty();
     Support {
         overlap,
         missing_numbers,
@@ -809,6 +811,7 @@ pub mod local;
 mod numbers;
 mod previously;
 mod script;
+mod slot;
 pub mod subject;
 pub mod swap;
 

@@ -643,3 +643,16 @@ fn a_products_results_are_ranked_by_the_terms_of_its_part_they_hold() {
     // The product's name is no term of its part.
     assert_eq!(held_part_terms("PostgreSQL", &products, "PostgreSQL"), 0);
 }
+
+#[test]
+fn words_naming_the_documentation_are_no_topic() {
+    // Every page of the tree is titled "... documentation"; the task's word for where to look
+    // ranked the page on downloading the docs above the asked module's own.
+    let p = split(
+        "# Download Python 3.11 Documentation\n\nThe documentation of Python 3.11 can be downloaded as a documentation archive.\n\n\
+         # tomllib\n\nThis module provides an interface for parsing TOML. It does not support writing TOML.\n",
+    );
+    let s = rank(&p, "toml in Python 3.11 documentation");
+    assert!(s[1] > s[0], "{s:?}");
+    assert_eq!(keyword_query("toml in the Python docs"), "toml python");
+}

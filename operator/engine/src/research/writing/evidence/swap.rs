@@ -25,20 +25,41 @@ static NAME_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*").expect("valid regex")
 });
 
-/// Pure: the code-shaped names of `text` in order, lower-cased: dotted or snake_case names and
-/// CamelCase words (`json.loads`, `work_mem`, `ExceptionGroup`).
+/// Pure: the code-shaped names of `text` in order, lower-cased: dotted or snake_case names,
+/// CamelCase words (`json.loads`, `work_mem`, `ExceptionGroup`), and a lone word written as
+/// code (`` `jsonb` ``): markup says it is a name as surely as its shape would.
 pub(super) fn names(text: &str) -> Vec<String> {
+    let spans = code_words(text);
     let mut out: Vec<String> = Vec::new();
     for m in NAME_RE.find_iter(text) {
         let w = m.as_str();
         let camel = w.chars().skip(1).any(char::is_uppercase)
             && w.chars().filter(|c| c.is_lowercase()).count() >= 2;
         let name = w.to_lowercase();
-        if (w.contains(['_', '.']) || camel) && !out.contains(&name) {
+        let shaped = w.contains(['_', '.']) || camel || spans.contains(&(m.start(), m.end()));
+        if shaped && !out.contains(&name) {
             out.push(name);
         }
     }
     out
+}
+
+/// Pure: where `text` writes one word alone as a code span (`` `jsonb` ``), as byte ranges of
+/// the word. A type of the model's summary ("The `jsonb` type stores an exact copy") was the
+/// other type's clause of its passage ("the `json` type stores an exact copy"), and two plain
+/// words had no shape to tell them apart by.
+fn code_words(text: &str) -> Vec<(usize, usize)> {
+    let ticks: Vec<usize> = text.match_indices('`').map(|(at, _)| at).collect();
+    ticks
+        .chunks_exact(2)
+        .map(|pair| (pair[0] + 1, pair[1]))
+        .filter(|(start, end)| {
+            text[*start..*end]
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_')
+                && end > start
+        })
+        .collect()
 }
 
 /// Pure: a clause's words (lower-cased and stemmed, stopwords and the parts of its names left

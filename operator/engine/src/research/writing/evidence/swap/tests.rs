@@ -43,3 +43,25 @@ fn a_clause_naming_the_source_clause_own_name_or_none_is_no_swap() {
         "shared_buffers is memory."
     ));
 }
+
+#[test]
+fn a_word_written_as_code_is_a_name_that_can_be_swapped() {
+    let json = "Because the `json` type stores an exact copy of the input text, it will preserve semantically-insignificant white space between tokens. By contrast, `jsonb` does not preserve white space.";
+    assert!(swaps_names(
+        "The `jsonb` type stores an exact copy of the input text, preserving white space.",
+        json
+    ));
+    assert!(!swaps_names(
+        "The `json` type stores an exact copy of the input text.",
+        json
+    ));
+    // Written plainly, the words have no name's shape: nothing to compare.
+    assert!(!swaps_names(
+        "The jsonb type stores an exact copy of the input text.",
+        "Because the json type stores an exact copy of the input text."
+    ));
+    assert_eq!(
+        names("a `jsonb` value, not `a b`"),
+        vec!["jsonb".to_string()]
+    );
+}
