@@ -61,12 +61,20 @@ impl Session<'_> {
             );
             return Ok(refuse(self, task_id, task, &why, &[]));
         }
-        let pages: Vec<PageExtract> = self
+        // Nor does another release's page answer for the asked release ("What's New In
+        // Python 3.7" for a question on 3.11).
+        let pages: Vec<&PageExtract> = self
             .pages
             .iter()
             .zip(of_product)
-            .filter(|(_, keep)| *keep)
-            .map(|(p, _)| p.clone())
+            .filter_map(|(p, keep)| keep.then_some(p))
+            .collect();
+        let titles: Vec<&str> = pages.iter().map(|p| p.title.as_str()).collect();
+        let of_release = subject::of_asked_release(task, &titles);
+        let pages: Vec<PageExtract> = pages
+            .into_iter()
+            .zip(of_release)
+            .filter_map(|(p, keep)| keep.then(|| p.clone()))
             .collect();
         let items = grounded::number_passages(&pages, task, budget);
         // The answerability gate: passages that leave out a subject the task names do not

@@ -338,11 +338,40 @@ pub fn states_default(text: &str) -> bool {
             && !(i > 0 && words[i - 1] == "by")
             && (words
                 .iter()
+                .enumerate()
                 .skip(i + 1)
                 .take(DEFAULT_VERB_WITHIN)
-                .any(|n| matches!(*n, "is" | "of" | "to"))
+                .any(|(j, n)| match *n {
+                    "is" | "to" => true,
+                    "of" => of_states_value(&words, j),
+                    _ => false,
+                })
                 || words.get(i + 1).is_some_and(|n| is_value_word(n)))
     })
+}
+
+/// Words after "the default X of <thing>" within which its verb says what the default is.
+const OF_THING_VERB_WITHIN: usize = 5;
+
+/// Pure: whether the "of" at `words[at]`, after "default", says the value: "a default of 128",
+/// "the default value of `replica`" (the word right after it is the value), or "the default
+/// value of this parameter is 100" (a verb follows the thing). "This parameter controls the
+/// default isolation level of each new transaction" names the default and states none, and it
+/// was quoted as the answer while the passage's next sentence said "The default is “read
+/// committed”" (tuning set, deep and quick mode).
+fn of_states_value(words: &[&str], at: usize) -> bool {
+    let Some(next) = words.get(at + 1) else {
+        return false;
+    };
+    let after_default = at > 0 && words[at - 1].starts_with("default");
+    after_default
+        || is_value_word(next)
+        || !next.chars().all(char::is_alphabetic)
+        || words
+            .iter()
+            .skip(at + 2)
+            .take(OF_THING_VERB_WITHIN)
+            .any(|n| matches!(*n, "is" | "are" | "was"))
 }
 
 /// Number words a default may be written in ("Default five seconds.").

@@ -15,10 +15,12 @@ use crate::research::reading::passages::{
 };
 
 mod gate;
+mod release;
 use gate::{
     answer_kind_phrase, keywords, named_apart, names_asked, unheld_heads, unnamed_keywords,
     unspoken_attributes,
 };
+pub use release::of_asked_release;
 
 /// How a subject is looked for in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]

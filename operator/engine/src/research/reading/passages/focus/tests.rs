@@ -145,6 +145,14 @@ fn a_default_is_stated_by_its_value_not_by_a_bare_by_default() {
     assert!(!states_default(
         "When a connection cannot be created, an exception is raised. By default, it is the exception from the last address in the list."
     ));
+    // "The default X of <thing>" states a value only with a verb after the thing.
+    assert!(!states_default(
+        "This parameter controls the default isolation level of each new transaction."
+    ));
+    assert!(states_default(
+        "The default value of this parameter is 100."
+    ));
+    assert!(states_default("It has a default of 128 entries."));
     // A setting's name is not the word: `tablespace_name`'s entry states no default.
     assert!(!states_default(
         "If not specified, default_tablespace is consulted, or temp_tablespaces for indexes on temporary tables."
