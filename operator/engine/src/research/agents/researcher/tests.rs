@@ -754,3 +754,76 @@ async fn a_report_stating_no_value_asked_for_is_refused() {
         report.markdown
     );
 }
+
+/// Serves the release notes of Python 3.7 and 3.11, both found by any search.
+struct TwoReleases;
+
+const NEW_37: &str = "http://docs/python3.11-doc/html/whatsnew/3.7.html";
+const NEW_311: &str = "http://docs/python3.11-doc/html/whatsnew/3.11.html";
+
+#[async_trait]
+impl Gatherer for TwoReleases {
+    async fn search(&self, _: &str, _: usize) -> Result<Vec<SearchHit>, SourceError> {
+        Ok(vec![hit(NEW_37, "searx"), hit(NEW_311, "searx")])
+    }
+}
+
+#[async_trait]
+impl Fetcher for TwoReleases {
+    async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
+        let (version, body) = if url == NEW_37 {
+            (
+                "3.7",
+                "The asyncio module has received new features: the new loop.sock_sendfile() coroutine method sends files with os.sendfile when possible.",
+            )
+        } else {
+            (
+                "3.11",
+                "The asyncio module has received new features: the new TaskGroup class, an asynchronous context manager holding a group of tasks that will wait for all of them upon exit.",
+            )
+        };
+        let title = format!("What’s New In Python {version} — Python 3.11.2 documentation");
+        Ok(Page {
+            url: url.into(),
+            final_url: url.into(),
+            title: title.clone(),
+            markdown: format!("# {title}\n\n## asyncio\n\n{body}"),
+            bytes: 300,
+        })
+    }
+}
+
+/// Tuning set, deep mode: asked what Python 3.11 added, the model is shown only the 3.11
+/// notes; the 3.7 notes' asyncio changes were cited as 3.11's.
+#[tokio::test]
+async fn another_releases_notes_are_not_shown_for_the_asked_release() {
+    let model = Arc::new(Turns {
+        turn: |_| {
+            Ok(text(
+                "The asyncio module has received the new TaskGroup class [1].",
+            ))
+        },
+        requests: Mutex::default(),
+    });
+    let docs = Arc::new(TwoReleases);
+    let deps = ResearcherDeps {
+        model: model.clone(),
+        gatherer: docs.clone(),
+        fetcher: docs,
+        pool: Arc::default(),
+        settings: ResearcherSettings {
+            guided: Some(true),
+            ..ResearcherSettings::default()
+        },
+        specialised: None,
+    };
+    let task = "What new asyncio features did Python 3.11 add?";
+    let input = RunInput::new(task, Mode::Quick);
+    run_researcher(&deps, &input, 0, task, &[], None, &|_, _| {})
+        .await
+        .unwrap();
+    let requests = model.requests.lock().unwrap();
+    let prompt = &requests.last().unwrap().messages[1].content;
+    assert!(prompt.contains("TaskGroup"), "{prompt}");
+    assert!(!prompt.contains("sock_sendfile"), "{prompt}");
+}
