@@ -106,7 +106,9 @@ pub(super) fn whole_sentences(s: &str, limit: usize) -> String {
     let whole = sentences(s);
     match whole.split_last() {
         Some((last, done)) if !done.is_empty() && !ends_stopped(last) => done.join(" "),
-        _ if s.ends_with([')', '`']) => s.to_string(),
+        // A copy of a passage cut short already ends "…" (the 1.5B model's deep reports on
+        // the tuning set ended "... implicitly……").
+        _ if s.ends_with([')', '`', '…']) => s.to_string(),
         _ => format!("{}…", s.trim_end_matches(|c: char| c.is_alphanumeric())),
     }
 }

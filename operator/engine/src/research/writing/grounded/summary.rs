@@ -3,6 +3,8 @@
 
 use super::statements::{leads, part_leads, quoted_list, uncited_best};
 use super::{Numbered, citation, kind};
+use crate::research::reading::passages::focus;
+use crate::research::reading::queries;
 
 /// The report: the cited sentences as a summary, then each cited passage quoted under its page,
 /// then the best passages the summary left out (see [`uncited_best`]). When the sentences
@@ -28,13 +30,19 @@ pub(super) fn report(
         .filter_map(|n| items.get(n.wrapping_sub(1)))
         .map(|n| n.heading.clone())
         .collect();
-    for (best, statement) in leads(asked, plain, &headings, items).into_iter().rev() {
+    let leading = leads(asked, plain, &headings, items);
+    let led = !leading.is_empty();
+    for (best, statement) in leading.into_iter().rev() {
         summary.insert(0, format!("{statement}{}.", citation(best)));
         if !cited.contains(&best.number) {
             cited.insert(0, best.number);
         }
     }
-    summary.extend(sentences.iter().cloned());
+    if led {
+        summary.extend(sentences.iter().cloned());
+    } else {
+        summary.extend(answer_first(asked, sentences, plain));
+    }
     for (n, statement) in part_leads(asked, &cited, &summary, items) {
         summary.push(format!("{statement}{}.", citation(n)));
         cited.push(n.number);
@@ -80,4 +88,36 @@ pub(super) fn report(
 fn asks_value(asked: &str) -> bool {
     kind::answer_kind(asked) == Some(kind::AnswerKind::Number)
         || asked.to_lowercase().contains("default")
+}
+
+/// Pure: the model's `sentences` (and their text without citations, `plain`) with the first one
+/// stating the value a one-part question asks for (a default, a number, a version, an
+/// exception) moved to the front, when the first does not state it. Answer first: the 1.5B
+/// model's sentences on "What is the default transaction isolation level of a PostgreSQL
+/// session?" spoke of the isolation levels and idle timeouts for five sentences, and only the
+/// sixth said "Read Committed is the default" (tuning set, deep mode). A sentence sharing the
+/// citation of the run after it carries none of its own and stays where it is.
+pub(super) fn answer_first(asked: &str, sentences: &[String], plain: &[String]) -> Vec<String> {
+    let mut out = sentences.to_vec();
+    if sentences.len() != plain.len() || queries::split_questions(asked).len() > 1 {
+        return out;
+    }
+    let asks_default = asked.to_lowercase().contains("default");
+    let kind = kind::answer_kind(asked).filter(|k| *k != kind::AnswerKind::Name);
+    let answers = |s: &str| {
+        if asks_default {
+            focus::claims_default(s)
+        } else {
+            kind.is_some_and(|k| kind::holds_for(k, s, asked))
+        }
+    };
+    if !asks_default && kind.is_none() || plain.first().is_none_or(|s| answers(s)) {
+        return out;
+    }
+    let own_citation = |i: usize| sentences[i].contains("](") && sentences[i - 1].contains("](");
+    if let Some(i) = (1..plain.len()).find(|i| answers(&plain[*i]) && own_citation(*i)) {
+        let moved = out.remove(i);
+        out.insert(0, moved);
+    }
+    out
 }

@@ -3117,3 +3117,35 @@ fn a_quoted_summary_names_the_part_no_passage_answers() {
         "{md}"
     );
 }
+
+/// Tuning set, deep mode: the sentence stating the asked default leads the model's sentences.
+#[test]
+fn the_sentence_stating_the_asked_default_goes_first() {
+    let asked = "What is the default transaction isolation level of a PostgreSQL session?";
+    let plain = [
+        "Each SQL transaction has an isolation level",
+        "Idle sessions are terminated after the timeout",
+        "Read Committed is the default isolation level in PostgreSQL",
+    ]
+    .map(String::from);
+    let sentences: Vec<String> = plain
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{p} ([Page {i}](http://docs/page{i}.html))."))
+        .collect();
+    let out = super::summary::answer_first(asked, &sentences, &plain);
+    assert!(
+        out[0].starts_with("Read Committed is the default"),
+        "{out:?}"
+    );
+    assert_eq!(out.len(), 3);
+    // Already first, or not asked for, or sharing the next sentence's citation: kept in place.
+    let asked_what = "What is a transaction isolation level?";
+    assert_eq!(
+        super::summary::answer_first(asked_what, &sentences, &plain),
+        sentences
+    );
+    let mut run = sentences.clone();
+    run[1] = "Idle sessions are terminated after the timeout.".to_string();
+    assert_eq!(super::summary::answer_first(asked, &run, &plain), run);
+}

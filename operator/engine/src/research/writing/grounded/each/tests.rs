@@ -72,6 +72,9 @@ fn a_sentence_the_limit_cut_ends_at_its_last_full_stop_or_is_marked() {
         "word ".repeat(40)
     );
     assert_eq!(whole_sentences(&lone, MAX_EACH_CHARS), lone);
+    // A copy of a cut passage is marked once.
+    let copied = format!("{} transactions are implicitly…", "word ".repeat(40));
+    assert_eq!(whole_sentences(&copied, MAX_EACH_CHARS), copied);
 }
 
 /// A sentence copied from its passage until the model stopped mid-word, short of the length
