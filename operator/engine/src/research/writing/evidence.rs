@@ -654,13 +654,13 @@ pub struct Support {
 /// only restated from the question, [`restated_versions`], is exempt unless the text speaks of
 /// another version), backs each "not" ([`negation_unsupported`]), holds the words of the
 /// question a number is said of ([`numbers::unread_premise`]), gives no number of a reference
-/// entry to another name ([`entry::number_of_another_entry`]), writes no letter of another
-/// script the text lacks ([`script::foreign_letters`]) nor a template's blank
-/// ([`slot::unheld_slots`]), and shares at least
-/// [`SUPPORT_THRESHOLD`] of its words (a floor). Shared words alone passed "The default value of
-/// `wal_writer_delay` is 1 ..." citing a passage that never names `wal_writer_delay` (precision
-/// reported 1.00). The grounded answer's check and the run's
-/// claim check both judge by this.
+/// entry or of a qualified name ("15 (for `float8`)") to another name
+/// ([`entry::number_of_another_entry`], [`numbers::qualified_for_another`]), writes no letter
+/// of another script the text lacks ([`script::foreign_letters`]) nor a template's blank
+/// ([`slot::unheld_slots`]), and shares at least [`SUPPORT_THRESHOLD`] of its words (a floor).
+/// Shared words alone passed "The default value of `wal_writer_delay` is 1 ..." citing a
+/// passage that never names `wal_writer_delay` (precision reported 1.00). The grounded
+/// answer's check and the run's claim check both judge by this.
 pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
     // Pages are stored as Markdown: `max\_pred\_locks\_per\_relation` names the setting a claim
     // writes `max_pred_locks_per_relation`, and was not found by it.
@@ -680,6 +680,7 @@ pub fn check_support(claim: &str, evidence: &str, asked: &str) -> Support {
         && !previously::from_the_past(claim, evidence)
         && !condition::drops_condition(claim, evidence)
         && !entry::number_of_another_entry(claim, evidence, &restated)
+        && !numbers::qualified_for_another(claim, evidence)
         && script::foreign_letters(claim, evidence).is_empty()
         && slot::unheld_slots(claim, evidence).is_empty();
     Support {

@@ -203,3 +203,45 @@ pub(super) fn missing_units(claim: &str, evidence: &str) -> Vec<String> {
     }
     out
 }
+
+/// A number's qualifier naming whose it is: "15 (for `float8`)", "6 (for float4)".
+#[allow(clippy::expect_used)] // constant pattern, checked by the tests
+static QUALIFIED_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(?:[A-Za-z]+\s+)?\((?:for|on|with) `?([A-Za-z_][\w.]*)`?\)")
+        .expect("valid regex")
+});
+
+/// Pure: whether a number of `claim` is held by `evidence` only with a qualifier naming whose
+/// it is ("6 (for `float4`) or 15 (for `float8`) significant decimal digits") and the claim
+/// names none of those: the 0.5B model answered "How many digits can PostgreSQL's numeric type
+/// hold?" with "PostgreSQL's numeric type can hold up to 15 digits" from that passage (tuning
+/// set's question part, asked on its own).
+pub(super) fn qualified_for_another(claim: &str, evidence: &str) -> bool {
+    let said = claim.to_lowercase();
+    let names = |name: &str| {
+        let name = name.to_lowercase();
+        said.match_indices(&name).any(|(at, _)| {
+            let before = said[..at].chars().next_back();
+            let after = said[at + name.len()..].chars().next();
+            let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !part(before) && !part(after)
+        })
+    };
+    NUMERAL_RE.find_iter(claim).any(|m| {
+        let n = number_value(m.as_str());
+        let mut owners = Vec::new();
+        for at in NUMERAL_RE.find_iter(evidence) {
+            if number_value(at.as_str()) != n {
+                continue;
+            }
+            match QUALIFIED_RE
+                .captures(&evidence[at.end()..])
+                .and_then(|c| c.get(1))
+            {
+                Some(owner) => owners.push(owner.as_str().to_string()),
+                None => return false,
+            }
+        }
+        !owners.is_empty() && !owners.iter().any(|o| names(o))
+    })
+}

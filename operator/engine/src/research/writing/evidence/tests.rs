@@ -868,3 +868,29 @@ fn a_unit_the_passage_does_not_hold_is_unsupported() {
         .supported
     );
 }
+
+#[test]
+fn a_number_the_passage_qualifies_as_another_names_is_unsupported() {
+    let passage = "Setting a value of 0 restores the previous default of rounding the value to 6 (for `float4`) or 15 (for `float8`) significant decimal digits.";
+    assert!(
+        !check_support(
+            "PostgreSQL's numeric type can hold up to 15 digits.",
+            passage,
+            "How many digits can PostgreSQL's numeric type hold?"
+        )
+        .supported
+    );
+    assert!(numbers::qualified_for_another(
+        "The numeric type can hold up to 15 digits.",
+        passage
+    ));
+    // Said of its own name, or of a number also written without a qualifier, it stands.
+    assert!(!numbers::qualified_for_another(
+        "The previous default rounded float8 values to 15 significant decimal digits.",
+        passage
+    ));
+    assert!(!numbers::qualified_for_another(
+        "Rounding is to 15 digits.",
+        &format!("{passage} Output is rounded to 15 digits.")
+    ));
+}
