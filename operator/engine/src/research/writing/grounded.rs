@@ -143,7 +143,11 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
         let Some(text) = pointers::without_pointers(&text) else {
             continue;
         };
-        if text.is_empty() || is_heading_copy(&text, items) || is_question(&text) {
+        if text.is_empty()
+            || is_heading_copy(&text, items)
+            || is_question(&text)
+            || prose::is_credit(&text)
+        {
             continue;
         }
         match cite {
@@ -536,6 +540,7 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
                 || said.iter().any(|s| s.contains(&key))
                 || is_heading_copy(&text, items)
                 || is_question(&text)
+                || prose::is_credit(&text)
                 || is_fragment(&text)
             {
                 continue;

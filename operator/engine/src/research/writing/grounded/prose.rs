@@ -89,3 +89,27 @@ pub(super) fn with_following_value(
         chosen
     }
 }
+
+/// How a credit line opens: who wrote a change, not what it does.
+const CREDIT_OPENERS: [&str; 7] = [
+    "contributed by",
+    "patch by",
+    "original patch by",
+    "written by",
+    "implemented by",
+    "reported by",
+    "initial patch by",
+];
+
+/// Pure: whether `text` is only a credit line ("(Contributed by Raymond Hettinger in
+/// bpo-38200.)"): it says who, and nothing of the subject. It led the summary of my own question
+/// on `itertools.pairwise` as the statement of the release notes' passage, whose first sentence
+/// ("Add itertools.pairwise().") was too short to be one, and the 1.5B model copied one into a
+/// deep report (tuning set).
+pub(super) fn is_credit(text: &str) -> bool {
+    let t = text
+        .trim()
+        .trim_start_matches(['(', '*', '_', '“', '"'])
+        .to_lowercase();
+    CREDIT_OPENERS.iter().any(|o| t.starts_with(o))
+}

@@ -728,7 +728,7 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
             .split_whitespace()
             .filter(|w| w.chars().any(char::is_alphabetic))
             .count();
-        if words < MIN_STATEMENT_WORDS {
+        if words < MIN_STATEMENT_WORDS || super::prose::is_credit(&s) {
             continue;
         }
         let named = subject::Named::new(&s);

@@ -3149,3 +3149,28 @@ fn the_sentence_stating_the_asked_default_goes_first() {
     run[1] = "Idle sessions are terminated after the timeout.".to_string();
     assert_eq!(super::summary::answer_first(asked, &run, &plain), run);
 }
+
+/// My own question on `itertools.pairwise`: a credit line is no statement, neither the
+/// model's nor a passage's lead.
+#[test]
+fn a_credit_line_is_no_statement() {
+    assert!(prose::is_credit(
+        "(Contributed by Raymond Hettinger in bpo-38200.)"
+    ));
+    assert!(prose::is_credit("Patch by Victor Stinner."));
+    assert!(!prose::is_credit(
+        "Raymond Hettinger contributed itertools.pairwise() to Python 3.10."
+    ));
+    let notes = item(
+        1,
+        "What’s New In Python 3.10 › Improved Modules › itertools",
+        "Add itertools.pairwise(). (Contributed by Raymond Hettinger in bpo-38200.)",
+    );
+    assert_eq!(
+        statements::statement(
+            "In which Python version was itertools.pairwise() added?",
+            &notes
+        ),
+        None
+    );
+}
