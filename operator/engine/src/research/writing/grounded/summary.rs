@@ -131,7 +131,15 @@ pub(super) fn answer_first(asked: &str, sentences: &[String], plain: &[String]) 
         return out;
     }
     let own_citation = |i: usize| sentences[i].contains("](") && sentences[i - 1].contains("](");
-    if let Some(i) = (1..plain.len()).find(|i| leads_with(&plain[*i]) && own_citation(*i)) {
+    // A copied quote or list item ("> * `FIRST = auto()` will work") is no sentence to open with.
+    let prose = |i: usize| {
+        plain[i]
+            .trim_start()
+            .starts_with(|c: char| c.is_alphanumeric() || "`\"“".contains(c))
+    };
+    if let Some(i) =
+        (1..plain.len()).find(|i| leads_with(&plain[*i]) && own_citation(*i) && prose(*i))
+    {
         let moved = out.remove(i);
         out.insert(0, moved);
     }

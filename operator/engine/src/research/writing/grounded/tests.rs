@@ -3162,6 +3162,22 @@ fn the_sentence_stating_the_asked_default_goes_first() {
         .collect();
     let out = super::summary::answer_first(asked, &sentences, &plain);
     assert!(out[0].starts_with("MERGE conditionally"), "{out:?}");
+    // A copied quote does not lead (tuning set, `py-enum-strenum-auto`).
+    let asked = "What value does enum.auto() produce for members of an enum.StrEnum?";
+    let plain = [
+        "StrEnum is the same as Enum, but its members are also strings",
+        "> * `FIRST = auto()` will work (auto() is replaced with `1`);",
+    ]
+    .map(String::from);
+    let sentences: Vec<String> = plain
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{p} ([Page {i}](http://docs/page{i}.html))."))
+        .collect();
+    assert_eq!(
+        super::summary::answer_first(asked, &sentences, &plain),
+        sentences
+    );
 }
 
 /// My own question on `itertools.pairwise`: a credit line is no statement, neither the
