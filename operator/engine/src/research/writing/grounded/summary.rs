@@ -5,7 +5,6 @@ use super::statements::{leads, part_leads, quoted_list, uncited_best};
 use super::{Numbered, citation, kind};
 use crate::research::reading::passages::focus;
 use crate::research::reading::queries;
-use crate::research::writing::evidence::subject;
 
 /// The report: the cited sentences as a summary, then each cited passage quoted under its page,
 /// then the best passages the summary left out (see [`uncited_best`]). When the sentences
@@ -93,8 +92,7 @@ fn asks_value(asked: &str) -> bool {
 
 /// Pure: the model's `sentences` (and their text without citations, `plain`) with the first one
 /// stating the value a one-part question asks for (a default, a number, a version, an
-/// exception), or, asked for none, the first naming a subject of the question, moved to the
-/// front when the first does not. Answer first: the 1.5B
+/// exception) moved to the front, when the first does not state it. Answer first: the 1.5B
 /// model's sentences on "What is the default transaction isolation level of a PostgreSQL
 /// session?" spoke of the isolation levels and idle timeouts for five sentences, and only the
 /// sixth said "Read Committed is the default" (tuning set, deep mode). A sentence sharing the
@@ -113,21 +111,11 @@ pub(super) fn answer_first(asked: &str, sentences: &[String], plain: &[String]) 
             kind.is_some_and(|k| kind::holds_for(k, s, asked))
         }
     };
-    // Asked for no value, the first sentence speaks of what the question names: the 1.5B
-    // model's sentences on "What does the MERGE command introduced in PostgreSQL 15 do?" opened
-    // with two release notes' fixes and `recovery.conf`, and `MERGE` came fourth (tuning set,
-    // deep mode).
-    let subjects = subject::unanswered(asked, &[]);
-    let names_subject = |s: &str| {
-        !subjects.is_empty() && subject::unanswered(asked, &[s.to_string()]).len() < subjects.len()
-    };
-    let first_is = |test: &dyn Fn(&str) -> bool| plain.first().is_none_or(|s| test(s));
-    let leads_with: &dyn Fn(&str) -> bool = if asks_default || kind.is_some() {
-        &answers
-    } else {
-        &names_subject
-    };
-    if first_is(leads_with) {
+    // Asked for no value, nothing moves: a sentence naming the question's subject is no better
+    // an opening than one describing it under its entry's heading ("If the string starts with
+    // the *prefix* string, return ..."), and "See `str.removeprefix()` for ..." came first
+    // when it was tried (probe set).
+    if !asks_default && kind.is_none() || plain.first().is_none_or(|s| answers(s)) {
         return out;
     }
     let own_citation = |i: usize| sentences[i].contains("](") && sentences[i - 1].contains("](");
@@ -137,8 +125,7 @@ pub(super) fn answer_first(asked: &str, sentences: &[String], plain: &[String]) 
             .trim_start()
             .starts_with(|c: char| c.is_alphanumeric() || "`\"“".contains(c))
     };
-    if let Some(i) =
-        (1..plain.len()).find(|i| leads_with(&plain[*i]) && own_citation(*i) && prose(*i))
+    if let Some(i) = (1..plain.len()).find(|i| answers(&plain[*i]) && own_citation(*i) && prose(*i))
     {
         let moved = out.remove(i);
         out.insert(0, moved);

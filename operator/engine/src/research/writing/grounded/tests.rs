@@ -3148,20 +3148,6 @@ fn the_sentence_stating_the_asked_default_goes_first() {
     let mut run = sentences.clone();
     run[1] = "Idle sessions are terminated after the timeout.".to_string();
     assert_eq!(super::summary::answer_first(asked, &run, &plain), run);
-    // Asked for no value, the first sentence naming the question's subject leads.
-    let asked = "What does the MERGE command introduced in PostgreSQL 15 do?";
-    let plain = [
-        "This fixes a session-lifespan memory leak introduced in our previous minor releases",
-        "MERGE conditionally inserts, updates, or deletes rows of a table",
-    ]
-    .map(String::from);
-    let sentences: Vec<String> = plain
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("{p} ([Page {i}](http://docs/page{i}.html))."))
-        .collect();
-    let out = super::summary::answer_first(asked, &sentences, &plain);
-    assert!(out[0].starts_with("MERGE conditionally"), "{out:?}");
     // A copied quote does not lead (tuning set, `py-enum-strenum-auto`).
     let asked = "What value does enum.auto() produce for members of an enum.StrEnum?";
     let plain = [
