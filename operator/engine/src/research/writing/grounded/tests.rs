@@ -3118,6 +3118,15 @@ fn a_quoted_summary_names_the_part_no_passage_answers() {
     );
 }
 
+/// The model's sentences, each cited to a page of its own.
+fn each_cited(plain: &[String]) -> Vec<String> {
+    plain
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{p} ([Page {i}](http://docs/page{i}.html))."))
+        .collect()
+}
+
 /// Tuning set, deep mode: the sentence stating the asked default leads the model's sentences.
 #[test]
 fn the_sentence_stating_the_asked_default_goes_first() {
@@ -3128,11 +3137,7 @@ fn the_sentence_stating_the_asked_default_goes_first() {
         "Read Committed is the default isolation level in PostgreSQL",
     ]
     .map(String::from);
-    let sentences: Vec<String> = plain
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("{p} ([Page {i}](http://docs/page{i}.html))."))
-        .collect();
+    let sentences = each_cited(&plain);
     let out = super::summary::answer_first(asked, &sentences, &plain);
     assert!(
         out[0].starts_with("Read Committed is the default"),
@@ -3155,11 +3160,7 @@ fn the_sentence_stating_the_asked_default_goes_first() {
         "> * `FIRST = auto()` will work (auto() is replaced with `1`);",
     ]
     .map(String::from);
-    let sentences: Vec<String> = plain
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("{p} ([Page {i}](http://docs/page{i}.html))."))
-        .collect();
+    let sentences = each_cited(&plain);
     assert_eq!(
         super::summary::answer_first(asked, &sentences, &plain),
         sentences
