@@ -74,7 +74,8 @@ impl Session<'_> {
         let pages: Vec<PageExtract> = pages
             .into_iter()
             .zip(of_release)
-            .filter_map(|(p, keep)| keep.then(|| p.clone()))
+            .filter(|(_, keep)| *keep)
+            .map(|(p, _)| p.clone())
             .collect();
         let items = grounded::number_passages(&pages, task, budget);
         // The answerability gate: passages that leave out a subject the task names do not
