@@ -29,6 +29,16 @@ fn asked_releases(task: &str) -> (Vec<String>, Vec<String>) {
             versions.push(v.to_string());
         }
     }
+    // A release compared with the named one is asked too: "Python 3.11 than 3.10".
+    if !versions.is_empty() {
+        for w in &words {
+            if let Some(v) = version(w).filter(|v| v.contains('.'))
+                && !versions.iter().any(|known| known == v)
+            {
+                versions.push(v.to_string());
+            }
+        }
+    }
     (products, versions)
 }
 

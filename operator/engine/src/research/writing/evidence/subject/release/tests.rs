@@ -39,6 +39,11 @@ fn a_task_naming_no_release_or_left_with_no_page_keeps_every_page() {
         of_asked_release("What did Python 3.12 add?", &TITLES[1..2]),
         [true]
     );
+    // A release compared with the named one is asked as well.
+    assert_eq!(
+        of_asked_release("How much faster is Python 3.11 than 3.7?", &TITLES[..3]),
+        [true, true, true]
+    );
     assert_eq!(version("3.11?"), Some("3.11"));
     assert_eq!(version("E.21."), None);
 }
