@@ -378,20 +378,15 @@ pub fn unanswered(asked: &str, items: &[Numbered]) -> Vec<String> {
         .zip(mask)
         .filter_map(|(n, keep)| keep.then_some(n))
         .collect();
-    // Read without Markdown's escapes: Sphinx's `*dirs\_exist\_ok*` names `dirs_exist_ok`, and
-    // my own question on `shutil.copytree`'s `dirs_exist_ok` ended NoEvidence on its own page.
     let heads: Vec<String> = items
         .iter()
-        .map(|n| evidence::unescape_markdown(&format!("{}\n{}", n.title, n.heading)))
+        .map(|n| format!("{}\n{}", n.title, n.heading))
         .collect();
     let texts: Vec<String> = items
         .iter()
         .map(|n| {
             let address = subject::address_words(&n.url);
-            evidence::unescape_markdown(&format!(
-                "{}\n{}\n{}\n{address}",
-                n.title, n.heading, n.text
-            ))
+            format!("{}\n{}\n{}\n{address}", n.title, n.heading, n.text)
         })
         .collect();
     subject::unanswerable(asked, &heads, &texts)

@@ -3191,16 +3191,3 @@ fn a_credit_line_is_no_statement() {
         None
     );
 }
-
-/// My own question: a parameter Sphinx writes in emphasis (`*dirs\_exist\_ok*`) is named by
-/// its passage; the gate read the escapes and refused `shutil.copytree`'s own entry.
-#[test]
-fn the_gate_reads_passages_without_markdown_escapes() {
-    let items = vec![item(
-        1,
-        "shutil › Directory and files operations › shutil.copytree(src, dst, dirs\\_exist\\_ok=False)",
-        "If *dirs\\_exist\\_ok* is false (the default) and *dst* already exists, a `FileExistsError` is raised.",
-    )];
-    let asked = "What does the dirs_exist_ok argument of Python's shutil.copytree() do, and what is its default?";
-    assert_eq!(unanswered(asked, &items), Vec::<String>::new());
-}
