@@ -810,8 +810,8 @@ mod question;
 mod selection;
 
 pub use question::{
-    held_part_terms, is_context, key_terms, keyword_query, mentions_key_terms, products_asked,
-    sole_product, speaks_to, subject_terms,
+    held_part_terms, holds_word, is_context, key_terms, keyword_query, mentions_key_terms,
+    products_asked, sole_product, speaks_to, subject_terms,
 };
 pub use selection::{Selection, asked_definitions, bears_on, page_lead, select};
 

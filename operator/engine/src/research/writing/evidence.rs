@@ -353,7 +353,7 @@ pub fn gate_links(markdown: &str, base: &EvidenceBase) -> GatedText {
 }
 
 /// Byte ranges of a line's inline code spans (between pairs of backticks).
-fn code_spans(line: &str) -> Vec<std::ops::Range<usize>> {
+pub(super) fn code_spans(line: &str) -> Vec<std::ops::Range<usize>> {
     let ticks: Vec<usize> = line.match_indices('`').map(|(i, _)| i).collect();
     ticks.chunks_exact(2).map(|p| p[0]..p[1]).collect()
 }

@@ -305,14 +305,7 @@ pub fn mentions_key_terms(text: &str, question: &str) -> bool {
         return true;
     }
     let lower = text.to_lowercase();
-    let has_word = |needle: &str| {
-        lower.match_indices(needle).any(|(at, _)| {
-            let before = lower[..at].chars().next_back();
-            let after = lower[at + needle.len()..].chars().next();
-            let boundary = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-            boundary(before) && boundary(after)
-        })
-    };
+    let has_word = |needle: &str| holds_word(&lower, needle);
     keys.iter().any(|k| {
         let singular = k.strip_suffix('s').filter(|s| s.len() > 2);
         has_word(k)
@@ -321,5 +314,16 @@ pub fn mentions_key_terms(text: &str, question: &str) -> bool {
             || k.rsplit('.')
                 .next()
                 .is_some_and(|last| last != k && last.len() > 2 && has_word(last))
+    })
+}
+
+/// Pure: whether `text` holds `word` whole: not inside a longer word or identifier (`_` joins).
+/// Both are compared as given; callers lower-case them.
+pub fn holds_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        let boundary = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        boundary(before) && boundary(after)
     })
 }

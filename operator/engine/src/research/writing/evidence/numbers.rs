@@ -5,6 +5,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::research::reading::passages::holds_word;
+
 #[allow(clippy::expect_used)] // constant pattern, checked by the tests
 static NUMERAL_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\d+(?:[.,]\d+)*").expect("valid regex"));
@@ -218,15 +220,7 @@ static QUALIFIED_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// set's question part, asked on its own).
 pub(super) fn qualified_for_another(claim: &str, evidence: &str) -> bool {
     let said = claim.to_lowercase();
-    let names = |name: &str| {
-        let name = name.to_lowercase();
-        said.match_indices(&name).any(|(at, _)| {
-            let before = said[..at].chars().next_back();
-            let after = said[at + name.len()..].chars().next();
-            let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-            !part(before) && !part(after)
-        })
-    };
+    let names = |name: &str| holds_word(&said, &name.to_lowercase());
     NUMERAL_RE.find_iter(claim).any(|m| {
         let n = number_value(m.as_str());
         let mut owners = Vec::new();

@@ -15,7 +15,10 @@ const MAX_SLOT_WORDS: usize = 3;
 pub(super) fn unheld_slots(claim: &str, evidence: &str) -> Vec<String> {
     let lower = evidence.to_lowercase();
     // Code is written as it is: `x[i]`, `a < b`.
-    let prose: String = claim.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+    let mut prose = claim.to_string();
+    for span in super::code_spans(claim).into_iter().rev() {
+        prose.replace_range(span.start..=span.end, " ");
+    }
     let mut out = Vec::new();
     for (open, close) in [('[', ']'), ('<', '>')] {
         let mut rest = prose.as_str();

@@ -36,7 +36,7 @@ pub(super) fn names(text: &str) -> Vec<String> {
         let camel = w.chars().skip(1).any(char::is_uppercase)
             && w.chars().filter(|c| c.is_lowercase()).count() >= 2;
         let name = w.to_lowercase();
-        let shaped = w.contains(['_', '.']) || camel || spans.contains(&(m.start(), m.end()));
+        let shaped = w.contains(['_', '.']) || camel || spans.contains(&(m.start()..m.end()));
         if shaped && !out.contains(&name) {
             out.push(name);
         }
@@ -45,19 +45,18 @@ pub(super) fn names(text: &str) -> Vec<String> {
 }
 
 /// Pure: where `text` writes one word alone as a code span (`` `jsonb` ``), as byte ranges of
-/// the word. A type of the model's summary ("The `jsonb` type stores an exact copy") was the
-/// other type's clause of its passage ("the `json` type stores an exact copy"), and two plain
-/// words had no shape to tell them apart by.
-fn code_words(text: &str) -> Vec<(usize, usize)> {
-    let ticks: Vec<usize> = text.match_indices('`').map(|(at, _)| at).collect();
-    ticks
-        .chunks_exact(2)
-        .map(|pair| (pair[0] + 1, pair[1]))
-        .filter(|(start, end)| {
-            text[*start..*end]
-                .chars()
-                .all(|c| c.is_alphanumeric() || c == '_')
-                && end > start
+/// the word ([`super::code_spans`] less their opening backtick). A type of the model's summary
+/// ("The `jsonb` type stores an exact copy") was the other type's clause of its passage ("the
+/// `json` type stores an exact copy"), and two plain words had no shape to tell them apart by.
+fn code_words(text: &str) -> Vec<std::ops::Range<usize>> {
+    super::code_spans(text)
+        .into_iter()
+        .map(|r| r.start + 1..r.end)
+        .filter(|r| {
+            !r.is_empty()
+                && text[r.clone()]
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_')
         })
         .collect()
 }
