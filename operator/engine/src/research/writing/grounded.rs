@@ -178,7 +178,15 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
     if cited.is_empty() {
         return None;
     }
-    Some(report(asked, &sentences, &plain, cited, &valued, items))
+    Some(report(
+        asked,
+        &sentences,
+        &plain,
+        cited,
+        &valued,
+        &[],
+        items,
+    ))
 }
 
 /// Pure: whether a sentence of a JSON point is a piece of one: it opens with a lower-case
@@ -431,6 +439,8 @@ pub struct Point {
     pub passages: Vec<usize>,
     /// The sentence as the model wrote it.
     pub sentence: String,
+    /// The passage the model was asked to write it for, in the per-passage form.
+    pub written_for: Option<usize>,
 }
 
 /// The schema of the JSON answer form for `count` numbered passages. Passage ids are an enum of
@@ -515,6 +525,8 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
     let mut sentences_out: Vec<String> = Vec::new();
     let mut said: Vec<String> = Vec::new();
     let mut plain: Vec<String> = Vec::new();
+    // Passages whose sentence (the first a point cites) the model took from another passage.
+    let mut shifted: Vec<usize> = Vec::new();
     for p in points {
         // A point of two sentences is judged sentence by sentence: the 0.5B model put a wrong
         // "does not set the timeout" before the right "If no timeout is supplied, the global
@@ -556,6 +568,12 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
                 kept.push((written, text, cites));
             }
         }
+        if let Some(own) = p.written_for
+            && !kept.is_empty()
+            && kept.iter().all(|(_, _, cites)| cites[0] != own)
+        {
+            shifted.push(own);
+        }
         // Sentences of a point citing one passage in a row carry its link once, at the end.
         for (i, (written, model_wrote, cites)) in kept.iter().enumerate() {
             plain.push(model_wrote.clone());
@@ -581,7 +599,15 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
     if cited.is_empty() {
         return None;
     }
-    Some(report(asked, &sentences_out, &plain, cited, &valued, items))
+    Some(report(
+        asked,
+        &sentences_out,
+        &plain,
+        cited,
+        &valued,
+        &shifted,
+        items,
+    ))
 }
 
 /// The passages a sentence cites that support it, the one its citation goes to first: the

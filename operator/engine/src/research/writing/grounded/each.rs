@@ -68,6 +68,7 @@ pub fn each_points(answer: &str, count: usize) -> Option<Vec<Point>> {
             ((1..=count).contains(&n) && words >= MIN_SENTENCE_WORDS).then(|| Point {
                 passages: own_then_others(n, count),
                 sentence: without_torn_tail(&whole_sentences(sentence, MAX_EACH_CHARS)),
+                written_for: Some(n),
             })
         })
         .collect();

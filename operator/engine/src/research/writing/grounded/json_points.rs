@@ -50,6 +50,7 @@ pub(super) fn point(v: &Value, count: usize) -> Option<Point> {
             sentence,
             super::MAX_SENTENCE_CHARS,
         )),
+        written_for: None,
     })
 }
 

@@ -1,7 +1,9 @@
 //! The grounded report's Markdown: its summary (leads, the model's sentences, the parts left
 //! unanswered), the quoted evidence and the best passages left out.
 
-use super::statements::{leads, part_leads, quoted_list, uncited_best};
+use super::statements::{
+    LEAD_CANDIDATES, labelled, leads, part_leads, quoted_list, statement, uncited_best,
+};
 use super::{Numbered, citation, kind};
 use crate::research::reading::passages::focus;
 use crate::research::reading::queries;
@@ -11,12 +13,15 @@ use crate::research::reading::queries;
 /// leave out what the best passage answers (`statements::misses_the_answer`), the summary leads with
 /// that passage's statement, quoted and cited: the 0.5B model wrote about a sibling parameter
 /// while the answer sat in the "Best-matching passage" below it.
+/// `shifted` are the passages the model wrote another passage's sentence for (see
+/// [`passed_over`]).
 pub(super) fn report(
     asked: &str,
     sentences: &[String],
     plain: &[String],
     mut cited: Vec<usize>,
     valued: &[usize],
+    shifted: &[usize],
     items: &[Numbered],
 ) -> String {
     let mut summary: Vec<String> = Vec::new();
@@ -42,6 +47,10 @@ pub(super) fn report(
         summary.extend(sentences.iter().cloned());
     } else {
         summary.extend(answer_first(asked, sentences, plain));
+    }
+    for (n, statement) in passed_over(asked, shifted, &cited, &summary, items) {
+        summary.push(format!("{statement}{}.", citation(n)));
+        cited.push(n.number);
     }
     for (n, statement) in part_leads(asked, &cited, &summary, items) {
         summary.push(format!("{statement}{}.", citation(n)));
@@ -129,6 +138,38 @@ pub(super) fn answer_first(asked: &str, sentences: &[String], plain: &[String]) 
     {
         let moved = out.remove(i);
         out.insert(0, moved);
+    }
+    out
+}
+
+/// Pure: the statements ([`statement`], [`labelled`]) of the best passages ([`LEAD_CANDIDATES`])
+/// at whose number the model wrote another passage's sentence (`shifted`), when no sentence of
+/// the summary cites them or `said` the statement already, and it is an answer by the checks a
+/// model's sentence passes. Asked how `asyncio.TaskGroup` handles its tasks' exceptions, the
+/// 0.5B model wrote passage 1's sentence at number 2, and passage 2, "those exceptions are
+/// combined in an `ExceptionGroup` ... which is then raised", reached no reader's summary.
+/// A passage of code states nothing.
+pub(super) fn passed_over<'a>(
+    asked: &str,
+    shifted: &[usize],
+    cited: &[usize],
+    said: &[String],
+    items: &'a [Numbered],
+) -> Vec<(&'a Numbered, String)> {
+    let mut out = Vec::new();
+    for n in items.iter().take(LEAD_CANDIDATES) {
+        if !shifted.contains(&n.number)
+            || cited.contains(&n.number)
+            || n.text.trim_start().starts_with("```")
+        {
+            continue;
+        }
+        let Some(s) = statement(asked, n) else {
+            continue;
+        };
+        if super::support_of(&s, n, asked).is_some() && !said.iter().any(|d| d.contains(&s)) {
+            out.push((n, labelled(asked, n, s)));
+        }
     }
     out
 }

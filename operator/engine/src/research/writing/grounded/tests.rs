@@ -535,7 +535,8 @@ fn fenced_json_with_prose_around_it_string_ids_and_a_bare_array_are_understood()
         points,
         vec![Point {
             passages: vec![2],
-            sentence: "json.load deserializes a text file containing a JSON document.".into()
+            sentence: "json.load deserializes a text file containing a JSON document.".into(),
+            written_for: None,
         }]
     );
     assert!(
@@ -1193,6 +1194,7 @@ fn the_summary_leads_with_the_list_item_stating_the_asked_default() {
         &["The setlimit method sets a connection runtime limit".to_string()],
         vec![2],
         &[],
+        &[],
         &items,
     );
     let summary = md.split("## Evidence").next().unwrap();
@@ -1225,6 +1227,7 @@ fn the_lead_for_a_default_is_the_passage_stating_it() {
         &["The value must be less than max_connections.".to_string()],
         &["The value must be less than max_connections".to_string()],
         vec![1],
+        &[],
         &[],
         &items,
     );
@@ -1265,6 +1268,7 @@ fn a_subject_only_the_heading_names_leads_with_its_stated_default_labelled() {
         ],
         &["The default value of hash_mem_multiplier is 2.0".to_string()],
         vec![1],
+        &[],
         &[],
         &items,
     );
@@ -1351,6 +1355,7 @@ fn the_summary_names_each_subject_the_sentences_leave_out() {
         &[said.to_string()],
         vec![1],
         &[],
+        &[],
         &items,
     );
     assert!(
@@ -1364,6 +1369,7 @@ fn the_summary_names_each_subject_the_sentences_leave_out() {
         &[both.to_string()],
         &[both.to_string()],
         vec![1],
+        &[],
         &[],
         &items,
     );
@@ -2874,10 +2880,12 @@ fn a_sentence_under_the_wrong_number_is_cited_to_the_passage_saying_it() {
         Point {
             passages: vec![1],
             sentence: "PostgreSQL's CREATE INDEX creates B-tree indexes by default.".into(),
+            written_for: None,
         },
         Point {
             passages: vec![1],
             sentence: "PostgreSQL's CREATE INDEX creates Hash indexes by default.".into(),
+            written_for: None,
         },
     ];
     let md = assemble_points(asked, &points, &items).expect("a report");
@@ -3069,6 +3077,7 @@ fn a_point_cut_at_its_end_keeps_its_whole_clauses() {
     let points = vec![Point {
         passages: vec![1],
         sentence: torn.to_string(),
+        written_for: None,
     }];
     let md = assemble_points(asked, &points, &items).expect("the torn point keeps its clauses");
     assert!(md.contains("multiplied by 5 ("), "{md}");
@@ -3190,4 +3199,43 @@ fn a_credit_line_is_no_statement() {
         ),
         None
     );
+}
+
+/// Tuning set, py-asyncio-taskgroup-exceptions: the 0.5B model wrote passage 1's sentence at
+/// number 2 and passage 3's at number 1, so passage 2, which answers, had no sentence.
+#[test]
+fn a_best_passage_the_model_wrote_another_passages_sentence_for_is_stated() {
+    let asked =
+        "How does asyncio.TaskGroup handle exceptions raised by its child tasks in Python 3.11?";
+    let items = vec![
+        item(
+            1,
+            "Task Groups › class asyncio.TaskGroup",
+            "An asynchronous context manager holding a group of tasks. Tasks can be added to the group using `create_task()`. All tasks are awaited when the context manager exits.",
+        ),
+        item(
+            2,
+            "Task Groups › create_task(coro, *, name=None, context=None)",
+            "Once all tasks have finished, if any tasks have failed with an exception other than `asyncio.CancelledError`, those exceptions are combined in an `ExceptionGroup` or `BaseExceptionGroup` which is then raised.",
+        ),
+        item(
+            3,
+            "Task Object › result()",
+            "If the Task is *done*, the result of the wrapped coroutine is returned (or if the coroutine raised an exception, that exception is re-raised.)",
+        ),
+    ];
+    let answer = r#"{"1": "If the Task is done, the result of the wrapped coroutine is returned.", "2": "An asynchronous context manager holding a group of tasks.", "3": ""}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(
+        summary.contains("those exceptions are combined in an `ExceptionGroup`"),
+        "{md}"
+    );
+    assert!(summary.contains("(http://docs/page2.html)"), "{md}");
+    // A passage the model wrote nothing for is the model's to leave out.
+    let answer =
+        r#"{"1": "An asynchronous context manager holding a group of tasks.", "2": "", "3": ""}"#;
+    let md = assemble_points(asked, &each_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(!summary.contains("combined in an"), "{md}");
 }
