@@ -3,8 +3,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::{
-    CONTEXT_WEIGHT, DEFINITION_WEIGHT, FRAME_WORDS, Passage, context_terms, definition_terms,
-    query_terms, terms,
+    CONTEXT_WEIGHT, DEFINITION_WEIGHT, FRAME_WORDS, Passage, PassageKind, context_terms,
+    definition_terms, query_terms, terms,
 };
 
 /// BM25 (k1 = 1.2, b = 0.75) of every passage for `query`, with document frequencies from the
@@ -133,9 +133,11 @@ pub(super) fn query_pairs(query: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Pure: the share of `pairs` that `passage` writes side by side, in its text or its headings.
+/// Pure: the share of `pairs` that `passage` writes side by side, in its text or its headings;
+/// none for code, whose comments are no prose ("the assigned -- value must be of the jsonb type
+/// as well" outranked jsonb's duplicate keys for "PostgreSQL's jsonb type").
 pub(super) fn pair_share(passage: &Passage, pairs: &[(String, String)]) -> f64 {
-    if pairs.is_empty() {
+    if pairs.is_empty() || passage.kind == PassageKind::Code {
         return 0.0;
     }
     let text = terms(&passage.text);

@@ -669,6 +669,11 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
     let kind = answer_kind(asked);
     let keys = subject_terms(asked);
     let text = table_row_prose(&strip_signature(&best.text));
+    // A code block states nothing: its comment "-- value must be of the jsonb type as well"
+    // led a summary on how jsonb handles duplicate keys.
+    if text.trim_start().starts_with("```") {
+        return None;
+    }
     // What the passage's heading names is what its sentences are about ("It defaults to 64
     // megabytes" under `maintenance_work_mem (integer)`), unless a sentence names another of
     // the task's subjects ("... larger than `work_mem`").

@@ -3239,3 +3239,21 @@ fn a_best_passage_the_model_wrote_another_passages_sentence_for_is_stated() {
     let summary = md.split("## Evidence").next().unwrap();
     assert!(!summary.contains("combined in an"), "{md}");
 }
+
+/// Tuning set, multi-json-duplicate-keys: a comment of an SQL example led the summary.
+#[test]
+fn a_code_block_gives_no_statement() {
+    let code = item(
+        1,
+        "8.14.5. jsonb Subscripting",
+        "```\n-- Update object value by key. Note the quotes around '1': the assigned\n-- value must be of the jsonb type as well\nUPDATE table_name SET jsonb_field['key'] = '1';\n```",
+    );
+    let asked = "How does PostgreSQL's jsonb type handle duplicate keys?";
+    assert_eq!(statements::statement(asked, &code), None);
+    let prose = item(
+        2,
+        "8.14. JSON Types",
+        "By contrast, `jsonb` does not keep duplicate object keys.",
+    );
+    assert!(statements::statement(asked, &prose).is_some());
+}

@@ -47,3 +47,15 @@ fn a_passage_writing_the_asked_pair_outranks_one_holding_its_words_apart() {
     let scores = rank(&passages, asked);
     assert!(scores[1] > scores[0], "{scores:?}");
 }
+
+#[test]
+fn a_code_block_writing_the_pair_in_a_comment_is_not_boosted() {
+    let asked = "How does PostgreSQL's jsonb type handle duplicate keys?";
+    let mut code = prose(
+        "jsonb Subscripting",
+        "```\n-- the assigned value must be of the jsonb type as well\n```",
+    );
+    assert!(pair_share(&code, &query_pairs(asked)) > 0.0);
+    code.kind = super::super::PassageKind::Code;
+    assert_eq!(pair_share(&code, &query_pairs(asked)), 0.0);
+}
