@@ -403,8 +403,7 @@ fn gate_prose(
     out.into_owned()
 }
 
-/// Splits Markdown into sentence-sized units: lines, then sentences within a line. Links are
-/// protected so the dots in URLs do not split sentences.
+/// Splits Markdown into sentence-sized units: lines, then sentences (not inside brackets) within.
 pub fn sentences(markdown: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in markdown.lines() {
@@ -420,6 +419,7 @@ pub fn sentences(markdown: &str) -> Vec<String> {
             match c {
                 '(' | '[' => depth += 1,
                 ')' | ']' => depth -= 1,
+                '…' => depth = 0, // A cut closes what it cut: "(i.e. which have …".
                 _ => {}
             }
             let ends = matches!(c, '.' | '!' | '?')

@@ -894,3 +894,11 @@ fn a_number_the_passage_qualifies_as_another_names_is_unsupported() {
         &format!("{passage} Output is rounded to 15 digits.")
     ));
 }
+
+/// Probe set, probe-multi-git-restore-reset: a model's sentence cut inside a parenthesis took
+/// the quote after it into its claim, which no one passage supported.
+#[test]
+fn a_cut_sentence_ends_what_it_left_open() {
+    let summary = "Keeps those (i.e. which have … ([git-reset(1)](http://d/git-reset.html)). “After running it, use restore” ([git-reset(1)](http://d/git-reset.html)).";
+    assert_eq!(sentences(summary).len(), 2, "{:?}", sentences(summary));
+}
