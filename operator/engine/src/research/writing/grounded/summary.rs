@@ -148,7 +148,6 @@ pub(super) fn answer_first(asked: &str, sentences: &[String], plain: &[String]) 
 /// model's sentence passes. Asked how `asyncio.TaskGroup` handles its tasks' exceptions, the
 /// 0.5B model wrote passage 1's sentence at number 2, and passage 2, "those exceptions are
 /// combined in an `ExceptionGroup` ... which is then raised", reached no reader's summary.
-/// A passage of code states nothing.
 pub(super) fn passed_over<'a>(
     asked: &str,
     shifted: &[usize],
@@ -158,10 +157,7 @@ pub(super) fn passed_over<'a>(
 ) -> Vec<(&'a Numbered, String)> {
     let mut out = Vec::new();
     for n in items.iter().take(LEAD_CANDIDATES) {
-        if !shifted.contains(&n.number)
-            || cited.contains(&n.number)
-            || n.text.trim_start().starts_with("```")
-        {
+        if !shifted.contains(&n.number) || cited.contains(&n.number) {
             continue;
         }
         let Some(s) = statement(asked, n) else {
