@@ -1,5 +1,5 @@
 //! Pure text helpers for statements: a table row as prose, a version note's version, and a
-//! sentence completed by the one after it.
+//! sentence completed by the one after it (its value, or what happens otherwise).
 
 use super::kind::{AnswerKind, holds, holds_for};
 
@@ -87,6 +87,40 @@ pub(super) fn with_following_value(
         format!("{} {}", chosen.trim_end(), next.trim())
     } else {
         chosen
+    }
+}
+
+/// Pure: the sentence after `sentences[i]` when it says what happens when that sentence's
+/// condition does not hold: it opens with "Otherwise" ("If the result fits in the *width*, it
+/// is returned. Otherwise, enough words are dropped from the end ..."). A lead-in to an example
+/// ends with its full stop instead of its colon; one that only introduces the example is none.
+/// A condition said without its alternative answers half of a question asking what happens.
+pub(super) fn alternative_after(sentences: &[String], i: usize) -> Option<String> {
+    let next = sentences.get(i + 1)?.trim();
+    let opener = next.split_whitespace().next()?;
+    if !opener
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .eq_ignore_ascii_case("otherwise")
+    {
+        return None;
+    }
+    if next.ends_with(':') {
+        super::statements::statement_before_colon(next)
+    } else {
+        Some(next.to_string())
+    }
+}
+
+/// Pure: `chosen`, one of `sentences` (or one ended at its colon), joined with the sentence
+/// after it when that one says what happens otherwise ([`alternative_after`]).
+pub(super) fn with_alternative(sentences: &[String], chosen: String) -> String {
+    let at = sentences.iter().position(|s| {
+        s.trim() == chosen.trim()
+            || super::statements::statement_before_colon(s).as_deref() == Some(chosen.trim())
+    });
+    match at.and_then(|i| alternative_after(sentences, i)) {
+        Some(alt) => format!("{} {alt}", chosen.trim_end()),
+        None => chosen,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::entry_of;
 use super::kind::{AnswerKind, answer_kind, holds_for};
-use super::prose::{change_version, table_row_prose, with_following_value};
+use super::prose::{change_version, table_row_prose, with_alternative, with_following_value};
 use super::relevance::entry_label;
 use super::{Numbered, link_text};
 use crate::research::reading::passages::{
@@ -760,15 +760,22 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
         }
     }
     chosen.map(|(_, s)| {
-        let s = with_following_value(&sentences(&text), s, kind, asked);
-        // A list item's marker ("*   Default five seconds") is no part of the quote.
-        let s = unescape_markdown(&unlinked(without_list_marker(s.trim())));
-        let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
-        let s = s.trim();
-        s.strip_suffix(['.', '!', '?'])
-            .unwrap_or(s)
-            .replace(['“', '”'], "\"")
+        let all = sentences(&text);
+        let s = with_alternative(&all, with_following_value(&all, s, kind, asked));
+        quotable(&s)
     })
+}
+
+/// Pure: a passage's sentence as a summary quotes it: links as their text, Markdown escapes
+/// undone, one space between words, no list marker ("*   Default five seconds"), no final
+/// stop, and straight quotes inside the curly ones it is quoted in.
+pub(super) fn quotable(s: &str) -> String {
+    let s = unescape_markdown(&unlinked(without_list_marker(s.trim())));
+    let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let s = s.trim();
+    s.strip_suffix(['.', '!', '?'])
+        .unwrap_or(s)
+        .replace(['“', '”'], "\"")
 }
 
 /// Pure: a passage's text without its signature, after the entry it documents (`json.loads`

@@ -1,12 +1,16 @@
 //! The grounded report's Markdown: its summary (leads, the model's sentences, the parts left
 //! unanswered), the quoted evidence and the best passages left out.
 
+use super::prose::{alternative_after, table_row_prose};
 use super::statements::{
-    LEAD_CANDIDATES, labelled, leads, part_leads, quoted_list, statement, uncited_best,
+    LEAD_CANDIDATES, labelled, leads, part_leads, quotable, quoted_list, statement,
+    strip_signature, uncited_best,
 };
 use super::{Numbered, citation, kind};
 use crate::research::reading::passages::focus;
 use crate::research::reading::queries;
+use crate::research::writing::evidence::{sentences as split_sentences, terms};
+use crate::research::writing::links::LINK_RE;
 
 /// The report: the cited sentences as a summary, then each cited passage quoted under its page,
 /// then the best passages the summary left out (see [`uncited_best`]). When the sentences
@@ -47,6 +51,9 @@ pub(super) fn report(
         summary.extend(sentences.iter().cloned());
     } else {
         summary.extend(answer_first(asked, sentences, plain));
+    }
+    for (at, n, alternative) in alternatives(&summary, &cited, items).into_iter().rev() {
+        summary.insert(at + 1, format!("“{alternative}”{}.", citation(n)));
     }
     for (n, statement) in passed_over(asked, shifted, &cited, &summary, items) {
         summary.push(format!("{statement}{}.", citation(n)));
@@ -167,5 +174,72 @@ pub(super) fn passed_over<'a>(
             out.push((n, labelled(asked, n, s)));
         }
     }
+    out
+}
+
+/// Share of a passage sentence's words a summary sentence holds when it states that sentence.
+const STATES_SHARE: f64 = 0.8;
+
+/// Fewest words (beside stopwords) of a condition a summary sentence is taken to state: "If
+/// not, it fails" is said by many a sentence.
+const MIN_CONDITION_TERMS: usize = 3;
+
+/// Share of an alternative's words the summary holds when it has said it already.
+const SAID_SHARE: f64 = 0.5;
+
+/// Pure: the share of `statement`'s words that `sentence` holds (0 for a statement of none).
+fn share_held(sentence: &str, statement: &str) -> f64 {
+    let want = terms(statement);
+    if want.is_empty() {
+        return 0.0;
+    }
+    let have = terms(sentence);
+    want.iter().filter(|w| have.contains(*w)).count() as f64 / want.len() as f64
+}
+
+/// Pure: for each sentence of `summary` that states a condition of a cited passage whose next
+/// sentence says what happens otherwise ([`alternative_after`]), the index of that summary
+/// sentence, the passage and the alternative, quotable, when the summary does not say it yet.
+/// Asked what `textwrap.shorten()` does with a text longer than the width, the 0.5B model
+/// copied "If the result fits in the *width*, it is returned" and stopped; the answer,
+/// "Otherwise, enough words are dropped from the end ...", was only in the quoted evidence.
+pub(super) fn alternatives<'a>(
+    summary: &[String],
+    cited: &[usize],
+    items: &'a [Numbered],
+) -> Vec<(usize, &'a Numbered, String)> {
+    let plain: Vec<String> = summary
+        .iter()
+        .map(|s| LINK_RE.replace_all(s, "").into_owned())
+        .collect();
+    let mut out: Vec<(usize, &Numbered, String)> = Vec::new();
+    for n in cited.iter().filter_map(|k| items.get(k.wrapping_sub(1))) {
+        let own = split_sentences(&table_row_prose(&strip_signature(&n.text)));
+        for i in 0..own.len() {
+            let Some(alternative) = alternative_after(&own, i) else {
+                continue;
+            };
+            if terms(&own[i]).len() < MIN_CONDITION_TERMS {
+                continue;
+            }
+            let Some(at) = plain
+                .iter()
+                .position(|p| share_held(p, &own[i]) >= STATES_SHARE)
+            else {
+                continue;
+            };
+            let quoted = quotable(&alternative);
+            let said = plain
+                .iter()
+                .any(|p| share_held(p, &alternative) >= SAID_SHARE)
+                || out.iter().any(|(_, _, a)| *a == quoted);
+            if !said {
+                out.push((at, n, quoted));
+            }
+        }
+    }
+    // In the summary's order: the caller inserts from the last back, each after the sentence
+    // it completes.
+    out.sort_by_key(|(at, _, _)| *at);
     out
 }

@@ -3257,3 +3257,52 @@ fn a_code_block_gives_no_statement() {
     );
     assert!(statements::statement(asked, &prose).is_some());
 }
+
+/// My own demo question: the 0.5B model copied `textwrap.shorten()`'s condition and stopped;
+/// what happens otherwise, the answer, was only in the quoted evidence.
+fn shorten_entry() -> Numbered {
+    item(
+        1,
+        "`textwrap` — Text wrapping and filling › textwrap.shorten(text, width, *, placeholder=' [...]')",
+        "textwrap.shorten(text, width, *, placeholder=' [...]'): First the whitespace in *text* is collapsed (all whitespace is replaced by single spaces). If the result fits in the *width*, it is returned. Otherwise, enough words are dropped from the end so that the remaining words plus the `placeholder` fit within `width`:\n```\n>>> textwrap.shorten(\"Hello  world!\", width=11)\n'Hello [...]'\n```",
+    )
+}
+
+#[test]
+fn a_condition_the_summary_states_is_followed_by_what_happens_otherwise() {
+    let asked = "What does textwrap.shorten() do in Python when the text is longer than the width?";
+    let answer = r#"{"1": "First the whitespace in text is collapsed (all whitespace is replaced by single spaces). If the result fits in the width, it is returned."}"#;
+    let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &[shorten_entry()]).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    let condition = summary
+        .find("it is returned")
+        .expect("the model's sentence");
+    let otherwise = summary
+        .find("“Otherwise, enough words are dropped from the end so that the remaining words plus the `placeholder` fit within `width`” ([")
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(condition < otherwise, "{md}");
+    assert_eq!(summary.matches("Otherwise").count(), 1, "{md}");
+}
+
+#[test]
+fn an_alternative_the_summary_says_already_is_not_repeated() {
+    let asked = "What does textwrap.shorten() do in Python when the text is longer than the width?";
+    let answer = r#"{"1": "If the result fits in the width, it is returned; otherwise enough words are dropped from the end so that the remaining words plus the placeholder fit within width."}"#;
+    let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &[shorten_entry()]).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert_eq!(
+        summary.to_lowercase().matches("otherwise").count(),
+        1,
+        "{md}"
+    );
+}
+
+#[test]
+fn a_statement_of_a_condition_carries_what_happens_otherwise() {
+    let asked = "What does textwrap.shorten() return when the text fits in the width?";
+    let s = statements::statement(asked, &shorten_entry()).expect("a statement");
+    assert!(
+        s.ends_with("it is returned. Otherwise, enough words are dropped from the end so that the remaining words plus the `placeholder` fit within `width`"),
+        "{s}"
+    );
+}
