@@ -3306,3 +3306,19 @@ fn a_statement_of_a_condition_carries_what_happens_otherwise() {
         "{s}"
     );
 }
+
+/// Tuning set, deep mode: the aspect "How do Python's json.loads() handle duplicate keys in a
+/// JSON object?" was refused on `json.loads`'s own entry for want of a "json.loads handle
+/// duplicate": a call names a whole thing, and the word after it is its verb.
+#[test]
+fn the_word_after_an_asked_call_is_its_verb_not_part_of_its_name() {
+    let loads = titled(
+        1,
+        "http://docs/library/json.html",
+        "json — JSON encoder and decoder",
+        "`json` — JSON encoder and decoder › json.loads(s, *, cls=None)",
+        "The RFC specifies that the names within a JSON object should be unique, but does not mandate how repeated names in JSON objects should be handled. By default, this module does not raise an exception; instead, it ignores all but the last name-value pair for a given name.",
+    );
+    let asked = "How do Python's json.loads() handle duplicate keys in a JSON object?";
+    assert!(unanswered(asked, std::slice::from_ref(&loads)).is_empty());
+}

@@ -266,7 +266,13 @@ pub(super) fn unheld_heads(question: &str, texts: &[String]) -> Vec<String> {
             }
             phrase.push(w);
             j += 1;
-            if ends_clause(raw[j - 1]) {
+            // A call names a whole thing; the word after it is its verb: "How do Python's
+            // json.loads() handle duplicate keys" (deep mode's aspect of a question asking two
+            // products) asks nothing of a "json.loads handle duplicate".
+            let call = raw[j - 1]
+                .trim_end_matches(|c: char| "?,;:!.".contains(c))
+                .ends_with("()");
+            if ends_clause(raw[j - 1]) || call {
                 break;
             }
         }
