@@ -479,6 +479,19 @@ fn sentences_do_not_end_at_abbreviations_or_section_numbers() {
         sentences("1. First item of a list is here."),
         ["1. First item of a list is here."]
     );
+    // A sentence in brackets ends with them; a stop in brackets inside one does not.
+    assert_eq!(
+        sentences("It is kept. (The last value is the operative one.) By contrast, it is not."),
+        [
+            "It is kept.",
+            "(The last value is the operative one.)",
+            "By contrast, it is not."
+        ]
+    );
+    assert_eq!(
+        sentences("See the notes (in Section 8.1.) for more."),
+        ["See the notes (in Section 8.1.) for more."]
+    );
     assert_eq!(
         sentences("New in version 3.11. The next sentence."),
         ["New in version 3.11.", "The next sentence."]

@@ -64,9 +64,15 @@ pub(super) fn leads<'a>(
     items: &'a [Numbered],
 ) -> Vec<(&'a Numbered, String)> {
     let mut out: Vec<(&Numbered, String)> = Vec::new();
+    // The lead states what the sentences left out: for "How do PostgreSQL's jsonb type each
+    // handle duplicate keys?" the sentences named `json` and not `jsonb`, and the passage's
+    // best sentence overall, on `json`'s exact copy, led the summary and was said twice.
     if let Some(best) = lead_passage(asked, items)
         && misses_the_answer(asked, plain, best)
-        && let Some(statement) = statement(asked, best)
+        && let Some(statement) = match left_out_subjects(asked, plain, best).first() {
+            Some(subject) => statement_naming(asked, best, subject),
+            None => statement(asked, best),
+        }
         && let Some(lead) = of_kind(asked, best, statement)
     {
         out.push((best, lead));
@@ -552,12 +558,7 @@ fn has_unclosed_code(text: &str) -> bool {
 /// parameter it is, need not be repeated), or, when the task asks for a default or a kind of
 /// value ([`answer_kind`]), one the passage states and no sentence does.
 pub(super) fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) -> bool {
-    let passage = strip_signature(&best.text);
-    let said = plain.join("\n");
-    let unnamed_by_passage = subject::unanswered(asked, std::slice::from_ref(&passage));
-    let leaves_out_subject = subject::unanswered(asked, std::slice::from_ref(&said))
-        .iter()
-        .any(|s| !unnamed_by_passage.contains(s));
+    let leaves_out_subject = !left_out_subjects(asked, plain, best).is_empty();
     let asks_default = asked.to_lowercase().contains("default");
     let leaves_out_default =
         asks_default && focus::states_default(&best.text) && !answers_default(asked, plain);
@@ -569,6 +570,18 @@ pub(super) fn misses_the_answer(asked: &str, plain: &[String], best: &Numbered) 
         || leaves_out_default
         || leaves_out_kind
         || leaves_out_condition(asked, plain, best)
+}
+
+/// Pure: the subjects of the task that the best passage's text names and none of the
+/// sentences `plain` does.
+fn left_out_subjects(asked: &str, plain: &[String], best: &Numbered) -> Vec<String> {
+    let passage = strip_signature(&best.text);
+    let said = plain.join("\n");
+    let unnamed_by_passage = subject::unanswered(asked, std::slice::from_ref(&passage));
+    subject::unanswered(asked, std::slice::from_ref(&said))
+        .into_iter()
+        .filter(|s| !unnamed_by_passage.contains(s))
+        .collect()
 }
 
 /// Fewest of the task's own words a sentence of the passage must hold for
