@@ -527,6 +527,8 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
     let mut plain: Vec<String> = Vec::new();
     // Passages whose sentence (the first a point cites) the model took from another passage.
     let mut shifted: Vec<usize> = Vec::new();
+    let own: Vec<String> = items.iter().map(|n| strip_signature(&n.text)).collect();
+    let own: Vec<&str> = own.iter().map(String::as_str).collect();
     for p in points {
         // A point of two sentences is judged sentence by sentence: the 0.5B model put a wrong
         // "does not set the timeout" before the right "If no timeout is supplied, the global
@@ -541,6 +543,12 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
                 continue;
             };
             let text = before_cut_tail(&text).unwrap_or(text);
+            // A window opening with a function word is dropped below, not completed.
+            let text = if is_fragment(&text) {
+                text
+            } else {
+                prose::completed_tail(&text, &own).unwrap_or(text)
+            };
             // A small model repeats its point to fill the number the schema asks for: once is
             // enough. A repeat may be cut short or spelled apart ("git-log" / "git log"): a
             // sentence whose words run inside one said already is that one again.

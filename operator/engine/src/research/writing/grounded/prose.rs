@@ -124,6 +124,40 @@ pub(super) fn with_alternative(sentences: &[String], chosen: String) -> String {
     }
 }
 
+/// Fewest words of a piece the model copied from inside a passage's sentence that is
+/// completed to that sentence ([`completed_tail`]).
+const MIN_TAIL_WORDS: usize = 4;
+
+/// Pure: the sentence of `passages` that `text` is the end of, when `text` opens inside it
+/// with a lower-case word (no code name) and is at least [`MIN_TAIL_WORDS`] long. The 0.5B
+/// model copied "contains the same key more than once, all the key/value pairs are kept" from
+/// "Also, if a JSON object within the value contains the same key more than once, ..." into
+/// a summary (tuning set, deep mode).
+pub(super) fn completed_tail(text: &str, passages: &[&str]) -> Option<String> {
+    let first = text.split_whitespace().next()?;
+    if !first.starts_with(|c: char| c.is_ascii_lowercase())
+        || !first
+            .trim_end_matches([',', ';', ':'])
+            .chars()
+            .all(|c| c.is_ascii_lowercase())
+        || text.split_whitespace().count() < MIN_TAIL_WORDS
+    {
+        return None;
+    }
+    let norm = |s: &str| {
+        let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        s.trim_end_matches(['.', '!', '?']).to_string()
+    };
+    let tail = norm(text);
+    passages
+        .iter()
+        .flat_map(|p| crate::research::writing::evidence::sentences(p))
+        .find(|s| {
+            let whole = norm(s);
+            whole.len() > tail.len() && whole.ends_with(&format!(" {tail}"))
+        })
+}
+
 /// How a credit line opens: who wrote a change, not what it does.
 const CREDIT_OPENERS: [&str; 7] = [
     "contributed by",

@@ -3348,3 +3348,39 @@ fn a_lead_states_the_subject_the_sentences_left_out() {
         )
     );
 }
+
+/// Tuning set, deep mode: the 0.5B model copied a piece from inside a passage's sentence,
+/// "contains the same key more than once, all the key/value pairs are kept"; the summary says
+/// the passage's whole sentence.
+#[test]
+fn a_piece_copied_from_inside_a_sentence_is_completed_to_it() {
+    let types = item(
+        1,
+        "8.14. JSON Types",
+        "Because the `json` type stores an exact copy of the input text, it will preserve white space. Also, if a JSON object within the value contains the same key more than once, all the key/value pairs are kept.",
+    );
+    let asked = "How does PostgreSQL's json type handle duplicate keys in a JSON object?";
+    let answer =
+        r#"{"1": "contains the same key more than once, all the key/value pairs are kept."}"#;
+    let md = assemble_points(asked, &each_points(answer, 1).unwrap(), &[types]).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(
+        summary.contains("Also, if a JSON object within the value contains the same key more than once, all the key/value pairs are kept"),
+        "{md}"
+    );
+    // A sentence of its own, opening with a code name, stays as written.
+    assert_eq!(
+        prose::completed_tail(
+            "jsonb keeps the last key",
+            &["The jsonb keeps the last key."]
+        ),
+        Some("The jsonb keeps the last key.".to_string())
+    );
+    assert_eq!(
+        prose::completed_tail(
+            "`jsonb` keeps the last key",
+            &["The `jsonb` keeps the last key."]
+        ),
+        None
+    );
+}
