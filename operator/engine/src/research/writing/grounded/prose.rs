@@ -1,5 +1,6 @@
-//! Pure text helpers for statements: a table row as prose, a version note's version, and a
-//! sentence completed by the one after it (its value, or what happens otherwise).
+//! Pure text helpers for statements: a table row as prose, a version note's version, a
+//! sentence completed by the one after it (its value, or what happens otherwise) or to the
+//! whole a piece was copied from, and a lead-in told from a statement before its colon.
 
 use super::kind::{AnswerKind, holds, holds_for};
 
@@ -105,7 +106,7 @@ pub(super) fn alternative_after(sentences: &[String], i: usize) -> Option<String
         return None;
     }
     if next.ends_with(':') {
-        super::statements::statement_before_colon(next)
+        statement_before_colon(next)
     } else {
         Some(next.to_string())
     }
@@ -115,8 +116,7 @@ pub(super) fn alternative_after(sentences: &[String], i: usize) -> Option<String
 /// after it when that one says what happens otherwise ([`alternative_after`]).
 pub(super) fn with_alternative(sentences: &[String], chosen: String) -> String {
     let at = sentences.iter().position(|s| {
-        s.trim() == chosen.trim()
-            || super::statements::statement_before_colon(s).as_deref() == Some(chosen.trim())
+        s.trim() == chosen.trim() || statement_before_colon(s).as_deref() == Some(chosen.trim())
     });
     match at.and_then(|i| alternative_after(sentences, i)) {
         Some(alt) => format!("{} {alt}", chosen.trim_end()),
@@ -180,4 +180,84 @@ pub(super) fn is_credit(text: &str) -> bool {
         .trim_start_matches(['(', '*', '_', '“', '"'])
         .to_lowercase();
     CREDIT_OPENERS.iter().any(|o| t.starts_with(o))
+}
+
+/// Words a sentence that only introduces what follows its colon ends with ("... include:",
+/// "... avoids these problems by:", "... are as follows:").
+const INTRODUCING: &[&str] = &[
+    "include",
+    "includes",
+    "including",
+    "following",
+    "follows",
+    "by",
+    "as",
+    "are",
+    "is",
+    "be",
+    "to",
+    "of",
+    "with",
+    "for",
+    "from",
+    "these",
+    "those",
+    "below",
+    "example",
+    "examples",
+    "such",
+    "like",
+    "namely",
+    "using",
+    "via",
+    "and",
+    "or",
+    "the",
+    "a",
+    "an",
+    "its",
+    "their",
+    "how",
+    "when",
+    "where",
+    "which",
+    "that",
+    "this",
+    "was",
+    "were",
+    "has",
+    "have",
+    "called",
+    "e.g",
+    "i.e",
+    "here",
+    "options",
+    "values",
+];
+
+/// Fewest words of a colon-ended sentence that states something.
+const MIN_COLON_STATEMENT_WORDS: usize = 6;
+
+/// Pure: `text` ended with a full stop instead of its colon when it states something before
+/// the colon ("The difference between shallow and deep copying is only relevant for compound
+/// objects (objects that contain other objects, like lists or class instances):" is the
+/// answer, and was dropped as a lead-in); `None` when it does not end in a colon or only
+/// introduces what follows ("Other common use cases include:", "... the following
+/// constants:").
+pub fn statement_before_colon(text: &str) -> Option<String> {
+    let t = text.trim_end();
+    let body = t.trim_end_matches('.').strip_suffix(':')?.trim_end();
+    let words: Vec<String> = body
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '.')
+                .trim_end_matches('.')
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    let last = words.last()?;
+    let introduces = INTRODUCING.contains(&last.as_str())
+        || words.iter().any(|w| w == "following" || w == "follows");
+    (words.len() >= MIN_COLON_STATEMENT_WORDS && !introduces).then(|| format!("{body}."))
 }

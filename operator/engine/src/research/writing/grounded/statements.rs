@@ -4,7 +4,9 @@
 
 use super::entry_of;
 use super::kind::{AnswerKind, answer_kind, holds_for};
-use super::prose::{change_version, table_row_prose, with_alternative, with_following_value};
+use super::prose::{
+    change_version, statement_before_colon, table_row_prose, with_alternative, with_following_value,
+};
 use super::relevance::entry_label;
 use super::{Numbered, link_text};
 use crate::research::reading::passages::{
@@ -69,10 +71,7 @@ pub(super) fn leads<'a>(
     // best sentence overall, on `json`'s exact copy, led the summary and was said twice.
     if let Some(best) = lead_passage(asked, items)
         && misses_the_answer(asked, plain, best)
-        && let Some(statement) = match left_out_subjects(asked, plain, best).first() {
-            Some(subject) => statement_naming(asked, best, subject),
-            None => statement(asked, best),
-        }
+        && let Some(statement) = lead_statement(asked, plain, best)
         && let Some(lead) = of_kind(asked, best, statement)
     {
         out.push((best, lead));
@@ -425,86 +424,6 @@ pub fn strip_signature(text: &str) -> String {
 /// Fewest words with letters a sentence of a summary needs.
 pub(super) const MIN_STATEMENT_WORDS: usize = 3;
 
-/// Words a sentence that only introduces what follows its colon ends with ("... include:",
-/// "... avoids these problems by:", "... are as follows:").
-const INTRODUCING: &[&str] = &[
-    "include",
-    "includes",
-    "including",
-    "following",
-    "follows",
-    "by",
-    "as",
-    "are",
-    "is",
-    "be",
-    "to",
-    "of",
-    "with",
-    "for",
-    "from",
-    "these",
-    "those",
-    "below",
-    "example",
-    "examples",
-    "such",
-    "like",
-    "namely",
-    "using",
-    "via",
-    "and",
-    "or",
-    "the",
-    "a",
-    "an",
-    "its",
-    "their",
-    "how",
-    "when",
-    "where",
-    "which",
-    "that",
-    "this",
-    "was",
-    "were",
-    "has",
-    "have",
-    "called",
-    "e.g",
-    "i.e",
-    "here",
-    "options",
-    "values",
-];
-
-/// Fewest words of a colon-ended sentence that states something.
-const MIN_COLON_STATEMENT_WORDS: usize = 6;
-
-/// Pure: `text` ended with a full stop instead of its colon when it states something before
-/// the colon ("The difference between shallow and deep copying is only relevant for compound
-/// objects (objects that contain other objects, like lists or class instances):" is the
-/// answer, and was dropped as a lead-in); `None` when it does not end in a colon or only
-/// introduces what follows ("Other common use cases include:", "... the following
-/// constants:").
-pub fn statement_before_colon(text: &str) -> Option<String> {
-    let t = text.trim_end();
-    let body = t.trim_end_matches('.').strip_suffix(':')?.trim_end();
-    let words: Vec<String> = body
-        .split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '.')
-                .trim_end_matches('.')
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect();
-    let last = words.last()?;
-    let introduces = INTRODUCING.contains(&last.as_str())
-        || words.iter().any(|w| w == "following" || w == "follows");
-    (words.len() >= MIN_COLON_STATEMENT_WORDS && !introduces).then(|| format!("{body}."))
-}
-
 /// Pure: whether `text` is a heading copied from the passages, not a statement: fewer than
 /// three words, a lead-in ending in a colon, a breadcrumb, a code fence or unpaired backticks, or the title or a
 /// heading of a shown passage ("Numeric Types", "8.1. Numeric Types"). The 0.5B model's whole
@@ -582,6 +501,24 @@ fn left_out_subjects(asked: &str, plain: &[String], best: &Numbered) -> Vec<Stri
         .into_iter()
         .filter(|s| !unnamed_by_passage.contains(s))
         .collect()
+}
+
+/// Pure: the statement the summary leads with from `best`: its [`statement`] when that names a
+/// subject the sentences `plain` left out (or they left out none), else its statement naming
+/// the first they left out.
+fn lead_statement(asked: &str, plain: &[String], best: &Numbered) -> Option<String> {
+    let left_out = left_out_subjects(asked, plain, best);
+    let overall = statement(asked, best);
+    let names_one = |s: &String| {
+        let unnamed = subject::unanswered(asked, std::slice::from_ref(s));
+        left_out.iter().any(|k| !unnamed.contains(k))
+    };
+    match left_out.first() {
+        Some(subject) if !overall.as_ref().is_some_and(names_one) => {
+            statement_naming(asked, best, subject).or(overall)
+        }
+        _ => overall,
+    }
 }
 
 /// Fewest of the task's own words a sentence of the passage must hold for
