@@ -544,11 +544,10 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
             };
             let text = before_cut_tail(&text).unwrap_or(text);
             // A window opening with a function word is dropped below, not completed.
-            let text = if is_fragment(&text) {
-                text
-            } else {
-                prose::completed_tail(&text, &own).unwrap_or(text)
-            };
+            let completed = (!is_fragment(&text))
+                .then(|| prose::completed_tail(&text, &own))
+                .flatten();
+            let text = completed.clone().unwrap_or(text);
             // A small model repeats its point to fill the number the schema asks for: once is
             // enough. A repeat may be cut short or spelled apart ("git-log" / "git log"): a
             // sentence whose words run inside one said already is that one again.
@@ -556,8 +555,11 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
                 " {} ",
                 crate::research::reading::queries::plain_words(&text).join(" ")
             );
+            // Completed, it may be a sentence said already, cut short there ("... on …").
+            let opening = key.split(' ').take(7).collect::<Vec<_>>().join(" ");
             if text.is_empty()
                 || said.iter().any(|s| s.contains(&key))
+                || (completed.is_some() && said.iter().any(|s| s.contains(&opening)))
                 || is_heading_copy(&text, items)
                 || is_question(&text)
                 || prose::is_credit(&text)

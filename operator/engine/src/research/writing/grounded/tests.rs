@@ -3384,3 +3384,47 @@ fn a_piece_copied_from_inside_a_sentence_is_completed_to_it() {
         None
     );
 }
+
+/// Tuning set: a lead for `TRUNCATE`, left out by the model's sentences, keeps the passage's best
+/// sentence when the passage's heading names `TRUNCATE`: its sentences are about it.
+#[test]
+fn a_lead_under_the_left_out_subjects_heading_keeps_the_best_sentence() {
+    let truncate = titled(
+        1,
+        "http://d/postgresql-doc-15/html/sql-truncate.html",
+        "TRUNCATE",
+        "TRUNCATE › Description",
+        "`TRUNCATE` quickly removes all rows from a set of tables. It has the same effect as an unqualified `DELETE` on each table, but since it does not actually scan the tables it is faster. Furthermore, it reclaims disk space immediately, rather than requiring a subsequent `VACUUM` operation.",
+    );
+    let asked = "How do TRUNCATE and VACUUM differ in reclaiming disk space in PostgreSQL?";
+    let plain = vec!["VACUUM reclaims storage occupied by dead tuples.".to_string()];
+    let led = leads(asked, &plain, &[], std::slice::from_ref(&truncate));
+    assert_eq!(
+        led.first().map(|(_, s)| s.as_str()),
+        Some(
+            "“Furthermore, it reclaims disk space immediately, rather than requiring a subsequent `VACUUM` operation”"
+        ),
+        "{led:?}"
+    );
+}
+
+/// Tuning set: the model's sentence was cut at a passage's end ("... locks out writes (but not
+/// reads) on …") and its next point went on "table until it's done."; completed, that piece
+/// is the sentence said already, and is not said twice.
+#[test]
+fn a_completed_piece_of_a_sentence_said_already_is_not_repeated() {
+    let items = vec![item(
+        1,
+        "CREATE INDEX › Building Indexes Concurrently",
+        "When this option is used, PostgreSQL will build the index without taking any locks that prevent concurrent inserts, updates, or deletes on the table; whereas a standard index build locks out writes (but not reads) on the table until it's done.",
+    )];
+    let asked = "What does CREATE INDEX CONCURRENTLY do in PostgreSQL?";
+    let answer = r#"{"points": [{"passages": [1], "sentence": "When this option is used, PostgreSQL will build the index without taking any locks that prevent concurrent inserts, updates, or deletes on the table; whereas a standard index build locks out writes (but not reads) on …"}, {"passages": [1], "sentence": "table until it's done."}]}"#;
+    let md = assemble_points(asked, &parse_points(answer, 1).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert_eq!(
+        summary.matches("When this option is used").count(),
+        1,
+        "{md}"
+    );
+}
