@@ -504,14 +504,14 @@ fn left_out_subjects(asked: &str, plain: &[String], best: &Numbered) -> Vec<Stri
 }
 
 /// Pure: the statement the summary leads with from `best`: its [`statement`] when that names a
-/// subject the sentences `plain` left out, or the passage's heading does (its sentences are
-/// about it: "Furthermore, it reclaims disk space immediately" under `TRUNCATE`), or they left
-/// out none; else its statement naming the first they left out.
+/// subject the sentences `plain` left out, or the passage's title or heading does (its
+/// sentences are about it: "Furthermore, it reclaims disk space immediately" on `TRUNCATE`'s
+/// page), or they left out none; else its statement naming the first they left out.
 fn lead_statement(asked: &str, plain: &[String], best: &Numbered) -> Option<String> {
     let left_out = left_out_subjects(asked, plain, best);
     let overall = statement(asked, best);
     let names_one = |s: &String| {
-        let text = format!("{}\n{s}", best.heading);
+        let text = format!("{}\n{}\n{s}", best.title, best.heading);
         let unnamed = subject::unanswered(asked, std::slice::from_ref(&text));
         left_out.iter().any(|k| !unnamed.contains(k))
     };

@@ -3386,14 +3386,14 @@ fn a_piece_copied_from_inside_a_sentence_is_completed_to_it() {
 }
 
 /// Tuning set: a lead for `TRUNCATE`, left out by the model's sentences, keeps the passage's best
-/// sentence when the passage's heading names `TRUNCATE`: its sentences are about it.
+/// sentence when the passage's page is `TRUNCATE`'s: its sentences are about it.
 #[test]
 fn a_lead_under_the_left_out_subjects_heading_keeps_the_best_sentence() {
     let truncate = titled(
         1,
         "http://d/postgresql-doc-15/html/sql-truncate.html",
         "TRUNCATE",
-        "TRUNCATE › Description",
+        "Description",
         "`TRUNCATE` quickly removes all rows from a set of tables. It has the same effect as an unqualified `DELETE` on each table, but since it does not actually scan the tables it is faster. Furthermore, it reclaims disk space immediately, rather than requiring a subsequent `VACUUM` operation.",
     );
     let asked = "How do TRUNCATE and VACUUM differ in reclaiming disk space in PostgreSQL?";
