@@ -78,8 +78,9 @@ pub async fn plan(
 
 /// Runs the coordinator: one repair retry quoting the parse error, then the budget tier (when the
 /// profile has one) with its own repair retry. An answer that is still no agenda, a model call
-/// that timed out, or planning that outlasts `deadline` gives the deterministic
-/// [`fallback_agenda`] rather than failing or waiting; a refusal or another model error fails.
+/// that timed out or gave output the engine could not use (degenerate, malformed), or planning
+/// that outlasts `deadline` gives the deterministic [`fallback_agenda`] rather than failing or
+/// waiting; a refusal or another model error fails.
 /// A planned agenda is made to cover each aspect of the question ([`covering`]).
 pub async fn plan_within(
     model: &dyn ChatModel,
@@ -166,11 +167,16 @@ async fn plan_with(
             .await
             .map_err(|e| {
                 usage.add(&e.billed());
-                match e {
+                match e.unbilled() {
                     crate::llm::LlmError::Timeout { seconds } => {
                         PlanError::Slow(format!("the planning call timed out after {seconds} s"))
                     }
-                    e => PlanError::Model(failure_from_llm(&e)),
+                    // An answer the server gave and the engine could not use (it repeated
+                    // itself until stopped) is no agenda, as an unparseable one is: the 0.5B
+                    // planner's degenerate answer failed a deep run in its first 25 seconds.
+                    crate::llm::LlmError::Degenerate { .. }
+                    | crate::llm::LlmError::Malformed(_) => PlanError::Unparseable(e.to_string()),
+                    _ => PlanError::Model(failure_from_llm(&e)),
                 }
             })?;
         usage.add(&resp.usage);

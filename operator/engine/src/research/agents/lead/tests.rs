@@ -168,6 +168,15 @@ impl ChatModel for Planner {
             Err(crate::llm::LlmError::Timeout { seconds }) => {
                 Err(crate::llm::LlmError::Timeout { seconds: *seconds })
             }
+            // As the OpenAI client reports it: billed, since the server answered.
+            Err(crate::llm::LlmError::Degenerate { tokens }) => Err(crate::llm::LlmError::Billed {
+                usage: Usage {
+                    output_tokens: *tokens,
+                    llm_calls: 1,
+                    ..Usage::default()
+                },
+                source: Box::new(crate::llm::LlmError::Degenerate { tokens: *tokens }),
+            }),
             Err(_) => Err(crate::llm::LlmError::Garbled("scripted".into())),
         }
     }
@@ -241,6 +250,20 @@ async fn planning_that_outlasts_its_deadline_falls_back_instead_of_waiting() {
         Event::PlanReady { tasks, .. } => assert_eq!(tasks, vec!["What is VACUUM?".to_string()]),
         other => panic!("expected the fallback agenda, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_planner_that_repeats_itself_until_stopped_falls_back_to_the_questions_parts() {
+    let model = planner(Err(crate::llm::LlmError::Degenerate { tokens: 168 }), 0);
+    match plan(&model, None, &deep_state(TWO_PART), 200).await {
+        Event::PlanReady { tasks, usage } => {
+            assert_eq!(tasks, fallback_agenda(TWO_PART));
+            // What the degenerate answer cost is still counted.
+            assert_eq!(usage.output_tokens, 168);
+        }
+        other => panic!("expected the fallback agenda, got {other:?}"),
+    }
+    assert_eq!(model.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
