@@ -412,10 +412,14 @@ impl Named {
                 .iter()
                 .filter(|w| w.chars().count() >= 3 && !is_stopword(w))
                 .all(|w| self.terms.contains(&stem(w))),
-            Subject::Keywords(words) => words
-                .iter()
-                .filter(|w| !is_stopword(w))
-                .all(|w| self.capitals.iter().any(|t| name_matches(w, t, false))),
+            // A word in capitals ending in a capital S is another acronym, no plural: "HTTPS"
+            // is not "HTTP" (a plural in capitals is written "CTEs"). The text's plural of the
+            // asked word still names it.
+            Subject::Keywords(words) => words.iter().filter(|w| !is_stopword(w)).all(|w| {
+                self.capitals
+                    .iter()
+                    .any(|t| name_matches(w, t, false) && w.strip_suffix('s') != Some(t.as_str()))
+            }),
         }
     }
 }

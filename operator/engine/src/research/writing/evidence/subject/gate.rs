@@ -113,8 +113,9 @@ pub(super) fn unnamed_keywords(question: &str, texts: &[String]) -> Vec<String> 
     keywords(question)
         .into_iter()
         .filter(|k| k.len() > 2 && !subjects.contains(k) && !is_context(k, &context))
-        // By a plural's rule, as subjects are: "HTTP" names "HTTPS". Matched exactly, a
-        // question of the frozen set was refused on its own pages.
+        // By a plural's rule, as subjects are (matched exactly, a question of the frozen set
+        // was refused on its own pages), though an asked word ending in a capital S is never
+        // named without it: "HTTP" is not "HTTPS" (`Named::names`).
         .filter(|k| {
             !named
                 .iter()
