@@ -173,7 +173,7 @@ async fn plan_with(
                     }
                     // An answer the server gave and the engine could not use (it repeated
                     // itself until stopped) is no agenda, as an unparseable one is: the 0.5B
-                    // planner's degenerate answer failed a deep run in its first 25 seconds.
+                    // planner's degenerate answer failed a deep run in its first 24 seconds.
                     crate::llm::LlmError::Degenerate { .. }
                     | crate::llm::LlmError::Malformed(_) => PlanError::Unparseable(e.to_string()),
                     _ => PlanError::Model(failure_from_llm(&e)),
