@@ -431,6 +431,8 @@ pub const MAX_POINTS: usize = 5;
 const MAX_POINT_PASSAGES: usize = 3;
 /// Longest sentence of a point in characters: the grammar stops a looping small model there.
 const MAX_SENTENCE_CHARS: usize = 300;
+/// Words of a completed piece's opening that, said already, make it a repeat.
+const OPENING_WORDS: usize = 6;
 
 /// One point of a JSON answer: a sentence and the passages it rests on.
 #[derive(Debug, Clone, PartialEq)]
@@ -555,8 +557,10 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
                 " {} ",
                 crate::research::reading::queries::plain_words(&text).join(" ")
             );
-            // Completed, it may be a sentence said already, cut short there ("... on …").
-            let opening = key.split(' ').take(7).collect::<Vec<_>>().join(" ");
+            // Completed, it may be a sentence said already, cut short there ("... on …"): its
+            // first words (after the key's leading space) run inside that one.
+            let opening: Vec<&str> = key.split(' ').take(1 + OPENING_WORDS).collect();
+            let opening = opening.join(" ");
             if text.is_empty()
                 || said.iter().any(|s| s.contains(&key))
                 || (completed.is_some() && said.iter().any(|s| s.contains(&opening)))
