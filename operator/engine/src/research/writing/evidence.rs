@@ -325,16 +325,26 @@ pub struct GatedText {
     pub unverified: Vec<String>,
 }
 
+/// A section under one of these headings lists pages read, citing none ([`gate_links`]).
+pub const LISTING_HEADINGS: [&str; 2] = ["Closest pages read", "Also read"];
+
 /// Removes citations of URLs the run neither fetched nor saw; bare unverifiable URLs are dropped,
 /// links keep their text. Code is not prose: a URL in a fenced block or an inline code span
 /// (a quoted sample's `resource = 'https://peps.python.org/pep-%04d' % num`) cites nothing and
 /// is left as written (it was cut out of functools' quoted example and counted as invented).
+/// Nor does a list of pages read ([`LISTING_HEADINGS`]): a refused task's closest pages, merged
+/// into a deep report, were listed under "Sources" as cited.
 pub fn gate_links(markdown: &str, base: &EvidenceBase) -> GatedText {
     let mut cited: Vec<String> = Vec::new();
     let mut unverified: Vec<String> = Vec::new();
     let mut out = String::with_capacity(markdown.len());
     let mut in_fence = false;
+    let mut listing = false;
     for line in markdown.split_inclusive('\n') {
+        if let Some(heading) = line.strip_prefix('#') {
+            let heading = heading.trim_start_matches('#').trim();
+            listing = LISTING_HEADINGS.iter().any(|h| heading.starts_with(h));
+        }
         let bare = line.trim_start().trim_start_matches(['>', ' ']);
         let fence = bare.starts_with("```") || bare.starts_with("~~~");
         if in_fence || fence {
@@ -344,7 +354,9 @@ pub fn gate_links(markdown: &str, base: &EvidenceBase) -> GatedText {
             }
             continue;
         }
-        out.push_str(&gate_prose(line, base, &mut cited, &mut unverified));
+        let mut listed = Vec::new();
+        let sink = if listing { &mut listed } else { &mut cited };
+        out.push_str(&gate_prose(line, base, sink, &mut unverified));
     }
     GatedText {
         markdown: out,

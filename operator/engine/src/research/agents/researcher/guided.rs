@@ -193,6 +193,42 @@ pub(super) fn product_searches(
         .collect()
 }
 
+/// Most pages a sibling took that one researcher reads again for its own subjects.
+const MAX_SHARED_READS: usize = 2;
+
+/// Pure: the results of `hits` (best first) that a sibling researcher took (`taken`) and whose
+/// title names a subject of `task` that no page of `pages` names ([`subject::unanswered`]):
+/// the first for each such subject, at most [`MAX_SHARED_READS`]. Siblings share no page, so
+/// the task holding a page decides who reads it, and a page two tasks need was read by one:
+/// the 1.5B planner's second task for "Which standard library module for TOML was added in
+/// Python 3.11, ..., and what kind of file object does its load() function need?" lost
+/// `tomllib`'s page to the first, read five others, and was refused for want of "TOML".
+pub(super) fn shared_reads(
+    task: &str,
+    pages: &[PageExtract],
+    hits: &[&SearchHit],
+    taken: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let texts: Vec<String> = pages
+        .iter()
+        .map(|p| format!("{}\n{}", p.title, p.text))
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for missing in subject::unanswered(task, &texts) {
+        let hit = hits.iter().find(|h| {
+            taken.contains(&h.url)
+                && !pages.iter().any(|p| p.url == h.url)
+                && !out.contains(&h.url)
+                && names(task, &missing, &h.title)
+        });
+        if let Some(h) = hit {
+            out.push(h.url.clone());
+        }
+    }
+    out.truncate(MAX_SHARED_READS);
+    out
+}
+
 impl Session<'_> {
     /// A second, deterministic search for each subject of the task that no page read names:
     /// its name alone, and the best of its results that names it (else its best) read. Quick
@@ -212,6 +248,29 @@ impl Session<'_> {
                 return;
             }
         }
+    }
+
+    /// Reads the pages a sibling took that name a subject of the task no page read names
+    /// ([`shared_reads`]), without claiming them: the sibling keeps its claim.
+    async fn read_shared_pages(&mut self) {
+        let taken = self.deps.pool.taken().await;
+        let score_of = |h: &SearchHit| self.scores.get(&h.url).copied().unwrap_or(0.0);
+        let mut hits: Vec<&SearchHit> = self
+            .seen
+            .iter()
+            .filter(|h| !self.has_read(&h.url))
+            .collect();
+        hits.sort_by(|a, b| score_of(b).total_cmp(&score_of(a)));
+        let urls = shared_reads(&self.task, &self.pages, &hits, &taken);
+        if urls.is_empty() || !self.budget.take_gather() {
+            return;
+        }
+        tracing::info!(
+            pages = urls.len(),
+            "reading pages a sibling took for this task's subjects"
+        );
+        let mut out = String::new();
+        self.fetch_into(&urls, &mut out).await;
     }
 
     /// Runs `search` and reads the best unread result that names its subject in its product's
@@ -302,6 +361,7 @@ impl Session<'_> {
             (self.progress)(self.budget.units(), Usage::default());
         }
         self.search_unnamed_subjects().await;
+        self.read_shared_pages().await;
         tracing::info!(
             pages = self.pages.len(),
             off_task = self.irrelevant.len(),

@@ -22,6 +22,7 @@ use crate::research::reading::queries;
 use crate::research::reading::scoring::{
     MIN_PASSING_SOURCES, Reformulation, adaptive_threshold, reformulate, score, social_ratio,
 };
+use crate::research::writing::evidence::LISTING_HEADINGS;
 use crate::research::writing::grounded;
 use crate::research::writing::report;
 use crate::scrape::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
@@ -474,8 +475,9 @@ fn nothing_relevant_report(task: &str, read: &[SourceRef]) -> String {
 /// nothing.
 fn unanswered_report(task: &str, why: &str, closest: &[PageExtract], read: &[SourceRef]) -> String {
     let mut md = format!(
-        "## Summary\n\nThe sources read do not answer \"{}\": {why}, so nothing here answers it.\n\n## Closest pages read\n",
+        "## Summary\n\nThe sources read do not answer \"{}\": {why}, so nothing here answers it.\n\n## {}\n",
         task.trim(),
+        LISTING_HEADINGS[0],
     );
     let line = |url: &str, title: &str| {
         let title = if title.trim().is_empty() {
@@ -493,7 +495,7 @@ fn unanswered_report(task: &str, why: &str, closest: &[PageExtract], read: &[Sou
         .filter(|s| !closest.iter().any(|p| p.url == s.url))
         .collect();
     if !rest.is_empty() {
-        md.push_str("\n## Also read\n");
+        md.push_str(&format!("\n## {}\n", LISTING_HEADINGS[1]));
         for s in rest {
             md.push_str(&line(&s.url, &s.title));
         }

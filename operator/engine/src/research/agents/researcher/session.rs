@@ -49,7 +49,7 @@ impl Session<'_> {
     }
 
     /// Whether this researcher read `url` already (a page it gave back stays read for it).
-    fn has_read(&self, url: &str) -> bool {
+    pub(super) fn has_read(&self, url: &str) -> bool {
         self.fetched.iter().any(|f| f.url == url)
     }
 

@@ -148,6 +148,26 @@ fn links_resolve_to_fetched_pages_and_seen_results_only() {
     );
 }
 
+/// Tuning set, deep mode (`multi-py311-tomllib`): a refused task's closest pages, merged into
+/// the report under its section, were listed under "Sources" among the cited pages.
+#[test]
+fn a_list_of_pages_read_cites_none_of_them() {
+    let md = "## Can it write TOML?\n\nIt cannot ([json](http://h/json.html)).\n\n### Closest pages read\n- pickle — http://h/pickle.html\n\n### Also read\n- json — http://h/json.html\n- x — http://made.up/x\n\n## When?\n\nSee http://h/pickle.html.\n";
+    let g = gate_links(md, &base());
+    assert!(
+        g.markdown.contains("- pickle — http://h/pickle.html\n"),
+        "{}",
+        g.markdown
+    );
+    // Still gated: a page never seen is dropped from a list too.
+    assert!(!g.markdown.contains("made.up"), "{}", g.markdown);
+    assert_eq!(g.unverified, vec!["http://made.up/x"]);
+    // Cited: the prose link, and the bare URL of the section after the lists.
+    assert_eq!(g.cited, vec!["http://h/json.html", "http://h/pickle.html"]);
+    let only_lists = "### Closest pages read\n- pickle — http://h/pickle.html\n";
+    assert!(gate_links(only_lists, &base()).cited.is_empty());
+}
+
 #[test]
 fn urls_in_quoted_code_are_code_not_citations() {
     let md = "Use a cache ([json](http://h/json.html)).\n\n> ```\n> resource = 'https://peps.python.org/pep-%04d' % num\n> ```\n\n> Call `urlopen('http://made.up/x')` or read [`json.loads`](http://h/json.html) and [y](http://made.up/y).\n";

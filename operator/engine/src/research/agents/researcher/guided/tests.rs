@@ -167,3 +167,49 @@ fn a_product_page_speaks_to_its_part_in_one_passage() {
     );
     assert!(product_searches(task, &[toml, codes, basics], &[]).is_empty());
 }
+
+fn hit(url: &str, title: &str) -> SearchHit {
+    SearchHit {
+        url: url.into(),
+        title: title.into(),
+        snippet: String::new(),
+        engine: "docs".into(),
+    }
+}
+
+/// Tuning set, `multi-py311-tomllib` in deep mode with the 1.5B model: the second task's
+/// sibling had taken `tomllib`'s page, the only result naming TOML, and the second task read
+/// five other pages and was refused for want of it.
+#[test]
+fn a_page_a_sibling_took_is_read_for_a_subject_no_page_read_names() {
+    let task = "Which standard library module for TOML was added in Python 3.11, can it write TOML, and what kind of file object does its load() function need?";
+    let read = [page(
+        "http://docs/python3.11-doc/html/library/pickle.html",
+        "pickle — Python object serialization",
+        "§ pickle › pickle.load(file)\nRead the pickled representation of an object from the open file object file.",
+    )];
+    let tomllib = hit(
+        "http://docs/python3.11-doc/html/library/tomllib.html",
+        "tomllib — Parse TOML files — Python 3.11.2 documentation",
+    );
+    let formats = hit(
+        "http://docs/python3.11-doc/html/library/fileformats.html",
+        "File Formats — Python 3.11.2 documentation",
+    );
+    let hits = [&formats, &tomllib];
+    let taken: std::collections::BTreeSet<String> =
+        [tomllib.url.clone(), formats.url.clone()].into();
+    assert_eq!(
+        shared_reads(task, &read, &hits, &taken),
+        [tomllib.url.clone()]
+    );
+    // Not taken by a sibling: the researcher's own reading picks it, not this.
+    assert!(shared_reads(task, &read, &hits, &[formats.url.clone()].into()).is_empty());
+    // A page read that names the subject leaves nothing to read again.
+    let named = [page(
+        "http://docs/python3.11-doc/html/whatsnew/3.11.html",
+        "What’s New In Python 3.11",
+        "§ New Modules\ntomllib: support for parsing TOML.",
+    )];
+    assert!(shared_reads(task, &named, &hits, &taken).is_empty());
+}
