@@ -564,6 +564,7 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
             if text.is_empty()
                 || said.iter().any(|s| s.contains(&key))
                 || (completed.is_some() && said.iter().any(|s| s.contains(&opening)))
+                || prose::rewords(&text, plain.iter().chain(kept.iter().map(|k| &k.1)))
                 || is_heading_copy(&text, items)
                 || is_question(&text)
                 || prose::is_credit(&text)

@@ -261,3 +261,28 @@ pub fn statement_before_colon(text: &str) -> Option<String> {
         || words.iter().any(|w| w == "following" || w == "follows");
     (words.len() >= MIN_COLON_STATEMENT_WORDS && !introduces).then(|| format!("{body}."))
 }
+
+/// Share of a sentence's content words that one sentence said already must hold for it to be
+/// that sentence again in other words.
+const REWORDED_SHARE: f64 = 0.8;
+
+/// Fewest content words a sentence needs before [`rewords`] judges it: short sentences share
+/// most of their few words with each other and still say different things.
+const REWORDED_MIN_WORDS: usize = 6;
+
+/// Pure: whether `text` says again, in other words, one of `said` (sentences kept already):
+/// one of them holds at least [`REWORDED_SHARE`] of its content words (stemmed). The 1.5B
+/// model answered what `MERGE` does with "The MERGE command introduced in PostgreSQL 15
+/// performs actions that modify rows ..." and then "The MERGE command is described as
+/// performing actions that modify rows ...", citing other passages; both reached the summary.
+pub(super) fn rewords<'a>(text: &str, said: impl IntoIterator<Item = &'a String>) -> bool {
+    let words = crate::research::writing::evidence::terms(text);
+    if words.len() < REWORDED_MIN_WORDS {
+        return false;
+    }
+    said.into_iter().any(|s| {
+        let before = crate::research::writing::evidence::terms(s);
+        let held = words.iter().filter(|w| before.contains(*w)).count();
+        held as f64 >= REWORDED_SHARE * words.len() as f64
+    })
+}

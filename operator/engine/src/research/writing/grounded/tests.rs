@@ -3430,3 +3430,38 @@ fn a_completed_piece_of_a_sentence_said_already_is_not_repeated() {
         "{md}"
     );
 }
+
+/// Tuning set, deep mode with the 1.5B model (`multi-pg15-merge`): the same point twice in other
+/// words, citing other passages, and both reached the summary.
+#[test]
+fn a_point_said_again_in_other_words_is_said_once() {
+    let url = "http://docs/postgresql-doc-15/html/sql-merge.html";
+    let items = vec![
+        numbered(
+            1,
+            url,
+            "MERGE",
+            "MERGE — conditionally insert, update, or delete rows of a table",
+        ),
+        numbered(
+            2,
+            url,
+            "MERGE › Description",
+            "`MERGE` performs actions that modify rows in the target table identified as *`target_table_name`*, using the *`data_source`*. `MERGE` provides a single SQL statement that can conditionally `INSERT`, `UPDATE` or `DELETE` rows, a task that would otherwise require multiple procedural language statements.",
+        ),
+        numbered(
+            3,
+            url,
+            "MERGE › Description",
+            "`MERGE` actions have the same effect as regular `UPDATE`, `INSERT`, or `DELETE` commands of the same names.",
+        ),
+    ];
+    let asked = "What does the MERGE command introduced in PostgreSQL 15 do?";
+    let answer = r#"{"points": [{"passages": [1, 2], "sentence": "The MERGE command introduced in PostgreSQL 15 performs actions that modify rows in the target table using the data source, providing a single SQL statement that can conditionally INSERT, UPDATE, or DELETE rows."}, {"passages": [3, 2], "sentence": "The MERGE command is described as performing actions that modify rows in the target table using the data source, providing a single SQL statement that can conditionally INSERT, UPDATE, or DELETE rows."}, {"passages": [3], "sentence": "MERGE actions have the same effect as regular UPDATE, INSERT, or DELETE commands of the same names."}]}"#;
+    let md = assemble_points(asked, &parse_points(answer, items.len()).unwrap(), &items).unwrap();
+    let summary = md.split("## Evidence").next().unwrap();
+    assert!(summary.contains("performs actions"), "{md}");
+    assert!(!summary.contains("is described as performing"), "{md}");
+    // A sentence sharing most of its few words with one said is its own.
+    assert!(summary.contains("same effect as regular"), "{md}");
+}
