@@ -380,6 +380,7 @@ fn gate_prose(
     unverified: &mut Vec<String>,
 ) -> String {
     let spans = code_spans(text);
+    let mut dropped = false;
     let out = LINK_RE.replace_all(text, |caps: &regex::Captures<'_>| {
         let start = caps.get(0).map_or(0, |m| m.start());
         if spans.iter().any(|r| r.contains(&start)) {
@@ -408,11 +409,22 @@ fn gate_prose(
                 }
                 match text {
                     Some(t) => t.to_string(),
-                    None => trailing,
+                    None => {
+                        dropped = true;
+                        trailing
+                    }
                 }
             }
         }
     });
+    if dropped {
+        // A bare URL dropped from brackets leaves them behind: "(Tom’s Obvious Minimal
+        // Language, )" was written for a `https://toml.io` the run never read.
+        return out
+            .replace(", )", ")")
+            .replace(" ( )", "")
+            .replace(" ()", "");
+    }
     out.into_owned()
 }
 

@@ -7,6 +7,12 @@ use crate::research::writing::evidence::subject;
 use crate::research::writing::grounded::kind;
 
 impl Session<'_> {
+    /// Characters of passages the grounded call is shown: a quarter of the context window (at
+    /// three characters per token), at least 1500 and at most 6000.
+    pub(super) fn passage_budget(&self) -> usize {
+        (self.deps.model.context_window() as usize * 3 / 4).clamp(1500, 6000)
+    }
+
     /// When the model cannot write a usable report in its conversation, it is asked once more in
     /// a clean context holding only the task and the pages read (small models imitate a history
     /// full of tool calls); if that fails too, an honest extractive report is built from the pages
@@ -40,9 +46,8 @@ impl Session<'_> {
             return Ok(finish(self, task_id, md));
         }
         // Grounded answer: the best passages for the task, numbered; the model writes
-        // a few sentences ending in `[n]` and the engine makes the citations. A quarter of the
-        // context window for the passages (at three characters per token), at most 6000 chars.
-        let budget = (self.deps.model.context_window() as usize * 3 / 4).clamp(1500, 6000);
+        // a few sentences ending in `[n]` and the engine makes the citations.
+        let budget = self.passage_budget();
         // Only the asked product's pages answer for it, the product known from every page
         // fetched: git's pages judged off the task still say a git question is asked of git.
         let fetched: Vec<&str> = self.fetched.iter().map(|f| f.url.as_str()).collect();

@@ -196,32 +196,51 @@ pub(super) fn product_searches(
 /// Most pages a sibling took that one researcher reads again for its own subjects.
 const MAX_SHARED_READS: usize = 2;
 
-/// Pure: the results of `hits` (best first) that a sibling researcher took (`taken`) and whose
-/// title names a subject of `task` that no page of `pages` names ([`subject::unanswered`]):
-/// the first for each such subject, at most [`MAX_SHARED_READS`]. Siblings share no page, so
-/// the task holding a page decides who reads it, and a page two tasks need was read by one:
-/// the 1.5B planner's second task for "Which standard library module for TOML was added in
-/// Python 3.11, ..., and what kind of file object does its load() function need?" lost
-/// `tomllib`'s page to the first, read five others, and was refused for want of "TOML".
+/// Words of the answerability gate's labels that join names and name nothing themselves
+/// ("`asyncio` together with `HTTP`", "`x` other than in passing", "`--all` for `git stash`").
+const LABEL_JOINERS: [&str; 7] = ["together", "with", "other", "than", "in", "passing", "for"];
+
+/// Pure: the words the answerability gate's labels `missing` name, lower-cased.
+fn label_words(missing: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for label in missing {
+        for w in label.split(|c: char| !(c.is_alphanumeric() || "._-".contains(c))) {
+            let w = w.trim_matches(['.', '-']).to_lowercase();
+            if w.len() > 1 && !LABEL_JOINERS.contains(&w.as_str()) && !out.contains(&w) {
+                out.push(w);
+            }
+        }
+    }
+    out
+}
+
+/// Pure: the results of `hits` (best first) that a sibling researcher took (`taken`), that no
+/// page of `pages` is, and whose title names a word of what keeps the pages read from
+/// answering (`missing`, the answerability gate's labels): at most [`MAX_SHARED_READS`].
+/// Siblings share no page, so the task holding a page decides who reads it, and a page two
+/// tasks need was read by one: the 1.5B planner's second task for "Which standard library
+/// module for TOML was added in Python 3.11, ..., and what kind of file object does its load()
+/// function need?" lost `tomllib`'s page to the first, read five others, and was refused for
+/// want of "TOML".
 pub(super) fn shared_reads(
-    task: &str,
+    missing: &[String],
     pages: &[PageExtract],
     hits: &[&SearchHit],
     taken: &std::collections::BTreeSet<String>,
 ) -> Vec<String> {
-    let texts: Vec<String> = pages
-        .iter()
-        .map(|p| format!("{}\n{}", p.title, p.text))
-        .collect();
+    let words = label_words(missing);
     let mut out: Vec<String> = Vec::new();
-    for missing in subject::unanswered(task, &texts) {
-        let hit = hits.iter().find(|h| {
-            taken.contains(&h.url)
-                && !pages.iter().any(|p| p.url == h.url)
-                && !out.contains(&h.url)
-                && names(task, &missing, &h.title)
-        });
-        if let Some(h) = hit {
+    for h in hits {
+        let title: Vec<String> = h
+            .title
+            .split(|c: char| !(c.is_alphanumeric() || "._-".contains(c)))
+            .map(|w| w.trim_matches(['.', '-']).to_lowercase())
+            .collect();
+        if taken.contains(&h.url)
+            && !pages.iter().any(|p| p.url == h.url)
+            && !out.contains(&h.url)
+            && words.iter().any(|w| title.contains(w))
+        {
             out.push(h.url.clone());
         }
     }
@@ -250,9 +269,17 @@ impl Session<'_> {
         }
     }
 
-    /// Reads the pages a sibling took that name a subject of the task no page read names
-    /// ([`shared_reads`]), without claiming them: the sibling keeps its claim.
+    /// Reads the pages a sibling took whose titles name what keeps the passages read from
+    /// answering the task ([`shared_reads`] of the answerability gate's labels), without
+    /// claiming them: the sibling keeps its claim. Runs after the researcher's own reading and
+    /// searches, so it reads only for what they left unanswered; no search is made, so the
+    /// gathering budget is not asked (`MAX_SHARED_READS` bounds the pages).
     async fn read_shared_pages(&mut self) {
+        let items = grounded::number_passages(&self.pages, &self.task, self.passage_budget());
+        let missing = grounded::unanswered(&self.task, &items);
+        if missing.is_empty() {
+            return;
+        }
         let taken = self.deps.pool.taken().await;
         let score_of = |h: &SearchHit| self.scores.get(&h.url).copied().unwrap_or(0.0);
         let mut hits: Vec<&SearchHit> = self
@@ -261,13 +288,14 @@ impl Session<'_> {
             .filter(|h| !self.has_read(&h.url))
             .collect();
         hits.sort_by(|a, b| score_of(b).total_cmp(&score_of(a)));
-        let urls = shared_reads(&self.task, &self.pages, &hits, &taken);
-        if urls.is_empty() || !self.budget.take_gather() {
+        let urls = shared_reads(&missing, &self.pages, &hits, &taken);
+        if urls.is_empty() {
             return;
         }
         tracing::info!(
             pages = urls.len(),
-            "reading pages a sibling took for this task's subjects"
+            ?missing,
+            "reading pages a sibling took for this task"
         );
         let mut out = String::new();
         self.fetch_into(&urls, &mut out).await;

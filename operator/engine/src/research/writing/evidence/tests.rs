@@ -168,6 +168,20 @@ fn a_list_of_pages_read_cites_none_of_them() {
     assert!(gate_links(only_lists, &base()).cited.is_empty());
 }
 
+/// Tuning set, deep mode (`multi-py311-tomllib`): "(Tom’s Obvious Minimal Language, )" after
+/// the unread `https://toml.io` was dropped from it.
+#[test]
+fn a_dropped_url_leaves_no_empty_brackets() {
+    let g = gate_links(
+        "It parses TOML (Tom’s Obvious Minimal Language, https://toml.io). See also (http://made.up/x) and `f()` ([json](http://h/json.html)).",
+        &base(),
+    );
+    assert_eq!(
+        g.markdown,
+        "It parses TOML (Tom’s Obvious Minimal Language). See also and `f()` ([json](http://h/json.html))."
+    );
+}
+
 #[test]
 fn urls_in_quoted_code_are_code_not_citations() {
     let md = "Use a cache ([json](http://h/json.html)).\n\n> ```\n> resource = 'https://peps.python.org/pep-%04d' % num\n> ```\n\n> Call `urlopen('http://made.up/x')` or read [`json.loads`](http://h/json.html) and [y](http://made.up/y).\n";

@@ -179,10 +179,9 @@ fn hit(url: &str, title: &str) -> SearchHit {
 
 /// Tuning set, `multi-py311-tomllib` in deep mode with the 1.5B model: the second task's
 /// sibling had taken `tomllib`'s page, the only result naming TOML, and the second task read
-/// five other pages and was refused for want of it.
+/// five other pages and was refused for want of it (the gate's label: `TOML`).
 #[test]
-fn a_page_a_sibling_took_is_read_for_a_subject_no_page_read_names() {
-    let task = "Which standard library module for TOML was added in Python 3.11, can it write TOML, and what kind of file object does its load() function need?";
+fn a_page_a_sibling_took_is_read_for_what_keeps_the_pages_read_from_answering() {
     let read = [page(
         "http://docs/python3.11-doc/html/library/pickle.html",
         "pickle — Python object serialization",
@@ -199,17 +198,22 @@ fn a_page_a_sibling_took_is_read_for_a_subject_no_page_read_names() {
     let hits = [&formats, &tomllib];
     let taken: std::collections::BTreeSet<String> =
         [tomllib.url.clone(), formats.url.clone()].into();
+    let missing = ["TOML".to_string()];
     assert_eq!(
-        shared_reads(task, &read, &hits, &taken),
+        shared_reads(&missing, &read, &hits, &taken),
         [tomllib.url.clone()]
     );
     // Not taken by a sibling: the researcher's own reading picks it, not this.
-    assert!(shared_reads(task, &read, &hits, &[formats.url.clone()].into()).is_empty());
-    // A page read that names the subject leaves nothing to read again.
-    let named = [page(
-        "http://docs/python3.11-doc/html/whatsnew/3.11.html",
-        "What’s New In Python 3.11",
-        "§ New Modules\ntomllib: support for parsing TOML.",
-    )];
-    assert!(shared_reads(task, &named, &hits, &taken).is_empty());
+    assert!(shared_reads(&missing, &read, &hits, &[formats.url.clone()].into()).is_empty());
+    // Nothing missing, nothing read again.
+    assert!(shared_reads(&[], &read, &hits, &taken).is_empty());
+    // A label's joining words name nothing: "`tomllib` together with `pickle`" reads the page
+    // titled by either name, not one titled "Working together".
+    assert_eq!(
+        label_words(&[
+            "`tomllib` together with `pickle`".into(),
+            "`lru_cache` other than in passing".into()
+        ]),
+        ["tomllib", "pickle", "lru_cache"]
+    );
 }
