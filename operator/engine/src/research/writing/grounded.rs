@@ -145,7 +145,7 @@ pub fn assemble_for(asked: &str, answer: &str, items: &[Numbered]) -> Option<Str
         };
         if text.is_empty()
             || is_heading_copy(&text, items)
-            || is_question(&text)
+            || prose::is_question(&text)
             || prose::is_credit(&text)
         {
             continue;
@@ -226,12 +226,6 @@ fn before_cut_tail(text: &str) -> Option<String> {
     let head = text[..cut].trim_end();
     let whole = format!("{head}.");
     (head.split_whitespace().count() >= 4 && !is_fragment(&whole)).then_some(whole)
-}
-
-/// Pure: whether `text` is a question, no statement: a FAQ's heading the model copied ("How
-/// does the `OrderedDict` work?") answers nothing in a summary.
-fn is_question(text: &str) -> bool {
-    text.trim_end().ends_with('?')
 }
 
 /// How well `item` supports `text` (the share of the sentence's terms it holds), or `None`
@@ -538,7 +532,9 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
         // Each sentence as the report writes it (its entry's label before it), as the model
         // wrote it, and its passages; the label is no answer of the model's.
         let mut kept: Vec<(String, String, Vec<usize>)> = Vec::new();
-        for text in sentences(&clean_sentence(&p.sentence, &labels)) {
+        let parts = sentences(&clean_sentence(&p.sentence, &labels));
+        let reworded = parts.iter().all(|t| prose::rewords(t, &plain));
+        for text in parts {
             let text = strip_signature(&text);
             let text = statement_before_colon(&text).unwrap_or(text);
             let Some(text) = pointers::without_pointers(&text) else {
@@ -564,9 +560,9 @@ pub fn assemble_points(asked: &str, points: &[Point], items: &[Numbered]) -> Opt
             if text.is_empty()
                 || said.iter().any(|s| s.contains(&key))
                 || (completed.is_some() && said.iter().any(|s| s.contains(&opening)))
-                || prose::rewords(&text, plain.iter().chain(kept.iter().map(|k| &k.1)))
+                || reworded
                 || is_heading_copy(&text, items)
-                || is_question(&text)
+                || prose::is_question(&text)
                 || prose::is_credit(&text)
                 || is_fragment(&text)
             {

@@ -275,14 +275,23 @@ const REWORDED_MIN_WORDS: usize = 6;
 /// model answered what `MERGE` does with "The MERGE command introduced in PostgreSQL 15
 /// performs actions that modify rows ..." and then "The MERGE command is described as
 /// performing actions that modify rows ...", citing other passages; both reached the summary.
-pub(super) fn rewords<'a>(text: &str, said: impl IntoIterator<Item = &'a String>) -> bool {
+/// A point is dropped only when every sentence of it rewords: "PostgreSQL supports building
+/// indexes without locking out writes. This method is invoked by ..." lost its first
+/// sentence alone, and "This method" then named nothing.
+pub(super) fn rewords(text: &str, said: &[String]) -> bool {
     let words = crate::research::writing::evidence::terms(text);
     if words.len() < REWORDED_MIN_WORDS {
         return false;
     }
-    said.into_iter().any(|s| {
+    said.iter().any(|s| {
         let before = crate::research::writing::evidence::terms(s);
         let held = words.iter().filter(|w| before.contains(*w)).count();
         held as f64 >= REWORDED_SHARE * words.len() as f64
     })
+}
+
+/// Pure: whether `text` is a question, no statement: a FAQ's heading the model copied ("How
+/// does the `OrderedDict` work?") answers nothing in a summary.
+pub(super) fn is_question(text: &str) -> bool {
+    text.trim_end().ends_with('?')
 }

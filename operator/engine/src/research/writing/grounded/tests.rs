@@ -3464,4 +3464,8 @@ fn a_point_said_again_in_other_words_is_said_once() {
     assert!(!summary.contains("is described as performing"), "{md}");
     // A sentence sharing most of its few words with one said is its own.
     assert!(summary.contains("same effect as regular"), "{md}");
+    // A point of two sentences, one new, is kept whole: "This method" keeps what it names.
+    let answer = r#"{"points": [{"passages": [2], "sentence": "MERGE provides a single SQL statement that can conditionally INSERT, UPDATE or DELETE rows, a task that would otherwise require multiple procedural language statements."}, {"passages": [2, 3], "sentence": "MERGE provides one SQL statement that can conditionally INSERT, UPDATE or DELETE rows. Its actions have the same effect as regular UPDATE, INSERT, or DELETE commands of the same names."}]}"#;
+    let md = assemble_points(asked, &parse_points(answer, items.len()).unwrap(), &items).unwrap();
+    assert!(md.contains("provides one SQL statement"), "{md}");
 }
