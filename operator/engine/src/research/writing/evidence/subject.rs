@@ -17,8 +17,8 @@ use crate::research::reading::passages::{
 mod gate;
 mod release;
 use gate::{
-    answer_kind_phrase, keywords, named_apart, names_asked, unheld_heads, unnamed_keywords,
-    unspoken_attributes,
+    answer_kind_phrase, keywords, named_apart, names_asked, scattered_phrases, unheld_heads,
+    unnamed_keywords, unspoken_attributes,
 };
 pub use release::of_asked_release;
 
@@ -611,8 +611,9 @@ pub fn docs_products(url: &str) -> Vec<String> {
 /// ([`unnamed_keywords`]), else an option asked of a command that only
 /// other commands' passages name ([`option_of_another`]), else subjects written as one phrase
 /// that no text names together ([`named_apart`]), else the attribute a "What is the X of Y"
-/// question asks for, which none speaks of ([`unspoken_attributes`]), else a subject they name
-/// only in passing ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
+/// question asks for, which none speaks of ([`unspoken_attributes`]), else a thing a phrase
+/// names that no text holds ([`unheld_heads`]) or whose words no sentence holds together
+/// ([`scattered_phrases`]), else a subject they name only in passing ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
 /// test: it decides whether a model is shown the passages at all.
 /// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
 /// heads included.
@@ -640,6 +641,10 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
     let unheld = unheld_heads(question, texts);
     if !unheld.is_empty() {
         return unheld;
+    }
+    let scattered = scattered_phrases(question, texts);
+    if !scattered.is_empty() {
+        return scattered;
     }
     named_in_passing(question, &asked_subjects(question), heads, texts)
 }

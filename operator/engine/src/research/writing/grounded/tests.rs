@@ -3469,3 +3469,42 @@ fn a_point_said_again_in_other_words_is_said_once() {
     let md = assemble_points(asked, &parse_points(answer, items.len()).unwrap(), &items).unwrap();
     assert!(md.contains("provides one SQL statement"), "{md}");
 }
+
+/// Probe set (`probe-none-pg-tde`): asked how to enable transparent data encryption in
+/// PostgreSQL 15, which it does not have, the passages read named GSSAPI's encryption of the
+/// data sent, each word apart, and the model answered from them. A run of three words or more
+/// must be held together by one sentence; a pair, a verb after "I" and a product are not.
+#[test]
+fn the_words_of_a_phrase_must_stand_in_one_sentence() {
+    let gssapi = titled(
+        1,
+        "http://docs/postgresql-doc-15/html/gssapi-auth.html",
+        "21.6. GSSAPI Authentication",
+        "21.6. GSSAPI Authentication",
+        "PostgreSQL supports GSSAPI for authentication, communications encryption, or both. If GSSAPI encryption or SSL encryption is used, the data sent along the database connection will be encrypted. Setting up a transparent proxy is not covered here.",
+    );
+    let asked = "How do I enable transparent data encryption in PostgreSQL 15?";
+    assert_eq!(
+        unanswered(asked, std::slice::from_ref(&gssapi)),
+        ["“transparent data encryption”"]
+    );
+    let ssl = titled(
+        2,
+        "http://docs/postgresql-doc-15/html/ssl-tcp.html",
+        "19.9. Secure TCP/IP Connections with SSL",
+        "19.9. Secure TCP/IP Connections with SSL",
+        "PostgreSQL has native support for using SSL connections to encrypt client/server communications. With SSL, the data the client sends is encrypted in transit, and a transparent encryption layer protects it.",
+    );
+    for answerable in [
+        // The words in one sentence, in another order and form.
+        "How do I enable transparent data encryption in PostgreSQL 15?",
+        // Two words only: a pair is paraphrased too often to be held to.
+        "How do I enable client encryption in PostgreSQL 15?",
+        // The word after "I" is the verb, not the thing: "transparent encryption layer" is
+        // held, "activate" is not on the page.
+        "How do I activate transparent encryption layer protection in PostgreSQL?",
+    ] {
+        let missing = unanswered(answerable, std::slice::from_ref(&ssl));
+        assert!(missing.is_empty(), "{answerable}: {missing:?}");
+    }
+}

@@ -333,3 +333,71 @@ fn read_against(
     let held = texts.iter().flat_map(|t| terms(t)).collect();
     (context_terms(question), subjects, held)
 }
+
+/// Fewest words of a run [`scattered_phrases`] checks: a pair of words is paraphrased too often
+/// ("partial index", "index that covers part of a table").
+const PHRASE_WORDS: usize = 3;
+
+/// Words after which a question's next word is its verb ("How do I enable ...").
+const PRONOUNS: [&str; 4] = ["i", "you", "we", "one"];
+
+/// Pure: the run of at least [`PHRASE_WORDS`] plain lower-case words (no product, no generic
+/// attribute) right after the asker's verb ("How do I enable transparent data encryption"),
+/// when no one sentence of `texts` holds its words together, as the phrase quoted. Each word may be on the pages apart: asked how to enable transparent data
+/// encryption in PostgreSQL 15, the passages read named GSSAPI's encryption of the data sent
+/// and the model answered from them; PostgreSQL 15 has no such feature. Words in one sentence
+/// are the least a passage naming the thing writes, in any order or form.
+pub(super) fn scattered_phrases(question: &str, texts: &[String]) -> Vec<String> {
+    use crate::research::reading::passages::{FRAME_WORDS, is_stop};
+    use crate::research::writing::evidence::terms;
+    let context = context_terms(question);
+    let raw: Vec<&str> = question.split_whitespace().collect();
+    let plain = |raw: &str, w: &str| {
+        let bare = raw.trim_matches(|c: char| "?,;:!.\"“”".contains(c));
+        w.len() > 1
+            && bare == w
+            && w.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+            && !is_stop(w)
+            && !AUXILIARIES.contains(&w)
+            && !COPULAS.contains(&w)
+            && !DETERMINERS.contains(&w)
+            && !GENERIC_ATTRIBUTES.contains(&w)
+            && !FRAME_WORDS.iter().any(|f| w.starts_with(f))
+            && !is_context(w, &context)
+    };
+    let pronoun = |i: usize| PRONOUNS.contains(&bare_word(raw[i]).to_lowercase().as_str());
+    let ends = |r: &str| r.ends_with([',', ';', ':', '?', '!', '.']);
+    // Only the thing the asker's verb acts on: other runs hold verbs a word list cannot tell
+    // from nouns ("module parses", "handle exceptions raised").
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let mut open = false;
+    for (i, r) in raw.iter().enumerate() {
+        let w = bare_word(r).to_lowercase();
+        if i >= 2 && pronoun(i - 2) && !ends(raw[i - 1]) {
+            runs.push(vec![]);
+            open = true;
+        }
+        match runs.last_mut() {
+            Some(run) if open && plain(r, &w) => run.push(w),
+            _ => open = false,
+        }
+        if ends(r) {
+            open = false;
+        }
+    }
+    let sentences: Vec<BTreeSet<String>> = texts
+        .iter()
+        .flat_map(|t| crate::research::writing::evidence::sentences(t))
+        .map(|s| terms(&s))
+        .collect();
+    runs.into_iter()
+        .filter(|run| run.len() >= PHRASE_WORDS)
+        .filter(|run| {
+            let words = terms(&run.join(" "));
+            !sentences
+                .iter()
+                .any(|s| words.iter().all(|w| s.contains(w)))
+        })
+        .map(|run| format!("“{}”", run.join(" ")))
+        .collect()
+}
