@@ -200,14 +200,19 @@ const MAX_SHARED_READS: usize = 2;
 /// ("`asyncio` together with `HTTP`", "`x` other than in passing", "`--all` for `git stash`").
 const LABEL_JOINERS: [&str; 7] = ["together", "with", "other", "than", "in", "passing", "for"];
 
-/// Pure: the words the answerability gate's labels `missing` name, lower-cased.
+/// Pure: the words the answerability gate's labels `missing` name, lower-cased; a dotted name
+/// names its module too (`json` of `json.loads`: its page is titled "json — JSON encoder and
+/// decoder").
 fn label_words(missing: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for label in missing {
         for w in label.split(|c: char| !(c.is_alphanumeric() || "._-".contains(c))) {
             let w = w.trim_matches(['.', '-']).to_lowercase();
-            if w.len() > 1 && !LABEL_JOINERS.contains(&w.as_str()) && !out.contains(&w) {
-                out.push(w);
+            let module = w.split_once('.').map(|(m, _)| m.to_string());
+            for w in std::iter::once(w).chain(module) {
+                if w.len() > 1 && !LABEL_JOINERS.contains(&w.as_str()) && !out.contains(&w) {
+                    out.push(w);
+                }
             }
         }
     }

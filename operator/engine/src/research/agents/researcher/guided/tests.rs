@@ -216,4 +216,10 @@ fn a_page_a_sibling_took_is_read_for_what_keeps_the_pages_read_from_answering() 
         ]),
         ["tomllib", "pickle", "lru_cache"]
     );
+    // Tuning set, `multi-json-duplicate-keys` in deep mode: the jsonb task took Python's
+    // `json.html`, and the json.loads task was refused on "`json.loads` other than in passing".
+    assert_eq!(
+        label_words(&["`json.loads` other than in passing".into()]),
+        ["json.loads", "json"]
+    );
 }
