@@ -273,15 +273,22 @@ const LEAD_IN_WORDS: usize = 14;
 /// Pure: whether `task` asks in which version something came: then a bare version note under
 /// the asked-for entry ("str.removeprefix(prefix, /): New in version 3.9.") is the answer, and
 /// "What does str.removeprefix() do, and in which version was it added?" had it filtered out.
-fn asks_version(task: &str) -> bool {
-    let t = task.to_lowercase();
+/// Words are matched whole: "int/str conversion" holds no "version".
+pub(super) fn asks_version(task: &str) -> bool {
+    let words: Vec<String> = task
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let t = format!(" {} ", words.join(" "));
     [
-        "version",
-        "when was",
-        "when were",
-        "added",
-        "introduced",
-        "new in",
+        " version ",
+        " versions ",
+        " when was ",
+        " when were ",
+        " added ",
+        " introduced ",
+        " new in ",
     ]
     .iter()
     .any(|w| t.contains(w))

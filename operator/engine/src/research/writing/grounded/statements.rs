@@ -2,13 +2,13 @@
 //! sentences miss the answer, the passages shown beside the cited ones, and the checks that
 //! keep copied headings and signatures out of the summary.
 
-use super::entry_of;
 use super::kind::{AnswerKind, answer_kind, holds_for};
 use super::prose::{
     change_version, statement_before_colon, table_row_prose, with_alternative, with_following_value,
 };
 use super::relevance::entry_label;
 use super::{Numbered, link_text};
+use super::{entry_of, numbering};
 use crate::research::reading::passages::{
     Passage, PassageKind, context_terms, focus, is_context, products_asked, rank, subject_terms,
 };
@@ -685,7 +685,10 @@ pub(super) fn statement_for(asked: &str, best: &Numbered, prefer: Option<&str>) 
             .split_whitespace()
             .filter(|w| w.chars().any(char::is_alphabetic))
             .count();
-        if words < MIN_STATEMENT_WORDS || super::prose::is_credit(&s) {
+        // A bare version note says when, not what: "New in version 3.11" was quoted as the
+        // answer to "what new limit on int/str conversion did it introduce?".
+        let when_only = numbering::is_version_note(&s) && !numbering::asks_version(asked);
+        if words < MIN_STATEMENT_WORDS || super::prose::is_credit(&s) || when_only {
             continue;
         }
         let named = subject::Named::new(&s);

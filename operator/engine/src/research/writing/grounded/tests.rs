@@ -3511,3 +3511,22 @@ fn the_words_of_a_phrase_must_stand_in_one_sentence() {
         assert!(missing.is_empty(), "{answerable}: {missing:?}");
     }
 }
+
+/// Tuning set, `multi-py311-speed-and-int-limit` in deep mode with the 1.5B model: “New in
+/// version 3.11” was quoted as the answer to "what new limit on int/str conversion did it
+/// introduce?". A bare version note answers only a question asking when.
+#[test]
+fn a_bare_version_note_is_no_statement_unless_the_version_is_asked() {
+    let note = item(
+        1,
+        "Built-in Types › Integer string conversion length limitation",
+        "New in version 3.11.",
+    );
+    let asked = "What new limit on int/str conversion did Python 3.11 introduce?";
+    assert_eq!(statements::statement(asked, &note), None);
+    let asked = "In which version was the int/str conversion limit added?";
+    assert_eq!(
+        statements::statement(asked, &note).as_deref(),
+        Some("New in version 3.11")
+    );
+}
