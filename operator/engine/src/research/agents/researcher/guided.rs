@@ -200,14 +200,20 @@ const MAX_SHARED_READS: usize = 2;
 /// ("`asyncio` together with `HTTP`", "`x` other than in passing", "`--all` for `git stash`").
 const LABEL_JOINERS: [&str; 7] = ["together", "with", "other", "than", "in", "passing", "for"];
 
+/// Pure: the names of `text`, lower-cased: its words with the dots, underscores and hyphens
+/// inside them (`json.loads`, `lru_cache`).
+fn name_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || "._-".contains(c)))
+        .map(|w| w.trim_matches(['.', '-']).to_lowercase())
+}
+
 /// Pure: the words the answerability gate's labels `missing` name, lower-cased; a dotted name
 /// names its module too (`json` of `json.loads`: its page is titled "json — JSON encoder and
 /// decoder").
 fn label_words(missing: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for label in missing {
-        for w in label.split(|c: char| !(c.is_alphanumeric() || "._-".contains(c))) {
-            let w = w.trim_matches(['.', '-']).to_lowercase();
+        for w in name_words(label) {
             let module = w.split_once('.').map(|(m, _)| m.to_string());
             for w in std::iter::once(w).chain(module) {
                 if w.len() > 1 && !LABEL_JOINERS.contains(&w.as_str()) && !out.contains(&w) {
@@ -236,11 +242,7 @@ pub(super) fn shared_reads(
     let words = label_words(missing);
     let mut out: Vec<String> = Vec::new();
     for h in hits {
-        let title: Vec<String> = h
-            .title
-            .split(|c: char| !(c.is_alphanumeric() || "._-".contains(c)))
-            .map(|w| w.trim_matches(['.', '-']).to_lowercase())
-            .collect();
+        let title: Vec<String> = name_words(&h.title).collect();
         if taken.contains(&h.url)
             && !pages.iter().any(|p| p.url == h.url)
             && !out.contains(&h.url)

@@ -201,7 +201,7 @@ fn a_page_a_sibling_took_is_read_for_what_keeps_the_pages_read_from_answering() 
     let missing = ["TOML".to_string()];
     assert_eq!(
         shared_reads(&missing, &read, &hits, &taken),
-        [tomllib.url.clone()]
+        [tomllib.url.as_str()]
     );
     // Not taken by a sibling: the researcher's own reading picks it, not this.
     assert!(shared_reads(&missing, &read, &hits, &[formats.url.clone()].into()).is_empty());
