@@ -18,7 +18,7 @@ use crate::research::machine::reducer::Event;
 use crate::research::machine::state::{
     Decision, Failure, Mode, OutputKind, PageExtract, RunState, TaskState,
 };
-use crate::research::reading::agenda::{aspects, covering, follow_ups, scoped};
+use crate::research::reading::agenda::{aspects, covering, follow_ups};
 use crate::research::reading::queries::anchored_tasks;
 use crate::research::writing::evidence::{ClaimCheck, EvidenceBase};
 use crate::research::writing::merged::{merged_answers, merged_reports};
@@ -109,10 +109,7 @@ pub async fn plan_within(
     });
     match outcome {
         Ok(PlanOutcome::Agenda(tasks)) => Event::PlanReady {
-            tasks: scoped(
-                &state.input.query,
-                anchored_tasks(&state.input.query, &covering(&state.input.query, &tasks)),
-            ),
+            tasks: anchored_tasks(&state.input.query, &covering(&state.input.query, &tasks)),
             usage,
         },
         Ok(PlanOutcome::Refused) => Event::PlanFailed {

@@ -5,7 +5,6 @@
 
 use super::passages::{is_stop, modifies_as_product, possessive_owner, products_asked};
 use super::queries::{REFERRING, plain_words, split_questions};
-use crate::research::writing::evidence::subject;
 
 /// Most aspects a question is split into.
 const MAX_ASPECTS: usize = 4;
@@ -395,33 +394,3 @@ pub fn follow_ups(queries: &[String], done: &[String], titles: &[String]) -> Vec
 
 #[cfg(test)]
 mod tests;
-
-/// Pure: `tasks` each asked of the release `question` is asked of ("in Python 3.11", see
-/// [`subject::asked_release_phrase`]) when it names no version of its own, for a question of
-/// one product. The researcher keeps only the asked release's notes by the versions its task
-/// names: the 1.5B planner's "compare the release notes for speed improvements", for a
-/// question on Python 3.11, read the notes of 3.7, 2.4 and 2.7, and the report quoted 3.7's
-/// speed-ups. A question of two products leaves its tasks as they are: the release of one is
-/// not the other's.
-pub fn scoped(question: &str, tasks: Vec<String>) -> Vec<String> {
-    let Some(release) = subject::asked_release_phrase(question) else {
-        return tasks;
-    };
-    if products_asked(question).len() > 1 {
-        return tasks;
-    }
-    tasks
-        .into_iter()
-        .map(|t| {
-            if subject::names_version(&t) {
-                t
-            } else {
-                let body = t.trim_end();
-                match body.strip_suffix(['?', '.']) {
-                    Some(rest) => format!("{rest} in {release}{}", &body[rest.len()..]),
-                    None => format!("{body} in {release}"),
-                }
-            }
-        })
-        .collect()
-}

@@ -269,35 +269,3 @@ fn a_planner_task_that_refers_back_too_does_not_stand_for_a_part_that_refers_bac
         ])
     );
 }
-
-/// Tuning set, `multi-py311-speed-and-int-limit` in deep mode with the 1.5B model: its task
-/// "compare the release notes for speed improvements" named no release, read the notes of 3.7,
-/// 2.4 and 2.7, and the report quoted 3.7's speed-ups.
-#[test]
-fn a_task_naming_no_release_is_asked_of_the_questions() {
-    let q = "How much faster is Python 3.11 than 3.10 according to its release notes, and what new limit on int/str conversion did it introduce?";
-    assert_eq!(
-        scoped(
-            q,
-            vec![
-                "How much faster is Python 3.11 than 3.10 according to its release notes?".into(),
-                "compare the release notes for speed improvements".into(),
-                "What new limit on int/str conversion was introduced?".into(),
-            ]
-        ),
-        [
-            "How much faster is Python 3.11 than 3.10 according to its release notes?",
-            "compare the release notes for speed improvements in Python 3.11",
-            "What new limit on int/str conversion was introduced in Python 3.11?",
-        ]
-    );
-    // No release asked, or two products asked: the tasks stay as they are.
-    let tasks = vec!["What is the default port?".to_string()];
-    assert_eq!(
-        scoped("What port does PostgreSQL use?", tasks.clone()),
-        tasks
-    );
-    let q = "What is the default isolation level of PostgreSQL 15, and what does Python's sqlite3 module use?";
-    let tasks = vec!["What does Python's sqlite3 module use as its isolation level?".to_string()];
-    assert_eq!(scoped(q, tasks.clone()), tasks);
-}

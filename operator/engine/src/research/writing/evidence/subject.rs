@@ -20,7 +20,7 @@ use gate::{
     answer_kind_phrase, keywords, named_apart, names_asked, scattered_phrases, unheld_heads,
     unnamed_keywords, unspoken_attributes,
 };
-pub use release::{asked_release_phrase, names_version, of_asked_release};
+pub use release::of_asked_release;
 
 /// How a subject is looked for in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -42,25 +42,6 @@ fn asked_releases(task: &str) -> (Vec<String>, Vec<String>) {
     (products, versions)
 }
 
-/// Pure: the product and release `question` is first asked of, as written ("Python 3.11" of
-/// "How much faster is Python 3.11 than 3.10?"); `None` when it names none.
-pub fn asked_release_phrase(question: &str) -> Option<String> {
-    let words: Vec<&str> = question.split_whitespace().collect();
-    words.windows(2).find_map(|pair| {
-        let product = pair[0].trim_end_matches("'s").trim_end_matches("’s");
-        (product.starts_with(|c: char| c.is_uppercase())
-            && product.chars().all(char::is_alphanumeric))
-        .then(|| version(pair[1]))
-        .flatten()
-        .map(|v| format!("{product} {v}"))
-    })
-}
-
-/// Pure: whether `text` names a version number (`3.11`, `15`).
-pub fn names_version(text: &str) -> bool {
-    text.split_whitespace().any(|w| version(w).is_some())
-}
-
 /// Pure: the releases a page title names ("What's New In Python 3.7 — Python 3.11.2
 /// documentation" names 3.7; "E.5. Release 15.16" names 15.16): a version after one of
 /// `products` or a word of [`RELEASE_WORDS`], before the docs' own suffix (" — Python 3.11.2
