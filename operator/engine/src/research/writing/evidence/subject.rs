@@ -613,8 +613,9 @@ pub fn docs_products(url: &str) -> Vec<String> {
 /// that no text names together ([`named_apart`]), else the attribute a "What is the X of Y"
 /// question asks for, which none speaks of ([`unspoken_attributes`]), else a thing a phrase
 /// names that no text holds ([`unheld_heads`]) or whose words no sentence holds together
-/// ([`scattered_phrases`]), else a subject they name only in passing ([`named_in_passing`]). Empty when they may answer it. The answerability gate's
-/// test: it decides whether a model is shown the passages at all.
+/// ([`scattered_phrases`]), else a subject they name only in passing ([`named_in_passing`]).
+/// Empty when they may answer it. The answerability gate's test: it decides whether a model
+/// is shown the passages at all.
 /// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
 /// heads included.
 pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<String> {

@@ -238,7 +238,6 @@ pub(super) fn unheld_heads(question: &str, texts: &[String]) -> Vec<String> {
         let w = w.trim_end_matches(|c: char| "?,;:!.".contains(c));
         w.ends_with("'s") || w.ends_with("’s")
     };
-    let ends_clause = |w: &str| w.ends_with([',', ';', ':', '?', '!', '.']);
     let (context, subjects, held) = read_against(question, texts);
     let mut out = Vec::new();
     let mut i = 0;
@@ -312,6 +311,11 @@ pub(super) fn unheld_heads(question: &str, texts: &[String]) -> Vec<String> {
     out
 }
 
+/// Pure: whether a question's word as written ends its clause (a comma or a stop after it).
+fn ends_clause(raw: &str) -> bool {
+    raw.ends_with([',', ';', ':', '?', '!', '.'])
+}
+
 /// A question's word as written, without its punctuation, possessive or call parentheses.
 fn bare_word(raw: &str) -> &str {
     let w = raw.trim_matches(|c: char| "\"'`?!,;:()[]{}“”".contains(c));
@@ -347,10 +351,11 @@ const PRONOUNS: [&str; 4] = ["i", "you", "we", "one"];
 
 /// Pure: the run of at least [`PHRASE_WORDS`] plain lower-case words (no product, no generic
 /// attribute) right after the asker's verb ("How do I enable transparent data encryption"),
-/// when no one sentence of `texts` holds its words together, as the phrase quoted. Each word may be on the pages apart: asked how to enable transparent data
-/// encryption in PostgreSQL 15, the passages read named GSSAPI's encryption of the data sent
-/// and the model answered from them; PostgreSQL 15 has no such feature. Words in one sentence
-/// are the least a passage naming the thing writes, in any order or form.
+/// when no one sentence of `texts` holds its words together, as the phrase quoted. Each word
+/// may be on the pages apart: asked how to enable transparent data encryption in PostgreSQL
+/// 15, the passages read named GSSAPI's encryption of the data sent and the model answered
+/// from them; PostgreSQL 15 has no such feature. Words in one sentence are the least a passage
+/// naming the thing writes, in any order or form.
 pub(super) fn scattered_phrases(question: &str, texts: &[String]) -> Vec<String> {
     use crate::research::reading::passages::{FRAME_WORDS, is_stop};
     use crate::research::writing::evidence::terms;
@@ -370,14 +375,13 @@ pub(super) fn scattered_phrases(question: &str, texts: &[String]) -> Vec<String>
             && !is_context(w, &context)
     };
     let pronoun = |i: usize| PRONOUNS.contains(&bare_word(raw[i]).to_lowercase().as_str());
-    let ends = |r: &str| r.ends_with([',', ';', ':', '?', '!', '.']);
     // Only the thing the asker's verb acts on: other runs hold verbs a word list cannot tell
     // from nouns ("module parses", "handle exceptions raised").
     let mut runs: Vec<Vec<String>> = Vec::new();
     let mut open = false;
     for (i, r) in raw.iter().enumerate() {
         let w = bare_word(r).to_lowercase();
-        if i >= 2 && pronoun(i - 2) && !ends(raw[i - 1]) {
+        if i >= 2 && pronoun(i - 2) && !ends_clause(raw[i - 1]) {
             runs.push(vec![]);
             open = true;
         }
@@ -385,7 +389,7 @@ pub(super) fn scattered_phrases(question: &str, texts: &[String]) -> Vec<String>
             Some(run) if open && plain(r, &w) => run.push(w),
             _ => open = false,
         }
-        if ends(r) {
+        if ends_clause(r) {
             open = false;
         }
     }
