@@ -377,17 +377,20 @@ const SYNONYMS: [(&str, &[&str]); 8] = [
     ("delet", &["remov", "drop"]),
 ];
 
+/// Pure: the words documentation uses for the same act as the stemmed `term` ([`SYNONYMS`]).
+pub(crate) fn synonyms(term: &str) -> impl Iterator<Item = &'static str> + '_ {
+    SYNONYMS
+        .iter()
+        .filter(move |(w, _)| *w == term)
+        .flat_map(|(_, s)| s.iter().copied())
+}
+
 /// The query's terms with their synonyms.
 fn query_terms(query: &str) -> BTreeSet<String> {
     let mut out: BTreeSet<String> = terms(query).into_iter().collect();
     let extra: Vec<String> = out
         .iter()
-        .flat_map(|t| {
-            SYNONYMS
-                .iter()
-                .filter(move |(w, _)| w == t)
-                .flat_map(|(_, s)| s.iter().map(|x| x.to_string()))
-        })
+        .flat_map(|t| synonyms(t).map(str::to_string))
         .collect();
     out.extend(extra);
     out

@@ -18,7 +18,7 @@ mod gate;
 mod release;
 use gate::{
     answer_kind_phrase, keywords, named_apart, names_asked, scattered_phrases, unheld_heads,
-    unnamed_keywords, unspoken_attributes,
+    unheld_predicates, unnamed_keywords, unspoken_attributes,
 };
 pub use release::of_asked_release;
 
@@ -613,8 +613,9 @@ pub fn docs_products(url: &str) -> Vec<String> {
 /// that no text names together ([`named_apart`]), else the attribute a "What is the X of Y"
 /// question asks for, which none speaks of ([`unspoken_attributes`]), else a thing a phrase
 /// names that no text holds ([`unheld_heads`]) or whose words no sentence holds together
-/// ([`scattered_phrases`]), else a subject they name only in passing ([`named_in_passing`]).
-/// Empty when they may answer it. The answerability gate's test: it decides whether a model
+/// ([`scattered_phrases`]), else a subject they name only in passing ([`named_in_passing`]),
+/// else the verb asked about, when no sentence holds it with the thing it acts on
+/// ([`unheld_predicates`]). Empty when they may answer it. The answerability gate's test: it decides whether a model
 /// is shown the passages at all.
 /// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
 /// heads included.
@@ -647,7 +648,11 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
     if !scattered.is_empty() {
         return scattered;
     }
-    named_in_passing(question, &asked_subjects(question), heads, texts)
+    let passing = named_in_passing(question, &asked_subjects(question), heads, texts);
+    if !passing.is_empty() {
+        return passing;
+    }
+    unheld_predicates(question, texts)
 }
 
 /// Pure: a label of [`unanswerable`] as code: a bare name is wrapped, a phrase that marks its

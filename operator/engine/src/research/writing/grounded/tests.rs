@@ -3530,3 +3530,78 @@ fn a_bare_version_note_is_no_statement_unless_the_version_is_asked() {
         Some("New in version 3.11")
     );
 }
+
+/// Probe set (`probe-none-git-encrypt`, `probe-none-pg-autoscale`): asked which git command
+/// encrypts a repository's history, the passages held "history" in the user manual and
+/// "encrypt" in git-cvsserver's password setup, and the summary quoted the manual's `gitk`. The
+/// verb asked about must stand in one sentence with the thing it acts on, in any form or a word
+/// the documentation uses for it; a relational verb ("controls") is not held to.
+#[test]
+fn the_verb_asked_about_must_stand_with_its_object() {
+    let manual = titled(
+        1,
+        "http://docs/git-doc/user-manual.html",
+        "Git User Manual",
+        "Understanding History: Commits",
+        "Every change in the history of a project is represented by a commit. The git-show(1) command shows the most recent commit on the current branch.",
+    );
+    let cvs = titled(
+        2,
+        "http://docs/git-doc/git-cvsserver.html",
+        "git-cvsserver(1)",
+        "INSTALLATION",
+        "Preferably use the system specific utility that manages password hash creation in your platform (e.g. mkpasswd in Linux, encrypt in OpenBSD or pwhash in NetBSD). Each repository needs its own authdb.",
+    );
+    let asked = "Which git command encrypts the history of a repository?";
+    assert_eq!(
+        unanswered(asked, &[manual.clone(), cvs.clone()]),
+        ["“encrypts the history of a repository”"]
+    );
+    let buffers = titled(
+        3,
+        "http://docs/postgresql-doc-15/html/runtime-config-resource.html",
+        "20.4. Resource Consumption",
+        "shared_buffers (integer)",
+        "Sets the amount of memory the database server uses for shared memory buffers. If you have a dedicated database server with 1GB or more of RAM, a reasonable starting value for shared_buffers is 25% of the memory in your system. Larger settings for shared_buffers usually require a corresponding increase in max_wal_size.",
+    );
+    let asked = "How does PostgreSQL 15 automatically scale shared_buffers when memory is added?";
+    assert_eq!(
+        unanswered(asked, std::slice::from_ref(&buffers)),
+        ["“scale shared_buffers”"]
+    );
+    let clean = titled(
+        4,
+        "http://docs/git-doc/git-clean.html",
+        "git-clean(1)",
+        "DESCRIPTION",
+        "Cleans the working tree by recursively removing files that are not under version control, starting from the current directory.",
+    );
+    for (answerable, items) in [
+        // The verb in another form, with a word of its object.
+        (
+            "Which git command removes untracked files from the working tree?",
+            vec![clean.clone()],
+        ),
+        // A word the documentation uses for the verb.
+        (
+            "Which git command deletes files from the working tree?",
+            vec![clean],
+        ),
+        // A relational verb is answered in other words ("Sets").
+        (
+            "Which PostgreSQL setting controls the amount of memory for shared buffers?",
+            vec![buffers.clone()],
+        ),
+        // "json module" is a name, not a verb and its object.
+        (
+            "How does Python's json module treat duplicate keys?",
+            vec![buffers],
+        ),
+    ] {
+        let missing = unanswered(answerable, &items);
+        assert!(
+            !missing.iter().any(|m| m.starts_with('“')),
+            "{answerable}: {missing:?}"
+        );
+    }
+}

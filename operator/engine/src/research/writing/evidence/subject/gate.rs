@@ -409,3 +409,200 @@ pub(super) fn scattered_phrases(question: &str, texts: &[String]) -> Vec<String>
         .map(|run| format!("“{}”", run.join(" ")))
         .collect()
 }
+
+/// Verbs that relate a thing to another or to a value rather than name an act of its own;
+/// passages put them in other words ("Sets the maximum number ..." answers "Which setting
+/// controls ..."), so [`unheld_predicates`] does not hold a sentence to them.
+const RELATIONAL_VERBS: [&str; 40] = [
+    "differ",
+    "handle",
+    "work",
+    "compare",
+    "relate",
+    "affect",
+    "behave",
+    "use",
+    "mean",
+    "treat",
+    "interact",
+    "change",
+    "happen",
+    "help",
+    "deal",
+    "make",
+    "get",
+    "control",
+    "set",
+    "specify",
+    "determine",
+    "limit",
+    "return",
+    "raise",
+    "accept",
+    "take",
+    "give",
+    "provide",
+    "support",
+    "allow",
+    "need",
+    "require",
+    "have",
+    "cause",
+    "produce",
+    "represent",
+    "contain",
+    "add",
+    "introduce",
+    "improve",
+];
+
+/// Pure: the verb `question` asks about and the words of the thing it acts on, when its form
+/// shows where the verb is: after the kind of thing asked for ("Which git command
+/// *encrypts* the history of a repository?") or after a named subject and its auxiliary ("How
+/// does PostgreSQL 15 automatically *scale* shared_buffers ...?"). `None` for other forms, a
+/// relational verb ([`RELATIONAL_VERBS`]) or a verb with no object of its own.
+fn asked_predicate(question: &str) -> Option<Predicate> {
+    use crate::research::reading::passages::{is_category_noun, is_stop};
+    let raw: Vec<&str> = question.split_whitespace().collect();
+    let clean: Vec<String> = raw.iter().map(|w| bare_word(w).to_lowercase()).collect();
+    let category = |w: &str| is_category_noun(w.strip_suffix('s').unwrap_or(w));
+    let function = |w: &str| {
+        AUXILIARIES.contains(&w) || COPULAS.contains(&w) || DETERMINERS.contains(&w) || is_stop(w)
+    };
+    let first = clean.first()?.as_str();
+    let verb_at = if matches!(first, "which" | "what") {
+        // "Which git command encrypts": the words up to the kind, none an auxiliary.
+        let noun = (1..raw.len().min(7)).find(|&i| category(&clean[i]))?;
+        if (1..noun).any(|i| function(&clean[i]) || ends_clause(raw[i])) {
+            return None;
+        }
+        noun + 1
+    } else {
+        // "How does PostgreSQL 15 [automatically] scale": a subject written as a name.
+        let start = match (first, clean.get(1).map(String::as_str)) {
+            ("how", Some(aux)) if AUXILIARIES.contains(&aux) => 2,
+            (aux, _) if AUXILIARIES.contains(&aux) => 1,
+            _ => return None,
+        };
+        let named = |r: &str| {
+            r.chars()
+                .any(|c| c.is_uppercase() || c.is_ascii_digit() || "_.()`".contains(c))
+        };
+        let mut i = start;
+        while i < raw.len() && named(raw[i]) && !PRONOUNS.contains(&clean[i].as_str()) {
+            if ends_clause(raw[i]) {
+                return None;
+            }
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        while i < raw.len() && clean[i].ends_with("ly") && !ends_clause(raw[i]) {
+            i += 1;
+        }
+        i
+    };
+    let verb = clean.get(verb_at)?;
+    let relational = |v: &str| {
+        RELATIONAL_VERBS.iter().any(|r| {
+            [
+                *r,
+                &format!("{r}s"),
+                &format!("{r}es"),
+                &format!("{r}d"),
+                &format!("{r}ed"),
+            ]
+            .contains(&v)
+        })
+    };
+    if verb.len() < 3
+        || !verb.chars().all(|c| c.is_ascii_lowercase())
+        || function(verb)
+        || relational(verb)
+        || category(verb)
+        || ends_clause(raw[verb_at])
+        // "Python's json module": a name, not a verb.
+        || clean.get(verb_at + 1).is_some_and(|w| category(w))
+    {
+        return None;
+    }
+    let context = context_terms(question);
+    let mut object = Vec::new();
+    let mut last = verb_at;
+    for (i, (r, w)) in raw.iter().zip(&clean).enumerate().skip(verb_at + 1) {
+        // A clause of its own ("when memory is added") says when, not what.
+        if SUBORDINATORS.contains(&w.as_str()) {
+            break;
+        }
+        if w.len() >= 3 && !function(w) && !is_context(w, &context) {
+            object.push(w.clone());
+            last = i;
+        }
+        if ends_clause(r) {
+            break;
+        }
+    }
+    let phrase = raw[verb_at..=last]
+        .iter()
+        .map(|r| r.trim_matches(|c: char| "?,;:!.\"“”".contains(c)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    (!object.is_empty()).then(|| Predicate {
+        verb: verb.clone(),
+        object,
+        phrase,
+    })
+}
+
+/// The verb a question asks about, the words of the thing it acts on, and both as written.
+struct Predicate {
+    verb: String,
+    object: Vec<String>,
+    phrase: String,
+}
+
+/// Words that open a clause of their own after a verb's object.
+const SUBORDINATORS: [&str; 10] = [
+    "when", "if", "while", "because", "after", "before", "since", "unless", "and", "or",
+];
+
+/// Pure: the verb `question` asks about ([`asked_predicate`]) with the thing it acts on, as
+/// asked, when no one sentence of `texts` holds the verb (in any form, or a word the
+/// documentation uses for it) together with a word of that thing. Asked which git command
+/// encrypts a repository's history, the passages read held "history" in the user manual and
+/// "encrypt" in git-cvsserver's password setup, and the model answered from the manual; git
+/// has no such command. Relational verbs ("differ", "handle", "control") are not held to.
+pub(super) fn unheld_predicates(question: &str, texts: &[String]) -> Vec<String> {
+    use crate::research::reading::passages::{synonyms, terms};
+    let Some(Predicate {
+        verb,
+        object,
+        phrase,
+    }) = asked_predicate(question)
+    else {
+        return vec![];
+    };
+    let acts: Vec<String> = terms(&verb)
+        .into_iter()
+        .flat_map(|t| {
+            let same: Vec<String> = synonyms(&t).map(str::to_string).collect();
+            std::iter::once(t).chain(same)
+        })
+        .collect();
+    let things: Vec<Vec<String>> = object.iter().map(|w| terms(w)).collect();
+    let held = texts
+        .iter()
+        .flat_map(|t| crate::research::writing::evidence::sentences(t))
+        .any(|s| {
+            let words: BTreeSet<String> = terms(&s).into_iter().collect();
+            acts.iter().any(|a| words.contains(a))
+                && things
+                    .iter()
+                    .any(|t| !t.is_empty() && t.iter().all(|w| words.contains(w)))
+        });
+    if held {
+        return vec![];
+    }
+    vec![format!("“{phrase}”")]
+}
