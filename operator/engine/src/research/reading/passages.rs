@@ -740,6 +740,7 @@ fn asked_entry_leads(passages: &[Passage], query: &str) -> Vec<usize> {
 mod bm25;
 pub mod entry;
 pub mod focus;
+mod instances;
 mod question;
 mod selection;
 

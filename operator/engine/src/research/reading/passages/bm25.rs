@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::instances::instance_terms;
 use super::{
     CONTEXT_WEIGHT, DEFINITION_WEIGHT, Passage, context_terms, definition_terms, query_terms, terms,
 };
@@ -19,6 +20,9 @@ pub fn rank(passages: &[Passage], query: &str) -> Vec<f64> {
         .filter(|t| !query_terms.contains(t))
         .collect();
     query_terms.extend(expansion.iter().cloned());
+    // What the page names as an instance of the asked phrase is what the question asks about,
+    // in the page's words: it weighs as the question's own.
+    query_terms.extend(instance_terms(passages, query));
     let weight = |t: &str| {
         if context.contains(t) {
             CONTEXT_WEIGHT

@@ -656,3 +656,34 @@ fn words_naming_the_documentation_are_no_topic() {
     assert!(s[1] > s[0], "{s:?}");
     assert_eq!(keyword_query("toml in the Python docs"), "toml python");
 }
+
+/// Tuning set, `multi-py311-taskgroup-whatsnew` in deep mode: "How do you use asyncio for
+/// structured concurrency?" was answered from `uncancel()` and `run_coroutine_threadsafe()`,
+/// while the page's "Task Groups" section, which shares no word with the task, went unread. The
+/// page itself names Task Groups as an element of structured concurrency.
+#[test]
+fn instances_a_page_names_of_the_asked_phrase_rank_with_it() {
+    let page = "# Coroutines and Tasks\n\n## Task Groups\n\nAn asyncio task group combines a task creation API with a convenient and reliable way to wait for all tasks in the group to finish.\n\n## Scheduling From Other Threads\n\nSubmit a coroutine to the given asyncio event loop. Thread-safe.\n\n## Task Object\n\nThere should be no need to call uncancel() in asyncio code: in particular, if a Task gets successfully uncancelled, this allows for elements of structured concurrency like Task Groups and `asyncio.timeout()` to continue running.\n";
+    let passages = split(page);
+    let query = "How do you use asyncio for structured concurrency?";
+    let scores = rank(&passages, query);
+    let at = |h: &str| {
+        passages
+            .iter()
+            .position(|p| p.heading_path.last().is_some_and(|l| l == h))
+            .unwrap()
+    };
+    assert!(
+        scores[at("Task Groups")] > scores[at("Scheduling From Other Threads")],
+        "{scores:?}"
+    );
+    // One asked word before the marker names too broad a kind.
+    let broad = "# Tasks\n\n## Task Groups\n\nTask groups wait for all tasks.\n\n## Threads\n\nUse asyncio for a callback from another thread.\n\n## Notes\n\nSome concurrency like Task Groups is structured.\n";
+    let passages = split(broad);
+    let scores = rank(&passages, "How do you use asyncio concurrency?");
+    let groups = passages
+        .iter()
+        .position(|p| p.heading_path.last().is_some_and(|l| l == "Task Groups"))
+        .unwrap();
+    assert_eq!(scores[groups], 0.0, "{scores:?}");
+}
