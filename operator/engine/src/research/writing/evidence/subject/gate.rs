@@ -370,7 +370,6 @@ pub(super) fn scattered_phrases(question: &str, texts: &[String]) -> Vec<String>
             && !AUXILIARIES.contains(&w)
             && !COPULAS.contains(&w)
             && !DETERMINERS.contains(&w)
-            && !GENERIC_ATTRIBUTES.contains(&w)
             && !FRAME_WORDS.iter().any(|f| w.starts_with(f))
             && !is_context(w, &context)
     };
@@ -386,7 +385,17 @@ pub(super) fn scattered_phrases(question: &str, texts: &[String]) -> Vec<String>
             open = true;
         }
         match runs.last_mut() {
-            Some(run) if open && plain(r, &w) => run.push(w),
+            // A generic attribute opens no phrase ("change the default value of"), but inside
+            // one it is a word of the thing's name ("the query result cache").
+            Some(run)
+                if open
+                    && plain(r, &w)
+                    && !(run.is_empty() && GENERIC_ATTRIBUTES.contains(&w.as_str())) =>
+            {
+                run.push(w)
+            }
+            // "How do I size the query result cache": the article opens the phrase.
+            Some(run) if open && run.is_empty() && DETERMINERS.contains(&w.as_str()) => {}
             _ => open = false,
         }
         if ends_clause(r) {
