@@ -18,7 +18,7 @@ mod gate;
 mod release;
 use gate::{
     answer_kind_phrase, keywords, named_apart, names_asked, scattered_phrases, unheld_heads,
-    unheld_predicates, unnamed_keywords, unspoken_attributes,
+    unheld_predicates, unnamed_keywords, unspoken_attributes, unwritten_versions,
 };
 pub use release::of_asked_release;
 
@@ -608,7 +608,8 @@ pub fn docs_products(url: &str) -> Vec<String> {
 
 /// Pure: what keeps `texts` from answering `question`, as a reader would name it: the
 /// subjects none of them names ([`unanswered`]), else a word in capitals none writes so
-/// ([`unnamed_keywords`]), else an option asked of a command that only
+/// ([`unnamed_keywords`]), else a name with a version after a slash none writes
+/// ([`unwritten_versions`]), else an option asked of a command that only
 /// other commands' passages name ([`option_of_another`]), else subjects written as one phrase
 /// that no text names together ([`named_apart`]), else the attribute a "What is the X of Y"
 /// question asks for, which none speaks of ([`unspoken_attributes`]), else a thing a phrase
@@ -627,6 +628,10 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
     let keywords = unnamed_keywords(question, texts);
     if !keywords.is_empty() {
         return keywords;
+    }
+    let versions = unwritten_versions(question, texts);
+    if !versions.is_empty() {
+        return versions;
     }
     let options = option_of_another(question, texts);
     if !options.is_empty() {

@@ -3585,6 +3585,23 @@ fn the_verb_asked_about_must_stand_with_its_object() {
         unanswered(asked, std::slice::from_ref(&buffers)),
         ["“scale shared_buffers”"]
     );
+    // The thing a possessive owns is the subject, not its verb; the verb must stand with the
+    // thing it acts on, not with any word after it (probe2: "Python now retries system calls
+    // ... when they fail" answered how asyncio retries failed tasks).
+    let retries = titled(
+        5,
+        "http://docs/python3.11-doc/html/whatsnew/3.5.html",
+        "What's New In Python 3.5",
+        "PEP 475: Retry system calls failing with EINTR",
+        "Python's asyncio now retries system calls automatically when they fail with EINTR. Tasks are not affected.",
+    );
+    let asked = "How does Python's asyncio automatically retry failed tasks?";
+    assert_eq!(
+        unanswered(asked, std::slice::from_ref(&retries)),
+        ["“retry failed tasks”"]
+    );
+    let asked = "How does Python's asyncio retry failed system calls?";
+    assert!(unanswered(asked, std::slice::from_ref(&retries)).is_empty());
     let clean = titled(
         4,
         "http://docs/git-doc/git-clean.html",
@@ -3620,4 +3637,26 @@ fn the_verb_asked_about_must_stand_with_its_object() {
             "{answerable}: {missing:?}"
         );
     }
+}
+
+/// Probe set (`probe2-none-py-http3`): "Which Python 3.11 standard library module implements an
+/// HTTP/3 client?" was answered from `http.server`'s "classes for implementing HTTP servers":
+/// a name's version after a slash must be written as asked.
+#[test]
+fn a_name_with_a_version_after_a_slash_is_named_as_written() {
+    let server = titled(
+        1,
+        "http://docs/python3.11-doc/html/library/http.server.html",
+        "http.server — HTTP servers",
+        "http.server — HTTP servers",
+        "This module defines classes for implementing HTTP servers. Its handlers also answer HTTP/2 clients.",
+    );
+    let asked = "Which Python 3.11 standard library module implements an HTTP/3 client?";
+    assert_eq!(
+        unanswered(asked, std::slice::from_ref(&server)),
+        ["`HTTP/3`"]
+    );
+    let asked = "Which Python 3.11 module answers HTTP/2 clients?";
+    let missing = unanswered(asked, std::slice::from_ref(&server));
+    assert!(missing.is_empty(), "{missing:?}");
 }

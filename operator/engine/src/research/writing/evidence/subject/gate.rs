@@ -497,8 +497,14 @@ fn asked_predicate(question: &str) -> Option<Predicate> {
             r.chars()
                 .any(|c| c.is_uppercase() || c.is_ascii_digit() || "_.()`".contains(c))
         };
+        let possessive = |r: &str| r.ends_with("'s") || r.ends_with("’s");
         let mut i = start;
-        while i < raw.len() && named(raw[i]) && !PRONOUNS.contains(&clean[i].as_str()) {
+        // A name, the thing a possessive owns ("Python's asyncio") or the kind after a name
+        // ("the json module") is the subject, not its verb.
+        while i < raw.len()
+            && !PRONOUNS.contains(&clean[i].as_str())
+            && (named(raw[i]) || (i > start && (possessive(raw[i - 1]) || category(&clean[i]))))
+        {
             if ends_clause(raw[i]) {
                 return None;
             }
@@ -537,27 +543,37 @@ fn asked_predicate(question: &str) -> Option<Predicate> {
         return None;
     }
     let context = context_terms(question);
-    let mut object = Vec::new();
+    let mut object: Vec<String> = Vec::new();
     let mut last = verb_at;
     for (i, (r, w)) in raw.iter().zip(&clean).enumerate().skip(verb_at + 1) {
         // A clause of its own ("when memory is added") says when, not what.
         if SUBORDINATORS.contains(&w.as_str()) {
             break;
         }
-        if w.len() >= 3 && !function(w) && !is_context(w, &context) {
-            object.push(w.clone());
+        let content = |w: &str| w.len() >= 3 && !function(w) && !is_context(w, &context);
+        // A participle before a noun only qualifies it: "failed" of "retry failed tasks".
+        let qualifier = (w.ends_with("ed") || w.ends_with("ing"))
+            && !ends_clause(r)
+            && clean.get(i + 1).is_some_and(|n| content(n));
+        if content(w) {
             last = i;
+            if !qualifier {
+                object.push(w.clone());
+            }
         }
         if ends_clause(r) {
             break;
         }
+    }
+    if object.is_empty() {
+        return None;
     }
     let phrase = raw[verb_at..=last]
         .iter()
         .map(|r| r.trim_matches(|c: char| "?,;:!.\"“”".contains(c)))
         .collect::<Vec<_>>()
         .join(" ");
-    (!object.is_empty()).then(|| Predicate {
+    Some(Predicate {
         verb: verb.clone(),
         object,
         phrase,
@@ -578,7 +594,8 @@ const SUBORDINATORS: [&str; 10] = [
 
 /// Pure: the verb `question` asks about ([`asked_predicate`]) with the thing it acts on, as
 /// asked, when no one sentence of `texts` holds the verb (in any form, or a word the
-/// documentation uses for it) together with a word of that thing. Asked which git command
+/// documentation uses for it) together with a word of that thing (a participle qualifying a
+/// noun aside: "failed" of "retry failed tasks"). Asked which git command
 /// encrypts a repository's history, the passages read held "history" in the user manual and
 /// "encrypt" in git-cvsserver's password setup, and the model answered from the manual; git
 /// has no such command. Relational verbs ("differ", "handle", "control") are not held to.
@@ -614,4 +631,32 @@ pub(super) fn unheld_predicates(question: &str, texts: &[String]) -> Vec<String>
         return vec![];
     }
     vec![format!("“{phrase}”")]
+}
+
+/// Pure: the names with a version after a slash that `question` writes ("HTTP/3", "HTTP/1.1")
+/// and no one of `texts` writes (in any case), as written. Their words apart say nothing of
+/// the version: asked which module implements an HTTP/3 client, `http.server`'s page, which
+/// implements HTTP/1.1 servers, answered it.
+pub(super) fn unwritten_versions(question: &str, texts: &[String]) -> Vec<String> {
+    let lower: Vec<String> = texts.iter().map(|t| t.to_lowercase()).collect();
+    question
+        .split_whitespace()
+        .map(|r| {
+            r.trim_matches(|c: char| "\"'`?!,;:()[]{}“”".contains(c))
+                .trim_end_matches('.')
+        })
+        .filter(|w| {
+            w.split_once('/').is_some_and(|(name, version)| {
+                name.len() > 1
+                    && name.chars().all(|c| c.is_ascii_alphabetic())
+                    && version.starts_with(|c: char| c.is_ascii_digit())
+                    && version.chars().all(|c| c.is_ascii_digit() || c == '.')
+            })
+        })
+        .filter(|w| {
+            let w = w.to_lowercase();
+            !lower.iter().any(|t| t.contains(&w))
+        })
+        .map(|w| format!("`{w}`"))
+        .collect()
 }
