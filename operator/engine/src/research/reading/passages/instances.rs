@@ -53,7 +53,8 @@ pub(super) fn instance_terms(passages: &[Passage], query: &str) -> BTreeSet<Stri
             let t = terms(&clean[i]);
             let is_asked = !t.is_empty() && t.iter().all(|x| asked.contains(x));
             if !is_asked {
-                if run >= PHRASE_WORDS && !ends_clause(words[i - 1]) {
+                // A run is reset where a clause ends, so it ends right before `i`.
+                if run >= PHRASE_WORDS {
                     out.extend(instances_after(&words, &clean, i));
                 }
                 run = 0;

@@ -616,8 +616,8 @@ pub fn docs_products(url: &str) -> Vec<String> {
 /// names that no text holds ([`unheld_heads`]) or whose words no sentence holds together
 /// ([`scattered_phrases`]), else a subject they name only in passing ([`named_in_passing`]),
 /// else the verb asked about, when no sentence holds it with the thing it acts on
-/// ([`unheld_predicates`]). Empty when they may answer it. The answerability gate's test: it decides whether a model
-/// is shown the passages at all.
+/// ([`unheld_predicates`]). Empty when they may answer it. The answerability gate's test: it
+/// decides whether a model is shown the passages at all.
 /// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
 /// heads included.
 pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<String> {

@@ -234,10 +234,6 @@ pub(super) fn unheld_heads(question: &str, texts: &[String]) -> Vec<String> {
     use crate::research::reading::passages::{FRAME_WORDS, is_stop, terms};
     let raw: Vec<&str> = question.split_whitespace().collect();
     let clean: Vec<String> = raw.iter().map(|w| bare_word(w).to_lowercase()).collect();
-    let possessive = |w: &str| {
-        let w = w.trim_end_matches(|c: char| "?,;:!.".contains(c));
-        w.ends_with("'s") || w.ends_with("’s")
-    };
     let (context, subjects, held) = read_against(question, texts);
     let mut out = Vec::new();
     let mut i = 0;
@@ -309,6 +305,12 @@ pub(super) fn unheld_heads(question: &str, texts: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Pure: whether a question's word as written is a possessive ("PostgreSQL's"), punctuation aside.
+fn possessive(raw: &str) -> bool {
+    let w = raw.trim_end_matches(|c: char| "?,;:!.".contains(c));
+    w.ends_with("'s") || w.ends_with("’s")
 }
 
 /// Pure: whether a question's word as written ends its clause (a comma or a stop after it).
@@ -497,7 +499,6 @@ fn asked_predicate(question: &str) -> Option<Predicate> {
             r.chars()
                 .any(|c| c.is_uppercase() || c.is_ascii_digit() || "_.()`".contains(c))
         };
-        let possessive = |r: &str| r.ends_with("'s") || r.ends_with("’s");
         let mut i = start;
         // A name, the thing a possessive owns ("Python's asyncio") or the kind after a name
         // ("the json module") is the subject, not its verb.
