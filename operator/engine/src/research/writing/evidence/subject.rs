@@ -18,7 +18,7 @@ mod gate;
 mod release;
 use gate::{
     answer_kind_phrase, keywords, named_apart, names_asked, scattered_phrases, unheld_heads,
-    unheld_predicates, unnamed_keywords, unspoken_attributes, unwritten_versions,
+    unheld_parts, unheld_predicates, unnamed_keywords, unspoken_attributes, unwritten_versions,
 };
 pub use release::of_asked_release;
 
@@ -616,7 +616,8 @@ pub fn docs_products(url: &str) -> Vec<String> {
 /// names that no text holds ([`unheld_heads`]) or whose words no sentence holds together
 /// ([`scattered_phrases`]), else a subject they name only in passing ([`named_in_passing`]),
 /// else the verb asked about, when no sentence holds it with the thing it acts on
-/// ([`unheld_predicates`]). Empty when they may answer it. The answerability gate's test: it
+/// ([`unheld_predicates`]), else the part "the X of Y" asks of a thing, when no sentence holds
+/// it with that thing ([`unheld_parts`]). Empty when they may answer it. The answerability gate's test: it
 /// decides whether a model is shown the passages at all.
 /// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
 /// heads included.
@@ -657,7 +658,11 @@ pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<S
     if !passing.is_empty() {
         return passing;
     }
-    unheld_predicates(question, texts)
+    let predicates = unheld_predicates(question, texts);
+    if !predicates.is_empty() {
+        return predicates;
+    }
+    unheld_parts(question, texts)
 }
 
 /// Pure: a label of [`unanswerable`] as code: a bare name is wrapped, a phrase that marks its

@@ -3528,6 +3528,49 @@ fn the_words_of_a_phrase_must_stand_in_one_sentence() {
     }
 }
 
+/// Probe set (`probe-none-py-match-else`): asked what the else clause of Python's match
+/// statement does, the model answered, though `match` has no `else` and the docs hold "else" of
+/// other statements and "match" of patterns, each apart. The part "the X of Y" asks of a thing
+/// must stand in one sentence with it.
+#[test]
+fn the_part_asked_of_a_thing_must_stand_with_it() {
+    let for_else = titled(
+        1,
+        "http://docs/python3.11-doc/html/reference/compound_stmts.html",
+        "8. Compound statements",
+        "8.3. The for statement",
+        "When the items are exhausted, the suite in the else clause, if present, is executed, and the loop terminates.",
+    );
+    let match_stmt = titled(
+        2,
+        "http://docs/python3.11-doc/html/reference/compound_stmts.html",
+        "8. Compound statements",
+        "8.6. The match statement",
+        "The match statement is used for pattern matching. A match statement runs the first case block whose pattern succeeds against the subject value.",
+    );
+    let both = [for_else, match_stmt];
+    let asked = "What does the else clause of Python's match statement do?";
+    assert_eq!(
+        unanswered(asked, &both),
+        ["“else clause of Python's match statement”"]
+    );
+    for answerable in [
+        "What does the else clause of a for statement do?",
+        // The part and the thing in one sentence.
+        "When does the case block of a match statement run?",
+        // "What is the X of Y" asks for an attribute: another check's.
+        "What is the else clause of Python's match statement?",
+        // A part without its kind is often put in other words.
+        "What does the else of Python's match statement do?",
+    ] {
+        let missing = unanswered(answerable, &both);
+        assert!(
+            !missing.iter().any(|m| m.contains(" of ")),
+            "{answerable}: {missing:?}"
+        );
+    }
+}
+
 /// Tuning set, `multi-py311-speed-and-int-limit` in deep mode with the 1.5B model: “New in
 /// version 3.11” was quoted as the answer to "what new limit on int/str conversion did it
 /// introduce?". A bare version note answers only a question asking when.

@@ -634,6 +634,114 @@ pub(super) fn unheld_predicates(question: &str, texts: &[String]) -> Vec<String>
     vec![format!("“{phrase}”")]
 }
 
+/// Pure: the part a question asks of a thing, written "the X of Y" ("the else clause of
+/// Python's match statement"), when no one sentence of `texts` holds the part's own words (its
+/// kind, generic attributes and products aside: `else`) with a word of the thing (`match`), as
+/// the phrase quoted. Python's `match` has no `else` clause, yet asked what it does, the model
+/// answered: its docs hold "else" of other statements and "match" of patterns, each apart. The
+/// part is one or two plain words after a determiner, one of them its kind ("clause",
+/// "parameter"); "What is the X of Y" is [`unspoken_attributes`]' to judge.
+pub(super) fn unheld_parts(question: &str, texts: &[String]) -> Vec<String> {
+    use crate::research::reading::passages::{
+        FRAME_WORDS, is_category_noun, is_stop, synonyms, terms,
+    };
+    let raw: Vec<&str> = question.split_whitespace().collect();
+    let clean: Vec<String> = raw.iter().map(|w| bare_word(w).to_lowercase()).collect();
+    let context = context_terms(question);
+    let plain = |i: usize| {
+        let w = clean[i].as_str();
+        w.len() > 1
+            && raw[i].trim_matches(|c: char| "?,;:!.\"“”".contains(c)) == w
+            && w.chars().all(|c| c.is_ascii_lowercase())
+            && !is_stop(w)
+            && !AUXILIARIES.contains(&w)
+            && !COPULAS.contains(&w)
+            && !DETERMINERS.contains(&w)
+    };
+    // The words a sentence must hold: not the kind ("clause"), a generic attribute, the
+    // question's frame or its products.
+    let own = |w: &str| {
+        !is_category_noun(w)
+            && !GENERIC_ATTRIBUTES.contains(&w)
+            && !FRAME_WORDS.iter().any(|f| w.starts_with(f))
+            && !PARTICLES.contains(&w)
+            && !is_context(w, &context)
+    };
+    let sentences: Vec<BTreeSet<String>> = texts
+        .iter()
+        .flat_map(|t| crate::research::writing::evidence::sentences(t))
+        .map(|s| terms(&s).into_iter().collect())
+        .collect();
+    let mut out = Vec::new();
+    for i in 0..raw.len() {
+        if !DETERMINERS.contains(&clean[i].as_str()) || ends_clause(raw[i]) {
+            continue;
+        }
+        // "What is the X of Y" asks for an attribute.
+        if i == 2 && clean[0] == "what" && COPULAS.contains(&clean[1].as_str()) {
+            continue;
+        }
+        let Some(of) = (i + 1..raw.len().min(i + 4)).find(|&j| clean[j] == "of") else {
+            continue;
+        };
+        if of == i + 1 || (i + 1..of).any(|j| !plain(j) || ends_clause(raw[j])) {
+            continue;
+        }
+        // A part named with its kind ("else clause") is a component, which docs name by its
+        // name; another ("the quotient of integer division") is often put in other words
+        // ("division truncates").
+        let kinded = (i + 1..of).any(|j| {
+            let w = clean[j].as_str();
+            is_category_noun(w.strip_suffix('s').unwrap_or(w))
+        });
+        let part: Vec<&str> = (i + 1..of)
+            .map(|j| clean[j].as_str())
+            .filter(|w| own(w) && !terms(w).is_empty())
+            .collect();
+        if !kinded {
+            continue;
+        }
+        // The thing: the words after "of" up to a function word or the clause's end, past
+        // determiners and possessives.
+        let mut thing: Vec<&str> = Vec::new();
+        let mut end = of;
+        for j in of + 1..raw.len() {
+            let opener = DETERMINERS.contains(&clean[j].as_str()) || possessive(raw[j]);
+            if !opener && !plain(j) {
+                break;
+            }
+            end = j;
+            if !opener && own(&clean[j]) && !terms(&clean[j]).is_empty() {
+                thing.push(clean[j].as_str());
+            }
+            if ends_clause(raw[j]) {
+                break;
+            }
+        }
+        if part.is_empty() || thing.is_empty() {
+            continue;
+        }
+        let held_with = |s: &BTreeSet<String>, words: &[&str]| {
+            words.iter().all(|w| {
+                terms(w)
+                    .iter()
+                    .all(|t| s.contains(t) || synonyms(t).any(|y| s.contains(y)))
+            })
+        };
+        let held = sentences
+            .iter()
+            .any(|s| held_with(s, &part) && thing.iter().any(|w| held_with(s, &[w])));
+        if !held {
+            let phrase: Vec<&str> = raw[i + 1..=end]
+                .iter()
+                .map(|r| r.trim_matches(|c: char| "?,;:!.\"“”".contains(c)))
+                .collect();
+            out.push(format!("“{}”", phrase.join(" ")));
+        }
+    }
+    out
+}
+
 /// Pure: the names with a version after a slash that `question` writes ("HTTP/3", "HTTP/1.1")
 /// and no one of `texts` writes (in any case), as written. Their words apart say nothing of
 /// the version: asked which module implements an HTTP/3 client, `http.server`'s page, which
