@@ -697,6 +697,16 @@ fn asked_subjects(question: &str) -> Vec<String> {
         .collect()
 }
 
+/// Pure: whether `text` holds `word` (in any case) with no letter, digit or `_` either side.
+fn holds_word(text: &str, word: &str) -> bool {
+    let (lower, word) = (text.to_lowercase(), word.to_lowercase());
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    !word.is_empty()
+        && lower.match_indices(&word).any(|(at, _)| {
+            !part(lower[..at].chars().next_back()) && !part(lower[at + word.len()..].chars().next())
+        })
+}
+
 /// Pure: whether a text names a subject term of a question.
 fn names_term(text: &str, named: &Named, term: &str) -> bool {
     // An option is named only whole: `--autosquash-all` is not `--autosquash` and "all".
@@ -712,6 +722,13 @@ fn names_term(text: &str, named: &Named, term: &str) -> bool {
     // A hyphenated term (`query-result-cache`, `built-in`) is one phrase: its words apart
     // are named by any planner passage.
     let s = match parts.as_slice() {
+        // A method written bare (`sort()`) names `dict.sort` only where its owner is named
+        // too: `list.sort`'s `sort()` answered what `dict.sort()`, which Python lacks, returns.
+        [one] if one.contains('.') && !holds_word(text, one) => {
+            let owner = one.rsplit('.').nth(1).unwrap_or_default();
+            let owned = holds_word(text, owner) || holds_word(text, &format!("{owner}s"));
+            return owned && named.names(&Subject::Name(one.clone()));
+        }
         [one] => Subject::Name(one.clone()),
         _ if term.contains('-') && !term.contains(' ') => Subject::Phrase(parts),
         _ => Subject::Words(parts),

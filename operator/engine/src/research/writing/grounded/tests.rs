@@ -3528,6 +3528,35 @@ fn the_words_of_a_phrase_must_stand_in_one_sentence() {
     }
 }
 
+/// Probe set (`probe-none-py-dict-sort-method`): asked what `dict.sort()` returns, which
+/// Python lacks, the model answered from What's New's `sort()` of lists. A method written bare
+/// names a dotted name only where its owner is named too.
+#[test]
+fn a_bare_method_names_a_dotted_name_only_beside_its_owner() {
+    let sorting = titled(
+        1,
+        "http://docs/python3.11-doc/html/whatsnew/2.4.html",
+        "What’s New in Python 2.4",
+        "Other Language Changes",
+        "This function will then be used to sort the list. Previously this was the only parameter that could be provided to `sort()`.",
+    );
+    let asked = "What does Python's dict.sort() method return?";
+    assert_eq!(
+        unanswered(asked, std::slice::from_ref(&sorting)),
+        ["dict.sort"]
+    );
+    let entry = titled(
+        2,
+        "http://docs/python3.11-doc/html/library/stdtypes.html",
+        "Built-in Types",
+        "Built-in Types › Sequence Types — list, tuple, range › Lists › sort(*, key=None, reverse=False)",
+        "This method sorts the list in place, using only < comparisons between items. The sort() method returns None.",
+    );
+    let asked = "What does Python's list.sort() method return?";
+    let missing = unanswered(asked, &[entry]);
+    assert!(missing.is_empty(), "{missing:?}");
+}
+
 /// Probe set (`probe-none-py-match-else`): asked what the else clause of Python's match
 /// statement does, the model answered, though `match` has no `else` and the docs hold "else" of
 /// other statements and "match" of patterns, each apart. The part "the X of Y" asks of a thing

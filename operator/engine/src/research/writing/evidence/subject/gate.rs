@@ -635,8 +635,8 @@ pub(super) fn unheld_predicates(question: &str, texts: &[String]) -> Vec<String>
 }
 
 /// Pure: the part a question asks of a thing, written "the X of Y" ("the else clause of
-/// Python's match statement"), when no one sentence of `texts` holds the part's own words (its
-/// kind, generic attributes and products aside: `else`) with a word of the thing (`match`), as
+/// Python's match statement"), when no one sentence of `texts` holds the part's words (generic
+/// attributes and products aside: "else clause") with a word of the thing (`match`), as
 /// the phrase quoted. Python's `match` has no `else` clause, yet asked what it does, the model
 /// answered: its docs hold "else" of other statements and "match" of patterns, each apart. The
 /// part is one or two plain words after a determiner, one of them its kind ("clause",
@@ -694,9 +694,11 @@ pub(super) fn unheld_parts(question: &str, texts: &[String]) -> Vec<String> {
             let w = clean[j].as_str();
             is_category_noun(w.strip_suffix('s').unwrap_or(w))
         });
+        // Its kind too: "Else, the subpattern ... is matched" holds "else" and "match" and
+        // speaks of no else clause.
         let part: Vec<&str> = (i + 1..of)
             .map(|j| clean[j].as_str())
-            .filter(|w| own(w) && !terms(w).is_empty())
+            .filter(|w| (own(w) || is_category_noun(w)) && !terms(w).is_empty())
             .collect();
         if !kinded {
             continue;
