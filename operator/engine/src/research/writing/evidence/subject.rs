@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use super::{STOPWORDS, stem, terms};
 use crate::research::reading::passages::focus::option_commands;
+use crate::research::reading::passages::holds_word;
 use crate::research::reading::passages::{
     FRAME_WORDS, context_terms, is_context, products_asked, sole_product, subject_terms,
 };
@@ -17,8 +18,9 @@ use crate::research::reading::passages::{
 mod gate;
 mod release;
 use gate::{
-    answer_kind_phrase, keywords, named_apart, names_asked, scattered_phrases, unheld_heads,
-    unheld_parts, unheld_predicates, unnamed_keywords, unspoken_attributes, unwritten_versions,
+    answer_kind_phrase, keywords, named_apart, names_asked, names_option, scattered_phrases,
+    unheld_heads, unheld_parts, unheld_predicates, unnamed_keywords, unspoken_attributes,
+    unwritten_versions,
 };
 pub use release::of_asked_release;
 
@@ -450,16 +452,6 @@ pub fn unnamed(claim: &str, evidence: &Named, asked: &str) -> Vec<String> {
         .collect()
 }
 
-/// Pure: whether `text` names the command-line option `option` (lower-cased, `--` first) as a
-/// whole: not as the start of a longer option, nor inside a word.
-fn names_option(text: &str, option: &str) -> bool {
-    let lower = text.to_lowercase();
-    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_');
-    lower.match_indices(option).any(|(at, _)| {
-        !part(lower[..at].chars().next_back()) && !part(lower[at + option.len()..].chars().next())
-    })
-}
-
 /// Pure: the subjects `question` names ([`subject_terms`]: its identifiers, else its
 /// capitalised names, and the words a product owns, less the products it is asked in) that
 /// none of `texts` names. Passages that leave one out do not answer the question: a page
@@ -697,16 +689,6 @@ fn asked_subjects(question: &str) -> Vec<String> {
         .collect()
 }
 
-/// Pure: whether `text` holds `word` (in any case) with no letter, digit or `_` either side.
-fn holds_word(text: &str, word: &str) -> bool {
-    let (lower, word) = (text.to_lowercase(), word.to_lowercase());
-    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    !word.is_empty()
-        && lower.match_indices(&word).any(|(at, _)| {
-            !part(lower[..at].chars().next_back()) && !part(lower[at + word.len()..].chars().next())
-        })
-}
-
 /// Pure: whether a text names a subject term of a question.
 fn names_term(text: &str, named: &Named, term: &str) -> bool {
     // An option is named only whole: `--autosquash-all` is not `--autosquash` and "all".
@@ -724,9 +706,13 @@ fn names_term(text: &str, named: &Named, term: &str) -> bool {
     let s = match parts.as_slice() {
         // A method written bare (`sort()`) names `dict.sort` only where its owner is named
         // too: `list.sort`'s `sort()` answered what `dict.sort()`, which Python lacks, returns.
-        [one] if one.contains('.') && !holds_word(text, one) => {
-            let owner = one.rsplit('.').nth(1).unwrap_or_default();
-            let owned = holds_word(text, owner) || holds_word(text, &format!("{owner}s"));
+        [one] if one.contains('.') && !holds_word(&text.to_lowercase(), &one.to_lowercase()) => {
+            let (lower, owner) = (
+                text.to_lowercase(),
+                one.rsplit('.').nth(1).unwrap_or_default().to_lowercase(),
+            );
+            let owned = !owner.is_empty()
+                && (holds_word(&lower, &owner) || holds_word(&lower, &format!("{owner}s")));
             return owned && named.names(&Subject::Name(one.clone()));
         }
         [one] => Subject::Name(one.clone()),

@@ -771,3 +771,13 @@ pub(super) fn unwritten_versions(question: &str, texts: &[String]) -> Vec<String
         .map(|w| format!("`{w}`"))
         .collect()
 }
+
+/// Pure: whether `text` names the command-line option `option` (lower-cased, `--` first) as a
+/// whole: not as the start of a longer option, nor inside a word.
+pub(super) fn names_option(text: &str, option: &str) -> bool {
+    let lower = text.to_lowercase();
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_');
+    lower.match_indices(option).any(|(at, _)| {
+        !part(lower[..at].chars().next_back()) && !part(lower[at + option.len()..].chars().next())
+    })
+}
