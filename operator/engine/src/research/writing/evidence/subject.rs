@@ -609,8 +609,8 @@ pub fn docs_products(url: &str) -> Vec<String> {
 /// ([`scattered_phrases`]), else a subject they name only in passing ([`named_in_passing`]),
 /// else the verb asked about, when no sentence holds it with the thing it acts on
 /// ([`unheld_predicates`]), else the part "the X of Y" asks of a thing, when no sentence holds
-/// it with that thing ([`unheld_parts`]). Empty when they may answer it. The answerability gate's test: it
-/// decides whether a model is shown the passages at all.
+/// it with that thing ([`unheld_parts`]). Empty when they may answer it. The answerability
+/// gate's test: it decides whether a model is shown the passages at all.
 /// `heads` are the texts' titles and headings (what each is about), `texts` the whole of each,
 /// heads included.
 pub fn unanswerable(question: &str, heads: &[String], texts: &[String]) -> Vec<String> {
@@ -706,14 +706,15 @@ fn names_term(text: &str, named: &Named, term: &str) -> bool {
     let s = match parts.as_slice() {
         // A method written bare (`sort()`) names `dict.sort` only where its owner is named
         // too: `list.sort`'s `sort()` answered what `dict.sort()`, which Python lacks, returns.
-        [one] if one.contains('.') && !holds_word(&text.to_lowercase(), &one.to_lowercase()) => {
-            let (lower, owner) = (
-                text.to_lowercase(),
-                one.rsplit('.').nth(1).unwrap_or_default().to_lowercase(),
-            );
-            let owned = !owner.is_empty()
-                && (holds_word(&lower, &owner) || holds_word(&lower, &format!("{owner}s")));
-            return owned && named.names(&Subject::Name(one.clone()));
+        [one] if one.contains('.') => {
+            let (lower, dotted) = (text.to_lowercase(), one.to_lowercase());
+            if !holds_word(&lower, &dotted) {
+                let owner = dotted.rsplit('.').nth(1).unwrap_or_default();
+                let owned = !owner.is_empty()
+                    && (holds_word(&lower, owner) || holds_word(&lower, &format!("{owner}s")));
+                return owned && named.names(&Subject::Name(one.clone()));
+            }
+            Subject::Name(one.clone())
         }
         [one] => Subject::Name(one.clone()),
         _ if term.contains('-') && !term.contains(' ') => Subject::Phrase(parts),

@@ -658,10 +658,11 @@ pub(super) fn unheld_parts(question: &str, texts: &[String]) -> Vec<String> {
             && !COPULAS.contains(&w)
             && !DETERMINERS.contains(&w)
     };
-    // The words a sentence must hold: not the kind ("clause"), a generic attribute, the
-    // question's frame or its products.
+    let kind = |w: &str| is_category_noun(w.strip_suffix('s').unwrap_or(w));
+    // The thing's own words: not its kind ("statement"), a generic attribute, the question's
+    // frame or its products.
     let own = |w: &str| {
-        !is_category_noun(w)
+        !kind(w)
             && !GENERIC_ATTRIBUTES.contains(&w)
             && !FRAME_WORDS.iter().any(|f| w.starts_with(f))
             && !PARTICLES.contains(&w)
@@ -690,19 +691,15 @@ pub(super) fn unheld_parts(question: &str, texts: &[String]) -> Vec<String> {
         // A part named with its kind ("else clause") is a component, which docs name by its
         // name; another ("the quotient of integer division") is often put in other words
         // ("division truncates").
-        let kinded = (i + 1..of).any(|j| {
-            let w = clean[j].as_str();
-            is_category_noun(w.strip_suffix('s').unwrap_or(w))
-        });
-        // Its kind too: "Else, the subpattern ... is matched" holds "else" and "match" and
-        // speaks of no else clause.
-        let part: Vec<&str> = (i + 1..of)
-            .map(|j| clean[j].as_str())
-            .filter(|w| (own(w) || is_category_noun(w)) && !terms(w).is_empty())
-            .collect();
-        if !kinded {
+        if !(i + 1..of).any(|j| kind(&clean[j])) {
             continue;
         }
+        // Its kind is held too: "Else, the subpattern ... is matched" holds "else" and "match"
+        // and speaks of no else clause.
+        let part: Vec<&str> = (i + 1..of)
+            .map(|j| clean[j].as_str())
+            .filter(|w| (own(w) || kind(w)) && !terms(w).is_empty())
+            .collect();
         // The thing: the words after "of" up to a function word or the clause's end, past
         // determiners and possessives.
         let mut thing: Vec<&str> = Vec::new();
