@@ -72,8 +72,8 @@ const FROZEN: QuestionSet = QuestionSet {
 const PROBE: QuestionSet = QuestionSet {
     file: "probe.jsonl",
     trees: &EVAL_FROZEN_DOC_TREES,
-    min_questions: 58,
-    min_no_answer: 40,
+    min_questions: 65,
+    min_no_answer: 47,
     min_multi_page: 2,
     min_on_last_tree: 14,
 };
