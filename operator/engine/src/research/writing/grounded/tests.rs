@@ -3711,6 +3711,34 @@ fn the_verb_asked_about_must_stand_with_its_object() {
     }
 }
 
+/// Probe set (`probe3-none-git-bisect-rewrite`): "How does git bisect automatically rewrite the
+/// commits that fail the test?" was answered from git-bisect's pages, which rewrite nothing. A
+/// product written in lower case, and the command after it that the pages write with it, are the
+/// subject, so the verb after them is held to its object.
+#[test]
+fn a_lower_case_command_is_the_subject_of_the_verb_after_it() {
+    let bisect = titled(
+        1,
+        "http://docs/git-doc/git-bisect.html",
+        "git-bisect(1)",
+        "DESCRIPTION",
+        "This command uses a binary search algorithm to find which commit in your project's history introduced a bug. You use git bisect run to test each commit with a script.",
+    );
+    let asked = "How does git bisect automatically rewrite the commits that fail the test?";
+    assert_eq!(
+        unanswered(asked, std::slice::from_ref(&bisect)),
+        ["“rewrite the commits that fail the test”"]
+    );
+    for answerable in [
+        "How does git bisect find the commit that introduced a bug?",
+        // The pages never write "git search": no command is named, nothing is held to.
+        "How does git search the history for commits that introduced a bug?",
+    ] {
+        let missing = unanswered(answerable, std::slice::from_ref(&bisect));
+        assert!(missing.is_empty(), "{answerable}: {missing:?}");
+    }
+}
+
 /// Probe set (`probe2-none-py-http3`): "Which Python 3.11 standard library module implements an
 /// HTTP/3 client?" was answered from `http.server`'s "classes for implementing HTTP servers":
 /// a name's version after a slash must be written as asked.

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::{Named, Subject, asked_subjects, names_term};
+use crate::research::reading::passages::holds_word;
 use crate::research::reading::passages::{context_terms, is_category_noun, is_context};
 
 /// Pure: the words `question` writes in capitals, letters only (`VACUUM`, `COMPACT`, `HTTP`),
@@ -472,7 +473,7 @@ const RELATIONAL_VERBS: [&str; 40] = [
 /// *encrypts* the history of a repository?") or after a named subject and its auxiliary ("How
 /// does PostgreSQL 15 automatically *scale* shared_buffers ...?"). `None` for other forms, a
 /// relational verb ([`RELATIONAL_VERBS`]) or a verb with no object of its own.
-fn asked_predicate(question: &str) -> Option<Predicate> {
+fn asked_predicate(question: &str, texts: &[String]) -> Option<Predicate> {
     use crate::research::reading::passages::{is_category_noun, is_stop};
     let raw: Vec<&str> = question.split_whitespace().collect();
     let clean: Vec<String> = raw.iter().map(|w| bare_word(w).to_lowercase()).collect();
@@ -499,7 +500,22 @@ fn asked_predicate(question: &str) -> Option<Predicate> {
             r.chars()
                 .any(|c| c.is_uppercase() || c.is_ascii_digit() || "_.()`".contains(c))
         };
-        let mut i = start;
+        // A command written in lower case, two words the texts write as one ("git bisect",
+        // "git-bisect"), is the subject.
+        let command = start + 1 < raw.len()
+            && !ends_clause(raw[start])
+            && (start..start + 2).all(|j| {
+                let w = clean[j].as_str();
+                w.len() > 1
+                    && w.chars().all(|c| c.is_ascii_lowercase())
+                    && !function(w)
+                    && !PRONOUNS.contains(&w)
+            })
+            && [" ", "-"].iter().any(|sep| {
+                let pair = format!("{}{sep}{}", clean[start], clean[start + 1]);
+                texts.iter().any(|t| holds_word(&t.to_lowercase(), &pair))
+            });
+        let mut i = if command { start + 2 } else { start };
         // A name, the thing a possessive owns ("Python's asyncio") or the kind after a name
         // ("the json module") is the subject, not its verb.
         while i < raw.len()
@@ -606,7 +622,7 @@ pub(super) fn unheld_predicates(question: &str, texts: &[String]) -> Vec<String>
         verb,
         object,
         phrase,
-    }) = asked_predicate(question)
+    }) = asked_predicate(question, texts)
     else {
         return vec![];
     };
