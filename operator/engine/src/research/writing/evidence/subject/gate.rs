@@ -471,8 +471,9 @@ const RELATIONAL_VERBS: [&str; 40] = [
 /// Pure: the verb `question` asks about and the words of the thing it acts on, when its form
 /// shows where the verb is: after the kind of thing asked for ("Which git command
 /// *encrypts* the history of a repository?") or after a named subject and its auxiliary ("How
-/// does PostgreSQL 15 automatically *scale* shared_buffers ...?"). `None` for other forms, a
-/// relational verb ([`RELATIONAL_VERBS`]) or a verb with no object of its own.
+/// does PostgreSQL 15 automatically *scale* shared_buffers ...?"), a subject that may be a
+/// lower-case command `texts` write as one ("How does git bisect *rewrite* ..."). `None` for
+/// other forms, a relational verb ([`RELATIONAL_VERBS`]) or a verb with no object of its own.
 fn asked_predicate(question: &str, texts: &[String]) -> Option<Predicate> {
     use crate::research::reading::passages::{is_category_noun, is_stop};
     let raw: Vec<&str> = question.split_whitespace().collect();
