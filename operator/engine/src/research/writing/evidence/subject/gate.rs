@@ -512,9 +512,14 @@ fn asked_predicate(question: &str, texts: &[String]) -> Option<Predicate> {
                     && !function(w)
                     && !PRONOUNS.contains(&w)
             })
-            && [" ", "-"].iter().any(|sep| {
-                let pair = format!("{}{sep}{}", clean[start], clean[start + 1]);
-                texts.iter().any(|t| holds_word(&t.to_lowercase(), &pair))
+            && texts.iter().any(|t| {
+                let lower = t.to_lowercase();
+                [" ", "-"].iter().any(|sep| {
+                    holds_word(
+                        &lower,
+                        &format!("{}{sep}{}", clean[start], clean[start + 1]),
+                    )
+                })
             });
         let mut i = if command { start + 2 } else { start };
         // A name, the thing a possessive owns ("Python's asyncio") or the kind after a name
